@@ -1,0 +1,39 @@
+# The two commands of the README: `make demo` and `make test`.
+# Both create .venv when missing and install what they need (stamp files make reruns fast).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+PKGS   := mars_core langchain_mars llamaindex_mars
+DEMO_DIR ?= ./mars_data/demo
+
+.PHONY: demo test lint typecheck pytest clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -U pip
+
+$(VENV)/.stamp-demo: pyproject.toml | $(PY)
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.stamp-test: pyproject.toml | $(PY)
+	$(PIP) install -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.stamp-demo
+	$(PY) -m mars_core.demo --path $(DEMO_DIR) --fresh
+
+lint: $(VENV)/.stamp-test
+	$(VENV)/bin/ruff check $(PKGS) tests
+
+typecheck: $(VENV)/.stamp-test
+	$(VENV)/bin/mypy --strict $(PKGS)
+
+pytest: $(VENV)/.stamp-test
+	$(PY) -m pytest -q
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) mars_data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,131 @@
+"""mars-memory: a memory layer for LLM agents that forgets on purpose.
+
+The public API is re-exported here; everything else is internal unless documented.
+
+Example:
+    >>> from mars_core import MemoryStore
+    >>> with MemoryStore(budget=200) as store:
+    ...     _ = store.add("Bo's sister is Ana", type="social")
+    ...     store.stats()["namespaces"]["default"]["active"]
+    1
+"""
+
+from mars_core.audit import AuditEvent, AuditOp, VerifyReport
+from mars_core.backends.base import (
+    And,
+    Eq,
+    Filter,
+    In,
+    Not,
+    Or,
+    Range,
+    Record,
+    ScoredRecord,
+    VectorBackend,
+    WriteBatch,
+)
+from mars_core.backends.memory import InMemoryBackend
+from mars_core.budget import (
+    ApproxTokenCounter,
+    TokenCounter,
+    WhitespaceTokenCounter,
+)
+from mars_core.clock import Clock, FakeClock, SystemClock
+from mars_core.config import RetrievalConfig, StoreConfig
+from mars_core.embeddings import Embedder, HashingEmbedder
+from mars_core.errors import (
+    BudgetExceededError,
+    ConfigError,
+    ConflictError,
+    CorruptStoreError,
+    EmbeddingMismatchError,
+    ExtraNotInstalledError,
+    ImportFormatError,
+    MarsBackendError,
+    MarsError,
+    NotFoundError,
+    PolicyError,
+    StoreClosedError,
+    ValidationError,
+)
+from mars_core.explain import ChainLink, Explanation
+from mars_core.model import (
+    Consent,
+    Edge,
+    EpisodicPayload,
+    MemoryNode,
+    MemoryStatus,
+    MemoryType,
+    Predicate,
+    Provenance,
+    SemanticPayload,
+    SocialPayload,
+    TaskPayload,
+    TaskStatus,
+)
+from mars_core.policies import Policy, available_policies, make_policy
+from mars_core.retrieval import Hit
+from mars_core.store import MemoryStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "And",
+    "ApproxTokenCounter",
+    "AuditEvent",
+    "AuditOp",
+    "BudgetExceededError",
+    "ChainLink",
+    "Clock",
+    "ConfigError",
+    "ConflictError",
+    "Consent",
+    "CorruptStoreError",
+    "Edge",
+    "Embedder",
+    "EmbeddingMismatchError",
+    "EpisodicPayload",
+    "Eq",
+    "Explanation",
+    "ExtraNotInstalledError",
+    "FakeClock",
+    "Filter",
+    "HashingEmbedder",
+    "Hit",
+    "ImportFormatError",
+    "In",
+    "InMemoryBackend",
+    "MarsBackendError",
+    "MarsError",
+    "MemoryNode",
+    "MemoryStatus",
+    "MemoryStore",
+    "MemoryType",
+    "Not",
+    "NotFoundError",
+    "Or",
+    "Policy",
+    "PolicyError",
+    "Predicate",
+    "Provenance",
+    "Range",
+    "Record",
+    "RetrievalConfig",
+    "ScoredRecord",
+    "SemanticPayload",
+    "SocialPayload",
+    "StoreClosedError",
+    "StoreConfig",
+    "SystemClock",
+    "TaskPayload",
+    "TaskStatus",
+    "TokenCounter",
+    "ValidationError",
+    "VectorBackend",
+    "VerifyReport",
+    "WhitespaceTokenCounter",
+    "WriteBatch",
+    "__version__",
+    "available_policies",
+    "make_policy",
+]

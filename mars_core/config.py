@@ -1,0 +1,83 @@
+"""Configuration objects: every field documented, unknown keys rejected.
+
+Example:
+    >>> StoreConfig(budget=2000, policy="lru").budget
+    2000
+    >>> StoreConfig.model_validate({"budgett": 1})  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    pydantic_core._pydantic_core.ValidationError: ...
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mars_core.model import MemoryType
+
+__all__ = ["RetrievalConfig", "StoreConfig"]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class RetrievalConfig(BaseModel):
+    """How ``retrieve`` ranks and packs memories."""
+
+    model_config = _STRICT
+    dense_weight: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="Weight of cosine similarity in the hybrid score; the rest goes to BM25.",
+    )
+    candidates: int = Field(
+        64, ge=1, le=10_000,
+        description="How many candidates each channel (dense, lexical) proposes before fusion.",
+    )
+    bm25_k1: float = Field(1.2, gt=0.0, description="BM25 term-frequency saturation k1.")
+    bm25_b: float = Field(0.75, ge=0.0, le=1.0, description="BM25 length normalisation b.")
+    default_budget_tokens: int = Field(
+        512, gt=0, description="Token budget of a retrieval when the caller gives none."
+    )
+
+
+class StoreConfig(BaseModel):
+    """Configuration of a :class:`~mars_core.store.MemoryStore`.
+
+    It is recorded in the store manifest; reopening a store uses the recorded values
+    unless the caller passes new ones (which are then recorded, with an audit event).
+    """
+
+    model_config = _STRICT
+    budget: int = Field(
+        8000, gt=0,
+        description="Global token budget B of each namespace: Σ w_i of active nodes ≤ B.",
+    )
+    namespace_budgets: dict[str, int] = Field(
+        default_factory=dict, description="Per-namespace overrides of `budget`."
+    )
+    policy: str = Field(
+        "lru", min_length=1,
+        description="Forgetting policy by registry name (see mars_core.policies.available()).",
+    )
+    policy_params: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword parameters passed to the policy."
+    )
+    type_shares: dict[MemoryType, float] | None = Field(
+        None, description="Soft per-type budget shares (seed 000 §3.2.7); None = equal shares."
+    )
+    seed: int = Field(
+        0, ge=0, description="Seed for ids and every seeded random choice (same seed, same store)."
+    )
+    token_counter: str = Field(
+        "approx-v1", description="Token counter name: 'approx-v1', 'whitespace' or 'tiktoken-*'."
+    )
+    default_namespace: str = Field(
+        "default", min_length=1, description="Namespace used when a call names none."
+    )
+    retrieval: RetrievalConfig = Field(
+        default_factory=RetrievalConfig, description="Ranking and packing of `retrieve`."
+    )
+
+    def budget_for(self, namespace: str) -> int:
+        """The budget of ``namespace`` (its override, or the global budget)."""
+        return self.namespace_budgets.get(namespace, self.budget)

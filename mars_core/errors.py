@@ -1,0 +1,97 @@
+"""The one exception tree of mars-memory.
+
+Every error the library raises on purpose derives from :class:`MarsError`, so a caller
+can catch everything of ours with one clause and nothing of anyone else's. Errors from
+third-party clients are wrapped at the edge (``raise MarsBackendError(...) from exc``)
+and their messages say what to do next.
+
+Example:
+    >>> from mars_core.errors import MarsError, ValidationError
+    >>> issubclass(ValidationError, MarsError) and issubclass(ValidationError, ValueError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceededError",
+    "ConfigError",
+    "ConflictError",
+    "CorruptStoreError",
+    "EmbeddingMismatchError",
+    "ExtraNotInstalledError",
+    "ImportFormatError",
+    "MarsBackendError",
+    "MarsError",
+    "NotFoundError",
+    "PolicyError",
+    "StoreClosedError",
+    "ValidationError",
+]
+
+
+class MarsError(Exception):
+    """Base class of every error raised by mars-memory."""
+
+
+class ValidationError(MarsError, ValueError):
+    """An argument or a record is invalid; nothing was changed."""
+
+
+class ConfigError(ValidationError):
+    """A configuration object or option is invalid or unknown."""
+
+
+class NotFoundError(MarsError, KeyError):
+    """No memory (or namespace, or record) with that identifier exists."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want a sentence.
+        return str(self.args[0]) if self.args else "not found"
+
+
+class ConflictError(MarsError):
+    """The operation conflicts with existing state (duplicate id, held writer lease)."""
+
+
+class BudgetExceededError(ValidationError):
+    """A single memory is heavier than the whole budget of its namespace; nothing was stored."""
+
+
+class EmbeddingMismatchError(ConfigError):
+    """The embedder's name or dimension differs from the one the store was built with."""
+
+
+class ImportFormatError(ValidationError):
+    """An import document (JSON-LD, snapshot) is malformed; nothing was imported."""
+
+
+class PolicyError(MarsError):
+    """A forgetting policy could not restore its invariants."""
+
+
+class MarsBackendError(MarsError):
+    """A vector backend failed; the original error is chained as ``__cause__``."""
+
+
+class CorruptStoreError(MarsBackendError):
+    """Persisted state on disk is unreadable in a way recovery cannot repair."""
+
+
+class StoreClosedError(MarsError):
+    """The store was closed; open it again with ``MemoryStore.open(path)``."""
+
+
+class ExtraNotInstalledError(MarsError, ImportError):
+    """An optional integration was used without its extra installed.
+
+    Args:
+        extra: the name of the extra to install.
+        module: the module that failed to import.
+    """
+
+    def __init__(self, extra: str, module: str) -> None:
+        super().__init__(
+            f"{module!r} is not installed; install it with: pip install 'mars-memory[{extra}]'"
+        )
+        self.extra = extra
+        self.module = module

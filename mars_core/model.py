@@ -1,0 +1,320 @@
+"""The MaRS memory model: typed nodes, typed payloads, provenance and typed edges.
+
+Seed 000 §3.1 defines a memory node as ``n_i = (c_i, t_i, τ_i, s_i, w_i, ρ_i)``: content,
+type, creation time, sensitivity in [0, 1], a positive weight (tokens) and provenance.
+§3.2.1–3.2.4 give each type a structured payload and §3.2.9 the JSON-LD form.
+
+Content is immutable: a :class:`MemoryNode` is a frozen value object and any change of
+content makes a *new* node linked to the old one by ``derivesFrom`` (seed 000 §5.2).
+Metadata (access statistics, status, sensitivity after a preference change) changes by
+``node.model_copy(update=...)`` inside the store, never in place.
+
+Example:
+    >>> from mars_core.model import MemoryNode, MemoryType, SemanticPayload
+    >>> n = MemoryNode(id="00000000-0000-4000-8000-000000000001", type=MemoryType.SEMANTIC,
+    ...                content="Ana prefers tea", weight=4,
+    ...                payload=SemanticPayload(concept="Ana", confidence=0.9))
+    >>> n.type.value, n.status.value, n.payload.kind
+    ('semantic', 'active', 'semantic')
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "Consent",
+    "Edge",
+    "EpisodicPayload",
+    "JSONValue",
+    "MemoryNode",
+    "MemoryStatus",
+    "MemoryType",
+    "Payload",
+    "Predicate",
+    "Provenance",
+    "SemanticPayload",
+    "SocialPayload",
+    "TaskPayload",
+    "TaskStatus",
+    "default_payload",
+    "utc",
+]
+
+JSONValue = Any
+"""A JSON-compatible value (kept as ``Any`` so pydantic validates it as such)."""
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+MAX_CONTENT_CHARS = 200_000
+"""Largest content accepted for one memory (characters); larger text is a ValidationError."""
+
+
+def utc(dt: datetime) -> datetime:
+    """Return ``dt`` as an aware UTC datetime (naive datetimes are taken as UTC)."""
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+class MemoryType(StrEnum):
+    """The four MaRS memory types (seed 000 §3.2.1–3.2.4)."""
+
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    SOCIAL = "social"
+    TASK = "task"
+
+
+class MemoryStatus(StrEnum):
+    """Where a memory lives: the active store or the archive (cold storage)."""
+
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+
+
+class TaskStatus(StrEnum):
+    """Status of a task memory; only ``pending`` and ``active`` goals are protected."""
+
+    PENDING = "pending"
+    ACTIVE = "active"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+class Consent(StrEnum):
+    """Consent status recorded in provenance (seed 000 §5.4)."""
+
+    UNKNOWN = "unknown"
+    GRANTED = "granted"
+    DENIED = "denied"
+
+
+class Predicate(StrEnum):
+    """Typed edge predicates (seed 000 §3.2, §3.2.9; DESIGN §3).
+
+    Direction conventions (``source --predicate--> target``):
+
+    * ``temporalNext``: the earlier episode points to the later one.
+    * ``derivesFrom``: a derived node (summary, extracted fact, update) points to what
+      it was derived from. These edges form the dependency forest of seed 000 §3.1.
+    * ``isA``: an instance or concept points to its class.
+    * ``friendOf``: a social relation between two people (symmetric in meaning).
+    * ``requires``: a task points to a prerequisite memory.
+    * ``attachesToGoal``: a memory points to the task (goal) it serves.
+    * ``supersedes`` / ``corrects``: the newer memory points to the one it replaces.
+    """
+
+    TEMPORAL_NEXT = "temporalNext"
+    DERIVES_FROM = "derivesFrom"
+    IS_A = "isA"
+    FRIEND_OF = "friendOf"
+    REQUIRES = "requires"
+    ATTACHES_TO_GOAL = "attachesToGoal"
+    SUPERSEDES = "supersedes"
+    CORRECTS = "corrects"
+
+
+def _finite(value: float, name: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
+class EpisodicPayload(BaseModel):
+    """Episodic payload ``(event, context, participants, timestamp, emotional_valence)``."""
+
+    model_config = _FROZEN
+    kind: Literal["episodic"] = "episodic"
+    event: str | None = Field(None, description="What happened, in a few words.")
+    context: str | None = Field(None, description="Where/what situation it happened in.")
+    participants: tuple[str, ...] = Field((), description="Who took part (speaker names).")
+    emotional_valence: float = Field(0.0, ge=-1.0, le=1.0, description="Valence in [-1, 1].")
+
+
+class SemanticPayload(BaseModel):
+    """Semantic payload ``(concept, relations, confidence, generality_score)``."""
+
+    model_config = _FROZEN
+    kind: Literal["semantic"] = "semantic"
+    concept: str | None = Field(None, description="The entity or concept the fact is about.")
+    relations: tuple[tuple[str, str], ...] = Field(
+        (), description="Typed relations as (predicate, object) pairs, e.g. ('worksAt', 'Acme')."
+    )
+    confidence: float = Field(1.0, ge=0.0, le=1.0, description="Belief in the fact, in [0, 1].")
+    generality: float = Field(0.5, ge=0.0, le=1.0, description="Generality score in [0, 1].")
+
+
+class SocialPayload(BaseModel):
+    """Social payload ``(entity, relationship_type, attributes, interaction_history)``."""
+
+    model_config = _FROZEN
+    kind: Literal["social"] = "social"
+    entity: str | None = Field(None, description="The person or organisation.")
+    relationship_type: str | None = Field(None, description="e.g. friend, colleague, sister.")
+    attributes: dict[str, str] = Field(default_factory=dict, description="Known attributes.")
+    interaction_history: tuple[str, ...] = Field((), description="Ids of related episodes.")
+
+
+class TaskPayload(BaseModel):
+    """Task payload ``(goal, status, dependencies, priority, deadline)``."""
+
+    model_config = _FROZEN
+    kind: Literal["task"] = "task"
+    goal: str | None = Field(None, description="The goal, in a few words.")
+    status: TaskStatus = Field(TaskStatus.PENDING, description="Goal status; gates task-safety.")
+    dependencies: tuple[str, ...] = Field((), description="Ids of prerequisite memories.")
+    priority: float = Field(0.5, ge=0.0, le=1.0, description="Priority in [0, 1].")
+    deadline: datetime | None = Field(None, description="Deadline (UTC), if any.")
+
+    @field_validator("deadline")
+    @classmethod
+    def _utc_deadline(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else utc(v)
+
+
+Payload = Annotated[
+    EpisodicPayload | SemanticPayload | SocialPayload | TaskPayload,
+    Field(discriminator="kind"),
+]
+
+_PAYLOAD_BY_TYPE: dict[MemoryType, type[BaseModel]] = {
+    MemoryType.EPISODIC: EpisodicPayload,
+    MemoryType.SEMANTIC: SemanticPayload,
+    MemoryType.SOCIAL: SocialPayload,
+    MemoryType.TASK: TaskPayload,
+}
+
+
+def default_payload(
+    mtype: MemoryType,
+) -> EpisodicPayload | SemanticPayload | SocialPayload | TaskPayload:
+    """Return the empty payload of a memory type."""
+    payload = _PAYLOAD_BY_TYPE[MemoryType(mtype)]()
+    assert isinstance(payload, EpisodicPayload | SemanticPayload | SocialPayload | TaskPayload)
+    return payload
+
+
+class Provenance(BaseModel):
+    """Where a memory came from (ρ_i): source, conversation, reliability, consent.
+
+    Example:
+        >>> Provenance(source="user", conversation_id="c1", turn=3).reliability
+        1.0
+    """
+
+    model_config = _FROZEN
+    source: str = Field("user", min_length=1, max_length=64,
+                        description="Producer: user, assistant, tool, document, system, summary.")
+    conversation_id: str | None = Field(None, max_length=256,
+                                        description="Conversation the memory came from.")
+    session_id: str | None = Field(None, max_length=256, description="Session within it.")
+    turn: int | None = Field(None, ge=0, description="Turn index within the conversation.")
+    reliability: float = Field(1.0, ge=0.0, le=1.0, description="Source reliability in [0, 1].")
+    consent: Consent = Field(Consent.UNKNOWN, description="Consent status for storage/recall.")
+    jurisdiction: str | None = Field(None, max_length=32, description="e.g. 'EU', 'US-CA'.")
+    derived_from: tuple[str, ...] = Field((), description="Ids this memory was derived from.")
+    external_id: str | None = Field(None, max_length=256,
+                                    description="An id in the producer's system (dia_id, key).")
+
+
+class MemoryNode(BaseModel):
+    """One memory: content plus metadata ``(c, t, τ, s, w, ρ)`` of seed 000 §3.1.
+
+    Attributes are validated: sensitivity lies in [0, 1], the weight (tokens) is
+    positive, the payload matches the type, timestamps are UTC.
+    """
+
+    model_config = _FROZEN
+    id: str = Field(..., min_length=1, max_length=64, description="UUID string.")
+    type: MemoryType = Field(..., description="episodic, semantic, social or task.")
+    content: str = Field(..., min_length=1, max_length=MAX_CONTENT_CHARS)
+    payload: Payload = Field(default_factory=EpisodicPayload)
+    namespace: str = Field("default", min_length=1, max_length=256)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    step: int = Field(0, ge=0, description="Namespace interaction counter at creation (Δn).")
+    seq: int = Field(0, ge=0, description="Store-wide creation sequence (a total order).")
+    sensitivity: float = Field(0.0, ge=0.0, le=1.0)
+    weight: int = Field(..., gt=0, description="Token cost w_i (positive).")
+    provenance: Provenance = Field(default_factory=Provenance)
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    access_count: int = Field(0, ge=0)
+    last_access_at: datetime | None = None
+    last_access_step: int | None = Field(None, ge=0)
+    touch_seq: int = Field(0, ge=0, description="Store-wide sequence of the last insert or "
+                           "access: a total recency order (the LRU list), stable across reopen.")
+    depth: int = Field(0, ge=0, description="Compaction depth: 0 raw, 1 summary, 2 summary of…")
+    pinned: bool = Field(False, description="Pinned memories are evicted only when forced.")
+    expires_at: datetime | None = Field(None, description="TTL expiry (UTC), if any.")
+    signals: dict[str, float] = Field(default_factory=dict,
+                                      description="Write-time signals (e.g. DMF omega).")
+    metadata: dict[str, JSONValue] = Field(default_factory=dict,
+                                           description="User metadata (JSON values).")
+
+    @field_validator("created_at", "last_access_at", "expires_at")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return None if v is None else utc(v)
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("content must contain non-whitespace text")
+        if "\x00" in v:
+            raise ValueError("content must not contain NUL characters")
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError as exc:  # lone surrogates cannot be stored anywhere
+            raise ValueError("content must be valid Unicode (no lone surrogates)") from exc
+        return v
+
+    @field_validator("signals")
+    @classmethod
+    def _signals(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, x in v.items():
+            _finite(x, f"signal {k!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _payload_matches_type(self) -> MemoryNode:
+        if self.payload.kind != self.type.value:
+            raise ValueError(
+                f"payload kind {self.payload.kind!r} does not match memory type {self.type.value!r}"
+            )
+        return self
+
+    @property
+    def is_active(self) -> bool:
+        """True when the node is in the active store."""
+        return self.status is MemoryStatus.ACTIVE
+
+
+class Edge(BaseModel):
+    """A typed, directed edge ``source --predicate--> target`` (an RDF-style statement).
+
+    Example:
+        >>> Edge(source="a", predicate=Predicate.DERIVES_FROM, target="b").key
+        ('a', 'derivesFrom', 'b')
+    """
+
+    model_config = _FROZEN
+    source: str = Field(..., min_length=1, max_length=64)
+    predicate: Predicate
+    target: str = Field(..., min_length=1, max_length=64)
+    weight: float = Field(1.0, gt=0.0, le=1e6)
+    step: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _no_self_loop(self) -> Edge:
+        if self.source == self.target:
+            raise ValueError("an edge may not point from a node to itself")
+        return self
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """The identity of the edge: (source, predicate, target)."""
+        return (self.source, self.predicate.value, self.target)

@@ -1,0 +1,211 @@
+"""The store's in-memory views: nodes, order, graph, budget ledger, lexical indices.
+
+These are *views* of what the backend holds (DESIGN §3 "system of record"): rebuilt on
+open from the records and updated incrementally after every committed write. Nothing
+here talks to the backend; :mod:`mars_core.store` stages writes, applies them, then calls
+the ``apply_*`` methods below so the views change only once the write is durable.
+
+Example:
+    >>> s = StoreState()
+    >>> s.step("ns"), s.next_step("ns"), s.step("ns")
+    (0, 1, 1)
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from mars_core.budget import BudgetLedger
+from mars_core.errors import NotFoundError
+from mars_core.graph import MemoryGraph
+from mars_core.lexical import BM25Index
+from mars_core.model import Edge, MemoryNode, MemoryStatus, TaskPayload, TaskStatus
+from mars_core.policies.base import Policy
+
+__all__ = ["NamespaceView", "StoreState"]
+
+_LIVE_GOALS = (TaskStatus.PENDING, TaskStatus.ACTIVE)
+
+
+class StoreState:
+    """All in-memory views of one store (not thread-safe: the store holds the lock)."""
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+        self.nodes: dict[str, MemoryNode] = {}
+        self.by_ns: dict[str, dict[MemoryStatus, dict[str, None]]] = defaultdict(
+            lambda: {MemoryStatus.ACTIVE: {}, MemoryStatus.ARCHIVED: {}}
+        )
+        self.graph = MemoryGraph()
+        self.owned: dict[str, list[Edge]] = defaultdict(list)
+        self.ledger = BudgetLedger()
+        self.lexical: dict[tuple[str, MemoryStatus], BM25Index] = {}
+        self.steps: dict[str, int] = defaultdict(int)
+        self.counter = 0
+        self.touch = 0
+        self._bm25 = (k1, b)
+        self.policies: list[Policy] = []
+
+    # --- lookups -----------------------------------------------------------------------
+
+    def get(self, node_id: str) -> MemoryNode:
+        """A node by id, or ``NotFoundError``."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise NotFoundError(f"no memory with id {node_id!r}")
+        return node
+
+    def ids(self, namespace: str, status: MemoryStatus) -> Iterator[str]:
+        """Ids of a namespace with a status, oldest first."""
+        return iter(self.by_ns[namespace][status]) if namespace in self.by_ns else iter(())
+
+    def count(self, namespace: str, status: MemoryStatus = MemoryStatus.ACTIVE) -> int:
+        """Number of nodes of a namespace with a status."""
+        return len(self.by_ns[namespace][status]) if namespace in self.by_ns else 0
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that hold any node."""
+        return sorted(ns for ns, d in self.by_ns.items() if any(d.values()))
+
+    def index(self, namespace: str, status: MemoryStatus) -> BM25Index:
+        """The BM25 index of a namespace's active or archived nodes."""
+        key = (namespace, status)
+        if key not in self.lexical:
+            self.lexical[key] = BM25Index(*self._bm25)
+        return self.lexical[key]
+
+    def step(self, namespace: str) -> int:
+        """The namespace's interaction counter Δn."""
+        return self.steps.get(namespace, 0)
+
+    def next_step(self, namespace: str) -> int:
+        """Advance and return the interaction counter."""
+        self.steps[namespace] += 1
+        return self.steps[namespace]
+
+    def is_active(self, node_id: str) -> bool:
+        """The node exists and is active."""
+        node = self.nodes.get(node_id)
+        return node is not None and node.status is MemoryStatus.ACTIVE
+
+    def is_active_goal(self, node_id: str) -> bool:
+        """An active task node whose goal is pending or active."""
+        node = self.nodes.get(node_id)
+        return (node is not None and node.status is MemoryStatus.ACTIVE
+                and isinstance(node.payload, TaskPayload) and node.payload.status in _LIVE_GOALS)
+
+    # --- committed changes ---------------------------------------------------------------
+
+    def apply_put(self, node: MemoryNode, owned_edges: Iterable[Edge] = (),
+                  notify: bool = True) -> None:
+        """Insert or replace a node (status transitions included) and its owned edges.
+
+        ``notify=False`` skips the policy hooks (used on open, before ``rebuild``).
+        """
+        old = self.nodes.get(node.id)
+        if old is not None:
+            self._unindex(old)
+        self.nodes[node.id] = node
+        self._index(node)
+        for edge in owned_edges:
+            self.add_edge(node.id, edge)
+        if not notify:
+            return
+        if old is None or old.status is not node.status:
+            for p in self.policies:
+                (p.on_insert if node.is_active else p.on_remove)(node)
+        elif node.is_active and node.touch_seq != old.touch_seq:
+            for p in self.policies:
+                p.on_access(node)
+
+    def add_edge(self, owner: str, edge: Edge) -> None:
+        """Record an edge stored in ``owner``'s record."""
+        if all(e.key != edge.key for e in self.owned[owner]):
+            self.owned[owner].append(edge)
+        self.graph.add(edge)
+
+    def apply_delete(self, node_id: str) -> MemoryNode | None:
+        """Remove a node and every edge touching it (erasure)."""
+        node = self.nodes.pop(node_id, None)
+        if node is None:
+            return None
+        self._unindex(node)
+        if node.is_active:
+            for p in self.policies:
+                p.on_remove(node)
+        for edge in self.graph.remove_node(node_id):
+            for owner in (edge.source, edge.target):
+                self.owned[owner] = [e for e in self.owned.get(owner, []) if e.key != edge.key]
+        self.owned.pop(node_id, None)
+        return node
+
+    def _index(self, node: MemoryNode) -> None:
+        self.by_ns[node.namespace][node.status][node.id] = None
+        self.index(node.namespace, node.status).add(node.id, node.content)
+        if node.is_active:
+            self.ledger.add(node.namespace, node.type, node.weight)
+
+    def _unindex(self, node: MemoryNode) -> None:
+        self.by_ns[node.namespace][node.status].pop(node.id, None)
+        self.index(node.namespace, node.status).remove(node.id)
+        if node.is_active:
+            self.ledger.remove(node.namespace, node.type, node.weight)
+
+    def view(self, namespace: str, budget: int, now: datetime, rng: random.Random,
+             step: int | None = None) -> NamespaceView:
+        """A read-only policy view of one namespace (``step``: a staged counter value)."""
+        return NamespaceView(self, namespace, budget, now, rng, step)
+
+
+@dataclass
+class NamespaceView:
+    """The :class:`~mars_core.policies.base.PolicyView` of one namespace."""
+
+    state: StoreState
+    namespace: str
+    budget: int
+    now: datetime
+    rng: random.Random
+    staged_step: int | None = None
+
+    @property
+    def step(self) -> int:
+        """Current interaction counter (including the operation being staged)."""
+        return self.staged_step if self.staged_step is not None else self.state.step(self.namespace)
+
+    @property
+    def used(self) -> int:
+        """Active tokens."""
+        return self.state.ledger.used(self.namespace)
+
+    @property
+    def count(self) -> int:
+        """Active node count."""
+        return self.state.count(self.namespace)
+
+    @property
+    def graph(self) -> MemoryGraph:
+        """The memory graph."""
+        return self.state.graph
+
+    def active(self) -> Iterator[MemoryNode]:
+        """Active nodes, oldest first."""
+        return (self.state.nodes[i] for i in self.state.ids(self.namespace, MemoryStatus.ACTIVE))
+
+    def node(self, node_id: str) -> MemoryNode:
+        """A node by id."""
+        return self.state.get(node_id)
+
+    def is_leaf(self, node_id: str) -> bool:
+        """No active node derives from it."""
+        return self.state.graph.is_leaf(node_id, self.state.is_active)
+
+    def task_protected(self, node_id: str) -> bool:
+        """An active goal (goal status gates eviction, seed 000 §3.2.4), or a prerequisite
+        of one without an equivalent summary (task-safety, §3.2.7)."""
+        st = self.state
+        return st.is_active_goal(node_id) or st.graph.task_protected(
+            node_id, st.is_active_goal, st.is_active)

@@ -1,0 +1,94 @@
+"""The memory model validates its values and serialises round-trip."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta, timezone
+
+import pydantic
+import pytest
+
+from mars_core.model import (
+    Edge,
+    EpisodicPayload,
+    MemoryNode,
+    MemoryType,
+    Predicate,
+    Provenance,
+    SocialPayload,
+    TaskPayload,
+    default_payload,
+)
+
+NID = "00000000-0000-4000-8000-000000000001"
+
+
+def node(**kw: object) -> MemoryNode:
+    base: dict[str, object] = {"id": NID, "type": "episodic", "content": "hello", "weight": 1}
+    base.update(kw)
+    return MemoryNode.model_validate(base)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"sensitivity": 1.5},
+        {"sensitivity": -0.01},
+        {"sensitivity": math.nan},
+        {"weight": 0},
+        {"weight": -3},
+        {"type": "procedural"},
+        {"content": ""},
+        {"content": "   \n"},
+        {"content": "a\x00b"},
+        {"content": "bad \ud800 surrogate"},
+        {"payload": {"kind": "task"}},
+        {"signals": {"omega": math.inf}},
+        {"unknown_field": 1},
+        {"provenance": {"reliability": 1.2}},
+    ],
+)
+def test_invalid_values_are_rejected(kw: dict[str, object]) -> None:
+    with pytest.raises(pydantic.ValidationError):
+        node(**kw)
+
+
+def test_payload_defaults_and_types() -> None:
+    for t in MemoryType:
+        n = node(type=t, payload=default_payload(t))
+        assert n.payload.kind == t.value
+    with pytest.raises(pydantic.ValidationError):
+        TaskPayload(priority=2.0)
+    with pytest.raises(pydantic.ValidationError):
+        EpisodicPayload(emotional_valence=-1.5)
+
+
+def test_node_is_frozen_and_copy_changes_metadata_only() -> None:
+    n = node()
+    with pytest.raises(pydantic.ValidationError):
+        n.content = "other"  # type: ignore[misc]
+    m = n.model_copy(update={"access_count": 3})
+    assert (m.access_count, m.content, n.access_count) == (3, "hello", 0)
+
+
+def test_timestamps_become_utc() -> None:
+    local = datetime(2026, 5, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+    n = node(created_at=local)
+    assert n.created_at.tzinfo is UTC and n.created_at.hour == 10
+    assert node(created_at=datetime(2026, 5, 1)).created_at.tzinfo is UTC
+
+
+def test_json_round_trip_is_exact() -> None:
+    n = node(type="social", payload=SocialPayload(entity="Ana", attributes={"city": "Lisbon"}),
+             provenance=Provenance(source="user", turn=4, derived_from=("x",)),
+             metadata={"k": [1, "two"]}, signals={"omega": 0.5})
+    assert MemoryNode.model_validate_json(n.model_dump_json()) == n
+
+
+def test_edges_are_typed_and_reject_self_loops() -> None:
+    e = Edge(source="a", predicate="derivesFrom", target="b")
+    assert e.predicate is Predicate.DERIVES_FROM
+    with pytest.raises(pydantic.ValidationError):
+        Edge(source="a", predicate="derivesFrom", target="a")
+    with pytest.raises(pydantic.ValidationError):
+        Edge(source="a", predicate="likes", target="b")

@@ -1,0 +1,215 @@
+"""The MemoryStore façade: add, retrieve, budget, forget/restore, update, explain, export."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from mars_core import (
+    BudgetExceededError,
+    FakeClock,
+    HashingEmbedder,
+    MemoryStatus,
+    MemoryStore,
+    NotFoundError,
+    Predicate,
+    StoreClosedError,
+    TaskStatus,
+)
+
+KEY = b"k" * 32
+
+
+def mk(**kw: object) -> MemoryStore:
+    return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)  # type: ignore[arg-type]
+
+
+def test_add_get_list_and_stats() -> None:
+    s = mk(budget=1000)
+    a = s.add("Ana moved to Lisbon", type="episodic")
+    b = s.add("Ana prefers green tea", type="semantic", payload={"concept": "Ana"})
+    assert s.get(a.id) == a and a.weight > 0 and b.payload.kind == "semantic"
+    assert [n.id for n in s.list()] == [a.id, b.id]
+    assert [n.id for n in s.list(type="semantic")] == [b.id]
+    st = s.stats()["namespaces"]["default"]
+    assert st["active"] == 2 and st["tokens"] == a.weight + b.weight and st["step"] == 2
+    assert a.seq == 1 and b.seq == 2 and a.id != b.id
+
+
+def test_budget_is_enforced_with_lru_and_audited() -> None:
+    s = mk(budget=30, policy="lru")
+    ids = [s.add(f"fact number {i} about topic {i}").id for i in range(12)]
+    st = s.stats()["namespaces"]["default"]
+    assert st["tokens"] <= 30 and st["archived"] > 0
+    evicted = [n.id for n in s.list(status="archived")]
+    assert evicted == ids[: len(evicted)]  # LRU without accesses = oldest first
+    ex = s.explain(evicted[0])
+    assert ex.status == "archived"
+    assert ex.events[-1].op.value == "evict" and "least recently used" in ex.rationale
+
+
+def test_access_changes_lru_order() -> None:
+    s = mk(budget=10, policy="lru")
+    first = s.add("alpha beta gamma delta")
+    s.add("epsilon zeta eta theta")
+    hits = s.retrieve("alpha gamma", budget_tokens=10, k=1)
+    assert [h.id for h in hits] == [first.id] and hits[0].lexical == 1.0
+    assert s.get(first.id).access_count == 1
+    second = s.list()[1]
+    s.add("filler words here")  # over budget: LRU drops the unaccessed memory first
+    assert s.get(first.id).is_active
+    assert s.get(second.id).status is MemoryStatus.ARCHIVED
+
+
+def test_read_only_retrieve_changes_nothing() -> None:
+    s = mk()
+    a = s.add("the cat sat on the mat")
+    n_events = len(s.audit)
+    assert s.retrieve("cat mat", read_only=True)[0].id == a.id
+    assert len(s.audit) == n_events and s.get(a.id).access_count == 0
+    s.retrieve("cat mat")
+    assert len(s.audit) == n_events + 1 and s.get(a.id).access_count == 1
+    assert s.audit.events()[-1].op.value == "access"
+
+
+def test_retrieve_filters_and_budget() -> None:
+    s = mk()
+    s.add("Ana's card number is private", sensitivity=0.9)
+    t = s.add("Ana must book the venue", type="task")
+    s.add("Ana likes jazz concerts", type="semantic")
+    assert all(h.node.sensitivity <= 0.5 for h in s.retrieve("Ana", max_sensitivity=0.5))
+    assert [h.id for h in s.retrieve("Ana", types=["task"])] == [t.id]
+    hits = s.retrieve("Ana", budget_tokens=8)
+    assert sum(h.node.weight for h in hits) <= 8
+
+
+def test_heavier_than_budget_is_refused_and_nothing_changes() -> None:
+    s = mk(budget=5)
+    s.add("tiny")
+    before = s.export_jsonld()
+    with pytest.raises(BudgetExceededError):
+        s.add("this text is far too long for a budget of five tokens")
+    assert s.export_jsonld() == before
+
+
+def test_forget_restore_and_archive_search() -> None:
+    s = mk(budget=200)
+    a = s.add("the blue whale is the largest animal")
+    s.forget(a.id)
+    assert s.get(a.id).status is MemoryStatus.ARCHIVED
+    assert s.retrieve("largest animal whale") == []
+    hits = s.retrieve("largest animal whale", include_archive=True)
+    assert hits[0].id == a.id and hits[0].archived
+    assert s.forget(a.id).status is MemoryStatus.ARCHIVED  # idempotent, no new event
+    s.restore(a.id)
+    assert s.retrieve("largest animal whale")[0].id == a.id
+    assert [e.op.value for e in s.explain(a.id).events][:3] == ["insert", "evict", "access"]
+
+
+def test_update_makes_a_new_version() -> None:
+    s = mk()
+    old = s.add("Ana lives in Porto", type="semantic")
+    new = s.update(old.id, "Ana lives in Lisbon")
+    assert s.get(old.id).status is MemoryStatus.ARCHIVED and new.content.endswith("Lisbon")
+    assert [n.id for n in s.history(new.id)] == [old.id, new.id]
+    assert [n.id for n in s.history(old.id)] == [old.id, new.id]
+    preds = {e.predicate for e in s._state.graph.out_edges(new.id)}
+    assert preds == {Predicate.DERIVES_FROM, Predicate.SUPERSEDES}
+    assert s.explain(new.id).provenance[0].node_id == old.id
+
+
+def test_task_prerequisites_are_protected_until_forced() -> None:
+    s = mk(budget=40, policy="fifo")
+    fact = s.add("the venue needs a deposit")
+    s.add("book the venue", type="task", payload={"status": TaskStatus.ACTIVE,
+                                                   "dependencies": [fact.id]})
+    for i in range(12):
+        s.add(f"chatter {i} about nothing much")
+    assert s.stats()["namespaces"]["default"]["archived"] > 0
+    assert s.get(fact.id).is_active  # FIFO would have dropped the oldest, task-safety kept it
+    ev = [e for n in s.list(status="archived") for e in s.explain(n.id).events
+          if e.op.value == "evict"]
+    assert ev and all("forced by budget" not in e.rationale for e in ev)
+
+
+def test_namespaces_are_isolated() -> None:
+    s = mk(budget=50)
+    a = s.add("shared words apple banana", namespace="u1")
+    b = s.add("shared words apple banana", namespace="u2")
+    assert [h.id for h in s.retrieve("apple banana", namespace="u1")] == [a.id]
+    assert [h.id for h in s.retrieve("apple banana", namespace="u2")] == [b.id]
+    for i in range(20):
+        s.add(f"u1 noise {i} words", namespace="u1")
+    assert s.get(b.id).is_active  # one tenant's traffic never evicts another's
+
+
+def test_links_and_unknown_ids() -> None:
+    s = mk()
+    a, b = s.add("a fact"), s.add("another fact")
+    e = s.link(b.id, "temporalNext", a.id)
+    assert e.predicate is Predicate.TEMPORAL_NEXT
+    with pytest.raises(NotFoundError):
+        s.get("missing")
+    with pytest.raises(NotFoundError):
+        s.add("x", links=[("derivesFrom", "missing")])
+    assert s.explain("missing").status == "unknown"
+
+
+def test_jsonld_round_trip_is_exact(tmp_path: Path) -> None:
+    s = mk(budget=40)
+    a = s.add("Ana moved to Lisbon", type="episodic")
+    s.add("Ana lives in Lisbon", type="semantic", provenance={"derived_from": [a.id]})
+    for i in range(6):
+        s.add(f"note {i} of the day")
+    s.retrieve("Lisbon")
+    doc = s.export_jsonld(tmp_path / "export.jsonld")
+    t = MemoryStore.from_jsonld(tmp_path / "export.jsonld", clock=FakeClock(), audit_key=KEY,
+                                budget=40)
+    assert t.export_jsonld() == doc
+    assert t.stats()["namespaces"] == s.stats()["namespaces"]
+    assert t.audit.events()[-1].op.value == "import" and t.verify().ok
+
+
+def test_reopen_in_process(tmp_path: Path) -> None:
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock(), budget=40) as s:
+        a = s.add("Ana moved to Lisbon")
+        for i in range(8):
+            s.add(f"note {i} of the day")
+        s.retrieve("note 7")
+        doc, n_events = s.export_jsonld(), len(s.audit)
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock()) as s2:
+        assert s2.export_jsonld() == doc and len(s2.audit) == n_events and s2.verify().ok
+        assert s2.config.budget == 40  # the recorded configuration is used
+        assert s2.explain(a.id).status in {"active", "archived"}
+        b = s2.add("after reopen")
+        assert b.seq == 10  # the id counter survived
+
+
+def test_closed_store_refuses_calls() -> None:
+    s = mk()
+    s.close()
+    s.close()
+    with pytest.raises(StoreClosedError):
+        s.add("x")
+
+
+def test_async_twins() -> None:
+    async def go() -> list[str]:
+        s = mk()
+        a = await s.aadd("async memory about rivers")
+        hits = await s.aretrieve("rivers")
+        await s.aclose()
+        return [a.id, hits[0].id]
+
+    a, h = asyncio.run(go())
+    assert a == h
+
+
+def test_embedder_dimension_is_checked_on_reopen(tmp_path: Path) -> None:
+    from mars_core import EmbeddingMismatchError
+
+    MemoryStore.open(tmp_path / "db").close()
+    with pytest.raises(EmbeddingMismatchError, match="reembed"):
+        MemoryStore.open(tmp_path / "db", embedder=HashingEmbedder(dim=64))
