@@ -16,6 +16,8 @@ import math
 import re
 from collections import Counter, defaultdict
 
+import numpy as np
+
 __all__ = ["STOPWORDS", "BM25Index", "tokenize"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -44,6 +46,11 @@ def tokenize(text: str) -> list[str]:
 class BM25Index:
     """Okapi BM25 over an incrementally maintained inverted index.
 
+    Postings map a term to ``{slot: term frequency}``; scoring gathers each query
+    term's postings into numpy arrays, so a query costs O(postings of its terms) in C
+    loops. Ties are broken by document id, so the ranking does not depend on slot
+    assignment (which differs after a reopen).
+
     Args:
         k1: term-frequency saturation.
         b: length normalisation.
@@ -52,9 +59,11 @@ class BM25Index:
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._postings: dict[str, dict[str, int]] = defaultdict(dict)
-        self._doc_terms: dict[str, Counter[str]] = {}
-        self._doc_len: dict[str, int] = {}
+        self._postings: dict[str, dict[int, int]] = defaultdict(dict)
+        self._doc_terms: dict[str, tuple[int, Counter[str]]] = {}
+        self._ids: list[str] = []
+        self._free: list[int] = []
+        self._dl = np.zeros(16, dtype=np.float64)
         self._total_len = 0
 
     def __len__(self) -> int:
@@ -63,27 +72,43 @@ class BM25Index:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._doc_terms
 
+    def _slot(self, doc_id: str) -> int:
+        if self._free:
+            slot = self._free.pop()
+            self._ids[slot] = doc_id
+            return slot
+        slot = len(self._ids)
+        self._ids.append(doc_id)
+        if slot >= len(self._dl):
+            self._dl = np.concatenate([self._dl, np.zeros(len(self._dl))])
+        return slot
+
     def add(self, doc_id: str, text: str) -> None:
         """Index a document (re-adding replaces it)."""
         if doc_id in self._doc_terms:
             self.remove(doc_id)
         terms = Counter(tokenize(text))
-        self._doc_terms[doc_id] = terms
-        self._doc_len[doc_id] = sum(terms.values())
-        self._total_len += self._doc_len[doc_id]
+        slot = self._slot(doc_id)
+        self._doc_terms[doc_id] = (slot, terms)
+        length = sum(terms.values())
+        self._dl[slot] = length
+        self._total_len += length
         for term, tf in terms.items():
-            self._postings[term][doc_id] = tf
+            self._postings[term][slot] = tf
 
     def remove(self, doc_id: str) -> None:
         """Remove a document; unknown ids are ignored."""
-        terms = self._doc_terms.pop(doc_id, None)
-        if terms is None:
+        entry = self._doc_terms.pop(doc_id, None)
+        if entry is None:
             return
-        self._total_len -= self._doc_len.pop(doc_id)
+        slot, terms = entry
+        self._total_len -= int(self._dl[slot])
+        self._dl[slot] = 0
+        self._free.append(slot)
         for term in terms:
             posting = self._postings.get(term)
             if posting is not None:
-                posting.pop(doc_id, None)
+                posting.pop(slot, None)
                 if not posting:
                     del self._postings[term]
 
@@ -93,15 +118,20 @@ class BM25Index:
         if n == 0 or k <= 0:
             return []
         avgdl = self._total_len / n if self._total_len else 1.0
-        scores: dict[str, float] = defaultdict(float)
+        scores = np.zeros(len(self._ids), dtype=np.float64)
         for term in set(tokenize(query)):
             posting = self._postings.get(term)
             if not posting:
                 continue
             idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for doc_id, tf in posting.items():
-                dl = self._doc_len[doc_id]
-                norm = tf + self.k1 * (1 - self.b + self.b * dl / avgdl)
-                scores[doc_id] += idf * tf * (self.k1 + 1) / norm
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+            idx = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
+            tf = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
+            norm = tf + self.k1 * (1 - self.b + self.b * self._dl[idx] / avgdl)
+            scores[idx] += idf * tf * (self.k1 + 1) / norm
+        hit = np.flatnonzero(scores > 0)
+        if len(hit) > k:
+            kth = np.partition(scores[hit], len(hit) - k)[len(hit) - k]
+            hit = hit[scores[hit] >= kth]  # keep ties at the boundary; ids break them below
+        ranked = sorted(((self._ids[i], float(scores[i])) for i in hit),
+                        key=lambda kv: (-kv[1], kv[0]))
         return ranked[:k]

@@ -363,7 +363,7 @@ class _Collection:
 
     def top_k(self, query: Vector, k: int, ids: list[str] | None) -> list[tuple[str, float]]:
         """The ``k`` best ``(id, score)`` among ``ids`` (all if None), best first."""
-        if ids is None:
+        if ids is None or len(ids) == len(self.row_ids):  # the filter kept every row
             names = self.row_ids
             scores = self.matrix[: len(names)] @ query
         else:
