@@ -40,10 +40,13 @@ def make_texts(n: int, seed: int = 7) -> list[str]:
     return [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14))) for _ in range(n)]
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+def _time_each(fn: Callable[[str], Any], items: list[str]) -> list[float]:
+    out = []
+    for item in items:
+        t0 = time.perf_counter()
+        fn(item)
+        out.append(time.perf_counter() - t0)
+    return out
 
 
 def _summary(samples: list[float]) -> dict[str, float]:
@@ -58,15 +61,14 @@ def run(n: int = 10_000, queries: int = 300, budget: int = 10**9,
     """Measure one configuration; ``persistent`` is a directory for an on-disk store."""
     texts = make_texts(n)
     emb = HashingEmbedder()
-    embed_s = [_timed(lambda t=t: emb.embed([t])) for t in texts[: min(n, 2000)]]
+    embed_s = _time_each(lambda t: emb.embed([t]), texts[: min(n, 2000)])
     store = MemoryStore.open(persistent, budget=budget, policy=policy) if persistent else \
         MemoryStore(budget=budget, policy=policy)
     with store:
-        add_s = [_timed(lambda t=t: store.add(t)) for t in texts]
+        add_s = _time_each(store.add, texts)
         qs = make_texts(queries, seed=11)
-        ret_s = [_timed(lambda q=q: store.retrieve(q, budget_tokens=256, read_only=True))
-                 for q in qs]
-        acc_s = [_timed(lambda q=q: store.retrieve(q, budget_tokens=256)) for q in qs[:100]]
+        ret_s = _time_each(lambda q: store.retrieve(q, budget_tokens=256, read_only=True), qs)
+        acc_s = _time_each(lambda q: store.retrieve(q, budget_tokens=256), qs[:100])
         stats = store.stats()["namespaces"]["default"]
     return {"n": n, "backend": "inmemory-disk" if persistent else "inmemory", "policy": policy,
             "adds": len(add_s), "active": stats["active"], "archived": stats["archived"],
