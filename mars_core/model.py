@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -244,6 +245,8 @@ class MemoryNode(BaseModel):
     access_count: int = Field(0, ge=0)
     last_access_at: datetime | None = None
     last_access_step: int | None = Field(None, ge=0)
+    activated_seq: int = Field(0, ge=0, description="Store-wide sequence at which the memory "
+                               "last became active (insert or restore): the FIFO order.")
     touch_seq: int = Field(0, ge=0, description="Store-wide sequence of the last insert or "
                            "access: a total recency order (the LRU list), stable across reopen.")
     depth: int = Field(0, ge=0, description="Compaction depth: 0 raw, 1 summary, 2 summary of…")
@@ -270,6 +273,15 @@ class MemoryNode(BaseModel):
             v.encode("utf-8")
         except UnicodeEncodeError as exc:  # lone surrogates cannot be stored anywhere
             raise ValueError("content must be valid Unicode (no lone surrogates)") from exc
+        return v
+
+    @field_validator("metadata")
+    @classmethod
+    def _json_metadata(cls, v: dict[str, JSONValue]) -> dict[str, JSONValue]:
+        try:
+            json.dumps(v, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"metadata must be JSON-serialisable without NaN/inf: {exc}") from None
         return v
 
     @field_validator("signals")

@@ -33,7 +33,7 @@ import pydantic
 from mars_core import codec
 from mars_core._async import asyncify
 from mars_core.audit import AuditLog, AuditOp, AuditTxn, VerifyReport
-from mars_core.backends.base import VectorBackend, WriteBatch
+from mars_core.backends.base import Record, VectorBackend, WriteBatch
 from mars_core.budget import TokenCounter, make_counter
 from mars_core.clock import Clock, SystemClock
 from mars_core.config import StoreConfig
@@ -71,7 +71,6 @@ S = TypeVar("S", bound="MemoryStore")
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_STATUS_COLLECTION = {MemoryStatus.ACTIVE: codec.MEMORIES, MemoryStatus.ARCHIVED: codec.ARCHIVE}
 
 
 def _op(fn: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
@@ -142,20 +141,26 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._closed = False
         self.backend: VectorBackend = backend if backend is not None else InMemoryBackend()
-        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
-        self.clock: Clock = clock if clock is not None else SystemClock()
         try:
-            base = config or StoreConfig()
+            self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+            self.clock: Clock = clock if clock is not None else SystemClock()
             self._explicit = config is not None or bool(overrides)
-            self.config = base.model_validate({**base.model_dump(), **overrides})
+            self.config = self._configure(config, overrides)
+            self._state = StoreState()
+            self._colls = {MemoryStatus.ACTIVE: codec.MEMORIES,
+                           MemoryStatus.ARCHIVED: codec.ARCHIVE}
+            self._load(audit_key)
+        except BaseException:
+            self.backend.close()  # release the directory lock: a failed open holds nothing
+            raise
+
+    @staticmethod
+    def _configure(config: StoreConfig | None, overrides: Mapping[str, Any]) -> StoreConfig:
+        base = config or StoreConfig()
+        try:
+            return base.model_validate({**base.model_dump(), **overrides})
         except pydantic.ValidationError as exc:
             raise ConfigError(f"invalid store configuration: {exc}") from exc
-        self._state = StoreState()
-        try:
-            self._load(audit_key)
-        except Exception:
-            self.backend.close()
-            raise
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], **kwargs: Any) -> MemoryStore:
@@ -179,7 +184,8 @@ class MemoryStore:
         manifest = meta.get("manifest")
         if manifest is not None:
             self._check_manifest(manifest)
-        for name, dim in ((codec.MEMORIES, self.embedder.dim), (codec.ARCHIVE, self.embedder.dim),
+        for name, dim in ((self._colls[MemoryStatus.ACTIVE], self.embedder.dim),
+                          (self._colls[MemoryStatus.ARCHIVED], self.embedder.dim),
                           (codec.AUDIT, 0)):
             self.backend.ensure_collection(name, dim)
         self.counter: TokenCounter = make_counter(self.config.token_counter)
@@ -205,9 +211,12 @@ class MemoryStore:
     def _config_doc(self) -> dict[str, Any]:
         return self.config.model_dump(mode="json")
 
-    def _manifest(self) -> dict[str, Any]:
+    def _manifest(self, embedder: Embedder | None = None,
+                  colls: Mapping[MemoryStatus, str] | None = None) -> dict[str, Any]:
+        emb, names = embedder or self.embedder, colls or self._colls
         return {"format_version": codec.FORMAT_VERSION, "token_counter": self.config.token_counter,
-                "embedder": {"name": self.embedder.name, "dim": self.embedder.dim},
+                "embedder": {"name": emb.name, "dim": emb.dim},
+                "collections": {s.value: n for s, n in names.items()},
                 "id_scheme": "uuid5(seed:counter)", "backend": self.backend.name,
                 "config": self._config_doc()}
 
@@ -225,6 +234,8 @@ class MemoryStore:
                 "embedder, then call store.reembed(new_embedder) to move it")
         if not self._explicit:
             self.config = StoreConfig.model_validate(manifest.get("config", {}))
+        for status, name in manifest.get("collections", {}).items():
+            self._colls[MemoryStatus(status)] = name
         if manifest.get("token_counter") != self.config.token_counter:
             raise ConfigError(
                 f"this store counts tokens with {manifest.get('token_counter')!r}; "
@@ -233,7 +244,7 @@ class MemoryStore:
     def _restore(self, meta: Mapping[str, Mapping[str, Any]]) -> None:
         st = self._state
         nodes: list[MemoryNode] = []
-        for coll in (codec.MEMORIES, codec.ARCHIVE):
+        for coll in self._colls.values():
             for rec in self.backend.get(coll):
                 node, edges = codec.decode_node(rec)
                 nodes.append(node)
@@ -271,8 +282,8 @@ class MemoryStore:
         owned = list(self._state.owned.get(node.id, [])) + [
             e for e in edges if e.key not in {x.key for x in self._state.owned.get(node.id, [])}]
         if old_status is not None and old_status is not node.status:
-            txn.batch.delete(_STATUS_COLLECTION[old_status], [node.id])
-        txn.batch.upsert(_STATUS_COLLECTION[node.status], [codec.node_record(node, owned, vector)])
+            txn.batch.delete(self._colls[old_status], [node.id])
+        txn.batch.upsert(self._colls[node.status], [codec.node_record(node, owned, vector)])
         txn.puts.append((node, list(edges)))
 
     def _commit(self, txn: _Txn) -> None:
@@ -327,7 +338,8 @@ class MemoryStore:
                 id=self._new_id(txn), type=mt, content=text, payload=payload, namespace=ns,
                 created_at=self.clock.now(), step=step, seq=txn.counter,
                 sensitivity=0.0 if sens is None else sens,
-                weight=max(1, self.counter.count(text)), touch_seq=txn.touch + 1, **fields)
+                weight=max(1, self.counter.count(text)), touch_seq=txn.touch + 1,
+                activated_seq=txn.touch + 1, **fields)
         except pydantic.ValidationError as exc:
             raise _validation(exc) from None
         budget = self.config.budget_for(ns)
@@ -378,8 +390,8 @@ class MemoryStore:
     def _stage_archive(self, txn: _Txn, ns: str, evictions: Sequence[Eviction],
                        policy: str, params: Mapping[str, Any]) -> None:
         ids = [e.node_id for e in evictions]
-        vectors = {r.id: r.vector for r in self.backend.get(codec.MEMORIES, ids,
-                                                            with_vectors=True)}
+        recs = self.backend.get(self._colls[MemoryStatus.ACTIVE], ids, with_vectors=True)
+        vectors = {r.id: r.vector for r in recs}
         step = self._step(txn, ns)
         for ev in evictions:
             node = self._state.nodes[ev.node_id].model_copy(
@@ -500,9 +512,10 @@ class MemoryStore:
             return node
         txn = self._begin()
         txn.touch += 1
-        vec = self.backend.get(codec.ARCHIVE, [node_id], with_vectors=True)[0].vector
+        vec = self.backend.get(self._colls[MemoryStatus.ARCHIVED], [node_id],
+                               with_vectors=True)[0].vector
         restored = node.model_copy(update={"status": MemoryStatus.ACTIVE,
-                                           "touch_seq": txn.touch})
+                                           "touch_seq": txn.touch, "activated_seq": txn.touch})
         self._stage_put(txn, restored, vec, MemoryStatus.ARCHIVED)
         txn.audit.add(op=AuditOp.RESTORE, namespace=node.namespace, node_ids=[node_id],
                       step=self._step(txn, node.namespace), at=self.clock.now(),
@@ -594,20 +607,19 @@ class MemoryStore:
                                 max_sensitivity=max_sensitivity, since=since, until=until,
                                 conversation=conversation, budget_tokens=budget_tokens, k=k)
         qvec = embed_one(self.embedder, query)
-        hits = self._rank(codec.MEMORIES, MemoryStatus.ACTIVE, qvec, q)
+        hits = self._rank(MemoryStatus.ACTIVE, qvec, q)
         if include_archive:
             hits += [Hit(h.node, h.score * 0.9, h.dense, h.lexical, True)
-                     for h in self._rank(codec.ARCHIVE, MemoryStatus.ARCHIVED, qvec, q)]
+                     for h in self._rank(MemoryStatus.ARCHIVED, qvec, q)]
             hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
         chosen = pack(hits, budget, k)
         if not read_only and chosen:
             self._record_access(q.namespace, chosen, budget, query)
         return chosen
 
-    def _rank(self, collection: str, status: MemoryStatus, qvec: Any, q: Query
-              ) -> builtins.list[Hit]:
-        return rank(self._state, self.backend, collection=collection, status=status, qvec=qvec,
-                    q=q, cfg=self.config.retrieval)
+    def _rank(self, status: MemoryStatus, qvec: Any, q: Query) -> builtins.list[Hit]:
+        return rank(self._state, self.backend, collection=self._colls[status], status=status,
+                    qvec=qvec, q=q, cfg=self.config.retrieval)
 
     def _query(self, text: object, *, namespace: str | None, types: Iterable[Any] | None,
                max_sensitivity: float | None, since: datetime | None, until: datetime | None,
@@ -675,6 +687,44 @@ class MemoryStore:
                 "dim": self.embedder.dim, "token_counter": self.counter.name,
                 "policy": self.policy.name, "audit_events": len(self.audit), "namespaces": per}
 
+    @_op
+    def reembed(self, embedder: Embedder, batch_size: int = 256) -> int:
+        """Move the store to a new embedder; returns how many memories were re-embedded.
+
+        Vectors are written to new collections first; one atomic write then switches the
+        manifest (with a ``config`` audit event); only then are the old collections
+        emptied. A crash before the switch leaves the store on the old embedder, after
+        it on the new one. Reopen the store with the new embedder afterwards.
+        """
+        gen = sum(1 for e in self.audit.events() if e.op is AuditOp.CONFIG
+                  and "embedder" in e.params) + 1
+        new = {s: f"{base}_g{gen}" for s, base in
+               ((MemoryStatus.ACTIVE, codec.MEMORIES), (MemoryStatus.ARCHIVED, codec.ARCHIVE))}
+        count = 0
+        for status, name in new.items():
+            self.backend.ensure_collection(name, embedder.dim)
+            records = self.backend.get(self._colls[status])
+            for i in range(0, len(records), batch_size):
+                chunk = records[i:i + batch_size]
+                texts = [codec.decode_node(r)[0].content for r in chunk]
+                vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
+                if vecs.shape != (len(chunk), embedder.dim):
+                    raise ValidationError(f"embedder {embedder.name!r} returned {vecs.shape}")
+                self.backend.upsert(name, [Record(r.id, v, r.document, r.metadata)
+                                           for r, v in zip(chunk, vecs, strict=True)])
+                count += len(chunk)
+        txn = self._begin()
+        txn.batch.upsert(codec.META, [codec.meta_record("manifest", self._manifest(embedder, new))])
+        txn.audit.add(op=AuditOp.CONFIG, namespace=self.config.default_namespace, step=0,
+                      at=self.clock.now(), params={"embedder": embedder.name, "dim": embedder.dim},
+                      rationale=f"re-embedded {count} memories with {embedder.name}")
+        self._commit(txn)
+        old, self._colls, self.embedder = self._colls, new, embedder
+        for name in old.values():
+            ids = [r.id for r in self.backend.get(name)]
+            self.backend.apply(WriteBatch().delete(name, ids))
+        return count
+
     # --- export / import -------------------------------------------------------------------------
 
     @_op
@@ -704,6 +754,8 @@ class MemoryStore:
         from mars_core.io import from_jsonld
 
         nodes, edges, steps = from_jsonld(source)
+        nodes = [n.model_copy(update={"weight": max(1, self.counter.count(n.content))})
+                 for n in nodes]  # weights are ours to count, whatever the document says
         clash = [n.id for n in nodes if n.id in self._state.nodes]
         if clash:
             raise ConflictError(f"{len(clash)} imported ids already exist (first: {clash[0]})")
@@ -786,6 +838,7 @@ class MemoryStore:
     aexplain = asyncify(explain)
     astats = asyncify(stats)
     averify = asyncify(verify)
+    areembed = asyncify(reembed)
     aexport_jsonld = asyncify(export_jsonld)
     aimport_jsonld = asyncify(import_jsonld)
     aclose = asyncify(close)

@@ -9,6 +9,7 @@ import pytest
 
 from mars_core import (
     BudgetExceededError,
+    EmbeddingMismatchError,
     FakeClock,
     HashingEmbedder,
     MemoryStatus,
@@ -208,8 +209,36 @@ def test_async_twins() -> None:
 
 
 def test_embedder_dimension_is_checked_on_reopen(tmp_path: Path) -> None:
-    from mars_core import EmbeddingMismatchError
-
     MemoryStore.open(tmp_path / "db").close()
     with pytest.raises(EmbeddingMismatchError, match="reembed"):
         MemoryStore.open(tmp_path / "db", embedder=HashingEmbedder(dim=64))
+
+
+def test_import_recounts_weights_whatever_the_document_claims() -> None:
+    s = mk(budget=1000)
+    a = s.add("a memory of several words in one sentence")
+    doc = s.export_jsonld()
+    doc["@graph"][0]["weight"] = 1  # a lying document
+    t = mk(budget=1000)
+    t.import_jsonld(doc)
+    assert t.get(a.id).weight == a.weight > 1
+
+
+def test_reembed_moves_the_store_to_a_new_embedder(tmp_path: Path) -> None:
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock(), budget=60) as s:
+        a = s.add("the octopus tastes with its arms")
+        for i in range(10):
+            s.add(f"note {i} about the weather")
+        before = s.export_jsonld()
+        nodes = [x for x in before["@graph"] if x["@type"] != "rdf:Statement"]
+        assert s.reembed(HashingEmbedder(dim=64)) == len(nodes)
+        assert s.export_jsonld() == before  # memories untouched, only vectors changed
+        assert s.audit.events()[-1].op.value == "config"
+    with pytest.raises(EmbeddingMismatchError):
+        MemoryStore.open(tmp_path / "db", clock=FakeClock())  # the old embedder is refused now
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock(),
+                          embedder=HashingEmbedder(dim=64)) as s2:
+        assert s2.export_jsonld() == before and s2.verify().ok
+        assert s2.stats()["embedder"] == "hashing-v1-64-c3"
+        assert s2.retrieve("octopus arms", include_archive=True)[0].id == a.id
+        assert all(not s2.backend.get(name) for name in ("memories", "archive"))

@@ -27,6 +27,10 @@ class _OrderedPolicy(Policy):
 
     move_on_access = False
 
+    def replay_key(self, node: MemoryNode) -> tuple[int, ...]:
+        """Replay in the order memories (re)entered the active store."""
+        return (node.activated_seq, node.seq)
+
     def __init__(self) -> None:
         self._order: dict[str, OrderedDict[str, None]] = defaultdict(OrderedDict)
 
