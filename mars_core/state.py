@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
 
 from mars_core.budget import BudgetLedger
 from mars_core.errors import NotFoundError
@@ -26,7 +29,7 @@ from mars_core.lexical import BM25Index
 from mars_core.model import Edge, MemoryNode, MemoryStatus, TaskPayload, TaskStatus
 from mars_core.policies.base import Policy
 
-__all__ = ["NamespaceView", "StoreState"]
+__all__ = ["NamespaceView", "StoreState", "ViewIO"]
 
 _LIVE_GOALS = (TaskStatus.PENDING, TaskStatus.ACTIVE)
 
@@ -154,10 +157,26 @@ class StoreState:
         if node.is_active:
             self.ledger.remove(node.namespace, node.type, node.weight)
 
-    def view(self, namespace: str, budget: int, now: datetime, rng: random.Random,
-             step: int | None = None) -> NamespaceView:
+    def view(self, namespace: str, budget: int, now: datetime, rng: random.Random, *,
+             step: int | None = None, io: ViewIO | None = None) -> NamespaceView:
         """A read-only policy view of one namespace (``step``: a staged counter value)."""
-        return NamespaceView(self, namespace, budget, now, rng, step)
+        return NamespaceView(self, namespace, budget, now, rng, step, io or ViewIO.empty())
+
+
+@dataclass(frozen=True)
+class ViewIO:
+    """What a view needs from the store: vectors, the embedder and the token counter."""
+
+    vectors: Callable[[Sequence[str]], npt.NDArray[np.float32]]
+    embed: Callable[[Sequence[str]], npt.NDArray[np.float32]]
+    count_tokens: Callable[[str], int]
+
+    @staticmethod
+    def empty() -> ViewIO:
+        """A view IO for tests of policies that need no vectors (vectors are zero)."""
+        return ViewIO(lambda ids: np.zeros((len(ids), 1), dtype=np.float32),
+                      lambda texts: np.zeros((len(texts), 1), dtype=np.float32),
+                      lambda text: max(1, len(text.split())))
 
 
 @dataclass
@@ -170,6 +189,7 @@ class NamespaceView:
     now: datetime
     rng: random.Random
     staged_step: int | None = None
+    io: ViewIO = field(default_factory=ViewIO.empty)
 
     @property
     def step(self) -> int:
@@ -209,3 +229,25 @@ class NamespaceView:
         st = self.state
         return st.is_active_goal(node_id) or st.graph.task_protected(
             node_id, st.is_active_goal, st.is_active)
+
+    def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """L2-normalised embeddings of memories, one row per id."""
+        return self.io.vectors(ids)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed texts (rows L2-normalised)."""
+        return self.io.embed(texts)
+
+    def count_tokens(self, text: str) -> int:
+        """Weight a text would have as a memory."""
+        return self.io.count_tokens(text)
+
+    def goal_vector(self) -> npt.NDArray[np.float32] | None:
+        """Mean embedding of the namespace's active goals (None without goals)."""
+        goals = [i for i in self.state.ids(self.namespace, MemoryStatus.ACTIVE)
+                 if self.state.is_active_goal(i)]
+        if not goals:
+            return None
+        mean = self.vectors(goals).mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        return (mean / norm).astype(np.float32) if norm > 0 else None

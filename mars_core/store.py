@@ -61,9 +61,9 @@ from mars_core.model import (
     TaskPayload,
     default_payload,
 )
-from mars_core.policies import Eviction, Policy, make_policy
+from mars_core.policies import Eviction, Policy, Summary, make_policy
 from mars_core.retrieval import Hit, Query, pack, rank
-from mars_core.state import StoreState
+from mars_core.state import NamespaceView, StoreState, ViewIO
 
 __all__ = ["MemoryStore"]
 
@@ -149,6 +149,8 @@ class MemoryStore:
             self._state = StoreState()
             self._colls = {MemoryStatus.ACTIVE: codec.MEMORIES,
                            MemoryStatus.ARCHIVED: codec.ARCHIVE}
+            self._io = ViewIO(self._vectors, self._embed_rows,
+                              lambda text: max(1, self.counter.count(text)))
             self._load(audit_key)
         except BaseException:
             self.backend.close()  # release the directory lock: a failed open holds nothing
@@ -383,24 +385,78 @@ class MemoryStore:
         need = self._state.ledger.used(ns) + incoming - budget
         if need <= 0:
             return
-        view = self._state.view(ns, budget, self.clock.now(), self._rng, self._step(txn, ns))
-        evictions = self.policy.apply(view, need, frozenset(exclude))
-        self._stage_archive(txn, ns, evictions, self.policy.name, self.policy.params())
+        view = self._view(txn, ns)
+        plan = self.policy.apply(view, need, frozenset(exclude))
+        for summary in plan.summaries:
+            self._stage_summary(txn, ns, summary, self.policy.name, self.policy.params())
+        self._stage_archive(txn, ns, plan.evictions, self.policy.name, self.policy.params())
+
+    def _view(self, txn: _Txn, ns: str) -> NamespaceView:
+        return self._state.view(ns, self.config.budget_for(ns), self.clock.now(), self._rng,
+                                step=self._step(txn, ns), io=self._io)
+
+    def _vectors(self, ids: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        out = np.zeros((len(ids), self.embedder.dim), dtype=np.float32)
+        pos = {nid: i for i, nid in enumerate(ids)}
+        for rec in self.backend.get(self._colls[MemoryStatus.ACTIVE], list(ids),
+                                    with_vectors=True):
+            if rec.vector is not None:
+                norm = float(np.linalg.norm(rec.vector))
+                out[pos[rec.id]] = rec.vector / norm if norm > 0 else rec.vector
+        return out
+
+    def _embed_rows(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        out = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32).reshape(
+            len(texts), self.embedder.dim)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        unit: np.ndarray[Any, np.dtype[np.float32]] = np.divide(
+            out, norms, out=np.zeros_like(out), where=norms > 0)
+        return unit
+
+    def _move_to_archive(self, txn: _Txn, ids: Sequence[str]) -> None:
+        recs = self.backend.get(self._colls[MemoryStatus.ACTIVE], list(ids), with_vectors=True)
+        vectors = {r.id: r.vector for r in recs}
+        for nid in ids:
+            node = self._state.nodes[nid].model_copy(update={"status": MemoryStatus.ARCHIVED})
+            self._stage_put(txn, node, vectors.get(nid), MemoryStatus.ACTIVE)
 
     def _stage_archive(self, txn: _Txn, ns: str, evictions: Sequence[Eviction],
                        policy: str, params: Mapping[str, Any]) -> None:
-        ids = [e.node_id for e in evictions]
-        recs = self.backend.get(self._colls[MemoryStatus.ACTIVE], ids, with_vectors=True)
-        vectors = {r.id: r.vector for r in recs}
+        self._move_to_archive(txn, [e.node_id for e in evictions])
         step = self._step(txn, ns)
         for ev in evictions:
-            node = self._state.nodes[ev.node_id].model_copy(
-                update={"status": MemoryStatus.ARCHIVED})
-            self._stage_put(txn, node, vectors.get(node.id), MemoryStatus.ACTIVE)
+            node = self._state.nodes[ev.node_id]
             txn.audit.add(op=AuditOp.EVICT, namespace=ns, node_ids=[node.id], policy=policy,
                           params=params, features={node.id: dict(ev.features)}, score=ev.score,
                           rationale=ev.rationale, step=step, at=self.clock.now(),
                           contents={node.id: node.content})
+
+    def _stage_summary(self, txn: _Txn, ns: str, summary: Summary, policy: str,
+                       params: Mapping[str, Any]) -> MemoryNode:
+        members = [self._state.nodes[i] for i in summary.member_ids]
+        convs = {m.provenance.conversation_id for m in members}
+        prov = Provenance(source="summary", derived_from=summary.member_ids,
+                          conversation_id=convs.pop() if len(convs) == 1 else None)
+        step = self._step(txn, ns)
+        node, vector = self._build(
+            txn, summary.text, MemoryType.SEMANTIC, ns, step, provenance=prov,
+            payload={"concept": summary.concept,
+                     "confidence": min(1.0, max(0.0, 1.0 - summary.distortion))},
+            sensitivity=summary.sensitivity, depth=max(m.depth for m in members) + 1)
+        self._stage_put(txn, node, vector, edges=self._edges_for(node, ()))
+        self._move_to_archive(txn, summary.member_ids)
+        txn.audit.add(op=AuditOp.SUMMARISE, namespace=ns, node_ids=[node.id, *summary.member_ids],
+                      policy=policy, params=params, score=summary.distortion,
+                      features={node.id: {"distortion": summary.distortion,
+                                          "sensitivity": summary.sensitivity,
+                                          "members": float(len(members)),
+                                          "tokens_saved": float(sum(m.weight for m in members)
+                                                                - node.weight),
+                                          **summary.features}},
+                      rationale=summary.rationale or f"summarised {len(members)} memories",
+                      step=step, at=node.created_at,
+                      contents={n.id: n.content for n in [node, *members]})
+        return node
 
     # --- public API: writing -----------------------------------------------------------------
 

@@ -7,10 +7,16 @@ Example:
 """
 
 from mars_core.policies.base import (
+    MAX_DEPTH,
     Candidate,
     Eviction,
+    EvictStage,
+    Plan,
     Policy,
     PolicyView,
+    Stage,
+    SummariseStage,
+    Summary,
     available,
     make_policy,
     register,
@@ -21,12 +27,18 @@ from mars_core.policies.base import (
 from mars_core.policies.temporal import FIFOPolicy, LRUPolicy
 
 __all__ = [
+    "MAX_DEPTH",
     "Candidate",
+    "EvictStage",
     "Eviction",
     "FIFOPolicy",
     "LRUPolicy",
+    "Plan",
     "Policy",
     "PolicyView",
+    "Stage",
+    "SummariseStage",
+    "Summary",
     "available",
     "available_policies",
     "make_policy",

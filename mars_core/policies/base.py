@@ -2,21 +2,29 @@
 
 Seed 000 §3.3 models a policy as ``f(M, B) -> M'`` with three invariants: feasibility
 (Σw ≤ B), structure (M' ∈ F: provenance closure and task-safety) and auditability.
-Here the public :meth:`Policy.apply` owns the invariants and each policy only *orders*
-candidates (``_candidates``): it yields memories in the order it would forget them,
-with a score, features and a short reason.
+Here the public :meth:`Policy.apply` owns the invariants and returns a :class:`Plan`;
+each policy only *proposes*, as a sequence of stages (``_stages``):
 
-``apply`` walks that order in protection tiers (the documented order in which
-protections yield to the hard budget, DESIGN §3 invariant 1):
+* an :class:`EvictStage` yields candidates in the order the policy would forget them,
+  with a score, features and a short reason;
+* a :class:`SummariseStage` proposes clusters to replace by a summary
+  (Reflection-Summary, seed 000 §3.3.2).
 
-1. unpinned leaves of the dependency forest that are not task-protected;
+``apply`` runs the stages in order until ``need`` tokens are freed. It accepts a summary
+only if it is strictly cheaper than its members (so every stage reduces weight and the
+process terminates, seed 000 §3.3.4), none of its members is pinned, taken or protected,
+and its compaction depth stays ≤ ``MAX_DEPTH`` (seed 003: never compact more than
+twice). It walks evictions in protection tiers — the documented order in which
+protections yield to the hard budget (DESIGN §3 invariant 1):
+
+1. unpinned leaves of the dependency forest that are not task-protected, in each
+   stage's order;
 2. unpinned non-leaves (archiving keeps provenance closure, but leaves go first, as
-   seed 000 §5.3 asks);
+   seed 000 §5.3 asks), then any unprotected memory no stage ranked, oldest first;
 3. pinned memories, active goals and their prerequisites (task-safety) — only when
    nothing else is left, with a "forced by budget" rationale.
 
-Any active memory a policy does not yield is appended, oldest first, after its own
-order, so every policy terminates with the budget restored (the new memory is never a
+So every policy terminates with the budget restored (the new memory is never a
 candidate: a memory heavier than the whole budget is refused before a policy runs).
 
 Example:
@@ -27,22 +35,31 @@ Example:
 
 from __future__ import annotations
 
-import abc
+import math
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from mars_core.errors import ConfigError, PolicyError
 from mars_core.graph import MemoryGraph
 from mars_core.model import MemoryNode
 
 __all__ = [
+    "MAX_DEPTH",
     "Candidate",
+    "EvictStage",
     "Eviction",
+    "Plan",
     "Policy",
     "PolicyView",
+    "Stage",
+    "SummariseStage",
+    "Summary",
     "available",
     "make_policy",
     "register",
@@ -93,6 +110,26 @@ class PolicyView(Protocol):
         """An active goal, or a prerequisite of one without an equivalent summary."""
         ...
 
+    def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """L2-normalised embeddings of active memories, one row per id, in order."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed texts with the store's embedder (rows L2-normalised)."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Weight a text would have as a memory."""
+        ...
+
+    def goal_vector(self) -> npt.NDArray[np.float32] | None:
+        """Mean embedding of the active goals of the namespace (None without goals)."""
+        ...
+
+
+MAX_DEPTH = 2
+"""Deepest compaction allowed: a summary of a summary, never more (seed 003)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -116,12 +153,81 @@ class Eviction:
     forced: bool = False
 
 
-class Policy(abc.ABC):
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A proposed consolidation: replace ``member_ids`` by one semantic memory.
+
+    Attributes:
+        member_ids: the memories summarised (archived when accepted).
+        text: the summary's content.
+        distortion: D(C ⇒ c̄), the mean embedding distance of the members to the summary.
+        sensitivity: the summary's sensitivity s̄.
+        features: numbers for the audit (cluster size, gates, ...).
+        rationale: a human-readable sentence (no memory text).
+        concept: what the summary is about (the semantic payload's concept).
+    """
+
+    member_ids: tuple[str, ...]
+    text: str
+    distortion: float
+    sensitivity: float
+    features: Mapping[str, float] = field(default_factory=dict)
+    rationale: str = ""
+    concept: str | None = None
+
+
+@dataclass
+class Plan:
+    """What a policy decided: summaries (applied first) and evictions."""
+
+    evictions: list[Eviction] = field(default_factory=list)
+    summaries: list[Summary] = field(default_factory=list)
+    freed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EvictStage:
+    """A stage proposing evictions in order; ``label`` names it in rationales."""
+
+    label: str
+    candidates: Callable[[PolicyView], Iterator[Candidate]]
+
+
+@dataclass(frozen=True, slots=True)
+class SummariseStage:
+    """A stage proposing summaries: ``propose(view, need, taken)``."""
+
+    label: str
+    propose: Callable[[PolicyView, int, frozenset[str]], Iterable[Summary]]
+
+
+Stage = EvictStage | SummariseStage
+
+
+@dataclass
+class _Walk:
+    """Book-keeping of one ``apply`` call."""
+
+    view: PolicyView
+    need: int
+    plan: Plan = field(default_factory=Plan)
+    taken: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)
+    non_leaves: list[tuple[str, Candidate]] = field(default_factory=list)
+    protected: list[tuple[str, Candidate]] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return self.plan.freed >= self.need
+
+
+class Policy:
     """Base class of forgetting policies (template method ``apply``).
 
-    Subclasses set ``name`` and implement ``_candidates``; they may keep incremental
-    per-namespace indices through the ``on_*`` hooks, which the store calls on every
-    insert, access and removal (and replays on open).
+    Subclasses set ``name`` and implement ``_candidates`` (one eviction stage) or
+    ``_stages``; they may keep incremental per-namespace indices through the ``on_*``
+    hooks, which the store calls on every insert, access and removal (and replays on
+    open through :meth:`rebuild`).
     """
 
     name: ClassVar[str] = ""
@@ -141,72 +247,128 @@ class Policy(abc.ABC):
         for node in sorted(nodes, key=self.replay_key):
             self.on_insert(node)
 
-    def on_insert(self, node: MemoryNode) -> None:  # noqa: B027 - optional hook
+    def on_insert(self, node: MemoryNode) -> None:
         """A memory became active (insert, restore, or replay on open)."""
 
-    def on_access(self, node: MemoryNode) -> None:  # noqa: B027 - optional hook
+    def on_access(self, node: MemoryNode) -> None:
         """A memory was accessed (``node`` carries the new statistics)."""
 
-    def on_remove(self, node: MemoryNode) -> None:  # noqa: B027 - optional hook
-        """A memory left the active set (evicted, forgotten, erased)."""
+    def on_remove(self, node: MemoryNode) -> None:
+        """A memory left the active set (evicted, summarised, forgotten, erased)."""
+
+    # --- what subclasses propose ---------------------------------------------------------
+
+    def _candidates(self, view: PolicyView) -> Iterator[Candidate]:
+        """Yield active memories in the order this policy would forget them."""
+        return iter(())
+
+    def _stages(self) -> Sequence[Stage]:
+        """The policy's stages (default: one eviction stage over ``_candidates``)."""
+        return (EvictStage(self.name, self._candidates),)
 
     # --- the template ------------------------------------------------------------------
 
-    @abc.abstractmethod
-    def _candidates(self, view: PolicyView) -> Iterator[Candidate]:
-        """Yield active memories in the order this policy would forget them."""
-
     def apply(self, view: PolicyView, need: int, exclude: frozenset[str] = frozenset()
-              ) -> list[Eviction]:
-        """Choose evictions freeing at least ``need`` tokens, honouring the tiers above.
+              ) -> Plan:
+        """Plan summaries and evictions freeing at least ``need`` tokens.
 
         Raises:
             PolicyError: the namespace cannot free ``need`` tokens even by force.
         """
+        walk = _Walk(view, need, taken=set(exclude), seen=set(exclude))
         if need <= 0:
-            return []
-        total = view.count
-        chosen: list[Eviction] = []
-        seen: set[str] = set(exclude)
-        deferred: tuple[list[Candidate], list[Candidate]] = ([], [])
-        freed = 0
-        for cand in self._complete(view, seen):
-            node = view.node(cand.node_id)
-            if node.pinned or view.task_protected(node.id):
-                deferred[1].append(cand)
-                continue
-            if not view.is_leaf(node.id):
-                deferred[0].append(cand)
-                continue
-            freed += self._take(chosen, node, cand, total, forced=False)
-            if freed >= need:
-                return chosen
-        for tier, forced in ((deferred[0], False), (deferred[1], True)):
-            for cand in tier:
-                freed += self._take(chosen, view.node(cand.node_id), cand, total, forced)
-                if freed >= need:
-                    return chosen
-        raise PolicyError(f"{self.name}: cannot free {need} tokens in {view.namespace!r}")
+            return walk.plan
+        for stage in self._stages():
+            if walk.done:
+                break
+            if isinstance(stage, SummariseStage):
+                self._run_summaries(walk, stage)
+            else:
+                self._run_evictions(walk, stage)
+        self._run_fallback(walk)
+        if not walk.done:
+            raise PolicyError(f"{self.name}: cannot free {need} tokens in {view.namespace!r}")
+        return walk.plan
 
-    def _complete(self, view: PolicyView, seen: set[str]) -> Iterator[Candidate]:
-        for cand in self._candidates(view):
-            if cand.node_id not in seen:
-                seen.add(cand.node_id)
-                yield cand
-        for node in view.active():
-            if node.id not in seen:
-                seen.add(node.id)
-                yield Candidate(node.id, None, {}, "not ranked by the policy; oldest first")
+    def _run_summaries(self, walk: _Walk, stage: SummariseStage) -> None:
+        for summary in stage.propose(walk.view, walk.need - walk.plan.freed,
+                                     frozenset(walk.taken)):
+            saved = self._summary_saving(walk, summary)
+            if saved > 0:
+                walk.plan.summaries.append(summary)
+                walk.taken.update(summary.member_ids)
+                walk.seen.update(summary.member_ids)
+                walk.plan.freed += saved
+            if walk.done:
+                return
 
-    def _take(self, chosen: list[Eviction], node: MemoryNode, cand: Candidate, total: int,
-              forced: bool) -> int:
-        why = f"evicted by {self.name}: {cand.reason}"
+    def _summary_saving(self, walk: _Walk, summary: Summary) -> int:
+        """Tokens a summary frees, or 0 when it breaks an invariant (then it is skipped)."""
+        view, ids = walk.view, summary.member_ids
+        if len(set(ids)) != len(ids) or len(ids) < 2 or walk.taken.intersection(ids):
+            return 0
+        if not (math.isfinite(summary.distortion) and 0.0 <= summary.sensitivity <= 1.0):
+            return 0
+        members = [view.node(i) for i in ids]
+        if any(not m.is_active or m.namespace != view.namespace or m.pinned
+               or view.task_protected(m.id) for m in members):
+            return 0
+        if max(m.depth for m in members) + 1 > MAX_DEPTH or not summary.text.strip():
+            return 0
+        return max(0, sum(m.weight for m in members) - view.count_tokens(summary.text))
+
+    def _run_evictions(self, walk: _Walk, stage: EvictStage) -> None:
+        for cand in stage.candidates(walk.view):
+            if cand.node_id in walk.seen:
+                continue
+            walk.seen.add(cand.node_id)
+            self._consider(walk, stage.label, cand)
+            if walk.done:
+                return
+
+    def _consider(self, walk: _Walk, label: str, cand: Candidate) -> None:
+        node = walk.view.node(cand.node_id)
+        if node.pinned or walk.view.task_protected(node.id):
+            walk.protected.append((label, cand))
+        elif not walk.view.is_leaf(node.id):
+            walk.non_leaves.append((label, cand))
+        else:
+            self._take(walk, label, node, cand, forced=False)
+
+    def _run_fallback(self, walk: _Walk) -> None:
+        for label, cand in walk.non_leaves:
+            if walk.done:
+                return
+            self._take(walk, label, walk.view.node(cand.node_id), cand, forced=False)
+        for node in walk.view.active():
+            if walk.done:
+                return
+            if node.id in walk.seen:
+                continue
+            walk.seen.add(node.id)
+            cand = Candidate(node.id, None, {}, "not ranked by the policy; oldest first")
+            if node.pinned or walk.view.task_protected(node.id):
+                walk.protected.append((self.name, cand))
+            else:
+                self._take(walk, self.name, node, cand, forced=False)
+        for label, cand in walk.protected:
+            if walk.done:
+                return
+            self._take(walk, label, walk.view.node(cand.node_id), cand, forced=True)
+
+    def _take(self, walk: _Walk, label: str, node: MemoryNode, cand: Candidate,
+              forced: bool) -> None:
+        why = f"evicted by {label}: {cand.reason}"
         if forced:
-            why += "; forced by budget (pinned or a prerequisite of an active goal, " \
-                   "and nothing else was left)"
-        chosen.append(Eviction(node.id, node.weight, cand.score, dict(cand.features),
-                               f"{why} [{len(chosen) + 1} of {total} active]", forced))
-        return node.weight
+            why += ("; forced by budget (pinned, an active goal or its prerequisite, "
+                    "and nothing else was left)")
+        rank = len(walk.plan.evictions) + 1
+        walk.plan.evictions.append(Eviction(node.id, node.weight, cand.score,
+                                            dict(cand.features),
+                                            f"{why} [{rank} of {walk.view.count} active]",
+                                            forced))
+        walk.taken.add(node.id)
+        walk.plan.freed += node.weight
 
 
 _REGISTRY: dict[str, Callable[..., Policy]] = {}
