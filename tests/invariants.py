@@ -23,10 +23,11 @@ _CREATE = (AuditOp.INSERT, AuditOp.UPDATE, AuditOp.IMPORT)
 
 
 def _created_ids(ev: Any) -> list[str]:
-    """Ids an audit event *creates*: insert/update name the new node first, import all."""
+    """Ids an audit event *creates*: insert/update/summarise name the new node first,
+    import all."""
     if ev.op is AuditOp.IMPORT:
         return list(ev.node_ids)
-    if ev.op in (AuditOp.INSERT, AuditOp.UPDATE):
+    if ev.op in (AuditOp.INSERT, AuditOp.UPDATE, AuditOp.SUMMARISE):
         return list(ev.node_ids[:1])
     return []
 
@@ -81,8 +82,9 @@ def check_invariants(store: MemoryStore) -> None:
             last_restore = max((ev.seq for ev in mine if ev.op is AuditOp.RESTORE), default=-1)
             # an evict event after the last restore (or the import that brought it archived)
             assert any(ev.seq > last_restore and (
-                (ev.op is AuditOp.EVICT and ev.node_ids[0] == nid) or ev.op is AuditOp.IMPORT)
-                for ev in mine), f"archived {nid} has no evict event after its restore"
+                (ev.op is AuditOp.EVICT and ev.node_ids[0] == nid) or ev.op is AuditOp.IMPORT
+                or (ev.op is AuditOp.SUMMARISE and nid in ev.node_ids[1:]))
+                for ev in mine), f"archived {nid} has no evict/summarise event after its restore"
         for ev in events:
             if ev.op is AuditOp.ACCESS:
                 assert ev.node_ids, "an access event lists no memory"
