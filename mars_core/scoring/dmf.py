@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mars_core import decay
 from mars_core.errors import ValidationError
 from mars_core.nlp.signals import TextSignals, entity_norm
 
@@ -438,9 +439,8 @@ def effective_score(
         >>> round(effective_score(0.86, 35), 4)
         0.4278
     """
-    if not delta_n >= 0.0:
-        raise ValidationError(f"delta_n must be >= 0, got {delta_n!r}")
-    return omega * math.exp(-decay_rate(omega, config) * delta_n)
+    _check_unit("omega", omega)
+    return float(decay.inertial(omega, delta_n, config.decay_lambda, config.inertia_eta))
 
 
 def effective_scores(
@@ -454,12 +454,8 @@ def effective_scores(
     """
     om = np.asarray(omega, dtype=np.float64)
     dn = np.asarray(delta_n, dtype=np.float64)
-    if not np.all((om >= 0.0) & (om <= 1.0)):
-        raise ValidationError("omega values must be in [0, 1]")
-    if not np.all(dn >= 0.0):
-        raise ValidationError("delta_n values must be >= 0")
-    rate = config.decay_lambda * (1.0 - config.inertia_eta * om)
-    out: FloatArray = om * np.exp(-rate * dn)
+    out: FloatArray = np.asarray(
+        decay.inertial(om, dn, config.decay_lambda, config.inertia_eta), dtype=np.float64)
     return out
 
 
