@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,6 +73,10 @@ class StoreConfig(BaseModel):
     )
     default_namespace: str = Field(
         "default", min_length=1, description="Namespace used when a call names none."
+    )
+    nlp: Literal["auto", "rules", "spacy", "off"] = Field(
+        "auto", description="Write-time text signals (DMF): 'auto' uses spaCy when a trained "
+        "English pipeline is installed, else deterministic rules; 'off' stores no signals.",
     )
     retrieval: RetrievalConfig = Field(
         default_factory=RetrievalConfig, description="Ranking and packing of `retrieve`."

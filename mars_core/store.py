@@ -38,6 +38,7 @@ from mars_core.budget import TokenCounter, make_counter
 from mars_core.clock import Clock, SystemClock
 from mars_core.config import StoreConfig
 from mars_core.embeddings import Embedder, HashingEmbedder, embed_one
+from mars_core.enrich import Enricher
 from mars_core.errors import (
     BudgetExceededError,
     ConfigError,
@@ -105,6 +106,7 @@ class _Txn:
     touch: int
     steps: dict[str, int] = field(default_factory=dict)
     puts: list[tuple[MemoryNode, list[Edge]]] = field(default_factory=list)
+    centroid: list[tuple[Any, str]] = field(default_factory=list)
 
 
 class MemoryStore:
@@ -191,6 +193,7 @@ class MemoryStore:
                           (codec.AUDIT, 0)):
             self.backend.ensure_collection(name, dim)
         self.counter: TokenCounter = make_counter(self.config.token_counter)
+        self.enricher = Enricher(self.config.nlp)
         self.policy: Policy = make_policy(self.config.policy, **self.config.policy_params)
         self._state.policies = [self.policy]
         key_hex = meta.get("keys", {}).get("audit")
@@ -220,7 +223,7 @@ class MemoryStore:
                 "embedder": {"name": emb.name, "dim": emb.dim},
                 "collections": {s.value: n for s, n in names.items()},
                 "id_scheme": "uuid5(seed:counter)", "backend": self.backend.name,
-                "config": self._config_doc()}
+                "signals": self.enricher.name, "config": self._config_doc()}
 
     def _check_manifest(self, manifest: Mapping[str, Any]) -> None:
         if manifest.get("format_version") != codec.FORMAT_VERSION:
@@ -258,6 +261,7 @@ class MemoryStore:
             for edge in st.owned.get(owner, []):
                 st.graph.add(edge)
         self.policy.rebuild(n for n in nodes if n.is_active)
+        self._prime_centroids(nodes)
         state = meta.get("state", {})
         st.counter, st.touch = int(state.get("counter", 0)), int(state.get("touch", 0))
         for key, data in meta.items():
@@ -268,6 +272,23 @@ class MemoryStore:
         if (len(self.audit), self.audit.head) != head:
             raise CorruptStoreError("the audit log does not match the recorded chain head; "
                                     "run store.verify() on a copy and restore from a snapshot")
+
+    def _prime_centroids(self, nodes: Sequence[MemoryNode]) -> None:
+        """Rebuild each namespace's moving centroid from its most recent memories.
+
+        The texts are embedded again rather than read back from the backend: backends
+        may renormalise stored vectors, and the centroid must be bit-identical to the
+        one the live process had, so reopening never changes a later score.
+        """
+        if not self.enricher.enabled:
+            return
+        window = self.enricher.config.centroid_window
+        recent: dict[str, builtins.list[MemoryNode]] = {}
+        for node in nodes:  # sorted by seq
+            recent.setdefault(node.namespace, []).append(node)
+        for ns, members in recent.items():
+            tail = members[-window:]
+            self.enricher.prime(ns, [embed_one(self.embedder, n.content) for n in tail])
 
     # --- transactions ------------------------------------------------------------------------
 
@@ -301,6 +322,8 @@ class MemoryStore:
         st.steps.update(txn.steps)
         for node, edges in txn.puts:
             st.apply_put(node, edges)
+        for vector, ns in txn.centroid:
+            self.enricher.commit(vector, ns)
         self.audit.commit(txn.audit)
 
     # --- building nodes ----------------------------------------------------------------------
@@ -350,7 +373,10 @@ class MemoryStore:
                 f"this memory needs {node.weight} tokens but namespace {ns!r} has a budget of "
                 f"{budget}; split the text or raise the budget")
         txn.touch += 1
-        return node, embed_one(self.embedder, text)
+        vector = embed_one(self.embedder, text)
+        signals = self.enricher.compute(text, vector, ns, node.provenance.source)
+        txn.centroid.append((vector, ns))
+        return node.model_copy(update={"signals": signals}), vector
 
     def _edges_for(self, node: MemoryNode, links: Iterable[tuple[Predicate | str, str]],
                    implicit: bool = True) -> list[Edge]:
@@ -381,12 +407,14 @@ class MemoryStore:
     # --- budget --------------------------------------------------------------------------
 
     def _enforce_budget(self, txn: _Txn, ns: str, incoming: int, exclude: Iterable[str]) -> None:
-        budget = self.config.budget_for(ns)
-        need = self._state.ledger.used(ns) + incoming - budget
+        """Sweep (hygiene the policy does at every write), then restore the budget."""
+        view, taken = self._view(txn, ns), frozenset(exclude)
+        swept = self.policy.sweep(view, taken)
+        self._stage_archive(txn, ns, swept.evictions, self.policy.name, self.policy.params())
+        need = self._state.ledger.used(ns) - swept.freed + incoming - view.budget
         if need <= 0:
             return
-        view = self._view(txn, ns)
-        plan = self.policy.apply(view, need, frozenset(exclude))
+        plan = self.policy.apply(view, need, taken | {e.node_id for e in swept.evictions})
         for summary in plan.summaries:
             self._stage_summary(txn, ns, summary, self.policy.name, self.policy.params())
         self._stage_archive(txn, ns, plan.evictions, self.policy.name, self.policy.params())

@@ -7,9 +7,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from mars_core.clock import FakeClock
 from mars_core.store import MemoryStore
+
+# CI runs must not depend on luck: every property test explores the same examples each
+# run (set HYPOTHESIS_PROFILE=explore locally to search new ones).
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 AUDIT_KEY = bytes(range(32))
 """A fixed 32-byte audit key, so keyed hashes and the audit chain are reproducible."""

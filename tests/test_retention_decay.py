@@ -196,8 +196,8 @@ def test_reinforcement_raises_retention(u: float, count: int, n: int, later: int
     after = reinforce(before, assessed)
     assert state_retention(after) == 1.0 >= state_retention(before)
     # when the assessment is at least the current utility, the advantage persists
-    if min(0.95, max(0.05, assessed)) >= u:
-        assert state_retention(tick(after, later)) >= state_retention(tick(before, later))
+    if min(0.95, max(0.05, assessed)) >= u:  # (up to float rounding of the update)
+        assert state_retention(tick(after, later)) >= state_retention(tick(before, later)) - 1e-12
 
 
 def test_sawtooth() -> None:

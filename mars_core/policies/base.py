@@ -266,6 +266,14 @@ class Policy:
         """The policy's stages (default: one eviction stage over ``_candidates``)."""
         return (EvictStage(self.name, self._candidates),)
 
+    def _sweep_candidates(self, view: PolicyView) -> Iterator[Candidate]:
+        """Memories to forget now, whatever the budget (DMF hard-kill, TTL expiry).
+
+        The store calls :meth:`sweep` after every write; a policy rate-limits itself
+        (e.g. only every ``prune_interval`` steps) by yielding nothing in between.
+        """
+        return iter(())
+
     # --- the template ------------------------------------------------------------------
 
     def apply(self, view: PolicyView, need: int, exclude: frozenset[str] = frozenset()
@@ -288,6 +296,22 @@ class Policy:
         self._run_fallback(walk)
         if not walk.done:
             raise PolicyError(f"{self.name}: cannot free {need} tokens in {view.namespace!r}")
+        return walk.plan
+
+    def sweep(self, view: PolicyView, exclude: frozenset[str] = frozenset()) -> Plan:
+        """Evictions that do not wait for budget pressure; protected memories are kept.
+
+        Pinned memories, active goals and their prerequisites are never swept: a sweep
+        is hygiene, not budget pressure, so no protection is forced to yield.
+        """
+        walk = _Walk(view, need=0, taken=set(exclude), seen=set(exclude))
+        for cand in self._sweep_candidates(view):
+            if cand.node_id in walk.seen:
+                continue
+            walk.seen.add(cand.node_id)
+            node = view.node(cand.node_id)
+            if node.is_active and not node.pinned and not view.task_protected(node.id):
+                self._take(walk, self.name, node, cand, forced=False)
         return walk.plan
 
     def _run_summaries(self, walk: _Walk, stage: SummariseStage) -> None:
