@@ -698,6 +698,8 @@ class MemoryStore:
             hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
         chosen = pack(hits, budget, k)
         if not read_only and chosen:
+            self.policy.on_retrieve(q.namespace, [h.node for h in chosen], budget,
+                                    self._state.step(q.namespace))
             self._record_access(q.namespace, chosen, budget, query)
         return chosen
 
