@@ -256,6 +256,15 @@ class Policy:
     def on_remove(self, node: MemoryNode) -> None:
         """A memory left the active set (evicted, summarised, forgotten, erased)."""
 
+    def on_retrieve(self, namespace: str, hits: Sequence[MemoryNode], budget_tokens: int,
+                    step: int) -> None:
+        """A retrieval returned ``hits`` (before their access statistics were updated)."""
+
+    def on_credit(self, namespace: str, used: Sequence[str], offered: Sequence[str],
+                  step: int) -> None:
+        """Feedback: of the memories ``offered`` to an answer, ``used`` were used
+        (the Recognizer's credit assignment, seed 002 §2.3)."""
+
     # --- what subclasses propose ---------------------------------------------------------
 
     def _candidates(self, view: PolicyView) -> Iterator[Candidate]:
