@@ -78,6 +78,11 @@ class StoreConfig(BaseModel):
         "auto", description="Write-time text signals (DMF): 'auto' uses spaCy when a trained "
         "English pipeline is installed, else deterministic rules; 'off' stores no signals.",
     )
+    sensitivity_scoring: bool = Field(
+        True, description="Score each memory's sensitivity at ingestion from detectors "
+        "(PII patterns, secrets, category lexicons, entities) when add() gets sensitivity=None; "
+        "False stores 0.0 unless a sensitivity is given.",
+    )
     retrieval: RetrievalConfig = Field(
         default_factory=RetrievalConfig, description="Ranking and packing of `retrieve`."
     )

@@ -38,6 +38,7 @@ from mars_core.config import StoreConfig
 from mars_core.embeddings import Embedder, HashingEmbedder, embed_one
 from mars_core.enrich import Enricher
 from mars_core.errors import (
+    BlockedByPreferenceError,
     BudgetExceededError,
     ConfigError,
     CorruptStoreError,
@@ -47,7 +48,9 @@ from mars_core.errors import (
     StoreClosedError,
     ValidationError,
 )
+from mars_core.extract import extract
 from mars_core.graph import MemoryGraph
+from mars_core.lexical import tokenize
 from mars_core.model import (
     Edge,
     MemoryNode,
@@ -55,12 +58,17 @@ from mars_core.model import (
     MemoryType,
     Predicate,
     Provenance,
+    SemanticPayload,
     TaskPayload,
     default_payload,
 )
 from mars_core.policies import Eviction, Policy, Summary, make_policy
+from mars_core.privacy.erasure import ErasurePlan
+from mars_core.privacy.preferences import PrivacyPreferences
+from mars_core.privacy.sensitivity import SensitivityScorer
 from mars_core.retrieval import Hit, Query, rank
 from mars_core.state import NamespaceView, StoreState, ViewIO
+from mars_core.summarise import ExtractiveSummariser, Summariser
 
 __all__ = ["StoreCore"]
 
@@ -103,6 +111,7 @@ class _Txn:
     steps: dict[str, int] = field(default_factory=dict)
     puts: list[tuple[MemoryNode, list[Edge]]] = field(default_factory=list)
     centroid: list[tuple[Any, str]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
 
 
 
@@ -117,6 +126,7 @@ class StoreCore:
         config: StoreConfig | None = None,
         clock: Clock | None = None,
         audit_key: bytes | None = None,
+        summariser: Summariser | None = None,
         **overrides: Any,
     ) -> None:
         from mars_core.backends.memory import InMemoryBackend
@@ -127,9 +137,11 @@ class StoreCore:
         try:
             self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
             self.clock: Clock = clock if clock is not None else SystemClock()
+            self.summariser: Summariser = summariser or ExtractiveSummariser()
             self._explicit = config is not None or bool(overrides)
             self.config = self._configure(config, overrides)
             self._state = StoreState()
+            self._prefs: dict[str, PrivacyPreferences] = {}
             self._colls = {MemoryStatus.ACTIVE: codec.MEMORIES,
                            MemoryStatus.ARCHIVED: codec.ARCHIVE}
             self._io = ViewIO(self._vectors, self._embed_rows,
@@ -175,6 +187,7 @@ class StoreCore:
             self.backend.ensure_collection(name, dim)
         self.counter: TokenCounter = make_counter(self.config.token_counter)
         self.enricher = Enricher(self.config.nlp)
+        self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
         self.policy: Policy = make_policy(self.config.policy, **self.config.policy_params)
         self._state.policies = [self.policy]
         key_hex = meta.get("keys", {}).get("audit")
@@ -248,6 +261,8 @@ class StoreCore:
         for key, data in meta.items():
             if key.startswith("ns:"):
                 st.steps[key[3:]] = int(data["step"])
+            elif key.startswith("prefs:"):
+                self._prefs[key[6:]] = PrivacyPreferences.model_validate(data)
         self.audit.load(codec.decode_audit(r) for r in self.backend.get(codec.AUDIT))
         head = (int(state.get("audit_count", 0)), state.get("audit_head", self.audit.head))
         if (len(self.audit), self.audit.head) != head:
@@ -303,6 +318,8 @@ class StoreCore:
         st.steps.update(txn.steps)
         for node, edges in txn.puts:
             st.apply_put(node, edges)
+        for nid in txn.deletes:
+            st.apply_delete(nid)
         for vector, ns in txn.centroid:
             self.enricher.commit(vector, ns)
         self.audit.commit(txn.audit)
@@ -326,6 +343,10 @@ class StoreCore:
                **fields: Any) -> tuple[MemoryNode, Any]:
         if not isinstance(text, str):
             raise ValidationError(f"memory text must be a str, not {type(text).__name__}")
+        prov = fields.get("provenance")
+        conv = prov.get("conversation_id") if isinstance(prov, Mapping) else \
+            getattr(prov, "conversation_id", None)
+        self._check_allowed(text, ns, conv)
         try:
             mt = MemoryType(str(mtype))
         except ValueError:
@@ -342,7 +363,8 @@ class StoreCore:
         try:
             node = MemoryNode(
                 id=self._new_id(txn), type=mt, content=text, payload=payload, namespace=ns,
-                created_at=self.clock.now(), step=step, seq=txn.counter,
+                created_at=fields.pop("created_at", None) or self.clock.now(), step=step,
+                seq=txn.counter,
                 sensitivity=0.0 if sens is None else sens,
                 weight=max(1, self.counter.count(text)), touch_seq=txn.touch + 1,
                 activated_seq=txn.touch + 1, **fields)
@@ -355,9 +377,43 @@ class StoreCore:
                 f"{budget}; split the text or raise the budget")
         txn.touch += 1
         vector = embed_one(self.embedder, text)
-        signals = self.enricher.compute(text, vector, ns, node.provenance.source)
+        sig = self.enricher.analyze(text)
+        signals = self.enricher.compute(text, vector, ns, node.provenance.source, sig)
+        detected = node.sensitivity
+        if sens is None and self.config.sensitivity_scoring:
+            detected = self.scorer.score(text, provenance=node.provenance, type=mt,
+                                         signals=sig).score
+        signals["sensitivity_detected"] = detected
         txn.centroid.append((vector, ns))
-        return node.model_copy(update={"signals": signals}), vector
+        node = node.model_copy(update={"signals": signals})
+        return node.model_copy(update={"sensitivity": self._user_sensitivity(node, detected)}), \
+            vector
+
+    def _user_sensitivity(self, node: MemoryNode, detected: float) -> float:
+        """Sensitivity after the namespace's preferences, with private inheritance."""
+        prefs = self._prefs.get(node.namespace)
+        if prefs is None:
+            return detected
+        s = prefs.adjust(detected, (), node.content)
+        ancestors = set(node.provenance.derived_from)
+        for parent in node.provenance.derived_from:
+            ancestors.update(self._state.graph.ancestors(parent))
+        if any(a in self._state.nodes and prefs.mentions_private(self._state.nodes[a].content)
+               for a in ancestors):
+            s = max(s, prefs.private_floor)  # what derives from a private memory inherits it
+        return s
+
+    def _check_allowed(self, text: str, ns: str, conversation: str | None) -> None:
+        prefs = self._prefs.get(ns)
+        if prefs is not None and prefs.blocks(text, conversation):
+            raise BlockedByPreferenceError(
+                f"namespace {ns!r} blocks this entity or conversation from long-term storage")
+
+    def _recallable(self, ns: str) -> Callable[[MemoryNode], bool]:
+        prefs, now = self._prefs.get(ns), self.clock.now()
+        if prefs is None or not prefs.private_mode:
+            return lambda node: True
+        return lambda node: prefs.recallable(node, now)
 
     def _edges_for(self, node: MemoryNode, links: Iterable[tuple[Predicate | str, str]],
                    implicit: bool = True) -> list[Edge]:
@@ -384,6 +440,50 @@ class StoreCore:
             except pydantic.ValidationError as exc:
                 raise _validation(exc) from None
         return edges
+
+    def _stage_insert(self, txn: _Txn, node: MemoryNode, vector: Any, edges: Sequence[Edge],
+                      why: str = "") -> None:
+        """Stage a new memory with its edges and its ``insert`` audit event."""
+        self._stage_put(txn, node, vector, edges=edges)
+        ns, used = node.namespace, self._state.ledger.used(node.namespace)
+        txn.audit.add(op=AuditOp.INSERT, namespace=ns, node_ids=[node.id], step=node.step,
+                      at=node.created_at, features={node.id: {"weight": node.weight,
+                                                              "sensitivity": node.sensitivity}},
+                      rationale=f"stored {node.type.value} memory of {node.weight} tokens "
+                                f"({used + node.weight} of {self.config.budget_for(ns)} tokens "
+                                f"before forgetting){why}",
+                      contents={node.id: node.content})
+
+    def _stage_observe(self, txn: _Txn, ns: str, text: str, *, prov: Provenance,
+                       speaker: str | None, at: datetime | None) -> list[MemoryNode]:
+        """One turn: its episode, the memories extracted from it, their edges."""
+        step = self._step(txn, ns, advance=True)
+        episode, vector = self._build(
+            txn, text, MemoryType.EPISODIC, ns, step, provenance=prov, created_at=at,
+            payload={"participants": (speaker,) if speaker else ()})
+        prev = self._state.last_episode.get((ns, prov.conversation_id or ""))
+        links = [Edge(source=prev, predicate=Predicate.TEMPORAL_NEXT, target=episode.id,
+                      step=step)] if prev in self._state.nodes else []
+        role = prov.source
+        self._stage_insert(txn, episode, vector, links, f"; turn of {role}")
+        out = [episode]
+        for item in extract(role, text, None, speaker=speaker, known=self._state.known[ns],
+                            anchor=at or self.clock.now()):
+            node, vec = self._build(
+                txn, item.text, item.type, ns, step, payload=dict(item.payload), created_at=at,
+                provenance=prov.model_copy(update={"derived_from": (episode.id,)}))
+            edges = [Edge(source=node.id, predicate=p, target=t, step=step)
+                     for p, t in item.edges(episode.id)
+                     if t == episode.id or t in self._state.nodes]
+            self._stage_insert(txn, node, vec, edges, f"; {item.kind} extracted ({item.reason})")
+            old = self._state.nodes.get(item.replaces or "")
+            if old is not None and old.is_active:
+                verb = "corrected" if item.corrects else "superseded"
+                self._stage_archive(txn, ns, [Eviction(old.id, old.weight, None, {},
+                                                       f"{verb} by the newer memory {node.id}")],
+                                    "observe", {})
+            out.append(node)
+        return out
 
     # --- budget --------------------------------------------------------------------------
 
@@ -522,3 +622,124 @@ class StoreCore:
                 scratch.add(e)
             except ValidationError as exc:
                 raise ImportFormatError(str(exc)) from None
+
+    # --- erasure ---------------------------------------------------------------------------------
+
+    def _stage_erase(self, txn: _Txn, ns: str, plan: ErasurePlan, request: str,
+                     params: Mapping[str, Any]) -> dict[str, str]:
+        """Stage an erasure plan; returns ``{old summary id: regenerated id}``."""
+        step = self._step(txn, ns)
+        staged: dict[str, MemoryNode] = {}
+        renamed: dict[str, str] = {}
+        for old_id, members in plan.regenerate:
+            new = self._stage_regenerated(txn, ns, old_id,
+                                          [renamed.get(m, m) for m in members], staged)
+            staged[new.id], renamed[old_id] = new, new.id
+        gone = set(plan.erased) | set(renamed)
+        for nid in [*plan.erased, *renamed]:
+            node = self._state.nodes[nid]
+            txn.batch.delete(self._colls[node.status], [nid])
+            txn.deletes.append(nid)
+            why = (f"regenerated as {renamed[nid]} without the erased material" if nid in renamed
+                   else "erased on request" if nid in plan.targets
+                   else "erased: derived from erased material")
+            txn.audit.add(op=AuditOp.ERASE, namespace=ns, node_ids=[nid], policy="erasure",
+                          params={"request": request, **params}, step=step, at=self.clock.now(),
+                          rationale=why, contents={nid: node.content})
+        self._stage_edge_cleanup(txn, gone)
+        return renamed
+
+    def _stage_regenerated(self, txn: _Txn, ns: str, old_id: str, members: Sequence[str],
+                           staged: Mapping[str, MemoryNode]) -> MemoryNode:
+        old = self._state.nodes[old_id]
+        nodes = [staged.get(m) or self._state.nodes[m] for m in members]
+        text = self.summariser([n.content for n in nodes], target_tokens=old.weight)
+        concept = old.payload.concept if isinstance(old.payload, SemanticPayload) else None
+        prov = Provenance(source="summary", derived_from=tuple(members),
+                          conversation_id=old.provenance.conversation_id)
+        node, vector = self._build(txn, text, MemoryType.SEMANTIC, ns, self._step(txn, ns),
+                                   provenance=prov, payload={"concept": concept},
+                                   sensitivity=max(n.sensitivity for n in nodes),
+                                   depth=old.depth)
+        node = node.model_copy(update={"status": old.status})
+        edges = [Edge(source=node.id, predicate=Predicate.DERIVES_FROM, target=m, step=node.step)
+                 for m in members]
+        self._stage_put(txn, node, vector, edges=edges)
+        txn.audit.add(op=AuditOp.SUMMARISE, namespace=ns, node_ids=[node.id, *members],
+                      policy="erasure", step=node.step, at=node.created_at,
+                      rationale=f"regenerated summary {old_id} from {len(members)} surviving "
+                                "memories, without the erased material",
+                      contents={node.id: node.content})
+        return node
+
+    def _stage_edge_cleanup(self, txn: _Txn, gone: set[str]) -> None:
+        """Rewrite surviving records whose stored edges touch erased memories."""
+        for owner, edges in sorted(self._state.owned.items()):
+            if owner in gone or owner not in self._state.nodes:
+                continue
+            keep = [e for e in edges if e.source not in gone and e.target not in gone]
+            if len(keep) != len(edges):
+                node = self._state.nodes[owner]
+                txn.batch.upsert(self._colls[node.status], [codec.node_record(node, keep, None)])
+
+    def _purpose_filter(self, ns: str, goal: str | None) -> Callable[[str], bool]:
+        """Purpose limitation (seed 000 §4.3): private mode hides what consent does not
+        cover; for a goal, social memories must be linked to a task of that goal."""
+        recallable = self._recallable(ns)
+        goal_words = set(tokenize(goal or ""))
+
+        def linked_to_goal(nid: str) -> bool:
+            for e in self._state.graph.in_edges(nid) + self._state.graph.out_edges(nid):
+                other = self._state.nodes.get(e.target if e.source == nid else e.source)
+                if other is not None and other.type is MemoryType.TASK and \
+                        goal_words & set(tokenize(other.content)):
+                    return True
+            return False
+
+        def allowed(nid: str) -> bool:
+            node = self._state.nodes[nid]
+            if not recallable(node):
+                return False
+            return goal is None or node.type is not MemoryType.SOCIAL or linked_to_goal(nid)
+
+        return allowed
+
+    def _stage_preferences(self, txn: _Txn, ns: str, prefs: PrivacyPreferences) -> None:
+        """Stage new preferences: the meta record, re-scored memories, one config event."""
+        old, self._prefs[ns] = self._prefs.get(ns), prefs
+        try:
+            step, now = self._step(txn, ns), self.clock.now()
+            nodes = [self._state.nodes[i] for s in MemoryStatus for i in self._state.ids(ns, s)]
+            for node in sorted(nodes, key=lambda n: n.seq):
+                detected = node.signals.get("sensitivity_detected", node.sensitivity)
+                new_s = self._user_sensitivity(node, detected)
+                if abs(new_s - node.sensitivity) > 1e-12:
+                    self._stage_put(txn, node.model_copy(update={"sensitivity": new_s}))
+                    txn.audit.add(op=AuditOp.METADATA, namespace=ns, node_ids=[node.id],
+                                  step=step, at=now, features={node.id: {
+                                      "before": node.sensitivity, "after": new_s}},
+                                  rationale=f"sensitivity {node.sensitivity:.2f} -> {new_s:.2f} "
+                                            "by the user's privacy preferences")
+        finally:
+            if old is None:
+                del self._prefs[ns]
+            else:
+                self._prefs[ns] = old
+        txn.batch.upsert(codec.META, [codec.meta_record(f"prefs:{ns}",
+                                                        prefs.model_dump(mode="json"))])
+        txn.audit.add(op=AuditOp.CONFIG, namespace=ns, step=self._step(txn, ns),
+                      at=self.clock.now(), params={
+                          "private_entities": len(prefs.private_entities),
+                          "blocked_entities": len(prefs.blocked_entities),
+                          "blocked_conversations": len(prefs.blocked_conversations),
+                          "private_mode": prefs.private_mode, "consents": len(prefs.consents),
+                          "retention_days": {t.value: d for t, d in prefs.retention_days.items()}},
+                      rationale="privacy preferences updated by the user")
+
+    def _purge(self) -> str:
+        """Physically drop deleted data where the backend can; says what was done."""
+        compact = getattr(self.backend, "compact", None)
+        if callable(compact):
+            compact()
+            return f"{self.backend.name}: rewritten without the erased records (compacted)"
+        return f"{self.backend.name}: deleted through the client (see the privacy docs)"

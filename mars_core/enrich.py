@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.nlp import Analyzer
+from mars_core.nlp import Analyzer, TextSignals
 from mars_core.scoring.dmf import (
     DEFAULT_DMF_CONFIG,
     CentroidTracker,
@@ -68,6 +68,11 @@ class Enricher:
         self._centroids: dict[str, CentroidTracker] = {}
 
     @property
+    def analyzer(self) -> Analyzer:
+        """The analyser behind the signals (shared with the sensitivity scorer)."""
+        return self._analyzer
+
+    @property
     def name(self) -> str:
         """Which analyser computes the signals (recorded in the manifest)."""
         if not self.enabled:
@@ -91,12 +96,16 @@ class Enricher:
         """``D`` of a vector against the namespace's centroid, without updating it."""
         return self._tracker(namespace).divergence(vector) if np.any(vector) else 0.0
 
+    def analyze(self, text: str) -> TextSignals | None:
+        """The text signals (None when signals are off)."""
+        return self._analyzer.analyze(text) if self.enabled else None
+
     def compute(self, text: str, vector: npt.NDArray[np.float32], namespace: str,
-                source: str) -> dict[str, float]:
+                source: str, sig: TextSignals | None = None) -> dict[str, float]:
         """Signals of one memory (the centroid is updated by :meth:`commit`)."""
         if not self.enabled:
             return {}
-        sig = self._analyzer.analyze(text)
+        sig = sig or self._analyzer.analyze(text)
         d = self.divergence(vector, namespace)
         user = source == "user"
         prov = ProvenanceFlags(user_correction=user and sig.correction,

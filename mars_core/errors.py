@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 __all__ = [
+    "BlockedByPreferenceError",
     "BudgetExceededError",
     "ConfigError",
     "ConflictError",
@@ -47,6 +48,10 @@ class NotFoundError(MarsError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want a sentence.
         return str(self.args[0]) if self.args else "not found"
+
+
+class BlockedByPreferenceError(MarsError):
+    """The user's privacy preferences forbid storing this memory; nothing was stored."""
 
 
 class ConflictError(MarsError):

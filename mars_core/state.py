@@ -26,7 +26,8 @@ from mars_core.budget import BudgetLedger
 from mars_core.errors import NotFoundError
 from mars_core.graph import MemoryGraph
 from mars_core.lexical import BM25Index
-from mars_core.model import Edge, MemoryNode, MemoryStatus, TaskPayload, TaskStatus
+from mars_core.extract import KnownFacts
+from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, TaskPayload, TaskStatus
 from mars_core.policies.base import Policy
 
 __all__ = ["NamespaceView", "StoreState", "ViewIO"]
@@ -51,6 +52,8 @@ class StoreState:
         self.touch = 0
         self._bm25 = (k1, b)
         self.policies: list[Policy] = []
+        self.known: dict[str, KnownFacts] = defaultdict(KnownFacts)
+        self.last_episode: dict[tuple[str, str], str] = {}
 
     # --- lookups -----------------------------------------------------------------------
 
@@ -113,6 +116,8 @@ class StoreState:
             self._unindex(old)
         self.nodes[node.id] = node
         self._index(node)
+        self.known[node.namespace].add(node)
+        self._track_episode(node)
         for edge in owned_edges:
             self.add_edge(node.id, edge)
         if not notify:
@@ -136,6 +141,12 @@ class StoreState:
         if node is None:
             return None
         self._unindex(node)
+        self.known[node.namespace].remove(node_id)
+        key = (node.namespace, node.provenance.conversation_id or "")
+        if self.last_episode.get(key) == node_id:
+            del self.last_episode[key]
+            for other in sorted(self.nodes.values(), key=lambda n: n.seq):
+                self._track_episode(other)
         if node.is_active:
             for p in self.policies:
                 p.on_remove(node)
@@ -144,6 +155,15 @@ class StoreState:
                 self.owned[owner] = [e for e in self.owned.get(owner, []) if e.key != edge.key]
         self.owned.pop(node_id, None)
         return node
+
+    def _track_episode(self, node: MemoryNode) -> None:
+        """Remember the newest episode of each conversation (for temporalNext edges)."""
+        if node.type is not MemoryType.EPISODIC:
+            return
+        key = (node.namespace, node.provenance.conversation_id or "")
+        last = self.nodes.get(self.last_episode.get(key, ""))
+        if last is None or last.seq <= node.seq:
+            self.last_episode[key] = node.id
 
     def _index(self, node: MemoryNode) -> None:
         self.by_ns[node.namespace][node.status][node.id] = None

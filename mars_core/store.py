@@ -19,22 +19,27 @@ from __future__ import annotations
 
 import builtins
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pydantic
 
-from mars_core import codec
+from mars_core import assemble, codec
 from mars_core._async import asyncify
 from mars_core.audit import AuditOp, VerifyReport
 from mars_core.backends.base import Record, WriteBatch
+from mars_core.context import Validity, rank_recall, recall_walk, render_context
 from mars_core.core import StoreCore, _op
 from mars_core.embeddings import Embedder, embed_one
 from mars_core.errors import (
+    BlockedByPreferenceError,
     BudgetExceededError,
     ConflictError,
+    NotFoundError,
     ValidationError,
 )
 from mars_core.explain import Explanation, explain
@@ -47,7 +52,10 @@ from mars_core.model import (
     Provenance,
 )
 from mars_core.policies import Eviction
-from mars_core.retrieval import Hit, pack
+from mars_core.privacy.erasure import plan_erasure
+from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
+from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
+from mars_core.retrieval import Hit, Query, pack
 
 __all__ = ["MemoryStore"]
 
@@ -117,15 +125,7 @@ class MemoryStore(StoreCore):
                                    sensitivity=sensitivity, provenance=provenance,
                                    metadata=dict(metadata) if metadata is not None else None,
                                    pinned=pinned, expires_at=expires_at)
-        edges = self._edges_for(node, links)
-        self._stage_put(txn, node, vector, edges=edges)
-        used, budget = self._state.ledger.used(ns), self.config.budget_for(ns)
-        txn.audit.add(op=AuditOp.INSERT, namespace=ns, node_ids=[node.id], step=step,
-                      at=node.created_at, features={node.id: {"weight": node.weight,
-                                                              "sensitivity": node.sensitivity}},
-                      rationale=f"stored {node.type.value} memory of {node.weight} tokens "
-                                f"({used + node.weight} of {budget} tokens before forgetting)",
-                      contents={node.id: node.content})
+        self._stage_insert(txn, node, vector, self._edges_for(node, links))
         self._enforce_budget(txn, ns, node.weight, [node.id])
         self._commit(txn)
         return node
@@ -207,6 +207,62 @@ class MemoryStore(StoreCore):
         self._commit(txn)
         return edges[0]
 
+    @_op
+    def observe(
+        self,
+        role: str,
+        text: str,
+        *,
+        namespace: str | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        turn: int | None = None,
+        speaker: str | None = None,
+        at: datetime | None = None,
+        external_id: str | None = None,
+    ) -> builtins.list[MemoryNode]:
+        """Store one conversational turn and what it says about the user — no LLM call.
+
+        Always one episodic memory per turn (linked ``temporalNext`` from the previous
+        turn of the conversation); semantic facts, preferences, constraints, social
+        relations and dated plans are extracted by deterministic cue rules
+        (:mod:`mars_core.extract`), each ``derivesFrom`` the episode. A new value on a
+        known topic supersedes (or, after a correction cue, corrects) the old memory,
+        which moves to the archive. Text signals and the DMF survival score are
+        computed once, here.
+
+        Args:
+            role: ``user``, ``assistant``, ``tool``, ... (the provenance source).
+            text: the turn.
+            namespace: the user/tenant/session.
+            conversation_id: groups turns into a conversation.
+            session_id: a session within it.
+            turn: turn index.
+            speaker: who "I" is in the text (e.g. a LoCoMo speaker name).
+            at: when the turn happened (default: the store's clock).
+            external_id: the turn's id in the caller's system.
+
+        Returns:
+            The stored memories: the episode first, then the extracted ones.
+        """
+        if not isinstance(role, str) or not role.strip():
+            raise ValidationError("role must be a non-empty string such as 'user'")
+        ns = self._ns(namespace)
+        try:
+            prov = Provenance(source=role, conversation_id=conversation_id,
+                              session_id=session_id, turn=turn, external_id=external_id)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(f"invalid turn provenance: {exc.errors()[0]['msg']}") from None
+        try:
+            self._check_allowed(text, ns, conversation_id)
+        except BlockedByPreferenceError:
+            return []  # the user asked for this never to be stored: a turn leaves no trace
+        txn = self._begin()
+        nodes = self._stage_observe(txn, ns, text, prov=prov, speaker=speaker, at=at)
+        self._enforce_budget(txn, ns, sum(n.weight for n in nodes), [n.id for n in nodes])
+        self._commit(txn)
+        return [self._state.nodes.get(n.id, n) for n in nodes]
+
     # --- public API: reading -------------------------------------------------------------------
 
     @_op
@@ -281,12 +337,85 @@ class MemoryStore(StoreCore):
             hits += [Hit(h.node, h.score * 0.9, h.dense, h.lexical, True)
                      for h in self._rank(MemoryStatus.ARCHIVED, qvec, q)]
             hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
-        chosen = pack(hits, budget, k)
+        recallable = self._recallable(q.namespace)  # private mode without consent
+        chosen = pack((h for h in hits if recallable(h.node)), budget, k)
         if not read_only and chosen:
             self.policy.on_retrieve(q.namespace, [h.node for h in chosen], budget,
                                     self._state.step(q.namespace))
             self._record_access(q.namespace, chosen, budget, query)
         return chosen
+
+    @_op
+    def recall(
+        self,
+        entity: str | None = None,
+        *,
+        goal: str | None = None,
+        namespace: str | None = None,
+        k: int = 10,
+        max_hops: int = 2,
+        read_only: bool = False,
+    ) -> builtins.list[Hit]:
+        """Memories around an entity or a goal: a walk of a small ball in the semantic and
+        social graph, reranked by similarity to the goal (seed 000 §4.1).
+
+        Raises:
+            ValidationError: neither or both of ``entity`` and ``goal``.
+        """
+        if (entity is None) == (goal is None) or not (entity or goal or "").strip():
+            raise ValidationError("recall needs exactly one of entity= or goal=")
+        if not isinstance(k, int) or k <= 0:
+            raise ValidationError("k must be a positive integer")
+        ns = self._ns(namespace)
+        starts = assemble.recall_starts(self._state, ns, entity, goal, limit=k)
+        ball = recall_walk(self._state.graph, starts, self._state.is_active,
+                           max_hops=max_hops, max_nodes=4 * k)
+        ids = [i for i, _ in ball]
+        vecs = dict(zip(ids, self._vectors(ids), strict=True))
+        ranked = rank_recall(ball, vecs, embed_one(self.embedder, entity or goal or ""),
+                             allowed=self._purpose_filter(ns, goal), limit=k)
+        hits = [Hit(self._state.nodes[r.node_id], r.score, r.similarity or 0.0, 0.0)
+                for r in ranked]
+        if hits and not read_only:
+            self._record_access(ns, hits, sum(h.node.weight for h in hits), entity or goal or "")
+        return hits
+
+    @_op
+    def render_context(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        namespace: str | None = None,
+        conversation: str | None = None,
+        active_turns: int = 6,
+        evidence: int = 5,
+    ) -> str:
+        """Prompt-ready context: recalled evidence, its raw support, then the active
+        conversation — the layout of DMF §9.3 step 6, within ``budget_tokens``.
+
+        The evidence counts as an access (one audit event).
+        """
+        q, budget = self._query(query, namespace=namespace, types=None, max_sensitivity=None,
+                                since=None, until=None, conversation=None,
+                                budget_tokens=budget_tokens, k=None)
+        active = assemble.active_turns(self._state, q.namespace, conversation, active_turns)
+        skip = frozenset(n.id for n in active)
+        recallable = self._recallable(q.namespace)
+        hits = [h for h in self._rank(MemoryStatus.ACTIVE, embed_one(self.embedder, query),
+                                      Query(q.text, q.namespace, exclude=skip))
+                if assemble.validity(self._state, h.id) is Validity.CURRENT
+                and recallable(h.node)][:evidence]
+        cards = [(h.node, h.score, Validity.CURRENT) for h in hits]
+        support = assemble.support_for(self._state, [h.node for h in hits],
+                                       skip=skip | {h.id for h in hits})
+        text = render_context(assemble.evidence_items(cards), assemble.evidence_items(support),
+                              assemble.evidence_items([(n, float(i), Validity.CURRENT)
+                                                       for i, n in enumerate(active)]),
+                              budget, self.counter.count)
+        if hits:
+            self._record_access(q.namespace, hits, budget, query)
+        return text
 
     @_op
     def explain(self, node_id: str) -> Explanation:
@@ -353,6 +482,112 @@ class MemoryStore(StoreCore):
             ids = [r.id for r in self.backend.get(name)]
             self.backend.apply(WriteBatch().delete(name, ids))
         return count
+
+    # --- privacy ---------------------------------------------------------------------------------
+
+    @_op
+    def erase(
+        self,
+        node_id: str | None = None,
+        *,
+        entity: str | None = None,
+        conversation: str | None = None,
+        namespace: str | None = None,
+    ) -> ErasureReceipt:
+        """Right to be forgotten: remove memories and everything derived from them.
+
+        Give exactly one selector — ``node_id``, ``entity`` (every memory mentioning it),
+        ``conversation`` (every memory from it) — scoped to ``namespace``; or give only
+        ``namespace`` to erase the whole namespace. Summaries built on erased memories
+        are regenerated from what survives, or erased when too little does
+        (:mod:`mars_core.privacy.erasure`). The text leaves active memory, the archive
+        and every collection; backends that can rewrite their files are compacted.
+        The audit keeps one ``erase`` event per memory, with keyed hashes only.
+
+        Raises:
+            ValidationError: no selector, or several.
+            NotFoundError: ``node_id`` does not exist.
+        """
+        if node_id is not None and namespace is None:
+            namespace = self._state.get(node_id).namespace
+        ns = self._ns(namespace)
+        whole = namespace is not None and node_id is entity is conversation is None
+        plan = plan_erasure(self._state, ns, node_id=node_id, entity=entity,
+                            conversation=conversation, namespace_all=whole)
+        request = ("node" if node_id is not None else "entity" if entity is not None
+                   else "conversation" if conversation is not None else "namespace")
+        selector = node_id or entity or conversation or ns
+        params = {"target_hash": self.audit.content_hash(selector)[:16]}
+        txn = self._begin()
+        first = len(self.audit)
+        by_type = Counter(self._state.nodes[i].type.value for i in plan.erased)
+        renamed = self._stage_erase(txn, ns, plan, request, params)
+        self._commit(txn)
+        self._prime_centroids([n for n in self._state.nodes.values() if n.namespace == ns])
+        return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
+                              tuple(range(first, len(self.audit))), self._purge())
+
+    @_op
+    def preferences(self, namespace: str | None = None) -> PrivacyPreferences:
+        """The namespace's privacy preferences (defaults when none were set)."""
+        return self._prefs.get(self._ns(namespace), PrivacyPreferences())
+
+    @_op
+    def set_preferences(self, preferences: PrivacyPreferences | Mapping[str, Any],
+                        namespace: str | None = None) -> PrivacyPreferences:
+        """Set a namespace's privacy preferences and apply them to what it already holds.
+
+        Sensitivities are recomputed from each memory's detected sensitivity (kept in its
+        signals) under the new preferences — private entities and their descendants
+        included; every changed memory gets one ``metadata`` audit event. The change of
+        preferences itself is one ``config`` event (counts only, no entity names).
+        """
+        ns = self._ns(namespace)
+        try:
+            prefs = preferences if isinstance(preferences, PrivacyPreferences) else \
+                PrivacyPreferences.model_validate(preferences)
+        except pydantic.ValidationError as exc:
+            raise ValidationError(f"invalid privacy preferences: {exc.errors()[0]['msg']}") \
+                from None
+        txn = self._begin()
+        self._stage_preferences(txn, ns, prefs)
+        self._commit(txn)
+        self._prefs[ns] = prefs
+        return prefs
+
+    @_op
+    def grant_consent(self, *, types: Iterable[MemoryType | str] = (),
+                      entities: Iterable[str] = (), purpose: str = "",
+                      expires_at: datetime | None = None,
+                      namespace: str | None = None) -> ConsentGrant:
+        """Allow private memories (by type and/or entity) to be recalled in private mode."""
+        ns = self._ns(namespace)
+        prefs = self._prefs.get(ns, PrivacyPreferences())
+        try:
+            grant = ConsentGrant(id=f"consent-{len(self.audit)}", types=tuple(
+                MemoryType(t) for t in types), entities=tuple(entities), purpose=purpose,
+                granted_at=self.clock.now(), expires_at=expires_at)
+        except (ValueError, pydantic.ValidationError) as exc:
+            raise ValidationError(f"invalid consent: {exc}") from None
+        self.set_preferences(prefs.model_copy(update={"consents": (*prefs.consents, grant)}),
+                             ns)
+        return grant
+
+    @_op
+    def revoke_consent(self, consent_id: str, namespace: str | None = None) -> None:
+        """Withdraw a consent grant (recorded in the audit)."""
+        ns = self._ns(namespace)
+        prefs = self._prefs.get(ns, PrivacyPreferences())
+        kept = tuple(c for c in prefs.consents if c.id != consent_id)
+        if len(kept) == len(prefs.consents):
+            raise NotFoundError(f"no consent {consent_id!r} in namespace {ns!r}")
+        self.set_preferences(prefs.model_copy(update={"consents": kept}), ns)
+
+    @_op
+    def receipt(self, namespace: str | None = None) -> PrivacyReceipt:
+        """The privacy receipt of a namespace: stored, summarised, removed, and why."""
+        ns = self._ns(namespace)
+        return build_receipt(ns, self.list(ns, status=None), self.audit.events(ns))
 
     # --- export / import -------------------------------------------------------------------------
 
@@ -446,6 +681,9 @@ class MemoryStore(StoreCore):
     aforget = asyncify(forget)
     arestore = asyncify(restore)
     alink = asyncify(link)
+    aobserve = asyncify(observe)
+    arecall = asyncify(recall)
+    arender_context = asyncify(render_context)
     aget = asyncify(get)
     alist = asyncify(list)
     ahistory = asyncify(history)
@@ -454,6 +692,12 @@ class MemoryStore(StoreCore):
     astats = asyncify(stats)
     averify = asyncify(verify)
     areembed = asyncify(reembed)
+    aerase = asyncify(erase)
+    areceipt = asyncify(receipt)
+    apreferences = asyncify(preferences)
+    aset_preferences = asyncify(set_preferences)
+    agrant_consent = asyncify(grant_consent)
+    arevoke_consent = asyncify(revoke_consent)
     aexport_jsonld = asyncify(export_jsonld)
     aimport_jsonld = asyncify(import_jsonld)
     aclose = asyncify(close)

@@ -124,7 +124,9 @@ def check_invariants(store: MemoryStore) -> None:
         for nid, node in nodes.items():
             assert nid in set(st.ids(node.namespace, node.status))
             for edge in st.owned.get(nid, []):
-                assert edge.source == nid
+                # an edge is stored with the memory it was created with, one of its ends
+                # (observe() stores temporalNext with the newer turn)
+                assert nid in (edge.source, edge.target)
 
         # (7) isolation: a read of namespace A returns only memories of A, even when the
         # query is made of words from every namespace

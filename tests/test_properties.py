@@ -98,7 +98,10 @@ class StoreMachine(RuleBasedStateMachine):
         assert node.content == text
         assert node.namespace == ns
         assert node.type.value == mtype
-        assert node.sensitivity == (0.0 if sens is None else sens)
+        # without a sensitivity the detectors score it (no preferences are set here)
+        assert node.sensitivity == (node.signals["sensitivity_detected"] if sens is None
+                                    else sens)
+        assert 0.0 <= node.sensitivity <= 1.0
         assert self.store.get(node.id) == node
         assert node.is_active, "a memory that fits the budget must be active after add"
         assert len(self.store.audit) > before

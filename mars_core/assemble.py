@@ -1,0 +1,89 @@
+"""Assembling recall and prompt context from the store's views (internal).
+
+The store's ``recall`` and ``render_context`` call these with its state; the pure
+pieces (the walk, the reranking, the layout) are in :mod:`mars_core.context`.
+
+Example:
+    >>> from mars_core.state import StoreState
+    >>> active_turns(StoreState(), "ns", None, 4)
+    []
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mars_core.context import EvidenceItem, Validity, validity_of
+from mars_core.lexical import tokenize
+from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, TaskPayload
+from mars_core.state import StoreState
+
+__all__ = ["active_turns", "evidence_items", "recall_starts", "support_for", "validity"]
+
+
+def validity(state: StoreState, node_id: str) -> Validity:
+    """Lineage status counting only replacements that still exist."""
+    return validity_of(state.graph, node_id, lambda i: i in state.nodes)
+
+
+def active_turns(state: StoreState, ns: str, conversation: str | None, n: int
+                 ) -> list[MemoryNode]:
+    """The last ``n`` episodes of a conversation, oldest first (along temporalNext)."""
+    out: list[MemoryNode] = []
+    cur = state.last_episode.get((ns, conversation or ""))
+    while cur is not None and len(out) < n:
+        node = state.nodes.get(cur)
+        if node is None:
+            break
+        out.append(node)
+        prev = state.graph.in_edges(cur, Predicate.TEMPORAL_NEXT)
+        cur = prev[0].source if prev else None
+    return out[::-1]
+
+
+def support_for(state: StoreState, evidence: Sequence[MemoryNode], per_card: int = 3,
+                skip: frozenset[str] = frozenset()) -> list[tuple[MemoryNode, float, Validity]]:
+    """Raw turns behind derived evidence (≤ ``per_card`` each) and the versions it replaced
+    (DMF §9.3 step 5), with the card's rank so weaker cards lose their support first."""
+    out: dict[str, tuple[MemoryNode, float, Validity]] = {}
+    for rank, card in enumerate(evidence):
+        if card.type is MemoryType.EPISODIC:
+            continue
+        score = float(len(evidence) - rank)
+        sources = [e.target for e in state.graph.out_edges(card.id, Predicate.DERIVES_FROM)]
+        for nid in sources[:per_card]:
+            node = state.nodes.get(nid)
+            if node is not None and nid not in skip and nid not in out:
+                out[nid] = (node, score, Validity.CURRENT)
+        for pred, mark in ((Predicate.SUPERSEDES, Validity.SUPERSEDED),
+                           (Predicate.CORRECTS, Validity.CORRECTED)):
+            for edge in state.graph.out_edges(card.id, pred):
+                old = state.nodes.get(edge.target)
+                if old is not None and old.id not in skip and old.id not in out:
+                    out[old.id] = (old, score - 0.5, mark)
+    return list(out.values())
+
+
+def recall_starts(state: StoreState, ns: str, entity: str | None, goal: str | None,
+                  limit: int = 10) -> list[str]:
+    """Where a recall walk starts: memories about the entity, or tasks for the goal."""
+    active = set(state.ids(ns, MemoryStatus.ACTIVE))
+    starts: list[str] = []
+    if entity is not None:
+        starts += [i for i in state.known[ns].people(entity) if i in active]
+    text = entity if entity is not None else goal or ""
+    hits = state.index(ns, MemoryStatus.ACTIVE).search(text, 4 * limit)
+    if goal is not None:
+        words = set(tokenize(goal))
+        for i in sorted(active, key=lambda nid: state.nodes[nid].seq):
+            node = state.nodes[i]
+            if isinstance(node.payload, TaskPayload) and \
+                    words & set(tokenize(node.payload.goal or node.content)):
+                starts.append(i)
+    starts += [i for i, _ in hits]
+    return list(dict.fromkeys(starts))[:limit]
+
+
+def evidence_items(nodes: Sequence[tuple[MemoryNode, float, Validity]]) -> list[EvidenceItem]:
+    """Evidence items for rendering."""
+    return [EvidenceItem.from_node(n, s, validity=v) for n, s, v in nodes]

@@ -1,0 +1,104 @@
+"""observe / recall / render_context through a real store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from invariants import check_invariants
+from mars_core import FakeClock, MemoryStatus, MemoryStore, Predicate, ValidationError
+
+TURNS = [
+    ("user", "Hi, I'm Maya. I live in Lisbon and I work at Tidewave."),
+    ("assistant", "Nice to meet you Maya!"),
+    ("user", "My sister Ines is a nurse in Porto."),
+    ("user", "I love green tea."),
+    ("user", "Remind me to book a table for Ines's birthday on Friday."),
+    ("user", "Actually, I live in Porto now."),
+]
+
+
+def play(store: MemoryStore, ns: str = "maya") -> list[list[str]]:
+    out = []
+    for role, text in TURNS:
+        nodes = store.observe(role, text, namespace=ns, conversation_id="c1",
+                              speaker="Maya" if role == "user" else None)
+        out.append([n.id for n in nodes])
+    return out
+
+
+def mk(path: Path | None = None) -> MemoryStore:
+    kw = {"clock": FakeClock(), "audit_key": bytes(range(32)), "nlp": "rules", "budget": 4000}
+    return MemoryStore.open(path, **kw) if path else MemoryStore(**kw)  # type: ignore[arg-type]
+
+
+def test_one_episode_per_turn_and_extracted_memories() -> None:
+    s = mk()
+    ids = play(s)
+    episodes = s.list("maya", type="episodic")
+    assert [e.id for e in episodes] == [turn[0] for turn in ids]
+    contents = {n.content for n in s.list("maya", status=None) if n.type.value != "episodic"}
+    assert {"Maya lives in Lisbon", "Maya works at Tidewave", "Ines is Maya's sister",
+            "Maya loves green tea", "Maya lives in Porto"} <= contents
+    task = next(n for n in s.list("maya", type="task"))
+    assert task.payload.deadline is not None  # "on Friday" relative to the clock
+    # temporalNext chains the episodes in order
+    for a, b in zip(episodes, episodes[1:], strict=False):
+        assert [e.target for e in s._state.graph.out_edges(a.id, Predicate.TEMPORAL_NEXT)] \
+            == [b.id]
+    # every extracted memory derives from its episode
+    for turn in ids:
+        for nid in turn[1:]:
+            assert s.explain(nid).provenance[0].node_id == turn[0]
+    check_invariants(s)
+
+
+def test_a_correction_archives_the_old_fact() -> None:
+    s = mk()
+    play(s)
+    lisbon = next(n for n in s.list("maya", status=None) if n.content == "Maya lives in Lisbon")
+    assert lisbon.status is MemoryStatus.ARCHIVED
+    porto = next(n for n in s.list("maya") if n.content == "Maya lives in Porto")
+    assert [e.predicate for e in s._state.graph.out_edges(porto.id, Predicate.CORRECTS)]
+    assert "corrected by the newer memory" in s.explain(lisbon.id).rationale
+
+
+def test_recall_walks_around_an_entity_and_a_goal() -> None:
+    s = mk()
+    play(s)
+    about_ines = [h.text for h in s.recall("Ines", namespace="maya")]
+    assert "Ines is Maya's sister" in about_ines
+    for_goal = [h.text for h in s.recall(goal="birthday table", namespace="maya")]
+    assert any("book a table" in t for t in for_goal)
+    with pytest.raises(ValidationError):
+        s.recall(namespace="maya")
+
+
+def test_render_context_layout_and_budget() -> None:
+    s = mk()
+    play(s)
+    text = s.render_context("Where does Maya live?", namespace="maya", conversation="c1",
+                            budget_tokens=400, active_turns=2)
+    lines = text.splitlines()
+    assert lines[0] == "=== LONG-TERM MEMORY (RECALLED) ==="
+    assert lines.index("=== STRUCTURED EVIDENCE ===") < lines.index(
+        "=== RAW SUPPORTING EVIDENCE ===") < lines.index("=== ACTIVE CONVERSATION ===")
+    assert "Maya lives in Porto" in text and "| corrected] Maya lives in Lisbon" in text
+    assert s.counter.count(text) <= 400
+    small = s.render_context("Where does Maya live?", namespace="maya", conversation="c1",
+                             budget_tokens=60)
+    assert s.counter.count(small) <= 60
+
+
+def test_observe_survives_reopen_with_the_same_links(tmp_path: Path) -> None:
+    with mk(tmp_path / "db") as s:
+        play(s)
+        before = s.export_jsonld()
+    with mk(tmp_path / "db") as s2:
+        assert s2.export_jsonld() == before
+        new = s2.observe("user", "I moved again, I live in Faro now.", namespace="maya",
+                         conversation_id="c1", speaker="Maya")
+        prev = s2._state.graph.in_edges(new[0].id, Predicate.TEMPORAL_NEXT)
+        assert [e.source for e in prev] == [s2.list("maya", type="episodic")[-2].id]
+        check_invariants(s2)
