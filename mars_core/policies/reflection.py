@@ -133,6 +133,13 @@ class ReflectionConfig(BaseModel):
         "DESIGN §6; 0.05 as digest Z-A5 suggests). The gate passes when s̄ = 0 (see the "
         "module docstring on zero-sensitivity clusters).",
     )
+    gate_floor: float = Field(
+        0.3, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="The privacy gate applies only to clusters whose most sensitive member "
+        "reaches this level (ours): below it there is nothing to protect — a weekday or a first "
+        "name scores 0.05–0.3 — and requiring a sensitivity drop would block consolidating "
+        "ordinary chit-chat, which is what reflection is for.",
+    )
     identifier_discount: float = Field(
         0.5, ge=0.0, le=1.0, allow_inf_nan=False,
         description="Share of a member's sensitivity left in the summary when all its direct "
@@ -392,13 +399,17 @@ def summary_sensitivity(member_texts: Sequence[str], member_sensitivity: Sequenc
     return s_bar, masked
 
 
-def privacy_gate(s_bar: float, max_member: float, tau_priv: float) -> bool:
-    """``s̄ ≤ max_i s_i − τ_priv``, or ``s̄ = 0`` (a summary with nothing sensitive).
+def privacy_gate(s_bar: float, max_member: float, tau_priv: float, floor: float = 0.0) -> bool:
+    """``s̄ ≤ max_i s_i − τ_priv``, or ``s̄ = 0``, or a cluster below the gate ``floor``.
 
     Example:
         >>> privacy_gate(0.4, 0.8, 0.05), privacy_gate(0.8, 0.8, 0.05), privacy_gate(0, 0, 0.05)
         (True, False, True)
+        >>> privacy_gate(0.1, 0.1, 0.05, floor=0.3)
+        True
     """
+    if max_member < floor and s_bar <= max_member:
+        return True
     return s_bar <= 0.0 or s_bar <= max_member - tau_priv + _GATE_EPS
 
 
@@ -451,7 +462,7 @@ def _try_cluster(view: PolicyView, cluster: Cluster, cfg: ReflectionConfig,
     sens = [n.sensitivity for n in nodes]
     s_bar, masked = summary_sensitivity(texts, sens, text, cfg.identifier_discount)
     max_s = max(sens)
-    if not (d <= cfg.tau_util and privacy_gate(s_bar, max_s, cfg.tau_priv)):
+    if not (d <= cfg.tau_util and privacy_gate(s_bar, max_s, cfg.tau_priv, cfg.gate_floor)):
         return None
     depth = max(n.depth for n in nodes) + 1
     features = {"cluster_size": float(len(nodes)), "mean_similarity": cluster.redundancy,
