@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mars_core.model import MemoryType
+from mars_core.privacy.dp import DPConfig
 
 __all__ = ["RetrievalConfig", "StoreConfig"]
 
@@ -63,7 +64,8 @@ class StoreConfig(BaseModel):
         default_factory=dict, description="Keyword parameters passed to the policy."
     )
     type_shares: dict[MemoryType, float] | None = Field(
-        None, description="Soft per-type budget shares (seed 000 §3.2.7); None = equal shares."
+        None, description="Opt-in soft per-type budget shares (seed 000 §3.2.7), updated by the "
+        "dual step from observed hits per token (mars_core.shares); None: no shares."
     )
     seed: int = Field(
         0, ge=0, description="Seed for ids and every seeded random choice (same seed, same store)."
@@ -82,6 +84,11 @@ class StoreConfig(BaseModel):
         True, description="Score each memory's sensitivity at ingestion from detectors "
         "(PII patterns, secrets, category lexicons, entities) when add() gets sensitivity=None; "
         "False stores 0.0 unless a sensitivity is given.",
+    )
+    dp: DPConfig = Field(
+        default_factory=DPConfig, description="Differential-privacy tie-break at the eviction "
+        "boundary (seed 000 §4.3). Off by default: it makes evictions random (from the OS "
+        "generator, never the seed), so a replay no longer gives the same store.",
     )
     retrieval: RetrievalConfig = Field(
         default_factory=RetrievalConfig, description="Ranking and packing of `retrieve`."

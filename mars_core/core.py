@@ -63,10 +63,12 @@ from mars_core.model import (
     default_payload,
 )
 from mars_core.policies import Eviction, Policy, Summary, make_policy
+from mars_core.privacy.dp import PrivacyAccountant
 from mars_core.privacy.erasure import ErasurePlan
 from mars_core.privacy.preferences import PrivacyPreferences
 from mars_core.privacy.sensitivity import SensitivityScorer
 from mars_core.retrieval import Hit, Query, rank
+from mars_core.shares import TypeShares
 from mars_core.state import NamespaceView, StoreState, ViewIO
 from mars_core.summarise import ExtractiveSummariser, Summariser
 
@@ -189,6 +191,13 @@ class StoreCore:
         self.enricher = Enricher(self.config.nlp)
         self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
         self.policy: Policy = make_policy(self.config.policy, **self.config.policy_params)
+        if self.config.type_shares is not None:
+            self.policy.type_shares = TypeShares(initial=self.config.type_shares)
+        if self.config.dp.enabled:
+            self.policy.dp = self.config.dp
+            state = meta.get("dp", {}).get("accountant")
+            self.policy.accountant = PrivacyAccountant.from_state(state) if state else \
+                PrivacyAccountant.from_config(self.config.dp)
         self._state.policies = [self.policy]
         key_hex = meta.get("keys", {}).get("audit")
         key = bytes.fromhex(key_hex) if key_hex else (audit_key or os.urandom(32))
@@ -496,9 +505,14 @@ class StoreCore:
         if need <= 0:
             return
         plan = self.policy.apply(view, need, taken | {e.node_id for e in swept.evictions})
+        params = self.policy.params()
         for summary in plan.summaries:
-            self._stage_summary(txn, ns, summary, self.policy.name, self.policy.params())
-        self._stage_archive(txn, ns, plan.evictions, self.policy.name, self.policy.params())
+            self._stage_summary(txn, ns, summary, self.policy.name, params)
+        if plan.dp is not None and self.policy.accountant is not None:
+            params = {**params, "dp": plan.dp, "accountant": self.policy.accountant.totals(ns)}
+            txn.batch.upsert(codec.META, [codec.meta_record(
+                "dp", {"accountant": self.policy.accountant.state()})])
+        self._stage_archive(txn, ns, plan.evictions, self.policy.name, params)
 
     def _view(self, txn: _Txn, ns: str) -> NamespaceView:
         return self._state.view(ns, self.config.budget_for(ns), self.clock.now(), self._rng,

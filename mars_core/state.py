@@ -24,9 +24,9 @@ import numpy.typing as npt
 
 from mars_core.budget import BudgetLedger
 from mars_core.errors import NotFoundError
+from mars_core.extract import KnownFacts
 from mars_core.graph import MemoryGraph
 from mars_core.lexical import BM25Index
-from mars_core.extract import KnownFacts
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, TaskPayload, TaskStatus
 from mars_core.policies.base import Policy
 
@@ -225,6 +225,10 @@ class NamespaceView:
     def count(self) -> int:
         """Active node count."""
         return self.state.count(self.namespace)
+
+    def used_by_type(self) -> dict[MemoryType, int]:
+        """Active tokens of each type (from the budget ledger, O(1))."""
+        return self.state.ledger.by_type(self.namespace)
 
     @property
     def graph(self) -> MemoryGraph:

@@ -171,6 +171,7 @@ class MemoryStore(StoreCore):
                                                            f"forgotten by the user: {reason}")],
                             "user", {})
         self._commit(txn)
+        self.policy.on_forget(node, self._state.step(node.namespace))
         return self._state.nodes[node_id]
 
     @_op
@@ -416,6 +417,23 @@ class MemoryStore(StoreCore):
         if hits:
             self._record_access(q.namespace, hits, budget, query)
         return text
+
+    @_op
+    def credit(self, used: Iterable[str], offered: Iterable[str],
+               namespace: str | None = None) -> None:
+        """Feedback after an answer: of the memories ``offered`` to it, ``used`` were used.
+
+        It feeds the policies' observable rewards (the meta-controller, the per-type
+        shares; seed 002's Recognizer credit). Nothing is stored.
+
+        Raises:
+            ValidationError: ``used`` is not a subset of ``offered``.
+        """
+        ns = self._ns(namespace)
+        used_l, offered_l = list(used), list(offered)
+        if not set(used_l) <= set(offered_l):
+            raise ValidationError("credited memories must be among those offered")
+        self.policy.on_credit(ns, used_l, offered_l, self._state.step(ns))
 
     @_op
     def explain(self, node_id: str) -> Explanation:
@@ -688,6 +706,7 @@ class MemoryStore(StoreCore):
     alist = asyncify(list)
     ahistory = asyncify(history)
     aretrieve = asyncify(retrieve)
+    acredit = asyncify(credit)
     aexplain = asyncify(explain)
     astats = asyncify(stats)
     averify = asyncify(verify)

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-
 from invariants import check_invariants
+
 from mars_core import FakeClock, MemoryStore, NotFoundError, ValidationError
 
 KEY = bytes(range(32))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
-
 from invariants import check_invariants
+
 from mars_core import FakeClock, MemoryStatus, MemoryStore, Predicate, ValidationError
 
 TURNS = [
@@ -44,7 +45,7 @@ def test_one_episode_per_turn_and_extracted_memories() -> None:
     task = next(n for n in s.list("maya", type="task"))
     assert task.payload.deadline is not None  # "on Friday" relative to the clock
     # temporalNext chains the episodes in order
-    for a, b in zip(episodes, episodes[1:], strict=False):
+    for a, b in itertools.pairwise(episodes):
         assert [e.target for e in s._state.graph.out_edges(a.id, Predicate.TEMPORAL_NEXT)] \
             == [b.id]
     # every extracted memory derives from its episode

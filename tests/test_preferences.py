@@ -6,8 +6,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from invariants import check_invariants
+
 from mars_core import FakeClock, MemoryStore, NotFoundError, ValidationError
 from mars_core.errors import BlockedByPreferenceError
 from mars_core.privacy.preferences import PrivacyPreferences

@@ -18,6 +18,7 @@ from mars_core import (
     Predicate,
     StoreClosedError,
     TaskStatus,
+    ValidationError,
 )
 
 KEY = b"k" * 32
@@ -242,3 +243,25 @@ def test_reembed_moves_the_store_to_a_new_embedder(tmp_path: Path) -> None:
         assert s2.stats()["embedder"] == "hashing-v1-64-c3"
         assert s2.retrieve("octopus arms", include_archive=True)[0].id == a.id
         assert all(not s2.backend.get(name) for name in ("memories", "archive"))
+
+
+def test_credit_feeds_the_policy_and_validates() -> None:
+    s = mk(budget=200, type_shares={"semantic": 2, "episodic": 1, "social": 1, "task": 1})
+    assert s.policy.type_shares is not None
+    a = s.add("Ana likes tea", type="semantic")
+    seen: list[tuple[list[str], list[str]]] = []
+    s.policy.on_credit = lambda ns, used, offered, step: seen.append(  # type: ignore[method-assign]
+        (list(used), list(offered)))
+    s.credit([a.id], [a.id, "other"])
+    assert seen == [([a.id], [a.id, "other"])]
+    with pytest.raises(ValidationError):
+        s.credit(["x"], [a.id])
+
+
+def test_forget_is_reported_to_the_policy_as_a_complaint() -> None:
+    s = mk()
+    a = s.add("something embarrassing")
+    forgotten: list[str] = []
+    s.policy.on_forget = lambda node, step: forgotten.append(node.id)  # type: ignore[method-assign]
+    s.forget(a.id)
+    assert forgotten == [a.id]

@@ -27,6 +27,14 @@ protections yield to the hard budget (DESIGN §3 invariant 1):
 So every policy terminates with the budget restored (the new memory is never a
 candidate: a memory heavier than the whole budget is refused before a policy runs).
 
+**Soft per-type shares (opt-in).** When ``policy.type_shares`` holds a
+:class:`~mars_core.shares.TypeShares`, each eviction stage is first passed through
+:meth:`~mars_core.shares.TypeShares.prioritise`: candidates of types using more than
+their share of the budget come first (seed 000 §3.2.7). This only reorders candidates
+inside tier 1; tiers, protections and the hard budget are unchanged. The template
+forwards ``on_retrieve``/``on_credit`` to the shares (subclasses that override those
+hooks call ``super()``) and lets them run their dual update on every sweep and trigger.
+
 Example:
     >>> from mars_core.policies import available
     >>> "lru" in available() and "fifo" in available()
@@ -40,14 +48,18 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from mars_core.errors import ConfigError, PolicyError
 from mars_core.graph import MemoryGraph
-from mars_core.model import MemoryNode
+from mars_core.model import MemoryNode, MemoryType
+
+if TYPE_CHECKING:  # pragma: no cover - import for annotations only (shares imports base)
+    from mars_core.privacy.dp import DPConfig, PrivacyAccountant
+    from mars_core.shares import TypeShares
 
 __all__ = [
     "MAX_DEPTH",
@@ -96,6 +108,10 @@ class PolicyView(Protocol):
 
     def active(self) -> Iterable[MemoryNode]:
         """Active memories of the namespace, oldest first."""
+        ...
+
+    def used_by_type(self) -> dict[MemoryType, int]:
+        """Active tokens of each memory type."""
         ...
 
     def node(self, node_id: str) -> MemoryNode:
@@ -178,19 +194,29 @@ class Summary:
 
 @dataclass
 class Plan:
-    """What a policy decided: summaries (applied first) and evictions."""
+    """What a policy decided: summaries (applied first) and evictions.
+
+    ``dp`` holds the audit record of a differential-privacy tie-break, when one ran.
+    """
 
     evictions: list[Eviction] = field(default_factory=list)
     summaries: list[Summary] = field(default_factory=list)
     freed: int = 0
+    dp: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class EvictStage:
-    """A stage proposing evictions in order; ``label`` names it in rationales."""
+    """A stage proposing evictions in order; ``label`` names it in rationales.
+
+    ``densities`` declares that candidate scores are eq-7 densities (lowest first):
+    only such a stage may have its boundary re-chosen by the differential-privacy
+    tie-break (:attr:`Policy.dp`).
+    """
 
     label: str
     candidates: Callable[[PolicyView], Iterator[Candidate]]
+    densities: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +257,12 @@ class Policy:
     """
 
     name: ClassVar[str] = ""
+    type_shares: TypeShares | None = None
+    """Soft per-type budget shares (opt-in; None: the stages' order is used as is)."""
+    dp: DPConfig | None = None
+    """Differential-privacy tie-break at the eviction boundary (opt-in, seed 000 §4.3)."""
+    accountant: PrivacyAccountant | None = None
+    """Privacy accountant charged by the tie-break (per namespace and subject)."""
 
     def params(self) -> dict[str, Any]:
         """Parameters recorded in the audit (override to report yours)."""
@@ -259,11 +291,18 @@ class Policy:
     def on_retrieve(self, namespace: str, hits: Sequence[MemoryNode], budget_tokens: int,
                     step: int) -> None:
         """A retrieval returned ``hits`` (before their access statistics were updated)."""
+        if self.type_shares is not None:
+            self.type_shares.observe_retrieve(namespace, hits, step)
+
+    def on_forget(self, node: MemoryNode, step: int) -> None:
+        """The user asked to forget ``node`` (a privacy complaint signal, seed 000 §3.3.5)."""
 
     def on_credit(self, namespace: str, used: Sequence[str], offered: Sequence[str],
                   step: int) -> None:
         """Feedback: of the memories ``offered`` to an answer, ``used`` were used
         (the Recognizer's credit assignment, seed 002 §2.3)."""
+        if self.type_shares is not None:
+            self.type_shares.observe_credit(namespace, used, step)
 
     # --- what subclasses propose ---------------------------------------------------------
 
@@ -295,6 +334,8 @@ class Policy:
         walk = _Walk(view, need, taken=set(exclude), seen=set(exclude))
         if need <= 0:
             return walk.plan
+        if self.type_shares is not None:
+            self.type_shares.refresh(view)
         for stage in self._stages():
             if walk.done:
                 break
@@ -314,6 +355,8 @@ class Policy:
         is hygiene, not budget pressure, so no protection is forced to yield.
         """
         walk = _Walk(view, need=0, taken=set(exclude), seen=set(exclude))
+        if self.type_shares is not None:
+            self.type_shares.refresh(view)
         for cand in self._sweep_candidates(view):
             if cand.node_id in walk.seen:
                 continue
@@ -351,7 +394,59 @@ class Policy:
         return max(0, sum(m.weight for m in members) - view.count_tokens(summary.text))
 
     def _run_evictions(self, walk: _Walk, stage: EvictStage) -> None:
-        for cand in stage.candidates(walk.view):
+        if stage.densities and self.dp is not None and self.dp.enabled:
+            self._run_dp(walk, stage)
+            return
+        self._run_ordered(walk, stage)
+
+    def _run_dp(self, walk: _Walk, stage: EvictStage) -> None:
+        """Walk a density stage, then let the exponential mechanism re-choose the band
+        of near-ties at the boundary (randomness from the OS, never the store's seed)."""
+        from mars_core.privacy.dp import near_threshold_tiebreak
+
+        assert self.dp is not None
+        need, view = walk.need - walk.plan.freed, walk.view
+        picked: list[tuple[Candidate, MemoryNode]] = []
+        freed, edge = 0, None
+        for cand in stage.candidates(view):
+            if cand.node_id in walk.seen:
+                continue
+            node = view.node(cand.node_id)
+            if freed >= need and (cand.score is None or edge is None or cand.score > edge + max(
+                    self.dp.band_relative * abs(edge), self.dp.band_absolute)):
+                break  # past the band: left unseen for later stages
+            walk.seen.add(cand.node_id)
+            if node.pinned or view.task_protected(node.id):
+                walk.protected.append((stage.label, cand))
+            elif not view.is_leaf(node.id) or cand.score is None:
+                walk.non_leaves.append((stage.label, cand))
+            else:
+                picked.append((cand, node))
+                if freed < need:
+                    freed, edge = freed + node.weight, cand.score
+        result = near_threshold_tiebreak(
+            [c for c, _ in picked], [n.weight for _, n in picked],
+            [n.sensitivity for _, n in picked], need, self.dp, accountant=self.accountant,
+            namespace=view.namespace,
+            subjects=[getattr(n.payload, "entity", None) for _, n in picked])
+        chosen = set(result.chosen_ids)
+        for i in result.evict:
+            cand, node = picked[i]
+            if node.id in chosen:
+                note = (f"; DP tie-break ({result.mode}): chosen with probability "
+                        f"{result.probability:.2f} at ε {result.epsilon_spent:g}")
+                cand = Candidate(cand.node_id, cand.score, cand.features, cand.reason + note)
+            self._take(walk, stage.label, node, cand, forced=False)
+        for _, node in picked:
+            if node.id not in walk.taken:
+                walk.seen.discard(node.id)  # not evicted here: still a candidate later
+        walk.plan.dp = result.audit()
+
+    def _run_ordered(self, walk: _Walk, stage: EvictStage) -> None:
+        cands: Iterable[Candidate] = stage.candidates(walk.view)
+        if self.type_shares is not None:
+            cands = self.type_shares.prioritise(walk.view, cands, walk.plan)
+        for cand in cands:
             if cand.node_id in walk.seen:
                 continue
             walk.seen.add(cand.node_id)

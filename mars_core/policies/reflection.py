@@ -589,4 +589,4 @@ class ReflectionSummaryPolicy(Policy):
 
     def _stages(self) -> Sequence[Stage]:
         return (SummariseStage("reflection", self._propose),
-                EvictStage("density", self._density))
+                EvictStage("density", self._density, densities=True))

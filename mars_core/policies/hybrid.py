@@ -1,0 +1,397 @@
+"""Hybrid: temporal skim → reflection → importance → privacy (seed 000 §3.3.4, Fig. 2, §4.2).
+
+Seed 000 composes the policies into "a fixed, terminating sequence" (§4.2); DESIGN §6
+fixes the order of the prose (the formula ``f_temporal ∘ f_reflect ∘ f_importance ∘
+f_privacy`` would literally run privacy first, digest Z-A4). Each stage is a stage of
+the :class:`~mars_core.policies.base.Policy` template, so every eviction is a leaf
+removal or a strictly cheaper summary, the weight strictly decreases and the walk ends
+with the budget restored (§3.3.4's termination argument, enforced by the template):
+
+1. **temporal skim** (``hybrid/temporal``) removes *clearly stale* leaves — a memory
+   that was **never accessed** since it was written **and** whose recency
+   ``e^{-λ_age(t)·Δn}`` (the density's own per-type rate, Δn in interaction steps) is
+   below ``stale_recency`` = 0.05 (digest Z-A4's threshold; ≈ 86 steps for an episode,
+   ≈ 1,200 for a semantic fact). Stalest first. It never touches a memory that was ever
+   retrieved, a pinned one, an active goal or its prerequisite, or a non-leaf: Fig. 2's
+   "remove old, low-importance" with "low importance" made observable (no use at all).
+2. **reflection** (``hybrid/reflection``) consolidates redundant episodic clusters with
+   :func:`~mars_core.policies.reflection.propose_summaries` "within a capped budget of
+   summaries" (§4.2) — the rate limits of its :class:`ReflectionConfig`
+   (``max_summaries_per_trigger`` = 2 accepted, ``max_attempts_per_trigger`` = 4
+   summariser calls; §5.3 "rate-limited per trigger to cap worst-case latency").
+3. **importance** (``hybrid/importance``) ranks every active memory by the full MaRS
+   density of eq 7, ``(θ^(t)·ψ − λ_priv·s)/w`` (DESIGN §6), computed in one vectorised
+   :func:`~mars_core.scoring.density.density_batch`: recency, normalised access
+   frequency, cosine to the namespace goal (``view.goal_vector()``), personalised
+   PageRank over the isA ∪ friendOf subgraph, novelty within the working set and
+   deadline urgency of tasks. Lowest density first (ties: oldest first).
+4. **privacy** (``hybrid/privacy``): §4.2 runs it "if the store is still over budget or
+   near ties remain" and §5.3 calls it a tie-break at the boundary. Where the density
+   order reaches a *near tie* — candidates within ``tie_band`` (5%, digest Z-A7) of the
+   lowest density of the band — and the band holds a sensitive memory
+   (``s ≥ privacy_sensitivity``), the importance stage stops and this stage takes over:
+   the band is ordered by §3.3.3's ``removal_priority = s·age·(1 − imp)`` (Priority-Decay
+   importance, age in steps), highest first, then the density order resumes (further
+   sensitive bands are broken the same way; every eviction after the first such tie is
+   labelled ``hybrid/privacy`` and its reason says whether the tie-break or the density
+   order decided). This is the deterministic mode. With differential privacy on
+   (``StoreConfig.dp``), the template's exponential-mechanism tie-break re-chooses the
+   boundary of the importance stage instead (seed 000 §4.3), drawing from the operating
+   system's generator, never the store's seed (DESIGN §3).
+
+Rationales name the stage and its evidence, e.g. ``evicted by hybrid/importance:
+density 0.0121 = (Û 0.210 − λ_priv·s 0.000)/17 tokens, lowest of 4,812``.
+
+Cost of one trigger (n active memories, d embedding dimensions, E edges): the skim is
+O(n) plus a sort of the stale ones; reflection is whatever ``propose_summaries`` costs
+(O(n·W·d) linkage plus the summariser calls); the density is O(n·d) for goal
+similarity, O(n²·d) for novelty (in blocks of 1,024 rows) and O(E·iterations) for
+PageRank, then O(n log n) to sort; the tie-break is O(band). Measured on a shared
+machine with the 384-d hashing embedder: when the skim restores the budget, about 1 ms
+at n = 1k and 15–40 ms at n = 10k; when every stage runs, 40–150 ms at 1k and 2.3–5.4 s
+at 10k, novelty alone ≈ 2.2 s of it. Novelty is the term to make incremental first.
+
+Example:
+    >>> from mars_core.policies import make_policy
+    >>> p = make_policy("hybrid", stale_recency=0.1)
+    >>> p.name, p.config.stale_recency, [s.label for s in p._stages()]
+    ('hybrid', 0.1, ['hybrid/temporal', 'hybrid/reflection', 'hybrid/importance', \
+'hybrid/privacy'])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from mars_core.errors import ConfigError
+from mars_core.model import MemoryNode, TaskPayload
+from mars_core.policies.base import (
+    Candidate,
+    EvictStage,
+    Policy,
+    PolicyView,
+    Stage,
+    SummariseStage,
+    Summary,
+    register,
+)
+from mars_core.policies.reflection import ReflectionConfig, propose_summaries
+from mars_core.scoring.density import (
+    FEATURE_NAMES,
+    DensityConfig,
+    SparseAdjacency,
+    density_batch,
+    importance,
+    payload_urgency,
+)
+from mars_core.summarise import ExtractiveSummariser, Summariser
+
+__all__ = ["HybridConfig", "HybridPolicy", "TieCandidate"]
+
+_EPS = 1e-12
+
+
+class HybridConfig(BaseModel):
+    """Every constant of the Hybrid policy; seed 000 gives none (digest A.5, Z-A4, Z-A7, Z-A9).
+
+    Example:
+        >>> HybridConfig().stale_recency, HybridConfig().reflection.max_summaries_per_trigger
+        (0.05, 2)
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    density: DensityConfig = Field(
+        default_factory=DensityConfig,
+        description="θ, λ_age, λ_priv and the feature constants of eq 7 (the importance "
+        "pass uses the full density, DESIGN §6); λ_age also sets staleness.",
+    )
+    stale_recency: float = Field(
+        0.05, ge=0.0, le=1.0,
+        description="A never-accessed leaf is clearly stale when its recency "
+        "e^{-λ_age(t)·Δn} is below this (digest Z-A4 suggests 0.05: about 4.3 half-lives; "
+        "≈ 86 steps for an episode with λ = 0.035). 0 disables the skim.",
+    )
+    reflection: ReflectionConfig = Field(
+        default_factory=ReflectionConfig,
+        description="Clustering, gates and rate limits of the reflection stage (§4.2 'a "
+        "capped budget of summaries': max_summaries_per_trigger = 2 accepted, "
+        "max_attempts_per_trigger = 4 summariser calls; max_summaries_per_trigger = 0 "
+        "disables the stage). The defaults are the reflection policy's, documented there.",
+    )
+    tie_band: float = Field(
+        0.05, ge=0.0, le=1.0,
+        description="Relative tolerance of a near tie: d ≤ d_min + tie_band·max(|d_min|, "
+        "1e-12) (digest Z-A7 suggests 5%). 0 breaks only exact ties.",
+    )
+    privacy_sensitivity: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="A near tie is decided by the privacy pass when one of its members has "
+        "sensitivity at least this (ours: more sensitive than not; the private-mode "
+        "threshold σ_t = 0.7 of Z-A23 is for retrieval, a stricter purpose).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TieCandidate:
+    """One member of a near tie, as the privacy tie-break sees it.
+
+    Attributes:
+        node_id: the memory.
+        density: its eq-7 density.
+        sensitivity: s_i.
+        removal_priority: §3.3.3's ``s·age·(1 − imp)`` (age in steps).
+        importance: Priority-Decay ``imp`` in [0, 1].
+        age_steps: interaction steps since it was written.
+        seq: store-wide creation order (the last tie-break).
+    """
+
+    node_id: str
+    density: float
+    sensitivity: float
+    removal_priority: float
+    importance: float
+    age_steps: float
+    seq: int
+
+
+@dataclass
+class _Scores:
+    """The density of every active memory of one trigger, sorted ascending."""
+
+    nodes: list[MemoryNode]
+    features: np.ndarray[Any, np.dtype[np.float64]]
+    utility: np.ndarray[Any, np.dtype[np.float64]]
+    density: np.ndarray[Any, np.dtype[np.float64]]
+    age: np.ndarray[Any, np.dtype[np.float64]]
+    order: list[int]
+
+
+@register("hybrid")
+class HybridPolicy(Policy):
+    """The four-stage Hybrid policy (module docstring: stages, defaults, cost).
+
+    Args:
+        config: the constants (default :class:`HybridConfig`).
+        summariser: writes reflection summaries (default: the deterministic
+            :class:`~mars_core.summarise.ExtractiveSummariser` counting tokens with the
+            store's counter).
+        **params: overrides of ``config`` fields (what ``StoreConfig.policy_params``
+            passes), e.g. ``stale_recency=0.1`` or ``density={"lambda_priv": 0.5}``.
+
+    Raises:
+        ConfigError: bad parameters.
+
+    Example:
+        >>> HybridPolicy(reflection={"max_summaries_per_trigger": 0}).params()["max_summaries"]
+        0
+    """
+
+    def __init__(self, config: HybridConfig | None = None, *,
+                 summariser: Summariser | None = None, **params: Any) -> None:
+        base = config or HybridConfig()
+        try:
+            self.config = HybridConfig.model_validate({**dict(base), **params})
+        except pydantic.ValidationError as exc:
+            raise ConfigError(f"bad parameters for policy 'hybrid': {exc}") from None
+        self.summariser = summariser
+
+    def params(self) -> dict[str, Any]:
+        """The stage constants recorded with every decision."""
+        cfg = self.config
+        name = (ExtractiveSummariser.name if self.summariser is None
+                else getattr(self.summariser, "name", type(self.summariser).__name__))
+        return {"stale_recency": cfg.stale_recency,
+                "max_summaries": cfg.reflection.max_summaries_per_trigger,
+                "tie_band": cfg.tie_band, "privacy_sensitivity": cfg.privacy_sensitivity,
+                "lambda_priv": cfg.density.lambda_priv, "summariser": name}
+
+    def _stages(self) -> Sequence[Stage]:
+        ranking = _DensityPass(self)
+        return (EvictStage("hybrid/temporal", self._stale),
+                SummariseStage("hybrid/reflection", self._reflect),
+                EvictStage("hybrid/importance", ranking.importance, densities=True),
+                EvictStage("hybrid/privacy", ranking.privacy))
+
+    # --- stage 1: temporal skim ------------------------------------------------------------
+
+    def _stale(self, view: PolicyView) -> Iterator[Candidate]:
+        """Never-accessed leaves whose recency fell below ``stale_recency``, stalest first."""
+        threshold = self.config.stale_recency
+        lam = self.config.density.lambda_age
+        stale: list[tuple[float, int, MemoryNode, float]] = []
+        for node in view.active():
+            if node.access_count or node.pinned:
+                continue
+            steps = float(max(0, view.step - node.step))
+            rec = math.exp(-lam[node.type] * steps)
+            if rec < threshold:
+                stale.append((rec, node.seq, node, steps))
+        stale.sort(key=lambda row: (row[0], row[1]))
+        for rec, _, node, age in stale:
+            if view.task_protected(node.id) or not view.is_leaf(node.id):
+                continue
+            yield Candidate(node.id, rec,
+                            {"recency": rec, "age_steps": age, "access_count": 0.0},
+                            f"clearly stale: never accessed, recency {rec:.3f} < "
+                            f"{threshold:g} after {age:.0f} steps ({node.type.value})")
+
+    # --- stage 2: reflection ---------------------------------------------------------------
+
+    def _reflect(self, view: PolicyView, need: int, taken: frozenset[str]) -> Iterator[Summary]:
+        """Gated summaries of redundant episodic clusters, within the rate limits."""
+        return propose_summaries(view, need, taken, config=self.config.reflection,
+                                 summariser=self.summariser, density=self.config.density)
+
+    # --- stage 4 hook ----------------------------------------------------------------------
+
+    def _privacy_tie_break(self, view: PolicyView, band: Sequence[TieCandidate]
+                           ) -> list[TieCandidate]:
+        """Order a near tie holding a sensitive memory; the first is evicted first.
+
+        Deterministic: ``removal_priority`` highest first, then lowest density, then
+        oldest. (The randomised mode is the template's DP tie-break, not this hook:
+        DP randomness must not be replayable from the store's seed.)
+        """
+        return sorted(band, key=lambda c: (-c.removal_priority, c.density, c.seq))
+
+
+class _DensityPass:
+    """Stages 3 and 4 of one trigger: one density computation, one shared cursor."""
+
+    def __init__(self, policy: HybridPolicy) -> None:
+        self.policy = policy
+        self.scores: _Scores | None = None
+        self.pos = 0
+
+    # --- the two stages --------------------------------------------------------------------
+
+    def importance(self, view: PolicyView) -> Iterator[Candidate]:
+        """Lowest density first, until a near tie holding a sensitive memory."""
+        sc = self._scores(view)
+        while self.pos < len(sc.order):
+            band = self._band(sc)
+            if self._sensitive_tie(sc, band):
+                return
+            self.pos += 1
+            yield self._density_candidate(sc, band[0], "")
+
+    def privacy(self, view: PolicyView) -> Iterator[Candidate]:
+        """From the first sensitive near tie on: ties by removal priority, else density."""
+        sc = self._scores(view)
+        while self.pos < len(sc.order):
+            band = self._band(sc)
+            if not self._sensitive_tie(sc, band):
+                self.pos += 1
+                yield self._density_candidate(
+                    sc, band[0], " (density order, after a privacy tie-break)")
+                continue
+            self.pos += len(band)
+            ordered = self.policy._privacy_tie_break(view, [self._tie(sc, i) for i in band])
+            for rank, tie in enumerate(ordered, 1):
+                yield self._tie_candidate(sc, tie, rank, band)
+
+    # --- scoring ---------------------------------------------------------------------------
+
+    def _scores(self, view: PolicyView) -> _Scores:
+        if self.scores is None:
+            self.scores = _score(view, self.policy.config.density)
+        return self.scores
+
+    def _band(self, sc: _Scores) -> list[int]:
+        """Indices (into ``sc.nodes``) of the near tie starting at the cursor."""
+        first = sc.order[self.pos]
+        d0 = float(sc.density[first])
+        edge = d0 + self.policy.config.tie_band * max(abs(d0), _EPS)
+        band = [first]
+        for k in range(self.pos + 1, len(sc.order)):
+            idx = sc.order[k]
+            if float(sc.density[idx]) > edge:
+                break
+            band.append(idx)
+        return band
+
+    def _sensitive_tie(self, sc: _Scores, band: Sequence[int]) -> bool:
+        limit = self.policy.config.privacy_sensitivity
+        return len(band) > 1 and any(sc.nodes[i].sensitivity >= limit for i in band)
+
+    def _tie(self, sc: _Scores, i: int) -> TieCandidate:
+        node = sc.nodes[i]
+        age = float(sc.age[i])
+        imp = min(1.0, max(0.0, importance(node.type, age, node.access_count,
+                                           self.policy.config.density)))
+        return TieCandidate(node.id, float(sc.density[i]), node.sensitivity,
+                            node.sensitivity * age * (1.0 - imp), imp, age, node.seq)
+
+    # --- candidates ------------------------------------------------------------------------
+
+    def _features(self, sc: _Scores, i: int) -> dict[str, float]:
+        node = sc.nodes[i]
+        feats = {name: round(float(v), 6) for name, v in zip(FEATURE_NAMES, sc.features[i],
+                                                              strict=True)}
+        feats.update(utility=round(float(sc.utility[i]), 6), density=float(sc.density[i]),
+                     sensitivity=node.sensitivity, weight=float(node.weight),
+                     age_steps=float(sc.age[i]))
+        return feats
+
+    def _density_candidate(self, sc: _Scores, i: int, tail: str) -> Candidate:
+        node = sc.nodes[i]
+        rank = self.pos  # the cursor has just passed this memory
+        penalty = self.policy.config.density.lambda_priv * node.sensitivity
+        reason = (f"density {sc.density[i]:.4g} = (Û {sc.utility[i]:.3f} − λ_priv·s "
+                  f"{penalty:.3f})/{node.weight} tokens, {_ordinal(rank, 'lowest')} of "
+                  f"{len(sc.nodes):,}")
+        if node.sensitivity > 0:
+            reason += f"; sensitivity {node.sensitivity:.2f}"
+        return Candidate(node.id, float(sc.density[i]), self._features(sc, i), reason + tail)
+
+    def _tie_candidate(self, sc: _Scores, tie: TieCandidate, rank: int,
+                       band: Sequence[int]) -> Candidate:
+        i = next(k for k in band if sc.nodes[k].id == tie.node_id)
+        feats = self._features(sc, i)
+        feats.update(removal_priority=tie.removal_priority, importance=tie.importance,
+                     tie_size=float(len(band)))
+        d0 = float(sc.density[band[0]])
+        reason = (f"near tie of {len(band)} within {self.policy.config.tie_band:.0%} of "
+                  f"density {d0:.4g}: removal priority s·age·(1−imp) = "
+                  f"{tie.removal_priority:.3g} (sensitivity {tie.sensitivity:.2f}, age "
+                  f"{tie.age_steps:.0f} steps, imp {tie.importance:.2f}), "
+                  f"{_ordinal(rank, 'highest')} in the tie")
+        return Candidate(tie.node_id, tie.density, feats, reason)
+
+
+def _score(view: PolicyView, cfg: DensityConfig) -> _Scores:
+    """Eq-7 density of every active memory of the namespace (one vectorised batch)."""
+    nodes = list(view.active())
+    if not nodes:
+        empty = np.zeros(0)
+        return _Scores([], np.zeros((0, len(FEATURE_NAMES))), empty, empty, empty, [])
+    ids = [n.id for n in nodes]
+    age = np.array([max(0, view.step - n.step) for n in nodes], dtype=np.float64)
+    types = [n.type for n in nodes]
+    urgency = [payload_urgency(n.payload, view.now, cfg.urgency_horizon_hours)
+               if isinstance(n.payload, TaskPayload) else 0.0 for n in nodes]
+    counts = [n.access_count for n in nodes]
+    batch = density_batch(
+        types, age, counts, [n.sensitivity for n in nodes], [n.weight for n in nodes],
+        embeddings=view.vectors(ids), goal=view.goal_vector(),
+        adjacency=SparseAdjacency.from_edges(ids, view.graph.edges(),
+                                             cfg.centrality_predicates),
+        urgency=urgency, config=cfg)
+    seq = np.array([n.seq for n in nodes], dtype=np.int64)
+    order = [int(i) for i in np.lexsort((seq, batch.density))]
+    return _Scores(nodes, batch.features, batch.utility, batch.density, age, order)
+
+
+def _ordinal(n: int, word: str) -> str:
+    """``(1, 'lowest')`` → 'lowest', ``(2, 'lowest')`` → '2nd lowest', 13 → '13th ...'."""
+    if n == 1:
+        return word
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n:,}{suffix} {word}"

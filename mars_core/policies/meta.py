@@ -1,0 +1,453 @@
+"""The meta-controller π: a contextual bandit choosing the forgetting policy (seed 000 §3.3.5).
+
+Seed 000 §3.3.5/§4.2 selects the policy with "a contextual bandit over P" on workload
+features — "arrival rate, average age, retrieval hit-rate, fraction of social vs. task
+nodes, and recent privacy complaints" — over the arms {FIFO, LRU, Priority, Reflection,
+Hybrid}, and leaves the algorithm, the reward and the exploration constants unspecified
+(digest Z-A12). Our choices, each a :class:`MetaConfig` field:
+
+* **Algorithm**: LinUCB with disjoint linear models (Li et al., 2010), one ridge
+  regression ``A_a = ridge·I + Σ x xᵀ``, ``b_a = Σ r x`` per arm; at a decision the arm
+  with the largest ``θ_aᵀx + α·√(xᵀA_a⁻¹x)`` wins (ties: the earlier arm). Every arm is
+  first played ``warmup`` times, in order. LinUCB needs no randomness, so the choices are
+  a deterministic function of the observed workload (same seed, same choices).
+* **Decisions** happen at budget triggers (``apply``), at most once every
+  ``decision_interval`` steps per namespace; in between the chosen arm keeps deciding.
+  One bandit model serves every namespace (the context tells workloads apart); each
+  namespace has its own chosen arm and its own reward window.
+  The controller delegates its stages and sweep to the chosen arm (rationales read
+  ``evicted by meta/lru: ...``) and forwards **every** hook to **all** arms, so each
+  arm's incremental index stays current whichever arm is chosen — at the price of
+  holding every arm's index (memory ≈ the sum of the arms', e.g. two O(n) ordered
+  dicts for FIFO and LRU, a heap for Priority).
+* **Context** ``x`` (7 numbers in [0, 1], all observable, over the window since the
+  namespace's previous decision): a bias 1; the *arrival rate* as the share of writes
+  among operations, adds / (adds + retrievals), where an add is any memory becoming
+  active (insert, summary, restore) — the namespace step counts writes only, so adds
+  per step would be constant; the *average age* of active memories in
+  steps, squashed as ``age/(age + age_scale)``; the *retrieval hit rate*, tokens
+  returned / tokens asked for over the window's retrievals; the *shares of social and
+  of task memories* among active ones; *privacy complaints* (user ``forget`` calls)
+  squashed as ``c/(1 + c)``. The store does not report user forgets to policies yet:
+  until it calls :meth:`MetaController.on_forget`, this feature stays 0.
+* **Reward** of a decision, observed at the next one (DESIGN §6): the utility ``u`` is
+  the Recognizer **credit share** Σ used / Σ offered over the ``on_credit`` events of the
+  window when there were any; otherwise the **retrieval hits per kept token**, the
+  tokens of distinct memories retrieved in the window over the tokens kept at the new
+  decision (clipped to 1); 0 without either. The reward is
+  ``r = u − cost_weight·(tokens kept / budget)``.
+
+State: the arms' indices are rebuilt on reopen (:meth:`rebuild` replays every arm); the
+bandit statistics (A, b, plays) and the open windows are in memory only and restart on
+reopen. Each audited decision records its arm, context, UCB scores and the reward of
+the decision it closed (:meth:`params`), so they could be replayed from the audit log.
+
+Example:
+    >>> from mars_core.policies import make_policy
+    >>> meta = make_policy("meta", arms=["fifo", "lru"], alpha=1.0)
+    >>> meta.arm_names, meta.params()["arm"]
+    (('fifo', 'lru'), 'fifo')
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mars_core.errors import ConfigError
+from mars_core.model import MemoryNode, MemoryType
+from mars_core.policies.base import (
+    Candidate,
+    EvictStage,
+    Plan,
+    Policy,
+    PolicyView,
+    Stage,
+    SummariseStage,
+    available,
+    make_policy,
+    register,
+)
+
+__all__ = ["CONTEXT_FEATURES", "DEFAULT_ARMS", "LinUCB", "MetaConfig", "MetaController"]
+
+DEFAULT_ARMS: tuple[str, ...] = ("fifo", "lru", "priority", "reflection", "hybrid")
+"""The arms of seed 000 §4.2 (Random Drop is a control, not an arm)."""
+
+CONTEXT_FEATURES: tuple[str, ...] = (
+    "bias", "arrival_rate", "average_age", "hit_rate", "social_share", "task_share",
+    "complaints",
+)
+"""Names of the context vector's components, in order."""
+
+Vector = npt.NDArray[np.float64]
+
+
+class MetaConfig(BaseModel):
+    """Constants of the meta-controller; seed 000 gives none (digest Z-A12).
+
+    Example:
+        >>> MetaConfig().alpha, MetaConfig().decision_interval
+        (0.5, 10)
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    arms: tuple[str, ...] = Field(
+        DEFAULT_ARMS,
+        description="Registered policy names to choose from (§4.2: FIFO, LRU, Priority, "
+        "Reflection, Hybrid). Names not registered are skipped; at least one must be.",
+    )
+    arm_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Parameters of each arm, passed to make_policy (e.g. {'hybrid': "
+        "{'stale_recency': 0.1}}); §3.3.5 has π choose 'a policy and its parameters' — "
+        "here the parameters are fixed per arm.",
+    )
+    alpha: float = Field(
+        0.5, ge=0.0, le=10.0, allow_inf_nan=False,
+        description="LinUCB exploration width α. Rewards lie in [−cost_weight, 1]; Li et "
+        "al. use α ≈ 1 for [0, 1] rewards over many arms and long horizons — 0.5 (ours) "
+        "explores less because a bad eviction choice loses memories for good.",
+    )
+    ridge: float = Field(
+        1.0, gt=0.0, allow_inf_nan=False,
+        description="Ridge λ of each arm's model A = λI + Σ x xᵀ (1: the LinUCB default).",
+    )
+    warmup: int = Field(
+        1, ge=0,
+        description="Plays of each arm, in order, before UCB decides (1: every arm gets a "
+        "reward estimate before any is trusted).",
+    )
+    decision_interval: int = Field(
+        10, ge=1,
+        description="Minimum interaction steps between two decisions of a namespace "
+        "(ours): a reward needs a window of retrievals and credits to be measured; "
+        "between decisions the chosen arm keeps deciding.",
+    )
+    cost_weight: float = Field(
+        0.1, ge=0.0, le=10.0, allow_inf_nan=False,
+        description="Weight of the cost term tokens kept / budget in the reward (ours): a "
+        "tenth of the utility scale, so keeping fewer tokens breaks near ties of utility.",
+    )
+    age_scale: float = Field(
+        100.0, gt=0.0, allow_inf_nan=False,
+        description="Average age (steps) at which the age feature is 0.5 (ours: about "
+        "three episodic half-lives of the density's λ_age).",
+    )
+
+    @field_validator("arms")
+    @classmethod
+    def _arms(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v or len(set(v)) != len(v) or "meta" in v:
+            raise ValueError("arms must be distinct registered policy names, without 'meta'")
+        return v
+
+
+class LinUCB:
+    """Disjoint LinUCB over named arms (Li et al., 2010, Algorithm 1).
+
+    Example:
+        >>> bandit = LinUCB(["a", "b"], dim=2, alpha=0.0)
+        >>> x = np.array([1.0, 0.5])
+        >>> bandit.update("b", x, 1.0); bandit.update("a", x, 0.2)
+        >>> bandit.choose(x)[0]
+        'b'
+    """
+
+    def __init__(self, arms: Sequence[str], dim: int, alpha: float, ridge: float = 1.0,
+                 warmup: int = 0) -> None:
+        self.arms = tuple(arms)
+        self.alpha = alpha
+        self.warmup = warmup
+        self.A = {a: ridge * np.eye(dim) for a in self.arms}
+        self.b = {a: np.zeros(dim) for a in self.arms}
+        self.plays: Counter[str] = Counter()
+
+    def scores(self, x: Vector) -> dict[str, float]:
+        """Upper confidence bound θ_aᵀx + α·√(xᵀA_a⁻¹x) of every arm."""
+        out: dict[str, float] = {}
+        for arm in self.arms:
+            inv_x = np.linalg.solve(self.A[arm], x)
+            theta = np.linalg.solve(self.A[arm], self.b[arm])
+            out[arm] = float(theta @ x + self.alpha * np.sqrt(max(0.0, float(x @ inv_x))))
+        return out
+
+    def choose(self, x: Vector) -> tuple[str, dict[str, float]]:
+        """The arm to play (warm-up first, then the best UCB; ties: earlier arm)."""
+        scores = self.scores(x)
+        for arm in self.arms:
+            if self.plays[arm] < self.warmup:
+                return arm, scores
+        best = max(self.arms, key=lambda a: (scores[a], -self.arms.index(a)))
+        return best, scores
+
+    def update(self, arm: str, x: Vector, reward: float) -> None:
+        """Add one observation (context ``x``, ``reward``) to ``arm``'s model."""
+        self.A[arm] += np.outer(x, x)
+        self.b[arm] += reward * x
+        self.plays[arm] += 1
+
+
+@dataclass
+class _Window:
+    """What a namespace did since its last decision (context and reward inputs)."""
+
+    adds: int = 0
+    retrievals: int = 0
+    hit_tokens: int = 0
+    asked_tokens: int = 0
+    retrieved: dict[str, int] = field(default_factory=dict)
+    credit_used: int = 0
+    credit_offered: int = 0
+    complaints: int = 0
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """A decision as the audit records it."""
+
+    arm: str
+    number: int
+    step: int
+    context: dict[str, float]
+    scores: dict[str, float]
+    reward: float | None
+
+
+@dataclass
+class _Namespace:
+    """Per-namespace state: active counts (for the context) and the open decision."""
+
+    count: int = 0
+    step_sum: int = 0
+    types: Counter[MemoryType] = field(default_factory=Counter)
+    window: _Window = field(default_factory=_Window)
+    arm: str | None = None
+    context: Vector | None = None
+    decided_at: int | None = None
+    last: _Decision | None = None
+
+
+@register("meta")
+class MetaController(Policy):
+    """Contextual-bandit meta-policy over the registered arms (module docstring).
+
+    Args:
+        config: the constants (default :class:`MetaConfig`).
+        **params: overrides of ``config`` fields (what ``StoreConfig.policy_params``
+            passes), e.g. ``arms=["fifo", "lru"]`` or ``alpha=1.0``.
+
+    Raises:
+        ConfigError: bad parameters, or no arm is registered.
+
+    Example:
+        >>> meta = MetaController(arms=["lru", "not-registered"])
+        >>> meta.arm_names
+        ('lru',)
+    """
+
+    def __init__(self, config: MetaConfig | None = None, **params: Any) -> None:
+        base = config or MetaConfig()
+        try:
+            self.config = MetaConfig.model_validate({**dict(base), **params})
+        except pydantic.ValidationError as exc:
+            raise ConfigError(f"bad parameters for policy 'meta': {exc}") from None
+        registered = set(available())
+        self.arms: dict[str, Policy] = {
+            name: make_policy(name, **self.config.arm_params.get(name, {}))
+            for name in self.config.arms if name in registered}
+        if not self.arms:
+            raise ConfigError(f"meta: none of the arms {list(self.config.arms)} is registered; "
+                              f"choose among {available()}")
+        self.bandit = LinUCB(tuple(self.arms), len(CONTEXT_FEATURES), self.config.alpha,
+                             self.config.ridge, self.config.warmup)
+        self._ns: dict[str, _Namespace] = {}
+        self._namespace = ""
+        self._decisions = 0
+
+    @property
+    def arm_names(self) -> tuple[str, ...]:
+        """The arms in play (the configured ones that are registered), in order."""
+        return tuple(self.arms)
+
+    def arm_for(self, namespace: str) -> str:
+        """The arm currently deciding for ``namespace`` (the first arm before any decision)."""
+        return self._ns_state(namespace).arm or next(iter(self.arms))
+
+    def params(self) -> dict[str, Any]:
+        """The decision in force for the namespace of the last trigger or sweep.
+
+        ``arm`` and its ``arm_params``; once a decision was taken there, also its number
+        (``decision``, counted over all namespaces), ``step``, ``context``, the ``ucb``
+        scores of every arm and the ``reward`` of the decision it closed (None for the
+        first). This is what the store records with each eviction and summary.
+        """
+        state = self._ns_state(self._namespace)
+        arm = self.arm_for(self._namespace)
+        out: dict[str, Any] = {"arm": arm, "arm_params": self.arms[arm].params(),
+                               "alpha": self.config.alpha}
+        last = state.last
+        if last is not None:
+            out.update(decision=last.number, step=last.step, context=last.context,
+                       ucb=last.scores, reward=last.reward)
+        return out
+
+    # --- hooks: own statistics, then every arm -------------------------------------------
+
+    def rebuild(self, nodes: Iterable[MemoryNode]) -> None:
+        """Rebuild every arm's index (each in its own replay order) and the counts."""
+        active = list(nodes)
+        for arm in self.arms.values():
+            arm.rebuild(active)
+        for node in sorted(active, key=lambda n: n.seq):
+            self._count(node, +1)
+        for state in self._ns.values():
+            state.window = _Window()
+
+    def on_insert(self, node: MemoryNode) -> None:
+        """Count an arrival; forward to every arm."""
+        self._count(node, +1)
+        self._ns_state(node.namespace).window.adds += 1
+        for arm in self.arms.values():
+            arm.on_insert(node)
+
+    def on_access(self, node: MemoryNode) -> None:
+        """Forward to every arm."""
+        for arm in self.arms.values():
+            arm.on_access(node)
+
+    def on_remove(self, node: MemoryNode) -> None:
+        """Uncount; forward to every arm."""
+        self._count(node, -1)
+        for arm in self.arms.values():
+            arm.on_remove(node)
+
+    def on_retrieve(self, namespace: str, hits: Sequence[MemoryNode], budget_tokens: int,
+                    step: int) -> None:
+        """Record hits for the hit-rate feature and the reward; forward to every arm."""
+        win = self._ns_state(namespace).window
+        win.retrievals += 1
+        win.asked_tokens += budget_tokens
+        win.hit_tokens += sum(h.weight for h in hits)
+        win.retrieved.update((h.id, h.weight) for h in hits)
+        for arm in self.arms.values():
+            arm.on_retrieve(namespace, hits, budget_tokens, step)
+        super().on_retrieve(namespace, hits, budget_tokens, step)
+
+    def on_credit(self, namespace: str, used: Sequence[str], offered: Sequence[str],
+                  step: int) -> None:
+        """Record the Recognizer's credit share for the reward; forward to every arm."""
+        win = self._ns_state(namespace).window
+        win.credit_offered += len(set(offered))
+        win.credit_used += len(set(used) & set(offered))
+        for arm in self.arms.values():
+            arm.on_credit(namespace, used, offered, step)
+        super().on_credit(namespace, used, offered, step)
+
+    def on_forget(self, node: MemoryNode, step: int) -> None:
+        """A user deliberately forgot ``node`` (a privacy complaint).
+
+        Proposal: the store does not call this yet (``MemoryStore.forget`` archives with
+        policy "user" and notifies only ``on_remove``); until it does, the complaints
+        feature stays 0.
+        """
+        self._ns_state(node.namespace).window.complaints += 1
+
+    # --- decisions ---------------------------------------------------------------------------
+
+    def apply(self, view: PolicyView, need: int, exclude: frozenset[str] = frozenset()
+              ) -> Plan:
+        """Decide (at most once per ``decision_interval``), then run the chosen arm's stages."""
+        self._namespace = view.namespace
+        if need > 0:
+            self._maybe_decide(view)
+        return super().apply(view, need, exclude)
+
+    def sweep(self, view: PolicyView, exclude: frozenset[str] = frozenset()) -> Plan:
+        """The chosen arm's hygiene for the view's namespace."""
+        self._namespace = view.namespace
+        return super().sweep(view, exclude)
+
+    def context(self, view: PolicyView) -> Vector:
+        """The context vector of ``view``'s namespace now (see :data:`CONTEXT_FEATURES`)."""
+        state = self._ns_state(view.namespace)
+        win = state.window
+        ops = win.adds + win.retrievals
+        count = max(state.count, 1)
+        age = max(0.0, view.step - state.step_sum / count) if state.count else 0.0
+        return np.array([
+            1.0,
+            win.adds / ops if ops else 0.0,
+            age / (age + self.config.age_scale),
+            min(1.0, win.hit_tokens / win.asked_tokens) if win.asked_tokens else 0.0,
+            state.types[MemoryType.SOCIAL] / count,
+            state.types[MemoryType.TASK] / count,
+            win.complaints / (1.0 + win.complaints),
+        ])
+
+    def reward(self, view: PolicyView) -> float:
+        """The reward of the namespace's open decision, from its window (module docstring)."""
+        win = self._ns_state(view.namespace).window
+        if win.credit_offered:
+            utility = win.credit_used / win.credit_offered
+        elif win.retrieved and view.used > 0:
+            utility = min(1.0, sum(win.retrieved.values()) / view.used)
+        else:
+            utility = 0.0
+        return utility - self.config.cost_weight * (view.used / view.budget)
+
+    def _maybe_decide(self, view: PolicyView) -> None:
+        state = self._ns_state(view.namespace)
+        if (state.decided_at is not None
+                and view.step - state.decided_at < self.config.decision_interval):
+            return
+        closed: float | None = None
+        if state.arm is not None and state.context is not None:
+            closed = self.reward(view)
+            self.bandit.update(state.arm, state.context, closed)
+        x = self.context(view)
+        arm, scores = self.bandit.choose(x)
+        state.arm, state.context, state.decided_at = arm, x, view.step
+        state.window = _Window()
+        self._decisions += 1
+        state.last = _Decision(arm, self._decisions, view.step,
+                               {k: round(float(v), 6) for k, v in zip(CONTEXT_FEATURES, x,
+                                                                      strict=True)},
+                               {a: round(v, 6) for a, v in scores.items()},
+                               None if closed is None else round(closed, 6))
+
+    # --- delegation ---------------------------------------------------------------------------
+
+    def _stages(self) -> Sequence[Stage]:
+        arm = self.arms[self.arm_for(self._namespace)]
+        return tuple(_relabel(stage) for stage in arm._stages())
+
+    def _sweep_candidates(self, view: PolicyView) -> Iterator[Candidate]:
+        return self.arms[self.arm_for(view.namespace)]._sweep_candidates(view)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _ns_state(self, namespace: str) -> _Namespace:
+        state = self._ns.get(namespace)
+        if state is None:
+            state = self._ns[namespace] = _Namespace()
+        return state
+
+    def _count(self, node: MemoryNode, sign: int) -> None:
+        state = self._ns_state(node.namespace)
+        state.count += sign
+        state.step_sum += sign * node.step
+        state.types[node.type] += sign
+
+
+def _relabel(stage: Stage) -> Stage:
+    if isinstance(stage, SummariseStage):
+        return SummariseStage(f"meta/{stage.label}", stage.propose)
+    return EvictStage(f"meta/{stage.label}", stage.candidates)

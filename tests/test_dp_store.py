@@ -1,0 +1,44 @@
+"""The DP tie-break inside the store: opt-in, audited, accountant persisted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from invariants import check_invariants
+
+from mars_core import FakeClock, MemoryStore
+
+
+def fill(s: MemoryStore, n: int = 60) -> None:
+    for i in range(n):
+        s.add(f"note {i % 7} about topic {i % 5} with detail {i}",
+              sensitivity=0.9 if i % 3 == 0 else 0.1)
+
+
+def mk(path: Path, **kw: object) -> MemoryStore:
+    return MemoryStore.open(path, clock=FakeClock(), audit_key=bytes(range(32)), nlp="rules",
+                            budget=120, policy="hybrid", **kw)  # type: ignore[arg-type]
+
+
+def test_dp_off_by_default_leaves_no_trace(tmp_path: Path) -> None:
+    with mk(tmp_path / "a") as s:
+        fill(s)
+        assert s.policy.dp is None
+        assert all("dp" not in e.params for e in s.audit.events())
+
+
+def test_dp_tiebreak_is_audited_and_charged(tmp_path: Path) -> None:
+    cfg = {"enabled": True, "epsilon": 1.0, "epsilon_total": 1000.0, "band_relative": 0.5}
+    with mk(tmp_path / "b", dp=cfg) as s:
+        fill(s)
+        check_invariants(s)
+        dp_events = [e for e in s.audit.events() if "dp" in e.params]
+        assert dp_events, "with DP on, evictions at the boundary record the tie-break"
+        assert all(e.params["dp"]["mode"] in {"deterministic", "exact", "sequential"}
+                   for e in dp_events)
+        spent = s.policy.accountant.state() if s.policy.accountant else None
+        assert spent is not None
+        assert any(e.params["dp"]["epsilon_spent"] > 0 for e in dp_events)
+    with mk(tmp_path / "b", dp=cfg) as s2:  # the accountant survives a reopen
+        assert s2.policy.accountant is not None
+        assert s2.policy.accountant.state() == spent

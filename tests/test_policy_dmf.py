@@ -1,0 +1,387 @@
+"""DMF policy on real stores: hard-kill timing, S_prune order, tiers, supersession, reopen."""
+
+from __future__ import annotations
+
+import math
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from invariants import check_invariants
+
+from mars_core import FakeClock, MemoryStore
+from mars_core.errors import ConfigError
+from mars_core.io import to_jsonld
+from mars_core.model import Edge, MemoryNode, Predicate
+from mars_core.policies import DMFPolicy, make_policy
+from mars_core.scoring.dmf import (
+    OperationalCues,
+    effective_score,
+    retention_bonus,
+    sigmoid,
+    turns_until,
+)
+
+KEY = b"k" * 32
+VOCAB = ["ana", "lisbon", "tea", "coffee", "meeting", "project", "deadline", "sister", "paris",
+         "berlin", "cat", "dog", "train", "invoice", "doctor", "piano", "garden", "rain"]
+PLAIN = ["episodic", "semantic", "social"]
+CUES = ("constraint", "preference", "current_state", "correction", "replacement")
+
+
+def mk(budget: int, **kw: Any) -> MemoryStore:
+    kw.setdefault("nlp", "rules")
+    return MemoryStore(policy="dmf", budget=budget, clock=FakeClock(), audit_key=KEY, **kw)
+
+
+def words(rng: random.Random, lo: int = 1, hi: int = 9) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(rng.randint(lo, hi)))
+
+
+def step(store: MemoryStore, ns: str = "default") -> int:
+    return int(store.stats(ns)["namespaces"][ns]["step"])
+
+
+def policy_of(store: MemoryStore) -> DMFPolicy:
+    assert isinstance(store.policy, DMFPolicy)
+    return store.policy
+
+
+def evictions(store: MemoryStore, since: int) -> list[tuple[str, str]]:
+    """(id, rationale) of the evict events after audit index ``since``, in order."""
+    return [(e.node_ids[0], e.rationale) for e in store.audit.events()[since:]
+            if e.op.value == "evict"]
+
+
+# --- a brute-force S_prune, independent of the policy ----------------------------------------
+
+
+def brute(store: MemoryStore, node: MemoryNode, at: int) -> tuple[bool, float]:
+    """(healthy, S_prune) of a memory at step ``at`` from the scoring module and the graph."""
+    omega = node.signals.get("omega", sigmoid(-1.5))
+    eff = effective_score(omega, at - node.step)
+    bonus = retention_bonus(OperationalCues(**{k: node.signals.get(k, 0.0) >= 0.5
+                                               for k in CUES}))
+    g = store._state.graph
+    superseded = any(store.get(e.source).is_active for p in (Predicate.SUPERSEDES,
+                                                             Predicate.CORRECTS)
+                     for e in g.in_edges(node.id, p))
+    return eff > 0.75, eff + bonus - (0.35 if superseded else 0.0)
+
+
+def view_of(store: MemoryStore, ns: str = "default") -> Any:
+    return store._state.view(ns, store.config.budget_for(ns), store.clock.now(), store._rng,
+                             io=store._io)
+
+
+# --- configuration ------------------------------------------------------------------------
+
+
+def test_registered_with_validated_config() -> None:
+    policy = make_policy("dmf", dmf={"omega_kill": 0.04}, drift_tolerance=0.01)
+    assert isinstance(policy, DMFPolicy) and policy.name == "dmf"
+    assert policy.params()["omega_kill"] == 0.04 and policy.params()["p_sup"] == 0.35
+    with pytest.raises(ConfigError, match="tau_c"):
+        make_policy("dmf", dmf={"tau_c": 0.9})
+    with pytest.raises(ConfigError):
+        make_policy("dmf", drift_tolerance=-1)
+
+
+# --- hard-kill (eq 21) -----------------------------------------------------------------------
+
+
+def test_chit_chat_is_hard_killed_after_52_6_turns_and_a_constraint_is_not() -> None:
+    store = mk(100_000)
+    rule = store.add("Do not use external APIs in this project")   # first turn: D = 0
+    ok = store.add("ok")
+    assert ok.signals["omega"] == 0.25 and rule.signals["constraint"] == 1.0
+    assert rule.signals["omega"] > 0.75
+    policy = policy_of(store)
+    assert round(turns_until(0.25, 0.05), 1) == 52.6
+    assert policy.kill_step(ok) == ok.step + 53        # the first whole turn past 52.6
+    due = policy.kill_step(ok)
+    swept_at = due + (-due) % 5                         # the next sweep (every 5 turns)
+    rng = random.Random(1)
+    while step(store) < swept_at - 1:
+        store.add(words(rng, 5, 8))
+        assert store.get(ok.id).is_active
+    store.add(words(rng, 5, 8))
+    assert step(store) == swept_at and not store.get(ok.id).is_active
+    assert store.get(rule.id).is_active
+    assert policy.kill_step(rule) - rule.step == math.ceil(turns_until(rule.signals["omega"],
+                                                                       0.05))
+    why = store.explain(ok.id).rationale
+    assert why.startswith("evicted by dmf: DMF hard-kill: Ω_eff 0.0")
+    assert "below Ω_kill 0.05" in why and "Ω 0.25 at write time" in why
+    assert "half-life of 22.6 turns" in why and f"due since step {due}" in why
+    # every hard-kill happened on a sweep step
+    kills = [e for e in store.audit.events() if e.op.value == "evict"
+             and "hard-kill" in e.rationale]
+    assert kills and all(e.step % 5 == 0 for e in kills)
+    for e in kills:
+        node = store.get(e.node_ids[0])
+        assert effective_score(node.signals["omega"], e.step - node.step) < 0.05
+
+
+def test_memory_without_omega_uses_the_empty_text_score() -> None:
+    store = mk(100_000, nlp="off")
+    node = store.add("no signals here")
+    assert "omega" not in node.signals
+    policy = policy_of(store)
+    assert policy.omega(node) == sigmoid(-1.5)
+    assert policy.kill_step(node) - node.step == math.ceil(turns_until(sigmoid(-1.5), 0.05)) == 41
+
+
+def test_sweep_spares_pins_and_goals() -> None:
+    store = mk(100_000)
+    pinned = store.add("ok", pinned=True)
+    prereq = store.add("thanks")
+    goal = store.add("plan the trip", type="task",
+                     payload={"goal": "trip", "status": "active", "dependencies": [prereq.id]})
+    plain = store.add("hello")
+    rng = random.Random(2)
+    for _ in range(120):
+        store.add(words(rng, 5, 8))
+    assert not store.get(plain.id).is_active
+    assert store.get(pinned.id).is_active and store.get(prereq.id).is_active
+    assert store.get(goal.id).is_active
+
+
+# --- budget pressure (eqs 22-26) -------------------------------------------------------------
+
+
+def test_budget_pressure_skips_pins_and_goals_until_forced() -> None:
+    store = mk(40)
+    pinned = store.add("ok", pinned=True)                 # the lowest S_prune of all
+    prereq = store.add("thanks")
+    goal = store.add("plan the trip", type="task",
+                     payload={"goal": "trip", "status": "active", "dependencies": [prereq.id]})
+    rng = random.Random(6)
+    for _ in range(30):
+        store.add(words(rng, 2, 5))
+        assert all(store.get(i).is_active for i in (pinned.id, prereq.id, goal.id))
+        assert sum(n.weight for n in store.list()) <= 40
+    store.add(" ".join(["berlin"] * 40))
+    assert not store.get(pinned.id).is_active
+    why = store.explain(pinned.id).rationale
+    assert why.startswith("evicted by dmf: DMF budget pruning: S_prune 0.")
+    assert "forced by budget" in why
+    check_invariants(store)
+
+
+
+Spec = list[tuple[str, float, dict[str, float]]]
+
+
+def imported(store: MemoryStore, specs: Spec, at: int,
+             supersedes: list[tuple[int, int]] | None = None) -> list[str]:
+    """Import memories with chosen Ω and cues, all written at step ``at``."""
+    nodes = [MemoryNode(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"dmf-test-{i}")), type="episodic",
+                        content=text, weight=1, step=at, seq=i + 1, touch_seq=i + 1,
+                        activated_seq=i + 1, signals={"omega": omega, **cues})
+             for i, (text, omega, cues) in enumerate(specs)]
+    edges = [Edge(source=nodes[a].id, predicate=Predicate.SUPERSEDES, target=nodes[b].id,
+                  step=at) for a, b in supersedes or []]
+    store.import_jsonld(to_jsonld(nodes, edges, {"default": at}))
+    return [n.id for n in nodes]
+
+
+def test_paper_worked_example_order_and_tiers() -> None:
+    """§7: a constraint at Ω_eff 0.25 scores 0.45 and outlives a plain 0.40; a superseded
+    0.60 scores 0.25 and goes first; healthy memories go last, and say why."""
+    specs: Spec = [("the user set a firm rule", 0.25, {"constraint": 1.0}),
+                   ("a plain remark about lunch", 0.40, {}),
+                   ("the old hotel preference", 0.60, {}),
+                   ("a vivid important detail", 0.90, {}),
+                   ("the new hotel preference", 0.95, {})]
+    with mk(1000) as scratch:
+        weights = sum(max(1, scratch.counter.count(text)) for text, _, _ in specs)
+    store = mk(weights)                                          # exactly full after the import
+    rule, plain, old, vivid, new = imported(store, specs, at=10, supersedes=[(4, 2)])
+    since = len(store.audit)
+    store.add(" ".join(["filler"] * weights))                    # needs every token back
+    order = evictions(store, since)
+    assert [i for i, _ in order] == [old, plain, rule, vivid, new]
+    why = dict(order)
+    assert "S_prune 0.24 (Ω_eff 0.59, no retention bonus, − supersession penalty 0.35" in why[old]
+    assert "lowest of 5 by S_prune; tier unstable" in why[old]
+    assert "S_prune 0.39 (Ω_eff 0.39, no retention bonus), rank 2" in why[plain]
+    assert "S_prune 0.44 (Ω_eff 0.24, + retention bonus 0.20 for constraint)" in why[rule]
+    assert "tier critical" in why[rule]
+    assert why[vivid].endswith("healthy tier, taken only because nothing unhealthy was left"
+                               " [4 of 5 active]")
+    assert "tier healthy" in why[new]
+
+
+def test_supersession_penalty_follows_the_superseding_memory() -> None:
+    store = mk(1000)
+    older, newer = imported(store, [("hotel choice one", 0.45, {}),
+                                    ("hotel choice two", 0.45, {})], at=3)
+    policy = policy_of(store)
+
+    def first() -> str:
+        return policy.apply(view_of(store), 1).evictions[0].node_id
+
+    assert first() == older                     # same Ω: the older has decayed more
+    sup = store.add("hotel choice three", links=[("supersedes", newer)], pinned=True)
+    assert first() == newer                     # −0.35 while an active memory supersedes it
+    assert policy.s_prune("default", newer, step(store)) == pytest.approx(
+        effective_score(0.45, step(store) - 3) - 0.35)
+    store.forget(sup.id)
+    assert first() == older                     # the penalty left with its source
+    store.restore(sup.id)
+    assert first() == newer
+
+
+def random_workload(store: MemoryStore, rng: random.Random, n: int, check: Any) -> int:
+    """Adds (some superseding an active memory) and retrievals; ``check`` after each add."""
+    pruned = 0
+    for _ in range(n):
+        if rng.random() < 0.2:
+            store.retrieve(words(rng, 1, 3), k=2)
+        before = {m.id: m for m in store.list()}
+        links = []
+        if before and rng.random() < 0.15:
+            links = [(rng.choice(["supersedes", "corrects"]), rng.choice(sorted(before)))]
+        brute_before = {i: brute(store, m, step(store) + 1) for i, m in before.items()}
+        since = len(store.audit)
+        node = store.add(words(rng), type=rng.choice(PLAIN), links=links)
+        out = evictions(store, since)
+        killed = [i for i, why in out if "hard-kill" in why]
+        budget = [i for i, why in out if "budget pruning" in why]
+        pruned += len(budget)
+        check(before, brute_before, killed, budget, node)
+    return pruned
+
+
+def test_tiny_tolerance_gives_the_exact_order() -> None:
+    store = mk(60, policy_params={"drift_tolerance": 1e-12})
+
+    def check(before: dict[str, MemoryNode], scores: dict[str, tuple[bool, float]],
+              killed: list[str], pruned: list[str], node: MemoryNode) -> None:
+        rest = [m for i, m in before.items() if i not in killed]
+        need = sum(m.weight for m in rest) + node.weight - 60
+        order = sorted(rest, key=lambda m: (*scores[m.id], m.step, m.seq))
+        expect, freed = [], 0
+        for m in order:
+            if freed >= need:
+                break
+            expect.append(m.id)
+            freed += m.weight
+        assert pruned == expect
+
+    assert random_workload(store, random.Random(8), 200, check) > 60
+
+
+def test_default_tolerance_keeps_the_stated_bound() -> None:
+    """Every pruned memory's S_prune is below every kept memory's S_prune + 0.02 (same
+    tier), and no healthy memory goes while an unhealthy one stays."""
+    store = mk(60)
+    worst = 0.0
+
+    def check(before: dict[str, MemoryNode], scores: dict[str, tuple[bool, float]],
+              killed: list[str], pruned: list[str], node: MemoryNode) -> None:
+        nonlocal worst
+        kept = [i for i in before if i not in killed and i not in pruned]
+        for x in pruned:
+            hx, sx = scores[x]
+            for y in kept:
+                hy, sy = scores[y]
+                assert hx <= hy  # healthy ones only after every unhealthy one
+                if hx == hy:
+                    assert sx < sy + 0.02 + 1e-12
+                    worst = max(worst, sx - sy)
+
+    assert random_workload(store, random.Random(4), 250, check) > 60
+    assert worst > 0  # the approximation was exercised, within its bound
+    policy = policy_of(store)
+    inserts = sum(1 for e in store.audit.events() if e.op.value == "insert")
+    assert policy.rekeys("default") <= 51 * inserts  # ≤ Ω/tolerance + 1 refreshes each
+
+
+# --- reopen -------------------------------------------------------------------------------
+
+
+def script(path: Path | None, seed: int, reopen_every: int | None = None,
+           ops: int = 300) -> dict[str, Any]:
+    rng = random.Random(seed)
+
+    def open_() -> MemoryStore:
+        if path is None:
+            return mk(170)
+        return MemoryStore.open(path, policy="dmf", budget=170, clock=FakeClock(),
+                                audit_key=KEY, nlp="rules")
+
+    store, ids = open_(), list[str]()
+    try:
+        for i in range(ops):
+            if reopen_every and i and i % reopen_every == 0:
+                store.close()
+                store = open_()
+            roll = rng.random()
+            act = [n.id for n in store.list()]
+            if roll < 0.55 or not ids:
+                links = [("supersedes", rng.choice(act))] if act and rng.random() < 0.15 else []
+                ids.append(store.add(rng.choice(["ok", "thanks", words(rng)]), links=links,
+                                     type=rng.choice([*PLAIN, "task"]),
+                                     pinned=rng.random() < 0.05).id)
+            elif roll < 0.75:
+                store.retrieve(words(rng, 1, 3), k=rng.randint(1, 4))
+            elif roll < 0.85:
+                store.forget(rng.choice(ids))
+            elif roll < 0.93:
+                ids.append(store.update(rng.choice(ids), words(rng)).id)
+            else:
+                store.restore(rng.choice(ids))
+        check_invariants(store)
+        return {"audit": [e.model_dump(mode="json") for e in store.audit.events()],
+                "export": store.export_jsonld()}
+    finally:
+        store.close()
+
+
+def test_reopen_gives_the_same_decisions(tmp_path: Path) -> None:
+    a = script(tmp_path / "a", 31)
+    b = script(tmp_path / "b", 31, reopen_every=9)
+    kinds = [e["rationale"].split(":")[1].strip() for e in a["audit"] if e["op"] == "evict"
+             and e["policy"] == "dmf"]
+    assert kinds.count("DMF hard-kill") > 5 and kinds.count("DMF budget pruning") > 20
+    assert b["audit"] == a["audit"]
+    assert b["export"] == a["export"]
+    assert script(None, 31)["audit"] == a["audit"]
+
+
+# --- property: the budget holds after every operation ---------------------------------------
+
+ops = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "retrieve", "forget", "restore",
+                                          "supersede"]),
+                         st.lists(st.sampled_from([*VOCAB, "ok", "thanks"]), min_size=1,
+                                  max_size=7).map(" ".join),
+                         st.sampled_from([*PLAIN, "task"]), st.booleans(), st.integers(0, 10**4)),
+               min_size=5, max_size=60)
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops)
+def test_budget_holds_after_every_operation(plan: list[tuple[str, str, str, bool, int]]) -> None:
+    with mk(35) as store:
+        ids: list[str] = []
+        for op, text, mtype, pin, pick in plan:
+            act = [n.id for n in store.list()]
+            if op == "add":
+                ids.append(store.add(text, type=mtype, pinned=pin and pick % 4 == 0).id)
+            elif op == "supersede" and act:
+                ids.append(store.add(text, links=[("supersedes", act[pick % len(act)])]).id)
+            elif op == "retrieve":
+                store.retrieve(text, k=2)
+            elif ids and op == "forget":
+                store.forget(ids[pick % len(ids)])
+            elif ids:
+                store.restore(ids[pick % len(ids)])
+            assert sum(n.weight for n in store.list()) <= 35
+        assert set(policy_of(store)._space("default").items) == {n.id for n in store.list()}
+        check_invariants(store)

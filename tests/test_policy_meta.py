@@ -1,0 +1,219 @@
+"""Meta-controller: a LinUCB bandit over the registered policies, on real stores."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from invariants import check_invariants
+from test_properties import MACHINE_SETTINGS, StoreMachine
+
+from mars_core.audit import AuditOp
+from mars_core.clock import FakeClock
+from mars_core.errors import ConfigError
+from mars_core.policies import Candidate, MetaController, Policy, PolicyView, make_policy
+from mars_core.policies import base as policy_base
+from mars_core.policies.meta import CONTEXT_FEATURES, DEFAULT_ARMS, LinUCB
+from mars_core.store import MemoryStore
+
+KEY = b"k" * 32
+
+
+def mk(**kw: Any) -> MemoryStore:
+    kw.setdefault("nlp", "rules")
+    kw.setdefault("policy", "meta")
+    return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)
+
+
+def recency_workload(store: MemoryStore, steps: int, seed: int) -> None:
+    """Each step stores a fact and asks about one of the last 7; the answer credits it."""
+    rng = random.Random(seed)
+    ids: list[str] = []
+    for i in range(steps):
+        ids.append(store.add(f"item zq{i}x has colour c{rng.randint(0, 9)}").id)
+        target = ids[max(0, i - rng.randint(0, 6))]
+        hits = store.retrieve(f"zq{ids.index(target)}x", k=2)
+        offered = [h.id for h in hits]
+        store.policy.on_credit("default", [target] if target in offered else [], offered, i)
+
+
+def decisions(store: MemoryStore) -> dict[int, str]:
+    """Decision number -> arm, read back from the audit log."""
+    out: dict[int, str] = {}
+    for ev in store.audit.events():
+        if (ev.op in (AuditOp.EVICT, AuditOp.SUMMARISE) and ev.policy == "meta"
+                and "decision" in ev.params):
+            out.setdefault(ev.params["decision"], ev.params["arm"])
+    return out
+
+
+@pytest.fixture
+def newest_arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A test-only arm that forgets the newest memories first (bad on recency streams)."""
+
+    class Newest(Policy):
+        def _candidates(self, view: PolicyView) -> Iterator[Candidate]:
+            for node in sorted(view.active(), key=lambda n: -n.seq):
+                yield Candidate(node.id, None, {}, "newest first")
+
+    Newest.name = "newest"
+    monkeypatch.setitem(policy_base._REGISTRY, "newest", Newest)
+    yield "newest"
+
+
+# --- construction ---------------------------------------------------------------------------
+
+
+def test_arms_default_to_the_seed_arms_and_validate() -> None:
+    meta = make_policy("meta")
+    assert isinstance(meta, MetaController)
+    assert meta.arm_names == DEFAULT_ARMS  # every arm of §4.2 is registered by now
+    assert meta.params()["arm"] == "fifo" and "decision" not in meta.params()
+    with pytest.raises(ConfigError):
+        make_policy("meta", arms=["meta", "lru"])
+    with pytest.raises(ConfigError):
+        make_policy("meta", arms=["nothing-registered"])
+    with pytest.raises(ConfigError):
+        make_policy("meta", alpha=-1)
+    with pytest.raises(ConfigError):
+        make_policy("meta", arm_params={"hybrid": {"stale_recency": 5}})
+
+
+def test_unregistered_arms_are_skipped_then_used_once_registered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert MetaController(arms=["lru", "later"]).arm_names == ("lru",)
+
+    class Later(Policy):
+        """An arm another module registers later (e.g. a new policy)."""
+
+    Later.name = "later"
+    monkeypatch.setitem(policy_base._REGISTRY, "later", Later)
+    assert MetaController(arms=["lru", "later"]).arm_names == ("lru", "later")
+    store = mk(budget=40, policy_params={"arms": ["lru", "later"], "decision_interval": 1})
+    for i in range(30):
+        store.add(f"memory number {i} about things")
+    assert set(decisions(store).values()) == {"lru", "later"}
+
+
+def test_linucb_prefers_the_rewarded_arm_and_explores_unseen_ones() -> None:
+    bandit = LinUCB(["a", "b"], dim=2, alpha=1.0, warmup=1)
+    x = np.array([1.0, 0.3])
+    assert bandit.choose(x)[0] == "a"
+    bandit.update("a", x, 0.0)
+    assert bandit.choose(x)[0] == "b"
+    for _ in range(20):
+        bandit.update("b", x, 1.0)
+        bandit.update("a", x, 0.0)
+    arm, scores = bandit.choose(x)
+    assert arm == "b" and scores["b"] > scores["a"]
+
+
+# --- decisions on real stores ---------------------------------------------------------------
+
+
+def test_same_seed_same_arm_choices() -> None:
+    runs = []
+    for _ in range(2):
+        store = mk(budget=120, seed=3, policy_params={"decision_interval": 5})
+        recency_workload(store, 150, seed=3)
+        runs.append(decisions(store))
+        store.close()
+    assert runs[0] == runs[1] and len(runs[0]) >= 20
+    assert set(runs[0].values()) == set(DEFAULT_ARMS)  # warm-up plays every arm
+
+
+@pytest.mark.parametrize("arms", [["random", "lru"], ["random", "fifo"]])
+def test_learns_to_prefer_recency_on_a_recency_stream(arms: list[str]) -> None:
+    store = mk(budget=120, policy_params={"arms": arms, "decision_interval": 5})
+    recency_workload(store, 600, seed=0)
+    chosen = [arm for _, arm in sorted(decisions(store).items())]
+    late = Counter(chosen[len(chosen) // 2:])
+    assert late[arms[1]] >= 0.75 * sum(late.values()), late
+    meta = store.policy
+    assert isinstance(meta, MetaController)
+    assert meta.bandit.plays[arms[1]] > meta.bandit.plays["random"]
+    check_invariants(store)
+
+
+def test_clearly_worse_arm_is_abandoned(newest_arm: str) -> None:
+    store = mk(budget=120, policy_params={"arms": [newest_arm, "fifo"],
+                                          "decision_interval": 5})
+    recency_workload(store, 300, seed=1)
+    chosen = [arm for _, arm in sorted(decisions(store).items())]
+    assert Counter(chosen[len(chosen) // 2:]) == Counter({"fifo": len(chosen[len(chosen) // 2:])})
+
+
+def test_every_decision_is_audited_with_its_arm_and_scores() -> None:
+    store = mk(budget=80, policy_params={"decision_interval": 3})
+    recency_workload(store, 80, seed=2)
+    meta = store.policy
+    assert isinstance(meta, MetaController)
+    audited = decisions(store)
+    assert sorted(audited) == list(range(1, meta._decisions + 1))
+    for ev in store.audit.events():
+        if ev.op is AuditOp.EVICT and ev.policy == "meta" and "decision" in ev.params:
+            p = ev.params
+            assert ev.rationale.startswith("evicted by meta/")
+            assert set(p["ucb"]) == set(DEFAULT_ARMS)
+            assert set(p["context"]) == set(CONTEXT_FEATURES)
+            assert p["arm_params"] == meta.arms[p["arm"]].params()
+    rewards = [ev.params["reward"] for ev in store.audit.events()
+               if ev.op is AuditOp.EVICT and ev.params.get("reward") is not None]
+    assert rewards and all(-0.1 - 1e-9 <= r <= 1.0 for r in rewards)
+
+
+def test_hooks_reach_every_arm_and_survive_reopen(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = MemoryStore.open(tmp_path, clock=clock, audit_key=KEY, nlp="rules", budget=60,
+                             policy="meta", policy_params={"arms": ["fifo", "lru"]})
+    for i in range(25):
+        store.add(f"note {i} on topic {i % 4}")
+        store.retrieve(f"topic {i % 4}", k=1)
+    active = {n.id for n in store.list()}
+
+    def indices(s: MemoryStore) -> dict[str, list[str]]:
+        meta = s.policy
+        assert isinstance(meta, MetaController)
+        return {name: list(arm._order["default"])  # type: ignore[attr-defined]
+                for name, arm in meta.arms.items()}
+
+    before = indices(store)
+    assert all(set(order) == active for order in before.values())
+    assert before["fifo"] != before["lru"]  # retrievals moved LRU's order, not FIFO's
+    store.close()
+    store = MemoryStore.open(tmp_path, clock=clock, audit_key=KEY, nlp="rules", budget=60,
+                             policy="meta", policy_params={"arms": ["fifo", "lru"]})
+    assert indices(store) == before
+    store.close()
+
+
+def test_context_features_are_observable() -> None:
+    store = mk(budget=10_000, policy_params={"arms": ["lru"]})
+    meta = store.policy
+    assert isinstance(meta, MetaController)
+    a = store.add("Ana is Bruno's sister", type="social")
+    store.add("finish the report", type="task", payload={"status": "done"})
+    store.add("it rained today")
+    store.retrieve("Ana sister", budget_tokens=50)
+    meta.on_forget(a, 3)
+    view = store._state.view("default", 10_000, store.clock.now(), random.Random(0),
+                             io=store._io)
+    x = dict(zip(CONTEXT_FEATURES, meta.context(view).tolist(), strict=True))
+    assert x["bias"] == 1.0
+    assert x["arrival_rate"] == pytest.approx(3 / 4)
+    assert x["social_share"] == pytest.approx(1 / 3) and x["task_share"] == pytest.approx(1 / 3)
+    assert 0 < x["hit_rate"] <= 1 and x["complaints"] == pytest.approx(0.5)
+    assert 0 < x["average_age"] < 0.05
+
+
+class MetaStoreMachine(StoreMachine):
+    policy = "meta"
+
+
+TestMetaStoreMachine = MetaStoreMachine.TestCase
+TestMetaStoreMachine.settings = MACHINE_SETTINGS
