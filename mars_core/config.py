@@ -85,6 +85,14 @@ class StoreConfig(BaseModel):
         "(PII patterns, secrets, category lexicons, entities) when add() gets sensitivity=None; "
         "False stores 0.0 unless a sensitivity is given.",
     )
+    dedup_threshold: float = Field(
+        0.92, gt=0.0, le=1.0, description="maintain(): cosine above which the older of two "
+        "memories is merged into the newer (seed 003's 0.92).",
+    )
+    reflect_at: float = Field(
+        0.9, gt=0.0, le=1.0, description="maintain(): consolidate redundant episodes when "
+        "active tokens reach this share of the budget.",
+    )
     dp: DPConfig = Field(
         default_factory=DPConfig, description="Differential-privacy tie-break at the eviction "
         "boundary (seed 000 §4.3). Off by default: it makes evictions random (from the OS "

@@ -22,7 +22,7 @@ import random
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
@@ -51,6 +51,7 @@ from mars_core.errors import (
 from mars_core.extract import extract
 from mars_core.graph import MemoryGraph
 from mars_core.lexical import tokenize
+from mars_core.maintenance import Merge, plan_dedup, plan_expiry, plan_graduated
 from mars_core.model import (
     Edge,
     MemoryNode,
@@ -63,11 +64,13 @@ from mars_core.model import (
     default_payload,
 )
 from mars_core.policies import Eviction, Policy, Summary, make_policy
+from mars_core.policies.reflection import ReflectionSummaryPolicy
 from mars_core.privacy.dp import PrivacyAccountant
 from mars_core.privacy.erasure import ErasurePlan
 from mars_core.privacy.preferences import PrivacyPreferences
 from mars_core.privacy.sensitivity import SensitivityScorer
 from mars_core.retrieval import Hit, Query, rank
+from mars_core.scoring.retention import KIND_BY_TYPE, LifecycleConfig
 from mars_core.shares import TypeShares
 from mars_core.state import NamespaceView, StoreState, ViewIO
 from mars_core.summarise import ExtractiveSummariser, Summariser
@@ -757,3 +760,71 @@ class StoreCore:
             compact()
             return f"{self.backend.name}: rewritten without the erased records (compacted)"
         return f"{self.backend.name}: deleted through the client (see the privacy docs)"
+
+    # --- maintenance -----------------------------------------------------------------------------
+
+    def _lifecycle(self, ns: str) -> LifecycleConfig:
+        """Seed 003 TTLs, with the user's per-type retention horizons taking precedence."""
+        prefs = self._prefs.get(ns)
+        cfg = LifecycleConfig()
+        if prefs is None or not prefs.retention_days:
+            return cfg
+        ttl = dict(cfg.ttl)
+        for mtype, days in prefs.retention_days.items():
+            ttl[KIND_BY_TYPE[mtype]] = timedelta(days=days)
+        return cfg.model_copy(update={"ttl": ttl})
+
+    def _stage_merges(self, txn: _Txn, ns: str, merges: Sequence[Merge]) -> None:
+        """Dedup (seed 003): archive each duplicate; the kept memory records what it absorbed
+        (``metadata["also_from"]``) and ``supersedes`` it; the merge log is the audit."""
+        step, now = self._step(txn, ns), self.clock.now()
+        absorbed: dict[str, list[str]] = {}
+        for m in merges:
+            absorbed.setdefault(m.kept_id, []).append(m.dropped_id)
+        self._stage_archive(txn, ns, [Eviction(m.dropped_id, self._state.nodes[m.dropped_id].weight,
+                                               m.cosine, {"cosine": m.cosine}, m.rationale)
+                                      for m in merges], "dedup", {"threshold": merges[0].threshold})
+        for kept_id, dropped in sorted(absorbed.items()):
+            kept = self._state.nodes[kept_id]
+            also = sorted({*kept.metadata.get("also_from", []), *dropped})
+            edges = [Edge(source=kept_id, predicate=Predicate.SUPERSEDES, target=d, step=step)
+                     for d in dropped]
+            self._stage_put(txn, kept.model_copy(update={"metadata": {**kept.metadata,
+                                                                      "also_from": also}}),
+                            edges=edges)
+            txn.audit.add(op=AuditOp.METADATA, namespace=ns, node_ids=[kept_id],
+                          policy="dedup", step=step, at=now, params={"absorbed": dropped},
+                          rationale=f"absorbed {len(dropped)} duplicate(s): {', '.join(dropped)}")
+
+    def _maintain_namespace(self, ns: str, *, ttl: bool, graduated: bool, dedup: bool,
+                            reflect: bool) -> dict[str, int]:
+        """One namespace's maintenance phases in one write (seed 003 order)."""
+        txn, report = self._begin(), {"expired": 0, "archived": 0, "merged": 0, "summarised": 0}
+        view, taken = self._view(txn, ns), set[str]()
+        cfg = self._lifecycle(ns)
+        if ttl:
+            evs = plan_expiry(view, view.now, cfg, exclude=frozenset(taken))
+            self._stage_archive(txn, ns, evs, "ttl", {})
+            taken.update(e.node_id for e in evs)
+            report["expired"] = len(evs)
+        compact: tuple[str, ...] = ()
+        if graduated:
+            gp = plan_graduated(view, view.now, cfg, exclude=frozenset(taken))
+            self._stage_archive(txn, ns, gp.archive, "graduated", {})
+            taken.update(e.node_id for e in gp.archive)
+            report["archived"], compact = len(gp.archive), gp.compact
+        if dedup:
+            merges = plan_dedup(view, self.config.dedup_threshold, exclude=frozenset(taken))
+            if merges:
+                self._stage_merges(txn, ns, merges)
+            taken.update(m.dropped_id for m in merges)
+            report["merged"] = len(merges)
+        if reflect and (compact or view.used >= self.config.reflect_at * view.budget):
+            reflector = ReflectionSummaryPolicy(summariser=self.summariser)
+            plan = reflector.consolidate(view, max(1, view.used), frozenset(taken))
+            for summary in plan.summaries:
+                self._stage_summary(txn, ns, summary, "reflection", reflector.params())
+            report["summarised"] = len(plan.summaries)
+        if txn.audit.events:
+            self._commit(txn)
+        return report

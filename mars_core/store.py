@@ -501,6 +501,28 @@ class MemoryStore(StoreCore):
             self.backend.apply(WriteBatch().delete(name, ids))
         return count
 
+    @_op
+    def maintain(self, namespace: str | None = None, *, ttl: bool = True,
+                 graduated: bool = False, dedup: bool = True,
+                 reflect: bool = True) -> dict[str, dict[str, int]]:
+        """Background hygiene, off the ``add`` path (seed 003, seed 000 §5.1):
+
+        1. ``ttl``: archive memories past their expiry or their type's TTL (seed 003,
+           overridden by the user's retention horizons);
+        2. ``graduated``: seed 003 graduated retention (opt-in: it archives idle memories
+           after 90 days regardless of type);
+        3. ``dedup``: merge near-duplicates (cosine > ``config.dedup_threshold``), the newer
+           memory absorbing the older;
+        4. ``reflect``: consolidate redundant episodes into summaries when the namespace
+           is above ``config.reflect_at`` of its budget.
+
+        Pinned memories, active goals and their prerequisites are never touched. Each
+        namespace is one atomic write. Returns counts per namespace.
+        """
+        names = [self._ns(namespace)] if namespace is not None else self._state.namespaces()
+        return {ns: self._maintain_namespace(ns, ttl=ttl, graduated=graduated, dedup=dedup,
+                                             reflect=reflect) for ns in names}
+
     # --- privacy ---------------------------------------------------------------------------------
 
     @_op
@@ -711,6 +733,7 @@ class MemoryStore(StoreCore):
     astats = asyncify(stats)
     averify = asyncify(verify)
     areembed = asyncify(reembed)
+    amaintain = asyncify(maintain)
     aerase = asyncify(erase)
     areceipt = asyncify(receipt)
     apreferences = asyncify(preferences)

@@ -366,6 +366,18 @@ class Policy:
                 self._take(walk, self.name, node, cand, forced=False)
         return walk.plan
 
+    def consolidate(self, view: PolicyView, need: int,
+                    exclude: frozenset[str] = frozenset()) -> Plan:
+        """Only the policy's summarise stages (maintenance: compaction, not eviction).
+
+        Summaries are validated as in :meth:`apply`; nothing is evicted.
+        """
+        walk = _Walk(view, need, taken=set(exclude), seen=set(exclude))
+        for stage in self._stages():
+            if isinstance(stage, SummariseStage) and not walk.done:
+                self._run_summaries(walk, stage)
+        return walk.plan
+
     def _run_summaries(self, walk: _Walk, stage: SummariseStage) -> None:
         for summary in stage.propose(walk.view, walk.need - walk.plan.freed,
                                      frozenset(walk.taken)):
