@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from invariants import check_invariants
+
 from mars_core import FakeClock, MemoryStatus, MemoryStore, TaskStatus
 
 
