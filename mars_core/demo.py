@@ -1,8 +1,11 @@
 """The demo behind ``make demo``: a multi-session conversation through a store on disk.
 
-Each session reopens the store from disk (as a new process would), stores the turns as
-typed memories under a small token budget, and answers a question from memory. At the
-end it prints what was kept, what was forgotten and why, and verifies the audit chain.
+Each session reopens the store from disk (as a new process would) and observes the turns
+of a conversation — no LLM call: an episode per turn, facts, preferences, people and
+plans extracted by rules — under a small token budget with the hybrid forgetting
+policy. It answers a question per session with ``render_context``, then prints what is
+kept, what was summarised or forgotten and why, erases a person with a receipt, and
+verifies the audit chain.
 
 Run it with ``python -m mars_core.demo --path ./mars_data/demo --fresh``.
 """
@@ -16,39 +19,36 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from mars_core.model import MemoryStatus, TaskStatus
+from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
 __all__ = ["SESSIONS", "main", "run"]
 
-# (memory type, text, extra add() arguments) per session, then a question.
-SESSIONS: list[tuple[list[tuple[str, str, dict[str, object]]], str]] = [
+# (speaker, text) per session, then a question.
+SESSIONS: list[tuple[list[tuple[str, str]], str]] = [
     ([
-        ("episodic", "user: Hi, I'm Maya. I just moved to Lisbon for a new job at Tidewave.", {}),
-        ("semantic", "Maya lives in Lisbon and works at Tidewave.",
-         {"payload": {"concept": "Maya"}}),
-        ("episodic", "user: The weather was lovely today, we walked along the river.", {}),
-        ("social", "Maya's sister Inês is a nurse in Porto.",
-         {"payload": {"entity": "Inês", "relationship_type": "sister"}}),
-        ("episodic", "assistant: Welcome to Lisbon! Tell me if you need anything.", {}),
+        ("Maya", "Hi, I'm Maya. I live in Lisbon and I work at Tidewave."),
+        ("assistant", "Welcome! How is the new job?"),
+        ("Maya", "Good! The weather was lovely today, we walked along the river."),
+        ("Maya", "My sister Ines is a nurse in Porto."),
+        ("Maya", "I love green tea and I am vegetarian."),
+        ("assistant", "Noted, green tea and vegetarian food."),
     ], "Where does Maya work?"),
     ([
-        ("task", "Book a table for Inês's birthday dinner on Friday.",
-         {"payload": {"goal": "birthday dinner", "status": TaskStatus.ACTIVE, "priority": 0.9}}),
-        ("episodic", "user: I had pastel de nata for breakfast again.", {}),
-        ("semantic", "Maya is vegetarian.", {"payload": {"concept": "Maya"}}),
-        ("episodic", "user: Traffic on the bridge was terrible this morning.", {}),
-        ("episodic", "assistant: Noted, I will suggest vegetarian restaurants.", {}),
+        ("Maya", "Remind me to book a table for Ines's birthday on Friday."),
+        ("Maya", "I had pastel de nata for breakfast again, it was great."),
+        ("Maya", "Traffic on the bridge was terrible this morning."),
+        ("Maya", "Traffic on the bridge was terrible again this evening."),
+        ("Maya", "The traffic on the bridge is terrible every single day."),
+        ("assistant", "Sorry about the traffic! Shall I look for restaurants?"),
     ], "What should I remember for the birthday dinner?"),
     ([
-        ("episodic", "user: Work was busy, three meetings back to back.", {}),
-        ("episodic", "user: I watched a documentary about octopuses.", {}),
-        ("episodic", "user: My card number is 4111 1111 1111 1111, keep it safe.",
-         {"sensitivity": 0.95}),
-        ("episodic", "assistant: I would rather not keep card numbers; please don't share them.",
-         {}),
-        ("episodic", "user: The octopus documentary was amazing, they can taste with arms.", {}),
-    ], "What does Maya eat?"),
+        ("Maya", "Work was busy, three meetings back to back."),
+        ("Maya", "My card number is 4111 1111 1111 1111, keep it safe."),
+        ("assistant", "I would rather not keep card numbers; please don't share them."),
+        ("Maya", "Actually, I live in Porto now, I moved last week."),
+        ("Maya", "I watched a documentary about octopuses, they taste with their arms."),
+    ], "Where does Maya live and what does she eat?"),
 ]
 
 
@@ -56,50 +56,58 @@ def _line(out: TextIO, text: str = "") -> None:
     out.write(text + "\n")
 
 
-def run(path: Path, budget: int = 70, out: TextIO = sys.stdout) -> dict[str, int]:
+def _open(path: Path, budget: int) -> MemoryStore:
+    return MemoryStore.open(path, budget=budget, policy="hybrid", nlp="rules")
+
+
+def run(path: Path, budget: int = 160, out: TextIO = sys.stdout) -> dict[str, int]:
     """Play the sessions against a store at ``path``; returns counts for tests."""
     for number, (turns, question) in enumerate(SESSIONS, start=1):
-        with MemoryStore.open(path, budget=budget, policy="lru") as store:
-            _line(out, f"── session {number}: reopened {path} "
-                       f"({store.stats()['namespaces'].get('maya', {}).get('active', 0)} "
-                       "memories active)")
-            for mtype, text, extra in turns:
-                store.add(text, type=mtype, namespace="maya",
-                          provenance={"source": text.split(":")[0] if ":" in text else "user",
-                                      "conversation_id": f"session-{number}"},
-                          **extra)  # type: ignore[arg-type]
-            hits = store.retrieve(question, namespace="maya", budget_tokens=30,
-                                  max_sensitivity=0.5)
+        with _open(path, budget) as store:
+            held = store.stats().get("namespaces", {}).get("maya", {}).get("active", 0)
+            _line(out, f"── session {number}: reopened {path} ({held} memories active)")
+            for speaker, text in turns:
+                role = "assistant" if speaker == "assistant" else "user"
+                nodes = store.observe(role, text, namespace="maya", speaker=speaker
+                                      if role == "user" else None,
+                                      conversation_id=f"session-{number}")
+                for n in nodes[1:]:
+                    _line(out, f"   + {n.type.value}: {n.content}")
+            store.maintain("maya")
             _line(out, f"   Q: {question}")
-            for h in hits:
-                _line(out, f"   → [{h.node.type.value}] {h.text}  (score {h.score:.2f})")
+            context = store.render_context(question, namespace="maya", budget_tokens=160,
+                                           conversation=f"session-{number}", active_turns=1)
+            _line(out, "   " + context.replace("\n", "\n   "))
     return _report(path, budget, out)
 
 
 def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
-    with MemoryStore.open(path, budget=budget, policy="lru") as store:
+    with _open(path, budget) as store:
         st = store.stats("maya")["namespaces"]["maya"]
         _line(out)
         _line(out, f"── kept ({st['tokens']} of {st['budget']} tokens):")
         for n in store.list("maya"):
-            _line(out, f"   {n.type.value:<9} {n.weight:>3} tok  used {n.access_count}x  "
+            _line(out, f"   {n.type.value:<9} s={n.sensitivity:.2f} used {n.access_count}x  "
                        f"{n.content[:70]}")
-        _line(out, "── forgotten (moved to the archive, explainable):")
+        _line(out, "── forgotten (in the archive, explainable):")
         for n in store.list("maya", status=MemoryStatus.ARCHIVED):
             _line(out, f"   {n.content[:60]}")
             _line(out, f"      why: {store.explain(n.id).rationale}")
+        receipt = store.erase(entity="Ines", namespace="maya")
+        _line(out, "── right to be forgotten: erase(entity='Ines')")
+        _line(out, "   " + receipt.render().replace("\n", "\n   "))
         report = store.verify()
         _line(out, f"── audit: {report.checked} events, chain "
                    f"{'verified' if report.ok else 'BROKEN: ' + report.reason}")
         return {"active": st["active"], "archived": st["archived"], "events": report.checked,
-                "verified": int(report.ok)}
+                "verified": int(report.ok), "erased": len(receipt.erased)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--path", type=Path, default=Path("./mars_data/demo"))
-    parser.add_argument("--budget", type=int, default=70)
+    parser.add_argument("--budget", type=int, default=160)
     parser.add_argument("--fresh", action="store_true", help="delete the demo store first")
     args = parser.parse_args(argv)
     if args.fresh and args.path.exists():
