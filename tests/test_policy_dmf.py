@@ -104,6 +104,7 @@ def test_chit_chat_is_hard_killed_after_52_6_turns_and_a_constraint_is_not() -> 
     assert round(turns_until(0.25, 0.05), 1) == 52.6
     assert policy.kill_step(ok) == ok.step + 53        # the first whole turn past 52.6
     due = policy.kill_step(ok)
+    assert due is not None
     swept_at = due + (-due) % 5                         # the next sweep (every 5 turns)
     rng = random.Random(1)
     while step(store) < swept_at - 1:
@@ -112,8 +113,9 @@ def test_chit_chat_is_hard_killed_after_52_6_turns_and_a_constraint_is_not() -> 
     store.add(words(rng, 5, 8))
     assert step(store) == swept_at and not store.get(ok.id).is_active
     assert store.get(rule.id).is_active
-    assert policy.kill_step(rule) - rule.step == math.ceil(turns_until(rule.signals["omega"],
-                                                                       0.05))
+    rule_due = policy.kill_step(rule)
+    assert rule_due is not None
+    assert rule_due - rule.step == math.ceil(turns_until(rule.signals["omega"], 0.05))
     why = store.explain(ok.id).rationale
     assert why.startswith("evicted by dmf: DMF hard-kill: Ω_eff 0.0")
     assert "below Ω_kill 0.05" in why and "Ω 0.25 at write time" in why
@@ -133,7 +135,10 @@ def test_memory_without_omega_uses_the_empty_text_score() -> None:
     assert "omega" not in node.signals
     policy = policy_of(store)
     assert policy.omega(node) == sigmoid(-1.5)
-    assert policy.kill_step(node) - node.step == math.ceil(turns_until(sigmoid(-1.5), 0.05)) == 41
+    due = policy.kill_step(node)
+    assert due is not None
+    assert due - node.step == math.ceil(turns_until(sigmoid(-1.5), 0.05)) == 41
+    assert DMFPolicy(dmf={"omega_kill": 0.0}).kill_step(node) is None  # no hard-kill at all
 
 
 def test_sweep_spares_pins_and_goals() -> None:
