@@ -65,9 +65,11 @@ from mars_core.model import (
 )
 from mars_core.policies import Eviction, Policy, Summary, make_policy
 from mars_core.policies.reflection import ReflectionSummaryPolicy
+from mars_core.privacy.crypto import ContentCipher, KeyStore
 from mars_core.privacy.dp import PrivacyAccountant
 from mars_core.privacy.erasure import ErasurePlan
 from mars_core.privacy.preferences import PrivacyPreferences
+from mars_core.privacy.redaction import sensitive_phrases
 from mars_core.privacy.sensitivity import SensitivityScorer
 from mars_core.retrieval import Hit, Query, rank
 from mars_core.scoring.retention import KIND_BY_TYPE, LifecycleConfig
@@ -132,6 +134,7 @@ class StoreCore:
         clock: Clock | None = None,
         audit_key: bytes | None = None,
         summariser: Summariser | None = None,
+        keys_path: str | os.PathLike[str] | None = None,
         **overrides: Any,
     ) -> None:
         from mars_core.backends.memory import InMemoryBackend
@@ -139,7 +142,16 @@ class StoreCore:
         self._lock = threading.RLock()
         self._closed = False
         self.backend: VectorBackend = backend if backend is not None else InMemoryBackend()
+        # Encryption (crypto-shredding, mars_core.privacy.crypto) is on iff keys_path is
+        # given; _seal/_unseal are passed to the codec (None: plaintext documents).
+        self._cipher: ContentCipher | None = None
+        self._seal: codec.Sealer | None = None
+        self._unseal: codec.Sealer | None = None
+        self._keyring: str | None = None
         try:
+            if keys_path is not None:
+                self._cipher = ContentCipher(KeyStore(keys_path))
+                self._seal, self._unseal = self._cipher.seal, self._cipher.open
             self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
             self.clock: Clock = clock if clock is not None else SystemClock()
             self.summariser: Summariser = summariser or ExtractiveSummariser()
@@ -154,6 +166,8 @@ class StoreCore:
             self._load(audit_key)
         except BaseException:
             self.backend.close()  # release the directory lock: a failed open holds nothing
+            if self._cipher is not None:
+                self._cipher.close()
             raise
 
     @staticmethod
@@ -175,6 +189,9 @@ class StoreCore:
         from mars_core.backends.memory import InMemoryBackend
 
         directory = Path(path)
+        keys = kwargs.get("keys_path")
+        if keys is not None and Path(keys).resolve() == directory.resolve():
+            raise ConfigError("keys_path must be a directory of its own, not the store's path")
         directory.mkdir(parents=True, exist_ok=True)
         return cls(InMemoryBackend(directory), **kwargs)
 
@@ -182,7 +199,9 @@ class StoreCore:
 
     def _load(self, audit_key: bytes | None) -> None:
         self.backend.ensure_collection(codec.META, 0)
-        meta = dict(codec.decode_meta(r) for r in self.backend.get(codec.META))
+        found = self.backend.get(codec.META, [codec.meta_id("manifest")])  # never sealed
+        self._check_keys(codec.decode_meta(found[0])[1] if found else None)
+        meta = dict(codec.decode_meta(r, self._unseal) for r in self.backend.get(codec.META))
         manifest = meta.get("manifest")
         if manifest is not None:
             self._check_manifest(manifest)
@@ -218,6 +237,34 @@ class StoreCore:
                           params=self._config_doc(), step=0, at=self.clock.now(),
                           rationale="store reopened with a new configuration")
             self._commit(txn)
+        if self._cipher is not None:  # keys of never-written or already-deleted records
+            self._cipher.gc([*self._state.nodes, *(f"prefs:{ns}" for ns in self._prefs)])
+
+    def _check_keys(self, manifest: Mapping[str, Any] | None) -> None:
+        """Refuse a key directory that does not belong to this store (its gc would destroy
+        another store's keys), and an encrypted store opened without its keys."""
+        enc = None if manifest is None else manifest.get("encryption")
+        if enc is not None and self._cipher is None:
+            raise ConfigError("this store is encrypted: open it with keys_path=<the directory "
+                              "of its keys>")
+        if self._cipher is None:
+            return
+        keys = self._cipher.keystore
+        if manifest is None:  # a new store needs a new, empty key directory
+            if len(keys) or keys.keyring_id is not None:
+                raise ConfigError("keys_path already belongs to another store (or, if it "
+                                  "holds no keys, to one whose creation was interrupted); "
+                                  "give this store an empty key directory of its own")
+            self._keyring = keys.bind()
+        elif enc is None:
+            raise ConfigError("this store was created without encryption, so keys_path cannot "
+                              "be added to it (its records are plaintext): export it to "
+                              "JSON-LD and import that into a new store opened with keys_path")
+        elif enc.get("keyring") != keys.keyring_id:
+            raise ConfigError("keys_path is not the key directory of this store; open it with "
+                              "the keys_path it was created with")
+        else:
+            self._keyring = keys.keyring_id
 
     def _config_doc(self) -> dict[str, Any]:
         return self.config.model_dump(mode="json")
@@ -229,7 +276,10 @@ class StoreCore:
                 "embedder": {"name": emb.name, "dim": emb.dim},
                 "collections": {s.value: n for s, n in names.items()},
                 "id_scheme": "uuid5(seed:counter)", "backend": self.backend.name,
-                "signals": self.enricher.name, "config": self._config_doc()}
+                "signals": self.enricher.name, "config": self._config_doc(),
+                "encryption": None if self._keyring is None else {
+                    "cipher": "AES-256-GCM", "scope": "one key per memory and per prefs:<ns>",
+                    "keyring": self._keyring}}
 
     def _check_manifest(self, manifest: Mapping[str, Any]) -> None:
         if manifest.get("format_version") != codec.FORMAT_VERSION:
@@ -257,7 +307,7 @@ class StoreCore:
         nodes: list[MemoryNode] = []
         for coll in self._colls.values():
             for rec in self.backend.get(coll):
-                node, edges = codec.decode_node(rec)
+                node, edges = codec.decode_node(rec, self._unseal)
                 nodes.append(node)
                 st.owned[node.id] = edges
         nodes.sort(key=lambda n: n.seq)
@@ -301,6 +351,8 @@ class StoreCore:
     # --- transactions ------------------------------------------------------------------------
 
     def _begin(self) -> _Txn:
+        if self._cipher is not None:
+            self._cipher.discard()  # keys of an operation that failed before writing
         return _Txn(WriteBatch(), self.audit.begin(), self._state.counter, self._state.touch)
 
     def _step(self, txn: _Txn, namespace: str, advance: bool = False) -> int:
@@ -314,7 +366,8 @@ class StoreCore:
             e for e in edges if e.key not in {x.key for x in self._state.owned.get(node.id, [])}]
         if old_status is not None and old_status is not node.status:
             txn.batch.delete(self._colls[old_status], [node.id])
-        txn.batch.upsert(self._colls[node.status], [codec.node_record(node, owned, vector)])
+        txn.batch.upsert(self._colls[node.status],
+                         [codec.node_record(node, owned, vector, self._seal)])
         txn.puts.append((node, list(edges)))
 
     def _commit(self, txn: _Txn) -> None:
@@ -325,6 +378,8 @@ class StoreCore:
         txn.batch.upsert(codec.AUDIT, [codec.audit_record(e) for e in events])
         txn.batch.upsert(codec.META, [codec.meta_record("state", state_doc)] + [
             codec.meta_record(f"ns:{ns}", {"step": step}) for ns, step in txn.steps.items()])
+        if self._cipher is not None:
+            self._cipher.flush()  # keys are durable before the records sealed with them
         self.backend.apply(txn.batch)
         st.counter, st.touch = txn.counter, txn.touch
         st.steps.update(txn.steps)
@@ -609,7 +664,8 @@ class StoreCore:
         return Query(text, self._ns(namespace), tset, max_sensitivity, since, until,
                      conversation), budget
 
-    def _record_access(self, ns: str, hits: Sequence[Hit], budget: int, query: str) -> None:
+    def _record_access(self, ns: str, hits: Sequence[Hit], budget: int, query: str,
+                       params: Mapping[str, Any] | None = None) -> None:
         txn = self._begin()
         step, now = self._step(txn, ns), self.clock.now()
         for h in reversed(hits):  # the best hit becomes the most recently used
@@ -623,7 +679,7 @@ class StoreCore:
                                                "lexical": h.lexical} for h in hits},
                       rationale=f"retrieved {len(hits)} memories "
                                 f"({sum(h.node.weight for h in hits)} of {budget} tokens)",
-                      contents={"query": query})
+                      contents={"query": query}, params=params)
         self._commit(txn)
 
     def _check_import_edges(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge]) -> None:
@@ -697,7 +753,8 @@ class StoreCore:
             keep = [e for e in edges if e.source not in gone and e.target not in gone]
             if len(keep) != len(edges):
                 node = self._state.nodes[owner]
-                txn.batch.upsert(self._colls[node.status], [codec.node_record(node, keep, None)])
+                txn.batch.upsert(self._colls[node.status],
+                                 [codec.node_record(node, keep, None, self._seal)])
 
     def _purpose_filter(self, ns: str, goal: str | None) -> Callable[[str], bool]:
         """Purpose limitation (seed 000 §4.3): private mode hides what consent does not
@@ -742,8 +799,8 @@ class StoreCore:
                 del self._prefs[ns]
             else:
                 self._prefs[ns] = old
-        txn.batch.upsert(codec.META, [codec.meta_record(f"prefs:{ns}",
-                                                        prefs.model_dump(mode="json"))])
+        txn.batch.upsert(codec.META, [codec.meta_record(  # names entities: sealed
+            f"prefs:{ns}", prefs.model_dump(mode="json"), self._seal)])
         txn.audit.add(op=AuditOp.CONFIG, namespace=ns, step=self._step(txn, ns),
                       at=self.clock.now(), params={
                           "private_entities": len(prefs.private_entities),
@@ -753,12 +810,45 @@ class StoreCore:
                           "retention_days": {t.value: d for t, d in prefs.retention_days.items()}},
                       rationale="privacy preferences updated by the user")
 
-    def _purge(self) -> str:
+    def _stage_prefs_erasure(self, txn: _Txn, ns: str) -> list[str]:
+        """A whole-namespace erasure also erases its preferences (they name entities);
+        returns the key ids to shred once the batch is written."""
+        if ns in self._prefs:
+            txn.batch.delete(codec.META, [codec.meta_id(f"prefs:{ns}")])
+            txn.audit.add(op=AuditOp.CONFIG, namespace=ns, step=self._step(txn, ns),
+                          at=self.clock.now(),
+                          rationale="privacy preferences erased with the namespace")
+        return [f"prefs:{ns}"]
+
+    def _shred(self, key_ids: Iterable[str]) -> int:
+        """Crypto-shred: destroy the keys of deleted records (after the delete is written;
+        a crash in between leaves orphan keys that the next open collects)."""
+        return self._cipher.shred(key_ids) if self._cipher is not None else 0
+
+    def _protected_phrases(self, ns: str, threshold: float = 0.7) -> list[str]:
+        """What the second redaction pass protects: the sensitive phrases of the
+        namespace's high-sensitivity memories, and the user's private/blocked entities."""
+        phrases: list[str] = []
+        for status in MemoryStatus:
+            for nid in self._state.ids(ns, status):
+                node = self._state.nodes[nid]
+                if node.sensitivity >= threshold:
+                    phrases += sensitive_phrases(node.content, self.scorer.detect(node.content))
+        prefs = self._prefs.get(ns)
+        if prefs is not None:
+            phrases += [*prefs.private_entities, *prefs.blocked_entities]
+        return list(dict.fromkeys(phrases))
+
+    def _purge(self, shredded: int = 0) -> str:
         """Physically drop deleted data where the backend can; says what was done."""
         compact = getattr(self.backend, "compact", None)
+        shred = f"documents: crypto-shredded ({shredded} keys destroyed)"
         if callable(compact):
             compact()
-            return f"{self.backend.name}: rewritten without the erased records (compacted)"
+            done = f"{self.backend.name}: rewritten without the erased records (compacted)"
+            return f"{done}; {shred}" if self._cipher is not None else done
+        if self._cipher is not None:
+            return f"{self.backend.name}: {shred}; vectors remain until the backend vacuums"
         return f"{self.backend.name}: deleted through the client (see the privacy docs)"
 
     # --- maintenance -----------------------------------------------------------------------------

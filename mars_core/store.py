@@ -55,6 +55,7 @@ from mars_core.policies import Eviction
 from mars_core.privacy.erasure import plan_erasure
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
+from mars_core.privacy.redaction import redact as redact_text
 from mars_core.retrieval import Hit, Query, pack
 
 __all__ = ["MemoryStore"]
@@ -70,6 +71,13 @@ class MemoryStore(StoreCore):
         clock: wall-clock source (default: the system clock).
         audit_key: secret for keyed content hashes and the audit chain (default: random,
             generated once and kept in the store's ``meta`` collection).
+        keys_path: a directory of its own for encryption keys (needs the ``crypto``
+            extra). When given, each memory's document is sealed with AES-256-GCM under a
+            key of its own, and ``erase`` destroys the keys (crypto-shredding, for
+            backends that cannot purge deleted data physically; see
+            :mod:`mars_core.privacy.crypto`). Chosen when the store is created and recorded
+            in its manifest: an encrypted store must always be opened with its keys.
+            Bytes on disk then differ between runs; the decrypted store does not.
         **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``.
 
     Example:
@@ -391,11 +399,16 @@ class MemoryStore(StoreCore):
         conversation: str | None = None,
         active_turns: int = 6,
         evidence: int = 5,
+        redact: bool = True,
     ) -> str:
         """Prompt-ready context: recalled evidence, its raw support, then the active
         conversation — the layout of DMF §9.3 step 6, within ``budget_tokens``.
 
-        The evidence counts as an access (one audit event).
+        With ``redact`` (the default) the text passes the two-pass output check
+        (:mod:`mars_core.privacy.redaction`): surface detectors mask identifiers and
+        secrets, then any reappearance of a high-sensitivity memory's sensitive phrases
+        (or of the user's private or blocked entities) is masked. The evidence counts as
+        an access (one audit event, with the redaction counts).
         """
         q, budget = self._query(query, namespace=namespace, types=None, max_sensitivity=None,
                                 since=None, until=None, conversation=None,
@@ -414,8 +427,14 @@ class MemoryStore(StoreCore):
                               assemble.evidence_items([(n, float(i), Validity.CURRENT)
                                                        for i, n in enumerate(active)]),
                               budget, self.counter.count)
+        counts: dict[str, Any] = {}
+        if redact:
+            result = redact_text(text, protected=self._protected_phrases(q.namespace),
+                                 analyzer=self.enricher.analyzer)
+            text, counts = result.text, {"redacted": result.spans_redacted,
+                                         "redacted_kinds": sorted(k.value for k in result.kinds)}
         if hits:
-            self._record_access(q.namespace, hits, budget, query)
+            self._record_access(q.namespace, hits, budget, query, counts)
         return text
 
     @_op
@@ -482,7 +501,7 @@ class MemoryStore(StoreCore):
             records = self.backend.get(self._colls[status])
             for i in range(0, len(records), batch_size):
                 chunk = records[i:i + batch_size]
-                texts = [codec.decode_node(r)[0].content for r in chunk]
+                texts = [codec.decode_node(r, self._unseal)[0].content for r in chunk]
                 vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
                 if vecs.shape != (len(chunk), embedder.dim):
                     raise ValidationError(f"embedder {embedder.name!r} returned {vecs.shape}")
@@ -543,6 +562,9 @@ class MemoryStore(StoreCore):
         (:mod:`mars_core.privacy.erasure`). The text leaves active memory, the archive
         and every collection; backends that can rewrite their files are compacted.
         The audit keeps one ``erase`` event per memory, with keyed hashes only.
+        Erasing a whole namespace also erases its privacy preferences. With encryption
+        on (``keys_path``), the keys of every erased record are then destroyed, so what
+        a backend keeps of deleted documents is ciphertext without a key.
 
         Raises:
             ValidationError: no selector, or several.
@@ -562,10 +584,14 @@ class MemoryStore(StoreCore):
         first = len(self.audit)
         by_type = Counter(self._state.nodes[i].type.value for i in plan.erased)
         renamed = self._stage_erase(txn, ns, plan, request, params)
+        keys = [*plan.erased, *renamed, *(self._stage_prefs_erasure(txn, ns) if whole else [])]
         self._commit(txn)
+        if whole:
+            self._prefs.pop(ns, None)
+        shredded = self._shred(keys)  # after the records are gone, never before
         self._prime_centroids([n for n in self._state.nodes.values() if n.namespace == ns])
         return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
-                              tuple(range(first, len(self.audit))), self._purge())
+                              tuple(range(first, len(self.audit))), self._purge(shredded))
 
     @_op
     def preferences(self, namespace: str | None = None) -> PrivacyPreferences:
@@ -702,6 +728,8 @@ class MemoryStore(StoreCore):
             if not self._closed:
                 self._closed = True
                 self.backend.close()
+                if self._cipher is not None:
+                    self._cipher.close()
 
     @property
     def closed(self) -> bool:

@@ -102,7 +102,8 @@ def check_invariants(store: MemoryStore) -> None:
         assert report.ok, report
         assert report.checked == len(events)
         # the persisted chain head agrees with the in-memory log
-        meta = dict(codec.decode_meta(r) for r in store.backend.get(codec.META))
+        unseal = store._unseal  # None unless the store was opened with keys_path
+        meta = dict(codec.decode_meta(r, unseal) for r in store.backend.get(codec.META))
         state = meta.get("state", {"audit_count": 0, "audit_head": GENESIS})
         assert state["audit_count"] == len(store.audit)
         assert state["audit_head"] == store.audit.head
@@ -115,7 +116,7 @@ def check_invariants(store: MemoryStore) -> None:
             assert {r.id for r in records} == ids, f"{coll} differs from the view"
             assert len(records) == len(ids), f"{coll} holds duplicates"
             for rec in records:
-                node, edges = codec.decode_node(rec)
+                node, edges = codec.decode_node(rec, unseal)
                 assert node == nodes[rec.id], f"record {rec.id} differs from the view"
                 assert {e.key for e in edges} == {e.key for e in st.owned.get(rec.id, [])}, (
                     f"edges of record {rec.id} differ from the view")

@@ -596,3 +596,11 @@ def test_public_names_are_pinned() -> None:
             "SensitivityScorer", "detect", "find_protected", "redact", "sensitive_phrases"}
     assert ours <= set(privacy.__all__)
     assert all(hasattr(privacy, name) for name in privacy.__all__)
+
+
+def test_number_first_iberian_addresses() -> None:
+    from mars_core.privacy.detectors import Kind, detect
+
+    for text in ("I live at 12 Rua Augusta, Lisbon", "send it to 5 Calle Mayor please"):
+        assert any(d.kind is Kind.ADDRESS for d in detect(text)), text
+    assert not any(d.kind is Kind.ADDRESS for d in detect("I ran 12 km along the river"))

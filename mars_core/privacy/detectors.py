@@ -569,6 +569,10 @@ _ADDRESS_PATTERNS: tuple[tuple[re.Pattern[str], float], ...] = (
                 r"[A-ZÀ-Þ][\w'’-]+(?:\s+(?:(?:de|del|della|di|do|da|la)\s+)?[A-ZÀ-Þ][\w'’-]+)"
                 r"{0,3},?\s+(?:n[º°o]\.?\s*)?\d{1,4}(?![\w]|\s+(?:times|days|hours|years|minutes))"),
      0.8),
+    # number first, Iberian/Italian street word: "12 Rua Augusta", "5 Calle Mayor"
+    (re.compile(r"(?<![\w.,-])\d{1,4}[A-Za-z]?,?\s+(?:Rua|Avenida|Travessa|Largo|Praça|Calle"
+                r"|Plaza|Paseo|Carrer|Via|Viale|Piazza|Corso)\s+(?:(?:de|del|da|do|dos|das|di|della"
+                r"|la)\s+)*[A-ZÀ-Þ][\w'’-]+(?:\s+[A-ZÀ-Þ][\w'’-]+){0,3}"), 0.8),
     # P.O. boxes
     (re.compile(r"(?i)\bP\.?\s?O\.?\s?Box\s+\d{1,6}\b"), 0.8),
     # UK postcodes: "SW1A 1AA"

@@ -1,0 +1,912 @@
+"""A Chroma vector backend: embedded (in memory or on disk) or a ``chroma run`` server.
+
+:class:`ChromaBackend` stores each collection of the protocol as one Chroma collection
+named ``collection_prefix + name``, in cosine space, with our own (L2-normalised)
+embeddings — Chroma is never asked to embed anything, so it works offline. Scores are
+``1 - cosine distance``.
+
+* **Dimension.** A collection's dimension is kept in its Chroma metadata
+  (``{"mars_dim": dim}``); ``ensure_collection`` with another dimension raises
+  :class:`~mars_core.errors.EmbeddingMismatchError`. Dimension-0 collections (the audit
+  log, the manifest) hold a constant 1-dimensional dummy embedding.
+* **Replace, not merge.** Chroma's ``upsert`` *merges* metadata into a stored record;
+  we send ``None`` for every stored key the new metadata lacks, so an upsert replaces
+  the record, as the protocol says. ``vector=None`` re-sends the stored embedding
+  (Chroma's ``update`` would try to embed the new document).
+* **Filters.** :func:`to_chroma_where` translates the neutral filters. Chroma's
+  ``$ne``/``$nin`` already match records *without* the key (as ``Not`` must), and keep
+  booleans apart from numbers (we expand ``Eq(k, 1)`` to ``1`` or ``True``, as Python
+  compares). Chroma cannot say "the key is missing or not a number", which a negated
+  ``Range`` needs, so a record with a numeric value under ``k`` also carries the hidden
+  flag ``"_mars_num:k": True`` (stripped on read), and "not a number" is
+  ``{"_mars_num:k": {"$ne": True}}``. Scalar flags rather than one list-valued key: list
+  metadata needs Chroma >= 1.1 and, in 1.5.9, a list of a deleted collection resurfaces
+  on a new record that reuses its row (found by this module's property tests).
+  Metadata keys starting with ``_mars_`` are reserved. Chroma 1.5.9 also compares an
+  integer value with a fractional operand as if the operand were truncated
+  (``0 >= 0.5`` is true); :func:`to_chroma_where` adds integral comparisons that undo it.
+* **Batches.** :meth:`ChromaBackend.apply` validates the whole batch, then, when it
+  needs more than one Chroma write, records a write-ahead intent
+  (:mod:`mars_core.backends.wal`) — in fsynced files under the database directory for
+  an embedded database, else in the hidden collection ``<prefix>_wal`` — before
+  applying it, and replays leftover intents on open: a batch is all-or-nothing across
+  crashes (no read isolation). A failure in the middle of a batch leaves its intent;
+  the next write (or the next open) completes it first.
+
+What Chroma keeps physically after a delete: the record leaves the results at once,
+but the bytes stay on disk for a while.
+
+1. Chroma's own write-ahead log, the ``embeddings_queue`` table of ``chroma.sqlite3``,
+   keeps every submitted record — document, metadata, embedding — in plain text
+   (chroma issue #3793). A delete only appends a ``DELETE`` row; the old ``ADD`` rows
+   are purged only after the collection's HNSW segment has persisted past them, which
+   happens every ``sync_threshold`` (default 1000) writes (chroma issue #7659).
+2. The HNSW segment files keep a deleted vector's bytes, marked deleted, until the index
+   is rebuilt.
+3. SQLite reuses freed pages without zeroing them, so purged rows stay readable in the
+   file until a ``VACUUM`` (``chroma vacuum``).
+4. ``delete_collection`` does not cascade to every table in 1.x (chroma issues #4885,
+   #5520); this backend deletes none (the ephemeral one drops its whole database) and
+   keeps no list-valued metadata, which we saw resurface on new records after a drop.
+
+So a delete is not an erasure on disk. The privacy layer adds crypto-shredding on top
+(store ciphertext, destroy the key); this module does not pretend otherwise.
+
+Other limits: one writer per collection set (a lock file guards a persistent
+directory; a server is not guarded); queries above Chroma's brute-force threshold use
+HNSW and are approximate; integers must fit in 64 bits.
+
+Example:
+    >>> import numpy as np
+    >>> from mars_core.backends.base import Eq, Record
+    >>> b = ChromaBackend()                       # ephemeral, private to this instance
+    >>> b.ensure_collection("mem", 3)
+    >>> b.upsert("mem", [Record("a", np.array([1.0, 0.0, 0.0]), "tea", {"namespace": "u1"}),
+    ...                  Record("b", np.array([0.0, 1.0, 0.0]), "coffee", {"namespace": "u2"})])
+    >>> hits = b.query("mem", np.array([1.0, 0.1, 0.0]), k=5, where=Eq("namespace", "u1"))
+    >>> [(h.record.id, h.record.document, round(h.score, 3)) for h in hits]
+    [('a', 'tea', 0.995)]
+    >>> b.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import math
+import os
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Concatenate, Literal, ParamSpec, TypeGuard, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from mars_core.backends._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
+from mars_core.backends._filters import normal_form as _normal_form
+from mars_core.backends._records import (
+    Alive,
+    checked_vector,
+    distinct_ids,
+    merge_records,
+    normalised,
+    prepare_record,
+)
+from mars_core.backends.base import (
+    BackendBase,
+    DeleteOp,
+    Eq,
+    Filter,
+    In,
+    MetaValue,
+    Record,
+    ScoredRecord,
+    UpsertOp,
+    WriteBatch,
+)
+from mars_core.backends.wal import FileIntentStore, IntentStore, Op, WriteAheadLog
+from mars_core.errors import (
+    ConflictError,
+    EmbeddingMismatchError,
+    ExtraNotInstalledError,
+    MarsBackendError,
+    MarsError,
+    NotFoundError,
+    StoreClosedError,
+    ValidationError,
+)
+
+__all__ = ["NUMERIC_FLAG", "RESERVED_PREFIX", "ChromaBackend", "to_chroma_where"]
+
+Vector = npt.NDArray[np.float32]
+Where = dict[str, Any]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+RESERVED_PREFIX = "_mars_"
+"""Metadata keys starting with this are the backend's own."""
+
+NUMERIC_FLAG = "_mars_num:"
+"""Prefix of the hidden flags: ``NUMERIC_FLAG + k`` is True when ``k`` holds a number."""
+
+_NEVER = "_mars_never"
+
+_DIM_KEY = "mars_dim"
+_WAL = "_wal"
+_LOCK = "mars-backend.lock"
+_PAGE = 2_000
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
+_DUMMY = [1.0]
+
+
+# --- filter translation ----------------------------------------------------------------
+
+
+def to_chroma_where(flt: Filter | None) -> Where | None:
+    """Translate a neutral filter into Chroma's ``where`` language.
+
+    Returns ``None`` for "everything". A filter no record can match becomes
+    ``{"_mars_never": {"$eq": True}}`` (a reserved key no record holds); the backend
+    short-cuts it without asking Chroma.
+
+    Raises:
+        ValidationError: ``flt`` is not a well-formed filter.
+
+    Example:
+        >>> from mars_core.backends.base import Not, Range
+        >>> to_chroma_where(Not(Eq("pinned", True)))
+        {'$and': [{'pinned': {'$ne': True}}, {'pinned': {'$ne': 1}}]}
+        >>> to_chroma_where(Not(Range("count", gte=1)))
+        {'$or': [{'_mars_num:count': {'$ne': True}}, {'count': {'$lt': 1}}]}
+    """
+    if flt is None:
+        return None
+    return _emit(_normal_form(flt, _storable_key))
+
+
+_NOTHING: Where = {_NEVER: {"$eq": True}}
+
+
+def _emit(node: Node) -> Where | None:
+    if node == TRUE:
+        return None
+    if node == FALSE:
+        return dict(_NOTHING)
+    return _node(node)
+
+
+def _node(node: Node) -> Where:
+    if isinstance(node, Lit):
+        return _negative(node.leaf) if node.negated else _positive(node.leaf)
+    parts = [_node(item) for item in node.items]
+    return _join("$and" if isinstance(node, Conj) else "$or", parts)
+
+
+def _join(op: str, parts: list[Where]) -> Where:
+    flat: list[Where] = []
+    for part in parts:
+        flat.extend(part[op] if set(part) == {op} else [part])
+    return flat[0] if len(flat) == 1 else {op: flat}
+
+
+def _groups(values: Sequence[MetaValue]) -> list[list[MetaValue]]:
+    """Literals equal to any of ``values``, grouped by Chroma type (``$in`` needs one)."""
+    by_type: dict[type, list[MetaValue]] = {}
+    for value in values:
+        for lit in equal_literals(value):
+            bucket = by_type.setdefault(type(lit), [])
+            if lit not in bucket:  # one type per bucket, so `in` cannot mix True and 1
+                bucket.append(lit)
+    return [by_type[t] for t in (str, bool, int, float) if t in by_type]
+
+
+def _fractional(value: MetaValue) -> TypeGuard[float]:
+    return isinstance(value, float) and not value.is_integer()
+
+
+def _positive(leaf: Leaf) -> Where:
+    key = leaf.key
+    if isinstance(leaf, Eq | In):
+        values = (leaf.value,) if isinstance(leaf, Eq) else tuple(leaf.values)
+        exact = [v for v in values if not _fractional(v)]
+        parts = [
+            {key: {"$eq": g[0]}} if len(g) == 1 else {key: {"$in": g}} for g in _groups(exact)
+        ]
+        for v in values:  # v == 0.5 as 0.5 <= v <= 0.5, with the comparisons repaired
+            if _fractional(v):
+                parts.append(_join("$and", [_compare(key, "$gte", v), _compare(key, "$lte", v)]))
+        return _join("$or", parts)
+    bounds = [(op, b) for op, b in (("$gt", leaf.gt), ("$gte", leaf.gte),
+                                    ("$lt", leaf.lt), ("$lte", leaf.lte)) if b is not None]
+    if not bounds:  # "is a number": every number is >= 0 or < 0
+        return {"$or": [{key: {"$gte": 0}}, {key: {"$lt": 0}}]}
+    return _join("$and", [_compare(key, op, b) for op, b in bounds])
+
+
+def _negative(leaf: Leaf) -> Where:
+    key = leaf.key
+    not_number: Where = {NUMERIC_FLAG + key: {"$ne": True}}
+    if isinstance(leaf, Eq | In):
+        values = (leaf.value,) if isinstance(leaf, Eq) else tuple(leaf.values)
+        exact = [v for v in values if not _fractional(v)]
+        parts: list[Where] = [
+            {key: {"$ne": g[0]}} if len(g) == 1 else {key: {"$nin": g}} for g in _groups(exact)
+        ]
+        for v in values:
+            if _fractional(v):
+                parts.append(_join("$or", [not_number, _compare(key, "$lt", v),
+                                           _compare(key, "$gt", v)]))
+        return _join("$and", parts)
+    parts = [not_number]
+    for op, b in (("$lte", leaf.gt), ("$lt", leaf.gte), ("$gte", leaf.lt), ("$gt", leaf.lte)):
+        if b is not None:
+            parts.append(_compare(key, op, b))
+    return _join("$or", parts)
+
+
+def _compare(key: str, op: str, bound: float) -> Where:
+    """``key <op> bound``, repairing Chroma 1.5's comparison of integers with fractions.
+
+    Chroma compares an *integer* value with a fractional operand as if the operand were
+    truncated toward zero (``0 >= 0.5`` holds, ``0 < 0.5`` does not). Where that changes
+    the answer we add a comparison with an integral operand, which Chroma gets right for
+    integers and floats alike, chosen so that floats keep the exact answer.
+    """
+    raw: Where = {key: {op: bound}}
+    if not _fractional(bound):
+        return raw
+    floor = math.floor(bound)
+    ceil = floor + 1
+    positive = bound > 0  # Chroma uses floor for positive operands, ceil for negative
+    if op == "$gte" and positive:  # ints got v >= floor; want v > floor
+        return {"$and": [raw, {key: {"$gt": floor}}]}
+    if op == "$lte" and not positive:  # ints got v <= ceil; want v < ceil
+        return {"$and": [raw, {key: {"$lt": ceil}}]}
+    if op == "$gt" and not positive:  # ints got v > ceil; want v >= ceil
+        return {"$or": [raw, {key: {"$eq": ceil}}]}
+    if op == "$lt" and positive:  # ints got v < floor; want v <= floor
+        return {"$or": [raw, {key: {"$eq": floor}}]}
+    return raw
+
+
+def _storable_key(key: str) -> bool:
+    """Whether a record can hold ``key`` (the others match no positive leaf)."""
+    return bool(key) and not key.startswith(("$", "#", "chroma:", RESERVED_PREFIX))
+
+
+# --- the backend -----------------------------------------------------------------------
+
+
+def _import_chromadb() -> Any:
+    try:
+        import chromadb
+    except ImportError as exc:
+        raise ExtraNotInstalledError("chroma", "chromadb") from exc
+    return chromadb
+
+
+def _guarded(
+    method: Callable[Concatenate[ChromaBackend, _P], _R],
+) -> Callable[Concatenate[ChromaBackend, _P], _R]:
+    @functools.wraps(method)
+    def wrapper(self: ChromaBackend, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError("this Chroma backend is closed; open a new one")
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def _client_errors(action: str) -> Iterator[None]:
+    """Wrap anything the Chroma client raises as :class:`MarsBackendError`."""
+    try:
+        yield
+    except MarsError:
+        raise
+    except Exception as exc:
+        raise MarsBackendError(
+            f"Chroma could not {action}: {exc}. Check that the Chroma directory is "
+            "writable or the server is reachable, then retry; an unfinished batch is "
+            "completed by the next write or the next open"
+        ) from exc
+
+
+class _Coll:
+    """A cached Chroma collection handle and its dimension."""
+
+    __slots__ = ("dim", "handle")
+
+    def __init__(self, handle: Any, dim: int) -> None:
+        self.handle = handle
+        self.dim = dim
+
+
+class ChromaBackend(BackendBase):
+    """The :class:`~mars_core.backends.base.VectorBackend` protocol over Chroma.
+
+    Pick one way to reach Chroma (none: an ephemeral in-memory database private to this
+    instance):
+
+    Args:
+        client: an existing ``chromadb`` client (not closed by :meth:`close`).
+        path: a directory for an embedded persistent database (``PersistentClient``);
+            guarded by a lock file, so one backend at a time uses it.
+        host: a Chroma server (``chroma run --path DIR --port N``), via ``HttpClient``.
+        port: the server's port (default 8000).
+        collection_prefix: prepended to every collection name, so several stores can
+            share one server.
+        intents: where write-ahead intents go: ``"file"`` (fsynced files in
+            ``path/<prefix>wal-intents``, the default with ``path=``; about 0.5 ms per
+            batch), or ``"collection"`` (the hidden ``<prefix>_wal`` collection, the
+            default otherwise; two more Chroma writes, ~15 ms, per batch).
+        recover: replay write-ahead intents left by a crash when opening.
+
+    Raises:
+        ExtraNotInstalledError: ``chromadb`` is not installed.
+        ConflictError: another backend holds ``path``.
+        MarsBackendError: Chroma could not be opened or reached.
+
+    Example:
+        >>> from mars_core.backends.base import Record
+        >>> with ChromaBackend() as b:
+        ...     b.ensure_collection("audit", 0)
+        ...     b.upsert("audit", [Record("e1", None, "created", {"op": "add"})])
+        ...     [r.document for r in b.get("audit")]
+        ['created']
+    """
+
+    name = "chroma"
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        host: str | None = None,
+        port: int | None = None,
+        collection_prefix: str = "mars_",
+        intents: Literal["auto", "collection", "file"] = "auto",
+        recover: bool = True,
+    ) -> None:
+        if sum(x is not None for x in (client, path, host)) > 1:
+            raise ValidationError("pass at most one of client=, path= and host=")
+        if port is not None and host is None:
+            raise ValidationError("port= needs host=")
+        if intents not in ("auto", "collection", "file") or (intents == "file" and path is None):
+            raise ValidationError("intents must be 'auto', 'collection' or 'file' (needs path=)")
+        if not isinstance(collection_prefix, str):
+            raise ValidationError("collection_prefix must be a string")
+        self._lock = threading.RLock()
+        self._closed = False
+        self._prefix = collection_prefix
+        self._cols: dict[str, _Coll] = {}
+        self._lock_fd: int | None = None
+        self._database: str | None = None
+        self._owns_client = client is None
+        self._dirty = False
+        self.location = "client"
+        try:
+            self._client = client if client is not None else self._connect(path, host, port)
+            with _client_errors("read its batch size limit"):
+                self._max_batch = max(1, int(self._client.get_max_batch_size()))
+            self._check_name(_WAL, reserved_ok=True)
+            with self._lock:
+                if path is not None and intents != "collection":
+                    with _client_errors("open the write-ahead directory"):
+                        store: IntentStore = FileIntentStore(
+                            Path(path) / f"{self._prefix}wal-intents")
+                else:
+                    self._ensure(_WAL, 0)
+                    store = _IntentCollection(self)
+                self._wal = WriteAheadLog(store)
+                if recover:
+                    self._recover()
+        except BaseException:
+            self._release()
+            raise
+
+    def _connect(self, path: str | os.PathLike[str] | None, host: str | None,
+                 port: int | None) -> Any:
+        chromadb = _import_chromadb()
+        from chromadb.config import Settings
+
+        settings = Settings(anonymized_telemetry=False)
+        if path is not None:
+            directory = Path(path)
+            self._take_lock(directory)
+            self.location = str(directory)
+            with _client_errors(f"open the database at {directory}"):
+                return chromadb.PersistentClient(path=str(directory), settings=settings)
+        if host is not None:
+            self.location = f"http://{host}:{port or 8000}"
+            with _client_errors(
+                f"reach the server at {self.location} (start one with "
+                "`chroma run --path DIR --port N`)"
+            ):
+                client = chromadb.HttpClient(host=host, port=port or 8000, settings=settings)
+                client.heartbeat()
+            return client
+        self.location = "memory"
+        self._database = f"mars_{uuid.uuid4().hex}"
+        with _client_errors("create an ephemeral database"):
+            chromadb.AdminClient(Settings(anonymized_telemetry=False, is_persistent=False)
+                                 ).create_database(self._database)
+            return chromadb.EphemeralClient(settings=settings, database=self._database)
+
+    def _take_lock(self, directory: Path) -> None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(directory / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise MarsBackendError(
+                f"cannot use {directory} for a Chroma database: {exc}; pass a writable directory"
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise ConflictError(
+                f"another Chroma backend has {directory} open; close it first"
+            ) from exc
+        self._lock_fd = fd
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._cols)} collections"
+        return f"ChromaBackend({self.location!r}, prefix={self._prefix!r}, {state})"
+
+    def __enter__(self) -> ChromaBackend:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- protocol ---------------------------------------------------------------------
+
+    @_guarded
+    def ensure_collection(self, collection: str, dim: int) -> None:
+        """Create ``collection`` with dimension ``dim`` (0: no vectors) if it is missing.
+
+        Raises:
+            ValidationError: bad dimension, or a name Chroma cannot hold (3–512
+                characters from ``[A-Za-z0-9._-]`` with the prefix, alphanumeric ends).
+            EmbeddingMismatchError: the collection exists with another dimension.
+        """
+        self._check_name(collection)
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+            raise ValidationError(f"dim must be an int >= 0, got {dim!r}")
+        self._ensure(collection, dim)
+
+    @_guarded
+    def upsert(self, collection: str, records: Sequence[Record]) -> None:
+        """Insert or replace records; ``vector=None`` keeps an existing record's vector.
+
+        Validated whole first (on any error nothing changes); the same id twice: the
+        last one wins.
+
+        Raises:
+            NotFoundError: unknown collection.
+            EmbeddingMismatchError: a vector of the wrong dimension.
+            ValidationError: a bad record.
+        """
+        self._write([UpsertOp(collection, tuple(records))])
+
+    @_guarded
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete records by id; missing ids are a no-op.
+
+        Raises:
+            NotFoundError: unknown collection.
+        """
+        self._write([DeleteOp(collection, tuple(_check_ids(ids)))])
+
+    @_guarded
+    def apply(self, batch: WriteBatch) -> None:
+        """Apply a batch all-or-nothing (validated whole; write-ahead intent; replay).
+
+        Raises:
+            NotFoundError, EmbeddingMismatchError, ValidationError: as for ``upsert``;
+                nothing of the batch is applied.
+            MarsBackendError: Chroma failed part-way; the batch is completed by the
+                next write or the next open.
+        """
+        if not isinstance(batch, WriteBatch):
+            raise ValidationError(f"apply() takes a WriteBatch, got {type(batch).__name__}")
+        self._write(batch.ops)
+
+    @_guarded
+    def query(
+        self,
+        collection: str,
+        vector: Vector | Sequence[float],
+        k: int,
+        where: Filter | None = None,
+    ) -> list[ScoredRecord]:
+        """The ``k`` records most similar (cosine) to ``vector`` that match ``where``.
+
+        Sorted by score descending, then id ascending. Records carry no vector.
+
+        Raises:
+            NotFoundError: unknown collection.
+            EmbeddingMismatchError: ``vector`` has the wrong dimension.
+            ValidationError: bad ``k``, vector or filter, or a collection without vectors.
+        """
+        col = self._collection(collection)
+        if col.dim == 0:
+            raise ValidationError(
+                f"collection {collection!r} has no vectors; use get(where=...) instead"
+            )
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValidationError(f"k must be an int >= 0, got {k!r}")
+        q = normalised(checked_vector(vector, col.dim, collection))
+        node = TRUE if where is None else _normal_form(where, _storable_key)
+        if k == 0 or node == FALSE:
+            return []
+        with _client_errors(f"query collection {collection!r}"):
+            if k > _PAGE:
+                k = max(1, min(k, int(col.handle.count())))
+            res = col.handle.query(
+                query_embeddings=[q.tolist()], n_results=k, where=_emit(node),
+                include=["documents", "metadatas", "distances"],
+            )
+        hits = [
+            ScoredRecord(Record(rid, None, doc or "", _read_meta(meta)), 1.0 - float(dist))
+            for rid, doc, meta, dist in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
+                strict=True,
+            )
+        ]
+        hits.sort(key=lambda h: (-h.score, h.record.id))
+        return hits
+
+    @_guarded
+    def get(
+        self,
+        collection: str,
+        ids: Sequence[str] | None = None,
+        where: Filter | None = None,
+        *,
+        with_vectors: bool = False,
+    ) -> list[Record]:
+        """Records by id (in the order given, missing and repeated ids skipped) and/or filter.
+
+        Without ``ids`` the records come in Chroma's storage order (insertion order
+        until deletes reuse space).
+
+        Raises:
+            NotFoundError: unknown collection.
+            ValidationError: bad ids or filter.
+        """
+        col = self._collection(collection)
+        node = TRUE if where is None else _normal_form(where, _storable_key)
+        wanted = None if ids is None else list(dict.fromkeys(_check_ids(ids)))
+        if node == FALSE or wanted == []:
+            return []
+        include = ["documents", "metadatas"] + (["embeddings"] if with_vectors else [])
+        found = self._fetch(col, collection, wanted, _emit(node), include)
+        if wanted is None:
+            return found
+        by_id = {r.id: r for r in found}
+        return [by_id[i] for i in wanted if i in by_id]
+
+    def close(self) -> None:
+        """Release the client (if this backend created it) and the lock; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:
+        client = getattr(self, "_client", None)
+        if self._owns_client and client is not None:
+            with contextlib.suppress(Exception):  # closing is best effort
+                if self._database is not None:
+                    from chromadb import AdminClient
+                    from chromadb.config import Settings
+
+                    AdminClient(Settings(anonymized_telemetry=False, is_persistent=False)
+                                ).delete_database(self._database)
+            with contextlib.suppress(Exception):
+                client.close()
+        self._cols.clear()
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # --- collections -------------------------------------------------------------------
+
+    def _check_name(self, collection: object, *, reserved_ok: bool = False) -> None:
+        if not isinstance(collection, str) or not collection:
+            raise ValidationError("a collection name must be a non-empty string")
+        if collection == _WAL and not reserved_ok:
+            raise ValidationError(f"collection name {_WAL!r} is reserved for write-ahead intents")
+        if not _NAME.match(self._prefix + collection):
+            raise ValidationError(
+                f"Chroma cannot name a collection {self._prefix + collection!r}: use 3-512 "
+                "characters from [A-Za-z0-9._-] that start and end with a letter or digit"
+            )
+
+    def _ensure(self, collection: str, dim: int) -> None:
+        existing = self._lookup(collection)
+        if existing is None:
+            full = self._prefix + collection
+            with _client_errors(f"create collection {full!r}"):
+                try:
+                    handle = self._client.create_collection(
+                        full, metadata={_DIM_KEY: dim},
+                        configuration={"hnsw": {"space": "cosine"}}, embedding_function=None,
+                    )
+                except Exception:  # created concurrently by someone else?
+                    if self._lookup(collection) is None:
+                        raise
+                else:
+                    self._cols[collection] = _Coll(handle, dim)
+            existing = self._cols[collection]
+        if existing.dim != dim:
+            raise EmbeddingMismatchError(
+                f"collection {collection!r} has dimension {existing.dim}, not {dim}; use the "
+                "embedder the store was built with, or re-embed into a new store "
+                "(store.reembed(...)) or another collection_prefix"
+            )
+
+    def _lookup(self, collection: str) -> _Coll | None:
+        cached = self._cols.get(collection)
+        if cached is not None:
+            return cached
+        from chromadb.errors import NotFoundError as ChromaNotFound
+
+        full = self._prefix + collection
+        with _client_errors(f"open collection {full!r}"):
+            try:
+                handle = self._client.get_collection(full, embedding_function=None)
+            except ChromaNotFound:
+                return None
+        dim = (handle.metadata or {}).get(_DIM_KEY)
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise MarsBackendError(
+                f"Chroma collection {full!r} was not created by mars-memory (no {_DIM_KEY!r} "
+                "in its metadata); choose another collection_prefix"
+            )
+        self._cols[collection] = _Coll(handle, dim)
+        return self._cols[collection]
+
+    def _collection(self, collection: str) -> _Coll:
+        if not isinstance(collection, str) or not collection or collection == _WAL:
+            raise NotFoundError(f"collection {collection!r} does not exist")
+        col = self._lookup(collection)
+        if col is None:
+            raise NotFoundError(
+                f"collection {collection!r} does not exist; call ensure_collection() first"
+            )
+        return col
+
+    # --- reads -------------------------------------------------------------------------
+
+    def _fetch(self, col: _Coll, collection: str, ids: list[str] | None, where: Where | None,
+               include: list[str]) -> list[Record]:
+        out: list[Record] = []
+        with _client_errors(f"read collection {collection!r}"):
+            if ids is not None:
+                for i in range(0, len(ids), self._max_batch):
+                    res = col.handle.get(ids=ids[i:i + self._max_batch], where=where,
+                                         include=include)
+                    out += _records(res, col.dim)
+                return out
+            offset = 0
+            while True:
+                res = col.handle.get(where=where, include=include, limit=_PAGE, offset=offset)
+                page = _records(res, col.dim)
+                out += page
+                if len(page) < _PAGE:
+                    return out
+                offset += _PAGE
+
+    # --- writes ------------------------------------------------------------------------
+
+    def _write(self, ops: Sequence[Op]) -> None:
+        """Validate ``ops`` whole, then apply them (through an intent when it takes >1 write)."""
+        if self._dirty:
+            self._recover()
+        prepared = self._prepare(ops)
+        if not prepared:
+            return
+        writes = sum(-(-distinct_ids(op) // self._max_batch) for op in prepared)
+        if writes <= 1:
+            self._apply(prepared, replay=False)
+            return
+        with _client_errors("record a write-ahead intent"):
+            intent = self._wal.begin(prepared)
+        self._dirty = True
+        self._apply(prepared, replay=False)
+        with _client_errors("delete a write-ahead intent"):
+            self._wal.commit(intent)
+        self._dirty = False
+
+    def _recover(self) -> None:
+        with _client_errors("replay unfinished write-ahead intents"):
+            self._wal.recover(lambda ops: self._apply(ops, replay=True))
+        self._dirty = False
+
+    def _prepare(self, ops: Sequence[Op]) -> list[Op]:
+        """Validate and normalise; ``alive`` follows ids created/deleted earlier in ``ops``."""
+        for op in ops:
+            if not isinstance(op, UpsertOp | DeleteOp):
+                raise ValidationError(f"unknown batch operation {op!r}")
+        cols = {op.collection: self._collection(op.collection) for op in ops}
+        alive = self._existing_kept_vector_ids(ops, cols)
+        out: list[Op] = []
+        for op in ops:
+            col = cols[op.collection]
+            if isinstance(op, DeleteOp):
+                ids = tuple(_check_ids(op.ids))
+                alive.update(((op.collection, i), False) for i in ids)
+                if ids:
+                    out.append(DeleteOp(op.collection, ids))
+                continue
+            recs = tuple(
+                prepare_record(r, dim=col.dim, collection=op.collection, alive=alive,
+                               check_id=_check_id, storable_key=_storable_key,
+                               reserved=f"keys starting with '#', 'chroma:' or {RESERVED_PREFIX!r}")
+                for r in op.records
+            )
+            if recs:
+                out.append(UpsertOp(op.collection, recs))
+        return out
+
+    def _existing_kept_vector_ids(
+        self, ops: Sequence[Op], cols: Mapping[str, _Coll]
+    ) -> Alive:
+        """Which ids of ``vector=None`` upserts exist now (one read per collection)."""
+        asked: dict[str, list[str]] = {}
+        for op in ops:
+            if isinstance(op, UpsertOp) and cols[op.collection].dim:
+                asked.setdefault(op.collection, []).extend(
+                    r.id for r in op.records
+                    if isinstance(r, Record) and r.vector is None and isinstance(r.id, str)
+                    and r.id
+                )
+        alive: Alive = {}
+        for name, ids in asked.items():
+            if ids:
+                found = self._fetch(cols[name], name, list(dict.fromkeys(ids)), None, [])
+                alive.update(((name, r.id), True) for r in found)
+        return alive
+
+    def _apply(self, ops: Sequence[Op], *, replay: bool) -> None:
+        for op in ops:
+            col = self._lookup(op.collection)
+            if col is None:  # dropped since the intent was written: nothing left to change
+                continue
+            with _client_errors(f"write collection {op.collection!r}"):
+                if isinstance(op, DeleteOp):
+                    for i in range(0, len(op.ids), self._max_batch):
+                        col.handle.delete(ids=list(op.ids[i:i + self._max_batch]))
+                else:
+                    self._put(col, op.records, replay=replay)
+
+    def _put(self, col: _Coll, records: Sequence[Record], *, replay: bool) -> None:
+        rows = merge_records(records)
+        for i in range(0, len(rows), self._max_batch):
+            self._put_chunk(col, rows[i:i + self._max_batch], replay=replay)
+
+    def _put_chunk(self, col: _Coll, rows: list[Record], *, replay: bool) -> None:
+        need_vectors = col.dim > 0 and any(r.vector is None for r in rows)
+        include = ["metadatas"] + (["embeddings"] if need_vectors else [])
+        res = col.handle.get(ids=[r.id for r in rows], include=include)
+        stored_meta = dict(zip(res["ids"], res["metadatas"], strict=True))
+        stored_vec: dict[str, Any] = {}
+        if need_vectors:
+            stored_vec = dict(zip(res["ids"], res["embeddings"], strict=True))
+        ids, embeddings, documents, metadatas = [], [], [], []
+        for rec in rows:
+            if col.dim == 0:
+                emb: Any = _DUMMY
+            elif rec.vector is not None:
+                emb = rec.vector.tolist()
+            elif rec.id in stored_vec:
+                emb = np.asarray(stored_vec[rec.id], dtype=np.float32).tolist()
+            elif replay:
+                continue  # deleted later in the replayed batch (see wal.py)
+            else:
+                raise MarsBackendError(
+                    f"record {rec.id!r} was deleted by someone else while this write ran; "
+                    "retry the operation"
+                )
+            ids.append(rec.id)
+            embeddings.append(emb)
+            documents.append(rec.document)
+            metadatas.append(_write_meta(rec.metadata, stored_meta.get(rec.id)))
+        if ids:
+            col.handle.upsert(ids=ids, embeddings=embeddings, documents=documents,
+                              metadatas=metadatas)
+
+
+class _IntentCollection:
+    """The :class:`~mars_core.backends.wal.IntentStore` of a :class:`ChromaBackend`."""
+
+    def __init__(self, backend: ChromaBackend) -> None:
+        self._backend = backend
+
+    def _handle(self) -> Any:
+        col = self._backend._lookup(_WAL)
+        if col is None:
+            raise MarsBackendError(
+                f"the write-ahead collection {_WAL!r} vanished; reopen the backend"
+            )
+        return col.handle
+
+    def write_intent(self, records: Sequence[Record]) -> None:
+        handle, step = self._handle(), self._backend._max_batch
+        for i in range(0, len(records), step):
+            part = records[i:i + step]
+            handle.upsert(ids=[r.id for r in part], embeddings=[_DUMMY] * len(part),
+                          documents=[r.document for r in part],
+                          metadatas=[dict(r.metadata) for r in part])
+
+    def read_intents(self) -> list[Record]:
+        res = self._handle().get(include=["documents", "metadatas"])
+        return _records(res, 0)
+
+    def delete_intents(self, ids: Sequence[str]) -> None:
+        handle, step = self._handle(), self._backend._max_batch
+        for i in range(0, len(ids), step):
+            handle.delete(ids=list(ids[i:i + step]))
+
+
+# --- record conversion -------------------------------------------------------------------
+
+
+def _check_ids(ids: Sequence[str]) -> Sequence[str]:
+    if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
+        raise ValidationError("ids must be a sequence of non-empty strings")
+    return ids
+
+
+def _check_id(rid: object) -> None:
+    if not isinstance(rid, str) or not rid:
+        raise ValidationError(f"record id {rid!r} must be a non-empty string")
+
+
+def _write_meta(meta: Mapping[str, MetaValue],
+                stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Chroma metadata replacing ``stored``: new keys, hidden flags, ``None`` for the rest."""
+    out: dict[str, Any] = dict(meta)
+    for k, v in meta.items():
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            out[NUMERIC_FLAG + k] = True
+    for key in stored or {}:
+        out.setdefault(key, None)
+    return out or None
+
+
+def _read_meta(meta: Mapping[str, Any] | None) -> dict[str, MetaValue]:
+    return {k: v for k, v in (meta or {}).items()
+            if not k.startswith(RESERVED_PREFIX) and v is not None}
+
+
+def _records(res: Mapping[str, Any], dim: int) -> list[Record]:
+    ids = res["ids"]
+    docs = res.get("documents") or [None] * len(ids)
+    metas = res.get("metadatas") or [None] * len(ids)
+    embs = res.get("embeddings")
+    out = []
+    for i, rid in enumerate(ids):
+        vec = None
+        if dim and embs is not None:
+            vec = np.array(embs[i], dtype=np.float32)
+        out.append(Record(rid, vec, docs[i] or "", _read_meta(metas[i])))
+    return out

@@ -1,0 +1,601 @@
+"""ChromaBackend: the filter translator, the conformance suite (ephemeral, persistent and a
+real ``chroma run`` server), the write-ahead intents, and whole stores on Chroma."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+from backend_roundtrip import store_round
+from chroma_server import chroma_server_fixture  # noqa: F401  (registers `chroma_server`)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mars_core.backends.base import (
+    And,
+    DeleteOp,
+    Eq,
+    Filter,
+    In,
+    MetaValue,
+    Not,
+    Or,
+    Range,
+    Record,
+    UpsertOp,
+    VectorBackend,
+    WriteBatch,
+    matches,
+)
+from mars_core.backends.chroma import NUMERIC_FLAG, ChromaBackend, to_chroma_where
+from mars_core.backends.memory import InMemoryBackend
+from mars_core.clock import FakeClock
+from mars_core.errors import (
+    ConflictError,
+    CorruptStoreError,
+    EmbeddingMismatchError,
+    MarsBackendError,
+    StoreClosedError,
+    ValidationError,
+)
+from mars_core.store import MemoryStore
+from mars_core.testing import VectorBackendConformance
+
+if TYPE_CHECKING:
+    from chroma_server import ChromaServer
+
+needs_chroma = pytest.mark.skipif(
+    importlib.util.find_spec("chromadb") is None,
+    reason="chromadb is not installed (pip install 'mars-memory[chroma]')",
+)
+
+
+def uid(n: int) -> str:
+    return str(uuid.UUID(int=n + 1))
+
+
+def vec(*head: float, dim: int = 4) -> np.ndarray:
+    return np.array([*head, *([0.0] * (dim - len(head)))], dtype=np.float32)
+
+
+# --- a reference evaluator of Chroma's where language -----------------------------------
+# It encodes what Chroma 1.5 does (checked against the real thing below): booleans never
+# equal numbers, ints and floats compare numerically, $ne/$nin/$not_contains hold when the
+# key is missing, range operators see only numbers. It also rejects shapes Chroma refuses.
+
+
+def _same(stored: Any, value: Any) -> bool:
+    if isinstance(stored, bool) or isinstance(value, bool):
+        return isinstance(stored, bool) and isinstance(value, bool) and stored == value
+    if isinstance(stored, str) or isinstance(value, str):
+        return isinstance(stored, str) and isinstance(value, str) and stored == value
+    return bool(stored == value)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def chroma_eval(where: dict[str, Any], meta: dict[str, Any]) -> bool:
+    assert len(where) == 1, where
+    ((key, cond),) = where.items()
+    if key in ("$and", "$or"):
+        assert isinstance(cond, list) and len(cond) >= 2, where
+        results = [chroma_eval(c, meta) for c in cond]
+        return all(results) if key == "$and" else any(results)
+    assert not key.startswith("$")
+    if not isinstance(cond, dict):
+        cond = {"$eq": cond}
+    assert len(cond) == 1, cond
+    ((op, value),) = cond.items()
+    present, stored = key in meta, meta.get(key)
+    if op in ("$in", "$nin"):
+        assert value and len({type(v) for v in value}) == 1, value
+        assert all(not isinstance(v, float) or v.is_integer() for v in value), value
+        hit = present and any(_same(stored, v) for v in value)
+        return hit if op == "$in" else not hit
+    if op in ("$contains", "$not_contains"):
+        hit = present and isinstance(stored, list) and any(_same(s, value) for s in stored)
+        return hit if op == "$contains" else not hit
+    if op in ("$eq", "$ne"):
+        assert not isinstance(value, float) or value.is_integer(), cond  # truncated for ints
+        hit = present and not isinstance(stored, list) and _same(stored, value)
+        return hit if op == "$eq" else not hit
+    assert _is_number(value), cond
+    if not present or not _is_number(stored):
+        return False
+    if isinstance(stored, int):  # Chroma 1.5.9 truncates a fractional operand for ints
+        value = math.trunc(value)
+    return bool({"$gt": stored > value, "$gte": stored >= value,
+                 "$lt": stored < value, "$lte": stored <= value}[op])
+
+
+def stored_form(meta: dict[str, MetaValue]) -> dict[str, Any]:
+    """Metadata as the backend stores it (with the hidden numeric flags)."""
+    return {**meta, **{NUMERIC_FLAG + k: True for k, v in meta.items() if _is_number(v)}}
+
+
+def where_matches(flt: Filter, meta: dict[str, MetaValue]) -> bool:
+    where = to_chroma_where(flt)
+    return True if where is None else chroma_eval(where, stored_form(meta))
+
+
+KEYS = ("namespace", "type", "n", "flag", "a.b")
+scalars = st.one_of(
+    st.sampled_from(["a", "b", "1", "True", ""]),
+    st.integers(-2, 2),
+    st.sampled_from([0.0, 1.0, 0.5, -1.5, 2.0]),
+    st.booleans(),
+)
+metadata = st.dictionaries(st.sampled_from(KEYS), scalars, max_size=4)
+bound = st.one_of(st.none(), st.sampled_from([-1.0, 0.0, 0.5, 1, 2.0, math.inf, -math.inf]))
+leaves = st.one_of(
+    st.builds(Eq, st.sampled_from(KEYS), scalars),
+    st.builds(In, st.sampled_from(KEYS), st.lists(scalars, max_size=4).map(tuple)),
+    st.builds(Range, st.sampled_from(KEYS), bound, bound, bound, bound),
+)
+filters: st.SearchStrategy[Filter] = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.builds(And, st.lists(inner, max_size=3).map(tuple)),
+        st.builds(Or, st.lists(inner, max_size=3).map(tuple)),
+        st.builds(Not, inner),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(flt=filters, metas=st.lists(metadata, min_size=1, max_size=12))
+def test_translation_agrees_with_matches(flt: Filter, metas: list[dict[str, MetaValue]]) -> None:
+    for meta in metas:
+        assert where_matches(flt, meta) == matches(flt, meta), (flt, meta, to_chroma_where(flt))
+
+
+def test_translation_examples() -> None:
+    assert to_chroma_where(None) is None
+    assert to_chroma_where(And(())) is None
+    assert to_chroma_where(Eq("ns", "u1")) == {"ns": {"$eq": "u1"}}
+    assert to_chroma_where(Eq("n", 2)) == {"n": {"$eq": 2}}
+    assert to_chroma_where(Eq("n", 1)) == {"$or": [{"n": {"$eq": True}}, {"n": {"$eq": 1}}]}
+    assert to_chroma_where(In("t", ("a", "b", "a"))) == {"t": {"$in": ["a", "b"]}}
+    assert to_chroma_where(Not(In("t", ("a", "b", 2)))) == {
+        "$and": [{"t": {"$nin": ["a", "b"]}}, {"t": {"$ne": 2}}]}
+    assert to_chroma_where(Range("s", gte=-2, lt=3.0)) == {
+        "$and": [{"s": {"$gte": -2}}, {"s": {"$lt": 3.0}}]}
+    assert to_chroma_where(Range("s", lte=0.5)) == {"s": {"$lte": 0.5}}
+    assert to_chroma_where(Range("s", gte=0.5)) == {  # repairs Chroma's truncation for ints
+        "$and": [{"s": {"$gte": 0.5}}, {"s": {"$gt": 0}}]}
+    assert to_chroma_where(Not(Range("s", gt=1))) == {
+        "$or": [{NUMERIC_FLAG + "s": {"$ne": True}}, {"s": {"$lte": 1}}]}
+    nothing = to_chroma_where(Or(()))
+    assert nothing is not None and not chroma_eval(nothing, stored_form({"s": 1}))
+    assert to_chroma_where(Not(Eq("#k", 1))) is None  # no record can hold "#k"
+    with pytest.raises(ValidationError):
+        to_chroma_where("namespace = 'u1'")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        to_chroma_where(Eq("n", [1, 2]))  # type: ignore[arg-type]
+
+
+@needs_chroma
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(flts=st.lists(filters, min_size=1, max_size=6),
+       metas=st.lists(metadata, min_size=1, max_size=15))
+def test_translation_agrees_with_real_chroma(
+    flts: list[Filter], metas: list[dict[str, MetaValue]]
+) -> None:
+    with ChromaBackend() as b:
+        b.ensure_collection("props", 2)
+        b.upsert("props", [Record(uid(i), vec(1.0, i, dim=2), "", m) for i, m in enumerate(metas)])
+        for flt in flts:
+            expected = {uid(i) for i, m in enumerate(metas) if matches(flt, m)}
+            assert {r.id for r in b.get("props", where=flt)} == expected, flt
+            hits = b.query("props", vec(1.0, dim=2), k=len(metas), where=flt)
+            assert {h.record.id for h in hits} == expected, flt
+
+
+# --- the conformance suite ----------------------------------------------------------------
+
+
+@needs_chroma
+class TestChromaEphemeral(VectorBackendConformance):
+    atomic_apply = True
+
+    def make_backend(self, path: pathlib.Path) -> VectorBackend:
+        return ChromaBackend()
+
+
+@needs_chroma
+class TestChromaPersistent(VectorBackendConformance):
+    persistent = True
+    atomic_apply = True
+
+    def make_backend(self, path: pathlib.Path) -> VectorBackend:
+        return ChromaBackend(path=path)
+
+
+@needs_chroma
+class TestChromaHTTP(VectorBackendConformance):
+    persistent = True  # the server keeps the data; each test path gets its own prefix
+    atomic_apply = True
+    server: ChromaServer
+
+    @pytest.fixture(autouse=True)
+    def _server(self, chroma_server: ChromaServer) -> None:
+        self.server = chroma_server
+
+    def make_backend(self, path: pathlib.Path) -> VectorBackend:
+        return ChromaBackend(host=self.server.host, port=self.server.port,
+                             collection_prefix=self.server.prefix_for(path))
+
+
+# --- Chroma specifics ---------------------------------------------------------------------
+
+
+@needs_chroma
+def test_ephemeral_backends_are_isolated() -> None:
+    with ChromaBackend() as a, ChromaBackend() as b:
+        a.ensure_collection("mem", 4)
+        a.upsert("mem", [Record(uid(1), vec(1.0), "only in a", {})])
+        b.ensure_collection("mem", 4)
+        assert b.get("mem") == []
+        assert [r.document for r in a.get("mem")] == ["only in a"]
+
+
+@needs_chroma
+def test_persistent_directory_is_locked(tmp_path: pathlib.Path) -> None:
+    first = ChromaBackend(path=tmp_path)
+    with pytest.raises(ConflictError, match="close it first"):
+        ChromaBackend(path=tmp_path)
+    first.close()
+    with ChromaBackend(path=tmp_path) as again:
+        again.ensure_collection("mem", 4)
+
+
+@needs_chroma
+def test_names_keys_and_integers_chroma_cannot_hold() -> None:
+    with ChromaBackend() as b:
+        for bad in ("_wal", "a b", "x-"):
+            with pytest.raises(ValidationError):
+                b.ensure_collection(bad, 4)
+        b.ensure_collection("mem", 4)
+        for meta in ({"#k": 1}, {NUMERIC_FLAG + "x": True}, {"_mars_never": True},
+                     {"chroma:document": "x"}, {"big": 2**70}):
+            with pytest.raises(ValidationError):
+                b.upsert("mem", [Record(uid(1), vec(1.0), "", meta)])  # type: ignore[arg-type]
+        assert b.get("mem") == []
+
+
+@needs_chroma
+def test_dimension_is_recorded_in_collection_metadata(tmp_path: pathlib.Path) -> None:
+    with ChromaBackend(path=tmp_path) as b:
+        b.ensure_collection("mem", 4)
+    with ChromaBackend(path=tmp_path) as b:
+        with pytest.raises(EmbeddingMismatchError, match="reembed"):
+            b.ensure_collection("mem", 5)
+        b.ensure_collection("mem", 4)
+
+
+@needs_chroma
+def test_client_errors_are_wrapped() -> None:
+    with pytest.raises(MarsBackendError, match="chroma run"):
+        ChromaBackend(host="127.0.0.1", port=9)  # nothing listens on the discard port
+
+
+@needs_chroma
+def test_passed_client_is_not_closed() -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    with ChromaBackend(client, collection_prefix="mine_") as b:
+        b.ensure_collection("mem", 4)
+    assert "mine_mem" in [c.name for c in client.list_collections()]
+    with pytest.raises(StoreClosedError):
+        b.get("mem")
+    client.delete_collection("mine_mem")
+    client.delete_collection("mine__wal")
+
+
+# --- write-ahead intents ------------------------------------------------------------------
+
+
+def _two_collections(b: ChromaBackend) -> None:
+    b.ensure_collection("mem", 4)
+    b.ensure_collection("log", 0)
+
+
+@needs_chroma
+@pytest.mark.parametrize("intents", ["file", "collection"])
+def test_leftover_intent_is_replayed_on_open(tmp_path: pathlib.Path, intents: Any) -> None:
+    with ChromaBackend(path=tmp_path, intents=intents) as b:
+        _two_collections(b)
+        b.upsert("mem", [Record(uid(1), vec(1.0), "old", {"k": 1}),
+                         Record(uid(2), vec(0.0, 1.0), "doomed", {})])
+        ops = [UpsertOp("mem", (Record(uid(3), vec(0.0, 0.0, 1.0), "new", {"k": 3}),)),
+               UpsertOp("mem", (Record(uid(1), None, "edited", {"k": 2}),)),
+               DeleteOp("mem", (uid(2),)),
+               UpsertOp("log", (Record(uid(9), None, "entry", {"op": "x"}),))]
+        b._wal.begin(ops)  # the process "dies" before applying anything
+        assert len(b.get("mem")) == 2 and b.get("log") == []
+    with ChromaBackend(path=tmp_path, intents=intents) as b:
+        docs = {r.id: (r.document, dict(r.metadata)) for r in b.get("mem")}
+        assert docs == {uid(1): ("edited", {"k": 2}), uid(3): ("new", {"k": 3})}
+        (kept,) = b.get("mem", [uid(1)], with_vectors=True)
+        np.testing.assert_allclose(kept.vector, vec(1.0), atol=1e-6)  # type: ignore[arg-type]
+        assert [r.document for r in b.get("log")] == ["entry"]
+        assert b._wal.pending() == []
+
+
+@needs_chroma
+def test_replay_after_a_partial_apply_converges(tmp_path: pathlib.Path) -> None:
+    """Replaying from any prefix gives the state of one clean apply (ops are idempotent)."""
+    ops = [UpsertOp("mem", (Record(uid(1), None, "kept vector", {"v": 1}),)),
+           DeleteOp("mem", (uid(1),)),
+           UpsertOp("mem", (Record(uid(1), vec(0.0, 1.0), "re-created", {"v": 2}),)),
+           UpsertOp("mem", (Record(uid(1), None, "edited again", {"v": 3}),))]
+    expected = None
+    for prefix in range(len(ops) + 1):
+        path = tmp_path / f"p{prefix}"
+        with ChromaBackend(path=path) as b:
+            _two_collections(b)
+            b.upsert("mem", [Record(uid(1), vec(1.0), "original", {"v": 0})])
+            b._wal.begin(ops)
+            b._apply(ops[:prefix], replay=False)  # crash after `prefix` operations
+        with ChromaBackend(path=path) as b:
+            state = [(r.id, r.document, dict(r.metadata), np.round(r.vector, 5).tolist())
+                     for r in b.get("mem", with_vectors=True)]
+        expected = expected or state
+        assert state == expected, prefix
+    assert expected is not None and expected[0][1] == "edited again"
+
+
+@needs_chroma
+@pytest.mark.parametrize("intents", ["file", "collection"])
+def test_incomplete_intent_is_discarded(tmp_path: pathlib.Path, intents: Any) -> None:
+    with ChromaBackend(path=tmp_path, intents=intents) as b:
+        _two_collections(b)
+        b._wal._part_chars = 50  # split intents into several parts
+        intent = b._wal.begin([UpsertOp("mem", (Record(uid(1), vec(1.0), "x" * 200, {}),))])
+        assert len(intent.record_ids) > 2
+        b._wal._store.delete_intents(intent.record_ids[-1:])  # the last part never landed
+    with ChromaBackend(path=tmp_path, intents=intents) as b:
+        assert b.get("mem") == []
+        assert b._wal._store.read_intents() == []
+
+
+@needs_chroma
+def test_failure_mid_batch_is_completed_by_the_next_write(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with ChromaBackend(path=tmp_path) as b:
+        _two_collections(b)
+        log = b._lookup("log")
+        assert log is not None
+        calls = {"n": 0}
+        real = log.handle.upsert
+
+        def flaky(*args: Any, **kwargs: Any) -> Any:
+            calls["n"] += 1
+            raise RuntimeError("connection reset")
+
+        monkeypatch.setattr(log.handle, "upsert", flaky)
+        batch = (WriteBatch().upsert("mem", [Record(uid(1), vec(1.0), "a", {})])
+                 .upsert("log", [Record(uid(2), None, "b", {})]))
+        with pytest.raises(MarsBackendError, match="next write"):
+            b.apply(batch)
+        assert [r.id for r in b.get("mem")] == [uid(1)] and b.get("log") == []
+        monkeypatch.setattr(log.handle, "upsert", real)
+        b.upsert("mem", [Record(uid(3), vec(0.0, 1.0), "c", {})])  # completes the batch first
+        assert [r.document for r in b.get("log")] == ["b"]
+        assert calls["n"] == 1 and b._wal.pending() == []
+
+
+@needs_chroma
+def test_large_upserts_are_chunked_through_an_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+    with ChromaBackend() as b:
+        b._max_batch = 3
+        b.ensure_collection("mem", 4)
+        records = [Record(uid(i), vec(1.0, i), f"d{i}", {"i": i}) for i in range(10)]
+        begun: list[int] = []
+        real_begin = b._wal.begin
+        monkeypatch.setattr(b._wal, "begin", lambda ops: begun.append(1) or real_begin(ops))
+        b.upsert("mem", records)
+        b.upsert("mem", [Record(r.id, None, "edited", {"i": -1}) for r in records])
+        assert len(begun) == 2
+        got = b.get("mem", [uid(9), uid(0)], with_vectors=True)
+        assert [r.id for r in got] == [uid(9), uid(0)]
+        assert {r.document for r in b.get("mem")} == {"edited"}
+        assert b.get("mem", where=Eq("i", -1)) and not b.get("mem", where=Range("i", gte=0))
+
+
+@needs_chroma
+def test_intent_on_a_server_is_replayed_by_the_next_client(chroma_server: ChromaServer,
+                                                          tmp_path: pathlib.Path) -> None:
+    def connect() -> ChromaBackend:
+        return ChromaBackend(host=chroma_server.host, port=chroma_server.port,
+                             collection_prefix=chroma_server.prefix_for(tmp_path))
+
+    with connect() as b:
+        _two_collections(b)
+        b._wal.begin([UpsertOp("mem", (Record(uid(1), vec(1.0), "a", {}),)),
+                      UpsertOp("log", (Record(uid(2), None, "b", {}),))])
+    with connect() as b:
+        assert [r.document for r in b.get("mem")] == ["a"]
+        assert [r.document for r in b.get("log")] == ["b"]
+
+
+@needs_chroma
+def test_intents_option_is_checked() -> None:
+    with pytest.raises(ValidationError, match="intents"):
+        ChromaBackend(intents="file")
+    with pytest.raises(ValidationError, match="intents"):
+        ChromaBackend(intents="disk")  # type: ignore[arg-type]
+
+
+def test_file_intents_are_durable_and_tidy(tmp_path: pathlib.Path) -> None:
+    from mars_core.backends.wal import FileIntentStore
+
+    store = FileIntentStore(tmp_path)
+    store.write_intent([Record("a", None, "é ✓", {"intent": "i", "part": 0, "parts": 1})])
+    (tmp_path / "b.intent.json.tmp").write_text("half written")
+    (got,) = store.read_intents()
+    assert (got.id, got.document, dict(got.metadata)) == (
+        "a", "é ✓", {"intent": "i", "part": 0, "parts": 1})
+    assert not (tmp_path / "b.intent.json.tmp").exists()
+    (tmp_path / "c.intent.json").write_text("{not json")
+    with pytest.raises(CorruptStoreError, match=r"c\.intent\.json"):
+        store.read_intents()
+
+
+def test_unreadable_intent_is_a_corrupt_store_error() -> None:
+    from mars_core.backends.wal import decode_ops, encode_ops
+
+    ops = [UpsertOp("mem", (Record(uid(1), vec(0.5, 0.25), "d", {"k": 1.0, "b": True}),)),
+           DeleteOp("mem", (uid(2),))]
+    (up, down) = decode_ops(encode_ops(ops))
+    assert isinstance(up, UpsertOp) and isinstance(down, DeleteOp)
+    assert up.records[0].vector.tobytes() == vec(0.5, 0.25).tobytes()  # type: ignore[union-attr]
+    assert dict(up.records[0].metadata) == {"k": 1.0, "b": True}
+    assert type(up.records[0].metadata["k"]) is float
+    for garbage in ("{", '{"format": "other"}', encode_ops(ops).replace('"r":', '"x":')):
+        with pytest.raises(CorruptStoreError, match="_wal"):
+            decode_ops(garbage)
+
+
+# --- whole stores ---------------------------------------------------------------------------
+
+
+@needs_chroma
+def test_store_round_matches_in_memory(tmp_path: pathlib.Path) -> None:
+    expected = store_round(lambda: InMemoryBackend(tmp_path / "memory"))
+    got = store_round(lambda: ChromaBackend(path=tmp_path / "chroma"))
+    assert expected["archived"] and expected["verified"]
+    assert got == expected
+
+
+@needs_chroma
+def test_store_round_on_a_server_matches_in_memory(
+    tmp_path: pathlib.Path, chroma_server: ChromaServer
+) -> None:
+    expected = store_round(lambda: InMemoryBackend(tmp_path / "memory"))
+    got = store_round(lambda: ChromaBackend(host=chroma_server.host, port=chroma_server.port,
+                                            collection_prefix=chroma_server.prefix_for(tmp_path)))
+    assert got == expected
+
+
+@pytest.fixture
+def server_store(chroma_server: ChromaServer, tmp_path: pathlib.Path) -> Iterator[Any]:
+    made: list[MemoryStore] = []
+    prefix = chroma_server.prefix_for(tmp_path)
+
+    def factory() -> MemoryStore:
+        backend = ChromaBackend(host=chroma_server.host, port=chroma_server.port,
+                                collection_prefix=prefix)
+        store = MemoryStore(backend, clock=FakeClock(), audit_key=bytes(32), budget=500)
+        made.append(store)
+        return store
+
+    yield factory
+    for store in made:
+        store.close()
+
+
+@needs_chroma
+def test_two_stores_share_one_server(server_store: Any) -> None:
+    writer = server_store()
+    a = writer.add("Ana moved to Lisbon", namespace="u1")
+    reader = server_store()  # opened after the write: sees it
+    assert [n.id for n in reader.list("u1")] == [a.id]
+    b = reader.add("Ana likes green tea", namespace="u1")
+    writer.close()
+    refreshed = server_store()  # the first one, reopened: sees the other's write
+    assert [n.content for n in refreshed.list("u1")] == [a.content, b.content]
+    assert refreshed.verify().ok
+    hits = refreshed.retrieve("green tea", namespace="u1", read_only=True)
+    assert hits[0].id == b.id
+
+
+# --- crash loop: SIGKILL a writer at random, reopen, check every batch is whole -------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys, uuid
+    import numpy as np
+    from mars_core.backends.base import Record, WriteBatch
+    from mars_core.backends.chroma import ChromaBackend
+
+    def rid(i):
+        return str(uuid.UUID(int=i + 10))
+
+    b = ChromaBackend(path=sys.argv[1])
+    b.ensure_collection("v", 4)
+    b.ensure_collection("meta", 0)
+    got = b.get("meta", [rid(0)])
+    n = int(got[0].metadata["n"]) if got else 0
+    print("ready", flush=True)
+    while True:
+        n += 1
+        batch = WriteBatch()
+        batch.upsert("v", [Record(rid(n), np.array([1.0, n, 0, 1]), "x" * (n % 50), {"n": n})])
+        batch.delete("v", [rid(n - 3)])
+        batch.upsert("meta", [Record(rid(0), None, "", {"n": n})])
+        b.apply(batch)
+    """
+)
+
+
+def _wid(i: int) -> str:
+    return str(uuid.UUID(int=i + 10))
+
+
+def _check_consistent(path: pathlib.Path) -> int:
+    with ChromaBackend(path=path) as b:
+        b.ensure_collection("v", 4)
+        b.ensure_collection("meta", 0)
+        got = b.get("meta", [_wid(0)])
+        n = int(got[0].metadata["n"]) if got else 0
+        recs = {r.id: r for r in b.get("v", with_vectors=True)}
+        assert sorted(recs) == sorted(_wid(i) for i in range(max(1, n - 2), n + 1)), n
+        for i in range(max(1, n - 2), n + 1):
+            rec = recs[_wid(i)]
+            assert rec.metadata == {"n": i} and rec.document == "x" * (i % 50)
+            expected = np.array([1.0, i, 0, 1]) / np.linalg.norm([1.0, i, 0, 1])
+            np.testing.assert_allclose(rec.vector, expected, atol=1e-6)  # type: ignore[arg-type]
+        assert b._wal.pending() == []
+        return n
+
+
+@needs_chroma
+@pytest.mark.slow
+def test_sigkill_writer_loop_reopens_consistently(tmp_path: pathlib.Path) -> None:
+    rng = random.Random(7)
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+    last = 0
+    for _ in range(4):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], env=env,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.6))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        n = _check_consistent(tmp_path)
+        assert n >= last  # acknowledged batches are never lost
+        last = n
+    assert last > 0

@@ -1,0 +1,309 @@
+"""QdrantBackend: the filter translator, the conformance suite (``:memory:``, a directory,
+and a server when ``QDRANT_URL`` is set), write-ahead intents, and whole stores on Qdrant."""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import numpy as np
+import pytest
+from backend_roundtrip import store_round
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mars_core.backends.base import (
+    And,
+    DeleteOp,
+    Eq,
+    Filter,
+    In,
+    MetaValue,
+    Not,
+    Or,
+    Range,
+    Record,
+    UpsertOp,
+    VectorBackend,
+    matches,
+)
+from mars_core.backends.memory import InMemoryBackend
+from mars_core.errors import (
+    ConflictError,
+    EmbeddingMismatchError,
+    MarsBackendError,
+    ValidationError,
+)
+from mars_core.testing import VectorBackendConformance
+
+pytest.importorskip("qdrant_client", reason="qdrant-client is not installed (mars-memory[qdrant])")
+
+from qdrant_client import models
+from qdrant_client.local.payload_filters import check_filter
+
+from mars_core.backends.qdrant import DOC_KEY, QdrantBackend, to_qdrant_filter
+
+
+def uid(n: int) -> str:
+    return str(uuid.UUID(int=n + 1))
+
+
+def vec(*head: float, dim: int = 4) -> np.ndarray:
+    return np.array([*head, *([0.0] * (dim - len(head)))], dtype=np.float32)
+
+
+# --- the translator, checked with the client's own evaluator of server semantics ------------
+
+KEYS = ("namespace", "type", "n", "flag", "a.b", "é k[0]")
+scalars = st.one_of(
+    st.sampled_from(["a", "b", "1", "True", ""]),
+    st.integers(-2, 2),
+    st.sampled_from([0.0, 1.0, 0.5, -1.5, 2.0]),
+    st.booleans(),
+)
+metadata = st.dictionaries(st.sampled_from(KEYS), scalars, max_size=4)
+bound = st.one_of(st.none(), st.sampled_from([-1.0, 0.0, 0.5, 1, 2.0, math.inf, -math.inf]))
+leaves = st.one_of(
+    st.builds(Eq, st.sampled_from(KEYS), scalars),
+    st.builds(In, st.sampled_from(KEYS), st.lists(scalars, max_size=4).map(tuple)),
+    st.builds(Range, st.sampled_from(KEYS), bound, bound, bound, bound),
+)
+filters: st.SearchStrategy[Filter] = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.builds(And, st.lists(inner, max_size=3).map(tuple)),
+        st.builds(Or, st.lists(inner, max_size=3).map(tuple)),
+        st.builds(Not, inner),
+    ),
+    max_leaves=8,
+)
+
+
+def qdrant_matches(flt: Filter, meta: dict[str, MetaValue]) -> bool:
+    translated = to_qdrant_filter(flt)
+    if translated is None:
+        return True
+    return bool(check_filter(translated, {**meta, DOC_KEY: ""}, uid(0), has_vector={}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(flt=filters, metas=st.lists(metadata, min_size=1, max_size=12))
+def test_translation_agrees_with_matches(flt: Filter, metas: list[dict[str, MetaValue]]) -> None:
+    for meta in metas:
+        assert qdrant_matches(flt, meta) == matches(flt, meta), (flt, meta)
+
+
+def test_translation_examples() -> None:
+    assert to_qdrant_filter(None) is None
+    assert to_qdrant_filter(Or((Eq("a", 1), And(())))) is None
+    f = to_qdrant_filter(Eq("namespace", "u1"))
+    assert f == models.Filter(must=[models.FieldCondition(
+        key="namespace", match=models.MatchValue(value="u1"))])
+    f = to_qdrant_filter(In("type", ("a", "b")))
+    assert f.must[0].match == models.MatchAny(any=["a", "b"])
+    f = to_qdrant_filter(Eq("a.b", 0.5))
+    assert f.must[0].key == '"a.b"' and f.must[0].range == models.Range(gte=0.5, lte=0.5)
+    f = to_qdrant_filter(Not(Range("n", gte=1)))
+    assert f.must_not[0].range == models.Range(gte=1)
+    nothing = to_qdrant_filter(In("n", ()))
+    assert not check_filter(nothing, {"n": 1}, uid(0), has_vector={})
+    with pytest.raises(ValidationError):
+        to_qdrant_filter({"namespace": "u1"})  # type: ignore[arg-type]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(flts=st.lists(filters, min_size=1, max_size=6),
+       metas=st.lists(metadata, min_size=1, max_size=15))
+def test_translation_agrees_with_local_qdrant(
+    flts: list[Filter], metas: list[dict[str, MetaValue]]
+) -> None:
+    with QdrantBackend() as b:
+        b.ensure_collection("props", 2)
+        b.upsert("props", [Record(uid(i), vec(1.0, i, dim=2), "", m) for i, m in enumerate(metas)])
+        for flt in flts:
+            expected = {uid(i) for i, m in enumerate(metas) if matches(flt, m)}
+            assert {r.id for r in b.get("props", where=flt)} == expected, flt
+            hits = b.query("props", vec(1.0, dim=2), k=len(metas), where=flt)
+            assert {h.record.id for h in hits} == expected, flt
+
+
+# --- the conformance suite ----------------------------------------------------------------
+
+
+class TestQdrantMemory(VectorBackendConformance):
+    atomic_apply = True
+
+    def make_backend(self, path: pathlib.Path) -> VectorBackend:
+        return QdrantBackend()
+
+
+class TestQdrantPath(VectorBackendConformance):
+    persistent = True
+    atomic_apply = True
+
+    def make_backend(self, path: pathlib.Path) -> VectorBackend:
+        return QdrantBackend(path=path)
+
+
+@pytest.mark.skipif(not os.environ.get("QDRANT_URL"),
+                    reason="set QDRANT_URL (and QDRANT_API_KEY) to run against a Qdrant server")
+class TestQdrantURL(VectorBackendConformance):
+    persistent = True  # the server keeps the data; each test path gets its own prefix
+    atomic_apply = True
+
+    def make_backend(self, path: pathlib.Path) -> VectorBackend:
+        prefix = "t" + uuid.uuid5(uuid.NAMESPACE_URL, str(path)).hex[:12] + "_"
+        return QdrantBackend(url=os.environ["QDRANT_URL"],
+                             api_key=os.environ.get("QDRANT_API_KEY"), collection_prefix=prefix)
+
+
+# --- Qdrant specifics ---------------------------------------------------------------------
+
+
+def test_ids_must_be_canonical_uuids() -> None:
+    with QdrantBackend() as b:
+        b.ensure_collection("mem", 4)
+        for bad in ("a", uid(0xABC).upper(), uid(1).replace("-", ""), "{" + uid(1) + "}"):
+            with pytest.raises(ValidationError, match="UUID"):
+                b.upsert("mem", [Record(bad, vec(1.0), "", {})])
+            with pytest.raises(ValidationError):
+                b.get("mem", [bad])
+        with pytest.raises(ValidationError, match="reserved"):
+            b.upsert("mem", [Record(uid(1), vec(1.0), "", {DOC_KEY: "x"})])
+        assert b.get("mem") == []
+
+
+def test_path_is_locked_and_dimension_is_kept(tmp_path: pathlib.Path) -> None:
+    first = QdrantBackend(path=tmp_path)
+    first.ensure_collection("mem", 4)
+    first.ensure_collection("log", 0)
+    with pytest.raises(ConflictError, match="close it first"):
+        QdrantBackend(path=tmp_path)
+    first.close()
+    with QdrantBackend(path=tmp_path) as b:
+        with pytest.raises(EmbeddingMismatchError, match="reembed"):
+            b.ensure_collection("mem", 8)
+        with pytest.raises(EmbeddingMismatchError):
+            b.ensure_collection("log", 4)
+        assert b._indexes == ()  # local mode: no payload indexes
+
+
+def test_client_errors_are_wrapped() -> None:
+    class Unreachable:
+        def collection_exists(self, name: str) -> bool:
+            raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    with pytest.raises(MarsBackendError, match="Qdrant could not open collection") as info:
+        QdrantBackend(Unreachable())
+    assert isinstance(info.value.__cause__, ConnectionRefusedError)
+
+
+def test_leftover_intent_is_replayed_on_open(tmp_path: pathlib.Path) -> None:
+    with QdrantBackend(path=tmp_path) as b:
+        b.ensure_collection("mem", 4)
+        b.ensure_collection("log", 0)
+        b.upsert("mem", [Record(uid(1), vec(1.0), "old", {"k": 1}),
+                         Record(uid(2), vec(0.0, 1.0), "doomed", {})])
+        b._wal.begin([UpsertOp("mem", (Record(uid(1), None, "edited", {"k": 2}),)),
+                      DeleteOp("mem", (uid(2),)),
+                      UpsertOp("log", (Record(uid(9), None, "entry", {}),))])
+    with QdrantBackend(path=tmp_path) as b:
+        (kept,) = b.get("mem", with_vectors=True)
+        assert (kept.id, kept.document, dict(kept.metadata)) == (uid(1), "edited", {"k": 2})
+        np.testing.assert_allclose(kept.vector, vec(1.0), atol=1e-6)  # type: ignore[arg-type]
+        assert [r.document for r in b.get("log")] == ["entry"]
+        assert b._wal.pending() == []
+
+
+def test_large_upserts_go_through_an_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mars_core.backends import qdrant
+
+    monkeypatch.setattr(qdrant, "_CHUNK", 3)
+    with QdrantBackend() as b:
+        b.ensure_collection("mem", 4)
+        begun: list[int] = []
+        real_begin = b._wal.begin
+        monkeypatch.setattr(b._wal, "begin", lambda ops: begun.append(1) or real_begin(ops))
+        b.upsert("mem", [Record(uid(i), vec(1.0, i), f"d{i}", {"i": i}) for i in range(10)])
+        b.upsert("mem", [Record(uid(i), None, "edited", {"i": -i}) for i in range(10)])
+        assert len(begun) == 2
+        assert {r.document for r in b.get("mem")} == {"edited"}
+        assert [r.id for r in b.get("mem", [uid(7), uid(2)])] == [uid(7), uid(2)]
+
+
+# --- whole stores ---------------------------------------------------------------------------
+
+
+def test_store_round_matches_in_memory(tmp_path: pathlib.Path) -> None:
+    expected = store_round(lambda: InMemoryBackend(tmp_path / "memory"))
+    assert store_round(lambda: QdrantBackend(path=tmp_path / "qdrant")) == expected
+
+
+# --- crash loop: SIGKILL a writer at random, reopen, check every batch is whole -------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys, uuid
+    import numpy as np
+    from mars_core.backends.base import Record, WriteBatch
+    from mars_core.backends.qdrant import QdrantBackend
+
+    def rid(i):
+        return str(uuid.UUID(int=i + 10))
+
+    b = QdrantBackend(path=sys.argv[1])
+    b.ensure_collection("v", 4)
+    b.ensure_collection("meta", 0)
+    got = b.get("meta", [rid(0)])
+    n = int(got[0].metadata["n"]) if got else 0
+    print("ready", flush=True)
+    while True:
+        n += 1
+        batch = WriteBatch()
+        batch.upsert("v", [Record(rid(n), np.array([1.0, n, 0, 1]), "x" * (n % 50), {"n": n})])
+        batch.delete("v", [rid(n - 3)])
+        batch.upsert("meta", [Record(rid(0), None, "", {"n": n})])
+        b.apply(batch)
+    """
+)
+
+
+def _wid(i: int) -> str:
+    return str(uuid.UUID(int=i + 10))
+
+
+@pytest.mark.slow
+def test_sigkill_writer_loop_reopens_consistently(tmp_path: pathlib.Path) -> None:
+    rng = random.Random(5)
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
+    last = 0
+    for _ in range(4):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], env=env,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        with QdrantBackend(path=tmp_path) as b:
+            got = b.get("meta", [_wid(0)])
+            n = int(got[0].metadata["n"]) if got else 0
+            recs = {r.id: r for r in b.get("v")}
+            assert sorted(recs) == sorted(_wid(i) for i in range(max(1, n - 2), n + 1)), n
+            for i in range(max(1, n - 2), n + 1):
+                assert recs[_wid(i)].metadata == {"n": i}
+                assert recs[_wid(i)].document == "x" * (i % 50)
+            assert b._wal.pending() == []
+        assert n >= last  # acknowledged batches are never lost
+        last = n
+    assert last > 0
