@@ -224,7 +224,6 @@ class StoreCore:
         key_hex = meta.get("keys", {}).get("audit")
         key = bytes.fromhex(key_hex) if key_hex else (audit_key or os.urandom(32))
         self.audit = AuditLog(key)
-        self._rng = random.Random(self.config.seed)
         self._restore(meta)
         if manifest is None:
             self.backend.apply(WriteBatch().upsert(codec.META, [
@@ -573,7 +572,10 @@ class StoreCore:
         self._stage_archive(txn, ns, plan.evictions, self.policy.name, params)
 
     def _view(self, txn: _Txn, ns: str) -> NamespaceView:
-        return self._state.view(ns, self.config.budget_for(ns), self.clock.now(), self._rng,
+        # A generator per operation, derived from the seed and persisted counters: seeded
+        # choices (Random-Drop) are the same whether or not the store was reopened.
+        rng = random.Random(f"{self.config.seed}:{ns}:{txn.counter}:{txn.touch}")
+        return self._state.view(ns, self.config.budget_for(ns), self.clock.now(), rng,
                                 step=self._step(txn, ns), io=self._io)
 
     def _vectors(self, ids: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
