@@ -24,12 +24,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, ParamSpec, Self, TypeVar
 
 import numpy as np
 import pydantic
 
 from mars_core import codec
+from mars_core._guard import guarded
 from mars_core.audit import AuditLog, AuditOp, AuditTxn
 from mars_core.backends.base import VectorBackend, WriteBatch
 from mars_core.budget import TokenCounter, make_counter
@@ -45,7 +46,6 @@ from mars_core.errors import (
     EmbeddingMismatchError,
     ImportFormatError,
     NotFoundError,
-    StoreClosedError,
     ValidationError,
 )
 from mars_core.extract import extract
@@ -85,19 +85,7 @@ R = TypeVar("R")
 
 
 
-def _op(fn: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """Run a public method under the store lock, refusing a closed store."""
-
-    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock:
-            if self._closed:
-                raise StoreClosedError("the store is closed; open it again to use it")
-            return fn(self, *args, **kwargs)
-
-    wrapper.__name__, wrapper.__qualname__ = fn.__name__, fn.__qualname__
-    wrapper.__doc__ = fn.__doc__
-    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
-    return wrapper
+_op = guarded
 
 
 def _validation(exc: pydantic.ValidationError) -> ValidationError:

@@ -74,8 +74,8 @@ def brute(store: MemoryStore, node: MemoryNode, at: int) -> tuple[bool, float]:
 
 
 def view_of(store: MemoryStore, ns: str = "default") -> Any:
-    return store._state.view(ns, store.config.budget_for(ns), store.clock.now(), store._rng,
-                             io=store._io)
+    return store._state.view(ns, store.config.budget_for(ns), store.clock.now(),
+                             random.Random(0), io=store._io)
 
 
 # --- configuration ------------------------------------------------------------------------

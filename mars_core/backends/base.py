@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -287,7 +287,7 @@ class VectorBackend(Protocol):
 
 
 class BackendBase:
-    """Shared behaviour for backends: a sequential ``apply``.
+    """Shared behaviour for backends: a sequential ``apply``, a context manager.
 
     ``apply`` runs the batch's operations in order. It is atomic only for backends that
     override it (the in-memory backend journals a batch as one record). For the others,
@@ -299,6 +299,15 @@ class BackendBase:
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:  # pragma: no cover
         raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def apply(self, batch: WriteBatch) -> None:
         """Apply the batch's operations in order."""

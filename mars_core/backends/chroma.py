@@ -73,20 +73,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import math
 import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Concatenate, Literal, ParamSpec, TypeGuard, TypeVar
+from typing import Any, Literal, ParamSpec, TypeGuard, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from mars_core._guard import guarded
 from mars_core.backends._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
 from mars_core.backends._filters import normal_form as _normal_form
 from mars_core.backends._records import (
@@ -117,7 +116,6 @@ from mars_core.errors import (
     MarsBackendError,
     MarsError,
     NotFoundError,
-    StoreClosedError,
     ValidationError,
 )
 
@@ -290,17 +288,7 @@ def _import_chromadb() -> Any:
     return chromadb
 
 
-def _guarded(
-    method: Callable[Concatenate[ChromaBackend, _P], _R],
-) -> Callable[Concatenate[ChromaBackend, _P], _R]:
-    @functools.wraps(method)
-    def wrapper(self: ChromaBackend, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._lock:
-            if self._closed:
-                raise StoreClosedError("this Chroma backend is closed; open a new one")
-            return method(self, *args, **kwargs)
-
-    return wrapper
+_guarded = guarded
 
 
 @contextlib.contextmanager
@@ -461,16 +449,6 @@ class ChromaBackend(BackendBase):
         state = "closed" if self._closed else f"{len(self._cols)} collections"
         return f"ChromaBackend({self.location!r}, prefix={self._prefix!r}, {state})"
 
-    def __enter__(self) -> ChromaBackend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- protocol ---------------------------------------------------------------------
 

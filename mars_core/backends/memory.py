@@ -71,20 +71,19 @@ import base64
 import binascii
 import contextlib
 import fcntl
-import functools
 import json
 import os
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from mars_core._guard import guarded
 from mars_core.backends.base import (
     And,
     BackendBase,
@@ -110,7 +109,6 @@ from mars_core.errors import (
     EmbeddingMismatchError,
     MarsBackendError,
     NotFoundError,
-    StoreClosedError,
     ValidationError,
 )
 
@@ -607,21 +605,7 @@ class _Disk:
 # --- the backend ---------------------------------------------------------------------------
 
 
-def _guarded(
-    method: Callable[Concatenate[InMemoryBackend, _P], _R],
-) -> Callable[Concatenate[InMemoryBackend, _P], _R]:
-    """Run ``method`` under the backend's lock, refusing once it is closed."""
-
-    @functools.wraps(method)
-    def wrapper(self: InMemoryBackend, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._lock:
-            if self._closed:
-                raise StoreClosedError(
-                    "this InMemoryBackend is closed; open a new one (same path) to continue"
-                )
-            return method(self, *args, **kwargs)
-
-    return wrapper
+_guarded = guarded
 
 
 @contextlib.contextmanager
@@ -694,16 +678,6 @@ class InMemoryBackend(BackendBase):
         state = "closed" if self._closed else f"{len(self._collections)} collections"
         return f"InMemoryBackend({str(where)!r}, {state})"
 
-    def __enter__(self) -> InMemoryBackend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- protocol ---------------------------------------------------------------------
 

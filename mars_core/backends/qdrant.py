@@ -53,18 +53,17 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from mars_core._guard import guarded
 from mars_core.backends._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
 from mars_core.backends._filters import normal_form as _normal_form
 from mars_core.backends._records import (
@@ -95,7 +94,6 @@ from mars_core.errors import (
     MarsBackendError,
     MarsError,
     NotFoundError,
-    StoreClosedError,
     ValidationError,
 )
 
@@ -208,17 +206,7 @@ def _storable_key(key: str) -> bool:
 # --- the backend -----------------------------------------------------------------------
 
 
-def _guarded(
-    method: Callable[Concatenate[QdrantBackend, _P], _R],
-) -> Callable[Concatenate[QdrantBackend, _P], _R]:
-    @functools.wraps(method)
-    def wrapper(self: QdrantBackend, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._lock:
-            if self._closed:
-                raise StoreClosedError("this Qdrant backend is closed; open a new one")
-            return method(self, *args, **kwargs)
-
-    return wrapper
+_guarded = guarded
 
 
 @contextlib.contextmanager
@@ -344,16 +332,6 @@ class QdrantBackend(BackendBase):
         state = "closed" if self._closed else f"{len(self._dims)} collections"
         return f"QdrantBackend({self.location!r}, prefix={self._prefix!r}, {state})"
 
-    def __enter__(self) -> QdrantBackend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- protocol ---------------------------------------------------------------------
 
