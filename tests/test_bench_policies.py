@@ -1,0 +1,76 @@
+"""Smoke test of ``mars bench policies --quick`` (a benchmark, not a timed test).
+
+It runs the quick grid once (n = 500 and 2,000, every policy, shared fills) and checks the
+output files, the keys of every row, the budget invariant at the end of each run and that
+the measured numbers are positive. It never asserts a speed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mars_core.bench import policies as bench
+from mars_core.cli import main as cli_main
+from mars_core.policies import available
+
+KEYS = {"policy", "n", "nlp", "params", "fill", "fill_s", "warmup_adds", "first_trigger_us",
+        "steady_requested", "steady_adds", "capped", "steady_s", "per_add_us",
+        "per_add_cpu_us", "per_trigger_us", "outside_policy_us_mean",
+        "policy_per_add_us_mean", "gc_per_add_us_mean", "full_gcs", "full_gc_ms",
+        "per_add_cpu_no_full_gc_us_mean", "triggers", "evictions_per_trigger", "summaries",
+        "active", "archived", "tokens", "budget", "budget_ok", "peak_rss_mb"}
+STATS = {"median", "p99", "mean"}
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("bench")
+    assert cli_main(["bench", "policies", "--quick", "--out", str(out)]) == 0
+    return out, json.loads((out / "policies.json").read_text())
+
+
+def test_files_exist(quick: tuple[Path, dict[str, Any]]) -> None:
+    out, doc = quick
+    md = (out / "policies.md").read_text()
+    assert "| policy | n |" in md and "Table 1" in md
+    assert doc["meta"]["quick"] is True
+
+
+def test_grid_covers_every_policy_at_both_sizes(quick: tuple[Path, dict[str, Any]]) -> None:
+    rows = [r for r in quick[1]["rows"] if not r.get("reference")]
+    assert {(r["policy"], r["n"]) for r in rows} == {
+        (p, n) for p in available() for n in (500, 2000)}
+    refs = {r["reference"] for r in quick[1]["rows"] if r.get("reference")}
+    assert refs == {"nlp on", "default Ω_kill"}
+
+
+def test_rows_have_keys_invariant_and_positive_numbers(
+        quick: tuple[Path, dict[str, Any]]) -> None:
+    for r in quick[1]["rows"]:
+        assert set(r) >= KEYS, (r["policy"], KEYS - set(r))
+        assert r["budget_ok"] and 0 < r["tokens"] <= r["budget"]
+        assert r["steady_adds"] > 0 and r["fill_s"] > 0 and r["peak_rss_mb"] > 0
+        assert set(r["per_add_us"]) == STATS
+        assert all(r["per_add_us"][k] > 0 for k in STATS)
+        if r.get("reference") == "default Ω_kill":
+            assert r["active"] < r["n"]  # the hard-kill sweep keeps the store small
+            continue
+        assert r["triggers"] == r["steady_adds"]  # every steady add goes over budget
+        if r["summaries"] == 0:  # ten-token memories: one out for every one in
+            assert r["active"] == r["n"] and r["evictions_per_trigger"] == 1.0
+        assert all(r["per_trigger_us"][k] > 0 for k in STATS)
+        assert r["per_add_us"]["mean"] > r["policy_per_add_us_mean"] > 0
+
+
+def test_goal_is_judged_for_the_goal_policies_only(
+        quick: tuple[Path, dict[str, Any]]) -> None:
+    for r in quick[1]["rows"]:
+        if r.get("reference"):
+            continue
+        judged = r["policy"] in bench.GOAL_POLICIES and r["n"] == 2000
+        assert (r["goal_2x"] is not None) == judged
+        assert r["add_ratio"] > 0 and r["base_n"] == 500
