@@ -94,6 +94,7 @@ def test_skim_only_removes_clearly_stale_leaves() -> None:
     store = mk(budget=100_000)
     ids = fill_scenario(store)
     policy = HybridPolicy()
+    policy.rebuild(store.list())  # a fresh policy's indices are built as on open
     skimmed = [c.node_id for c in policy._stale(view_of(store, 100_000))]
     # never accessed, recency < 0.05 (episodic: older than ~86 steps), leaf, unpinned
     assert skimmed == ids["stale"]
@@ -260,3 +261,33 @@ class HybridStoreMachine(StoreMachine):
 
 TestHybridStoreMachine = HybridStoreMachine.TestCase
 TestHybridStoreMachine.settings = MACHINE_SETTINGS
+
+
+def test_incremental_skim_matches_a_full_scan() -> None:
+    """The per-type never-used lists give the same order as scanning every memory."""
+    import math
+    import random as _random
+
+    rng = _random.Random(11)
+    store = mk(budget=100_000)
+    ids = []
+    for i in range(120):
+        t = rng.choice(["episodic", "semantic", "social"])
+        ids.append(store.add(f"note {i} {t} words", type=t, pinned=rng.random() < 0.05).id)
+        if rng.random() < 0.2:
+            store.retrieve(f"note {rng.randrange(i + 1)}", k=1)
+        if rng.random() < 0.1:
+            store.forget(rng.choice(ids))
+        if rng.random() < 0.05:
+            store.restore(rng.choice(ids))
+    policy = store.policy
+    assert isinstance(policy, HybridPolicy)
+    view = view_of(store, 100_000)
+    lam, threshold = policy.config.density.lambda_age, policy.config.stale_recency
+    expected = sorted(
+        (math.exp(-lam[n.type] * max(0, view.step - n.step)), n.seq, n.id)
+         for n in store.list() if not n.access_count and not n.pinned
+         and math.exp(-lam[n.type] * max(0, view.step - n.step)) < threshold
+         and not view.task_protected(n.id) and view.is_leaf(n.id))
+    assert [c.node_id for c in policy._stale(view)] == [i for _, _, i in expected]
+    assert expected  # the scenario does produce stale memories
