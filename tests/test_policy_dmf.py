@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
 from mars_core.errors import ConfigError
@@ -313,40 +314,19 @@ def test_default_tolerance_keeps_the_stated_bound() -> None:
 
 def script(path: Path | None, seed: int, reopen_every: int | None = None,
            ops: int = 300) -> dict[str, Any]:
-    rng = random.Random(seed)
-
     def open_() -> MemoryStore:
         if path is None:
             return mk(170)
         return MemoryStore.open(path, policy="dmf", budget=170, clock=FakeClock(),
                                 audit_key=KEY, nlp="rules")
 
-    store, ids = open_(), list[str]()
-    try:
-        for i in range(ops):
-            if reopen_every and i and i % reopen_every == 0:
-                store.close()
-                store = open_()
-            roll = rng.random()
-            act = [n.id for n in store.list()]
-            if roll < 0.55 or not ids:
-                links = [("supersedes", rng.choice(act))] if act and rng.random() < 0.15 else []
-                ids.append(store.add(rng.choice(["ok", "thanks", words(rng)]), links=links,
-                                     type=rng.choice([*PLAIN, "task"]),
-                                     pinned=rng.random() < 0.05).id)
-            elif roll < 0.75:
-                store.retrieve(words(rng, 1, 3), k=rng.randint(1, 4))
-            elif roll < 0.85:
-                store.forget(rng.choice(ids))
-            elif roll < 0.93:
-                ids.append(store.update(rng.choice(ids), words(rng)).id)
-            else:
-                store.restore(rng.choice(ids))
-        check_invariants(store)
-        return {"audit": [e.model_dump(mode="json") for e in store.audit.events()],
-                "export": store.export_jsonld()}
-    finally:
-        store.close()
+    def add(store: MemoryStore, rng: random.Random) -> str:
+        act = [n.id for n in store.list()]
+        links = [("supersedes", rng.choice(act))] if act and rng.random() < 0.15 else []
+        return store.add(rng.choice(["ok", "thanks", words(rng)]), links=links,
+                         type=rng.choice([*PLAIN, "task"]), pinned=rng.random() < 0.05).id
+
+    return reopen_script(open_, seed, add, ops=ops, reopen_every=reopen_every, words=words)
 
 
 def test_reopen_gives_the_same_decisions(tmp_path: Path) -> None:

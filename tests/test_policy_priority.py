@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
 from mars_core.errors import ConfigError
@@ -285,37 +286,17 @@ def test_rationale_names_policy_and_numbers() -> None:
 def script(path: Path | None, seed: int, reopen_every: int | None = None,
            ops: int = 160) -> dict[str, Any]:
     """A seeded script (adds with pins, retrievals, forgets, restores, updates)."""
-    rng = random.Random(seed)
-
     def open_() -> MemoryStore:
         if path is None:
             return mk(70)
         return MemoryStore.open(path, policy="priority", budget=70, clock=FakeClock(),
                                 audit_key=KEY, nlp="rules")
 
-    store, ids = open_(), list[str]()
-    try:
-        for i in range(ops):
-            if reopen_every and i and i % reopen_every == 0:
-                store.close()
-                store = open_()
-            roll = rng.random()
-            if roll < 0.55 or not ids:
-                ids.append(store.add(words(rng), type=rng.choice(TYPES),
-                                     pinned=rng.random() < 0.05).id)
-            elif roll < 0.8:
-                store.retrieve(words(rng, 1, 3), k=rng.randint(1, 4))
-            elif roll < 0.88:
-                store.forget(rng.choice(ids))
-            elif roll < 0.94:
-                ids.append(store.update(rng.choice(ids), words(rng)).id)
-            else:
-                store.restore(rng.choice(ids))
-        check_invariants(store)
-        return {"audit": [e.model_dump(mode="json") for e in store.audit.events()],
-                "export": store.export_jsonld()}
-    finally:
-        store.close()
+    def add(store: MemoryStore, rng: random.Random) -> str:
+        return store.add(words(rng), type=rng.choice(TYPES), pinned=rng.random() < 0.05).id
+
+    return reopen_script(open_, seed, add, ops=ops, reopen_every=reopen_every, words=words,
+                         cuts=(0.55, 0.8, 0.88, 0.94))
 
 
 def test_reopen_gives_the_same_decisions(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
 from mars_core.io import to_jsonld
@@ -172,35 +173,15 @@ def script(path: Path, seed: int, reopen_every: int | None = None, ops: int = 16
            ) -> dict[str, Any]:
     """The same script with and without reopens must decide identically: the store derives
     each operation's generator from its seed and persisted counters."""
-    rng = random.Random(seed)
-
     def open_() -> MemoryStore:
         return MemoryStore.open(path, policy="random", budget=70, seed=3, clock=FakeClock(),
                                 audit_key=KEY, nlp="rules")
 
-    store, ids = open_(), list[str]()
-    try:
-        for i in range(ops):
-            if reopen_every and i and i % reopen_every == 0:
-                store.close()
-                store = open_()
-            roll = rng.random()
-            if roll < 0.55 or not ids:
-                ids.append(store.add(words(rng), type=rng.choice([*TYPES, "task"]),
-                                     pinned=rng.random() < 0.05).id)
-            elif roll < 0.75:
-                store.retrieve(words(rng, 1, 3), k=rng.randint(1, 4))
-            elif roll < 0.85:
-                store.forget(rng.choice(ids))
-            elif roll < 0.93:
-                ids.append(store.update(rng.choice(ids), words(rng)).id)
-            else:
-                store.restore(rng.choice(ids))
-        check_invariants(store)
-        return {"audit": [e.model_dump(mode="json") for e in store.audit.events()],
-                "export": store.export_jsonld()}
-    finally:
-        store.close()
+    def add(store: MemoryStore, rng: random.Random) -> str:
+        return store.add(words(rng), type=rng.choice([*TYPES, "task"]),
+                         pinned=rng.random() < 0.05).id
+
+    return reopen_script(open_, seed, add, ops=ops, reopen_every=reopen_every, words=words)
 
 
 def test_reopen_rebuilds_the_same_index(tmp_path: Path) -> None:
