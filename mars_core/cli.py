@@ -1,4 +1,8 @@
-"""The ``mars`` command line.
+"""The ``mars`` command line (typer + rich).
+
+Every command that reads a store takes ``--path`` (default: ``$MARS_PATH`` or
+``./mars_data``, the embedded default of :meth:`MemoryStore.open`). A path that holds
+no store is an error that says how to create one; it is never created by a read.
 
 Example:
     >>> main(["--help"])  # doctest: +SKIP
@@ -6,65 +10,244 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated, Any
 
-__all__ = ["main"]
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mars_core.errors import MarsError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="mars", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="mars-memory: memory for LLM agents that forgets on purpose. Inspect, explain, "
+         "erase, export and verify a store; run the demo and the benchmarks.",
+)
+bench_app = typer.Typer(no_args_is_help=True, help="Run a benchmark (results under --out).")
+app.add_typer(bench_app, name="bench")
+console = Console()
+
+PathOpt = Annotated[Path, typer.Option(
+    "--path", "-p", envvar="MARS_PATH", help="store directory ($MARS_PATH or ./mars_data)")]
+NamespaceOpt = Annotated[str | None, typer.Option(
+    "--namespace", "-n", help="namespace (default: the store's default namespace)")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="directory for the results")]
+DEFAULT_PATH = Path("mars_data")
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mars", description="mars-memory: memory that forgets on "
-                                "purpose. Commands: demo, bench.")
-    sub = p.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="play a multi-session conversation through a store")
-    demo.add_argument("--path", type=Path, default=Path("./mars_data/demo"),
-                      help="store directory (default ./mars_data/demo)")
-    demo.add_argument("--fresh", action="store_true", help="delete the demo store first")
-    bench = sub.add_parser("bench", help="run a benchmark")
-    bsub = bench.add_subparsers(dest="bench", required=True)
-    store = bsub.add_parser("store", help="add throughput and retrieve latency at size n")
-    store.add_argument("--n", type=int, default=10_000, help="number of memories (10000)")
-    store.add_argument("--out", type=Path, default=None, help="directory for results.json")
-    pol = bsub.add_parser("policies", help="per-add and per-trigger cost of each policy vs n")
-    pol.add_argument("--quick", action="store_true", help="smoke run: n = 500, 2000")
-    pol.add_argument("--n", type=int, action="append", default=None,
-                     help="a size every policy runs at (repeatable; 1000, 10000, 100000)")
-    pol.add_argument("--big", type=int, default=1_000_000,
-                     help="size for fifo/lru/priority/dmf only (1000000; 0 skips it)")
-    pol.add_argument("--policies", default=None, help="comma-separated names (all)")
-    pol.add_argument("--out", type=Path, default=None, help="directory for policies.json/.md")
-    leak = bsub.add_parser("leakage", help="planted PII reaching render_context, privacy off/on")
-    leak.add_argument("--turns", type=int, default=120, help="conversation length (120)")
-    leak.add_argument("--seed", type=int, default=7, help="generator seed (7)")
-    leak.add_argument("--out", type=Path, default=None, help="directory for leakage.json")
-    return p
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code=2)
+
+
+@contextmanager
+def _open(path: Path) -> Iterator[Any]:
+    """Open an existing store, or exit with a message that says what to do."""
+    if not path.is_dir() or not any(path.iterdir()):
+        raise _fail(f"no store at {path}. Create one with `mars demo --path {path}` or "
+                    f"`MemoryStore.open({str(path)!r})` in Python, or pass --path.")
+    from mars_core.store import MemoryStore
+
+    try:
+        store = MemoryStore.open(path)
+    except MarsError as exc:
+        raise _fail(f"cannot open the store at {path}: {exc}") from exc
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# --- store commands ----------------------------------------------------------------------
+
+
+@app.command()
+def demo(path: Annotated[Path, typer.Option("--path", help="demo store directory")]
+         = Path("mars_data/demo"),
+         fresh: Annotated[bool, typer.Option(help="delete the demo store first")] = False) -> None:
+    """Play a multi-session conversation through a store and show what it remembers."""
+    from mars_core import demo as demo_mod
+
+    raise typer.Exit(demo_mod.main(["--path", str(path)] + (["--fresh"] if fresh else [])))
+
+
+@app.command()
+def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
+            status: Annotated[str, typer.Option(help="active or archived")] = "active",
+            limit: Annotated[int, typer.Option(min=1, help="rows to show")] = 50,
+            show_text: Annotated[bool, typer.Option(
+                "--text/--no-text", help="show (redacted) text")] = True) -> None:
+    """A table of memories: type, tier, score, sensitivity, weight and (redacted) text."""
+    from mars_core.inspect import inspect_rows
+
+    with _open(path) as store:
+        try:
+            rows = inspect_rows(store, namespace=namespace, status=status, limit=limit)
+        except MarsError as exc:
+            raise _fail(str(exc)) from exc
+    table = Table(title=f"{len(rows)} {status} memories in {path}")
+    for col in ("id", "type", "tier", "Ω_eff", "sens.", "tokens", "uses"):
+        table.add_column(col, justify="right" if col in {"Ω_eff", "sens.", "tokens", "uses"}
+                         else "left")
+    if show_text:
+        table.add_column("text (redacted)")
+    for r in rows:
+        cells = [r.id[:8], r.type, r.tier, f"{r.score:.3f}", f"{r.sensitivity:.2f}",
+                 str(r.weight), str(r.access_count)]
+        table.add_row(*cells, *([r.text] if show_text else []))
+    console.print(table)
+
+
+@app.command()
+def explain(node_id: Annotated[str, typer.Argument(help="a memory id (see `mars inspect`)")],
+            path: PathOpt = DEFAULT_PATH) -> None:
+    """Why a memory is where it is: provenance chain and audit rationales (no text)."""
+    with _open(path) as store:
+        node_id = _resolve_id(store, node_id)
+        console.print(store.explain(node_id).render(), highlight=False)
+
+
+@app.command()
+def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are parameters)
+          node_id: Annotated[str | None, typer.Option("--id", help="one memory")] = None,
+          entity: Annotated[str | None, typer.Option(help="every memory mentioning it")] = None,
+          conversation: Annotated[str | None, typer.Option(help="every memory from it")] = None,
+          namespace: NamespaceOpt = None,
+          yes: Annotated[bool, typer.Option("--yes", help="do not ask for confirmation")]
+          = False) -> None:
+    """Right to be forgotten: erase memories and what derives from them; print the receipt.
+
+    Give one of --id, --entity, --conversation; --namespace alone erases the namespace.
+    """
+    if sum(x is not None for x in (node_id, entity, conversation)) > 1 or \
+            (node_id is entity is conversation is namespace is None):
+        raise _fail("give exactly one of --id, --entity, --conversation (or only --namespace "
+                    "to erase a whole namespace)")
+    if not yes and not typer.confirm("Erasure cannot be undone. Continue?"):
+        raise typer.Exit(1)
+    with _open(path) as store:
+        if node_id is not None:
+            node_id = _resolve_id(store, node_id)
+        try:
+            receipt = store.erase(node_id, entity=entity, conversation=conversation,
+                                  namespace=namespace)
+        except MarsError as exc:
+            raise _fail(str(exc)) from exc
+        console.print(receipt.render(), highlight=False)
+
+
+@app.command()
+def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
+           path: PathOpt = DEFAULT_PATH) -> None:
+    """Export the whole store (memories, edges, archive) as JSON-LD."""
+    with _open(path) as store:
+        store.export_jsonld(out)
+    console.print(f"exported {path} to {out}")
+
+
+@app.command(name="import")
+def import_(source: Annotated[Path, typer.Argument(help="a JSON-LD export (or --from file)")],
+            path: PathOpt = DEFAULT_PATH,
+            from_: Annotated[str, typer.Option(
+                "--from", help="jsonld (a mars export), mem0 or langgraph (a JSON dump)")]
+            = "jsonld",
+            namespace: NamespaceOpt = None) -> None:
+    """Import memories into the store at --path (created when missing)."""
+    from mars_core import importers
+    from mars_core.store import MemoryStore
+
+    if not source.is_file():
+        raise _fail(f"no file {source}")
+    try:
+        with MemoryStore.open(path) as store:
+            n = importers.import_file(store, source, kind=from_, namespace=namespace)
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+    console.print(f"imported {n} memories from {source} ({from_}) into {path}")
+
+
+@app.command()
+def verify(path: PathOpt = DEFAULT_PATH) -> None:
+    """Check the audit log's HMAC hash chain, event by event."""
+    with _open(path) as store:
+        report = store.verify()
+    if report.ok:
+        console.print(f"audit chain ok: {report.checked} events verified", highlight=False)
+        return
+    console.print(f"[bold red]audit chain BROKEN[/] at event #{report.first_bad_seq}: "
+                  f"{report.reason}", highlight=False)
+    raise typer.Exit(1)
+
+
+@app.command()
+def stats(path: PathOpt = DEFAULT_PATH) -> None:
+    """Backend, embedder, policy and per-namespace occupancy, as JSON."""
+    with _open(path) as store:
+        console.print_json(json.dumps(store.stats(), default=str))
+
+
+def _resolve_id(store: Any, prefix: str) -> str:
+    """Full id from a unique prefix (``mars inspect`` shows 8 characters)."""
+    from mars_core.inspect import resolve_id
+
+    try:
+        return resolve_id(store, prefix)
+    except MarsError as exc:
+        raise _fail(f"{exc}; list ids with `mars inspect`") from exc
+
+
+# --- benchmarks --------------------------------------------------------------------------
+
+
+@bench_app.command("store")
+def bench_store(n: Annotated[int, typer.Option(help="number of memories")] = 10_000,
+                out: OutOpt = None) -> None:
+    """Add throughput and retrieve latency at size n (in-memory backend)."""
+    from mars_core.bench import throughput
+
+    throughput.main(n, out)
+
+
+@bench_app.command("policies")
+def bench_policies(
+        quick: Annotated[bool, typer.Option(help="smoke run: n = 500, 2000")] = False,
+        n: Annotated[list[int] | None, typer.Option(
+            help="a size every policy runs at (repeatable; 1000, 10000, 100000)")] = None,
+        big: Annotated[int, typer.Option(
+            help="size for fifo/lru/priority/dmf only (0 skips it)")] = 1_000_000,
+        policies: Annotated[str | None, typer.Option(help="comma-separated names")] = None,
+        out: OutOpt = None) -> None:
+    """Per-add and per-trigger cost of each policy against store size n."""
+    from mars_core.bench import policies as pol
+
+    pol.main(tuple(n or (1000, 10_000, 100_000)), big or None,
+             policies.split(",") if policies else None, out, quick=quick)
+
+
+@bench_app.command("leakage")
+def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")] = 120,
+                  seed: Annotated[int, typer.Option(help="generator seed")] = 7,
+                  out: OutOpt = None) -> None:
+    """Planted PII reaching render_context, with privacy off and on."""
+    from mars_core.bench import leakage
+
+    leakage.main(out, turns, seed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``mars`` console script."""
-    args = _parser().parse_args(argv)
-    if args.command == "demo":
-        from mars_core import demo
-
-        return demo.main(["--path", str(args.path)] + (["--fresh"] if args.fresh else []))
-    if args.bench == "leakage":
-        from mars_core.bench import leakage
-
-        leakage.main(args.out, args.turns, args.seed)
-        return 0
-    if args.bench == "policies":
-        from mars_core.bench import policies
-
-        policies.main(tuple(args.n or (1000, 10_000, 100_000)), args.big or None,
-                      args.policies.split(",") if args.policies else None, args.out,
-                      quick=args.quick)
-        return 0
-    from mars_core.bench import throughput
-
-    throughput.main(args.n, args.out)
+    """Entry point of the ``mars`` console script; returns the exit code."""
+    try:
+        app(args=list(argv) if argv is not None else None, prog_name="mars")
+    except SystemExit as exc:  # typer (click) ends every run with SystemExit
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())

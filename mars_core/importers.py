@@ -1,0 +1,163 @@
+"""Importers for users who switch: a MaRS JSON-LD export, a mem0 store, a LangGraph store.
+
+Each importer reads plain records (what ``mem0.Memory.get_all()`` and LangGraph's
+``BaseStore.search`` return, or a JSON dump of them), validates all of them first and
+only then writes — a bad record is a :class:`~mars_core.errors.ImportFormatError` and
+nothing is stored. Imported memories keep their origin in ``provenance``
+(``source="import"``, ``external_id``) and their original timestamps in ``metadata``;
+the store's budget and policy act on them as on any other write.
+
+Example:
+    >>> from mars_core import MemoryStore
+    >>> dump = {"results": [{"id": "m1", "memory": "Prefers aisle seats",
+    ...                      "user_id": "ana", "created_at": "2025-01-02T10:00:00"}]}
+    >>> with MemoryStore(budget=200) as store:
+    ...     import_mem0(store, dump)
+    ...     [n.content for n in store.list("ana")]
+    1
+    ['Prefers aisle seats']
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mars_core.errors import ImportFormatError, ValidationError
+from mars_core.model import MAX_CONTENT_CHARS
+
+if TYPE_CHECKING:
+    from mars_core.store import MemoryStore
+
+__all__ = ["ImportKind", "import_file", "import_langgraph", "import_mem0"]
+
+ImportKind = str  # "jsonld" | "mem0" | "langgraph"
+
+
+@dataclass(frozen=True)
+class _Row:
+    text: str
+    namespace: str | None
+    metadata: dict[str, Any]
+    external_id: str
+
+
+def import_file(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jsonld",
+                namespace: str | None = None) -> int:
+    """Import a file: a MaRS JSON-LD export, or a JSON dump of mem0 / LangGraph records.
+
+    Returns:
+        How many memories were stored.
+
+    Raises:
+        ImportFormatError: unreadable file or malformed records (nothing is stored).
+        ValidationError: an unknown ``kind``.
+    """
+    if kind == "jsonld":
+        return store.import_jsonld(path)
+    readers: dict[str, Callable[..., int]] = {"mem0": import_mem0, "langgraph": import_langgraph}
+    if kind not in readers:
+        raise ValidationError(f"unknown import kind {kind!r}: use jsonld, mem0 or langgraph")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ImportFormatError(f"cannot read {path} as JSON: {exc}") from exc
+    return readers[kind](store, data, namespace=namespace)
+
+
+def import_mem0(store: MemoryStore, records: Mapping[str, Any] | Sequence[Any], *,
+                namespace: str | None = None) -> int:
+    """Import mem0 memories (``Memory.get_all()`` output, or its ``results`` list).
+
+    Each mem0 memory becomes a ``semantic`` MaRS memory in ``namespace`` (default: its
+    ``user_id``, else ``agent_id``/``run_id``, else the store's default namespace).
+    """
+    items = records.get("results", []) if isinstance(records, Mapping) else records
+    rows = [_mem0_row(i, r, namespace) for i, r in enumerate(_as_list(items, "mem0"))]
+    return _write(store, rows, "mem0", "semantic")
+
+
+def import_langgraph(store: MemoryStore, items: Iterable[Any], *, namespace: str | None = None,
+                     namespace_of: Callable[[tuple[str, ...]], str] | None = None,
+                     text_of: Callable[[Mapping[str, Any]], str] | None = None) -> int:
+    """Import LangGraph store items (``Item`` objects or their ``dict()`` form).
+
+    Args:
+        store: the MaRS store written to.
+        items: e.g. ``lg_store.search(("memories",), limit=10_000)``.
+        namespace: put everything in this namespace; otherwise ``namespace_of``
+            maps each item's namespace tuple (default: ``"/".join(...)``).
+        text_of: the memory text of a value (default: its ``"content"``, ``"text"``,
+            ``"memory"`` or ``"data"`` field, else the JSON of the whole value).
+    """
+    to_ns = namespace_of or "/".join
+    rows = [_langgraph_row(i, it, namespace, to_ns, text_of or _default_text)
+            for i, it in enumerate(_as_list(items, "LangGraph"))]
+    return _write(store, rows, "langgraph", "semantic")
+
+
+def _write(store: MemoryStore, rows: list[_Row], origin: str, type_: str) -> int:
+    for i, row in enumerate(rows):  # everything checked before the first write
+        ns = row.namespace or store.config.default_namespace
+        budget = store.config.namespace_budgets.get(ns, store.config.budget)
+        if len(ns) > 256:
+            raise ImportFormatError(f"{origin} record {i}: namespace longer than 256 characters")
+        if len(row.text) > MAX_CONTENT_CHARS or store.counter.count(row.text) > budget:
+            raise ImportFormatError(f"{origin} record {i} is larger than the budget of "
+                                    f"namespace {ns!r}; nothing was imported")
+    for row in rows:
+        store.add(row.text, type=type_, namespace=row.namespace, metadata=row.metadata,
+                  provenance={"source": "import", "external_id": row.external_id[:256],
+                              "reliability": 1.0})
+    return len(rows)
+
+
+def _as_list(items: Any, what: str) -> list[Any]:
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise ImportFormatError(f"expected a list of {what} records, got {type(items).__name__}")
+    return list(items)
+
+
+def _mem0_row(i: int, rec: Any, namespace: str | None) -> _Row:
+    if not isinstance(rec, Mapping) or not isinstance(rec.get("memory"), str) \
+            or not rec["memory"].strip():
+        raise ImportFormatError(f"mem0 record {i} has no 'memory' text")
+    owner = rec.get("user_id") or rec.get("agent_id") or rec.get("run_id")
+    meta = {k: rec[k] for k in ("created_at", "updated_at") if rec.get(k)}
+    meta.update({"origin": "mem0", **dict(rec.get("metadata") or {})})
+    return _Row(rec["memory"], namespace or (str(owner) if owner else None),
+                _jsonable(meta, i), str(rec.get("id", i)))
+
+
+def _langgraph_row(i: int, item: Any, namespace: str | None,
+                   to_ns: Callable[[tuple[str, ...]], str],
+                   text_of: Callable[[Mapping[str, Any]], str]) -> _Row:
+    rec = item.dict() if hasattr(item, "dict") and callable(item.dict) else item
+    if not isinstance(rec, Mapping) or not isinstance(rec.get("value"), Mapping) \
+            or "key" not in rec:
+        raise ImportFormatError(f"LangGraph item {i} needs 'namespace', 'key' and a dict 'value'")
+    ns = tuple(str(p) for p in rec.get("namespace") or ())
+    text = text_of(rec["value"])
+    if not text.strip():
+        raise ImportFormatError(f"LangGraph item {i} has an empty text")
+    meta = {"origin": "langgraph", "key": str(rec["key"]), "value": dict(rec["value"]),
+            **{k: str(rec[k]) for k in ("created_at", "updated_at") if rec.get(k)}}
+    return _Row(text, namespace or (to_ns(ns) if ns else None), _jsonable(meta, i),
+                f"{'/'.join(ns)}:{rec['key']}")
+
+
+def _default_text(value: Mapping[str, Any]) -> str:
+    for field in ("content", "text", "memory", "data"):
+        if isinstance(value.get(field), str):
+            return str(value[field])
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _jsonable(meta: dict[str, Any], i: int) -> dict[str, Any]:
+    try:
+        return dict(json.loads(json.dumps(meta, default=str)))
+    except (TypeError, ValueError) as exc:
+        raise ImportFormatError(f"record {i} has metadata that is not JSON: {exc}") from exc

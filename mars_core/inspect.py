@@ -1,0 +1,99 @@
+"""Read-only views of a store for people: the rows of ``mars inspect``, id prefixes.
+
+Nothing here mutates the store or counts as an access. Text is redacted
+(:func:`mars_core.privacy.redaction.redact`) and truncated before it leaves.
+
+Example:
+    >>> from mars_core import MemoryStore
+    >>> with MemoryStore(budget=200) as store:
+    ...     node = store.add("My email is ana@example.com", type="semantic")
+    ...     row = inspect_rows(store)[0]
+    ...     (row.type, "ana@example.com" in row.text, resolve_id(store, node.id[:8]) == node.id)
+    ('semantic', False, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mars_core.errors import NotFoundError, ValidationError
+from mars_core.privacy.redaction import redact
+from mars_core.scoring.dmf import effective_score, tier
+
+if TYPE_CHECKING:
+    from mars_core.store import MemoryStore
+
+__all__ = ["InspectRow", "inspect_rows", "resolve_id"]
+
+_NEUTRAL_OMEGA = 0.5
+TEXT_CHARS = 60
+
+
+@dataclass(frozen=True)
+class InspectRow:
+    """One memory as ``mars inspect`` shows it.
+
+    Attributes:
+        id: the memory id.
+        type: episodic, semantic, social or task.
+        tier: DMF tier of ``score`` (healthy, unstable, critical).
+        score: DMF ``Ω_eff`` now: write-time Ω decayed over the namespace's interactions
+            since the memory was written (seed 004 eq 18).
+        sensitivity: in [0, 1].
+        weight: tokens.
+        access_count: retrievals that returned it.
+        status: active or archived.
+        text: redacted, truncated content.
+    """
+
+    id: str
+    type: str
+    tier: str
+    score: float
+    sensitivity: float
+    weight: int
+    access_count: int
+    status: str
+    text: str
+
+
+def inspect_rows(store: MemoryStore, namespace: str | None = None, *,
+                 status: str = "active", limit: int | None = None) -> list[InspectRow]:
+    """The newest ``limit`` memories of a namespace, newest first.
+
+    Raises:
+        ValidationError: an unknown status.
+    """
+    nodes = store.list(namespace, status=status)
+    step = int(store.stats(namespace)["namespaces"][namespace or store.config.default_namespace]
+               ["step"])
+    rows = []
+    for node in reversed(nodes[-limit:] if limit else nodes):
+        omega = float(node.signals.get("omega", _NEUTRAL_OMEGA))
+        score = effective_score(omega, max(0, step - node.step))
+        text = " ".join(redact(node.content).text.split())
+        rows.append(InspectRow(
+            node.id, node.type.value, tier(score).value, score, node.sensitivity, node.weight,
+            node.access_count, node.status.value,
+            text if len(text) <= TEXT_CHARS else text[: TEXT_CHARS - 1] + "…"))
+    return rows
+
+
+def resolve_id(store: MemoryStore, prefix: str) -> str:
+    """The one memory id (active or archived, any namespace) starting with ``prefix``.
+
+    Raises:
+        ValidationError: the prefix is shorter than 4 characters or matches several ids.
+        NotFoundError: it matches none.
+    """
+    prefix = prefix.strip().lower()
+    if len(prefix) < 4:
+        raise ValidationError(f"id prefix {prefix!r} is too short (give at least 4 characters)")
+    matches = [n.id for ns in store.stats()["namespaces"] for n in store.list(ns, status=None)
+               if n.id.startswith(prefix)]
+    if not matches:
+        raise NotFoundError(f"no memory with an id starting {prefix!r}")
+    if len(matches) > 1:
+        raise ValidationError(f"id prefix {prefix!r} matches {len(matches)} memories")
+    return matches[0]

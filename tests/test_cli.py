@@ -1,0 +1,147 @@
+"""The ``mars`` command line on real store directories (typer's runner, real files)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mars_core import MemoryStore
+from mars_core.cli import app, main
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    path = tmp_path / "store"
+    with MemoryStore.open(path, budget=400) as store:
+        store.observe("user", "My sister Ana lives in Lisbon. My email is ana@example.com.")
+        store.observe("user", "I am allergic to peanuts.")
+    return path
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_help_lists_every_command() -> None:
+    code, out = run("--help")
+    assert code == 0
+    for cmd in ("demo", "inspect", "explain", "erase", "export", "import", "verify", "bench"):
+        assert cmd in out
+    code, out = run("bench", "--help")
+    assert code == 0 and "policies" in out and "leakage" in out
+
+
+def test_inspect_shows_a_redacted_table(store_path: Path) -> None:
+    code, out = run("inspect", "--path", str(store_path))
+    assert code == 0
+    assert "episodic" in out and "semantic" in out and "tier" in out
+    assert "ana@example.com" not in out
+    assert "peanuts" in out
+
+
+def test_missing_store_path_says_what_to_do(tmp_path: Path) -> None:
+    code, out = run("inspect", "--path", str(tmp_path / "nope"))
+    assert code == 2
+    assert "no store at" in out and "mars demo" in out
+    assert not (tmp_path / "nope").exists()  # a read never creates a store
+
+
+def test_explain_by_prefix_and_bad_ids(store_path: Path) -> None:
+    with MemoryStore.open(store_path) as store:
+        node = store.list()[0]
+    code, out = run("explain", node.id[:8], "--path", str(store_path))
+    assert code == 0 and node.id in out and "insert" in out
+    code, out = run("explain", "ffffffff", "--path", str(store_path))
+    assert code == 2 and "no memory with an id starting" in out and "mars inspect" in out
+    code, out = run("explain", "ab", "--path", str(store_path))
+    assert code == 2 and "too short" in out
+
+
+def test_erase_entity_prints_receipt_and_removes_text(store_path: Path, tmp_path: Path) -> None:
+    code, out = run("erase", "--entity", "Ana", "--path", str(store_path), "--yes")
+    assert code == 0 and "erasure (entity)" in out
+    export = tmp_path / "out.jsonld"
+    code, _ = run("export", str(export), "--path", str(store_path))
+    assert code == 0
+    assert "Lisbon" not in export.read_text() and "peanuts" in export.read_text()
+
+
+def test_erase_needs_exactly_one_selector(store_path: Path) -> None:
+    with MemoryStore.open(store_path) as store:
+        before = store.export_jsonld()
+    code, out = run("erase", "--path", str(store_path), "--yes")
+    assert code == 2 and "exactly one" in out
+    code, out = run("erase", "--id", "x", "--entity", "Ana", "--path", str(store_path), "--yes")
+    assert code == 2
+    with MemoryStore.open(store_path) as store:
+        assert store.export_jsonld() == before  # nothing changed
+
+
+def test_verify_and_stats(store_path: Path) -> None:
+    code, out = run("verify", "--path", str(store_path))
+    assert code == 0 and "audit chain ok" in out
+    code, out = run("stats", "--path", str(store_path))
+    assert code == 0 and json.loads(out)["namespaces"]["default"]["active"] >= 3
+
+
+def test_export_import_roundtrip(store_path: Path, tmp_path: Path) -> None:
+    export = tmp_path / "out.jsonld"
+    assert run("export", str(export), "--path", str(store_path))[0] == 0
+    target = tmp_path / "copy"
+    code, out = run("import", str(export), "--path", str(target))
+    assert code == 0 and "imported" in out
+    with MemoryStore.open(store_path) as a, MemoryStore.open(target) as b:
+        assert [n.content for n in a.list()] == [n.content for n in b.list()]
+
+
+def test_import_mem0_and_langgraph_dumps(tmp_path: Path) -> None:
+    mem0 = tmp_path / "mem0.json"
+    mem0.write_text(json.dumps({"results": [
+        {"id": "a", "memory": "Likes green tea", "user_id": "bo"},
+        {"id": "b", "memory": "Works at a bakery", "user_id": "bo"}]}))
+    lg = tmp_path / "lg.json"
+    lg.write_text(json.dumps([{"namespace": ["memories", "bo"], "key": "k1",
+                               "value": {"content": "Has a dog named Rex"}}]))
+    target = tmp_path / "store"
+    assert run("import", str(mem0), "--from", "mem0", "--path", str(target))[0] == 0
+    assert run("import", str(lg), "--from", "langgraph", "--path", str(target))[0] == 0
+    with MemoryStore.open(target) as store:
+        assert sorted(n.content for n in store.list("bo")) == [
+            "Likes green tea", "Works at a bakery"]
+        [dog] = store.list("memories/bo")
+        assert dog.provenance.source == "import" and dog.metadata["key"] == "k1"
+
+
+def test_bad_import_changes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"results": [{"id": "a", "memory": "fine", "user_id": "bo"},
+                                           {"id": "b", "user_id": "bo"}]}))
+    target = tmp_path / "store"
+    code, out = run("import", str(bad), "--from", "mem0", "--path", str(target))
+    assert code == 2 and "record 1" in out
+    with MemoryStore.open(target) as store:
+        assert store.list("bo") == []
+    code, out = run("import", str(tmp_path / "none.json"), "--path", str(target))
+    assert code == 2 and "no file" in out
+    code, out = run("import", str(bad), "--from", "zep", "--path", str(target))
+    assert code == 2 and "unknown import kind" in out
+
+
+def test_main_returns_exit_codes(tmp_path: Path) -> None:
+    assert main(["inspect", "--path", str(tmp_path / "nope")]) == 2
+    assert main(["--help"]) == 0
+    assert main(["no-such-command"]) == 2
+
+
+def test_console_script_runs() -> None:
+    out = subprocess.run([sys.executable, "-m", "mars_core.cli", "--help"],
+                         capture_output=True, text=True, check=True)
+    assert "Usage" in out.stdout
