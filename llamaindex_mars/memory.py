@@ -1,0 +1,401 @@
+"""``MarsMemory``: MaRS as the chat memory of LlamaIndex agents and chat engines.
+
+It is a thin adapter over :class:`~mars_core.store.MemoryStore`; the store decides what
+is remembered, what is forgotten and what is recalled. The adapter keeps the exact
+messages of the current conversation (the *working history*, with tool calls intact,
+as LlamaIndex's own buffers do) and:
+
+* ``put`` observes each user and assistant message into the store
+  (``store.observe(role, text, namespace=session_id, conversation_id=...)``): an episode
+  per turn plus the facts, preferences and relations MaRS extracts — no LLM call;
+* ``get(input)`` returns one system message with what MaRS recalls for the query
+  (``store.render_context``: redacted, ranked, budgeted — the turns already in the
+  window are not repeated), followed by the newest messages of the working history,
+  all within ``token_limit`` tokens of the store's counter. The query is ``input`` or,
+  when an agent calls ``aget()`` with none, the latest user message;
+* ``reset`` *forgets* the session: its working history is cleared and every active
+  memory of its namespace moves to the store's archive (deliberate forgetting —
+  restorable, explainable, audited). ``erase`` is the right to be forgotten: the
+  namespace's memories are removed for good, with a receipt. Neither touches another
+  session.
+
+Sessions map onto namespaces one to one (``session_id`` *is* the namespace), so two
+sessions on one store never see each other's memories. A new ``MarsMemory`` for a
+known session starts a new conversation with an empty working history, and recalls
+what earlier conversations of the session left in the store — in this process or an
+earlier one, when the store is on disk.
+
+Memory reaches a LlamaIndex agent through ``await agent.run(user_msg=..., memory=m)``
+(``FunctionAgent(memory=m)`` is silently ignored by LlamaIndex).
+
+Example:
+    >>> from llama_index.core.llms import ChatMessage
+    >>> from mars_core import MemoryStore
+    >>> store = MemoryStore(budget=2000)
+    >>> old = MarsMemory(store, session_id="alice")
+    >>> old.put(ChatMessage(role="user", content="My favourite tea is sencha."))
+    >>> new = MarsMemory(store, session_id="alice")  # a later conversation
+    >>> messages = new.get(input="Which tea do I like?")
+    >>> [m.role.value for m in messages], "sencha" in (messages[0].content or "")
+    (['system'], True)
+    >>> MarsMemory(store, session_id="bob").get(input="Which tea do I like?")
+    []
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from llamaindex_mars import _text
+from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.model import MemoryNode
+from mars_core.privacy.receipts import ErasureReceipt
+from mars_core.store import MemoryStore
+
+try:
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
+    from llama_index.core.memory.types import BaseMemory
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("llamaindex", "llama-index-core") from exc
+
+__all__ = ["MarsMemory"]
+
+_RESET_REASON = "reset of the LlamaIndex session"
+_DATE = "0000-00-00 00:00 UTC"  # the width of a rendered date, for budget estimates
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A message of the working history and the episode MaRS stored for it (if any)."""
+
+    message: ChatMessage
+    episode: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one ``get`` reads: the window of the working history and the recall call."""
+
+    window: list[ChatMessage]
+    recall_budget: int
+    render: dict[str, Any] | None
+
+
+class MarsMemory(BaseMemory):
+    """MaRS as a LlamaIndex ``BaseMemory`` (agents, chat engines); see the module docs.
+
+    Args:
+        store: the memory store (shared by any number of sessions).
+        session_id: the session, i.e. the store namespace (default: the store's default
+            namespace).
+        conversation_id: this conversation (default: ``"<session_id>/<n>"``, n one more
+            than the conversations the session already has in the store).
+        token_limit: the most tokens ``get`` returns (store's token counter).
+        recall_tokens: tokens reserved for recalled memories (default: 512, at most half
+            of ``token_limit``); the working history gets the rest, and recall also
+            takes what the history leaves unused.
+        evidence: the most memories recalled per ``get``.
+        observe_roles: message roles observed into the store (system prompts and tool
+            outputs are kept in the working history only).
+        redact: mask identifiers and sensitive phrases in recalled text (the store's
+            two-pass output check).
+        insert: where recalled memories go: ``"system"`` (default) — a system message
+            before the history; ``"user"`` — prepended to (a copy of) the latest user
+            message. A ``ReActAgent`` without a ``system_prompt`` discards a leading
+            system message (LlamaIndex behaviour): give it a system prompt or use
+            ``insert="user"``.
+
+    Raises:
+        ValidationError: an argument out of range or of the wrong type.
+
+    Example:
+        >>> from mars_core import MemoryStore
+        >>> m = MarsMemory.from_defaults(store=MemoryStore(), session_id="s1", token_limit=50)
+        >>> m.put(ChatMessage(role="user", content="hi"))
+        >>> [x.content for x in m.get_all()], m.conversation_id
+        (['hi'], 's1/1')
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: MemoryStore = Field(exclude=True, description="The MaRS memory store.")
+    session_id: str = Field(description="The session: the store namespace it reads and writes.")
+    conversation_id: str = Field(description="This conversation within the session.")
+    token_limit: int = Field(description="Most tokens `get` returns (store's counter).")
+    recall_tokens: int = Field(description="Tokens reserved for recalled memories.")
+    evidence: int = Field(description="Most memories recalled per `get`.")
+    observe_roles: tuple[str, ...] = Field(description="Roles observed into the store.")
+    redact: bool = Field(description="Mask identifiers and sensitive phrases in recall.")
+    insert: Literal["system", "user"] = Field(description="Where recalled memories go.")
+
+    _entries: list[_Entry] = PrivateAttr(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        session_id: str | None = None,
+        *,
+        conversation_id: str | None = None,
+        token_limit: int = 3000,
+        recall_tokens: int | None = None,
+        evidence: int = 5,
+        observe_roles: Sequence[str] = ("user", "assistant"),
+        redact: bool = True,
+        insert: Literal["system", "user"] = "system",
+    ) -> None:
+        if not isinstance(store, MemoryStore):
+            raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
+        session = store.config.default_namespace if session_id is None else session_id
+        _check_name("session_id", session)
+        _check_int("token_limit", token_limit, 1)
+        if recall_tokens is None:
+            recall_tokens = min(512, token_limit // 2)
+        _check_int("recall_tokens", recall_tokens, 0)
+        _check_int("evidence", evidence, 1)
+        if recall_tokens > token_limit:
+            raise ValidationError("recall_tokens cannot exceed token_limit")
+        if isinstance(observe_roles, str) or not all(isinstance(r, str) for r in observe_roles):
+            raise ValidationError("observe_roles must be a sequence of role names")
+        if insert not in ("system", "user"):
+            raise ValidationError("insert must be 'system' or 'user'")
+        conversation = conversation_id or _next_conversation(store, session)
+        _check_name("conversation_id", conversation)
+        super().__init__(store=store, session_id=session, conversation_id=conversation,
+                         token_limit=token_limit, recall_tokens=recall_tokens,
+                         evidence=evidence, observe_roles=tuple(observe_roles),
+                         redact=bool(redact), insert=insert)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The LlamaIndex serialisation name."""
+        return "MarsMemory"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        store: MemoryStore | None = None,
+        session_id: str | None = None,
+        chat_history: Sequence[ChatMessage] | None = None,
+        **kwargs: Any,
+    ) -> MarsMemory:
+        """A memory over ``store`` (default: a new in-memory store, see
+        :func:`llamaindex_mars.open_store` for one with your models or on disk), with
+        ``chat_history`` as its starting working history (observed into the store).
+        """
+        mem = cls(store if store is not None else MemoryStore(), session_id, **kwargs)
+        if chat_history:
+            mem.set(list(chat_history))
+        return mem
+
+    # --- reading ------------------------------------------------------------------------
+
+    def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """Recalled memories (one system message) and the newest working history.
+
+        Args:
+            input: the query (default: the latest user message of the working history).
+            **kwargs: ``initial_token_count`` (tokens the caller adds; taken off the
+                limit, as LlamaIndex chat engines pass it).
+        """
+        plan = self._plan(input, kwargs.get("initial_token_count", 0))
+        rendered = self.store.render_context(**plan.render) if plan.render else ""
+        return self._assemble(plan, rendered)
+
+    async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """Async :meth:`get` (the store call runs through ``store.arender_context``)."""
+        plan = self._plan(input, kwargs.get("initial_token_count", 0))
+        rendered = await self.store.arender_context(**plan.render) if plan.render else ""
+        return self._assemble(plan, rendered)
+
+    def get_all(self) -> list[ChatMessage]:
+        """The whole working history of this conversation (untrimmed, no recall)."""
+        with self._lock:
+            return [e.message for e in self._entries]
+
+    async def aget_all(self) -> list[ChatMessage]:
+        """Async :meth:`get_all` (no I/O)."""
+        return self.get_all()
+
+    # --- writing ------------------------------------------------------------------------
+
+    def put(self, message: ChatMessage) -> None:
+        """Append a message to the working history and observe it into the store."""
+        kwargs = self._observe_kwargs(message)
+        nodes = self.store.observe(**kwargs) if kwargs else []
+        self._append(message, nodes)
+
+    async def aput(self, message: ChatMessage) -> None:
+        """Async :meth:`put` (through ``store.aobserve``)."""
+        kwargs = self._observe_kwargs(message)
+        nodes = await self.store.aobserve(**kwargs) if kwargs else []
+        self._append(message, nodes)
+
+    async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        """Async :meth:`put_messages`, in order."""
+        for message in messages:
+            await self.aput(message)
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Replace the working history; messages past the common prefix with the current
+        history are observed (so passing the history back with one new turn stores only
+        that turn)."""
+        for message in self._begin_set(messages):
+            self.put(message)
+
+    async def aset(self, messages: list[ChatMessage]) -> None:
+        """Async :meth:`set`."""
+        for message in self._begin_set(messages):
+            await self.aput(message)
+
+    # --- forgetting ---------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget this session: clear the working history and move every active memory
+        of its namespace to the archive (restorable with ``store.restore``). Other
+        sessions are untouched; use :meth:`erase` to remove the data for good."""
+        self._clear()
+        for node in self.store.list(self.session_id):
+            self.store.forget(node.id, reason=_RESET_REASON)
+
+    async def areset(self) -> None:
+        """Async :meth:`reset`."""
+        self._clear()
+        for node in await self.store.alist(self.session_id):
+            await self.store.aforget(node.id, reason=_RESET_REASON)
+
+    def erase(self) -> ErasureReceipt:
+        """Right to be forgotten for this session: clear the working history and erase
+        the namespace's memories, archive and preferences (``store.erase``)."""
+        self._clear()
+        return self.store.erase(namespace=self.session_id)
+
+    async def aerase(self) -> ErasureReceipt:
+        """Async :meth:`erase`."""
+        self._clear()
+        return await self.store.aerase(namespace=self.session_id)
+
+    # --- the shared (sync/async) steps ----------------------------------------------------
+
+    def _count(self, text: str) -> int:
+        return self.store.counter.count(text) if text else 0
+
+    def _plan(self, query: str | None, initial_tokens: object) -> _Plan:
+        if query is not None and not isinstance(query, str):
+            raise ValidationError("input must be a string or None")
+        if not isinstance(initial_tokens, int) or isinstance(initial_tokens, bool) \
+                or initial_tokens < 0:
+            raise ValidationError("initial_token_count must be a non-negative int")
+        limit = max(0, self.token_limit - initial_tokens)
+        with self._lock:
+            entries = list(self._entries)
+        window = _window(entries, max(0, limit - self.recall_tokens), self._count)
+        used = sum(_text.message_tokens(e.message, self._count) for e in window)
+        text = query if query is not None else _text.last_user_text([e.message for e in entries])
+        recall_budget = limit - used
+        if not text.strip() or recall_budget < self._count(_text.MIN_RECALL):
+            return _Plan([e.message for e in window], recall_budget, None)
+        episodes = [e for e in window if e.episode is not None]
+        render = {"query": text, "namespace": self.session_id,
+                  "conversation": self.conversation_id, "active_turns": len(episodes),
+                  "evidence": self.evidence, "redact": self.redact,
+                  "budget_tokens": recall_budget + self._active_estimate(episodes)}
+        return _Plan([e.message for e in window], recall_budget, render)
+
+    def _active_estimate(self, episodes: Sequence[_Entry]) -> int:
+        """An upper estimate of the tokens the store spends rendering the window's turns
+        (which the adapter drops: they are in the working history already)."""
+        lines = [f"- [episodic | {_DATE} | {e.message.role.value}] "
+                 f"{_text.message_text(e.message)}" for e in episodes]
+        return self._count("\n".join([_text.HEADER_ACTIVE, *lines])) + 2 * len(lines) + 8
+
+    def _assemble(self, plan: _Plan, rendered: str) -> list[ChatMessage]:
+        recalled = _text.fit_recalled(_text.recalled_part(rendered), plan.recall_budget,
+                                      self._count)
+        if not recalled:
+            return plan.window
+        users = [i for i, m in enumerate(plan.window) if m.role is MessageRole.USER]
+        if self.insert == "system" or not users:
+            return [ChatMessage(role=MessageRole.SYSTEM, content=recalled), *plan.window]
+        out, last = list(plan.window), users[-1]
+        blocks = [TextBlock(text=recalled + "\n\n"), *out[last].blocks]
+        out[last] = out[last].model_copy(update={"blocks": blocks})
+        return out
+
+    def _observe_kwargs(self, message: ChatMessage) -> dict[str, Any] | None:
+        if not isinstance(message, ChatMessage):
+            raise ValidationError(f"expected a ChatMessage, got {type(message).__name__}")
+        text = _text.message_text(message)
+        if message.role.value not in self.observe_roles or not text:
+            return None
+        with self._lock:
+            turn = len(self._entries)
+        return {"role": message.role.value, "text": text, "namespace": self.session_id,
+                "conversation_id": self.conversation_id, "turn": turn}
+
+    def _append(self, message: ChatMessage, nodes: Sequence[MemoryNode]) -> None:
+        episode = nodes[0].id if nodes else None
+        with self._lock:
+            self._entries.append(_Entry(message, episode))
+
+    def _begin_set(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        """Keep the common prefix of the old and new history; return the rest to put."""
+        if not isinstance(messages, Sequence) or \
+                not all(isinstance(m, ChatMessage) for m in messages):
+            raise ValidationError("set() takes a list of ChatMessage")
+        with self._lock:
+            keep = 0
+            for old, new in zip(self._entries, messages, strict=False):
+                if (old.message.role, _text.message_text(old.message)) != \
+                        (new.role, _text.message_text(new)):
+                    break
+                keep += 1
+            self._entries = [_Entry(m, e.episode)
+                             for m, e in zip(messages[:keep], self._entries, strict=False)]
+        return list(messages[keep:])
+
+    def _clear(self) -> None:
+        with self._lock:
+            self._entries = []
+
+
+
+
+def _window(entries: Sequence[_Entry], limit: int, count: Callable[[str], int]
+            ) -> list[_Entry]:
+    """The newest messages that fit ``limit``, starting at a user turn (as LlamaIndex's
+    ``ChatMemoryBuffer``: a window never opens with an assistant or tool message)."""
+    start, used = len(entries), 0
+    while start > 0:
+        cost = _text.message_tokens(entries[start - 1].message, count)
+        if used + cost > limit:
+            break
+        start, used = start - 1, used + cost
+    while start < len(entries) and entries[start].message.role in \
+            (MessageRole.ASSISTANT, MessageRole.TOOL):
+        start += 1
+    return list(entries[start:])
+
+
+def _next_conversation(store: MemoryStore, session: str) -> str:
+    """``<session>/<n>``: one more than the conversations the session has stored."""
+    seen = {n.provenance.conversation_id for n in store.list(session, status=None)
+            if n.provenance.conversation_id}
+    return f"{session}/{len(seen) + 1}"
+
+
+def _check_name(what: str, value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{what} must be a non-empty string")
+
+
+def _check_int(what: str, value: object, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValidationError(f"{what} must be an int >= {low}")
+

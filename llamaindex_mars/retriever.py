@@ -1,0 +1,143 @@
+"""``MarsRetriever``: MaRS memories as LlamaIndex ``NodeWithScore`` results.
+
+Each hit of ``store.retrieve`` (hybrid dense + BM25, packed into a token budget, one
+namespace) becomes a ``TextNode`` whose id is the memory id and whose metadata carries
+what a pipeline needs to filter or explain it: ``memory_id``, ``memory_type``,
+``sensitivity``, ``namespace``, ``source``, ``conversation_id``, ``created_at``,
+``archived``, and the dense and lexical scores. Only ``memory_type`` and
+``created_at`` are shown to the LLM; ids, scores and sensitivity are kept out of the
+LLM and embedding views. Retrieval counts as an access (the store's reinforcement and
+audit) unless ``read_only=True``.
+
+It fits any LlamaIndex component that takes a retriever, e.g.
+``CondensePlusContextChatEngine.from_defaults(retriever=MarsRetriever(...))``.
+
+Privacy: the text is the memory as stored (use ``max_sensitivity=`` to keep sensitive
+memories out; ``MarsMemory`` and ``MarsMemoryBlock`` render redacted text instead).
+
+Example:
+    >>> from mars_core import MemoryStore
+    >>> store = MemoryStore(budget=500)
+    >>> _ = store.add("Ana's birthday is on 3 May", type="semantic", namespace="alice")
+    >>> [hit] = MarsRetriever(store, namespace="alice").retrieve("When is Ana's birthday?")
+    >>> hit.node.metadata["memory_type"], hit.node.node_id == hit.node.metadata["memory_id"]
+    ('semantic', True)
+    >>> MarsRetriever(store, namespace="bob").retrieve("When is Ana's birthday?")
+    []
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.model import MemoryType
+from mars_core.retrieval import Hit
+from mars_core.store import MemoryStore
+
+try:
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("llamaindex", "llama-index-core") from exc
+
+__all__ = ["MarsRetriever", "to_node"]
+
+_HIDDEN = ["memory_id", "namespace", "sensitivity", "source", "conversation_id", "archived",
+           "dense", "lexical"]
+"""Metadata kept out of the LLM and embedding views of a node."""
+
+
+def to_node(hit: Hit) -> NodeWithScore:
+    """A store hit as a scored ``TextNode`` (see the module docs for its metadata).
+
+    Example:
+        >>> from mars_core import MemoryStore
+        >>> with MemoryStore() as s:
+        ...     _ = s.add("tea at five", type="episodic")
+        ...     to_node(s.retrieve("tea")[0]).node.metadata["memory_type"]
+        'episodic'
+    """
+    node = hit.node
+    meta: dict[str, Any] = {
+        "memory_id": node.id, "memory_type": node.type.value,
+        "sensitivity": node.sensitivity, "namespace": node.namespace,
+        "source": node.provenance.source, "conversation_id": node.provenance.conversation_id,
+        "created_at": node.created_at.isoformat(), "archived": hit.archived,
+        "dense": hit.dense, "lexical": hit.lexical,
+    }
+    text = TextNode(id_=node.id, text=node.content, metadata=meta,
+                    excluded_llm_metadata_keys=list(_HIDDEN),
+                    excluded_embed_metadata_keys=list(_HIDDEN))
+    return NodeWithScore(node=text, score=hit.score)
+
+
+class MarsRetriever(BaseRetriever):
+    """MaRS as a LlamaIndex ``BaseRetriever`` over one namespace.
+
+    Args:
+        store: the memory store.
+        namespace: the namespace (session/user) to read; default: the store's default.
+        budget_tokens: token budget of the results (default: the store's retrieval default).
+        k: the most results.
+        types: only these memory types (e.g. ``["semantic", "social"]``).
+        max_sensitivity: leave out memories more sensitive than this.
+        include_archive: also search forgotten (archived) memories, ranked after active ones.
+        read_only: do not count the retrieval as an access.
+        callback_manager: LlamaIndex callbacks.
+
+    Raises:
+        ValidationError: bad arguments (checked here, before any retrieval).
+
+    Example:
+        >>> from mars_core import MemoryStore
+        >>> MarsRetriever(MemoryStore(), k=0)  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        mars_core.errors.ValidationError: k must be an int >= 1 or None
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        namespace: str | None = None,
+        *,
+        budget_tokens: int | None = None,
+        k: int | None = None,
+        types: Iterable[MemoryType | str] | None = None,
+        max_sensitivity: float | None = None,
+        include_archive: bool = False,
+        read_only: bool = False,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        if not isinstance(store, MemoryStore):
+            raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
+        for what, value in (("k", k), ("budget_tokens", budget_tokens)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 1):
+                raise ValidationError(f"{what} must be an int >= 1 or None")
+        try:
+            kinds = None if types is None else tuple(MemoryType(t) for t in types)
+        except ValueError as exc:
+            raise ValidationError(f"unknown memory type: {exc}") from None
+        if max_sensitivity is not None and not 0.0 <= max_sensitivity <= 1.0:
+            raise ValidationError("max_sensitivity must lie in [0, 1]")
+        super().__init__(callback_manager=callback_manager)
+        self.store = store
+        self.namespace = namespace if namespace is not None else store.config.default_namespace
+        self._kwargs: dict[str, Any] = {
+            "budget_tokens": budget_tokens, "k": k, "types": kinds,
+            "max_sensitivity": max_sensitivity, "namespace": self.namespace,
+            "include_archive": include_archive, "read_only": read_only,
+        }
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Hits of ``store.retrieve`` as scored nodes, best first."""
+        return [to_node(h) for h in self.store.retrieve(query_bundle.query_str, **self._kwargs)]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Async :meth:`_retrieve` (through ``store.aretrieve``)."""
+        hits = await self.store.aretrieve(query_bundle.query_str, **self._kwargs)
+        return [to_node(h) for h in hits]

@@ -1,0 +1,69 @@
+"""``MarsRetriever``: scored nodes carrying memory type, sensitivity and ids."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.schema import MetadataMode
+
+from llamaindex_mars import MarsRetriever
+from mars_core import ValidationError
+
+
+def _store(mstore):
+    store = mstore()
+    store.add("Ana's birthday is on 3 May", type="semantic", namespace="alice")
+    store.add("Ana is my sister", type="social", namespace="alice", sensitivity=0.2)
+    store.add("Ana's diagnosis is confidential", type="semantic", namespace="alice",
+              sensitivity=0.9)
+    store.add("Ana plays tennis", type="episodic", namespace="bob")
+    return store
+
+
+def test_nodes_carry_type_sensitivity_and_ids(mstore) -> None:
+    store = _store(mstore)
+    hits = MarsRetriever(store, "alice").retrieve("Ana birthday sister diagnosis")
+    assert {h.node.metadata["namespace"] for h in hits} == {"alice"}
+    for hit in hits:
+        node = store.get(hit.node.node_id)
+        meta = hit.node.metadata
+        assert meta["memory_id"] == node.id and meta["memory_type"] == node.type.value
+        assert meta["sensitivity"] == node.sensitivity and hit.score is not None
+        llm_view = hit.node.get_content(MetadataMode.LLM)
+        assert "memory_type" in llm_view and "sensitivity" not in llm_view
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_filters_and_async(mstore) -> None:
+    store = _store(mstore)
+    safe = MarsRetriever(store, "alice", max_sensitivity=0.5)
+    texts = [h.node.get_content() for h in await safe.aretrieve("Ana diagnosis birthday")]
+    assert texts and not any("diagnosis" in t for t in texts)
+    social = MarsRetriever(store, "alice", types=["social"]).retrieve("Ana")
+    assert [h.node.metadata["memory_type"] for h in social] == ["social"]
+    assert len(MarsRetriever(store, "alice", k=1).retrieve("Ana")) == 1
+
+
+def test_read_only_does_not_count_as_an_access(mstore) -> None:
+    store = _store(mstore)
+    events = len(store.audit)
+    MarsRetriever(store, "alice", read_only=True).retrieve("Ana")
+    assert len(store.audit) == events
+    MarsRetriever(store, "alice").retrieve("Ana")
+    assert len(store.audit) == events + 1
+
+
+def test_archived_memories_only_on_request(mstore) -> None:
+    store = _store(mstore)
+    [node] = [n for n in store.list("alice") if "birthday" in n.content]
+    store.forget(node.id)
+    active = MarsRetriever(store, "alice").retrieve("birthday")
+    assert all(h.node.node_id != node.id for h in active)
+    hits = MarsRetriever(store, "alice", include_archive=True).retrieve("birthday")
+    assert any(h.node.node_id == node.id and h.node.metadata["archived"] for h in hits)
+
+
+@pytest.mark.parametrize("kwargs", [{"k": 0}, {"budget_tokens": -3}, {"types": ["nope"]},
+                                    {"max_sensitivity": 2.0}])
+def test_bad_arguments_are_typed_errors(mstore, kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        MarsRetriever(mstore(), **kwargs)  # type: ignore[arg-type]
