@@ -1,0 +1,222 @@
+"""``MarsChatMessageHistory``: a chat history for ``RunnableWithMessageHistory``.
+
+Writing: every message added is observed into the store
+(``store.observe(role, text, namespace=..., conversation_id=session_id)``), so besides
+the turn itself the store keeps what it says about the user (facts, preferences,
+relations), scored, budgeted and forgettable like any other memory. Roles map as
+``human → user``, ``ai → assistant``, ``system → system``, ``tool → tool`` (a
+``ChatMessage`` keeps its own role). A message without text (an AI message holding only
+tool calls) is not stored.
+
+Reading — the *budgeted working history*: ``messages`` returns the most recent turns of
+**this session only** that are still active in the store, oldest first, as many as fit
+``budget_tokens`` (counted with the store's token counter, as stored) and at most
+``max_messages``; nothing else (no recalled long-term memories: use
+:class:`~langchain_mars.retrievers.MarsRetriever` or the middleware for those). Because
+the store forgets on purpose, a turn its policy archived is absent from the history
+even when it would fit the budget.
+
+Clearing is scoped to the session: ``clear_mode="forget"`` (the default) moves the
+session's turns to the archive (still explainable, out of the history); ``"erase"``
+runs the right-to-be-forgotten cascade for the session (the turns and every memory
+derived from them are removed; the facts it taught are gone too).
+
+Example:
+    >>> import warnings; warnings.simplefilter("ignore")
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from mars_core import MemoryStore
+    >>> store = MemoryStore(budget=500)
+    >>> history = MarsChatMessageHistory(store, "s1")
+    >>> history.add_messages([HumanMessage("I live in Porto"), AIMessage("Noted!")])
+    >>> [(m.type, m.text) for m in history.messages]
+    [('human', 'I live in Porto'), ('ai', 'Noted!')]
+    >>> history.clear(); history.messages
+    []
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Literal
+
+from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.model import MemoryNode, MemoryStatus, MemoryType
+from mars_core.store import MemoryStore
+
+try:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        HumanMessage,
+        SystemMessage,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("langchain", "langchain-core") from exc
+
+__all__ = ["MarsChatMessageHistory", "clear_session", "message_role", "turn_message"]
+
+_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_MESSAGE_OF_ROLE: dict[str, type[BaseMessage]] = {
+    "user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}
+
+
+def message_role(message: BaseMessage) -> str:
+    """The store role of a LangChain message (``human`` → ``user``, ...).
+
+    Example:
+        >>> message_role(HumanMessage("hi")), message_role(ChatMessage("x", role="critic"))
+        ('user', 'critic')
+    """
+    if isinstance(message, ChatMessage):
+        return message.role
+    return _ROLE_OF_TYPE.get(message.type, message.type)
+
+
+def turn_message(node: MemoryNode) -> BaseMessage:
+    """A stored turn as a LangChain message (``id`` = the memory id)."""
+    role = node.provenance.source
+    cls = _MESSAGE_OF_ROLE.get(role)
+    if cls is None:
+        return ChatMessage(content=node.content, role=role, id=node.id)
+    return cls(content=node.content, id=node.id)
+
+
+def _session_turns(nodes: Sequence[MemoryNode], session_id: str) -> list[MemoryNode]:
+    """The turns of one session among ``nodes`` (in the given order)."""
+    return [n for n in nodes if n.provenance.conversation_id == session_id]
+
+
+def clear_session(store: MemoryStore, session_id: str, namespace: str | None = None,
+                  mode: Literal["forget", "erase"] = "forget") -> None:
+    """Forget (archive) a session's turns, or erase the session and what derives from it.
+
+    Example:
+        >>> from mars_core import MemoryStore
+        >>> with MemoryStore() as store:
+        ...     _ = store.observe("user", "hello", conversation_id="s1")
+        ...     clear_session(store, "s1")
+        ...     [n.status.value for n in store.list(status=None)]
+        ['archived']
+    """
+    if mode == "erase":
+        store.erase(conversation=session_id, namespace=namespace)
+        return
+    active = store.list(namespace, type=MemoryType.EPISODIC, status=MemoryStatus.ACTIVE)
+    for node in _session_turns(active, session_id):
+        store.forget(node.id, reason=f"chat session {session_id!r} cleared")
+
+
+class MarsChatMessageHistory(BaseChatMessageHistory):
+    """The budgeted working history of one chat session (see the module docstring).
+
+    Args:
+        store: the memory store.
+        session_id: the session (stored as each turn's ``conversation_id``).
+        namespace: the user/tenant namespace (default: the store's default).
+        budget_tokens: the most tokens ``messages`` returns.
+        max_messages: the most messages ``messages`` returns (None: no limit).
+        clear_mode: ``"forget"`` (archive the session's turns) or ``"erase"``.
+
+    Raises:
+        ValidationError: an empty session id, a bad budget or clear mode.
+
+    Example:
+        >>> import warnings; warnings.simplefilter("ignore")
+        >>> from mars_core import MemoryStore
+        >>> with MemoryStore() as store:
+        ...     h = MarsChatMessageHistory(store, "s1", budget_tokens=5)
+        ...     h.add_user_message("one two three four")
+        ...     h.add_ai_message("five six seven")
+        ...     [m.text for m in h.messages]  # only the newest turn fits 5 tokens
+        ['five six seven']
+    """
+
+    def __init__(self, store: MemoryStore, session_id: str, *, namespace: str | None = None,
+                 budget_tokens: int = 2000, max_messages: int | None = None,
+                 clear_mode: Literal["forget", "erase"] = "forget") -> None:
+        super().__init__()
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValidationError("session_id must be a non-empty string")
+        for name, value in (("budget_tokens", budget_tokens), ("max_messages", max_messages)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value <= 0):
+                raise ValidationError(f"{name} must be a positive integer")
+        if clear_mode not in ("forget", "erase"):
+            raise ValidationError("clear_mode must be 'forget' or 'erase'")
+        self.store = store
+        self.session_id = session_id
+        self.namespace = namespace
+        self.budget_tokens = budget_tokens
+        self.max_messages = max_messages
+        self.clear_mode = clear_mode
+
+    # --- pure parts, shared by the sync and async paths -----------------------------------
+
+    def _turns(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
+        """This session's turns among ``nodes`` (oldest first, as the store lists them)."""
+        return _session_turns(nodes, self.session_id)
+
+    def _window(self, nodes: Sequence[MemoryNode]) -> list[BaseMessage]:
+        """The newest active turns of this session that fit the budget, oldest first."""
+        kept: list[MemoryNode] = []
+        used = 0
+        for node in reversed(self._turns(nodes)):
+            if used + node.weight > self.budget_tokens or len(kept) == self.max_messages:
+                break
+            kept.append(node)
+            used += node.weight
+        return [turn_message(n) for n in reversed(kept)]
+
+    def _observations(self, messages: Sequence[BaseMessage],
+                      first_turn: int) -> list[tuple[str, str, int]]:
+        """``(role, text, turn)`` of each message with text."""
+        out: list[tuple[str, str, int]] = []
+        for message in messages:
+            if not isinstance(message, BaseMessage):
+                raise ValidationError(f"expected LangChain messages, got "
+                                      f"{type(message).__name__}")
+            if message.text.strip():
+                out.append((message_role(message), str(message.text), first_turn + len(out)))
+        return out
+
+    # --- BaseChatMessageHistory --------------------------------------------------------
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The budgeted working history of this session (see the module docstring)."""
+        return self._window(self.store.list(self.namespace, type=MemoryType.EPISODIC))
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async :attr:`messages`."""
+        return self._window(await self.store.alist(self.namespace, type=MemoryType.EPISODIC))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Observe each message into the store (see the module docstring).
+
+        Raises:
+            ValidationError: something that is not a LangChain message (nothing stored).
+        """
+        stored = self.store.list(self.namespace, type=MemoryType.EPISODIC, status=None)
+        for role, text, turn in self._observations(messages, len(self._turns(stored))):
+            self.store.observe(role, text, namespace=self.namespace,
+                               conversation_id=self.session_id, turn=turn)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async :meth:`add_messages` (uses the store's ``aobserve``)."""
+        stored = await self.store.alist(self.namespace, type=MemoryType.EPISODIC, status=None)
+        for role, text, turn in self._observations(messages, len(self._turns(stored))):
+            await self.store.aobserve(role, text, namespace=self.namespace,
+                                      conversation_id=self.session_id, turn=turn)
+
+    def clear(self) -> None:
+        """Forget (or erase, by ``clear_mode``) this session's turns; other sessions keep
+        theirs."""
+        clear_session(self.store, self.session_id, self.namespace, self.clear_mode)
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear` (in a worker thread, like the store's own twins)."""
+        await asyncio.to_thread(self.clear)

@@ -1,0 +1,148 @@
+"""``MarsMemory``: MaRS as the ``memory=`` of legacy LangChain chains.
+
+For chains built on ``langchain_classic.base_memory.BaseMemory`` (``ConversationChain``,
+``LLMChain(memory=...)``). Needs the ``langchain-classic`` extra; importing this module
+without it raises :class:`~mars_core.errors.ExtraNotInstalledError` naming the extra.
+
+* ``load_memory_variables(inputs)`` returns ``{memory_key: text}`` where ``text`` is
+  ``store.render_context(input, conversation=session_id, ...)``: the recalled memories of
+  the namespace (any session), their raw support, then this session's last
+  ``active_turns`` turns — within ``budget_tokens``, redacted. With nothing recalled and
+  no earlier turn it is ``""``.
+* ``save_context(inputs, outputs)`` observes the input as a ``user`` turn and the output
+  as an ``assistant`` turn of the session.
+* ``clear()`` is scoped to the session (see
+  :func:`~langchain_mars.chat_history.clear_session`).
+
+The input key is ``input_key`` or, when unset, the only input that is not a memory
+variable (LangChain's usual rule); the output key likewise.
+
+Example:
+    >>> import warnings; warnings.simplefilter("ignore")
+    >>> from mars_core import FakeClock, MemoryStore
+    >>> store = MemoryStore(budget=500, clock=FakeClock())
+    >>> memory = MarsMemory(store=store, session_id="s1")
+    >>> memory.save_context({"input": "I live in Porto"}, {"response": "Noted."})
+    >>> print(memory.load_memory_variables({"input": "where do I live?"})["history"])
+    === LONG-TERM MEMORY (RECALLED) ===
+    === STRUCTURED EVIDENCE ===
+    - [semantic | 2026-01-01 00:00 UTC | user] The user lives in Porto
+    === RAW SUPPORTING EVIDENCE ===
+    === ACTIVE CONVERSATION ===
+    - [episodic | 2026-01-01 00:00 UTC | user] I live in Porto
+    - [episodic | 2026-01-01 00:00 UTC | assistant] Noted.
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from mars_core.context import HEADER_ACTIVE
+from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.store import MemoryStore
+
+try:
+    import pydantic
+    from langchain_classic.base_memory import BaseMemory
+    from pydantic import Field
+except ImportError as exc:
+    raise ExtraNotInstalledError("langchain-classic", "langchain-classic") from exc
+
+from langchain_mars.chat_history import clear_session
+
+__all__ = ["MarsMemory"]
+
+
+def _only_key(mapping: dict[str, Any], exclude: list[str], what: str) -> str:
+    keys = [k for k in mapping if k not in exclude and k != "stop"]
+    if len(keys) != 1:
+        raise ValidationError(f"MarsMemory expected one {what} key, got {sorted(keys)}; "
+                              f"set {what}_key=")
+    return keys[0]
+
+
+class MarsMemory(BaseMemory):
+    """MaRS memory for legacy chains (see the module docstring).
+
+    Args:
+        store: the memory store.
+        session_id: the conversation these turns belong to.
+        namespace: the user/tenant namespace (default: the store's default).
+        memory_key: the prompt variable filled with the context.
+        input_key: the input holding the user's text (default: the only other input).
+        output_key: the output holding the answer (default: the only output).
+        budget_tokens: the most tokens of the context.
+        active_turns: the most turns of this session shown.
+        evidence: the most recalled memories shown.
+        clear_mode: ``"forget"`` (archive the session's turns) or ``"erase"``.
+
+    Raises:
+        ValidationError: bad arguments (a pydantic error is re-raised as ours).
+
+    Example:
+        >>> from mars_core import MemoryStore
+        >>> with MemoryStore() as store:
+        ...     MarsMemory(store=store, memory_key="context").memory_variables
+        ['context']
+    """
+
+    store: MemoryStore
+    session_id: str = Field("default", min_length=1)
+    namespace: str | None = None
+    memory_key: str = Field("history", min_length=1)
+    input_key: str | None = None
+    output_key: str | None = None
+    budget_tokens: int = Field(1024, gt=0, strict=True)
+    active_turns: int = Field(6, ge=0, strict=True)
+    evidence: int = Field(5, ge=0, strict=True)
+    clear_mode: Literal["forget", "erase"] = "forget"
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except pydantic.ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ValidationError(f"invalid MarsMemory argument {where}: {err['msg']}") \
+                from None
+
+    @property
+    def memory_variables(self) -> list[str]:
+        """The prompt variable this memory fills."""
+        return [self.memory_key]
+
+    def _text(self, inputs: dict[str, Any]) -> str:
+        key = self.input_key or _only_key(inputs, self.memory_variables, "input")
+        value = inputs.get(key)
+        if not isinstance(value, str):
+            raise ValidationError(f"MarsMemory input {key!r} must be a string")
+        return value
+
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The rendered context for this input (see the module docstring)."""
+        text = self.store.render_context(
+            self._text(inputs), budget_tokens=self.budget_tokens, namespace=self.namespace,
+            conversation=self.session_id, active_turns=self.active_turns,
+            evidence=self.evidence)
+        return {self.memory_key: "" if text.strip() == HEADER_ACTIVE else text}
+
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
+        """Observe the input (``user``) and the output (``assistant``) of one turn.
+
+        Raises:
+            ValidationError: missing or non-string input/output (nothing stored).
+        """
+        question = self._text(inputs)
+        out_key = self.output_key or _only_key(outputs, [], "output")
+        answer = outputs.get(out_key)
+        if not isinstance(answer, str):
+            raise ValidationError(f"MarsMemory output {out_key!r} must be a string")
+        for role, text in (("user", question), ("assistant", answer)):
+            if text.strip():
+                self.store.observe(role, text, namespace=self.namespace,
+                                   conversation_id=self.session_id)
+
+    def clear(self) -> None:
+        """Forget (or erase, by ``clear_mode``) this session's turns."""
+        clear_session(self.store, self.session_id, self.namespace, self.clear_mode)

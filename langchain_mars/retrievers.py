@@ -1,0 +1,231 @@
+"""``MarsRetriever``: a LangChain retriever over a :class:`~mars_core.store.MemoryStore`.
+
+A thin adapter: it calls ``store.retrieve`` (or ``aretrieve``) and turns each
+:class:`~mars_core.retrieval.Hit` into a ``Document`` whose ``id`` is the memory id and
+whose metadata carries the memory's type, sensitivity, scores and provenance.
+
+* ``k`` documents at most, exactly ``k`` when the namespace holds ``k`` matching memories
+  (the ``langchain-tests`` retriever contract). ``k`` can be overridden per call:
+  ``retriever.invoke(q, k=3)``.
+* ``budget_tokens`` (off by default): also stop when the documents' tokens would exceed
+  it. Off means the namespace's whole budget, which holds every active memory.
+* ``score_cutoff`` (off by default): a *relative* cut-off — keep only the documents whose
+  fused score is at least ``score_cutoff`` × the best one's. Only the documents returned
+  count as accessed.
+* filters: ``types``, ``max_sensitivity``, ``include_archive``; the namespace is fixed
+  or a :class:`~langchain_mars._namespace.NamespaceTemplate` filled from the run config
+  (``config["configurable"]``) of each call.
+* ``read_only=True`` leaves the store's statistics and audit untouched (inspection).
+
+Every keyword but ``k`` can be overridden per call too (``invoke(q, types=["semantic"])``).
+
+Example:
+    >>> from mars_core import MemoryStore
+    >>> store = MemoryStore(budget=500)
+    >>> _ = store.add("Ana lives in Lisbon", type="semantic")
+    >>> _ = store.add("Bo plays the drums", type="semantic")
+    >>> docs = MarsRetriever(store=store, k=1).invoke("where does Ana live?")
+    >>> docs[0].page_content, docs[0].metadata["memory_type"]
+    ('Ana lives in Lisbon', 'semantic')
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.retrieval import Hit
+from mars_core.store import MemoryStore
+
+try:
+    import pydantic
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnableConfig, ensure_config
+    from pydantic import ConfigDict, Field, field_validator
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("langchain", "langchain-core") from exc
+
+from langchain_mars._namespace import NamespaceTemplate, as_template, resolve_namespace
+
+__all__ = ["MarsRetriever", "hit_to_document"]
+
+_OPTIONS = ("types", "max_sensitivity", "budget_tokens", "score_cutoff", "include_archive",
+            "read_only")
+_UNBOUNDED = 2**31 - 1
+
+
+def hit_to_document(hit: Hit) -> Document:
+    """One retrieved memory as a LangChain ``Document`` (``id`` = the memory id).
+
+    Example:
+        >>> from mars_core import MemoryStore
+        >>> with MemoryStore() as store:
+        ...     node = store.add("Bo likes jazz", type="semantic")
+        ...     doc = hit_to_document(store.retrieve("jazz")[0])
+        >>> doc.id == node.id, sorted(doc.metadata)[:3]
+        (True, ['archived', 'conversation_id', 'created_at'])
+    """
+    node = hit.node
+    return Document(
+        id=node.id,
+        page_content=node.content,
+        metadata={
+            "id": node.id,
+            "memory_type": node.type.value,
+            "sensitivity": node.sensitivity,
+            "score": hit.score,
+            "dense_score": hit.dense,
+            "lexical_score": hit.lexical,
+            "tokens": node.weight,
+            "namespace": node.namespace,
+            "created_at": node.created_at.isoformat(),
+            "source": node.provenance.source,
+            "conversation_id": node.provenance.conversation_id,
+            "archived": hit.archived,
+        },
+    )
+
+
+def _cut(hits: list[Hit], cutoff: float | None) -> list[Hit]:
+    """Hits whose score is at least ``cutoff`` × the best score (all when off)."""
+    if cutoff is None or not hits:
+        return hits
+    best = hits[0].score
+    return [h for h in hits if h.score >= cutoff * best]
+
+
+class MarsRetriever(BaseRetriever):
+    """Retrieve MaRS memories as LangChain documents (see the module docstring).
+
+    Args:
+        store: the memory store.
+        k: the most documents returned (default 4).
+        namespace: a fixed namespace, a template such as ``("memories", "{user_id}")``
+            filled from each run's ``config["configurable"]``, or None (store default).
+        types: keep only these memory types (``"semantic"``, ``"episodic"``, ...).
+        max_sensitivity: keep only memories at most this sensitive (in [0, 1]).
+        budget_tokens: a token budget for the documents (off by default).
+        score_cutoff: relative cut-off in (0, 1] against the best score (off by default).
+        include_archive: also search forgotten (archived) memories, ranked lower.
+        read_only: do not count the retrieval as an access.
+
+    Raises:
+        ValidationError: bad ``k``, ``score_cutoff``, filter or namespace values.
+
+    Example:
+        >>> from mars_core import MemoryStore
+        >>> with MemoryStore() as store:
+        ...     _ = store.add("The user's name is Ana", type="semantic", namespace="u/ana")
+        ...     r = MarsRetriever(store=store, namespace=("u", "{user_id}"))
+        ...     docs = r.invoke("name", config={"configurable": {"user_id": "ana"}})
+        >>> [d.metadata["namespace"] for d in docs]
+        ['u/ana']
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: MemoryStore
+    k: int = Field(4, strict=True, description="The most documents returned.")
+    namespace: Any = Field(None, description="Namespace string, template, or None.")
+    types: Sequence[str] | None = Field(None, description="Memory types to keep.")
+    max_sensitivity: float | None = Field(None, description="Sensitivity cap in [0, 1].")
+    budget_tokens: int | None = Field(None, description="Token budget (None: off).")
+    score_cutoff: float | None = Field(None, description="Relative score cut-off (None: off).")
+    include_archive: bool = Field(False, description="Also search archived memories.")
+    read_only: bool = Field(False, description="Do not count the retrieval as an access.")
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except pydantic.ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ValidationError(f"invalid MarsRetriever argument {where}: {err['msg']}") \
+                from None
+
+    @field_validator("k")
+    @classmethod
+    def _check_k(cls, value: int) -> int:
+        if isinstance(value, bool) or value <= 0:
+            raise ValidationError("k must be a positive integer")
+        return value
+
+    @field_validator("score_cutoff")
+    @classmethod
+    def _check_cutoff(cls, value: float | None) -> float | None:
+        if value is not None and not 0.0 < value <= 1.0:
+            raise ValidationError("score_cutoff is relative to the best score: use (0, 1]")
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _check_namespace(cls, value: object) -> NamespaceTemplate | str | None:
+        return as_template(value)
+
+    # --- the namespace comes from the run config, which only invoke() sees ---------------
+
+    def invoke(self, input: str, config: RunnableConfig | None = None,
+               **kwargs: Any) -> list[Document]:
+        """Retrieve for ``input`` (see :class:`BaseRetriever`); ``k`` and filters per call."""
+        kwargs.setdefault("namespace", self._namespace_for(config))
+        return super().invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> list[Document]:
+        """Async :meth:`invoke` (uses the store's ``aretrieve``)."""
+        kwargs.setdefault("namespace", self._namespace_for(config))
+        return await super().ainvoke(input, config, **kwargs)
+
+    def _namespace_for(self, config: RunnableConfig | None) -> str | None:
+        return resolve_namespace(self.namespace, config=ensure_config(config))
+
+    # --- the two retrieval paths share everything but the store call ----------------------
+
+    def _plan(self, query: str, overrides: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+        """The ``store.retrieve`` keyword arguments of one call, and the cut-off."""
+        unknown = set(overrides) - {"k", "namespace", *_OPTIONS}
+        if unknown:
+            raise ValidationError(f"unknown retriever arguments: {sorted(unknown)}")
+        opts = {name: overrides.get(name, getattr(self, name)) for name in _OPTIONS}
+        k = overrides.get("k", self.k)
+        ns = overrides.get("namespace")
+        if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+            raise ValidationError("k must be a positive integer")
+        budget = opts["budget_tokens"]
+        if budget is None:  # off: the namespace's budget holds every active memory
+            budget = _UNBOUNDED if opts["include_archive"] else \
+                self.store.config.budget_for(self.store.config.default_namespace
+                                             if ns is None else ns)
+        kwargs = {"k": k, "budget_tokens": budget, "namespace": ns,
+                  "types": opts["types"], "max_sensitivity": opts["max_sensitivity"],
+                  "include_archive": opts["include_archive"], "read_only": opts["read_only"]}
+        return kwargs, opts["score_cutoff"]
+
+    def _get_relevant_documents(self, query: str, *,
+                                run_manager: CallbackManagerForRetrieverRun,
+                                **kwargs: Any) -> list[Document]:
+        plan, cutoff = self._plan(query, kwargs)
+        if cutoff is None:
+            return [hit_to_document(h) for h in self.store.retrieve(query, **plan)]
+        ranked = _cut(self.store.retrieve(query, **{**plan, "read_only": True}), cutoff)
+        if ranked and not plan["read_only"]:  # count only what is returned as accessed
+            ranked = self.store.retrieve(query, **{**plan, "k": len(ranked)})
+        return [hit_to_document(h) for h in ranked]
+
+    async def _aget_relevant_documents(self, query: str, *,
+                                       run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       **kwargs: Any) -> list[Document]:
+        plan, cutoff = self._plan(query, kwargs)
+        if cutoff is None:
+            return [hit_to_document(h) for h in await self.store.aretrieve(query, **plan)]
+        ranked = _cut(await self.store.aretrieve(query, **{**plan, "read_only": True}), cutoff)
+        if ranked and not plan["read_only"]:
+            ranked = await self.store.aretrieve(query, **{**plan, "k": len(ranked)})
+        return [hit_to_document(h) for h in ranked]

@@ -1,0 +1,140 @@
+"""LangChain tools ``remember``, ``recall`` and ``forget`` over a MaRS store.
+
+``memory_tools(store, namespace=...)`` builds the three tools for tool-calling agents
+(``create_agent(model, tools=memory_tools(store))``). Each is a thin call:
+
+* ``remember(content, memory_type="semantic")`` → ``store.add`` (source ``"agent"``);
+  returns the new memory's id.
+* ``recall(query)`` → ``store.retrieve(query, k=..., budget_tokens=...)``; returns one
+  line per memory, ``- [<id>] (<type>) <text>``, or ``No memories found.``
+* ``forget(memory_id)`` → ``store.forget`` (to the archive, still explainable), only
+  for a memory of the tool's namespace (another namespace's id is "not found").
+
+The namespace is fixed or a template filled from the run (``config["configurable"]``
+and the LangGraph runtime context; see :mod:`langchain_mars._namespace`). Errors of ours
+(:class:`~mars_core.errors.MarsError`) become ``ToolException`` s, which the tools hand
+back to the model as their result (``handle_tool_error=True``); with
+``raise_errors=True`` the typed error propagates instead. Async calls run the same
+code in a worker thread.
+
+Example:
+    >>> from mars_core import MemoryStore
+    >>> store = MemoryStore(budget=500)
+    >>> remember, recall, forget = memory_tools(store)
+    >>> remember.invoke({"content": "Ana's flight is on Friday"}).startswith("Remembered")
+    True
+    >>> recall.invoke({"query": "When is Ana's flight?"}).split(") ", 1)[1]
+    "Ana's flight is on Friday"
+    >>> forget.invoke({"memory_id": "nope"})
+    "no memory with id 'nope'"
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any, Literal
+
+from mars_core.errors import ExtraNotInstalledError, MarsError, NotFoundError, ValidationError
+from mars_core.store import MemoryStore
+
+try:
+    from langchain_core.tools import BaseTool, StructuredTool, ToolException
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("langchain", "langchain-core") from exc
+
+from langchain_mars._namespace import as_template, resolve_namespace, run_config, run_runtime
+
+__all__ = ["memory_tools"]
+
+MemoryKind = Literal["semantic", "episodic", "social", "task"]
+TOOL_NAMES = ("remember", "recall", "forget")
+
+
+class _Tools:
+    """The three tool bodies, bound to a store and a namespace."""
+
+    def __init__(self, store: MemoryStore, namespace: Any, k: int, budget_tokens: int | None,
+                 raise_errors: bool) -> None:
+        self.store = store
+        self.namespace = as_template(namespace)
+        self.k = k
+        self.budget_tokens = budget_tokens
+        self.raise_errors = raise_errors
+
+    def _ns(self) -> str | None:
+        return resolve_namespace(self.namespace, config=run_config(), runtime=run_runtime())
+
+    def _guard(self, fn: Callable[[], str]) -> str:
+        try:
+            return fn()
+        except MarsError as exc:
+            if self.raise_errors:
+                raise
+            raise ToolException(str(exc)) from exc
+
+    def remember(self, content: str, memory_type: MemoryKind = "semantic") -> str:
+        """Store a fact, preference, plan or event about the user for later conversations."""
+        def run() -> str:
+            node = self.store.add(content, type=memory_type, namespace=self._ns(),
+                                  provenance={"source": "agent"})
+            return f"Remembered (id={node.id})."
+        return self._guard(run)
+
+    def recall(self, query: str) -> str:
+        """Search long-term memory for what is known about the query."""
+        def run() -> str:
+            hits = self.store.retrieve(query, k=self.k, budget_tokens=self.budget_tokens,
+                                       namespace=self._ns())
+            if not hits:
+                return "No memories found."
+            return "\n".join(f"- [{h.id}] ({h.node.type.value}) {h.text}" for h in hits)
+        return self._guard(run)
+
+    def forget(self, memory_id: str) -> str:
+        """Forget a memory by its id (as shown by recall) when it is wrong or outdated."""
+        def run() -> str:
+            ns = self._ns()
+            node = self.store.get(memory_id)
+            if node.namespace != (ns or self.store.config.default_namespace):
+                raise NotFoundError(f"no memory with id {memory_id!r}")
+            self.store.forget(memory_id, reason="forgotten by the agent's forget tool")
+            return f"Forgot {memory_id}."
+        return self._guard(run)
+
+
+def _tool(fn: Callable[..., str]) -> StructuredTool:
+    async def coroutine(*args: Any, **kwargs: Any) -> str:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    coroutine.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return StructuredTool.from_function(func=fn, coroutine=coroutine, name=fn.__name__,
+                                        description=fn.__doc__, handle_tool_error=True)
+
+
+def memory_tools(store: MemoryStore, *, namespace: Any = None, k: int = 5,
+                 budget_tokens: int | None = None, raise_errors: bool = False,
+                 include: tuple[str, ...] = TOOL_NAMES) -> list[BaseTool]:
+    """The ``remember``, ``recall`` and ``forget`` tools over ``store`` (see the module).
+
+    Args:
+        store: the memory store.
+        namespace: a fixed namespace, a template such as ``("memories", "{user_id}")``,
+            or None (the store's default namespace).
+        k: the most memories ``recall`` returns.
+        budget_tokens: the token budget of ``recall`` (None: the store's default).
+        raise_errors: let typed errors propagate instead of returning them to the model.
+        include: which tools, in order.
+
+    Raises:
+        ValidationError: bad ``k``, namespace or tool names.
+    """
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise ValidationError("k must be a positive integer")
+    unknown = set(include) - set(TOOL_NAMES)
+    if unknown or not include:
+        raise ValidationError(f"include must name some of {TOOL_NAMES}, got {include!r}")
+    bodies = _Tools(store, namespace, k, budget_tokens, raise_errors)
+    return [_tool(getattr(bodies, name)) for name in include]
