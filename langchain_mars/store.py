@@ -1,0 +1,573 @@
+"""``MarsStore``: a LangGraph ``BaseStore`` whose items are MaRS memories.
+
+Give it to a graph (``builder.compile(store=...)``) or to ``create_agent(..., store=...)``
+and every ``put`` becomes a budgeted, audited, erasable memory, while the graph keeps
+LangGraph's key-value contract:
+
+* **Namespaces.** A tuple maps onto one MaRS namespace string by the reversible encoding
+  of :mod:`langchain_mars._keys` (labels joined by ``/``; ``%`` and ``/`` escaped). Budgets
+  and statistics are per tuple. ``search(namespace_prefix)`` is the only read that spans
+  namespaces, and only because LangGraph's contract asks for it.
+* **Items.** ``put(namespace, key, value, index=...)`` stores one memory whose text is the
+  indexed fields of the value (LangGraph's ``fields`` paths; default ``["$"]``, the whole
+  value as JSON) and whose metadata keeps the value, the key and the namespace. A put on
+  an existing key writes a new memory that ``derivesFrom`` and ``supersedes`` the old one,
+  which goes to the archive; a put of an unchanged value stores nothing new (an item the
+  budget had archived is restored to the active store).
+  ``put(..., value=None)`` and ``delete`` are **erasures** (right to be forgotten): every
+  version of the item leaves the active store, the archive, the backend and the exports;
+  :meth:`MarsStore.erase` returns the receipts.
+* **Forgetting underneath.** The MaRS budget and policy evict as usual. An evicted item is
+  archived, not lost: ``get`` reads it through, and ``search`` ranks archived items after
+  active ones.
+* **Search.** With a ``query``: MaRS hybrid retrieval (dense + BM25) in each namespace under
+  the prefix; items sharing nothing with the query follow with score ``0.0``, then items
+  put with ``index=False`` (score ``None``), so every matching item is reachable by
+  pagination. Without a query: most recently written first. ``filter`` compares value
+  fields for equality or with ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``.
+* **Privacy.** In a namespace in private mode (``PrivacyPreferences.private_mode``),
+  ``search`` hides sensitive items without a consent grant, as MaRS retrieval does;
+  ``get`` by key still reads them.
+* **Access.** ``get`` and listing are not accesses. A query search *is* one (it is how an
+  agent uses its memories): it counts an access of the returned items — and of any item of
+  the same namespace ranked above them — in MaRS statistics and the audit, which feeds
+  LRU and the decay policies. ``MarsStore(..., search_access=False)`` makes searches
+  read-only for inspection.
+* **TTL.** Not supported (``supports_ttl = False``): LangGraph's TTL expires an item some
+  minutes after its *last read*, and the MaRS façade cannot move a memory's expiry on read
+  yet. A ``ttl`` raises LangGraph's own ``NotImplementedError``. MaRS's own retention
+  (``MemoryStore.maintain``) still applies.
+* **Batches** are validated as a whole before any operation runs (a bad op changes
+  nothing), then run in order; ``abatch`` is the same code in a worker thread.
+
+Example:
+    >>> from mars_core import FakeClock, MemoryStore
+    >>> store = MarsStore(MemoryStore(budget=200, clock=FakeClock()))
+    >>> store.put(("users", "ana"), "drink", {"text": "Ana drinks green tea"})
+    >>> store.get(("users", "ana"), "drink").value
+    {'text': 'Ana drinks green tea'}
+    >>> [item.key for item in store.search(("users",), query="what does Ana drink?")]
+    ['drink']
+    >>> store.delete(("users", "ana"), "drink")
+    >>> store.get(("users", "ana"), "drink") is None
+    True
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
+from mars_core.errors import (
+    BudgetExceededError,
+    ConfigError,
+    ExtraNotInstalledError,
+    MarsError,
+    NotFoundError,
+    ValidationError,
+)
+from mars_core.model import MemoryNode, MemoryType, Predicate, Provenance
+from mars_core.privacy.receipts import ErasureReceipt
+from mars_core.retrieval import Hit
+from mars_core.store import MemoryStore
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        IndexConfig,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        get_text_at_path,
+        validate_op_namespace,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("langgraph", "langgraph") from exc
+
+__all__ = ["MarsStore"]
+
+MARKER = "langgraph"
+"""Metadata key under which a memory keeps its LangGraph item (namespace, key, value)."""
+
+_ALL_TOKENS = 2**62  # a retrieval budget that never binds: search ranks, it does not pack
+_COMPARISONS = frozenset({"$gt", "$gte", "$lt", "$lte"})
+_OPERATORS = _COMPARISONS | {"$eq", "$ne"}
+
+
+class MarsStore(BaseStore):
+    """A LangGraph store over a :class:`~mars_core.store.MemoryStore` (see the module doc).
+
+    Args:
+        memory: the MaRS store that holds the items (budgets, policy, embedder, backend).
+        index: LangGraph's ``IndexConfig``; only ``fields`` (default ``["$"]``) is used, and
+            ``dims`` when given must equal the store's embedder dimension. Embeddings come
+            from the store's embedder: to use a LangChain ``Embeddings``, build the store
+            with ``embedder=mars_core.embedders.LangChainEmbeddings(...)``.
+        memory_type: the MaRS type of the memories (default ``semantic``).
+        search_access: whether a query search counts as an access (default True).
+
+    Raises:
+        ConfigError: unknown ``index`` keys, an ``embed`` function, a ``dims`` mismatch,
+            or an unknown memory type.
+
+    Example:
+        >>> from mars_core import FakeClock, MemoryStore
+        >>> with MarsStore(MemoryStore(clock=FakeClock())) as store:
+        ...     store.put(("docs",), "a", {"title": "Lisbon guide"}, index=["title"])
+        ...     store.put(("docs", "old"), "b", {"title": "Porto guide"})
+        ...     print(store.list_namespaces(), store.supports_ttl)
+        [('docs',), ('docs', 'old')] False
+    """
+
+    supports_ttl: bool = False
+
+    def __init__(
+        self,
+        memory: MemoryStore,
+        *,
+        index: IndexConfig | None = None,
+        memory_type: MemoryType | str = MemoryType.SEMANTIC,
+        search_access: bool = True,
+    ) -> None:
+        if not isinstance(memory, MemoryStore):
+            raise ConfigError("MarsStore needs a mars_core.MemoryStore")
+        try:
+            self.memory_type = MemoryType(memory_type)
+        except ValueError:
+            raise ConfigError(f"unknown memory type {memory_type!r}") from None
+        self.memory = memory
+        self.fields = _index_fields(index, memory.embedder.dim)
+        self.search_access = search_access
+        self._owned = False
+        self._lock = threading.RLock()
+        self._index = KeyIndex()
+        self.reindex()
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, index: IndexConfig | None = None,
+             memory_type: MemoryType | str = MemoryType.SEMANTIC, search_access: bool = True,
+             **store_kwargs: Any) -> MarsStore:
+        """Open (or create) a persistent store under ``path``; ``close()`` closes it.
+
+        ``store_kwargs`` go to :meth:`MemoryStore.open` (``budget``, ``policy``, ``embedder``...).
+        """
+        memory = MemoryStore.open(path, **store_kwargs)
+        try:
+            store = cls(memory, index=index, memory_type=memory_type,
+                        search_access=search_access)
+        except BaseException:
+            memory.close()
+            raise
+        store._owned = True
+        return store
+
+    # --- LangGraph contract ----------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run LangGraph operations in order, after validating all of them.
+
+        Like LangGraph's stores, a batch may write under the reserved root label
+        ``"langgraph"`` (only the public ``put`` refuses it).
+
+        Raises:
+            InvalidNamespaceError: a bad namespace label (LangGraph's error).
+            NotImplementedError: a ``ttl`` was given (TTL is not supported).
+            ValidationError: any other bad operation; nothing ran.
+        """
+        todo = list(ops)
+        for op in todo:
+            _check(op)
+        with self._lock:
+            return [self._run(op) for op in todo]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """The async twin of :meth:`batch` (the same code, in a worker thread)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # --- beyond the contract ------------------------------------------------------------------
+
+    def erase(self, namespace: tuple[str, ...], key: str) -> tuple[ErasureReceipt, ...]:
+        """Erase an item and all its versions (what ``delete`` does); returns the receipts.
+
+        A missing item erases nothing and returns ``()``.
+        """
+        _check(PutOp(namespace, key, None))
+        with self._lock:
+            return self._erase(namespace, key)
+
+    @staticmethod
+    def mars_namespace(namespace: tuple[str, ...]) -> str:
+        """The MaRS namespace string of a LangGraph namespace (for budgets, receipts, stats).
+
+        Example:
+            >>> MarsStore.mars_namespace(("memories", "ana"))
+            'memories/ana'
+        """
+        return encode_namespace(tuple(namespace))
+
+    def node_id(self, namespace: tuple[str, ...], key: str) -> str | None:
+        """The id of the memory holding an item's current value (for ``explain``)."""
+        with self._lock:
+            node = self._node(tuple(namespace), key)
+            return None if node is None else node.id
+
+    def reindex(self) -> int:
+        """Rebuild the key index from the store's records; returns how many items it holds.
+
+        Done on open; call it after the underlying store was changed by other means.
+        """
+        with self._lock:
+            self._index.clear()
+            for ns in self.memory.stats()["namespaces"]:
+                for node in self.memory.list(ns, status=None):
+                    rec = _record(node)
+                    if rec is not None:
+                        self._index.set(tuple(rec["namespace"]), rec["key"], node.id,
+                                        seq=node.seq)
+            return len(self._index)
+
+    def close(self) -> None:
+        """Close the underlying store when this object opened it (see :meth:`open`)."""
+        if self._owned:
+            self.memory.close()
+
+    def __enter__(self) -> MarsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- operations ---------------------------------------------------------------------------
+
+    def _run(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            node = self._node(op.namespace, op.key)
+            return None if node is None else _item(node)
+        if isinstance(op, PutOp):
+            if op.value is None:
+                self._erase(op.namespace, op.key)
+            else:
+                self._put(op.namespace, op.key, op.value, op.index)
+            return None
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        assert isinstance(op, ListNamespacesOp)
+        return _list_namespaces(self._index.namespaces(), op)
+
+    def _node(self, namespace: Namespace, key: str) -> MemoryNode | None:
+        node_id = self._index.get(namespace, key)
+        if node_id is None:
+            return None
+        try:
+            return self.memory.get(node_id)
+        except NotFoundError:  # erased by another path (an entity erasure, a cascade)
+            self._index.drop(namespace, key)
+            return None
+
+    def _put(self, namespace: Namespace, key: str, value: Mapping[str, Any],
+             index: Literal[False] | list[str] | None) -> None:
+        fields = self.fields if index is None else index
+        data = _json(value)
+        old = self._node(namespace, key)
+        old_rec = None if old is None else _record(old)
+        if old is not None and old_rec is not None and \
+                (old_rec["value"], old_rec["index"]) == (data, fields):
+            if not old.is_active:  # put again: the item is current, bring it back
+                self.memory.restore(old.id)
+            return  # unchanged: content is immutable, a new version would only grow the archive
+        text, indexed = _text(data, fields)
+        created = old_rec["created_at"] if old_rec else self.memory.clock.now().isoformat()
+        rec = {"namespace": list(namespace), "key": key, "value": data, "index": fields,
+               "indexed": indexed, "created_at": created}
+        ns = encode_namespace(namespace)
+        prev = () if old is None else (old.id,)
+        if old is not None and old.is_active:  # archive first: the budget counts one version
+            self._check_fits(text, ns)
+            self.memory.forget(old.id, reason="superseded by a new value of its LangGraph key")
+        try:
+            node = self.memory.add(
+                text, type=self.memory_type, namespace=ns, metadata={MARKER: rec},
+                links=[(Predicate.SUPERSEDES, i) for i in prev],
+                provenance=Provenance(source="langgraph", derived_from=prev,
+                                      external_id=key if len(key) <= 256 else None))
+        except MarsError:
+            if old is not None and old.is_active:
+                self.memory.restore(old.id)  # refused (a privacy preference): as it was
+            raise
+        self._index.replace(namespace, key, node.id, seq=node.seq)
+
+    def _check_fits(self, text: str, ns: str) -> None:
+        """Refuse, before anything changes, a value heavier than its namespace's budget."""
+        weight, budget = self.memory.counter.count(text), self.memory.config.budget_for(ns)
+        if weight > budget:
+            raise BudgetExceededError(f"this value needs {weight} tokens but namespace {ns!r} "
+                                      f"has a budget of {budget}; split it or raise the budget")
+
+    def _erase(self, namespace: Namespace, key: str) -> tuple[ErasureReceipt, ...]:
+        node = self._node(namespace, key)
+        if node is None:
+            return ()
+        receipts = []
+        for version in self.memory.history(node.id):  # oldest first: erasure cascades forward
+            rec = _record(version)
+            if rec is None or (tuple(rec["namespace"]), rec["key"]) != (namespace, key):
+                continue  # a dedup link to another item: not ours to erase
+            try:
+                receipts.append(self.memory.erase(node_id=version.id))
+            except NotFoundError:
+                continue  # already gone with an earlier version's cascade
+        self._index.drop(namespace, key)
+        return tuple(receipts)
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        found = [c for ns in self._index.namespaces() if ns[:len(prefix)] == prefix
+                 for c in self._candidates(ns, op.filter or {})]
+        if not (op.query and op.query.strip()):
+            found.sort(key=lambda c: (not c[2].is_active, -c[2].seq))
+            page = found[op.offset:op.offset + op.limit]
+            return [_search_item(node, None) for _, _, node in page]
+        ranked, hit_lists = self._rank(op.query, found)
+        page_rank = ranked[op.offset:op.offset + op.limit]
+        if self.search_access:
+            self._access(op.query, [node for node, _ in page_rank], hit_lists)
+        return [_search_item(node, score) for node, score in page_rank]
+
+    def _candidates(self, ns: Namespace, flt: Mapping[str, Any]
+                    ) -> list[tuple[Namespace, str, MemoryNode]]:
+        """The items of a namespace that pass the filter and its privacy preferences
+        (private mode hides sensitive items without consent, as ``retrieve`` does)."""
+        prefs, now = self.memory.preferences(encode_namespace(ns)), self.memory.clock.now()
+        return [(ns, key, node) for key, _ in self._index.items(ns)
+                if (node := self._node(ns, key)) is not None and prefs.recallable(node, now)
+                and _matches(_record_or_empty(node)["value"], flt)]
+
+    def _rank(self, query: str, found: list[tuple[Namespace, str, MemoryNode]]
+              ) -> tuple[list[tuple[MemoryNode, float | None]], dict[str, list[Hit]]]:
+        """Order candidates: active hits, archived hits, non-hits, unindexed items."""
+        mine = {node.id: node for _, _, node in found}
+        hit_lists: dict[str, list[Hit]] = {}
+        scored: dict[str, tuple[int, float]] = {}
+        for ns in sorted({n.namespace for n in mine.values()}):
+            hits = self.memory.retrieve(query, namespace=ns, budget_tokens=_ALL_TOKENS,
+                                        include_archive=True, read_only=True)
+            hit_lists[ns] = hits
+            for h in hits:
+                if h.id in mine and _record_or_empty(mine[h.id]).get("indexed"):
+                    scored[h.id] = (int(h.archived), h.score)
+
+        def order(node: MemoryNode) -> tuple[int, float, int]:
+            if node.id in scored:
+                tier, score = scored[node.id]
+                return tier, -score, -node.seq
+            indexed = bool(_record_or_empty(node).get("indexed"))
+            return (2 if node.is_active else 3) if indexed else 4, 0.0, -node.seq
+
+        nodes = sorted(mine.values(), key=order)
+        return [(n, scored[n.id][1] if n.id in scored else
+                 (0.0 if _record_or_empty(n).get("indexed") else None)) for n in nodes], hit_lists
+
+    def _access(self, query: str, page: list[MemoryNode], hit_lists: dict[str, list[Hit]]) -> None:
+        """Count the search as an access of the returned hits (one retrieval per namespace)."""
+        wanted = {n.id for n in page}
+        for ns, hits in hit_lists.items():
+            last = max((i for i, h in enumerate(hits) if h.id in wanted), default=None)
+            if last is not None:
+                self.memory.retrieve(query, namespace=ns, budget_tokens=_ALL_TOKENS, k=last + 1,
+                                     include_archive=True, read_only=False)
+
+
+# --- pure helpers -------------------------------------------------------------------------------
+
+
+def _index_fields(index: IndexConfig | None, dim: int) -> list[str]:
+    if index is None:
+        return ["$"]
+    unknown = set(index) - {"fields", "dims", "embed"}
+    if unknown:
+        raise ConfigError(f"unknown index keys {sorted(unknown)}; MarsStore reads 'fields'")
+    if "embed" in index:
+        raise ConfigError("MarsStore embeds with its MemoryStore's embedder: build the store "
+                          "with embedder=mars_core.embedders.LangChainEmbeddings(your_embeddings)")
+    if "dims" in index and index["dims"] != dim:
+        raise ConfigError(f"index dims {index['dims']} differ from the store embedder's {dim}")
+    fields = list(index.get("fields") or ["$"])
+    if not all(isinstance(f, str) and f for f in fields):
+        raise ConfigError("index fields must be non-empty path strings")
+    return fields
+
+
+def _check(op: object) -> None:
+    """Validate one operation before anything runs (LangGraph's namespace rules included)."""
+    if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
+        raise ValidationError(f"unknown store operation {type(op).__name__}")
+    validate_op_namespace(op)
+    if isinstance(op, GetOp | PutOp):
+        if not isinstance(op.key, str) or not op.key:
+            raise ValidationError("an item key must be a non-empty string")
+        encode_namespace(op.namespace)
+    if isinstance(op, PutOp):
+        _check_put(op)
+    elif isinstance(op, SearchOp):
+        _check_page(op.limit, op.offset)
+        if op.query is not None and not isinstance(op.query, str):
+            raise ValidationError("a search query must be a string")
+        _check_filter(op.filter)
+    elif isinstance(op, ListNamespacesOp):
+        _check_page(op.limit, op.offset)
+        if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 1):
+            raise ValidationError("max_depth must be a positive integer")
+        if any(c.match_type not in ("prefix", "suffix") for c in op.match_conditions or ()):
+            raise ValidationError("a namespace match type is 'prefix' or 'suffix'")
+
+
+def _check_put(op: PutOp) -> None:
+    if op.ttl is not None:
+        raise NotImplementedError("TTL is not supported by MarsStore. Use a store implementation "
+                                  "that supports TTL or set ttl=None.")
+    if op.value is None:
+        return
+    if not isinstance(op.value, Mapping) or not all(isinstance(k, str) for k in op.value):
+        raise ValidationError("an item value must be a mapping with string keys")
+    _json(op.value)
+    if op.index is not None and op.index is not False and (
+            not isinstance(op.index, list) or not all(isinstance(f, str) and f for f in op.index)):
+        raise ValidationError("index must be False, None or a list of field paths")
+
+
+def _check_page(limit: object, offset: object) -> None:
+    for name, v in (("limit", limit), ("offset", offset)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValidationError(f"{name} must be a non-negative integer")
+
+
+def _check_filter(flt: object) -> None:
+    if flt is None:
+        return
+    if not isinstance(flt, Mapping):
+        raise ValidationError("a search filter must be a mapping of value fields")
+    for cond in flt.values():
+        if isinstance(cond, Mapping) and any(str(k).startswith("$") for k in cond):
+            for op, operand in cond.items():
+                if op not in _OPERATORS:
+                    raise ValidationError(f"unsupported filter operator {op!r}; "
+                                          f"use one of {sorted(_OPERATORS)}")
+                if op in _COMPARISONS and (isinstance(operand, bool)
+                                           or not isinstance(operand, int | float)):
+                    raise ValidationError(f"filter operator {op} needs a number")
+        elif isinstance(cond, Mapping):
+            _check_filter(cond)
+
+
+def _json(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep, JSON-clean copy of a value (the store never shares the caller's objects)."""
+    try:
+        data = json.loads(json.dumps(dict(value), allow_nan=False, ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"an item value must be JSON-serialisable: {exc}") from None
+    assert isinstance(data, dict)
+    return data
+
+
+def _text(value: dict[str, Any], fields: Literal[False] | list[str]) -> tuple[str, bool]:
+    """The memory text of a value: its indexed fields, or its JSON when nothing is indexed."""
+    texts = [] if fields is False else [t for f in fields for t in get_text_at_path(value, f)]
+    text = "\n".join(t for t in texts if t.strip())
+    if text:
+        return text, True
+    return json.dumps(value, sort_keys=True, ensure_ascii=False), False
+
+
+def _record(node: MemoryNode) -> dict[str, Any] | None:
+    rec = node.metadata.get(MARKER)
+    if isinstance(rec, dict) and isinstance(rec.get("key"), str) and \
+            isinstance(rec.get("namespace"), list) and isinstance(rec.get("value"), dict):
+        return rec
+    return None
+
+
+def _record_or_empty(node: MemoryNode) -> dict[str, Any]:
+    return _record(node) or {"value": {}}
+
+
+def _item(node: MemoryNode) -> Item:
+    """The LangGraph item of a memory."""
+    rec = _record_or_empty(node)
+    return Item(value=json.loads(json.dumps(rec["value"])),  # callers may mutate what they get
+                key=rec.get("key", node.id), namespace=_namespace_of(node, rec),
+                created_at=_created_at(node, rec), updated_at=node.created_at)
+
+
+def _search_item(node: MemoryNode, score: float | None) -> SearchItem:
+    """The LangGraph search result of a memory."""
+    rec = _record_or_empty(node)
+    return SearchItem(namespace=_namespace_of(node, rec), key=rec.get("key", node.id),
+                      value=json.loads(json.dumps(rec["value"])),
+                      created_at=_created_at(node, rec), updated_at=node.created_at,
+                      score=None if score is None else float(score))
+
+
+def _namespace_of(node: MemoryNode, rec: dict[str, Any]) -> Namespace:
+    return tuple(rec.get("namespace") or decode_namespace(node.namespace))
+
+
+def _created_at(node: MemoryNode, rec: dict[str, Any]) -> datetime:
+    at = rec.get("created_at")
+    return datetime.fromisoformat(at) if isinstance(at, str) else node.created_at
+
+
+def _matches(value: Any, flt: Mapping[str, Any]) -> bool:
+    """LangGraph's filter semantics: equality, nested equality, and ``$``-operators."""
+    return all(_compare(value.get(k) if isinstance(value, dict) else None, cond)
+               for k, cond in flt.items())
+
+
+def _compare(actual: Any, cond: Any) -> bool:
+    if isinstance(cond, Mapping):
+        if any(str(k).startswith("$") for k in cond):
+            return all(_operator(actual, op, operand) for op, operand in cond.items())
+        return isinstance(actual, dict) and _matches(actual, cond)
+    if isinstance(cond, list | tuple):
+        return isinstance(actual, list) and len(actual) == len(cond) and \
+            all(_compare(a, c) for a, c in zip(actual, cond, strict=True))
+    return bool(actual == cond)
+
+
+def _operator(actual: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(actual == operand)
+    if op == "$ne":
+        return bool(actual != operand)
+    if isinstance(actual, bool) or not isinstance(actual, int | float):
+        return False  # a missing or non-numeric field is never greater or smaller
+    return bool({"$gt": actual > operand, "$gte": actual >= operand,
+                 "$lt": actual < operand, "$lte": actual <= operand}[op])
+
+
+def _list_namespaces(spaces: list[Namespace], op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    """LangGraph's namespace listing: match conditions, depth truncation, pagination."""
+    kept = [ns for ns in spaces if all(_does_match(c, ns) for c in op.match_conditions or ())]
+    if op.max_depth is not None:
+        kept = sorted({ns[:op.max_depth] for ns in kept})
+    return kept[op.offset:op.offset + op.limit]
+
+
+def _does_match(cond: MatchCondition, ns: Namespace) -> bool:
+    path = tuple(cond.path)
+    if len(ns) < len(path):
+        return False
+    part = ns[:len(path)] if cond.match_type == "prefix" else ns[len(ns) - len(path):]
+    return all(p in ("*", n) for p, n in zip(path, part, strict=True))
