@@ -30,6 +30,16 @@ class RetrievalConfig(BaseModel):
         0.5, ge=0.0, le=1.0,
         description="Weight of cosine similarity in the hybrid score; the rest goes to BM25.",
     )
+    cue_weight: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="Weight of the deterministic answerability rerank (entity, speaker and "
+        "temporal cues minus a phatic penalty; DMF §9.3 step 4) added to the hybrid score.",
+    )
+    relative_cutoff: float = Field(
+        0.0, ge=0.0, lt=1.0,
+        description="Drop hits scoring below this share of the best hit's score before "
+        "packing (0 fills the budget in rank order).",
+    )
     candidates: int = Field(
         64, ge=1, le=10_000,
         description="How many candidates each channel (dense, lexical) proposes before fusion.",

@@ -2,31 +2,45 @@
 into a token budget (seed 000 §4.1: "a budget-bounded working set ... subject to filters
 (type, time window, sensitivity caps)").
 
-The fused score of a candidate is ``α·cos + (1-α)·bm25/max_bm25`` (α =
-``RetrievalConfig.dense_weight``); packing walks candidates by score and keeps each one
-that still fits the token budget (up to ``k`` memories).
+The fused score of a candidate is ``α·cos + (1-α)·bm25/max_bm25 + w·A(q, m)`` (α =
+``RetrievalConfig.dense_weight``, w = ``cue_weight``), where ``A`` is the deterministic
+answerability rerank of DMF §9.3 step 4 (:func:`answerability`): entity overlap with the
+query, the query naming the memory's speaker, a temporal question meeting a temporal
+expression, minus a penalty for phatic turns (greetings, thanks, bare acknowledgements).
+Hits scoring below ``relative_cutoff`` × the best score are dropped (a relative score
+cut-off: a short list of strong hits beats filling the budget with weak ones); packing
+then walks the survivors by score and keeps each one that still fits the token budget
+(up to ``k`` memories). The defaults were chosen leave-one-conversation-out on LoCoMo
+(``mars bench locomo``, docs/benchmarks/evidence.md).
 
 Example:
     >>> q = Query(text="tea", namespace="ns", max_sensitivity=0.5)
     >>> q.allows_sensitivity(0.7)
     False
+    >>> a = answerability("When did Ana move to Lisbon?", "Ana: I moved to Lisbon last May")
+    >>> (a.entity, a.speaker, a.temporal, a.phatic)
+    (1.0, 1.0, 1.0, 0.0)
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
 from mars_core.backends.base import And, Eq, Filter, In, Range, VectorBackend
 from mars_core.config import RetrievalConfig
+from mars_core.lexical import STOPWORDS
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.state import StoreState
 
-__all__ = ["Hit", "Query", "pack", "rank"]
+__all__ = ["Answerability", "Hit", "Query", "answerability", "cue_score", "pack", "rank",
+           "relative_cutoff"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +117,104 @@ class Hit:
         return self.node.content
 
 
+# --- answerability rerank (DMF §9.3 step 4) ------------------------------------------------
+
+_CAP = re.compile(r"\b[A-Z][a-zA-Z'\-]+")
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?):")
+_TEMPORAL_Q = re.compile(r"\b(when|what (year|month|day|date|time)|how long|how many "
+                         r"(years|months|weeks|days)|since|before|after|ago)\b", re.I)
+_TEMPORAL_M = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|last|next|ago|week|weekend|month|year|years|"
+    r"january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"summer|winter|spring|fall|\d{4}|\d+)\b", re.I)
+_PHATIC = re.compile(r"^(hi|hey|hello|thanks|thank you|bye|wow|cool|great|awesome|nice|"
+                     r"sounds good|sure|ok|okay|yeah|yes|no|lol|haha|congrats)\b", re.I)
+_QWORDS = frozenset({"what", "when", "where", "who", "whom", "why", "how", "which", "would",
+                     "could", "should", "did", "does", "do", "is", "are", "was", "were", "has",
+                     "have", "can", "will", "i"})
+
+
+@dataclass(frozen=True, slots=True)
+class Answerability:
+    """Deterministic answerability cues of one memory for one query, each in [0, 1].
+
+    Attributes:
+        entity: share of the query's named entities the memory mentions.
+        speaker: 1 when the query names the memory's speaker.
+        temporal: 1 when a temporal question meets a temporal expression.
+        phatic: 1 for a greeting, thanks or bare acknowledgement (a penalty).
+    """
+
+    entity: float
+    speaker: float
+    temporal: float
+    phatic: float
+
+
+@lru_cache(maxsize=4096)
+def _query_cues(query: str) -> tuple[frozenset[str], bool]:
+    names = frozenset(w.lower() for w in _CAP.findall(query)
+                      if w.lower() not in _QWORDS and w.lower() not in STOPWORDS)
+    return names, _TEMPORAL_Q.search(query) is not None
+
+
+def _speaker_and_body(text: str) -> tuple[str | None, str]:
+    m = _SPEAKER.match(text)
+    return (m.group(1).lower(), text[m.end():]) if m else (None, text)
+
+
+def answerability(query: str, text: str, speaker: str | None = None) -> Answerability:
+    """The answerability cues of ``text`` for ``query`` (pure, deterministic).
+
+    Args:
+        query: the question.
+        text: the memory's content; a leading ``"Name:"`` is read as its speaker.
+        speaker: the speaker when known otherwise (e.g. the episode's participant).
+    """
+    names, temporal_q = _query_cues(query)
+    said_by, body = _speaker_and_body(text)
+    who = (said_by or speaker or "").lower()
+    low = body.lower()
+    words = set(re.findall(r"[\w'\-]+", low))
+    entity = sum(n in words for n in names if n != who) / max(1, len(names - {who}))
+    words_n = len(body.split())
+    phatic = float(words_n <= 3 or (_PHATIC.match(body.strip()) is not None and words_n < 12))
+    return Answerability(
+        entity=float(entity),
+        speaker=float(bool(who) and who.split()[0] in names),
+        temporal=float(temporal_q and _TEMPORAL_M.search(low) is not None),
+        phatic=phatic,
+    )
+
+
+def cue_score(a: Answerability) -> float:
+    """The answerability term ``A``: ``0.5·entity + 0.25·speaker + 0.25·temporal − phatic``.
+
+    Example:
+        >>> cue_score(Answerability(1.0, 1.0, 0.0, 0.0))
+        0.75
+    """
+    return 0.5 * a.entity + 0.25 * a.speaker + 0.25 * a.temporal - a.phatic
+
+
+def relative_cutoff(hits: Sequence[Hit], ratio: float) -> list[Hit]:
+    """Keep hits scoring at least ``ratio`` × the best score (``ratio`` 0 keeps all).
+
+    Example:
+        >>> from mars_core.model import MemoryNode
+        >>> n = MemoryNode.model_construct(id="a")
+        >>> [h.score for h in relative_cutoff([Hit(n, 1.0, 0, 0), Hit(n, 0.5, 0, 0)], 0.8)]
+        [1.0]
+    """
+    if not hits or ratio <= 0:
+        return list(hits)
+    top = max(h.score for h in hits)
+    if top <= 0:
+        return list(hits)
+    return [h for h in hits if h.score >= ratio * top]
+
+
 def _dense(backend: VectorBackend, collection: str, qvec: npt.NDArray[np.float32], q: Query,
            k: int) -> dict[str, float]:
     if not np.any(qvec):
@@ -151,10 +263,18 @@ def rank(
         d = dense.get(nid, 0.0)
         lx = lexical.get(nid, 0.0) / top if top > 0 else 0.0
         score = alpha * d + (1 - alpha) * lx
+        if cfg.cue_weight > 0 and score > 0:
+            score += cfg.cue_weight * cue_score(answerability(q.text, node.content,
+                                                              _speaker_of(node)))
         if score > 0:  # nothing in common with the query: not a hit, however empty the budget
             hits.append(Hit(node, score, d, lx, status is MemoryStatus.ARCHIVED))
     hits.sort(key=lambda h: (-h.score, h.node.step, h.node.id))
-    return hits
+    return relative_cutoff(hits, cfg.relative_cutoff)
+
+
+def _speaker_of(node: MemoryNode) -> str | None:
+    parts = getattr(node.payload, "participants", ())
+    return str(parts[0]) if parts else None
 
 
 def pack(hits: Iterable[Hit], budget_tokens: int, k: int | None) -> list[Hit]:

@@ -26,6 +26,7 @@ from mars_core.policies.base import (
 )
 from mars_core.policies.dmf import DMFPolicy, DMFPolicyConfig
 from mars_core.policies.hybrid import HybridConfig, HybridPolicy
+from mars_core.policies.learned import LearnedPolicy
 from mars_core.policies.meta import MetaConfig, MetaController
 from mars_core.policies.priority import PriorityDecayConfig, PriorityDecayPolicy
 from mars_core.policies.random_drop import RandomDropPolicy
@@ -43,6 +44,7 @@ __all__ = [
     "HybridConfig",
     "HybridPolicy",
     "LRUPolicy",
+    "LearnedPolicy",
     "MetaConfig",
     "MetaController",
     "Plan",
