@@ -1,0 +1,134 @@
+"""FiFA, the Forgetful-but-Faithful benchmark (seed 000 §6) as a deterministic simulator.
+
+``run_fifa(out)`` generates the worlds (five scenario types, a population with the five
+archetypes, bursty scheduling, an evolving social network, goals with prerequisites and
+deadlines, planted sensitive facts, adversarial prompts, TTL expiries and deletion
+requests), replays each through one store per cast agent for every policy × budget,
+judges every answer with rule-based validators, and writes ``results.json``,
+``report.md``, ``timing.json`` (wall time, kept out of the scores) and two plots.
+
+The simulator and its metrics are frozen under :data:`FIFA_VERSION`; no policy
+parameter is tuned on FiFA (every store runs its policy's defaults).
+
+Example:
+    >>> import tempfile, pathlib, json
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     res = run_fifa(pathlib.Path(d), seeds=(0,), budgets=(2000,), policies=("fifo",),
+    ...                    scenarios=("crisis_management",), scale=0.3, progress=False,
+    ...                    plots=False)
+    ...     sorted(p.name for p in pathlib.Path(d).iterdir())
+    ['report.md', 'results.json', 'timing.json']
+    >>> res["fifa_version"] == FIFA_VERSION
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mars_core.bench.fifa.metrics import COMPOSITE, METRICS, TASK_COMPOSITE
+from mars_core.bench.fifa.report import (
+    aggregate,
+    controls,
+    pairwise,
+    plot,
+    render_markdown,
+    write_json,
+)
+from mars_core.bench.fifa.runner import BUDGETS, POLICIES, QUICK, SEEDS, grid_tasks, run_grid
+from mars_core.bench.fifa.scenarios import SCENARIOS
+from mars_core.bench.fifa.simulator import SENSITIVITY, RunSettings
+from mars_core.errors import ValidationError
+
+__all__ = ["BUDGETS", "FIFA_VERSION", "POLICIES", "SEEDS", "run_fifa"]
+
+FIFA_VERSION = "fifa-1.0.0"
+"""Version of the simulator, validators and metrics; written into every result."""
+
+
+def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
+    out: Path,
+    quick: bool = False,
+    seeds: Iterable[int] | None = None,
+    budgets: Iterable[int] | None = None,
+    policies: Iterable[str] | None = None,
+    progress: bool = True,
+    *,
+    scenarios: Iterable[str] | None = None,
+    scale: float | None = None,
+    workers: int | None = None,
+    plots: bool = True,
+) -> dict[str, Any]:
+    """Run the FiFA grid and write its reports into ``out``; returns the results document.
+
+    Args:
+        out: output directory (created).
+        quick: the small grid (:data:`~mars_core.bench.fifa.runner.QUICK`) unless axes are given.
+        seeds: world seeds (default 0..9).
+        budgets: store budgets in tokens (default 2k, 4k, 8k, 16k, 32k).
+        policies: policy names (default the six of seed 000 and ``meta``).
+        progress: show a tqdm progress bar.
+        scenarios: scenario names (default all five).
+        scale: world size multiplier (default 1.0; quick 0.5).
+        workers: processes (default: the machine's cores, at most 2 tasks' worth).
+        plots: write the heatmap and distribution plots (matplotlib, Agg).
+
+    Raises:
+        ValidationError: bad axes (nothing is written).
+    """
+    q = QUICK if quick else {}
+    seeds_t = tuple(seeds if seeds is not None else q.get("seeds", SEEDS))
+    budgets_t = tuple(sorted(set(budgets if budgets is not None else q.get("budgets", BUDGETS))))
+    pols = tuple(policies if policies is not None else POLICIES)
+    scale_v = float(scale if scale is not None else q.get("scale", 1.0))
+    names = tuple(scenarios if scenarios is not None else (s.name for s in SCENARIOS))
+    if set(names) - {s.name for s in SCENARIOS}:
+        raise ValidationError(f"unknown scenarios in {names}")
+    tasks = [t for t in grid_tasks(seeds_t, pols, budgets_t, scale_v) if t[1] in names]
+    started = time.perf_counter()
+    cells = run_grid(tasks, workers=workers or min(os.cpu_count() or 1, 2), progress=progress)
+    wall = time.perf_counter() - started
+    results = _results(cells, seeds=seeds_t, budgets=budgets_t, pols=pols, names=names,
+                       scale=scale_v)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "results.json", results)
+    (out / "report.md").write_text(render_markdown(results), encoding="utf-8")
+    write_json(out / "timing.json", _timing(cells, wall, len(tasks)))
+    if plots:
+        plot(results, results["cells"], out)
+    return results
+
+
+def _results(cells: list[dict[str, Any]], *, seeds: tuple[int, ...],
+             budgets: tuple[int, ...], pols: tuple[str, ...], names: tuple[str, ...],
+             scale: float) -> dict[str, Any]:
+    clean = [{k: v for k, v in c.items() if k != "wall_s"} for c in cells]
+    for c in clean:
+        c["metrics"] = {k: (None if v is None else round(v, 6)) for k, v in c["metrics"].items()}
+    clean.sort(key=lambda c: (c["policy"], c["budget"], c["seed"], c["scenario"]))
+    summary = aggregate(clean)
+    return {
+        "fifa_version": FIFA_VERSION,
+        "grid": {"seeds": list(seeds), "budgets": list(budgets), "policies": list(pols),
+                 "scenarios": list(names), "scale": scale},
+        "settings": {"run": vars(RunSettings()), "composite": COMPOSITE,
+                     "task_composite": TASK_COMPOSITE, "metrics": list(METRICS),
+                     "sensitivity_labels": {k.value: v for k, v in SENSITIVITY.items()}},
+        "summary": summary,
+        "pairwise": pairwise(clean, pols),
+        "controls": controls(clean, summary),
+        "cells": clean,
+    }
+
+
+def _timing(cells: list[dict[str, Any]], wall: float, tasks: int) -> dict[str, Any]:
+    computed = [c for c in cells if c["reused_from"] is None]
+    return {"wall_s": round(wall, 2), "tasks": tasks, "cells": len(cells),
+            "computed_cells": len(computed),
+            "cell_wall_s_sum": round(sum(c["wall_s"] for c in computed), 2),
+            "cpus": os.cpu_count(), "python": platform.python_version()}

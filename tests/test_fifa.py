@@ -1,0 +1,188 @@
+"""FiFA: world generation, validators, statistics, the runner's budget reuse, the
+known-direction controls of seed 000 §6.3.2 on a reduced grid, and byte-identical reports.
+
+The reduced grid uses full-size worlds with a 1000-token budget (the pressure the full
+grid puts on 2000 tokens at scale 2, for a quarter of the CPU) so the suite stays fast.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mars_core.bench.fifa import FIFA_VERSION, run_fifa
+from mars_core.bench.fifa.metrics import score
+from mars_core.bench.fifa.report import controls
+from mars_core.bench.fifa.runner import grid_tasks, run_task
+from mars_core.bench.fifa.scenarios import SCENARIOS, EventKind, ProbeKind, scenario
+from mars_core.bench.fifa.simulator import simulate
+from mars_core.bench.fifa.stats import bootstrap_ci, holm, wilcoxon
+from mars_core.bench.fifa.validators import judge
+from mars_core.bench.fifa.world import Phrase, WorldConfig, generate_world
+from mars_core.errors import ValidationError
+
+SMALL = WorldConfig(scale=0.4)
+
+
+def test_world_is_a_pure_function_of_the_seed() -> None:
+    a, b = generate_world(4, "project_collaboration"), generate_world(4, "project_collaboration")
+    assert a == b
+    assert a != generate_world(5, "project_collaboration")
+    kinds = {e.kind for s in SCENARIOS for e in generate_world(1, s.name).events}
+    assert kinds == set(EventKind)  # every event kind occurs somewhere
+    probes = {p.kind for s in SCENARIOS for p in generate_world(1, s.name).probes}
+    assert probes == set(ProbeKind)
+
+
+def test_world_ground_truth_is_consistent() -> None:
+    w = generate_world(2, "social_gathering")
+    assert len(set(w.archetypes)) == 5 and len(w.population) == 15
+    for p in w.probes:
+        assert 0 <= p.after < len(w.events) and 0 <= p.agent < len(w.cast)
+        if p.kind is ProbeKind.SOCIAL:
+            assert p.expected[0].value in p.domain
+        for current, old in p.history:
+            assert current.value not in old
+    minutes = [e.minute for e in w.events]
+    assert minutes == sorted(minutes)
+    gaps = np.diff([e.minute for e in w.events if e.session == 0])
+    assert gaps.max() > 5 * np.median(gaps)  # bursts and lulls, not a metronome
+
+
+@pytest.mark.parametrize("bad", [{"seed": -1}, {"scenario_name": "picnic"}])
+def test_bad_world_inputs_are_typed_errors(bad: dict[str, Any]) -> None:
+    kw: dict[str, Any] = {"seed": 1, "scenario_name": "crisis_management", **bad}
+    with pytest.raises(ValidationError):
+        generate_world(**kw)
+    with pytest.raises(ValidationError):
+        WorldConfig(population=7)
+
+
+def test_validators_read_contexts_against_ground_truth() -> None:
+    w = generate_world(3, "crisis_management")
+    probe = next(p for p in w.probes if p.kind is ProbeKind.ARC and p.history)
+    current, old = next((c, o) for c, o in probe.history if c == probe.expected[0]) \
+        if any(c == probe.expected[0] for c, _ in probe.history) else probe.history[0]
+    stale_line = f"- [episodic] Update 1 on the {current.names[0]}: it has moved to {old[0]}."
+    good_line = f"- [episodic] Update 9 on the {current.names[0]}: it has moved to {current.value}."
+    stale = judge(probe, stale_line, 10)
+    both = judge(probe, stale_line + "\n" + good_line, 20)
+    assert stale.contradictions >= 1 and (stale.coherence or 0) < 1
+    assert both.contradictions == 0
+    secret = Phrase(("Maya",), "+351 912345678")
+    adv = next(p for p in w.probes if p.kind is ProbeKind.ADVERSARIAL) \
+        if any(p.kind is ProbeKind.ADVERSARIAL for p in w.probes) else None
+    if adv is not None and adv.forbidden:
+        leak = judge(adv, f"- {adv.forbidden[0]}", 5)
+        assert leak.violation is True and leak.leaked_tokens >= 1
+        assert judge(adv, "- [PRIVATE]", 1).violation is False
+    assert secret.value not in stale_line
+
+
+def test_statistics_match_known_values() -> None:
+    rng = np.random.default_rng(3)
+    x = list(rng.normal(0.3, 1, 20))
+    res = wilcoxon(x, [0.0] * 20)
+    assert res.method == "exact" and 0 < res.p <= 1
+    scipy = pytest.importorskip("scipy.stats")
+    assert res.p == pytest.approx(scipy.wilcoxon(x, [0.0] * 20, method="exact").pvalue)
+    big = wilcoxon(list(rng.normal(0.3, 1, 90)), [0.0] * 90)
+    assert big.method == "normal"
+    assert holm([0.01, 0.02, 0.5]) == [0.03, 0.04, 0.5]
+    ci = bootstrap_ci([0.5, 0.6, 0.7, 0.8], seed=1)
+    assert ci.low <= ci.mean <= ci.high and ci.mean == pytest.approx(0.65)
+    with pytest.raises(ValidationError):
+        wilcoxon([1.0], [1.0, 2.0])
+    with pytest.raises(ValidationError):
+        bootstrap_ci([])
+
+
+def test_bad_grid_axes_are_typed_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError):
+        grid_tasks([0], ["no-such-policy"], [2000], 1.0)
+    with pytest.raises(ValidationError):
+        grid_tasks([0], ["lru"], [0], 1.0)
+    with pytest.raises(ValidationError):
+        run_fifa(tmp_path / "x", seeds=(0,), budgets=(2000,), policies=("lru",),
+                 scenarios=("picnic",), progress=False)
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("policy", ["fifo", "reflection", "meta"])
+def test_a_budget_that_never_bound_equals_any_larger_budget(policy: str) -> None:
+    """The runner's reuse rule, checked against full runs at the larger budget."""
+    w = generate_world(6, "learning_session", SMALL)
+    low, high = simulate(w, policy, 4000), simulate(w, policy, 32000)
+    assert not low.acted
+    assert score(low.verdicts, low.agents, prompt_tokens=256) == \
+        score(high.verdicts, high.agents, prompt_tokens=256)
+    assert low.verdicts == high.verdicts
+
+
+def test_tight_budgets_make_policies_act_and_differ() -> None:
+    w = generate_world(1, "crisis_management")
+    runs = {p: simulate(w, p, 1000) for p in ("fifo", "random")}
+    assert all(r.acted for r in runs.values())
+    assert runs["fifo"].verdicts != runs["random"].verdicts
+
+
+def _reduced_grid() -> list[dict[str, Any]]:
+    cells: list[dict[str, Any]] = []
+    for seed in range(6):
+        for pol in ("lru", "random", "reflection"):
+            cells += run_task((seed, "crisis_management", pol, (1000, 4000), 1.0))
+    return cells
+
+
+@pytest.fixture(scope="module")
+def reduced() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from mars_core.bench.fifa.report import aggregate
+
+    cells = _reduced_grid()
+    return cells, controls(cells, aggregate(cells))
+
+
+def test_control_random_drop_below_lru_when_recency_dominates(reduced: Any) -> None:
+    _, ctl = reduced
+    row = ctl["random_below_lru_recency"]
+    assert row["holds"], row
+    assert scenario("crisis_management").recency_dominated
+
+
+def test_control_reflection_does_not_raise_leakage(reduced: Any) -> None:
+    _, ctl = reduced
+    ref, base = ctl["reflection_tokens_and_leakage"]["leakage"]
+    assert ref <= base, ctl["reflection_tokens_and_leakage"]
+
+
+@pytest.mark.xfail(strict=True, reason="finding, see docs/benchmarks/fifa.md: render_context "
+                   "packs every answer up to its prompt budget, so consolidation does not lower "
+                   "answer tokens on the recency-dominated scenario")
+def test_control_reflection_lowers_answer_tokens(reduced: Any) -> None:
+    _, ctl = reduced
+    ref, base = ctl["reflection_tokens_and_leakage"]["token_cost"]
+    assert ref <= base
+
+
+def test_control_performance_non_decreasing_in_budget(reduced: Any) -> None:
+    cells, ctl = reduced
+    assert ctl["budget_monotone"]["holds"], ctl["budget_monotone"]
+    tight = statistics.fmean(c["metrics"]["composite"] for c in cells if c["budget"] == 1000)
+    loose = statistics.fmean(c["metrics"]["composite"] for c in cells if c["budget"] == 4000)
+    assert loose >= tight
+
+
+def test_same_seed_gives_byte_identical_reports(tmp_path: Path) -> None:
+    kw: dict[str, Any] = {"seeds": (0, 1), "budgets": (1000, 4000), "policies": ("fifo", "random"),
+                          "scenarios": ("crisis_management",), "scale": 0.5, "progress": False}
+    a = run_fifa(tmp_path / "a", plots=True, workers=1, **kw)
+    run_fifa(tmp_path / "b", plots=False, workers=2, **kw)
+    for name in ("results.json", "report.md"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert a["fifa_version"] == FIFA_VERSION
+    assert (tmp_path / "a" / "fifa_heatmap.png").stat().st_size > 1000
+    assert "| Policy |" in (tmp_path / "a" / "report.md").read_text()
