@@ -240,6 +240,93 @@ def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")
     leakage.main(out, turns, seed)
 
 
+DataOpt = Annotated[Path, typer.Option("--data", help="the data file (never copied)")]
+QuickOpt = Annotated[bool, typer.Option(help="a small smoke run")]
+
+
+@bench_app.command("backends")
+def bench_backends(
+        sizes: Annotated[list[int] | None, typer.Option(
+            "--n", help="store sizes (repeatable; 10000, 100000)")] = None,
+        backends: Annotated[str | None, typer.Option(help="comma-separated backend names")]
+        = None,
+        quick: QuickOpt = False, out: OutOpt = None) -> None:
+    """Add throughput and query latency (median, p99) on every vector backend."""
+    from mars_core.bench.backends import BACKENDS, run_backends
+
+    run_backends(tuple(sizes or (10_000, 100_000)),
+                 tuple(backends.split(",")) if backends else BACKENDS, out, quick)
+
+
+@bench_app.command("locomo")
+def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option("--out")],
+                 quick: QuickOpt = False,
+                 methods: Annotated[str | None, typer.Option(help="comma-separated")] = None
+                 ) -> None:
+    """LoCoMo: evidence retrieval under a context budget and retention under a store budget."""
+    from mars_core.bench.evidence import run_locomo
+
+    _checked(run_locomo, data, out, quick=quick,
+             methods=methods.split(",") if methods else None)
+
+
+@bench_app.command("longmemeval")
+def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option("--out")],
+                      quick: QuickOpt = False) -> None:
+    """LongMemEval: evidence retrieval at 256/512/1024 tokens."""
+    from mars_core.bench.evidence import run_longmemeval
+
+    _checked(run_longmemeval, data, out, quick=quick)
+
+
+@bench_app.command("fifa")
+def bench_fifa(out: Annotated[Path, typer.Option("--out")], quick: QuickOpt = False) -> None:
+    """FiFA: policies × budgets × seeds over five simulated scenarios (seed 000 §6)."""
+    from mars_core.bench.fifa import run_fifa
+
+    run_fifa(out, quick=quick)
+
+
+@bench_app.command("activator")
+def bench_activator(data: DataOpt, out: OutOpt = None, quick: QuickOpt = False,
+                    embedder: Annotated[str, typer.Option(help="hashing or minilm")]
+                    = "hashing") -> None:
+    """LoCoMo multi-hop: the Activator's sub-query DAG against a single query."""
+    from mars_core.bench.activator import run_activator_bench
+
+    if embedder not in {"hashing", "minilm"}:
+        raise _fail("--embedder must be hashing or minilm")
+    _checked(run_activator_bench, data, out, quick, embedder=embedder)
+
+
+@app.command()
+def learn(log: Annotated[Path, typer.Option(help="a feature log (JSON lines)")],
+          out: Annotated[Path, typer.Option(help="where to write the model (JSON)")],
+          kind: Annotated[str, typer.Option(help="retention or retrieval")] = "retention"
+          ) -> None:
+    """Train the OSL-MR evidence learner on a feature log; use it as policy="learned:PATH"."""
+    from mars_core.learn import FeatureLog, train
+
+    if kind not in {"retention", "retrieval"}:
+        raise _fail("--kind must be retention or retrieval")
+    try:
+        model = train(FeatureLog.load(log).rows(kind), kind=kind)  # type: ignore[arg-type]
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+    model.save(out)
+    console.print(f"trained a {kind} model on {log}; wrote {out}")
+
+
+def _checked(fn: Any, *args: Any, **kwargs: Any) -> None:
+    """Run a benchmark; a missing or malformed data file is a usage error."""
+    if not Path(args[0]).is_file():
+        raise _fail(f"no data file {args[0]} (LoCoMo: ../shared/data/locomo/locomo_dev7.json)")
+    try:
+        fn(*args, **kwargs)
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mars`` console script; returns the exit code."""
     try:
