@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from mars_core.errors import ImportFormatError, ValidationError
 from mars_core.model import MAX_CONTENT_CHARS
+from mars_core.namespaces import encode_namespace
 
 if TYPE_CHECKING:
     from mars_core.store import MemoryStore
@@ -89,11 +90,13 @@ def import_langgraph(store: MemoryStore, items: Iterable[Any], *, namespace: str
         store: the MaRS store written to.
         items: e.g. ``lg_store.search(("memories",), limit=10_000)``.
         namespace: put everything in this namespace; otherwise ``namespace_of``
-            maps each item's namespace tuple (default: ``"/".join(...)``).
+            maps each item's namespace tuple (default: the encoding ``MarsStore`` uses,
+            :func:`mars_core.namespaces.encode_namespace`, so imported items are visible
+            through ``langchain_mars.MarsStore``).
         text_of: the memory text of a value (default: its ``"content"``, ``"text"``,
             ``"memory"`` or ``"data"`` field, else the JSON of the whole value).
     """
-    to_ns = namespace_of or "/".join
+    to_ns = namespace_of or encode_namespace
     rows = [_langgraph_row(i, it, namespace, to_ns, text_of or _default_text)
             for i, it in enumerate(_as_list(items, "LangGraph"))]
     return _write(store, rows, "langgraph", "semantic")
@@ -140,6 +143,8 @@ def _langgraph_row(i: int, item: Any, namespace: str | None,
             or "key" not in rec:
         raise ImportFormatError(f"LangGraph item {i} needs 'namespace', 'key' and a dict 'value'")
     ns = tuple(str(p) for p in rec.get("namespace") or ())
+    if any(not p for p in ns):
+        raise ImportFormatError(f"LangGraph item {i} has an empty namespace label")
     text = text_of(rec["value"])
     if not text.strip():
         raise ImportFormatError(f"LangGraph item {i} has an empty text")
