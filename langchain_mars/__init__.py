@@ -35,6 +35,8 @@ from langchain_mars.tools import memory_tools
 
 if TYPE_CHECKING:
     from langchain_mars.classic import MarsMemory
+    from langchain_mars.graph import MarsMemoryState, memory_messages, with_mars_memory
+    from langchain_mars.models import decomposer_from_chat_model, judge_from_chat_model
     from langchain_mars.store import MarsStore
 
 __all__ = [
@@ -42,14 +44,27 @@ __all__ = [
     "MarsChatMessageHistory",
     "MarsMemory",
     "MarsMemoryMiddleware",
+    "MarsMemoryState",
     "MarsRetriever",
     "MarsStore",
     "NamespaceTemplate",
+    "decomposer_from_chat_model",
+    "judge_from_chat_model",
+    "memory_messages",
     "memory_tools",
     "used_memories",
+    "with_mars_memory",
 ]
 
-_LAZY = {"MarsMemory": "langchain_mars.classic", "MarsStore": "langchain_mars.store"}
+_LAZY = {
+    "MarsMemory": "langchain_mars.classic",
+    "MarsStore": "langchain_mars.store",
+    "MarsMemoryState": "langchain_mars.graph",
+    "memory_messages": "langchain_mars.graph",
+    "with_mars_memory": "langchain_mars.graph",
+    "decomposer_from_chat_model": "langchain_mars.models",
+    "judge_from_chat_model": "langchain_mars.models",
+}
 
 
 def __getattr__(name: str) -> Any:

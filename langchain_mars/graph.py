@@ -1,0 +1,280 @@
+"""LangGraph nodes for Oblivion's read and write paths, over :mod:`mars_core.control`.
+
+The nodes are thin: each calls one component of a per-namespace
+:class:`~mars_core.control.Executor` and returns a state update.
+
+* :class:`DecayerNode` — whether the buffer suffices (or the round limit is reached); when
+  it does, renders the memory context for the agent (``mars_context``);
+* :class:`ActivatorNode` — one sub-query DAG retrieval into the buffer;
+* :class:`RecognizerNode` — which buffer items the agent's answer used;
+* :class:`MemoryManagerNode` — persist the turn, reinforce used memories, update the
+  turn's L1 cluster (learning a procedure from ``mars_feedback``), decay the buffer.
+
+:func:`with_mars_memory` wires them around the user's agent node::
+
+    START → decayer ─(retrieve?)→ activator → decayer → … → agent → recognizer
+          → memory_manager → END
+
+The buffer lives in the graph state (``mars_buffer``), so with a checkpointer it carries
+from one turn of a thread to the next, as Oblivion's working memory does. The agent node
+reads ``mars_context`` — :func:`memory_messages` prepends it as a system message.
+
+Example:
+    >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    >>> from langgraph.checkpoint.memory import InMemorySaver
+    >>> from mars_core import MemoryStore, FakeClock
+    >>> model = FakeListChatModel(responses=["Noted.", "You live in Porto."])
+    >>> def agent(state):
+    ...     return {"messages": [model.invoke(memory_messages(state))]}
+    >>> store = MemoryStore(clock=FakeClock())
+    >>> app = with_mars_memory(agent, store, namespace="u1").compile(checkpointer=InMemorySaver())
+    >>> cfg = {"configurable": {"thread_id": "t1"}}
+    >>> _ = app.invoke({"messages": [("user", "I live in Porto")]}, cfg)
+    >>> out = app.invoke({"messages": [("user", "Where do I live?")]}, cfg)
+    >>> out["messages"][-1].content, "Porto" in out["mars_context"]
+    ('You live in Porto.', True)
+    >>> store.close()
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
+
+from mars_core.control import (
+    Buffer,
+    ControlConfig,
+    Decomposer,
+    Executor,
+    Judge,
+    Rewriter,
+    Turn,
+)
+from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.store import MemoryStore
+
+try:
+    from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ExtraNotInstalledError("langgraph", exc.name or "langgraph") from exc
+
+__all__ = [
+    "ActivatorNode",
+    "DecayerNode",
+    "MarsMemoryState",
+    "MemoryManagerNode",
+    "NamespaceFn",
+    "RecognizerNode",
+    "memory_messages",
+    "with_mars_memory",
+]
+
+NamespaceFn = Callable[[RunnableConfig], str]
+"""Picks the MaRS namespace of a run from its config (e.g. ``configurable.user_id``)."""
+
+
+_NEW_TURN = "\x00new turn"
+
+
+def _turn_log(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """Reducer of ``mars_rounds``: appends within a turn; a new turn starts afresh."""
+    if right and right[0] == _NEW_TURN:
+        return list(right[1:])
+    return [*(left or []), *(right or [])]
+
+
+class MarsMemoryState(TypedDict, total=False):
+    """Graph state of the memory nodes (``mars_*`` keys are theirs; ``messages`` is shared).
+
+    Attributes:
+        messages: the conversation (LangGraph ``add_messages`` reducer).
+        mars_buffer: the buffer ``B_t`` (JSON items; carried across turns by a checkpointer).
+        mars_round: Decayer→Activator rounds done this turn.
+        mars_retrieve: the Decayer's last verdict.
+        mars_rounds: this turn's Decayer verdicts (rationales).
+        mars_context: memory context rendered for the agent.
+        mars_procedures: the routed cluster's learned procedures.
+        mars_used: ids of buffer items the answer used.
+        mars_feedback: feedback on the answer (a procedure may be learned from it).
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    mars_buffer: list[dict[str, Any]]
+    mars_round: int
+    mars_retrieve: bool
+    mars_rounds: Annotated[list[str], _turn_log]
+    mars_context: str
+    mars_procedures: list[str]
+    mars_used: list[str]
+    mars_feedback: str | None
+
+
+def memory_messages(state: MarsMemoryState) -> list[BaseMessage]:
+    """The state's messages with the memory context first, as a system message."""
+    msgs: list[BaseMessage] = list(state.get("messages", []))
+    ctx = state.get("mars_context", "")
+    return [SystemMessage(ctx), *msgs] if ctx else msgs
+
+
+def _text(msg: BaseMessage) -> str:
+    content = msg.content
+    if isinstance(content, str):
+        return content
+    return " ".join(c if isinstance(c, str) else str(c.get("text", "")) for c in content)
+
+
+def _last(state: MarsMemoryState, kind: str) -> str:
+    for msg in reversed(state.get("messages", [])):
+        if msg.type == kind:
+            return _text(msg)
+    raise ValidationError(f"the graph state holds no {kind!r} message")
+
+
+class _Executors:
+    """One Executor per namespace, built on first use."""
+
+    def __init__(self, store: MemoryStore, namespace: str | NamespaceFn,
+                 factory: Callable[[str], Executor]) -> None:
+        self.store, self.namespace, self.factory = store, namespace, factory
+        self._made: dict[str, Executor] = {}
+        self._lock = threading.Lock()
+
+    def get(self, config: RunnableConfig | None) -> Executor:
+        ns = self.namespace if isinstance(self.namespace, str) else \
+            self.namespace(config or RunnableConfig())
+        with self._lock:
+            if ns not in self._made:
+                self._made[ns] = self.factory(ns)
+            return self._made[ns]
+
+
+class DecayerNode:
+    """Decide whether to retrieve; when not, render the context for the agent."""
+
+    def __init__(self, executors: _Executors) -> None:
+        self.executors = executors
+
+    def __call__(self, state: MarsMemoryState, config: RunnableConfig) -> dict[str, Any]:
+        ex = self.executors.get(config)
+        query, buffer = _last(state, "human"), Buffer.from_list(state.get("mars_buffer", []))
+        rnd = state.get("mars_round", 0)
+        fresh = [_NEW_TURN] if rnd == 0 else []
+        if rnd < ex.config.max_iterations:
+            verdict = ex.decayer.assess(query, buffer, rnd)
+            if verdict.retrieve:
+                return {"mars_retrieve": True, "mars_rounds": [*fresh, verdict.reason]}
+            note = [*fresh, verdict.reason]
+        else:
+            note = [f"stopped after {len(state.get('mars_rounds', []))} round(s): round limit "
+                    "reached or no new memory found"]
+        history = [Turn(m.type, _text(m)) for m in state.get("messages", [])[:-1]]
+        prompt = ex.render(query, buffer, history[-ex.config.buffer.window_turns:])
+        return {"mars_retrieve": False, "mars_rounds": note, "mars_context": prompt.system,
+                "mars_procedures": list(prompt.procedures)}
+
+
+class ActivatorNode:
+    """One Activator run: the sub-query DAG into the buffer."""
+
+    def __init__(self, executors: _Executors) -> None:
+        self.executors = executors
+
+    def __call__(self, state: MarsMemoryState, config: RunnableConfig) -> dict[str, Any]:
+        ex = self.executors.get(config)
+        act = ex.activator.activate(_last(state, "human"),
+                                    Buffer.from_list(state.get("mars_buffer", [])),
+                                    ex.config.buffer.max_items, ex.config.buffer.max_tokens)
+        rnd = state.get("mars_round", 0) + 1
+        return {"mars_buffer": act.buffer.to_list(),
+                "mars_round": rnd if act.added else ex.config.max_iterations}
+
+
+class RecognizerNode:
+    """Credit assignment of the agent's answer to the buffer items."""
+
+    def __init__(self, executors: _Executors) -> None:
+        self.executors = executors
+
+    def __call__(self, state: MarsMemoryState, config: RunnableConfig) -> dict[str, Any]:
+        ex = self.executors.get(config)
+        used = ex.credit(_last(state, "human"), _last(state, "ai"),
+                         Buffer.from_list(state.get("mars_buffer", [])))
+        return {"mars_used": list(used)}
+
+
+class MemoryManagerNode:
+    """Persist the turn, reinforce used memories, update the cluster, decay the buffer."""
+
+    def __init__(self, executors: _Executors) -> None:
+        self.executors = executors
+
+    def __call__(self, state: MarsMemoryState, config: RunnableConfig) -> dict[str, Any]:
+        ex = self.executors.get(config)
+        _, buffer = ex.commit(_last(state, "human"), _last(state, "ai"),
+                              Buffer.from_list(state.get("mars_buffer", [])),
+                              state.get("mars_used", []), state.get("mars_feedback"))
+        return {"mars_buffer": buffer.to_list(), "mars_round": 0, "mars_feedback": None}
+
+
+def _after_decayer(state: MarsMemoryState) -> str:
+    return "activator" if state.get("mars_retrieve") else "agent"
+
+
+def with_mars_memory(
+    agent: Callable[..., Any],
+    store: MemoryStore,
+    *,
+    namespace: str | NamespaceFn = "default",
+    config: ControlConfig | None = None,
+    max_iterations: int | None = None,
+    judge: Judge | None = None,
+    decomposer: Decomposer | None = None,
+    rewrite: Rewriter | None = None,
+    conversation_id: str = "main",
+    state_schema: type[Any] = MarsMemoryState,
+) -> StateGraph[Any]:
+    """Wrap an agent node with Oblivion's memory nodes; returns the uncompiled graph.
+
+    Args:
+        agent: the user's node (``state -> update``); it should read ``mars_context``
+            (see :func:`memory_messages`) and append its answer to ``messages``.
+        store: the memory store.
+        namespace: a namespace, or a function of the run config choosing one.
+        config: control-loop configuration.
+        max_iterations: overrides ``config.max_iterations`` (Decayer→Activator rounds).
+        judge: optional uncertainty judge (see :mod:`langchain_mars.models`).
+        decomposer: optional sub-query generator (see :mod:`langchain_mars.models`).
+        rewrite: optional L3 episode rewriter.
+        conversation_id: groups the turns into a conversation in the store.
+        state_schema: the graph state (extend :class:`MarsMemoryState` to add keys).
+
+    Raises:
+        ValidationError: ``max_iterations`` is not a positive integer.
+    """
+    cfg = config or ControlConfig()
+    if max_iterations is not None:
+        if not isinstance(max_iterations, int) or max_iterations < 1:
+            raise ValidationError("max_iterations must be a positive integer")
+        cfg = cfg.model_copy(update={"max_iterations": max_iterations})
+    executors = _Executors(store, namespace, lambda ns: Executor(
+        store, ns, config=cfg, judge=judge, decomposer=decomposer, rewrite=rewrite,
+        conversation_id=conversation_id))
+    graph: StateGraph[Any] = StateGraph(state_schema)
+    graph.add_node("decayer", DecayerNode(executors))
+    graph.add_node("activator", ActivatorNode(executors))
+    graph.add_node("agent", agent)
+    graph.add_node("recognizer", RecognizerNode(executors))
+    graph.add_node("memory_manager", MemoryManagerNode(executors))
+    graph.add_edge(START, "decayer")
+    graph.add_conditional_edges("decayer", _after_decayer, ["activator", "agent"])
+    graph.add_edge("activator", "decayer")
+    graph.add_edge("agent", "recognizer")
+    graph.add_edge("recognizer", "memory_manager")
+    graph.add_edge("memory_manager", END)
+    return graph
+
+

@@ -1,0 +1,141 @@
+"""What the control loop reads and writes through the store's public API.
+
+* :func:`current_step` — the namespace's interaction counter Δn (DESIGN §3), the clock of
+  retention: ``n`` of ``R = exp(-n/S)`` counts interactions since the last credited use.
+* :func:`memory_retention` — R of one memory from the statistics the store keeps
+  (``access_count``, ``last_access_step``), with the initial utility U₀ of seed 002 (the
+  store keeps no per-memory utility; cluster utility lives in L1 metadata).
+* :func:`record_use` — reinforcement of *credited* memories only (seed 002 §2.3). It calls
+  ``store.reinforce(ids, namespace=...)`` when the store has one; until then it records the
+  access with a targeted read: a read-only probe that must return exactly that memory,
+  then the same retrieval as an access (one ``access`` audit event per memory).
+* :func:`links` — L2↔L3 neighbours: memories sharing a ``derivesFrom`` turn.
+
+Example:
+    >>> from mars_core import MemoryStore, FakeClock
+    >>> with MemoryStore(clock=FakeClock()) as store:
+    ...     n = store.add("Ana keeps bees in Porto", type="semantic")
+    ...     _ = store.add("Bo sells old maps", type="semantic")
+    ...     record_use(store, [n.id], "default"), store.get(n.id).access_count
+    ([...], 1)
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+
+from mars_core.model import MemoryNode
+from mars_core.scoring.retention import OblivionConfig, RetentionState, state_retention
+from mars_core.store import MemoryStore
+
+__all__ = ["TurnClock", "current_step", "links", "memory_retention", "record_use"]
+
+CONTROL_KEY = "mars_control"
+
+log = logging.getLogger(__name__)
+
+
+def current_step(store: MemoryStore, namespace: str) -> int:
+    """The namespace's interaction counter (0 for a namespace that holds nothing yet)."""
+    per = store.stats(namespace)["namespaces"]
+    return int(per.get(namespace, {}).get("step", 0))
+
+
+class TurnClock:
+    """Counts user turns: ``n`` of seed 002 is "the number of turns since last access".
+
+    A turn is a user message the store observed (an episodic memory with source ``user``
+    that derives from nothing), active or archived; the clock reads them once.
+
+    Example:
+        >>> from mars_core import MemoryStore, FakeClock
+        >>> with MemoryStore(clock=FakeClock()) as store:
+        ...     first = store.observe("user", "hello there")[0]
+        ...     _ = store.observe("assistant", "hi")
+        ...     _ = store.observe("user", "how are you")
+        ...     TurnClock(store, "default").since(first.step)
+        1
+    """
+
+    def __init__(self, store: MemoryStore, namespace: str) -> None:
+        self.steps = sorted(
+            n.step for n in store.list(namespace, type="episodic", status=None)
+            if n.provenance.source == "user" and not n.provenance.derived_from
+            and CONTROL_KEY not in n.metadata)
+
+    def since(self, step: int) -> int:
+        """User turns strictly after interaction ``step``."""
+        return len(self.steps) - bisect.bisect_right(self.steps, step)
+
+
+def memory_retention(node: MemoryNode, clock: TurnClock, config: OblivionConfig,
+                     utility: float | None = None) -> float:
+    """``R = exp(-n/S)`` of a memory, ``n`` = user turns since its last access (or birth)."""
+    last = node.last_access_step if node.last_access_step is not None else node.step
+    state = RetentionState(utility=config.initial_utility if utility is None else utility,
+                           access_count=node.access_count,
+                           turns_since_access=clock.since(last))
+    return state_retention(state, config)
+
+
+def record_use(store: MemoryStore, ids: Sequence[str], namespace: str) -> list[str]:
+    """Record a credited use of each memory in ``ids``; returns the ids recorded.
+
+    A memory the targeted read cannot single out is skipped (and logged by id), so no
+    other memory is ever reinforced by mistake.
+    """
+    native = getattr(store, "reinforce", None)
+    if callable(native):
+        native(list(ids), namespace=namespace)
+        return list(ids)
+    done: list[str] = []
+    for node_id in dict.fromkeys(ids):
+        node = store.get(node_id)
+        if not node.is_active:
+            continue
+        if _targeted_read(store, node, namespace, read_only=True) != [node_id]:
+            log.info("could not single out memory %s for reinforcement; skipped", node_id)
+            continue
+        _targeted_read(store, node, namespace, read_only=False)
+        done.append(node_id)
+    return done
+
+
+def _targeted_read(store: MemoryStore, node: MemoryNode, namespace: str,
+                   read_only: bool) -> list[str]:
+    hits = store.retrieve(node.content, k=1, budget_tokens=max(node.weight, 1),
+                          types=[node.type], since=node.created_at, until=node.created_at,
+                          namespace=namespace, conversation=node.provenance.conversation_id,
+                          read_only=read_only)
+    return [h.id for h in hits]
+
+
+def links(store: MemoryStore, namespace: str, ids: Sequence[str]) -> dict[str, list[str]]:
+    """For each id, the active memories of the other layer sharing a source turn with it.
+
+    A fact (L2) and an episode (L3) are linked when one ``derivesFrom`` a turn the other
+    is, or derives from (seed 002 §2.1 "L2–L3 memory linking").
+    """
+    by_turn: dict[str, list[MemoryNode]] = defaultdict(list)
+    nodes = {n.id: n for n in store.list(namespace)}
+    for n in nodes.values():
+        for src in _sources(n):
+            by_turn[src].append(n)
+    out: dict[str, list[str]] = {}
+    for i in ids:
+        node = nodes.get(i)
+        if node is None:
+            continue
+        kind = node.type.value == "episodic"
+        found = [m.id for src in _sources(node) for m in by_turn[src]
+                 if m.id != i and (m.type.value == "episodic") != kind]
+        out[i] = list(dict.fromkeys(found))
+    return out
+
+
+def _sources(node: MemoryNode) -> tuple[str, ...]:
+    """The turns a memory stands on: what it derives from, or itself when it is a turn."""
+    return node.provenance.derived_from or (node.id,)

@@ -1,0 +1,251 @@
+"""The Activator (seed 002 §2.2): sub-query DAG retrieval into the bounded buffer.
+
+The query is decomposed into a DAG of focused sub-queries:
+
+1. **roots** — the query itself, then its parts (split on conjunctions, each keeping the
+   query's entities; :func:`mars_core.control.text.decompose`), or whatever an optional
+   ``decomposer(query) -> sub-queries`` returns (e.g. an LLM through
+   :func:`langchain_mars.models.decomposer_from_chat_model`);
+2. **second hop** — children of the main query: the entities and salient words of its
+   best results that the query does not mention, each joined to the query (a refinement
+   edge; e.g. "what did Ana's sister study?" → "… Marta" once a first-hop hit names her).
+
+Every sub-query searches the whole namespace (not filtered by cluster, §2.2). The main
+query also follows L2↔L3 links (:func:`mars_core.control.access.links`). Candidate lists
+— each sub-query's, the linked neighbours', and the cached buffer ranked by similarity to
+the new query — are fused by weighted reciprocal rank, multiplied by
+``floor + (1 - floor)·R`` (memory retention), and packed greedily under the buffer's item
+and token caps. Every read is ``read_only``: retrieval is not use; only credited use
+reinforces (the Recognizer and the Memory Manager).
+
+Example:
+    >>> from mars_core import MemoryStore, FakeClock
+    >>> from mars_core.control.memory import Buffer
+    >>> with MemoryStore(clock=FakeClock()) as store:
+    ...     _ = store.add("Ana's sister is called Marta", type="social")
+    ...     _ = store.add("Marta studied marine biology in Faro", type="semantic")
+    ...     _ = store.add("Bo plays the cello", type="semantic")
+    ...     act = Activator(store, "default").activate("What did Ana's sister study?",
+    ...                                                Buffer.empty(), 10, 64)
+    ...     [s.text for s in act.dag][:2]
+    ["What did Ana's sister study?", "What did Ana's sister study? Marta"]
+    >>> [i.text for i in act.buffer.items][:2]
+    ["Ana's sister is called Marta", 'Marta studied marine biology in Faro']
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mars_core.control.access import TurnClock, current_step, links, memory_retention
+from mars_core.control.config import ActivatorConfig
+from mars_core.control.memory import CONTROL_KEY, Buffer, BufferItem, Layer, layer_of
+from mars_core.control.text import (
+    cosines,
+    decompose,
+    document_frequencies,
+    entities,
+    salient_terms,
+)
+from mars_core.embeddings import embed_one
+from mars_core.errors import ValidationError
+from mars_core.model import MemoryNode
+from mars_core.retrieval import Hit
+from mars_core.scoring.retention import OblivionConfig
+from mars_core.store import MemoryStore
+
+__all__ = ["Activation", "Activator", "Decomposer", "SubQuery"]
+
+Decomposer = Callable[[str], Sequence[str]]
+"""``decomposer(query)``: focused sub-queries (the query itself is always kept)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubQuery:
+    """A node of the sub-query DAG.
+
+    Attributes:
+        id: position in the DAG (topological order).
+        text: the sub-query.
+        parents: ids it refines (empty for roots).
+        hits: ids it retrieved, best first.
+    """
+
+    id: int
+    text: str
+    parents: tuple[int, ...] = ()
+    hits: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """The outcome of one Activator run.
+
+    Attributes:
+        buffer: the curated buffer.
+        dag: the sub-queries run, in topological order.
+        added: ids new to the buffer.
+        evicted: ids that left it.
+    """
+
+    buffer: Buffer
+    dag: tuple[SubQuery, ...]
+    added: tuple[str, ...]
+    evicted: tuple[str, ...]
+
+
+class Activator:
+    """Sub-query DAG retrieval over a store namespace.
+
+    Args:
+        store: the memory store.
+        namespace: where to search.
+        config: decomposition and fusion parameters.
+        decomposer: optional sub-query generator (default: deterministic).
+        retention: Oblivion constants for memory retention.
+    """
+
+    def __init__(self, store: MemoryStore, namespace: str, config: ActivatorConfig | None = None,
+                 decomposer: Decomposer | None = None,
+                 retention: OblivionConfig | None = None) -> None:
+        self.store, self.namespace = store, namespace
+        self.config = config or ActivatorConfig()
+        self.decomposer = decomposer
+        self.retention = retention or OblivionConfig()
+        self._df: tuple[int, dict[str, int], int] | None = None
+
+    def plan(self, query: str) -> list[str]:
+        """The DAG roots: the query first, then its sub-queries (deduplicated)."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("a query must be a non-empty string")
+        subs = (list(self.decomposer(query)) if self.decomposer is not None
+                else decompose(query, self.config.split_conjunctions))
+        roots = [query, *(s.strip() for s in subs if isinstance(s, str) and s.strip())]
+        return list(dict.fromkeys(roots))
+
+    def activate(self, query: str, buffer: Buffer, max_items: int, max_tokens: int) -> Activation:
+        """Run the DAG and curate the buffer under ``max_items`` and ``max_tokens``."""
+        dag, lists, nodes = self._run_dag(query)
+        if self.config.follow_links and dag[0].hits:
+            lists.append((self.config.sub_weight, self._linked(dag[0].hits, nodes)))
+        if buffer.items:
+            lists.append((self.config.cache_weight, self._cached(query, buffer, nodes)))
+        ranked = self._fuse(lists, nodes)
+        new = buffer.merge((BufferItem(n.id, n.content, layer_of(n), n.weight, s, r, via)
+                            for n, s, r, via in ranked), max_items, max_tokens)
+        old, now = set(buffer.ids), set(new.ids)
+        return Activation(new, tuple(dag), tuple(i for i in new.ids if i not in old),
+                          tuple(i for i in buffer.ids if i not in now))
+
+    def _run_dag(self, query: str) -> tuple[list[SubQuery], list[tuple[float, list[str]]],
+                                            dict[str, MemoryNode]]:
+        nodes: dict[str, MemoryNode] = {}
+        dag: list[SubQuery] = []
+        lists: list[tuple[float, list[str]]] = []
+        for text in self.plan(query):
+            ids = self._search(text, nodes)
+            dag.append(SubQuery(len(dag), text, () if not dag else (0,), tuple(ids)))
+            lists.append((1.0 if len(dag) == 1 else self.config.sub_weight, ids))
+        if self.config.second_hop:
+            seen = set(dag[0].hits[: self.config.hop_sources]) if self.config.hop_novel else set()
+            for text in self._second_hop(query, dag[0].hits, nodes):
+                ids = [i for i in self._search(text, nodes) if i not in seen]
+                dag.append(SubQuery(len(dag), text, (0,), tuple(ids)))
+                lists.append((self.config.sub_weight, ids))
+        return dag, lists, nodes
+
+    def _search(self, text: str, nodes: dict[str, MemoryNode]) -> list[str]:
+        hits: list[Hit] = self.store.retrieve(text, budget_tokens=self.config.per_query_tokens,
+                                              namespace=self.namespace, read_only=True)
+        out = []
+        for h in hits:
+            if h.node.metadata.get(CONTROL_KEY) != "l1":
+                nodes[h.id] = h.node
+                out.append(h.id)
+        return out
+
+    def _second_hop(self, query: str, first: Sequence[str],
+                    nodes: dict[str, MemoryNode]) -> list[str]:
+        top = [nodes[i].content for i in first[: self.config.hop_sources]]
+        if not top:
+            return []
+        names = entities(query)
+        df, docs = self._frequencies()
+        terms = salient_terms(top, [query, *names], self.config.hop_terms, df, docs)
+        if self.config.hop_focus:
+            return [" ".join([*names, t]) for t in terms]
+        return [f"{query} {t}" for t in terms]
+
+    def _frequencies(self) -> tuple[dict[str, int], int]:
+        """Document frequencies of the namespace, recomputed when it changed."""
+        step = current_step(self.store, self.namespace)
+        if self._df is None or self._df[0] != step:
+            df, docs = document_frequencies(n.content for n in self.store.list(self.namespace))
+            self._df = (step, df, docs)
+        return self._df[1], self._df[2]
+
+    def _linked(self, ids: Sequence[str], nodes: dict[str, MemoryNode]) -> list[str]:
+        out: list[str] = []
+        for neighbours in links(self.store, self.namespace, list(ids)).values():
+            for n in neighbours:
+                if n not in nodes:
+                    nodes[n] = self.store.get(n)
+                out.append(n)
+        return list(dict.fromkeys(out))
+
+    def _cached(self, query: str, buffer: Buffer, nodes: dict[str, MemoryNode]) -> list[str]:
+        live = []
+        for item in buffer.items:
+            node = nodes.get(item.id) or self.store.get(item.id)
+            if node.is_active:
+                nodes[item.id] = node
+                live.append(item)
+        if not live:
+            return []
+        emb = self.store.embedder
+        sims = cosines(embed_one(emb, query),
+                       np.asarray(emb.embed([i.text for i in live]), dtype=np.float32))
+        order = sorted(range(len(live)), key=lambda j: (-sims[j], j))
+        return [live[j].id for j in order]
+
+    def _fuse(self, lists: Sequence[tuple[float, Sequence[str]]], nodes: dict[str, MemoryNode]
+              ) -> list[tuple[MemoryNode, float, float, str]]:
+        score: dict[str, float] = defaultdict(float)
+        via: dict[str, str] = {}
+        for li, (weight, ids) in enumerate(lists):
+            for rank, i in enumerate(ids):
+                s = weight / (self.config.rrf_k + rank + 1)
+                score[i] = score[i] + s if self.config.fusion == "sum" else max(score[i], s)
+                via.setdefault(i, f"list{li}")
+        clock = TurnClock(self.store, self.namespace) if self.config.retention_floor < 1 else None
+        floor = self.config.retention_floor
+        out = []
+        for i, s in score.items():
+            node = nodes[i]
+            if layer_of(node) is Layer.L1:
+                continue
+            r = memory_retention(node, clock, self.retention) if clock is not None else 1.0
+            out.append((node, round(s * (floor + (1 - floor) * r), 9), r, via[i]))
+        out.sort(key=lambda t: (-t[1], t[0].seq))
+        return self._diversify(out) if self.config.diversity > 0 else out
+
+    def _diversify(self, ranked: list[tuple[MemoryNode, float, float, str]]
+                   ) -> list[tuple[MemoryNode, float, float, str]]:
+        """Greedy re-ranking that demotes neighbours (in Δn) of memories already chosen."""
+        left = list(ranked)
+        chosen: list[tuple[MemoryNode, float, float, str]] = []
+        steps: list[int] = []
+        keep, near = 1.0 - self.config.diversity, self.config.adjacency
+        while left:
+            def eff(t: tuple[MemoryNode, float, float, str]) -> float:
+                close = any(abs(t[0].step - s) <= near for s in steps)
+                return t[1] * (keep if close else 1.0)
+            best = max(range(len(left)), key=lambda j: (eff(left[j]), -j))
+            item = left.pop(best)
+            chosen.append(item)
+            steps.append(item[0].step)
+        return chosen

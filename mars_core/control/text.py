@@ -1,0 +1,153 @@
+"""Deterministic text signals of the control loop: content words, coverage, entities,
+query decomposition and cosine similarity. No model, no randomness.
+
+Example:
+    >>> sorted(content_words("Where did Ana and Bo go hiking?"))
+    ['ana', 'bo', 'go', 'hik']
+    >>> coverage("Where did Ana go hiking?", ["Ana went hiking in Sintra"])
+    0.6667
+    >>> decompose("What does Ana like and where does Bo work?")
+    ['What does Ana like and where does Bo work?', 'What does Ana like', 'where does Bo work']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from mars_core.lexical import tokenize
+
+__all__ = [
+    "FILLER_WORDS",
+    "content_words",
+    "cosines",
+    "coverage",
+    "decompose",
+    "document_frequencies",
+    "entities",
+    "salient_terms",
+]
+
+_SPLIT = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\bas well as\b|\bthen\b)\s*", re.IGNORECASE)
+_CAP = re.compile(r"\b([A-Z][a-z]+(?:[-'][A-Za-z]+)?)\b")
+_QUESTION_WORDS = frozenset(
+    "what when where who whom which why how does did do is are was were can could would "
+    "should will has have had the a an in on at i my you your yes no hi hey hello also "
+    "not but so just it this that there they he she we".split())
+FILLER_WORDS = frozenset(
+    "like likely go went get got make made really thing things lot time one some much "
+    "very well good great yeah yes ye oh ok okay wow thank thanks sure know think see feel "
+    "not no don t sorry maybe perhap about around just also".split())
+"""Conversational filler: never salient, never proof that an answer used a memory."""
+_FILLER = FILLER_WORDS
+
+
+def content_words(text: str) -> set[str]:
+    """Stemmed, lower-cased words of ``text`` without stop words (a set).
+
+    On top of :func:`mars_core.lexical.tokenize`, a final ``e`` is dropped so that
+    "live"/"lives" and "hike"/"hiking" meet.
+    """
+    return {w[:-1] if len(w) > 3 and w.endswith("e") else w for w in tokenize(text)}
+
+
+def coverage(query: str, texts: Iterable[str]) -> float:
+    """Share of the query's content words found in ``texts`` (1.0 for an empty query).
+
+    Rounded to 4 decimals so equal inputs give equal floats everywhere.
+    """
+    wanted = content_words(query)
+    if not wanted:
+        return 1.0
+    seen: set[str] = set()
+    for t in texts:
+        seen |= content_words(t)
+    return round(len(wanted & seen) / len(wanted), 4)
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised words that are not question or function words, in order, deduplicated."""
+    out: list[str] = []
+    for m in _CAP.finditer(text):
+        word = m.group(1)
+        if word.lower() not in _QUESTION_WORDS and word not in out:
+            out.append(word)
+    return out
+
+
+def decompose(query: str, split: bool = True) -> list[str]:
+    """The default sub-query roots: the query, then its conjunction-separated parts.
+
+    A part keeps only when it has at least two content words; a part that lost all the
+    query's entities gets them back (so "What does Ana like and enjoy" gives "Ana enjoy").
+    """
+    out = [query]
+    if not split:
+        return out
+    names = entities(query)
+    for raw in _SPLIT.split(query.strip(" ?!.")):
+        part = raw.strip()
+        if len(content_words(part)) < 2 and not (names and content_words(part)):
+            continue
+        missing = [n for n in names if n not in part]
+        sub = " ".join([*missing, part]) if missing and not entities(part) else part
+        if sub and sub not in out:
+            out.append(sub)
+    return out if len(out) > 2 else out[:1]
+
+
+def salient_terms(texts: Sequence[str], exclude: Iterable[str], limit: int,
+                  df: Mapping[str, int] | None = None, docs: int = 0) -> list[str]:
+    """The words of ``texts`` most specific to them, not in ``exclude``.
+
+    Score: occurrences in ``texts`` × inverse document frequency ``log(1 + docs/df)``
+    over the namespace (``df``/``docs``; without them every word weighs 1). Names found
+    mid-sentence keep their capital; other words are stems. Ties break alphabetically.
+    """
+    skip = {w.lower() for w in exclude} | content_words(" ".join(exclude))
+    counts = Counter(w for t in texts for w in content_words(t)
+                     if w not in skip and w not in _FILLER and len(w) > 2 and not w.isdigit())
+    names = {e.lower(): e for t in texts for e in _mid_sentence_names(t)}
+
+    def weight(w: str) -> float:
+        if df is None or docs <= 0:
+            return 1.0
+        return math.log(1 + docs / max(1, df.get(w, 1)))
+
+    ranked = sorted(counts, key=lambda w: (-counts[w] * weight(w), w))
+    return [names.get(w, w) for w in ranked[:limit]]
+
+
+def _mid_sentence_names(text: str) -> list[str]:
+    """Capitalised words not opening a sentence or a ``speaker:`` turn."""
+    out = []
+    for m in _CAP.finditer(text):
+        before = text[: m.start()].rstrip()
+        if before and before[-1] not in ".!?:" and m.group(1).lower() not in _QUESTION_WORDS:
+            out.append(m.group(1))
+    return out
+
+
+def cosines(query: npt.NDArray[np.float32], rows: npt.NDArray[np.float32]) -> list[float]:
+    """Cosine of ``query`` with each row (0.0 for a zero vector)."""
+    if rows.size == 0:
+        return []
+    qn = float(np.linalg.norm(query))
+    norms = np.linalg.norm(rows, axis=1) * qn
+    dots = rows @ query
+    return [float(d / n) if n > 0 else 0.0 for d, n in zip(dots, norms, strict=True)]
+
+
+def document_frequencies(texts: Iterable[str]) -> tuple[dict[str, int], int]:
+    """Content-word document frequencies of ``texts`` and how many texts there were."""
+    df: Counter[str] = Counter()
+    n = 0
+    for t in texts:
+        df.update(content_words(t))
+        n += 1
+    return dict(df), n

@@ -1,0 +1,177 @@
+"""Oblivion's memory nodes in a compiled LangGraph graph, run offline with fake chat models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import (
+    FakeListChatModel,
+    GenericFakeChatModel,
+)
+from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_mars.graph import MarsMemoryState, memory_messages, with_mars_memory
+from langchain_mars.models import (
+    decomposer_from_chat_model,
+    judge_from_chat_model,
+    parse_subqueries,
+    parse_verdict,
+)
+from mars_core import MemoryStore
+from mars_core.audit import AuditOp
+from mars_core.control import ControlConfig
+from mars_core.errors import ValidationError
+
+Store = Callable[..., MemoryStore]
+
+
+class Recorder(BaseCallbackHandler):
+    """Records the messages each chat-model call receives."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[BaseMessage]] = []
+
+    def on_chat_model_start(self, serialized: dict[str, Any],
+                            messages: list[list[BaseMessage]], **kw: Any) -> None:
+        self.calls.extend(messages)
+
+
+def _app(store: MemoryStore, answers: list[str], rec: Recorder, **kw: Any) -> Any:
+    model = GenericFakeChatModel(messages=iter(AIMessage(a) for a in answers))
+
+    def agent(state: MarsMemoryState) -> dict[str, Any]:
+        return {"messages": [model.invoke(memory_messages(state), {"callbacks": [rec]})]}
+
+    return with_mars_memory(agent, store, namespace="u1", **kw).compile(
+        checkpointer=InMemorySaver())
+
+
+def _turn(app: Any, text: str, thread: str = "t1",
+          **extra: Any) -> tuple[dict[str, Any], list[str]]:
+    cfg = {"configurable": {"thread_id": thread}}
+    nodes: list[str] = []
+    for update in app.stream({"messages": [("user", text)], **extra}, cfg,
+                             stream_mode="updates"):
+        nodes += list(update)
+    return app.get_state(cfg).values, nodes
+
+
+def test_retrieval_skipped_when_buffer_suffices_triggered_when_not(make_store: Store) -> None:
+    store, rec = make_store(), Recorder()
+    app = _app(store, ["Noted.", "You live in Porto.", "Yes, in Porto.", "I do not know."], rec)
+    _turn(app, "I live in Porto and my sister Marta is a nurse")
+    state, nodes = _turn(app, "Where do I live?")
+    assert "activator" in nodes  # empty buffer: retrieval triggered
+    assert "Porto" in rec.calls[-1][0].content  # the system message the model received
+    state, nodes = _turn(app, "Do I live in Porto?")
+    assert "activator" not in nodes  # the buffer already suffices
+    assert state["mars_rounds"][-1].endswith("buffer suffices")
+    state, nodes = _turn(app, "What instrument does Bo play?")
+    assert "activator" in nodes  # nothing about Bo in the buffer
+    assert nodes[-3:] == ["agent", "recognizer", "memory_manager"]
+
+
+def test_used_memories_reinforced_unused_decay(make_store: Store) -> None:
+    store, rec = make_store(), Recorder()
+    app = _app(store, ["Noted.", "Noted.", "Marta is a nurse."], rec)
+    _turn(app, "My sister Marta is a nurse")
+    _turn(app, "Bo plays the cello in an orchestra")
+    state, _ = _turn(app, "What job does Marta have?")
+    used = set(state["mars_used"])
+    offered = {i["id"] for i in state["mars_buffer"]} | used
+    assert used
+    accessed = {i for e in store.audit.events("u1") if e.op is AuditOp.ACCESS for i in e.node_ids}
+    assert accessed == used  # reinforcement strictly tied to credited use
+    assert all(store.get(i).access_count >= 1 for i in used)
+    assert all(store.get(i).access_count == 0 for i in offered - used)
+
+
+def test_procedure_from_feedback_changes_what_the_model_receives(make_store: Store) -> None:
+    store, rec = make_store(), Recorder()
+    app = _app(store, ["It will be 68 degrees.", "20 degrees Celsius."], rec)
+    _turn(app, "What will the weather be like on my trip tomorrow?",
+          mars_feedback="Wrong unit. Next time, always give temperatures in Celsius.")
+    first = rec.calls[0][0].content
+    state, _ = _turn(app, "What will the weather be like on my trip next week?")
+    second = rec.calls[1][0].content
+    assert "Celsius" not in first
+    assert "- always give temperatures in Celsius." in second
+    assert state["mars_procedures"] == ["always give temperatures in Celsius."]
+    assert state["mars_feedback"] is None  # consumed
+
+
+def test_max_iterations_bounds_the_loop(make_store: Store) -> None:
+    store, rec = make_store(), Recorder()
+    for i in range(40):
+        store.add(f"note {i}: chatter about the weather on day {i}", namespace="u1")
+    app = _app(store, ["ok"], rec, max_iterations=2, judge=lambda q, t: False)
+    _, nodes = _turn(app, "weather chatter")
+    assert 1 <= nodes.count("activator") <= 2
+    with pytest.raises(ValidationError):
+        with_mars_memory(lambda s: s, store, max_iterations=0)
+
+
+def test_llm_judge_and_decomposer_inside_the_graph(make_store: Store) -> None:
+    store, rec = make_store(), Recorder()
+    store.add("Marta studied marine biology in Faro", type="semantic", namespace="u1")
+    store.add("Ana's sister is called Marta", type="social", namespace="u1")
+    judge_model = FakeListChatModel(responses=["no", "yes"])
+    splitter = FakeListChatModel(responses=["- Who is Ana's sister?\n- What did Marta study?"])
+    app = _app(store, ["Marine biology."], rec, judge=judge_from_chat_model(judge_model),
+               decomposer=decomposer_from_chat_model(splitter),
+               config=ControlConfig(max_iterations=3))
+    state, nodes = _turn(app, "What did Ana's sister study?")
+    assert "marine biology" in rec.calls[-1][0].content
+    assert state["messages"][-1].content == "Marine biology."
+    assert nodes.count("activator") >= 1
+
+
+def test_namespace_from_run_config_isolates_users(make_store: Store) -> None:
+    store, rec = make_store(), Recorder()
+    model = FakeListChatModel(responses=["Noted.", "I do not know."])
+
+    def agent(state: MarsMemoryState) -> dict[str, Any]:
+        return {"messages": [model.invoke(memory_messages(state), {"callbacks": [rec]})]}
+
+    app = with_mars_memory(agent, store, namespace=lambda c: c["configurable"]["user_id"]
+                           ).compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": [("user", "My PIN hint is blue whale")]},
+               {"configurable": {"thread_id": "a", "user_id": "alice"}})
+    app.invoke({"messages": [("user", "What is my PIN hint?")]},
+               {"configurable": {"thread_id": "b", "user_id": "bob"}})
+    assert "whale" not in rec.calls[-1][0].content
+    assert store.list("bob") and all("whale" not in n.content for n in store.list("bob"))
+
+
+def test_model_adapters_parse_deterministically() -> None:
+    assert parse_verdict("Yes.") is True and parse_verdict("insufficient") is False
+    assert parse_verdict('{"sufficient": true}') is True and parse_verdict("maybe") is None
+    assert parse_subqueries("1. a b\n2) c\n\n- a b", 5) == ["a b", "c"]
+    assert parse_subqueries('["x", "y", "z"]', 2) == ["x", "y"]
+    unsure = judge_from_chat_model(FakeListChatModel(responses=["Perhaps."]))
+    assert unsure("q", ["m"]) is False  # not understood: retrieve, the safe side
+    with pytest.raises(ValidationError):
+        judge_from_chat_model("not a model")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        decomposer_from_chat_model(FakeListChatModel(responses=["x"]), max_subqueries=0)
+
+
+def test_example_runs_and_shows_what_it_claims(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "langgraph_oblivion.py"
+    spec = importlib.util.spec_from_file_location("langgraph_oblivion", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.main()
+    assert out["retrieved"][1] is True and out["retrieved"][2] is False
+    assert "Celsius" not in out["prompts"][3] and "always give temperatures in Celsius" in \
+        out["prompts"][4]
+    printed = capsys.readouterr().out
+    assert "retrieval: skipped (buffer suffices)" in printed and "model saw:" in printed
