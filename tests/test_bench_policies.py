@@ -15,6 +15,7 @@ import pytest
 
 from mars_core.bench import policies as bench
 from mars_core.cli import main as cli_main
+from mars_core.errors import ValidationError
 from mars_core.policies import available
 
 KEYS = {"policy", "n", "nlp", "params", "fill", "fill_s", "warmup_adds", "first_trigger_us",
@@ -74,3 +75,28 @@ def test_goal_is_judged_for_the_goal_policies_only(
         judged = r["policy"] in bench.GOAL_POLICIES and r["n"] == 2000
         assert (r["goal_2x"] is not None) == judged
         assert r["add_ratio"] > 0 and r["base_n"] == 500
+
+
+def test_merge_joins_runs_and_recomputes_ratios(quick: tuple[Path, dict[str, Any]],
+                                                tmp_path: Path) -> None:
+    """Two runs (here: the quick grid split by policy) merge into one annotated table."""
+    _out, doc = quick
+    grid = [r for r in doc["rows"] if not r.get("reference")]
+    parts = []
+    for k, names in enumerate((set(bench.GOAL_POLICIES), set(available()) - set(
+            bench.GOAL_POLICIES))):
+        part = tmp_path / f"part{k}"
+        part.mkdir()
+        rows = [{**r, "add_ratio": None} for r in grid if r["policy"] in names]
+        (part / "policies.json").write_text(json.dumps({"meta": doc["meta"], "rows": rows}))
+        parts.append(part / "policies.json")
+    merged = bench.merge_results(parts, tmp_path / "merged", {"1": "goal", "2": "slow"})
+    assert len(merged) == len(grid) and {r["run"] for r in merged} == {1, 2}
+    assert all(r["add_ratio"] is not None and r["add_ratio"] > 0 for r in merged)
+    written = json.loads((tmp_path / "merged" / "policies.json").read_text())
+    assert written["meta"]["runs"] == {"1": "goal", "2": "slow"}
+    assert "run 2: slow" in (tmp_path / "merged" / "policies.md").read_text()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(ValidationError, match=r"not a policies\.json"):
+        bench.merge_results([bad], tmp_path / "x")

@@ -33,7 +33,9 @@ benchmark's, stated in every report:
 
 Policies whose triggers cost O(n) or more (reflection, hybrid, meta) get at most
 ``slow_steady`` measured adds from n = 10k on, and every configuration stops measuring once
-``max_steady_s`` seconds were spent; a capped row says how many adds it measured. These
+``max_steady_s`` seconds were spent; a capped row says how many adds it measured. Their
+first trigger fills the working-set cache of :mod:`mars_core.scoring.working_set` and is
+the one warm-up add (reported as the first trigger). These
 machines are shared and noisy: read ratios measured in one run, not absolute numbers.
 
 Example:
@@ -63,6 +65,7 @@ from mars_core.bench.throughput import _WORDS
 from mars_core.budget import make_counter
 from mars_core.clock import FakeClock
 from mars_core.config import StoreConfig
+from mars_core.errors import ValidationError
 from mars_core.policies import Plan, Policy, available, make_policy
 from mars_core.store import MemoryStore
 
@@ -76,6 +79,7 @@ __all__ = [
     "hand_over",
     "main",
     "make_texts",
+    "merge_results",
     "run",
     "run_shared",
     "write_results",
@@ -137,7 +141,9 @@ class _Sample:
 
 @dataclass
 class _GcClock:
-    """Pauses of the cyclic garbage collector (``gc.callbacks``), all and full (gen 2)."""
+    """CPU time of the cyclic garbage collector's pauses (``gc.callbacks``), all and full
+    (gen 2). CPU, not wall time: the figure is subtracted from CPU time per add, and a
+    wall-clock pause stretched by preemption once made that difference negative."""
 
     started: float = 0.0
     total_s: float = 0.0
@@ -146,9 +152,9 @@ class _GcClock:
 
     def __call__(self, phase: str, info: Mapping[str, Any]) -> None:
         if phase == "start":
-            self.started = time.perf_counter()
+            self.started = time.process_time()
             return
-        pause = time.perf_counter() - self.started
+        pause = time.process_time() - self.started
         self.total_s += pause
         if info.get("generation") == 2:
             self.full_s += pause
@@ -325,12 +331,13 @@ def _row(store: MemoryStore, policy: str, n: int, *, warm: Sequence[_Sample],
 
 
 def _warmup_for(policy: str, n: int, steady: int, warmup: int | None) -> int:
-    """Default warm-up: a tenth of the measured adds (≤ 200); for the slow policies, which
-    keep no lazy index to catch up, one add below 100k and none from 100k on."""
+    """Default warm-up: a tenth of the measured adds (≤ 200); one add for the slow
+    policies, whose first trigger fills their working-set cache (every vector fetched,
+    novelty against the whole window: O(n·W·d)) and is reported as the first trigger."""
     if warmup is not None:
         return warmup
     if policy in SLOW_POLICIES:
-        return 0 if n >= 100_000 else 1
+        return 1
     return min(200, max(1, steady // 10))
 
 
@@ -539,8 +546,8 @@ in-memory backend, the 384-d hashing embedder and a fake clock. DMF runs with Ω
 `default Ω_kill` reference row shows it). "shared" fills: one store filled once by `add`,
 handed from policy to policy as a reopen would (`hand_over`; the `shared fill` reference
 rows check it against fresh fills). Reflection, hybrid and meta are capped (50 adds from
-n = 10k on, no warm-up from 100k on), and every row stops after the time cap; capped rows
-say "measured of requested"."""
+n = 10k on, after one warm-up add that fills their working-set cache), and every row stops
+after the time cap; capped rows say "measured of requested"."""
 
 
 def _markdown(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
@@ -594,6 +601,32 @@ def write_results(rows: list[dict[str, Any]], meta: Mapping[str, Any], out: Path
     out.mkdir(parents=True, exist_ok=True)
     (out / "policies.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     (out / "policies.md").write_text(_markdown(rows, meta))
+
+
+def merge_results(parts: Sequence[Path], out: Path, runs: Mapping[str, str] | None = None
+                  ) -> list[dict[str, Any]]:
+    """Merge the ``policies.json`` of several runs (e.g. the goal policies up to 1M and
+    the slow ones up to 100k, run apart to bound memory) into one table under ``out``.
+
+    Rows keep their values; each gets the number of the run it came from, and ratios
+    and verdicts are recomputed over the merged grid. ``runs`` describes each run.
+
+    Raises:
+        ValidationError: a part that is not a results file.
+    """
+    rows: list[dict[str, Any]] = []
+    meta: dict[str, Any] = {}
+    for k, part in enumerate(parts, 1):
+        try:
+            doc = json.loads(Path(part).read_text())
+            part_rows, part_meta = list(doc["rows"]), dict(doc["meta"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValidationError(f"{part} is not a policies.json results file: {exc}") from None
+        meta = meta or part_meta
+        rows += [{**r, "run": r.get("run", k) if len(parts) == 1 else k} for r in part_rows]
+    meta["runs"] = dict(runs or {str(k): str(p) for k, p in enumerate(parts, 1)})
+    write_results(rows, meta, out)
+    return rows
 
 
 def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_000,

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.errors import ConfigError, PolicyError
+from mars_core.errors import ConfigError, PolicyError, ValidationError
 from mars_core.graph import MemoryGraph
 from mars_core.model import MemoryNode, MemoryType
 
@@ -285,8 +285,33 @@ class Policy:
     def on_access(self, node: MemoryNode) -> None:
         """A memory was accessed (``node`` carries the new statistics)."""
 
+    def on_update(self, node: MemoryNode) -> None:
+        """An active memory's metadata changed without an access (its sensitivity was
+        re-scored, it was pinned, ...); ``node`` carries the new metadata."""
+
     def on_remove(self, node: MemoryNode) -> None:
         """A memory left the active set (evicted, summarised, forgotten, erased)."""
+
+    # --- learned state (persisted by the store across reopen) ------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """What the policy learned that replaying the active memories cannot rebuild.
+
+        JSON-serialisable; ``{}`` when there is nothing (the default). The store saves it
+        with its other meta records and hands it back to :meth:`load_state` after
+        :meth:`rebuild` on open.
+        """
+        return {}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (call after :meth:`rebuild`).
+
+        Raises:
+            ValidationError: ``state`` is malformed or not this policy's; nothing changes.
+        """
+        if state:
+            raise ValidationError(f"policy {self.name!r} keeps no state; got keys "
+                                  f"{sorted(state)}")
 
     def on_retrieve(self, namespace: str, hits: Sequence[MemoryNode], budget_tokens: int,
                     step: int) -> None:

@@ -24,7 +24,9 @@ with the budget restored (§3.3.4's termination argument, enforced by the templa
    :func:`~mars_core.scoring.density.density_batch`: recency, normalised access
    frequency, cosine to the namespace goal (``view.goal_vector()``), personalised
    PageRank over the isA ∪ friendOf subgraph, novelty within the working set and
-   deadline urgency of tasks. Lowest density first (ties: oldest first).
+   deadline urgency of tasks. Lowest density first (ties: oldest first). Novelty is
+   measured against the bounded working set of :mod:`mars_core.scoring.working_set`
+   (the ``novelty_window`` most recent memories; exact while n ≤ W).
 4. **privacy** (``hybrid/privacy``): §4.2 runs it "if the store is still over budget or
    near ties remain" and §5.3 calls it a tie-break at the boundary. Where the density
    order reaches a *near tie* — candidates within ``tie_band`` (5%, digest Z-A7) of the
@@ -42,14 +44,16 @@ with the budget restored (§3.3.4's termination argument, enforced by the templa
 Rationales name the stage and its evidence, e.g. ``evicted by hybrid/importance:
 density 0.0121 = (Û 0.210 − λ_priv·s 0.000)/17 tokens, lowest of 4,812``.
 
-Cost of one trigger (n active memories, d embedding dimensions, E edges): the skim is
-O(n) plus a sort of the stale ones; reflection is whatever ``propose_summaries`` costs
-(O(n·W·d) linkage plus the summariser calls); the density is O(n·d) for goal
-similarity, O(n²·d) for novelty (in blocks of 1,024 rows) and O(E·iterations) for
-PageRank, then O(n log n) to sort; the tie-break is O(band). Measured on a shared
-machine with the 384-d hashing embedder: when the skim restores the budget, about 1 ms
-at n = 1k and 15–40 ms at n = 10k; when every stage runs, 40–150 ms at 1k and 2.3–5.4 s
-at 10k, novelty alone ≈ 2.2 s of it. Novelty is the term to make incremental first.
+Cost of one trigger (n active memories, d embedding dimensions, E edges of the semantic
+and social memories, W the novelty window): the skim is O(k + types) on per-type lists of
+never-accessed memories; reflection is whatever ``propose_summaries`` costs on the cached
+working set (vectorised eligibility, temporal links computed once per memory, union–find
+over the linked memories only, plus the summariser calls); the density reads the
+:class:`~mars_core.scoring.working_set.WorkingSetCache` — columns and vectors kept by the
+hooks, novelty against the W most recent memories updated incrementally, O(n·d) per
+trigger after one write instead of the O(n²·d) of all pairs — then O(E·iterations) for
+PageRank and O(n log n) to sort; the tie-break is O(band). Measured figures are in
+``docs/benchmarks/policies.md``.
 
 Example:
     >>> from mars_core.policies import make_policy
@@ -62,7 +66,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +75,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from mars_core.errors import ConfigError
-from mars_core.model import MemoryNode, MemoryType, TaskPayload
+from mars_core.model import MemoryNode, MemoryType
 from mars_core.policies.base import (
     Candidate,
     EvictStage,
@@ -83,14 +87,8 @@ from mars_core.policies.base import (
     register,
 )
 from mars_core.policies.reflection import ReflectionConfig, propose_summaries
-from mars_core.scoring.density import (
-    FEATURE_NAMES,
-    DensityConfig,
-    SparseAdjacency,
-    density_batch,
-    importance,
-    payload_urgency,
-)
+from mars_core.scoring.density import FEATURE_NAMES, DensityConfig, importance
+from mars_core.scoring.working_set import WorkingSetCache, score_working_set
 from mars_core.summarise import ExtractiveSummariser, Summariser
 
 __all__ = ["HybridConfig", "HybridPolicy", "TieCandidate"]
@@ -202,6 +200,7 @@ class HybridPolicy(Policy):
             raise ConfigError(f"bad parameters for policy 'hybrid': {exc}") from None
         self.summariser = summariser
         self._never_used: dict[tuple[str, MemoryType], dict[str, MemoryNode]] = {}
+        self.working_set = WorkingSetCache(self.config.density.novelty_window)
 
     def params(self) -> dict[str, Any]:
         """The stage constants recorded with every decision."""
@@ -228,7 +227,14 @@ class HybridPolicy(Policy):
     def _fresh(self, node: MemoryNode) -> dict[str, MemoryNode]:
         return self._never_used.setdefault((node.namespace, node.type), {})
 
+    def rebuild(self, nodes: Iterable[MemoryNode]) -> None:
+        """Replay the active memories into a fresh skim index and working set."""
+        self._never_used.clear()
+        self.working_set.clear()
+        super().rebuild(nodes)
+
     def on_insert(self, node: MemoryNode) -> None:
+        self.working_set.on_insert(node)
         if node.access_count or node.pinned:
             return
         space = self._fresh(node)
@@ -241,9 +247,16 @@ class HybridPolicy(Policy):
 
     def on_access(self, node: MemoryNode) -> None:
         super().on_access(node)
+        self.working_set.on_access(node)
         self._fresh(node).pop(node.id, None)
 
+    def on_update(self, node: MemoryNode) -> None:
+        self.working_set.on_update(node)
+        if node.pinned:
+            self._fresh(node).pop(node.id, None)
+
     def on_remove(self, node: MemoryNode) -> None:
+        self.working_set.on_remove(node)
         self._fresh(node).pop(node.id, None)
 
     def _stale(self, view: PolicyView) -> Iterator[Candidate]:
@@ -251,7 +264,8 @@ class HybridPolicy(Policy):
         (a merge of the per-type lists, O(k) per trigger)."""
         threshold = self.config.stale_recency
         lam = self.config.density.lambda_age
-        heads = {t: iter(list(space.values())) for (ns, t), space in sorted(
+        # no copy: the lists change only in the hooks, which run after the trigger commits
+        heads = {t: iter(space.values()) for (ns, t), space in sorted(
             self._never_used.items(), key=lambda kv: kv[0][1].value) if ns == view.namespace}
         current: dict[MemoryType, MemoryNode] = {}
         for t, it in heads.items():
@@ -284,7 +298,8 @@ class HybridPolicy(Policy):
     def _reflect(self, view: PolicyView, need: int, taken: frozenset[str]) -> Iterator[Summary]:
         """Gated summaries of redundant episodic clusters, within the rate limits."""
         return propose_summaries(view, need, taken, config=self.config.reflection,
-                                 summariser=self.summariser, density=self.config.density)
+                                 summariser=self.summariser, density=self.config.density,
+                                 cache=self.working_set)
 
     # --- stage 4 hook ----------------------------------------------------------------------
 
@@ -338,7 +353,9 @@ class _DensityPass:
 
     def _scores(self, view: PolicyView) -> _Scores:
         if self.scores is None:
-            self.scores = _score(view, self.policy.config.density)
+            sc = score_working_set(view, self.policy.working_set, self.policy.config.density)
+            self.scores = _Scores(sc.nodes, sc.features, sc.utility, sc.density, sc.age,
+                                  sc.order.tolist())
         return self.scores
 
     def _band(self, sc: _Scores) -> list[int]:
@@ -401,29 +418,6 @@ class _DensityPass:
                   f"{tie.age_steps:.0f} steps, imp {tie.importance:.2f}), "
                   f"{_ordinal(rank, 'highest')} in the tie")
         return Candidate(tie.node_id, tie.density, feats, reason)
-
-
-def _score(view: PolicyView, cfg: DensityConfig) -> _Scores:
-    """Eq-7 density of every active memory of the namespace (one vectorised batch)."""
-    nodes = list(view.active())
-    if not nodes:
-        empty = np.zeros(0)
-        return _Scores([], np.zeros((0, len(FEATURE_NAMES))), empty, empty, empty, [])
-    ids = [n.id for n in nodes]
-    age = np.array([max(0, view.step - n.step) for n in nodes], dtype=np.float64)
-    types = [n.type for n in nodes]
-    urgency = [payload_urgency(n.payload, view.now, cfg.urgency_horizon_hours)
-               if isinstance(n.payload, TaskPayload) else 0.0 for n in nodes]
-    counts = [n.access_count for n in nodes]
-    batch = density_batch(
-        types, age, counts, [n.sensitivity for n in nodes], [n.weight for n in nodes],
-        embeddings=view.vectors(ids), goal=view.goal_vector(),
-        adjacency=SparseAdjacency.from_edges(ids, view.graph.edges(),
-                                             cfg.centrality_predicates),
-        urgency=urgency, config=cfg)
-    seq = np.array([n.seq for n in nodes], dtype=np.int64)
-    order = [int(i) for i in np.lexsort((seq, batch.density))]
-    return _Scores(nodes, batch.features, batch.utility, batch.density, age, order)
 
 
 def _ordinal(n: int, word: str) -> str:

@@ -37,9 +37,13 @@ Hybrid}, and leaves the algorithm, the reward and the exploration constants unsp
   decision (clipped to 1); 0 without either. The reward is
   ``r = u − cost_weight·(tokens kept / budget)``.
 
-State: the arms' indices are rebuilt on reopen (:meth:`rebuild` replays every arm); the
-bandit statistics (A, b, plays) and the open windows are in memory only and restart on
-reopen. Each audited decision records its arm, context, UCB scores and the reward of
+State: the arms' indices are rebuilt on reopen (:meth:`rebuild` replays every arm); what
+replay cannot rebuild — the bandit statistics (A, b, plays), each namespace's decision in
+force, its open window and the decision counter, and every arm's own
+:meth:`~mars_core.policies.base.Policy.state_dict` — is exported by
+:meth:`MetaController.state_dict` and restored by :meth:`~MetaController.load_state`
+after the replay, so a reopened store continues learning where it stopped. Each audited
+decision records its arm, context, UCB scores and the reward of
 the decision it closed (:meth:`params`), so they could be replayed from the audit log.
 
 Example:
@@ -52,7 +56,7 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +65,7 @@ import numpy.typing as npt
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mars_core.errors import ConfigError
+from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.policies.base import (
     Candidate,
@@ -75,6 +79,7 @@ from mars_core.policies.base import (
     make_policy,
     register,
 )
+from mars_core.scoring.working_set import WorkingSetCache
 
 __all__ = ["CONTEXT_FEATURES", "DEFAULT_ARMS", "LinUCB", "MetaConfig", "MetaController"]
 
@@ -194,6 +199,44 @@ class LinUCB:
         self.b[arm] += reward * x
         self.plays[arm] += 1
 
+    def state(self) -> dict[str, Any]:
+        """The statistics of every arm as JSON-ready lists (``A``, ``b``, ``plays``).
+
+        Example:
+            >>> bandit = LinUCB(["a"], dim=2, alpha=0.5)
+            >>> bandit.update("a", np.array([1.0, 0.0]), 1.0)
+            >>> bandit.state()["b"], bandit.state()["plays"]
+            ({'a': [1.0, 0.0]}, {'a': 1})
+        """
+        return {"A": {a: self.A[a].tolist() for a in self.arms},
+                "b": {a: self.b[a].tolist() for a in self.arms},
+                "plays": {a: self.plays[a] for a in self.arms}}
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state` for the arms both hold (others keep their prior).
+
+        Raises:
+            ValidationError: malformed statistics (nothing is changed).
+        """
+        dim = next(iter(self.A.values())).shape[0]
+        parsed: dict[str, tuple[Vector, Vector, int]] = {}
+        try:
+            table_a, table_b, plays = state["A"], state["b"], state["plays"]
+            for arm in self.arms:
+                if arm not in table_a:
+                    continue
+                a = np.asarray(table_a[arm], dtype=np.float64)
+                b = np.asarray(table_b[arm], dtype=np.float64)
+                n = plays[arm]
+                if a.shape != (dim, dim) or b.shape != (dim,) or not isinstance(n, int) or \
+                        n < 0 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+                    raise ValidationError(f"bad LinUCB statistics for arm {arm!r}")
+                parsed[arm] = (a, b, n)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValidationError(f"malformed LinUCB state: {exc}") from None
+        for arm, (a, b, n) in parsed.items():
+            self.A[arm], self.b[arm], self.plays[arm] = a, b, n
+
 
 @dataclass
 class _Window:
@@ -266,11 +309,22 @@ class MetaController(Policy):
         if not self.arms:
             raise ConfigError(f"meta: none of the arms {list(self.config.arms)} is registered; "
                               f"choose among {available()}")
+        self._share_working_sets()
         self.bandit = LinUCB(tuple(self.arms), len(CONTEXT_FEATURES), self.config.alpha,
                              self.config.ridge, self.config.warmup)
         self._ns: dict[str, _Namespace] = {}
         self._namespace = ""
         self._decisions = 0
+
+    def _share_working_sets(self) -> None:
+        """Arms that keep a working-set cache with the same window (reflection, hybrid)
+        share one: the vectors are held once, and the hooks forwarded to each arm are
+        idempotent on it."""
+        shared: dict[int, WorkingSetCache] = {}
+        for arm in self.arms.values():
+            ws = getattr(arm, "working_set", None)
+            if isinstance(ws, WorkingSetCache):
+                arm.working_set = shared.setdefault(ws.window, ws)  # type: ignore[attr-defined]
 
     @property
     def arm_names(self) -> tuple[str, ...]:
@@ -323,6 +377,11 @@ class MetaController(Policy):
         for arm in self.arms.values():
             arm.on_access(node)
 
+    def on_update(self, node: MemoryNode) -> None:
+        """Forward to every arm."""
+        for arm in self.arms.values():
+            arm.on_update(node)
+
     def on_remove(self, node: MemoryNode) -> None:
         """Uncount; forward to every arm."""
         self._count(node, -1)
@@ -359,6 +418,66 @@ class MetaController(Policy):
         feature stays 0.
         """
         self._ns_state(node.namespace).window.complaints += 1
+
+    # --- learned state ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Bandit statistics, decisions in force, open windows and the arms' own states.
+
+        Example:
+            >>> meta = MetaController(arms=["fifo", "lru"])
+            >>> sorted(meta.state_dict()), meta.state_dict()["decisions"]
+            (['arms', 'bandit', 'decisions', 'namespaces', 'version'], 0)
+        """
+        return {"version": _STATE_VERSION, "decisions": self._decisions,
+                "bandit": self.bandit.state(),
+                "namespaces": {ns: _dump_ns(st) for ns, st in sorted(self._ns.items())},
+                "arms": {name: arm.state_dict() for name, arm in self.arms.items()}}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict` after :meth:`rebuild` (arms no longer configured are
+        ignored; namespaces keep their replayed counts).
+
+        Raises:
+            ValidationError: a malformed state (nothing is changed).
+        """
+        if not state:
+            return
+        if state.get("version") != _STATE_VERSION or not isinstance(state.get("decisions"),
+                                                                      int):
+            raise ValidationError(f"meta state must have version {_STATE_VERSION} and a "
+                                  "decision counter")
+        spaces = state.get("namespaces")
+        arms = state.get("arms")
+        if not isinstance(spaces, Mapping) or not isinstance(arms, Mapping):
+            raise ValidationError("meta state needs 'namespaces' and 'arms' mappings")
+        loaded = {ns: _load_ns(doc, self.arms, len(CONTEXT_FEATURES))
+                  for ns, doc in spaces.items()}
+        bandit = LinUCB(tuple(self.arms), len(CONTEXT_FEATURES), self.config.alpha,
+                        self.config.ridge, self.config.warmup)
+        bandit.load(state.get("bandit") or {})
+        for name, arm_state in arms.items():
+            if name in self.arms and not isinstance(arm_state, Mapping):
+                raise ValidationError(f"meta state of arm {name!r} must be a mapping")
+        self._restore_arms(arms)
+        self.bandit, self._decisions = bandit, state["decisions"]
+        for ns, (arm, context, decided_at, last, window) in loaded.items():
+            st = self._ns_state(ns)
+            st.arm, st.context, st.decided_at, st.last, st.window = (
+                arm, context, decided_at, last, window)
+
+    def _restore_arms(self, arms: Mapping[str, Any]) -> None:
+        """Load each arm's state, all or nothing: a failing arm rolls the others back."""
+        before = {name: arm.state_dict() for name, arm in self.arms.items()}
+        try:
+            for name, arm_state in arms.items():
+                if name in self.arms:
+                    self.arms[name].load_state(arm_state)
+        except ValidationError:
+            for name, old in before.items():
+                if old or name in arms:
+                    self.arms[name].load_state(old)
+            raise
 
     # --- decisions ---------------------------------------------------------------------------
 
@@ -445,6 +564,59 @@ class MetaController(Policy):
         state.count += sign
         state.step_sum += sign * node.step
         state.types[node.type] += sign
+
+
+_STATE_VERSION = 1
+_Loaded = tuple[str | None, Vector | None, int | None, _Decision | None, _Window]
+
+
+def _dump_ns(st: _Namespace) -> dict[str, Any]:
+    win = st.window
+    return {"arm": st.arm, "decided_at": st.decided_at,
+            "context": None if st.context is None else st.context.tolist(),
+            "last": None if st.last is None else {
+                "arm": st.last.arm, "number": st.last.number, "step": st.last.step,
+                "context": st.last.context, "scores": st.last.scores,
+                "reward": st.last.reward},
+            "window": {"adds": win.adds, "retrievals": win.retrievals,
+                       "hit_tokens": win.hit_tokens, "asked_tokens": win.asked_tokens,
+                       "retrieved": dict(win.retrieved), "credit_used": win.credit_used,
+                       "credit_offered": win.credit_offered, "complaints": win.complaints}}
+
+
+def _load_ns(doc: Any, arms: Mapping[str, Policy], dim: int) -> _Loaded:
+    """Parse one namespace's saved decision and window (ValidationError when malformed)."""
+    try:
+        arm = doc["arm"]
+        if arm is not None and arm not in arms:
+            arm = None  # an arm no longer configured: the next trigger decides afresh
+        context = None if doc["context"] is None else np.asarray(doc["context"], np.float64)
+        if context is not None and (context.shape != (dim,)
+                                    or not np.all(np.isfinite(context))):
+            raise ValidationError(f"context must hold {dim} finite numbers")
+        decided_at = doc["decided_at"]
+        if decided_at is not None and (not isinstance(decided_at, int) or decided_at < 0):
+            raise ValidationError("decided_at must be a step >= 0")
+        raw = doc["last"]
+        last = None if raw is None else _Decision(
+            str(raw["arm"]), int(raw["number"]), int(raw["step"]),
+            {str(k): float(v) for k, v in raw["context"].items()},
+            {str(k): float(v) for k, v in raw["scores"].items()},
+            None if raw["reward"] is None else float(raw["reward"]))
+        w = doc["window"]
+        counts = {k: w[k] for k in ("adds", "retrievals", "hit_tokens", "asked_tokens",
+                                    "credit_used", "credit_offered", "complaints")}
+        if any(not isinstance(v, int) or v < 0 for v in counts.values()):
+            raise ValidationError("window counts must be integers >= 0")
+        retrieved = {str(k): int(v) for k, v in w["retrieved"].items()}
+        window = _Window(retrieved=retrieved, **counts)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, ValidationError):
+            raise
+        raise ValidationError(f"malformed meta namespace state: {exc!r}") from None
+    if arm is None:
+        context, decided_at = None, None
+    return arm, context, decided_at, last, window
 
 
 def _relabel(stage: Stage) -> Stage:

@@ -36,8 +36,11 @@ spared — it was a non-leaf or task-protected, so the template set it aside —
 can be evicted again is offered first, unless its importance has risen by more than
 ``hysteresis_margin`` since (then it loses eligibility and takes its place in the heap).
 Pinned memories never become eligible: a pin is not the policy's decision. Eligibility
-lives in memory only: after a reopen it starts empty, so a reopened store may order an
-eligible memory differently (no other part of this policy depends on history).
+is the only part of this policy that depends on history, so it is what
+:meth:`PriorityDecayPolicy.state_dict` exports (eligible and examined memories with the
+importance and step at which they were spared); the store saves it and
+:meth:`~PriorityDecayPolicy.load_state` restores it after the replay on open, so a
+reopened store orders eligible memories as the running one did.
 
 Example:
     >>> from mars_core import FakeClock, MemoryStore
@@ -63,7 +66,7 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mars_core.errors import ConfigError
+from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryNode
 from mars_core.policies.base import Candidate, Policy, PolicyView, register
 from mars_core.scoring.density import DensityConfig, access_frequency
@@ -241,6 +244,49 @@ def _drift_schedule(scale: float, rate: float, born: int, *, tau0: int, t: int,
     while (nxt := point(j + 1)) is not None and nxt <= t:
         j, keyed = j + 1, nxt  # float rounding only
     return j, keyed, nxt
+
+
+_STATE_VERSION = 1
+_Spared = dict[str, tuple[float, int]]
+
+
+def _parse_table(raw: Any, where: str) -> _Spared:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where} must be a mapping of id -> [importance, step]")
+    out: _Spared = {}
+    for node_id, value in raw.items():
+        ok = (isinstance(node_id, str) and isinstance(value, list | tuple) and len(value) == 2
+              and isinstance(value[0], int | float) and not isinstance(value[0], bool)
+              and math.isfinite(value[0]) and isinstance(value[1], int)
+              and not isinstance(value[1], bool) and value[1] >= 0)
+        if not ok:
+            raise ValidationError(f"{where}[{node_id!r}] must be [importance, step], got {value!r}")
+        out[node_id] = (float(value[0]), int(value[1]))
+    return out
+
+
+def _parse_state(state: Mapping[str, Any]) -> dict[str, dict[str, _Spared]]:
+    """Validate a Priority-Decay state completely before anything is changed."""
+    if not state:
+        return {}
+    if not isinstance(state, Mapping) or state.get("version") != _STATE_VERSION:
+        raise ValidationError(f"priority state must be a mapping with version "
+                              f"{_STATE_VERSION}; got {state!r:.80}")
+    unknown = sorted(set(state) - {"version", "namespaces"})
+    if unknown:
+        raise ValidationError(f"unknown keys in priority state: {unknown}")
+    spaces = state.get("namespaces")
+    if not isinstance(spaces, Mapping):
+        raise ValidationError("priority state 'namespaces' must be a mapping")
+    out: dict[str, dict[str, _Spared]] = {}
+    for ns, tables in spaces.items():
+        if not isinstance(ns, str) or not isinstance(tables, Mapping) or \
+                set(tables) - {"eligible", "examined"}:
+            raise ValidationError(f"priority state of namespace {ns!r} must hold only "
+                                  "'eligible' and 'examined'")
+        out[ns] = {name: _parse_table(tables.get(name, {}), f"{ns}.{name}")
+                   for name in ("eligible", "examined")}
+    return out
 
 
 def _ordinal(rank: int, total: int) -> str:
@@ -463,7 +509,9 @@ class PriorityDecayPolicy(Policy):
         """Eligible memories that may be evicted now, by current key (hysteresis)."""
         margin, out = self.config.hysteresis_margin, []
         for node_id, (imp_then, _since) in sorted(space.eligible.items()):
-            item = space.items[node_id]
+            item = space.items.get(node_id)
+            if item is None:
+                continue
             if view.task_protected(node_id) or not view.is_leaf(node_id):
                 continue  # still structurally spared: it keeps its eligibility
             imp_now = self._importance(item, view.step)
@@ -513,6 +561,42 @@ class PriorityDecayPolicy(Policy):
         for rank, (_key, node_id) in enumerate(space.heap.ordered(), 1):
             if node_id not in yielded:
                 yield self._candidate(view, space, node_id, rank, first=False)
+
+    # --- learned state ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Hysteresis state per namespace: ``{"version": 1, "namespaces": {ns: {"eligible":
+        {id: [imp, step]}, "examined": {id: [imp, step]}}}}`` (``{}`` when empty).
+
+        Example:
+            >>> PriorityDecayPolicy().state_dict()
+            {}
+        """
+        spaces: dict[str, Any] = {}
+        for ns in sorted(self._spaces):
+            space = self._spaces[ns]
+            tables = {name: {i: [imp, step] for i, (imp, step) in sorted(table.items())}
+                      for name, table in (("eligible", space.eligible),
+                                          ("examined", space.examined))}
+            if any(tables.values()):
+                spaces[ns] = tables
+        return {"version": _STATE_VERSION, "namespaces": spaces} if spaces else {}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict` after :meth:`rebuild`; memories no longer active
+        are dropped.
+
+        Raises:
+            ValidationError: a malformed state (nothing is changed).
+        """
+        parsed = _parse_state(state)
+        for ns, tables in parsed.items():
+            space = self._space(ns)
+            for name, table in tables.items():
+                kept = {i: v for i, v in table.items() if i in space.items}
+                target = space.eligible if name == "eligible" else space.examined
+                target.clear()
+                target.update(kept)
 
     # --- introspection (tests, benchmarks) --------------------------------------------------
 

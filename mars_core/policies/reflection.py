@@ -25,6 +25,12 @@ with its reason. The algorithm, per trigger:
    topic that comes back after a long gap forms a new cluster: recurring topics across
    sessions are left to :func:`mars_core.maintenance.plan_dedup` and a later pass.
    Components larger than ``max_cluster_size`` are cut into equal consecutive chunks.
+   *With the policy's working-set cache* (what the policies use) the links are computed
+   once per memory, when it is first seen, against every episodic/semantic memory at
+   most ``temporal_window`` steps away, and kept until one side leaves; a trigger then
+   filters the linked pairs to the eligible slice, so it costs O(new·W·d) plus the
+   union–find over linked memories. With one episode per step this equals the
+   predecessor rule; with several memories per step it may link more pairs.
 3. **Ranking**: redundancy (mean pairwise cosine inside the cluster) minus
    ``density_weight`` × the cluster's mean MaRS density, min–max scaled over the
    clusters: the most redundant, least valuable clusters go first.
@@ -57,7 +63,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +73,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mars_core.errors import ConfigError, MarsError
-from mars_core.model import MemoryNode, MemoryType, TaskPayload
+from mars_core.model import MemoryNode, MemoryType, Predicate, TaskPayload
 from mars_core.policies.base import (
     MAX_DEPTH,
     Candidate,
@@ -87,6 +93,7 @@ from mars_core.scoring.density import (
     density_batch,
     payload_urgency,
 )
+from mars_core.scoring.working_set import WorkingSetCache, score_working_set
 from mars_core.summarise import ExtractiveSummariser, Summariser, find_identifiers, key_terms
 
 __all__ = [
@@ -235,7 +242,9 @@ def _eligible(view: PolicyView, node: MemoryNode, taken: frozenset[str],
 
 
 def _components(n: int, src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) -> list[list[int]]:
-    parent = list(range(n))
+    """Connected components of at least two members (ascending indices), by union-find over
+    the linked indices only (a memory without a link cannot form a cluster)."""
+    parent = {i: i for i in sorted(set(src.tolist()) | set(dst.tolist()))}
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -248,9 +257,9 @@ def _components(n: int, src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64]) 
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
     groups: dict[int, list[int]] = {}
-    for i in range(n):
+    for i in parent:
         groups.setdefault(find(i), []).append(i)
-    return list(groups.values())
+    return [g for g in groups.values() if len(g) > 1]
 
 
 def _temporal_links(x: Matrix, steps: npt.NDArray[np.int64], config: ReflectionConfig
@@ -302,10 +311,73 @@ def _density_batch(view: PolicyView, nodes: Sequence[MemoryNode], x: Matrix | No
         adjacency=adjacency, urgency=urgency, config=config)
 
 
+def _eligible_slice(view: PolicyView, taken: frozenset[str], cfg: ReflectionConfig
+                   ) -> tuple[list[MemoryNode], Matrix]:
+    """Eligible memories in creation order (step, then sequence) and their vectors."""
+    nodes = sorted((n for n in view.active() if _eligible(view, n, taken, cfg)),
+                   key=lambda n: (n.step, n.seq))
+    if len(nodes) < cfg.min_cluster_size:
+        return nodes, np.zeros((len(nodes), 0), np.float32)
+    return nodes, np.asarray(view.vectors([n.id for n in nodes]), dtype=np.float32)
+
+
+def _protected(view: PolicyView, cache: WorkingSetCache) -> set[str]:
+    """Task-protected memories: the live goals' prerequisites without a summary (the only
+    memories ``view.task_protected`` can hold besides the goals, which are tasks)."""
+    out: set[str] = set()
+    for goal_id in cache.space(view.namespace).task_nodes():
+        for edge in view.graph.out_edges(goal_id, Predicate.REQUIRES):
+            if edge.target not in out and view.task_protected(edge.target):
+                out.add(edge.target)
+    return out
+
+
+_Links = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+def _cached_slice(view: PolicyView, taken: frozenset[str], cfg: ReflectionConfig,
+                  cache: WorkingSetCache
+                  ) -> tuple[list[MemoryNode], Callable[[list[int]], Matrix], _Links]:
+    """The eligible slice from the working-set cache: vectorised filters on the columns,
+    cached vectors, task-safety from the goals' prerequisites only, and the temporal
+    links the cache keeps per memory (only the memories new since the last trigger are
+    compared)."""
+    ws = cache.refresh(view)
+    kind, depth = ws.column("type"), ws.column("depth")
+    ok = (kind == _TYPES.index(MemoryType.EPISODIC))
+    if cfg.include_summaries:
+        ok |= (kind == _TYPES.index(MemoryType.SEMANTIC)) & (depth >= 1)
+    ok &= (depth < MAX_DEPTH) & ~ws.column("pinned").astype(bool)
+    order = np.lexsort((ws.column("seq")[ok], ws.column("step")[ok]))
+    slots = ws.slots()[ok][order]
+    blocked = ws.slots_of(taken | _protected(view, cache))
+    if blocked.size:
+        slots = slots[~np.isin(slots, blocked)]
+    nodes = ws.nodes_of(slots)
+    links = ws.temporal_links(cfg.temporal_window, cfg.link_similarity)
+    pairs = [(a, b) for a, partners in links.items() for b in partners if a < b]
+    def vectors(rows: list[int]) -> Matrix:
+        return ws.vectors(slots[np.asarray(rows, np.int64)])
+
+    if not pairs or slots.size == 0:
+        return nodes, vectors, (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    lookup = np.full(int(slots.max()) + 1, -1, np.int64)
+    lookup[slots] = np.arange(slots.size)
+    ends = ws.slot_of_seq([p for pair in pairs for p in pair]).reshape(-1, 2)
+    pos = np.where((ends >= 0) & (ends < lookup.size), lookup[np.clip(ends, 0, lookup.size - 1)],
+                   -1)
+    pos = pos[(pos >= 0).all(axis=1)]
+    return nodes, vectors, (pos.min(axis=1), pos.max(axis=1))
+
+
 def find_clusters(view: PolicyView, taken: frozenset[str] = frozenset(), *,
                   config: ReflectionConfig | None = None,
-                  density: DensityConfig | None = None) -> list[Cluster]:
+                  density: DensityConfig | None = None,
+                  cache: WorkingSetCache | None = None) -> list[Cluster]:
     """Clusters of the eligible slice, best first (see the module docstring, steps 1–3).
+
+    With a :class:`~mars_core.scoring.working_set.WorkingSetCache` (the policies pass
+    theirs) the slice is read from its columns and cached vectors; the result is the same.
 
     Example:
         >>> from mars_core.state import StoreState
@@ -317,20 +389,24 @@ def find_clusters(view: PolicyView, taken: frozenset[str] = frozenset(), *,
         []
     """
     cfg = config or ReflectionConfig()
-    nodes = sorted((n for n in view.active() if _eligible(view, n, taken, cfg)),
-                   key=lambda n: (n.step, n.seq))
-    if len(nodes) < cfg.min_cluster_size:
-        return []
-    x = np.asarray(view.vectors([n.id for n in nodes]), dtype=np.float32)
-    steps = np.array([n.step for n in nodes], dtype=np.int64)
-    src, dst = _temporal_links(x, steps, cfg)
+    if cache is None:
+        nodes, x = _eligible_slice(view, taken, cfg)
+        if len(nodes) < cfg.min_cluster_size:
+            return []
+        src, dst = _temporal_links(x, np.array([n.step for n in nodes], np.int64), cfg)
+        vec_of: Callable[[list[int]], Matrix] = x.__getitem__
+    else:
+        nodes, vec_of, (src, dst) = _cached_slice(view, taken, cfg, cache)
+        if len(nodes) < cfg.min_cluster_size:
+            return []
     groups = [chunk for comp in _components(len(nodes), src, dst)
               if len(comp) >= cfg.min_cluster_size for chunk in _chunks(comp, cfg)]
-    return _rank(_score_groups(view, nodes, x, groups, density or DensityConfig()), cfg)
+    return _rank(_score_groups(view, nodes, vec_of, groups, density or DensityConfig()), cfg)
 
 
-def _score_groups(view: PolicyView, nodes: Sequence[MemoryNode], x: Matrix,
-                  groups: list[list[int]], dcfg: DensityConfig
+def _score_groups(view: PolicyView, nodes: Sequence[MemoryNode],
+                  vec_of: Callable[[list[int]], Matrix], groups: list[list[int]],
+                  dcfg: DensityConfig
                   ) -> list[tuple[tuple[str, ...], float, float, int]]:
     """Per group: ids, redundancy, mean MaRS density, first sequence number.
 
@@ -350,7 +426,7 @@ def _score_groups(view: PolicyView, nodes: Sequence[MemoryNode], x: Matrix,
     start = 0
     for g in groups:
         stop = start + len(g)
-        redundancy, novelty, goal_sim = _cluster_features(x[g], goal)
+        redundancy, novelty, goal_sim = _cluster_features(vec_of(g), goal)
         w = np.array([n.weight for n in members[start:stop]], dtype=np.float64)
         extra = (theta[start:stop, _GOAL] * goal_sim + theta[start:stop, _NOVELTY] * novelty) / w
         dens = base[start:stop] + extra
@@ -481,7 +557,8 @@ def _try_cluster(view: PolicyView, cluster: Cluster, cfg: ReflectionConfig,
 def propose_summaries(view: PolicyView, need: int, taken: frozenset[str], *,
                       config: ReflectionConfig | None = None,
                       summariser: Summariser | None = None,
-                      density: DensityConfig | None = None) -> Iterator[Summary]:
+                      density: DensityConfig | None = None,
+                      cache: WorkingSetCache | None = None) -> Iterator[Summary]:
     """Yield gated summaries of the best clusters, lazily, within the rate limits.
 
     ``need`` is not used to size summaries: the template stops consuming this generator
@@ -492,7 +569,7 @@ def propose_summaries(view: PolicyView, need: int, taken: frozenset[str], *,
     left = _Budget(cfg.max_attempts_per_trigger, cfg.max_summaries_per_trigger)
     if need <= 0 or left.attempts == 0 or left.accepted == 0:
         return
-    for cluster in find_clusters(view, taken, config=cfg, density=density):
+    for cluster in find_clusters(view, taken, config=cfg, density=density, cache=cache):
         if left.attempts == 0 or left.accepted == 0:
             return
         left.attempts -= 1
@@ -505,25 +582,35 @@ def propose_summaries(view: PolicyView, need: int, taken: frozenset[str], *,
 # --- the eviction stage -----------------------------------------------------------------------
 
 
-def density_candidates(view: PolicyView, config: DensityConfig | None = None
-                       ) -> Iterator[Candidate]:
+def density_candidates(view: PolicyView, config: DensityConfig | None = None, *,
+                       cache: WorkingSetCache | None = None) -> Iterator[Candidate]:
     """Active memories by increasing MaRS density (eq 5/7), with ψ as audit features.
 
     ψ uses the namespace's goal vector, personalised PageRank over isA/friendOf edges and
-    novelty over the active set; ties go to the older memory.
+    novelty; ties go to the older memory. Without ``cache`` everything is computed from
+    the view, novelty exactly over all pairs (O(n²·d)); with one (what the policies
+    pass), from the cached working set with the bounded novelty of
+    :mod:`mars_core.scoring.working_set` (O(n·d) per trigger).
     """
     cfg = config or DensityConfig()
-    nodes = sorted(view.active(), key=lambda n: n.seq)
-    if not nodes:
-        return
-    ids = [n.id for n in nodes]
-    x = np.asarray(view.vectors(ids), dtype=np.float32)
-    adjacency = SparseAdjacency.from_edges(ids, view.graph.edges(), cfg.centrality_predicates)
-    batch = _density_batch(view, nodes, x, cfg, goal=view.goal_vector(), adjacency=adjacency)
-    for i in np.argsort(batch.density, kind="stable").tolist():
+    if cache is not None:
+        sc = score_working_set(view, cache, cfg)
+        nodes, order = sc.nodes, sc.order.tolist()
+        features, utility, density = sc.features, sc.utility, sc.density
+    else:
+        nodes = sorted(view.active(), key=lambda n: n.seq)
+        ids = [n.id for n in nodes]
+        x = np.asarray(view.vectors(ids), dtype=np.float32)
+        adjacency = SparseAdjacency.from_edges(ids, view.graph.edges(),
+                                               cfg.centrality_predicates)
+        batch = _density_batch(view, nodes, x, cfg, goal=view.goal_vector(),
+                               adjacency=adjacency)
+        order = np.argsort(batch.density, kind="stable").tolist()
+        features, utility, density = batch.features, batch.utility, batch.density
+    for i in order:
         node = nodes[i]
-        feats = dict(zip(FEATURE_NAMES, batch.features[i].tolist(), strict=True))
-        dens, util = float(batch.density[i]), float(batch.utility[i])
+        feats = dict(zip(FEATURE_NAMES, features[i].tolist(), strict=True))
+        dens, util = float(density[i]), float(utility[i])
         feats.update(utility=util, density=dens, sensitivity=node.sensitivity,
                      weight=float(node.weight))
         yield Candidate(node.id, dens, feats,
@@ -572,6 +659,7 @@ class ReflectionSummaryPolicy(Policy):
         self.config = _build_config(config, overrides)
         self.summariser = summariser
         self.density = density or DensityConfig()
+        self.working_set = WorkingSetCache(self.density.novelty_window)
 
     def params(self) -> dict[str, Any]:
         """The reflection constants and the summariser's name (for the audit)."""
@@ -579,13 +667,34 @@ class ReflectionSummaryPolicy(Policy):
         return {**self.config.model_dump(mode="json"),
                 "summariser": ExtractiveSummariser.name if self.summariser is None else name}
 
+    # --- hooks: the working-set cache -----------------------------------------------------
+
+    def rebuild(self, nodes: Iterable[MemoryNode]) -> None:
+        """Replay the active memories into a fresh working-set cache."""
+        self.working_set.clear()
+        super().rebuild(nodes)
+
+    def on_insert(self, node: MemoryNode) -> None:
+        self.working_set.on_insert(node)
+
+    def on_access(self, node: MemoryNode) -> None:
+        super().on_access(node)
+        self.working_set.on_access(node)
+
+    def on_update(self, node: MemoryNode) -> None:
+        self.working_set.on_update(node)
+
+    def on_remove(self, node: MemoryNode) -> None:
+        self.working_set.on_remove(node)
+
     def _propose(self, view: PolicyView, need: int, taken: frozenset[str]
                  ) -> Iterator[Summary]:
         return propose_summaries(view, need, taken, config=self.config,
-                                 summariser=self.summariser, density=self.density)
+                                 summariser=self.summariser, density=self.density,
+                                 cache=self.working_set)
 
     def _density(self, view: PolicyView) -> Iterator[Candidate]:
-        return density_candidates(view, self.density)
+        return density_candidates(view, self.density, cache=self.working_set)
 
     def _stages(self) -> Sequence[Stage]:
         return (SummariseStage("reflection", self._propose),

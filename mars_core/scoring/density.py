@@ -31,6 +31,10 @@ made here, each a field of :class:`DensityConfig` or stated below:
   working set (§5.3 "novelty relative to the current working set"): 1 for a node
   unlike everything else, 0 for an exact duplicate. A moving centroid was rejected: it
   scores a duplicate pair as novel when the pair is far from the centroid.
+  :func:`novelty_batch` is the exact all-pairs form (O(n²·d)); the policies use the
+  *bounded* working set of :mod:`mars_core.scoring.working_set` — the
+  ``novelty_window`` = 1,024 most recently written memories, maintained incrementally
+  (exact for n ≤ W; beyond it, old memories are compared with the recent ones only).
 * **urgency** (task nodes only) is ``priority · e^{-max(0, hours to deadline)/h}`` with
   h = 72 h: full priority when due or overdue, about 0.10·priority a week ahead; 0 for
   tasks that are done, cancelled or have no deadline.
@@ -312,6 +316,13 @@ class DensityConfig(BaseModel):
         CENTRALITY_PREDICATES,
         description="Edge predicates of the semantic ∪ social subgraph used for centrality "
         "(§4.2 'personalized PageRank over E_sem ∪ E_soc').",
+    )
+    novelty_window: int = Field(
+        1024, ge=1,
+        description="W: the policies measure novelty against the W most recently written "
+        "active memories of the namespace (§5.3 'novelty relative to the current working "
+        "set'; ours: exact for n ≤ W, O(n·d) per trigger beyond, see "
+        "mars_core.scoring.working_set). novelty_batch itself is the exact all-pairs form.",
     )
     urgency_horizon_hours: float = Field(
         72.0, gt=0.0, allow_inf_nan=False,
@@ -837,7 +848,7 @@ class DensityBatch:
 
 
 def density_batch(
-    types: Sequence[MemoryType | str],
+    types: Sequence[MemoryType | str] | NDArray[np.integer],
     age_steps: ArrayLike,
     access_counts: ArrayLike,
     sensitivity: ArrayLike,
@@ -849,6 +860,8 @@ def density_batch(
     personalization: ArrayLike | None = None,
     urgency: ArrayLike | None = None,
     config: DensityConfig | None = None,
+    goal_similarity: ArrayLike | None = None,
+    novelty: ArrayLike | None = None,
 ) -> DensityBatch:
     """ψ, Û and density of a whole working set at once (vectorised eq 5/7).
 
@@ -868,12 +881,20 @@ def density_batch(
         urgency: per-node deadline urgency in [0, 1] (e.g. from :func:`payload_urgency`);
             only task nodes use it.
         config: constants (default :class:`DensityConfig`).
+        goal_similarity: precomputed goal similarity in [0, 1] per node (used instead of
+            computing it from ``embeddings`` and ``goal``).
+        novelty: precomputed novelty in [0, 1] per node, e.g. the bounded working-set
+            novelty of :class:`~mars_core.scoring.working_set.WorkingSetCache` (used
+            instead of the exact all-pairs :func:`novelty_batch`).
+
+    ``types`` may also be an integer array of indices into ``MemoryType`` (the column
+    form the working-set cache keeps), which skips a per-node conversion.
 
     Raises:
         ValidationError: inconsistent lengths or out-of-range values.
     """
     cfg = config or DensityConfig()
-    idx = np.array([_TYPES.index(MemoryType(t)) for t in types], dtype=np.int64)
+    idx = _type_index(types)
     n = idx.shape[0]
     age = _vector(age_steps, "age_steps", n)
     counts = _vector(access_counts, "access_counts", n)
@@ -898,7 +919,11 @@ def density_batch(
         if emb.shape[0] != n:
             raise ValidationError(f"embeddings have {emb.shape[0]} rows for {n} nodes")
         feats[:, 2] = goal_similarity_batch(emb, goal)
-        feats[:, 4] = novelty_batch(emb)
+        if novelty is None:
+            feats[:, 4] = novelty_batch(emb)
+    for col, given, name in ((2, goal_similarity, "goal_similarity"), (4, novelty, "novelty")):
+        if given is not None:
+            feats[:, col] = _unit_vector(given, name, n)
     if adjacency is not None:
         g = _as_sparse(adjacency)
         if g.n != n:
@@ -939,6 +964,23 @@ def importance_batch(
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def _type_index(types: Sequence[MemoryType | str] | NDArray[np.integer]) -> NDArray[np.int64]:
+    """Indices into ``MemoryType`` of ``types`` (names, members, or indices already)."""
+    if isinstance(types, np.ndarray) and np.issubdtype(types.dtype, np.integer):
+        idx = types.astype(np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= len(_TYPES)):
+            raise ValidationError(f"type indices must lie in [0, {len(_TYPES)})")
+        return idx
+    return np.array([_TYPES.index(MemoryType(t)) for t in types], dtype=np.int64)
+
+
+def _unit_vector(values: ArrayLike, name: str, n: int) -> FloatArray:
+    v = _vector(values, name, n)
+    if np.any(v > 1.0):
+        raise ValidationError(f"{name} must lie in [0, 1]")
+    return v
 
 
 def _vector(values: ArrayLike, name: str, n: int | None = None) -> FloatArray:
