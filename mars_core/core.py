@@ -17,9 +17,15 @@ Example:
 from __future__ import annotations
 
 import builtins
+import contextlib
+import importlib.util
+import logging
 import os
 import random
+import socket
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,6 +39,7 @@ from mars_core import codec
 from mars_core._guard import guarded
 from mars_core.audit import AuditLog, AuditOp, AuditTxn
 from mars_core.backends.base import VectorBackend, WriteBatch
+from mars_core.backends.layout import KEYS_DIR, BackendKind, purges_physically
 from mars_core.budget import TokenCounter, make_counter
 from mars_core.clock import Clock, SystemClock
 from mars_core.config import StoreConfig
@@ -42,9 +49,11 @@ from mars_core.errors import (
     BlockedByPreferenceError,
     BudgetExceededError,
     ConfigError,
+    ConflictError,
     CorruptStoreError,
     EmbeddingMismatchError,
     ImportFormatError,
+    MarsError,
     NotFoundError,
     ValidationError,
 )
@@ -80,6 +89,7 @@ from mars_core.summarise import ExtractiveSummariser, Summariser
 __all__ = ["StoreCore"]
 
 S = TypeVar("S", bound="StoreCore")
+log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -123,13 +133,21 @@ class StoreCore:
         audit_key: bytes | None = None,
         summariser: Summariser | None = None,
         keys_path: str | os.PathLike[str] | None = None,
+        read_only: bool = False,
+        lease_ttl: float = 60.0,
+        _backend_note: str | None = None,
         **overrides: Any,
     ) -> None:
-        from mars_core.backends.memory import InMemoryBackend
-
         self._lock = threading.RLock()
         self._closed = False
-        self.backend: VectorBackend = backend if backend is not None else InMemoryBackend()
+        self.backend: VectorBackend = backend if backend is not None else _ephemeral_backend()
+        self._read_only = bool(read_only)
+        self._lease: _Lease | None = None
+        if getattr(self.backend, "shared", False) and not read_only:
+            self._lease = _Lease(self.backend, lease_ttl)
+        self._backend_note = _backend_note or (
+            f"{self.backend.name} (passed)" if backend is not None else
+            "inmemory (default of MemoryStore(): ephemeral)")
         # Encryption (crypto-shredding, mars_core.privacy.crypto) is on iff keys_path is
         # given; _seal/_unseal are passed to the codec (None: plaintext documents).
         self._cipher: ContentCipher | None = None
@@ -153,10 +171,19 @@ class StoreCore:
                               lambda text: max(1, self.counter.count(text)))
             self._load(audit_key)
         except BaseException:
+            self._release_lease()
             self.backend.close()  # release the directory lock: a failed open holds nothing
             if self._cipher is not None:
                 self._cipher.close()
             raise
+
+    def _release_lease(self) -> None:
+        """Give the writer lease back (best effort: an unreachable server keeps it until
+        it expires)."""
+        if self._lease is not None:
+            with contextlib.suppress(MarsError):
+                self._lease.release()
+            self._lease = None
 
     @staticmethod
     def _configure(config: StoreConfig | None, overrides: Mapping[str, Any]) -> StoreConfig:
@@ -167,27 +194,80 @@ class StoreCore:
             raise ConfigError(f"invalid store configuration: {exc}") from exc
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], **kwargs: Any) -> Self:
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        backend: BackendKind | VectorBackend = "auto",
+        embedder: Embedder | None = None,
+        encrypt: bool | None = None,
+        **kwargs: Any,
+    ) -> Self:
         """Open (or create) a store persisted under ``path``.
+
+        The embedded default is Chroma on disk (``path/chroma``) with the best embedder
+        installed: all-MiniLM-L6-v2 with the ``semantic`` extra, else the hashing
+        embedder (``MARS_EMBEDDER=hashing|semantic|auto`` overrides the choice for new
+        stores). A directory that already holds a store reopens with the backend, the
+        embedder and the encryption it was created with. ``stats()`` says which.
 
         Args:
             path: a directory; created when missing.
-            **kwargs: passed to :class:`MemoryStore` (``embedder``, ``clock``, config fields).
+            backend: ``"auto"`` (Chroma when ``chromadb`` is installed, else the
+                in-memory journal backend, with a warning), ``"chroma"``,
+                ``"inmemory"``, ``"qdrant"`` (local mode, ``path/qdrant``), or a backend
+                instance (a Chroma or Qdrant server); see :mod:`mars_core.backends.layout`.
+            embedder: the embedder (default: the one the store's manifest names, else
+                :func:`~mars_core.embedders.default_embedder`).
+            encrypt: seal documents for crypto-shredding, keys in ``path/keys`` unless
+                ``keys_path`` is given. ``None`` (default): on for a new Chroma or Qdrant
+                store on disk when the ``crypto`` extra is installed (they cannot purge
+                deleted bytes, see :mod:`mars_core.privacy.crypto`), off otherwise;
+                an existing store keeps what it was created with.
+            **kwargs: passed to :class:`MemoryStore` (``clock``, ``keys_path``, config
+                fields such as ``budget``).
+
+        Raises:
+            ConfigError: an unknown backend, one that differs from the directory's, or an
+                encryption choice the existing store cannot take.
+            ExtraNotInstalledError: the chosen backend or embedder is not installed.
+            ConflictError: another process has the directory open.
         """
-        from mars_core.backends.memory import InMemoryBackend
+        from mars_core.backends.layout import open_backend
 
         directory = Path(path)
-        keys = kwargs.get("keys_path")
+        keys = kwargs.pop("keys_path", None)
         if keys is not None and Path(keys).resolve() == directory.resolve():
             raise ConfigError("keys_path must be a directory of its own, not the store's path")
-        directory.mkdir(parents=True, exist_ok=True)
-        return cls(InMemoryBackend(directory), **kwargs)
+        if isinstance(backend, str):
+            chosen, note = open_backend(directory, backend)
+        elif isinstance(backend, VectorBackend):
+            directory.mkdir(parents=True, exist_ok=True)
+            chosen, note = backend, f"{backend.name} (instance passed)"
+        else:
+            raise ConfigError("backend must be 'auto', 'chroma', 'inmemory', 'qdrant' or a "
+                              f"VectorBackend, not {type(backend).__name__}")
+        try:
+            manifest = _read_manifest(chosen)
+            if embedder is None:
+                embedder = _embedder_for_manifest(manifest)
+            keys = _keys_for(directory, keys, encrypt, manifest,
+                             auto=isinstance(backend, str), backend=chosen)
+        except BaseException:
+            chosen.close()
+            raise
+        return cls(chosen, embedder, keys_path=keys, _backend_note=note, **kwargs)
 
     # --- opening ---------------------------------------------------------------------------
 
     def _load(self, audit_key: bytes | None) -> None:
         self.backend.ensure_collection(codec.META, 0)
+        if self._lease is not None:
+            self._lease.acquire()
         found = self.backend.get(codec.META, [codec.meta_id("manifest")])  # never sealed
+        if self._read_only and not found:
+            raise ConfigError("read_only=True opens an existing store, and there is none here; "
+                              "open it once without read_only to create it")
         self._check_keys(codec.decode_meta(found[0])[1] if found else None)
         meta = dict(codec.decode_meta(r, self._unseal) for r in self.backend.get(codec.META))
         manifest = meta.get("manifest")
@@ -213,6 +293,8 @@ class StoreCore:
         key = bytes.fromhex(key_hex) if key_hex else (audit_key or os.urandom(32))
         self.audit = AuditLog(key)
         self._restore(meta)
+        if self._read_only:
+            return
         if manifest is None:
             self.backend.apply(WriteBatch().upsert(codec.META, [
                 codec.meta_record("manifest", self._manifest()),
@@ -263,6 +345,7 @@ class StoreCore:
                 "embedder": {"name": emb.name, "dim": emb.dim},
                 "collections": {s.value: n for s, n in names.items()},
                 "id_scheme": "uuid5(seed:counter)", "backend": self.backend.name,
+                "backend_choice": self._backend_note,
                 "signals": self.enricher.name, "config": self._config_doc(),
                 "encryption": None if self._keyring is None else {
                     "cipher": "AES-256-GCM", "scope": "one key per memory and per prefs:<ns>",
@@ -282,6 +365,7 @@ class StoreCore:
                 "embedder, then call store.reembed(new_embedder) to move it")
         if not self._explicit:
             self.config = StoreConfig.model_validate(manifest.get("config", {}))
+        self._backend_note = str(manifest.get("backend_choice", self._backend_note))
         for status, name in manifest.get("collections", {}).items():
             self._colls[MemoryStatus(status)] = name
         if manifest.get("token_counter") != self.config.token_counter:
@@ -338,6 +422,9 @@ class StoreCore:
     # --- transactions ------------------------------------------------------------------------
 
     def _begin(self) -> _Txn:
+        if self._read_only:
+            raise ConflictError("this store was opened with read_only=True; open it without "
+                                "read_only (one writer at a time) to change it")
         if self._cipher is not None:
             self._cipher.discard()  # keys of an operation that failed before writing
         return _Txn(WriteBatch(), self.audit.begin(), self._state.counter, self._state.touch)
@@ -365,6 +452,8 @@ class StoreCore:
         txn.batch.upsert(codec.AUDIT, [codec.audit_record(e) for e in events])
         txn.batch.upsert(codec.META, [codec.meta_record("state", state_doc)] + [
             codec.meta_record(f"ns:{ns}", {"step": step}) for ns, step in txn.steps.items()])
+        if self._lease is not None:
+            self._lease.check(txn.batch)
         if self._cipher is not None:
             self._cipher.flush()  # keys are durable before the records sealed with them
         self.backend.apply(txn.batch)
@@ -908,3 +997,106 @@ class StoreCore:
         if txn.audit.events:
             self._commit(txn)
         return report
+
+
+class _Lease:
+    """The writer lease of a store on a shared backend: a ``lease`` record in ``meta``.
+
+    Taken on open (refused while another holder's lease is unexpired), checked before
+    every write (a write fails once someone else holds it), renewed with the writes (in
+    the same batch) after a third of ``ttl``, released on close. The lease is a record,
+    not a compare-and-set: two writers opening at the same instant may both take it, and
+    the one whose record was overwritten fails at its first write. Wall-clock time, not
+    the store's clock: a lease is about processes, not about the memories.
+    """
+
+    def __init__(self, backend: VectorBackend, ttl: float) -> None:
+        if not isinstance(ttl, int | float) or not ttl > 0:
+            raise ConfigError(f"lease_ttl must be a positive number of seconds, not {ttl!r}")
+        self.backend, self.ttl = backend, float(ttl)
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.renewed = 0.0
+
+    def _current(self) -> dict[str, Any] | None:
+        found = self.backend.get(codec.META, [codec.meta_id("lease")])
+        return codec.decode_meta(found[0])[1] if found else None
+
+    def _record(self) -> Any:
+        self.renewed = time.time()
+        return codec.meta_record("lease", {"holder": self.holder,
+                                           "expires": self.renewed + self.ttl})
+
+    def acquire(self) -> None:
+        cur = self._current()
+        left = float(cur.get("expires", 0)) - time.time() if cur else 0.0
+        if cur is not None and cur.get("holder") != self.holder and left > 0:
+            raise ConflictError(
+                f"another writer ({cur.get('holder')}) holds this store's lease for {left:.0f} "
+                "more seconds; open it with read_only=True to read, or, if that writer "
+                "crashed, open it again once the lease has expired")
+        self.backend.apply(WriteBatch().upsert(codec.META, [self._record()]))
+
+    def check(self, batch: WriteBatch) -> None:
+        cur = self._current()
+        if cur is None or cur.get("holder") != self.holder:
+            raise ConflictError("another writer has taken this store's lease (this one was "
+                                "idle past it); nothing was written: close and reopen the store")
+        if time.time() - self.renewed > self.ttl / 3:
+            batch.upsert(codec.META, [self._record()])
+
+    def release(self) -> None:
+        cur = self._current()
+        if cur is not None and cur.get("holder") == self.holder:
+            self.backend.apply(WriteBatch().delete(codec.META, [codec.meta_id("lease")]))
+
+
+# --- opening by path --------------------------------------------------------------------------
+
+
+def _ephemeral_backend() -> VectorBackend:
+    """The backend of ``MemoryStore()`` without one: in-memory, nothing on disk."""
+    from mars_core.backends.memory import InMemoryBackend
+
+    return InMemoryBackend()
+
+
+def _read_manifest(backend: VectorBackend) -> dict[str, Any] | None:
+    """The manifest of the store in ``backend`` (never sealed), or ``None`` (a new store)."""
+    backend.ensure_collection(codec.META, 0)
+    found = backend.get(codec.META, [codec.meta_id("manifest")])
+    return codec.decode_meta(found[0])[1] if found else None
+
+
+def _embedder_for_manifest(manifest: Mapping[str, Any] | None) -> Embedder:
+    """The embedder a store was built with (rebuilt from its name), or the best installed."""
+    from mars_core.embedders import default_embedder, embedder_for
+
+    name = (manifest or {}).get("embedder", {}).get("name")
+    return embedder_for(name) if isinstance(name, str) else default_embedder()
+
+
+def _keys_for(directory: Path, keys: str | os.PathLike[str] | None, encrypt: bool | None,
+              manifest: Mapping[str, Any] | None, *, auto: bool,
+              backend: VectorBackend) -> str | os.PathLike[str] | None:
+    """The key directory :meth:`StoreCore.open` passes on (``None``: no encryption)."""
+    if keys is not None:
+        if encrypt is False:
+            raise ConfigError("encrypt=False contradicts keys_path=; drop one of them")
+        return keys
+    default = directory / KEYS_DIR
+    if manifest is not None:
+        encrypted = manifest.get("encryption") is not None
+        if encrypt is not None and encrypt != encrypted:
+            raise ConfigError(
+                f"this store was created {'with' if encrypted else 'without'} encryption and "
+                f"cannot be opened with encrypt={encrypt}: export it to JSON-LD and import "
+                "that into a new store")
+        return default if encrypted and default.is_dir() else None
+    if encrypt is None:
+        encrypt = auto and not purges_physically(backend)
+        if encrypt and importlib.util.find_spec("cryptography") is None:
+            log.warning("the crypto extra is not installed: erasure cannot remove plaintext "
+                        "from %s's files (pip install 'mars-memory[crypto]')", backend.name)
+            encrypt = False
+    return default if encrypt else None
+

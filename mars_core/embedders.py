@@ -295,22 +295,28 @@ class LlamaIndexEmbedding(_Adapter):
 
 
 def default_embedder(
-    prefer: Literal["auto", "semantic", "hashing"] = "auto", device: str = "cpu"
+    prefer: Literal["auto", "semantic", "hashing"] | None = None, device: str = "cpu"
 ) -> Embedder:
     """The best embedder installed: all-MiniLM-L6-v2 if it is, else :class:`HashingEmbedder`.
 
     Logs which one it chose (logger ``mars_core.embedders``, level INFO).
+    ``MemoryStore.open(path)`` uses it for a new store.
 
     Args:
         prefer: ``"auto"`` (MiniLM when installed), ``"semantic"`` (MiniLM or an error
-            saying how to install it) or ``"hashing"``.
+            saying how to install it) or ``"hashing"``; ``None`` (default) reads the
+            environment variable ``MARS_EMBEDDER`` (one of those three), else ``"auto"``.
         device: torch device for MiniLM.
 
     Raises:
-        ConfigError, ExtraNotInstalledError: ``prefer="semantic"`` without the model.
+        ConfigError, ExtraNotInstalledError: ``prefer="semantic"`` without the model, or
+            an unknown ``prefer`` / ``MARS_EMBEDDER``.
     """
+    if prefer is None:
+        prefer = os.environ.get("MARS_EMBEDDER", "auto")  # type: ignore[assignment]
     if prefer not in ("auto", "semantic", "hashing"):
-        raise ConfigError(f"prefer must be 'auto', 'semantic' or 'hashing', not {prefer!r}")
+        raise ConfigError(f"prefer (or MARS_EMBEDDER) must be 'auto', 'semantic' or 'hashing', "
+                          f"not {prefer!r}")
     if prefer != "hashing" and (prefer == "semantic" or minilm_installed()):
         try:
             embedder: Embedder = SentenceTransformerEmbedder(MINILM, device=device)

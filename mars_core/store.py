@@ -78,6 +78,13 @@ class MemoryStore(StoreCore):
             :mod:`mars_core.privacy.crypto`). Chosen when the store is created and recorded
             in its manifest: an encrypted store must always be opened with its keys.
             Bytes on disk then differ between runs; the decrypted store does not.
+        read_only: open an existing store to read it: nothing is ever written (every
+            change raises :class:`~mars_core.errors.ConflictError`, ``retrieve`` does not
+            record accesses) and no writer lease is taken. What it shows is the store as
+            of the open: reopen to see later writes.
+        lease_ttl: seconds a writer lease lasts without writes, on a shared backend
+            (a Chroma or Qdrant server, or a client passed in): one writer per store,
+            any number of ``read_only`` readers; see :mod:`mars_core.core` ``_Lease``.
         **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``.
 
     Example:
@@ -331,8 +338,9 @@ class MemoryStore(StoreCore):
         """Hybrid (dense + BM25) retrieval packed into a token budget.
 
         Counts as an access of every hit (statistics, recency, one audit event) unless
-        ``read_only``. Archived memories come only with ``include_archive`` and rank after
-        active ones of equal score.
+        ``read_only`` (always so in a store opened with ``read_only=True``). Archived
+        memories come only with ``include_archive`` and rank after active ones of equal
+        score.
 
         Raises:
             ValidationError: bad query or filter values.
@@ -348,7 +356,7 @@ class MemoryStore(StoreCore):
             hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
         recallable = self._recallable(q.namespace)  # private mode without consent
         chosen = pack((h for h in hits if recallable(h.node)), budget, k)
-        if not read_only and chosen:
+        if not (read_only or self._read_only) and chosen:
             self.policy.on_retrieve(q.namespace, [h.node for h in chosen], budget,
                                     self._state.step(q.namespace))
             self._record_access(q.namespace, chosen, budget, query)
@@ -478,8 +486,9 @@ class MemoryStore(StoreCore):
                 "tokens_by_type": {t.value: v for t, v in st.ledger.by_type(ns).items()},
                 "step": st.step(ns),
             }
-        return {"backend": self.backend.name, "embedder": self.embedder.name,
-                "dim": self.embedder.dim, "token_counter": self.counter.name,
+        return {"backend": self.backend.name, "backend_choice": self._backend_note,
+                "embedder": self.embedder.name, "dim": self.embedder.dim,
+                "encrypted": self._cipher is not None, "token_counter": self.counter.name,
                 "policy": self.policy.name, "audit_events": len(self.audit), "namespaces": per}
 
     @_op
@@ -491,6 +500,7 @@ class MemoryStore(StoreCore):
         emptied. A crash before the switch leaves the store on the old embedder, after
         it on the new one. Reopen the store with the new embedder afterwards.
         """
+        self._begin()  # refuses a read-only store before anything is written
         gen = sum(1 for e in self.audit.events() if e.op is AuditOp.CONFIG
                   and "embedder" in e.params) + 1
         new = {s: f"{base}_g{gen}" for s, base in
@@ -727,6 +737,7 @@ class MemoryStore(StoreCore):
         with self._lock:
             if not self._closed:
                 self._closed = True
+                self._release_lease()
                 self.backend.close()
                 if self._cipher is not None:
                     self._cipher.close()

@@ -1,7 +1,8 @@
 """pytest plugin: one real ``chroma run`` server for the whole test session.
 
-Import ``chroma_server_fixture`` into a test module (the import registers the fixture
-there) and ask for ``chroma_server``. (Not ``pytest_plugins``: pytest's doctest collection
+``tests/conftest.py`` imports ``chroma_server_fixture``, which registers the fixture for
+every test: ask for ``chroma_server``. (Importing it into a test module as well would
+register a second session fixture there, and start a second server.) (Not ``pytest_plugins``: pytest's doctest collection
 imports this file first, and a plugin imported before registration trips an
 assertion-rewrite warning.) The server runs the ``chroma`` CLI installed next to the
 Python that runs the tests, on a free loopback port, with its data in a session

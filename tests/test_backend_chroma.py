@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 from backend_roundtrip import store_round
-from chroma_server import chroma_server_fixture  # noqa: F401  (registers `chroma_server`)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,6 +43,7 @@ from mars_core.backends.chroma import NUMERIC_FLAG, ChromaBackend, to_chroma_whe
 from mars_core.backends.memory import InMemoryBackend
 from mars_core.clock import FakeClock
 from mars_core.errors import (
+    ConfigError,
     ConflictError,
     CorruptStoreError,
     EmbeddingMismatchError,
@@ -503,10 +503,10 @@ def server_store(chroma_server: ChromaServer, tmp_path: pathlib.Path) -> Iterato
     made: list[MemoryStore] = []
     prefix = chroma_server.prefix_for(tmp_path)
 
-    def factory() -> MemoryStore:
+    def factory(**kw: Any) -> MemoryStore:
         backend = ChromaBackend(host=chroma_server.host, port=chroma_server.port,
                                 collection_prefix=prefix)
-        store = MemoryStore(backend, clock=FakeClock(), audit_key=bytes(32), budget=500)
+        store = MemoryStore(backend, clock=FakeClock(), audit_key=bytes(32), budget=500, **kw)
         made.append(store)
         return store
 
@@ -517,17 +517,53 @@ def server_store(chroma_server: ChromaServer, tmp_path: pathlib.Path) -> Iterato
 
 @needs_chroma
 def test_two_stores_share_one_server(server_store: Any) -> None:
+    """One writer and any number of read-only readers per store (collection prefix);
+    a second writer is refused while the first holds the lease."""
     writer = server_store()
     a = writer.add("Ana moved to Lisbon", namespace="u1")
-    reader = server_store()  # opened after the write: sees it
+    with pytest.raises(ConflictError, match="holds this store's lease"):
+        server_store()
+    reader = server_store(read_only=True)  # opened after the write: sees it
     assert [n.id for n in reader.list("u1")] == [a.id]
-    b = reader.add("Ana likes green tea", namespace="u1")
-    writer.close()
+    assert reader.retrieve("Lisbon", namespace="u1")[0].id == a.id
+    assert reader.get(a.id).access_count == 0  # a reader records no access
+    with pytest.raises(ConflictError, match="read_only"):
+        reader.add("readers cannot write", namespace="u1")
+    writer.close()  # releases the lease
+    second = server_store()
+    b = second.add("Ana likes green tea", namespace="u1")
+    second.close()
     refreshed = server_store()  # the first one, reopened: sees the other's write
     assert [n.content for n in refreshed.list("u1")] == [a.content, b.content]
     assert refreshed.verify().ok
     hits = refreshed.retrieve("green tea", namespace="u1", read_only=True)
     assert hits[0].id == b.id
+
+
+@needs_chroma
+def test_an_expired_lease_is_taken_over_and_the_old_writer_stops(server_store: Any) -> None:
+    crashed = server_store(lease_ttl=6.0)  # never closed: as if its process had died
+    crashed.add("written before the crash")
+    with pytest.raises(ConflictError):
+        server_store()
+    lease = crashed._lease
+    assert lease is not None
+    time.sleep(max(0.0, lease.renewed + lease.ttl - time.time()) + 0.2)  # until it expires
+    taker = server_store()
+    with pytest.raises(ConflictError, match="taken this store's lease"):
+        crashed.add("a write after the takeover")
+    taker.add("written by the new writer")
+    assert [n.content for n in taker.list()] == ["written before the crash",
+                                                  "written by the new writer"]
+    crashed.close()  # does not release a lease it no longer holds
+    with pytest.raises(ConflictError):
+        server_store()
+
+
+@needs_chroma
+def test_read_only_needs_an_existing_store(server_store: Any) -> None:
+    with pytest.raises(ConfigError, match="existing store"):
+        server_store(read_only=True)
 
 
 # --- crash loop: SIGKILL a writer at random, reopen, check every batch is whole -------------

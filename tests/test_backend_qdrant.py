@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 import uuid
+from typing import Any
 
 import numpy as np
 import pytest
@@ -205,6 +206,56 @@ def test_client_errors_are_wrapped() -> None:
     with pytest.raises(MarsBackendError, match="Qdrant could not open collection") as info:
         QdrantBackend(Unreachable())
     assert isinstance(info.value.__cause__, ConnectionRefusedError)
+
+
+def test_collection_options_reach_create_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cluster settings pass through to ``create_collection`` (a real local client, whose
+    calls are recorded; local mode itself ignores sharding and replication)."""
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(":memory:")
+    calls: list[dict[str, Any]] = []
+    real = client.create_collection
+
+    def record(name: str, **kw: Any) -> bool:
+        calls.append({"name": name, **kw})
+        return bool(real(name, **kw))
+
+    monkeypatch.setattr(client, "create_collection", record)
+    opts = {"shard_number": 6, "replication_factor": 2, "write_consistency_factor": 2,
+            "on_disk_payload": True}
+    with QdrantBackend(client, collection_options=opts) as b:
+        b.ensure_collection("mem", 4)
+        b.upsert("mem", [Record(uid(1), vec(1.0), "kept", {})])
+        assert [r.document for r in b.get("mem")] == ["kept"]
+    assert [c["name"] for c in calls] == ["mars__wal", "mars_mem"]
+    assert all({k: c[k] for k in opts} == opts for c in calls)
+    with pytest.raises(ValidationError, match="unknown collection_options"):
+        QdrantBackend(client, collection_options={"shards": 6})
+
+
+def test_write_ordering_reaches_every_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    from qdrant_client import QdrantClient
+    from qdrant_client import models as m
+
+    client = QdrantClient(":memory:")
+    seen: list[Any] = []
+    for name in ("batch_update_points", "delete", "upsert"):
+        real = getattr(client, name)
+
+        def spy(*args: Any, _real: Any = real, **kw: Any) -> Any:
+            seen.append(kw.get("ordering"))
+            return _real(*args, **kw)
+
+        monkeypatch.setattr(client, name, spy)
+    with QdrantBackend(client, write_ordering="strong") as b:
+        b.ensure_collection("mem", 4)
+        b.upsert("mem", [Record(uid(1), vec(1.0), "a", {}), Record(uid(2), vec(0.0, 1.0), "b", {})])
+        b.delete("mem", [uid(2)])
+        assert [r.document for r in b.get("mem")] == ["a"]
+    assert seen and all(o is m.WriteOrdering.STRONG for o in seen)
+    with pytest.raises(ValidationError, match="write_ordering"):
+        QdrantBackend(client, write_ordering="eventual")  # type: ignore[arg-type]
 
 
 def test_leftover_intent_is_replayed_on_open(tmp_path: pathlib.Path) -> None:

@@ -44,7 +44,9 @@ def mk(path: Path | None, keys: Path | None, **kw: Any) -> MemoryStore:
                             "budget": 100_000, **kw}
     if keys is not None:
         args["keys_path"] = keys
-    return MemoryStore.open(path, **args) if path else MemoryStore(**args)
+    if path is None:
+        return MemoryStore(**args)
+    return MemoryStore.open(path, **{"backend": "inmemory", **args})
 
 
 # --- the cipher --------------------------------------------------------------------------------

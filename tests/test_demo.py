@@ -1,4 +1,4 @@
-"""The demo of `make demo` runs end to end on a store on disk."""
+"""The demo of `make demo` runs end to end on a store on disk (the default backend)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ def test_demo_runs_and_verifies(tmp_path: Path) -> None:
     assert counts["archived"] > 0  # something was forgotten under the budget
     assert "=== STRUCTURED EVIDENCE ===" in text and "why: " in text
     assert "erasure (entity)" in text
-    for f in (tmp_path / "store").iterdir():  # the erased person left no bytes behind
-        assert b"Ines" not in f.read_bytes(), f.name
+    store = tmp_path / "store"  # the default of open(): Chroma on disk, encrypted
+    assert (store / "chroma").is_dir() and (store / "keys").is_dir()
+    files = [f for f in store.rglob("*") if f.is_file()]
+    assert any(f.name == "chroma.sqlite3" for f in files)
+    for f in files:  # the erased person left no bytes behind
+        assert b"Ines" not in f.read_bytes(), f.relative_to(store)
     assert demo.main(["--path", str(tmp_path / "again"), "--fresh"]) == 0

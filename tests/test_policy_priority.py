@@ -290,7 +290,7 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
         if path is None:
             return mk(70)
         return MemoryStore.open(path, policy="priority", budget=70, clock=FakeClock(),
-                                audit_key=KEY, nlp="rules")
+                                audit_key=KEY, nlp="rules", backend="inmemory")
 
     def add(store: MemoryStore, rng: random.Random) -> str:
         return store.add(words(rng), type=rng.choice(TYPES), pinned=rng.random() < 0.05).id

@@ -235,10 +235,12 @@ def test_reembed_moves_the_store_to_a_new_embedder(tmp_path: Path) -> None:
         assert s.reembed(HashingEmbedder(dim=64)) == len(nodes)
         assert s.export_jsonld() == before  # memories untouched, only vectors changed
         assert s.audit.events()[-1].op.value == "config"
-    with pytest.raises(EmbeddingMismatchError):
-        MemoryStore.open(tmp_path / "db", clock=FakeClock())  # the old embedder is refused now
+    with pytest.raises(EmbeddingMismatchError):  # the old embedder is refused now
+        MemoryStore.open(tmp_path / "db", clock=FakeClock(), embedder=HashingEmbedder())
     with MemoryStore.open(tmp_path / "db", clock=FakeClock(),
                           embedder=HashingEmbedder(dim=64)) as s2:
+        assert s2.export_jsonld() == before
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock()) as s2:  # the manifest's embedder
         assert s2.export_jsonld() == before and s2.verify().ok
         assert s2.stats()["embedder"] == "hashing-v1-64-c3"
         assert s2.retrieve("octopus arms", include_archive=True)[0].id == a.id

@@ -169,14 +169,15 @@ def test_threads_in_memory(make_store: Any) -> None:
 
 def test_threads_persisted_then_reopened(tmp_path: Path) -> None:
     shared = Shared()
-    with MemoryStore.open(tmp_path / "s", clock=FakeClock(), audit_key=AUDIT_KEY,
-                          **CONFIG) as store:
+    with MemoryStore.open(tmp_path / "s", backend="inmemory", clock=FakeClock(),
+                          audit_key=AUDIT_KEY, **CONFIG) as store:
         _run_threads(store, shared, seed=2)
         check_invariants(store)
         _check_counts(store, shared)
         export = store.export_jsonld()
         events = store.audit.events()
-    with MemoryStore.open(tmp_path / "s", clock=FakeClock(), audit_key=AUDIT_KEY) as store:
+    with MemoryStore.open(tmp_path / "s", backend="inmemory", clock=FakeClock(),
+                          audit_key=AUDIT_KEY) as store:
         assert store.export_jsonld() == export
         assert store.audit.events() == events
         assert store.verify().ok
@@ -232,7 +233,8 @@ async def _task(store: MemoryStore, shared: Shared, n: int, ops: int) -> None:
 
 
 async def test_async_twins_concurrently(tmp_path: Path) -> None:
-    store = MemoryStore.open(tmp_path / "a", clock=FakeClock(), audit_key=AUDIT_KEY, **CONFIG)
+    store = MemoryStore.open(tmp_path / "a", backend="inmemory", clock=FakeClock(),
+                             audit_key=AUDIT_KEY, **CONFIG)
     shared = Shared()
     try:
         started = time.monotonic()
@@ -255,6 +257,7 @@ async def test_async_twins_concurrently(tmp_path: Path) -> None:
         assert type(exc).__name__ == "StoreClosedError"
     else:
         raise AssertionError("a closed store accepted a write")
-    with MemoryStore.open(tmp_path / "a", clock=FakeClock(), audit_key=AUDIT_KEY) as again:
+    with MemoryStore.open(tmp_path / "a", backend="inmemory", clock=FakeClock(),
+                          audit_key=AUDIT_KEY) as again:
         assert again.export_jsonld() == export
         check_invariants(again)

@@ -294,6 +294,10 @@ class BackendBase:
     the store writes in an order that makes any prefix recoverable (see ``store.py``).
     """
 
+    shared: bool = False
+    """True when other processes may reach the same collections (a server, or a client
+    passed in): nothing local guards them, so the store takes a writer lease."""
+
     def upsert(self, collection: str, records: Sequence[Record]) -> None:  # pragma: no cover
         raise NotImplementedError
 

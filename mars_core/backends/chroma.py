@@ -53,7 +53,8 @@ So a delete is not an erasure on disk. The privacy layer adds crypto-shredding o
 (store ciphertext, destroy the key); this module does not pretend otherwise.
 
 Other limits: one writer per collection set (a lock file guards a persistent
-directory; a server is not guarded); queries above Chroma's brute-force threshold use
+directory; on a server, or with a client passed in, :attr:`shared` is true and the store
+takes a writer lease, see :mod:`mars_core.core`); queries above Chroma's brute-force threshold use
 HNSW and are approximate; integers must fit in 64 bits.
 
 Example:
@@ -379,6 +380,7 @@ class ChromaBackend(BackendBase):
         self._database: str | None = None
         self._owns_client = client is None
         self._dirty = False
+        self.shared = path is None and (host is not None or client is not None)
         self.location = "client"
         try:
             self._client = client if client is not None else self._connect(path, host, port)

@@ -673,8 +673,13 @@ class InMemoryBackend(BackendBase):
                 self._disk.close()
                 raise
 
+    @property
+    def location(self) -> str:
+        """The directory of the journal, or ``"memory"``."""
+        return str(self._disk.path) if self._disk else "memory"
+
     def __repr__(self) -> str:
-        where = self._disk.path if self._disk else "memory"
+        where = self.location
         state = "closed" if self._closed else f"{len(self._collections)} collections"
         return f"InMemoryBackend({str(where)!r}, {state})"
 

@@ -34,7 +34,10 @@ every change to a SQLite table and deletes the row, so the text can survive in f
 SQLite pages until ``VACUUM``. The privacy layer's crypto-shredding covers this.
 
 Local mode is an exhaustive scan in Python: fine for tests and small stores, slow for
-filtered queries on tens of thousands of points; use a server beyond that.
+filtered queries on tens of thousands of points; use a server beyond that. Local mode
+with ``path`` also normalises the stored vectors again when it reloads them, so after a
+reopen a similarity can move in its 8th-9th digit (a decision does not, short of an
+exact tie).
 
 Example:
     >>> import numpy as np, uuid
@@ -58,7 +61,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -97,7 +100,7 @@ from mars_core.errors import (
     ValidationError,
 )
 
-__all__ = ["DOC_KEY", "QdrantBackend", "to_qdrant_filter"]
+__all__ = ["COLLECTION_OPTIONS", "DOC_KEY", "QdrantBackend", "to_qdrant_filter"]
 
 Vector = npt.NDArray[np.float32]
 _P = ParamSpec("_P")
@@ -112,6 +115,12 @@ _CHUNK = 256
 _PAGE = 1_000
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _INDEXED = ("namespace", "type", "status")
+
+COLLECTION_OPTIONS = ("shard_number", "sharding_method", "replication_factor",
+                      "write_consistency_factor", "on_disk_payload", "hnsw_config",
+                      "optimizers_config", "wal_config", "quantization_config",
+                      "strict_mode_config", "timeout")
+"""The ``create_collection`` arguments ``collection_options`` may set."""
 
 
 def _models() -> Any:
@@ -239,6 +248,14 @@ class QdrantBackend(BackendBase):
         prefer_grpc: talk gRPC to the server.
         payload_indexes: keyword payload indexes to create on new collections (default:
             ``namespace``, ``type``, ``status`` against a server, none in local mode).
+        collection_options: keyword arguments for ``create_collection`` on a server or
+            cluster, from :data:`COLLECTION_OPTIONS` — e.g. ``{"shard_number": 6,
+            "replication_factor": 2, "write_consistency_factor": 2,
+            "on_disk_payload": True}``; applied to collections this backend creates
+            (existing ones keep theirs); local mode ignores them.
+        write_ordering: ``"weak"`` (Qdrant's default), ``"medium"`` or ``"strong"``: the
+            ordering guarantee of every write on a cluster (``ordering=`` of Qdrant's
+            update calls); ``None`` leaves Qdrant's default.
         recover: replay write-ahead intents left by a crash when opening.
 
     Raises:
@@ -269,10 +286,21 @@ class QdrantBackend(BackendBase):
         collection_prefix: str = "mars_",
         prefer_grpc: bool = False,
         payload_indexes: Sequence[str] | None = None,
+        collection_options: Mapping[str, Any] | None = None,
+        write_ordering: Literal["weak", "medium", "strong"] | None = None,
         recover: bool = True,
     ) -> None:
+        if write_ordering not in (None, "weak", "medium", "strong"):
+            raise ValidationError("write_ordering must be 'weak', 'medium', 'strong' or None, "
+                                  f"not {write_ordering!r}")
+        self._ordering = write_ordering
         if sum(x is not None for x in (client, location, path, url)) > 1:
             raise ValidationError("pass at most one of client=, location=, path= and url=")
+        unknown = sorted(set(collection_options or {}) - set(COLLECTION_OPTIONS))
+        if unknown:
+            raise ValidationError(f"unknown collection_options {unknown}; use any of "
+                                  f"{list(COLLECTION_OPTIONS)}")
+        self._options = dict(collection_options or {})
         if not isinstance(collection_prefix, str):
             raise ValidationError("collection_prefix must be a string")
         self._lock = threading.RLock()
@@ -286,6 +314,7 @@ class QdrantBackend(BackendBase):
         if client is not None:
             remote = type(getattr(client, "_client", None)).__name__ != "QdrantLocal"
         self.location = url or (str(path) if path is not None else location or ":memory:")
+        self.shared = remote or client is not None
         self._indexes = tuple(payload_indexes if payload_indexes is not None
                               else (_INDEXED if remote else ()))
         try:
@@ -327,6 +356,12 @@ class QdrantBackend(BackendBase):
                 return client
             return QdrantClient(location=location or ":memory:", api_key=api_key,
                                 prefer_grpc=prefer_grpc)
+
+    def write_options(self) -> dict[str, Any]:
+        """Keyword arguments every write passes to the client (``ordering``, when set)."""
+        if self._ordering is None:
+            return {}
+        return {"ordering": _models().WriteOrdering(self._ordering)}
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._dims)} collections"
@@ -490,7 +525,7 @@ class QdrantBackend(BackendBase):
         with _client_errors(f"create collection {full!r}"):
             try:
                 self._client.create_collection(full, vectors_config=vectors,
-                                               metadata={_DIM_KEY: dim})
+                                               metadata={_DIM_KEY: dim}, **self._options)
             except Exception:  # created concurrently by someone else?
                 if self._lookup(collection) is None:
                     raise
@@ -630,7 +665,7 @@ class QdrantBackend(BackendBase):
                 if isinstance(op, DeleteOp):
                     for i in range(0, len(op.ids), _CHUNK):
                         self._client.delete(full, points_selector=m.PointIdsList(
-                            points=list(op.ids[i:i + _CHUNK])))
+                            points=list(op.ids[i:i + _CHUNK])), **self.write_options())
                     continue
                 rows = merge_records(op.records)
                 for i in range(0, len(rows), _CHUNK):
@@ -655,7 +690,8 @@ class QdrantBackend(BackendBase):
                 updates.append(m.UpsertOperation(upsert=m.PointsList(
                     points=[m.PointStruct(id=rec.id, vector=vector, payload=payload)])))
         if updates:
-            self._client.batch_update_points(self._prefix + collection, update_operations=updates)
+            self._client.batch_update_points(self._prefix + collection, update_operations=updates,
+                                             **self.write_options())
 
 
 class _IntentCollection:
@@ -668,7 +704,8 @@ class _IntentCollection:
         m = _models()
         points = [m.PointStruct(id=r.id, vector={}, payload={**r.metadata, DOC_KEY: r.document})
                   for r in records]
-        self._backend._client.upsert(self._backend._prefix + _WAL, points=points, wait=True)
+        self._backend._client.upsert(self._backend._prefix + _WAL, points=points, wait=True,
+                                     **self._backend.write_options())
 
     def read_intents(self) -> list[Record]:
         return self._backend._scroll(_WAL, None, False)
@@ -676,7 +713,8 @@ class _IntentCollection:
     def delete_intents(self, ids: Sequence[str]) -> None:
         m = _models()
         self._backend._client.delete(self._backend._prefix + _WAL,
-                                     points_selector=m.PointIdsList(points=list(ids)))
+                                     points_selector=m.PointIdsList(points=list(ids)),
+                                     **self._backend.write_options())
 
 
 # --- record conversion -------------------------------------------------------------------
