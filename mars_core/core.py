@@ -280,7 +280,8 @@ class StoreCore:
         self.counter: TokenCounter = make_counter(self.config.token_counter)
         self.enricher = Enricher(self.config.nlp)
         self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
-        self.policy: Policy = make_policy(self.config.policy, **self.config.policy_params)
+        self.policy: Policy = _make_policy(self.config.policy, self.config.policy_params)
+        self._policy_state: dict[str, Any] = self.policy.state_dict()
         if self.config.type_shares is not None:
             self.policy.type_shares = TypeShares(initial=self.config.type_shares)
         if self.config.dp.enabled:
@@ -388,6 +389,10 @@ class StoreCore:
             for edge in st.owned.get(owner, []):
                 st.graph.add(edge)
         self.policy.rebuild(n for n in nodes if n.is_active)
+        saved = meta.get("policy") or {}
+        if saved.get("name") == self.policy.name and saved.get("state"):
+            self.policy.load_state(saved["state"])  # ValidationError on a corrupt record
+        self._policy_state = self.policy.state_dict()
         self._prime_centroids(nodes)
         state = meta.get("state", {})
         st.counter, st.touch = int(state.get("counter", 0)), int(state.get("touch", 0))
@@ -647,6 +652,17 @@ class StoreCore:
             txn.batch.upsert(codec.META, [codec.meta_record(
                 "dp", {"accountant": self.policy.accountant.state()})])
         self._stage_archive(txn, ns, plan.evictions, self.policy.name, params)
+        self._stage_policy_state(txn)
+
+    def _stage_policy_state(self, txn: _Txn) -> None:
+        """Persist what the policy learned (hysteresis, bandit statistics) when it changed.
+
+        The state holds ids and numbers only, never memory text."""
+        state = self.policy.state_dict()
+        if state != self._policy_state:
+            txn.batch.upsert(codec.META, [codec.meta_record(
+                "policy", {"name": self.policy.name, "state": state})])
+            self._policy_state = state
 
     def _view(self, txn: _Txn, ns: str) -> NamespaceView:
         # A generator per operation, derived from the seed and persisted counters: seeded
@@ -744,7 +760,8 @@ class StoreCore:
                      conversation), budget
 
     def _record_access(self, ns: str, hits: Sequence[Hit], budget: int, query: str,
-                       params: Mapping[str, Any] | None = None) -> None:
+                       params: Mapping[str, Any] | None = None, *,
+                       rationale: str | None = None) -> None:
         txn = self._begin()
         step, now = self._step(txn, ns), self.clock.now()
         for h in reversed(hits):  # the best hit becomes the most recently used
@@ -756,7 +773,7 @@ class StoreCore:
         txn.audit.add(op=AuditOp.ACCESS, namespace=ns, node_ids=[h.id for h in hits], step=step,
                       at=now, features={h.id: {"score": h.score, "dense": h.dense,
                                                "lexical": h.lexical} for h in hits},
-                      rationale=f"retrieved {len(hits)} memories "
+                      rationale=rationale or f"retrieved {len(hits)} memories "
                                 f"({sum(h.node.weight for h in hits)} of {budget} tokens)",
                       contents={"query": query}, params=params)
         self._commit(txn)
@@ -1051,6 +1068,12 @@ class _Lease:
 
 
 # --- opening by path --------------------------------------------------------------------------
+
+
+def _make_policy(spec: str, params: Mapping[str, Any]) -> Policy:
+    """A policy by name; ``"name:ARG"`` passes ARG as ``path`` (``policy="learned:model.json"``)."""
+    name, _, arg = spec.partition(":")
+    return make_policy(name, **{**params, **({"path": arg} if arg else {})})
 
 
 def _ephemeral_backend() -> VectorBackend:

@@ -128,6 +128,9 @@ class StoreState:
         elif node.is_active and node.touch_seq != old.touch_seq:
             for p in self.policies:
                 p.on_access(node)
+        elif node.is_active:  # metadata only (sensitivity, pin, expiry)
+            for p in self.policies:
+                p.on_update(node)
 
     def add_edge(self, owner: str, edge: Edge) -> None:
         """Record an edge stored in ``owner``'s record."""

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pydantic
@@ -146,9 +146,15 @@ class MemoryStore(StoreCore):
         return node
 
     @_op
-    def update(self, node_id: str, text: str) -> MemoryNode:
+    def update(self, node_id: str, text: str, *,
+               metadata: Mapping[str, Any] | None = None) -> MemoryNode:
         """Replace a memory's content: a new memory derivesFrom and supersedes the old one,
         which goes to the archive.
+
+        Args:
+            node_id: the memory to replace.
+            text: the new content.
+            metadata: the new version's metadata (default: a copy of the old one's).
 
         Raises:
             NotFoundError: no such memory.
@@ -159,7 +165,8 @@ class MemoryStore(StoreCore):
         prov = old.provenance.model_copy(update={"derived_from": (old.id,)})
         node, vector = self._build(txn, text, old.type, old.namespace, step, payload=old.payload,
                                    sensitivity=old.sensitivity, provenance=prov,
-                                   metadata=dict(old.metadata), pinned=old.pinned)
+                                   metadata=dict(old.metadata if metadata is None else metadata),
+                                   pinned=old.pinned)
         edges = self._edges_for(node, [(Predicate.SUPERSEDES, old.id)])
         self._stage_put(txn, node, vector, edges=edges)
         txn.audit.add(op=AuditOp.UPDATE, namespace=old.namespace, node_ids=[node.id, old.id],
@@ -408,9 +415,14 @@ class MemoryStore(StoreCore):
         active_turns: int = 6,
         evidence: int = 5,
         redact: bool = True,
+        evidence_only: bool = False,
     ) -> str:
         """Prompt-ready context: recalled evidence, its raw support, then the active
         conversation — the layout of DMF §9.3 step 6, within ``budget_tokens``.
+
+        ``evidence_only=True`` leaves the active-conversation section out (for
+        integrations that render the conversation themselves); the active turns are
+        still not repeated as evidence.
 
         With ``redact`` (the default) the text passes the two-pass output check
         (:mod:`mars_core.privacy.redaction`): surface detectors mask identifiers and
@@ -434,7 +446,7 @@ class MemoryStore(StoreCore):
         text = render_context(assemble.evidence_items(cards), assemble.evidence_items(support),
                               assemble.evidence_items([(n, float(i), Validity.CURRENT)
                                                        for i, n in enumerate(active)]),
-                              budget, self.counter.count)
+                              budget, self.counter.count, evidence_only=evidence_only)
         counts: dict[str, Any] = {}
         if redact:
             result = redact_text(text, protected=self._protected_phrases(q.namespace),
@@ -461,6 +473,68 @@ class MemoryStore(StoreCore):
         if not set(used_l) <= set(offered_l):
             raise ValidationError("credited memories must be among those offered")
         self.policy.on_credit(ns, used_l, offered_l, self._state.step(ns))
+
+    @_op
+    def reinforce(self, ids: Iterable[str], namespace: str | None = None,
+                  reason: str = "credited use") -> None:
+        """Record a use of exactly these memories: an access each (statistics, LRU order,
+        Oblivion's frequency), one audit event, and the policies' credit hook.
+
+        Raises:
+            ValidationError: an id of another namespace, or an archived memory.
+            NotFoundError: an unknown id.
+        """
+        ns = self._ns(namespace)
+        nodes = [self._state.get(i) for i in dict.fromkeys(ids)]
+        for n in nodes:
+            if n.namespace != ns or not n.is_active:
+                raise ValidationError(f"memory {n.id} is not an active memory of {ns!r}")
+        if not nodes:
+            return
+        hits = [Hit(n, 1.0, 0.0, 0.0, False) for n in nodes]
+        self._record_access(ns, hits, sum(n.weight for n in nodes), "",
+                            {"reason": reason}, rationale=f"{reason}: {len(nodes)} memories")
+        self.policy.on_credit(ns, [n.id for n in nodes], [n.id for n in nodes],
+                              self._state.step(ns))
+
+    @_op
+    def set_metadata(self, node_id: str, metadata: Mapping[str, Any] | None = None, *,
+                     expires_at: datetime | Literal["keep"] | None = "keep",
+                     pinned: bool | None = None) -> MemoryNode:
+        """Change what is mutable about a memory — its metadata, TTL expiry, pin — in place.
+
+        Content is immutable (use :meth:`update`); one ``metadata`` audit event records the
+        change (field names, never values).
+
+        Raises:
+            NotFoundError: no such memory.
+            ValidationError: metadata that is not JSON-compatible.
+        """
+        old = self._state.get(node_id)
+        update: dict[str, Any] = {}
+        if metadata is not None:
+            update["metadata"] = dict(metadata)
+        if expires_at != "keep":
+            update["expires_at"] = expires_at
+        if pinned is not None:
+            update["pinned"] = pinned
+        try:
+            node = MemoryNode.model_validate({**old.model_dump(), **update})
+        except pydantic.ValidationError as exc:
+            raise ValidationError(f"invalid metadata change: {exc}") from None
+        txn = self._begin()
+        step = self._step(txn, old.namespace)
+        self._stage_put(txn, node)
+        txn.audit.add(op=AuditOp.METADATA, namespace=old.namespace, node_ids=[node.id],
+                      step=step, at=self.clock.now(), params={"fields": sorted(update)},
+                      rationale=f"changed {', '.join(sorted(update)) or 'nothing'}")
+        self._commit(txn)
+        return node
+
+    @_op
+    def namespaces(self) -> builtins.list[str]:
+        """Every namespace that holds memories (active or archived), sorted."""
+        return sorted(ns for ns, by in self._state.by_ns.items() if any(by.values()))
 
     @_op
     def explain(self, node_id: str) -> Explanation:

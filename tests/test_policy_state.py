@@ -1,9 +1,8 @@
 """What policies learn survives a reopen: ``state_dict`` / ``load_state`` round trips.
 
-The store does not save policy state yet (the change to ``core.py`` is proposed in the
-issue note); these tests do on reopen what the store would do — save ``state_dict()``
-with the store, reopen, ``load_state`` after the replay — and show the decisions then
-match an uninterrupted run.
+The store saves ``state_dict()`` in its ``meta`` collection whenever a trigger changed
+it and calls ``load_state`` after the replay on open; these tests reopen real on-disk
+stores and show the decisions then match an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mars_core import FakeClock, MemoryStore
+from mars_core import FakeClock, MemoryStore, codec
 from mars_core.errors import ValidationError
 from mars_core.policies import MetaController, PriorityDecayPolicy, make_policy
 
@@ -72,14 +71,16 @@ def test_priority_hysteresis_survives_a_reopen(tmp_path: Path) -> None:
     path = tmp_path / "store"
     with _open(path, "priority", 34, **PARAMS) as store:
         x, d = _spare_x(store)
-        saved = json.loads(json.dumps(store.policy.state_dict()))  # as a meta record would
+        saved = json.loads(json.dumps(store.policy.state_dict()))
     assert saved["namespaces"]["default"]["examined"][x][1] >= 0
     shutil.copytree(path, tmp_path / "copy")
     with _open(path, "priority", 34, **PARAMS) as store:
-        store.policy.load_state(saved)
+        assert store.policy.state_dict() == saved  # the store saved and reloaded it
         assert _finish(store, x, d) == x  # the same decision after the reopen
-    with _open(tmp_path / "copy", "priority", 34, **PARAMS) as store:  # without the state
-        assert _finish(store, x, d) != x  # ... the reopened store forgot the hysteresis
+    with _open(tmp_path / "copy", "priority", 34, **PARAMS) as store:
+        store.backend.delete(codec.META, [codec.meta_id("policy")])  # drop the saved state
+    with _open(tmp_path / "copy", "priority", 34, **PARAMS) as store:
+        assert _finish(store, x, d) != x  # ... and the reopened store forgot the hysteresis
 
 
 def test_priority_state_drops_inactive_memories_and_rejects_bad_input() -> None:
@@ -140,7 +141,8 @@ def test_meta_learning_survives_a_reopen(tmp_path: Path) -> None:
         saved = json.loads(json.dumps(store.policy.state_dict()))
         rng_state = rng.getstate()
     with _open(path, "meta", 60, **META) as store:
-        store.policy.load_state(saved)
+        assert store.policy.state_dict()["decisions"] == saved["decisions"]
+        store.policy.load_state(saved)  # credits after the last trigger are not saved
         rng = random.Random()
         rng.setstate(rng_state)
         for k in range(24, 48):  # the second half of the same workload

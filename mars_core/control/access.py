@@ -5,10 +5,8 @@
 * :func:`memory_retention` — R of one memory from the statistics the store keeps
   (``access_count``, ``last_access_step``), with the initial utility U₀ of seed 002 (the
   store keeps no per-memory utility; cluster utility lives in L1 metadata).
-* :func:`record_use` — reinforcement of *credited* memories only (seed 002 §2.3). It calls
-  ``store.reinforce(ids, namespace=...)`` when the store has one; until then it records the
-  access with a targeted read: a read-only probe that must return exactly that memory,
-  then the same retrieval as an access (one ``access`` audit event per memory).
+* :func:`record_use` — reinforcement of *credited* memories only (seed 002 §2.3), through
+  ``store.reinforce(ids, namespace=...)``: one access per memory, one audit event.
 * :func:`links` — L2↔L3 neighbours: memories sharing a ``derivesFrom`` turn.
 
 Example:
@@ -82,35 +80,14 @@ def memory_retention(node: MemoryNode, clock: TurnClock, config: OblivionConfig,
 
 
 def record_use(store: MemoryStore, ids: Sequence[str], namespace: str) -> list[str]:
-    """Record a credited use of each memory in ``ids``; returns the ids recorded.
+    """Record a credited use of each active memory in ``ids``; returns the ids recorded.
 
-    A memory the targeted read cannot single out is skipped (and logged by id), so no
-    other memory is ever reinforced by mistake.
+    One access each and one audit event (:meth:`MemoryStore.reinforce`); memories that
+    left active memory meanwhile are skipped.
     """
-    native = getattr(store, "reinforce", None)
-    if callable(native):
-        native(list(ids), namespace=namespace)
-        return list(ids)
-    done: list[str] = []
-    for node_id in dict.fromkeys(ids):
-        node = store.get(node_id)
-        if not node.is_active:
-            continue
-        if _targeted_read(store, node, namespace, read_only=True) != [node_id]:
-            log.info("could not single out memory %s for reinforcement; skipped", node_id)
-            continue
-        _targeted_read(store, node, namespace, read_only=False)
-        done.append(node_id)
-    return done
-
-
-def _targeted_read(store: MemoryStore, node: MemoryNode, namespace: str,
-                   read_only: bool) -> list[str]:
-    hits = store.retrieve(node.content, k=1, budget_tokens=max(node.weight, 1),
-                          types=[node.type], since=node.created_at, until=node.created_at,
-                          namespace=namespace, conversation=node.provenance.conversation_id,
-                          read_only=read_only)
-    return [h.id for h in hits]
+    active = [i for i in dict.fromkeys(ids) if store.get(i).is_active]
+    store.reinforce(active, namespace=namespace)
+    return active
 
 
 def links(store: MemoryStore, namespace: str, ids: Sequence[str]) -> dict[str, list[str]]:
