@@ -7,14 +7,14 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 PKGS   := mars_core langchain_mars llamaindex_mars
 DEMO_DIR ?= ./mars_data/demo
 
-.PHONY: demo test lint typecheck pytest clean
+.PHONY: demo test lint typecheck pytest docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -U pip
 
 $(VENV)/.stamp-demo: pyproject.toml | $(PY)
-	$(PIP) install -e .
+	$(PIP) install -e ".[chroma,semantic,nlp,langchain,langgraph]"
 	touch $@
 
 $(VENV)/.stamp-test: pyproject.toml | $(PY)
@@ -33,7 +33,10 @@ typecheck: $(VENV)/.stamp-test
 pytest: $(VENV)/.stamp-test
 	$(PY) -m pytest -q
 
-test: lint typecheck pytest
+docs: $(VENV)/.stamp-test
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
+
+test: lint typecheck docs pytest
 
 clean:
-	rm -rf $(VENV) mars_data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) mars_data site .pytest_cache .mypy_cache .ruff_cache

@@ -15,8 +15,8 @@ with tempfile.TemporaryDirectory() as path, MemoryStore.open(path, budget=120,
         store.observe("user", f"Small talk number {i} about the weather today.",
                       namespace="maya")
 
-    print(store.render_context("what should I remember about food?", budget_tokens=60,
-                               namespace="maya"))
+    print(store.render_context("What is Maya allergic to?", budget_tokens=80,
+                               namespace="maya", evidence_only=True))
     stats = store.stats("maya")["namespaces"]["maya"]
     print(f"active {stats['active']}, archived {stats['archived']}, "
           f"{stats['tokens']}/{stats['budget']} tokens")

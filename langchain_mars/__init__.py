@@ -12,7 +12,7 @@ Everything LangChain-specific is here; the memory itself is :mod:`mars_core`.
 * :class:`MarsMemory` — legacy ``BaseMemory`` for classic chains (extra ``langchain-classic``).
 * :mod:`langchain_mars.graph` — the Oblivion memory nodes for LangGraph (extra ``langgraph``).
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore
     >>> from langchain_mars import MarsRetriever
     >>> store = MemoryStore(budget=200)

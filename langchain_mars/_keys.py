@@ -9,7 +9,7 @@ view, rebuilt from the store's records when a :class:`~langchain_mars.store.Mars
 opens (the value, key and namespace live in each memory's metadata), and kept up to
 date by the store's own writes. It holds no memory logic.
 
-Example:
+Examples:
     >>> decode_namespace(encode_namespace(("users", "a/b")))
     ('users', 'a/b')
 """
@@ -43,7 +43,7 @@ class Entry:
 class KeyIndex:
     """``(namespace, key) → current memory`` with namespaces listed in sorted order.
 
-    Example:
+    Examples:
         >>> ix = KeyIndex()
         >>> ix.set(("docs",), "a", "id-1", seq=1)
         >>> ix.set(("docs",), "a", "id-0", seq=0)  # an older version never wins

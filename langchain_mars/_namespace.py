@@ -11,7 +11,7 @@ The filled parts are joined into one MaRS namespace string with ``/``; inside a 
 string (``("a/b",)`` → ``"a%2Fb"``, ``("a", "b")`` → ``"a/b"``). A placeholder with no
 value is a :class:`~mars_core.errors.ValidationError` naming the key and where to set it.
 
-Example:
+Examples:
     >>> t = NamespaceTemplate(("memories", "{user_id}"))
     >>> t.format({"user_id": "ana"})
     'memories/ana'
@@ -53,7 +53,7 @@ def join_namespace(parts: Sequence[str]) -> str:
     Raises:
         ValidationError: no parts, an empty part, or longer than 256 characters encoded.
 
-    Example:
+    Examples:
         >>> join_namespace(("memories", "ana"))
         'memories/ana'
     """
@@ -94,7 +94,7 @@ class NamespaceTemplate:
     Raises:
         ValidationError: an empty template or a malformed placeholder.
 
-    Example:
+    Examples:
         >>> NamespaceTemplate("chat-{thread_id}").resolve(
         ...     context={"thread_id": "t1"}, config={"configurable": {"thread_id": "t9"}})
         'chat-t1'
@@ -161,7 +161,7 @@ def as_template(namespace: object) -> NamespaceTemplate | str | None:
     Raises:
         ValidationError: anything else.
 
-    Example:
+    Examples:
         >>> as_template(("memories", "{user_id}"))
         NamespaceTemplate(('memories', '{user_id}'))
     """
@@ -180,7 +180,7 @@ def resolve_namespace(namespace: NamespaceTemplate | str | None, *,
                       runtime: object = None) -> str | None:
     """The namespace of one call: a fixed string as is, a template resolved.
 
-    Example:
+    Examples:
         >>> resolve_namespace(as_template("u-{user_id}"), context={"user_id": 7})
         'u-7'
     """
@@ -192,7 +192,7 @@ def resolve_namespace(namespace: NamespaceTemplate | str | None, *,
 def run_config() -> Mapping[str, Any]:
     """The current LangChain/LangGraph run's config (empty outside a run).
 
-    Example:
+    Examples:
         >>> run_config()
         {}
     """
@@ -206,7 +206,7 @@ def run_config() -> Mapping[str, Any]:
 def run_runtime() -> object:
     """The current LangGraph run's ``Runtime`` (None outside a graph run).
 
-    Example:
+    Examples:
         >>> run_runtime() is None
         True
     """

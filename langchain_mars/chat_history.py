@@ -21,7 +21,7 @@ session's turns to the archive (still explainable, out of the history); ``"erase
 runs the right-to-be-forgotten cascade for the session (the turns and every memory
 derived from them are removed; the facts it taught are gone too).
 
-Example:
+Examples:
     >>> import warnings; warnings.simplefilter("ignore")
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from mars_core import MemoryStore
@@ -67,7 +67,7 @@ _MESSAGE_OF_ROLE: dict[str, type[BaseMessage]] = {
 def message_role(message: BaseMessage) -> str:
     """The store role of a LangChain message (``human`` → ``user``, ...).
 
-    Example:
+    Examples:
         >>> message_role(HumanMessage("hi")), message_role(ChatMessage("x", role="critic"))
         ('user', 'critic')
     """
@@ -94,7 +94,7 @@ def clear_session(store: MemoryStore, session_id: str, namespace: str | None = N
                   mode: Literal["forget", "erase"] = "forget") -> None:
     """Forget (archive) a session's turns, or erase the session and what derives from it.
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as store:
         ...     _ = store.observe("user", "hello", conversation_id="s1")
@@ -124,7 +124,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
     Raises:
         ValidationError: an empty session id, a bad budget or clear mode.
 
-    Example:
+    Examples:
         >>> import warnings; warnings.simplefilter("ignore")
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as store:

@@ -17,7 +17,7 @@ without it raises :class:`~mars_core.errors.ExtraNotInstalledError` naming the e
 The input key is ``input_key`` or, when unset, the only input that is not a memory
 variable (LangChain's usual rule); the output key likewise.
 
-Example:
+Examples:
     >>> import warnings; warnings.simplefilter("ignore")
     >>> from mars_core import FakeClock, MemoryStore
     >>> store = MemoryStore(budget=500, clock=FakeClock())
@@ -80,7 +80,7 @@ class MarsMemory(BaseMemory):
     Raises:
         ValidationError: bad arguments (a pydantic error is re-raised as ours).
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as store:
         ...     MarsMemory(store=store, memory_key="context").memory_variables

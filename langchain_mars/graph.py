@@ -19,7 +19,7 @@ The buffer lives in the graph state (``mars_buffer``), so with a checkpointer it
 from one turn of a thread to the next, as Oblivion's working memory does. The agent node
 reads ``mars_context`` — :func:`memory_messages` prepends it as a system message.
 
-Example:
+Examples:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> from langgraph.checkpoint.memory import InMemorySaver
     >>> from mars_core import MemoryStore, FakeClock

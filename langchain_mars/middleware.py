@@ -25,7 +25,7 @@ The namespace is fixed, or a template filled per run from ``runtime.context`` an
 ``namespace=("memories", "{user_id}")`` with ``agent.invoke(..., context={"user_id": "ana"})``
 — one user's memories follow them across threads.
 
-Example:
+Examples:
     >>> from langchain.agents import create_agent
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> from mars_core import MemoryStore
@@ -86,7 +86,7 @@ def used_memories(answer: str, offered: Mapping[str, str], min_overlap: float = 
         offered: memory id → memory text.
         min_overlap: the share of a memory's content words the answer must contain.
 
-    Example:
+    Examples:
         >>> used_memories("Avoid satay: you are allergic to peanuts.",
         ...               {"m1": "The user is allergic to peanuts", "m2": "Bo likes jazz"})
         ['m1']
@@ -146,7 +146,7 @@ class MarsMemoryMiddleware(AgentMiddleware):
     Raises:
         ValidationError: bad budget, evidence count, overlap or namespace.
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as store:
         ...     m = MarsMemoryMiddleware(store, namespace=("memories", "{user_id}"))

@@ -9,7 +9,7 @@ The model's answer is parsed deterministically:
 * **decomposer** — one sub-query per line (bullets and numbering stripped) or a JSON list
   of strings; empty lines and duplicates dropped, at most ``max_subqueries`` kept.
 
-Example:
+Examples:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> judge = judge_from_chat_model(FakeListChatModel(responses=["Yes, it does."]))
     >>> judge("Where does Ana live?", ["Ana lives in Lisbon"])
@@ -58,7 +58,7 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d+[:.)])\s*", re.IGNORECASE)
 def parse_verdict(text: str) -> bool | None:
     """True/False from a judge's answer; None when it says neither.
 
-    Example:
+    Examples:
         >>> parse_verdict('{"sufficient": false}'), parse_verdict("No."), parse_verdict("hmm")
         (False, False, None)
     """
@@ -78,7 +78,7 @@ def parse_verdict(text: str) -> bool | None:
 def parse_subqueries(text: str, limit: int) -> list[str]:
     """Sub-queries from a decomposer's answer (lines or a JSON list).
 
-    Example:
+    Examples:
         >>> parse_subqueries('["a b", "a b", "c"]', 5)
         ['a b', 'c']
     """

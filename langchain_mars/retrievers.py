@@ -19,7 +19,7 @@ whose metadata carries the memory's type, sensitivity, scores and provenance.
 
 Every keyword but ``k`` can be overridden per call too (``invoke(q, types=["semantic"])``).
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore
     >>> store = MemoryStore(budget=500)
     >>> _ = store.add("Ana lives in Lisbon", type="semantic")
@@ -64,7 +64,7 @@ _UNBOUNDED = 2**31 - 1
 def hit_to_document(hit: Hit) -> Document:
     """One retrieved memory as a LangChain ``Document`` (``id`` = the memory id).
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as store:
         ...     node = store.add("Bo likes jazz", type="semantic")
@@ -119,7 +119,7 @@ class MarsRetriever(BaseRetriever):
     Raises:
         ValidationError: bad ``k``, ``score_cutoff``, filter or namespace values.
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as store:
         ...     _ = store.add("The user's name is Ana", type="semantic", namespace="u/ana")

@@ -40,7 +40,7 @@ LangGraph's key-value contract:
 * **Batches** are validated as a whole before any operation runs (a bad op changes
   nothing), then run in order; ``abatch`` is the same code in a worker thread.
 
-Example:
+Examples:
     >>> from mars_core import FakeClock, MemoryStore
     >>> store = MarsStore(MemoryStore(budget=200, clock=FakeClock()))
     >>> store.put(("users", "ana"), "drink", {"text": "Ana drinks green tea"})
@@ -123,7 +123,7 @@ class MarsStore(BaseStore):
         ConfigError: unknown ``index`` keys, an ``embed`` function, a ``dims`` mismatch,
             or an unknown memory type.
 
-    Example:
+    Examples:
         >>> from mars_core import FakeClock, MemoryStore
         >>> with MarsStore(MemoryStore(clock=FakeClock())) as store:
         ...     store.put(("docs",), "a", {"title": "Lisbon guide"}, index=["title"])
@@ -212,7 +212,7 @@ class MarsStore(BaseStore):
     def mars_namespace(namespace: tuple[str, ...]) -> str:
         """The MaRS namespace string of a LangGraph namespace (for budgets, receipts, stats).
 
-        Example:
+        Examples:
             >>> MarsStore.mars_namespace(("memories", "ana"))
             'memories/ana'
         """

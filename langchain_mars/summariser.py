@@ -8,7 +8,7 @@ the reflection policy skips the cluster. Pass it as
 ``MemoryStore(..., summariser=ChatModelSummariser(model))``; ``store.maintain()`` then
 uses it to consolidate redundant episodes.
 
-Example:
+Examples:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> s = ChatModelSummariser(FakeListChatModel(responses=["The team meets on Mondays."]))
     >>> s(["We meet Monday.", "Standup is on Mondays."], target_tokens=10)

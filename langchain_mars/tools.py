@@ -17,7 +17,7 @@ back to the model as their result (``handle_tool_error=True``); with
 ``raise_errors=True`` the typed error propagates instead. Async calls run the same
 code in a worker thread.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore
     >>> store = MemoryStore(budget=500)
     >>> remember, recall, forget = memory_tools(store)

@@ -9,7 +9,7 @@
 Importing this package without ``llama-index-core`` raises
 :class:`~mars_core.errors.ExtraNotInstalledError` naming the extra.
 
-Example:
+Examples:
     >>> import llamaindex_mars
     >>> sorted(llamaindex_mars.__all__)[:3]
     ['MarsMemory', 'MarsMemoryBlock', 'MarsRetriever']

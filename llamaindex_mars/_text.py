@@ -22,7 +22,7 @@ precedes the active section (:func:`recalled_part`). When it must shrink, the *l
 item goes first (:func:`drop_lowest`): supporting turns before evidence, weaker
 evidence before stronger — the store's own drop order.
 
-Example:
+Examples:
     >>> text = "\\n".join([HEADER_RECALLED, HEADER_STRUCTURED, "- [semantic] Ana is my sister",
     ...                    "- [episodic] we met Ana", HEADER_SUPPORT, HEADER_ACTIVE, "- hi"])
     >>> part = recalled_part(text)
@@ -72,7 +72,7 @@ MIN_RECALL = "\n".join([HEADER_RECALLED, HEADER_STRUCTURED,
 def message_text(message: ChatMessage) -> str:
     """The text blocks of a message, joined by newlines (tool calls and media left out).
 
-    Example:
+    Examples:
         >>> message_text(ChatMessage(role="user", content="hello"))
         'hello'
     """
@@ -82,7 +82,7 @@ def message_text(message: ChatMessage) -> str:
 def message_tokens(message: ChatMessage, count: Callable[[str], int]) -> int:
     """Tokens of a message by ``count``: its text, plus its tool calls as JSON.
 
-    Example:
+    Examples:
         >>> message_tokens(ChatMessage(role="user", content="a b c"), lambda s: len(s.split()))
         3
     """
@@ -95,7 +95,7 @@ def message_tokens(message: ChatMessage, count: Callable[[str], int]) -> int:
 def last_user_text(messages: Sequence[ChatMessage]) -> str:
     """The text of the latest user message with text ("" when there is none).
 
-    Example:
+    Examples:
         >>> last_user_text([ChatMessage(role="user", content="q1"),
         ...                 ChatMessage(role="assistant", content="a1")])
         'q1'
@@ -111,7 +111,7 @@ def last_user_text(messages: Sequence[ChatMessage]) -> str:
 def recalled_part(rendered: str) -> str:
     """What precedes the active-conversation section; "" when no memory was recalled.
 
-    Example:
+    Examples:
         >>> recalled_part(HEADER_ACTIVE + "\\n- [episodic | user] hi")
         ''
     """
@@ -129,7 +129,7 @@ def _items(lines: Sequence[str]) -> list[int]:
 def item_count(text: str) -> int:
     """How many recalled items ``text`` holds.
 
-    Example:
+    Examples:
         >>> item_count(HEADER_RECALLED + "\\n- [semantic] x\\n- [semantic] y")
         2
     """
@@ -139,7 +139,7 @@ def item_count(text: str) -> int:
 def drop_lowest(text: str, n: int) -> str:
     """``text`` without its ``n`` lowest-ranked items (the last ones); "" when none is left.
 
-    Example:
+    Examples:
         >>> drop_lowest(HEADER_RECALLED + "\\n- [semantic] x", 1)
         ''
     """
@@ -154,7 +154,7 @@ def drop_lowest(text: str, n: int) -> str:
 def fit_recalled(text: str, budget: int, count: Callable[[str], int]) -> str:
     """The longest prefix (by rank) of ``text``'s items whose rendering fits ``budget``.
 
-    Example:
+    Examples:
         >>> t = HEADER_RECALLED + "\\n- one two\\n- three four"
         >>> fit_recalled(t, 8, lambda s: len(s.split())) == drop_lowest(t, 1)
         True

@@ -16,7 +16,7 @@ its limit. This block:
 ``priority`` follows LlamaIndex: 0 is never truncated, 1 is truncated last among the
 others, higher numbers first. The default is 1.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from llama_index.core.llms import ChatMessage
     >>> from mars_core import MemoryStore
@@ -71,7 +71,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
     Raises:
         ValidationError: an argument out of range or of the wrong type.
 
-    Example:
+    Examples:
         >>> from llama_index.core.memory import Memory
         >>> from mars_core import MemoryStore
         >>> memory = Memory.from_defaults(session_id="s1", token_limit=200,

@@ -10,7 +10,7 @@
 * :func:`open_store` builds a :class:`~mars_core.store.MemoryStore` from both (on disk
   when given a path).
 
-Example:
+Examples:
     >>> from llama_index.core.embeddings import MockEmbedding
     >>> from llama_index.core.llms import MockLLM
     >>> store = open_store(embed_model=MockEmbedding(embed_dim=8), llm=MockLLM(), budget=500)
@@ -48,7 +48,7 @@ def embedder_from(embed_model: BaseEmbedding, *, name: str | None = None) -> Lla
     Raises:
         ValidationError: ``embed_model`` is not a LlamaIndex ``BaseEmbedding``.
 
-    Example:
+    Examples:
         >>> from llama_index.core.embeddings import MockEmbedding
         >>> embedder_from(MockEmbedding(embed_dim=4)).embed(["hi"]).shape
         (1, 4)
@@ -66,7 +66,7 @@ def summariser_from(llm: LLM, *, name: str | None = None) -> CallableSummariser:
     Raises:
         ValidationError: ``llm`` is not a LlamaIndex ``LLM``.
 
-    Example:
+    Examples:
         >>> from llama_index.core.llms import MockLLM
         >>> s = summariser_from(MockLLM(max_tokens=2))
         >>> s(["We meet on Monday.", "Standup is Monday."], target_tokens=5)

@@ -28,7 +28,7 @@ earlier one, when the store is on disk.
 Memory reaches a LlamaIndex agent through ``await agent.run(user_msg=..., memory=m)``
 (``FunctionAgent(memory=m)`` is silently ignored by LlamaIndex).
 
-Example:
+Examples:
     >>> from llama_index.core.llms import ChatMessage
     >>> from mars_core import MemoryStore
     >>> store = MemoryStore(budget=2000)
@@ -114,7 +114,7 @@ class MarsMemory(BaseMemory):
     Raises:
         ValidationError: an argument out of range or of the wrong type.
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore
         >>> m = MarsMemory.from_defaults(store=MemoryStore(), session_id="s1", token_limit=50)
         >>> m.put(ChatMessage(role="user", content="hi"))

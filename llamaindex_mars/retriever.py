@@ -15,7 +15,7 @@ It fits any LlamaIndex component that takes a retriever, e.g.
 Privacy: the text is the memory as stored (use ``max_sensitivity=`` to keep sensitive
 memories out; ``MarsMemory`` and ``MarsMemoryBlock`` render redacted text instead).
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore
     >>> store = MemoryStore(budget=500)
     >>> _ = store.add("Ana's birthday is on 3 May", type="semantic", namespace="alice")
@@ -54,7 +54,7 @@ _HIDDEN = ["memory_id", "namespace", "sensitivity", "source", "conversation_id",
 def to_node(hit: Hit) -> NodeWithScore:
     """A store hit as a scored ``TextNode`` (see the module docs for its metadata).
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as s:
         ...     _ = s.add("tea at five", type="episodic")
@@ -92,7 +92,7 @@ class MarsRetriever(BaseRetriever):
     Raises:
         ValidationError: bad arguments (checked here, before any retrieval).
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore
         >>> MarsRetriever(MemoryStore(), k=0)  # doctest: +IGNORE_EXCEPTION_DETAIL
         Traceback (most recent call last):

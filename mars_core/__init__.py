@@ -2,7 +2,7 @@
 
 The public API is re-exported here; everything else is internal unless documented.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore
     >>> with MemoryStore(budget=200) as store:
     ...     _ = store.add("Bo's sister is Ana", type="social")

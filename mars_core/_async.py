@@ -3,7 +3,7 @@
 The twin runs the synchronous method in a worker thread (``asyncio.to_thread``), so the
 store's lock serialises it with every other call and an event loop is never blocked.
 
-Example:
+Examples:
     >>> import asyncio
     >>> class C:
     ...     def double(self, x: int) -> int:

@@ -1,6 +1,6 @@
 """One lock-and-closed guard for every object with a lifecycle (store, backends).
 
-Example:
+Examples:
     >>> import threading
     >>> class Thing:
     ...     def __init__(self) -> None:

@@ -3,7 +3,7 @@
 The store's ``recall`` and ``render_context`` call these with its state; the pure
 pieces (the walk, the reranking, the layout) are in :mod:`mars_core.context`.
 
-Example:
+Examples:
     >>> from mars_core.state import StoreState
     >>> active_turns(StoreState(), "ns", None, 4)
     []

@@ -9,7 +9,7 @@ over the previous hash and the event's canonical JSON — and :meth:`AuditLog.ve
 finds any edit, deletion or reordering (the store also records the head of the chain,
 so a truncated tail is found too).
 
-Example:
+Examples:
     >>> log = AuditLog(key=b"k" * 32)
     >>> txn = log.begin()
     >>> ev = txn.add(op="insert", namespace="ns", node_ids=("n1",), rationale="stored",

@@ -7,7 +7,7 @@ words one more token per further 8 characters, each punctuation mark one token, 
 CJK character one token). It is recorded in the manifest as ``approx-v1``; a store
 opened later must use the same counter.
 
-Example:
+Examples:
     >>> ApproxTokenCounter().count("Ana moved to Lisbon, didn't she?")
     10
     >>> WhitespaceTokenCounter().count("Ana moved to Lisbon")
@@ -55,7 +55,7 @@ class TokenCounter(Protocol):
 class ApproxTokenCounter:
     """Deterministic approximation of a BPE token count (``approx-v1``).
 
-    Example:
+    Examples:
         >>> ApproxTokenCounter().count("internationalisation")
         3
     """
@@ -73,7 +73,7 @@ class ApproxTokenCounter:
 class WhitespaceTokenCounter:
     """Whitespace-separated words (the unit of the LoCoMo reference numbers).
 
-    Example:
+    Examples:
         >>> WhitespaceTokenCounter().count("a  b\\nc")
         3
     """
@@ -149,7 +149,7 @@ def normalise_shares(shares: Mapping[MemoryType, float] | None) -> dict[MemoryTy
 class BudgetLedger:
     """Active token usage per namespace and type (a view, rebuilt on open).
 
-    Example:
+    Examples:
         >>> led = BudgetLedger()
         >>> led.add("ns", MemoryType.EPISODIC, 10); led.used("ns")
         10

@@ -4,7 +4,7 @@ Every command that reads a store takes ``--path`` (default: ``$MARS_PATH`` or
 ``./mars_data``, the embedded default of :meth:`MemoryStore.open`). A path that holds
 no store is an error that says how to create one; it is never created by a read.
 
-Example:
+Examples:
     >>> main(["--help"])  # doctest: +SKIP
 """
 

@@ -3,7 +3,7 @@
 Decay in MaRS runs on the interaction count (Δn, seed 004 §6); only rules about
 wall-clock time (TTL, deadlines, audit timestamps) read a :class:`Clock`.
 
-Example:
+Examples:
     >>> from datetime import timedelta
     >>> c = FakeClock()
     >>> t0 = c.now(); c.advance(timedelta(hours=1)); (c.now() - t0).total_seconds()
@@ -31,7 +31,7 @@ class Clock(Protocol):
 class SystemClock:
     """The real clock (UTC).
 
-    Example:
+    Examples:
         >>> SystemClock().now().tzinfo is not None
         True
     """
@@ -48,7 +48,7 @@ class FakeClock:
         start: the initial time (default 2026-01-01T00:00:00Z).
         tick: advanced automatically after every ``now()`` call (default zero).
 
-    Example:
+    Examples:
         >>> FakeClock(tick=timedelta(seconds=1)).now().isoformat()
         '2026-01-01T00:00:00+00:00'
     """

@@ -18,7 +18,7 @@ and a meta record is sealed when its writer asks (``prefs:<ns>``, which names en
 under the key of its meta key. Readers recognise a sealed document by its prefix, so
 plaintext and sealed records decode through the same functions.
 
-Example:
+Examples:
     >>> memory_id(0, 1) == memory_id(0, 1) != memory_id(1, 1)
     True
 """

@@ -1,6 +1,6 @@
 """Configuration objects: every field documented, unknown keys rejected.
 
-Example:
+Examples:
     >>> StoreConfig(budget=2000, policy="lru").budget
     2000
     >>> StoreConfig.model_validate({"budgett": 1})  # doctest: +IGNORE_EXCEPTION_DETAIL

@@ -35,7 +35,7 @@ lowest-ranked first: supporting turns, then evidence, then the active conversati
 (lowest score first; on equal scores the later evidence/support item and the older
 conversation turn go first). Nothing is cut mid-text; the result is deterministic.
 
-Example:
+Examples:
     >>> from mars_core.model import MemoryType
     >>> ev = [EvidenceItem("n1", MemoryType.SEMANTIC, "Ana lives in Lisbon", score=0.9)]
     >>> turn = [EvidenceItem("e9", MemoryType.EPISODIC, "Where does Ana live?", source="user")]
@@ -112,7 +112,7 @@ def recall_walk(
     Raises:
         ValidationError: ``max_hops < 0`` or ``max_nodes < 1``.
 
-    Example:
+    Examples:
         >>> from mars_core.model import Edge
         >>> g = MemoryGraph()
         >>> g.add(Edge(source="fact", predicate=Predicate.DERIVES_FROM, target="ep"))
@@ -160,7 +160,7 @@ class Recalled:
         similarity: cosine similarity to the goal (``None`` without a goal vector).
         score: the ranking score: the similarity, or ``1 / (1 + hops)`` without a goal.
 
-    Example:
+    Examples:
         >>> Recalled("n1", 1, None, 0.5).score
         0.5
     """
@@ -189,7 +189,7 @@ def rank_recall(
             social details not causally linked to the active goal).
         limit: keep at most this many.
 
-    Example:
+    Examples:
         >>> ranked = rank_recall([("a", 0), ("b", 1), ("c", 1)],
         ...                      {"a": [1, 0], "b": [0, 1], "c": [1, 1]}, [0, 1],
         ...                      allowed=lambda nid: nid != "c")
@@ -234,7 +234,7 @@ def validity_of(graph: MemoryGraph, node_id: str,
         node_id: the memory to check.
         exists: counts only replacements for which this is true (default: all).
 
-    Example:
+    Examples:
         >>> from mars_core.model import Edge
         >>> g = MemoryGraph()
         >>> g.add(Edge(source="new", predicate=Predicate.SUPERSEDES, target="old"))
@@ -265,7 +265,7 @@ class EvidenceItem:
         source: who said or produced it (speaker, ``user``, ``assistant``, ``summary``).
         validity: lineage status; replaced memories are marked in the line.
 
-    Example:
+    Examples:
         >>> from datetime import datetime, UTC
         >>> EvidenceItem("n1", MemoryType.EPISODIC, "I moved to\\nLisbon",
         ...              created_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC), source="Ana",

@@ -8,7 +8,7 @@ the in-memory views (:mod:`mars_core.state`) — so a rejected input or a failed
 changes nothing, and a write that returned is durable. This module is internal; the
 public API is :class:`~mars_core.store.MemoryStore`.
 
-Example:
+Examples:
     >>> from mars_core.core import StoreCore
     >>> StoreCore.__name__
     'StoreCore'

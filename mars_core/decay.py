@@ -23,7 +23,7 @@ The laws accept a float or a numpy array for the elapsed amount (and return the 
 kind), so batch scorers stay vectorised. Negative elapsed amounts, negative rates and
 non-finite inputs raise :class:`~mars_core.errors.ValidationError`.
 
-Example:
+Examples:
     >>> round(exponential(20, 0.035), 4)
     0.4966
     >>> round(inertial(0.86, 50), 4)             # seed 004 §6 trajectory (digest E.3)
@@ -115,7 +115,7 @@ def exponential(delta: float | FloatArray, rate: float | FloatArray) -> float | 
     Raises:
         ValidationError: a negative or non-finite ``delta`` or ``rate``.
 
-    Example:
+    Examples:
         >>> exponential(0, 0.5), round(exponential(2, 0.5), 4)
         (1.0, 0.3679)
     """
@@ -159,7 +159,7 @@ def inertial(
     Raises:
         ValidationError: Ω outside [0, 1], η outside [0, 1), or a negative Δn or λ.
 
-    Example:
+    Examples:
         >>> round(inertial(0.44, 20), 4)   # digest E.3 trajectory
         0.2549
     """
@@ -180,7 +180,7 @@ def inertial(
 def inertial_half_life(omega: float, rate: float = DMF_LAMBDA, eta: float = DMF_ETA) -> float:
     """Half-life in interactions of :func:`inertial`: ``ln 2 / (λ(1-ηΩ))`` (seed 004 eq 19).
 
-    Example:
+    Examples:
         >>> round(inertial_half_life(0.87), 1)   # seed 004 Table 3
         35.1
     """
@@ -221,7 +221,7 @@ def log_accelerated(
     Raises:
         ValidationError: invalid arguments.
 
-    Example:
+    Examples:
         >>> round(log_accelerated(50, 0.002, 10.0, log_base=10.0), 6)
         0.837097
     """
@@ -251,7 +251,7 @@ def hyperbolic(x: float | FloatArray, scale: float) -> float | FloatArray:
     the scale a "half-life": it is the point where the value halves, but the tail is
     polynomial, not exponential.
 
-    Example:
+    Examples:
         >>> round(hyperbolic(60, 30), 4)
         0.3333
     """
@@ -266,7 +266,7 @@ def hyperbolic(x: float | FloatArray, scale: float) -> float | FloatArray:
 def half_life(rate: float) -> float:
     """Half-life ``ln 2 / rate`` of an exponential law (``inf`` for a zero rate).
 
-    Example:
+    Examples:
         >>> round(half_life(0.035), 1)
         19.8
     """
@@ -277,7 +277,7 @@ def half_life(rate: float) -> float:
 def rate_for_half_life(half: float) -> float:
     """The exponential rate whose half-life is ``half`` (> 0).
 
-    Example:
+    Examples:
         >>> round(rate_for_half_life(20.0), 6)
         0.034657
     """
@@ -296,7 +296,7 @@ def _elapsed(start: datetime, now: datetime) -> timedelta:
 def days_between(start: datetime, now: datetime) -> float:
     """Fractional days from ``start`` to ``now`` (0 if ``start`` is in the future).
 
-    Example:
+    Examples:
         >>> from datetime import UTC, datetime
         >>> days_between(datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, 12, tzinfo=UTC))
         1.5
@@ -315,7 +315,7 @@ def whole_days_between(start: datetime, now: datetime) -> int:
     Seed 003 computes ages with ``(now - t).days``, so 29.9 days count as 29 (digest
     Z-D2); its scorers use this function for parity. A future ``start`` gives 0.
 
-    Example:
+    Examples:
         >>> from datetime import UTC, datetime
         >>> start = datetime(2026, 1, 1, tzinfo=UTC)
         >>> whole_days_between(start, datetime(2026, 1, 30, 23, tzinfo=UTC))
@@ -327,7 +327,7 @@ def whole_days_between(start: datetime, now: datetime) -> int:
 def age_days(start: datetime, clock: Clock) -> float:
     """Fractional days since ``start`` according to ``clock``.
 
-    Example:
+    Examples:
         >>> from datetime import timedelta
         >>> from mars_core.clock import FakeClock
         >>> c = FakeClock(); t0 = c.now(); c.advance(timedelta(hours=36))

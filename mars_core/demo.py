@@ -1,54 +1,61 @@
-"""The demo behind ``make demo``: a multi-session conversation through a store on disk.
+"""The demo behind ``make demo``: a LangGraph agent with MaRS memory, over several sessions.
 
-Each session reopens the store from disk (as a new process would) and observes the turns
-of a conversation — no LLM call: an episode per turn, facts, preferences, people and
-plans extracted by rules — under a small token budget with the hybrid forgetting
-policy. It answers a question per session with ``render_context``, then prints what is
-kept, what was summarised or forgotten and why, erases a person with a receipt, and
-verifies the audit chain.
+Each session reopens the store from disk (the embedded default: Chroma on local disk
+with the best installed embedder), builds a LangChain/LangGraph agent
+(``langchain.agents.create_agent``, a fake chat model — no API key, no network) with
+:class:`langchain_mars.MarsMemoryMiddleware`, and talks to it. Before each model call
+the middleware injects what MaRS recalls; after each run it observes the turn (an
+episode plus facts, people and plans extracted by rules) and reinforces the memories
+the answer used. The store keeps a small token budget with the hybrid policy.
 
-Run it with ``python -m mars_core.demo --path ./mars_data/demo --fresh``.
+At the end it shows what is remembered (with DMF tier and decayed score), what was
+summarised or forgotten and why, erases a person with a receipt, verifies the audit
+chain, and runs a quick FiFA comparison of policies.
+
+Run it with ``make demo`` or ``mars demo --path ./mars_data/demo --fresh``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from mars_core.errors import ExtraNotInstalledError
+from mars_core.inspect import inspect_rows
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
 __all__ = ["SESSIONS", "main", "run"]
 
-# (speaker, text) per session, then a question.
-SESSIONS: list[tuple[list[tuple[str, str]], str]] = [
+USER = ("memories", "maya")
+NAMESPACE = "memories/maya"
+# Per session: (user message, the fake model's answer) turns, then a question and its answer.
+SESSIONS: list[tuple[list[tuple[str, str]], tuple[str, str]]] = [
     ([
-        ("Maya", "Hi, I'm Maya. I live in Lisbon and I work at Tidewave."),
-        ("assistant", "Welcome! How is the new job?"),
-        ("Maya", "Good! The weather was lovely today, we walked along the river."),
-        ("Maya", "My sister Ines is a nurse in Porto."),
-        ("Maya", "I love green tea and I am vegetarian."),
-        ("assistant", "Noted, green tea and vegetarian food."),
-    ], "Where does Maya work?"),
+        ("Hi, I'm Maya. I live in Lisbon and I work at Tidewave.", "Welcome, Maya!"),
+        ("The weather was lovely today, we walked along the river.", "Sounds lovely."),
+        ("My sister Ines is a nurse in Porto.", "Noted: Ines, nurse, Porto."),
+        ("I love green tea and I am vegetarian.", "Green tea and vegetarian food, noted."),
+    ], ("Where do I work?", "At Tidewave.")),
     ([
-        ("Maya", "Remind me to book a table for Ines's birthday on Friday."),
-        ("Maya", "I had pastel de nata for breakfast again, it was great."),
-        ("Maya", "Traffic on the bridge was terrible this morning."),
-        ("Maya", "Traffic on the bridge was terrible again this evening."),
-        ("Maya", "The traffic on the bridge is terrible every single day."),
-        ("assistant", "Sorry about the traffic! Shall I look for restaurants?"),
-    ], "What should I remember for the birthday dinner?"),
+        ("Remind me to book a table for Ines's birthday on Friday.", "I'll remind you."),
+        ("Traffic on the bridge was terrible this morning.", "Sorry to hear that."),
+        ("Traffic on the bridge was terrible again this evening.", "Again? Ugh."),
+        ("The traffic on the bridge is terrible every single day.", "Try the ferry?"),
+    ], ("What should I remember for the birthday dinner?",
+        "Book a table for Friday; Maya is vegetarian.")),
     ([
-        ("Maya", "Work was busy, three meetings back to back."),
-        ("Maya", "My card number is 4111 1111 1111 1111, keep it safe."),
-        ("assistant", "I would rather not keep card numbers; please don't share them."),
-        ("Maya", "Actually, I live in Porto now, I moved last week."),
-        ("Maya", "I watched a documentary about octopuses, they taste with their arms."),
-    ], "Where does Maya live and what does she eat?"),
+        ("My card number is 4111 1111 1111 1111, keep it safe.",
+         "I would rather not keep card numbers; please don't share them."),
+        ("Actually, I live in Porto now, I moved last week.", "Congratulations on the move!"),
+        ("I watched a documentary about octopuses.", "They taste with their arms!"),
+    ], ("Where do I live and what do I eat?", "In Porto; vegetarian food.")),
 ]
 
 
@@ -57,43 +64,84 @@ def _line(out: TextIO, text: str = "") -> None:
 
 
 def _open(path: Path, budget: int) -> MemoryStore:
-    return MemoryStore.open(path, budget=budget, policy="hybrid", nlp="rules")
+    return MemoryStore.open(path, budget=budget, policy="hybrid")
 
 
-def run(path: Path, budget: int = 160, out: TextIO = sys.stdout) -> dict[str, int]:
+def _agent(store: MemoryStore, answers: list[str], seen: list[str]) -> Any:
+    """A LangGraph agent (create_agent) with MaRS memory and a scripted fake model."""
+    try:
+        from langchain.agents import create_agent
+        from langchain_core.callbacks import BaseCallbackHandler
+        from langchain_core.language_models.fake_chat_models import FakeListChatModel
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from langchain_mars.middleware import MarsMemoryMiddleware
+    except ImportError as exc:
+        raise ExtraNotInstalledError("langchain", "the demo's agent (and langgraph)") from exc
+
+    class SeeSystem(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized: Any, messages: Any, **kw: Any) -> None:
+            seen.extend(m.text for m in messages[0] if m.type == "system")
+
+    agent = create_agent(FakeListChatModel(responses=answers),
+                         system_prompt="You are Maya's assistant.",
+                         middleware=[MarsMemoryMiddleware(store, namespace=NAMESPACE,
+                                                          budget_tokens=160)],
+                         checkpointer=InMemorySaver())
+    return agent, SeeSystem()
+
+
+def _session(store: MemoryStore, number: int, turns: list[tuple[str, str]],
+             question: tuple[str, str], out: TextIO) -> None:
+    answers = [a for _, a in turns] + [question[1]]
+    seen: list[str] = []
+    agent, callback = _agent(store, answers, seen)
+    config = {"configurable": {"thread_id": f"session-{number}"}, "callbacks": [callback]}
+    for user, _ in turns:
+        before = {n.id for n in store.list(NAMESPACE)}
+        agent.invoke({"messages": [("user", user)]}, config)
+        _line(out, f"   user: {user}")
+        for n in store.list(NAMESPACE):
+            if n.id not in before and n.type.value != "episodic":
+                _line(out, f"      + {n.type.value}: {n.content}")
+    store.maintain(NAMESPACE)
+    seen.clear()
+    agent.invoke({"messages": [("user", question[0])]}, config)
+    _line(out, f"   Q: {question[0]}")
+    recalled = seen[-1].split("\n", 1)[-1] if seen else ""
+    _line(out, "   the model received:\n      " + recalled.replace("\n", "\n      "))
+    _line(out, f"   A (scripted fake model): {question[1]}")
+
+
+def run(path: Path, budget: int = 160, out: TextIO = sys.stdout,
+        fifa: bool = True) -> dict[str, int]:
     """Play the sessions against a store at ``path``; returns counts for tests."""
     for number, (turns, question) in enumerate(SESSIONS, start=1):
         with _open(path, budget) as store:
-            held = store.stats().get("namespaces", {}).get("maya", {}).get("active", 0)
-            _line(out, f"── session {number}: reopened {path} ({held} memories active)")
-            for speaker, text in turns:
-                role = "assistant" if speaker == "assistant" else "user"
-                nodes = store.observe(role, text, namespace="maya", speaker=speaker
-                                      if role == "user" else None,
-                                      conversation_id=f"session-{number}")
-                for n in nodes[1:]:
-                    _line(out, f"   + {n.type.value}: {n.content}")
-            store.maintain("maya")
-            _line(out, f"   Q: {question}")
-            context = store.render_context(question, namespace="maya", budget_tokens=160,
-                                           conversation=f"session-{number}", active_turns=1)
-            _line(out, "   " + context.replace("\n", "\n   "))
-    return _report(path, budget, out)
+            held = len(store.list(NAMESPACE))
+            _line(out, f"── session {number}: reopened {path} ({held} memories active, "
+                       f"{store.stats()['backend']} + {store.stats()['embedder']})")
+            _session(store, number, turns, question, out)
+    counts = _report(path, budget, out)
+    if fifa:
+        _fifa_table(out)
+    return counts
 
 
 def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
     with _open(path, budget) as store:
-        st = store.stats("maya")["namespaces"]["maya"]
+        st = store.stats(NAMESPACE)["namespaces"][NAMESPACE]
         _line(out)
-        _line(out, f"── kept ({st['tokens']} of {st['budget']} tokens):")
-        for n in store.list("maya"):
-            _line(out, f"   {n.type.value:<9} s={n.sensitivity:.2f} used {n.access_count}x  "
-                       f"{n.content[:70]}")
-        _line(out, "── forgotten (in the archive, explainable):")
-        for n in store.list("maya", status=MemoryStatus.ARCHIVED):
+        _line(out, f"── remembered ({st['tokens']} of {st['budget']} tokens); "
+                   "Ω_eff decays with every newer turn:")
+        for r in inspect_rows(store, NAMESPACE):
+            _line(out, f"   {r.type:<9} {r.tier:<9} Ω_eff={r.score:.2f} s={r.sensitivity:.2f} "
+                       f"used {r.access_count}x  {r.text}")
+        _line(out, "── summarised or forgotten (in the archive, explainable):")
+        for n in store.list(NAMESPACE, status=MemoryStatus.ARCHIVED):
             _line(out, f"   {n.content[:60]}")
             _line(out, f"      why: {store.explain(n.id).rationale}")
-        receipt = store.erase(entity="Ines", namespace="maya")
+        receipt = store.erase(entity="Ines", namespace=NAMESPACE)
         _line(out, "── right to be forgotten: erase(entity='Ines')")
         _line(out, "   " + receipt.render().replace("\n", "\n   "))
         report = store.verify()
@@ -103,16 +151,35 @@ def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
                 "verified": int(report.ok), "erased": len(receipt.erased)}
 
 
+def _fifa_table(out: TextIO) -> None:
+    """A quick FiFA run: three policies, one scenario, one seed, a tight budget."""
+    from mars_core.bench.fifa import run_fifa
+
+    with tempfile.TemporaryDirectory(prefix="mars-demo-fifa-") as tmp:
+        doc = run_fifa(Path(tmp), seeds=[0], budgets=[2000],
+                       policies=["fifo", "lru", "hybrid"], scenarios=["crisis_management"],
+                       scale=1.0, progress=False, plots=False, workers=1)
+    _line(out, "── FiFA (seed 000 §6), crisis management, seed 0, 2,000-token budget:")
+    _line(out, "   policy   composite  coherence  goals  leakage  tokens/answer")
+    for cell in doc["cells"]:
+        m = cell["metrics"]
+        _line(out, f"   {cell['policy']:<8} {m['composite']:9.3f} {m['nc']:10.3f} "
+                   f"{m['gcr']:6.3f} {m['leakage']:8.3f} {m['token_cost']:14.1f}")
+    _line(out, "   full grid: mars bench fifa --out DIR  (docs/benchmarks/fifa.md)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--path", type=Path, default=Path("./mars_data/demo"))
     parser.add_argument("--budget", type=int, default=160)
     parser.add_argument("--fresh", action="store_true", help="delete the demo store first")
+    parser.add_argument("--no-fifa", action="store_true", help="skip the FiFA table")
     args = parser.parse_args(argv)
     if args.fresh and args.path.exists():
         shutil.rmtree(args.path)
-    counts = run(args.path, args.budget)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    counts = run(args.path, args.budget, fifa=not args.no_fifa)
     return 0 if counts["verified"] else 1
 
 

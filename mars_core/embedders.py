@@ -17,7 +17,7 @@ Everything here satisfies :class:`~mars_core.embeddings.Embedder` (``name``, ``d
 
 The adapters probe the model's dimension once, with one short text, when they are built.
 
-Example:
+Examples:
     >>> e = default_embedder(prefer="hashing")
     >>> e.name, e.embed(["hello"]).shape
     ('hashing-v1-384-c3', (1, 384))
@@ -143,7 +143,7 @@ class SentenceTransformerEmbedder:
         ConfigError: the model is not installed locally (the message says how to).
         ExtraNotInstalledError: sentence-transformers is not installed.
 
-    Example:
+    Examples:
         >>> if minilm_installed():
         ...     e = SentenceTransformerEmbedder()
         ...     v = e.embed(["Ana likes green tea", "Ana enjoys tea", "Stocks fell"])
@@ -231,7 +231,7 @@ class LangChainEmbeddings(_Adapter):
         ExtraNotInstalledError: ``langchain-core`` is not installed.
         ValidationError: ``embeddings`` is not a LangChain ``Embeddings``.
 
-    Example:
+    Examples:
         >>> try:
         ...     from langchain_core.embeddings import DeterministicFakeEmbedding
         ... except ImportError:
@@ -267,7 +267,7 @@ class LlamaIndexEmbedding(_Adapter):
         ExtraNotInstalledError: ``llama-index-core`` is not installed.
         ValidationError: ``embed_model`` is not a LlamaIndex ``BaseEmbedding``.
 
-    Example:
+    Examples:
         >>> try:
         ...     from llama_index.core.embeddings import MockEmbedding
         ... except ImportError:
@@ -345,7 +345,7 @@ def embedder_for(name: str, device: str = "cpu") -> Embedder:
     Raises:
         ConfigError: the name is unknown, or the model is not installed here.
 
-    Example:
+    Examples:
         >>> embedder_for("hashing-v1-64-c3").dim
         64
     """

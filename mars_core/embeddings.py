@@ -9,7 +9,7 @@ bigrams and character trigrams into ``dim`` signed buckets (feature hashing) wit
 BLAKE2b, so the same text gives the same vector on every machine and Python version.
 It captures lexical overlap, not meaning; install the ``semantic`` extra for that.
 
-Example:
+Examples:
     >>> from mars_core.embeddings import HashingEmbedder
     >>> e = HashingEmbedder(dim=64)
     >>> v = e.embed(["Ana likes green tea", "Ana likes green tea"])
@@ -85,7 +85,7 @@ class HashingEmbedder:
             collection sizes).
         char_ngrams: length of character n-grams taken inside words (0 disables).
 
-    Example:
+    Examples:
         >>> HashingEmbedder(dim=32).embed(["hello"]).shape
         (1, 32)
     """

@@ -12,7 +12,7 @@ Keys written (all floats; flags are 0.0/1.0): ``omega``, ``omega_raw``, ``diverg
 ``current_state``, ``past_state``, ``correction``, ``replacement``, ``query_like``,
 ``ack_like``, ``social``, ``durable`` (1 = stable, 0 = temporary).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> e = Enricher(backend="rules")
     >>> sig = e.compute("Do not use external APIs", np.ones(4, np.float32), "ns", "user")

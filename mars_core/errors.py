@@ -5,7 +5,7 @@ can catch everything of ours with one clause and nothing of anyone else's. Error
 third-party clients are wrapped at the edge (``raise MarsBackendError(...) from exc``)
 and their messages say what to do next.
 
-Example:
+Examples:
     >>> from mars_core.errors import MarsError, ValidationError
     >>> issubclass(ValidationError, MarsError) and issubclass(ValidationError, ValueError)
     True

@@ -3,7 +3,7 @@
 It works for active memories, for forgotten ones (in the archive) and for erased ones
 (then only the audit events remain — they hold keyed hashes, never text).
 
-Example:
+Examples:
     >>> Explanation(node_id="x", status="unknown", node=None).render().splitlines()[0]
     'memory x: unknown'
 """

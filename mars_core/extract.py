@@ -54,7 +54,7 @@ are keyed by predicate; likes/dislikes by their object (so "I hate sushi" replac
 love sushi"); ``prefers`` by the head noun of its object ("aisle seats" replaces "window
 seats"); everything else by its object (duplicates only).
 
-Example:
+Examples:
     >>> from datetime import datetime, UTC
     >>> known = KnownFacts()
     >>> [e.text for e in extract("user", "I live in Lisbon and I love hiking.", None,
@@ -273,7 +273,7 @@ class Topic:
         predicate: the keyed predicate ("livesIn", "attitude:sushi", "relationshipTo:user").
         value: the normalised value compared for duplicates and replacements.
 
-    Example:
+    Examples:
         >>> Topic("user", "livesIn", "lisbon").key
         ('user', 'livesIn')
     """
@@ -305,7 +305,7 @@ class Extracted:
         topic: the topic the memory is indexed under in :class:`KnownFacts` (``None``
             when it has none).
 
-    Example:
+    Examples:
         >>> e = Extracted(MemoryType.SEMANTIC, "fact", "The user lives in Rome",
         ...               {"concept": "user", "relations": (("livesIn", "Rome"),)},
         ...               supersedes="n1")
@@ -380,7 +380,7 @@ def topic_of(mtype: MemoryType | str, payload: BaseModel | Mapping[str, Any]) ->
     (their ``related_to`` attribute names whom the relationship is to); pending or
     active tasks are keyed by their goal (so a rescheduled reminder replaces the old one).
 
-    Example:
+    Examples:
         >>> topic_of("semantic", {"concept": "Ana", "relations": [("likes", "Sushi")]})
         Topic(subject='ana', predicate='attitude:sushi', value='+')
         >>> topic_of("social", {"entity": "Bo", "relationship_type": "friend",
@@ -440,7 +440,7 @@ class KnownFacts:
     leave the active set (:meth:`remove`). It also remembers social memories by person
     and pending goals by the names they mention, so new memories can link to them.
 
-    Example:
+    Examples:
         >>> from mars_core.model import SemanticPayload
         >>> node = MemoryNode(id="n1", type=MemoryType.SEMANTIC, content="The user lives in Rome",
         ...                   weight=5, payload=SemanticPayload(concept="user",
@@ -525,7 +525,7 @@ class KnownFacts:
 def split_speaker(text: str) -> tuple[str | None, str]:
     """Split a LoCoMo-style ``"Speaker: text"`` turn into ``(speaker, text)``.
 
-    Example:
+    Examples:
         >>> split_speaker("Caroline: I went to a support group.")
         ('Caroline', 'I went to a support group.')
         >>> split_speaker("Note: buy milk")
@@ -854,7 +854,7 @@ def parse_deadline(text: str, anchor: datetime | None) -> datetime | None:
     Relative expressions need ``anchor`` (naive anchors are UTC; times are read in the
     anchor's timezone). See the module docstring for what is understood.
 
-    Example:
+    Examples:
         >>> from datetime import datetime, UTC
         >>> now = datetime(2026, 5, 6, 10, 0, tzinfo=UTC)  # a Wednesday
         >>> parse_deadline("on Friday at 5:30pm", now).isoformat()

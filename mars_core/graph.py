@@ -11,7 +11,7 @@ Task-safety (seed 000 §3.2.7): prerequisites of active goals — targets of ``r
 edges from task nodes whose status is pending or active — are not evicted unless an
 equivalent summary exists (an active node that ``derivesFrom`` the prerequisite).
 
-Example:
+Examples:
     >>> from mars_core.model import Edge, Predicate
     >>> g = MemoryGraph()
     >>> g.add(Edge(source="s", predicate=Predicate.DERIVES_FROM, target="a"))

@@ -7,7 +7,7 @@ nothing is stored. Imported memories keep their origin in ``provenance``
 (``source="import"``, ``external_id``) and their original timestamps in ``metadata``;
 the store's budget and policy act on them as on any other write.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore
     >>> dump = {"results": [{"id": "m1", "memory": "Prefers aisle seats",
     ...                      "user_id": "ana", "created_at": "2025-01-02T10:00:00"}]}

@@ -3,7 +3,7 @@
 Nothing here mutates the store or counts as an access. Text is redacted
 (:func:`mars_core.privacy.redaction.redact`) and truncated before it leaves.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore
     >>> with MemoryStore(budget=200) as store:
     ...     node = store.add("My email is ana@example.com", type="semantic")

@@ -8,7 +8,7 @@ gives the same nodes, edges and interaction counters (vectors are recomputed by 
 importing store's embedder; the audit chain is the importing store's own, starting
 with one ``import`` event per namespace).
 
-Example:
+Examples:
     >>> doc = to_jsonld([], [], {})
     >>> doc["@type"], from_jsonld(doc)
     ('mars:MemoryExport', ([], [], {}))

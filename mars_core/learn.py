@@ -17,7 +17,7 @@ of names; a model file records the list it was trained on and is refused by the 
 of caller. The Mixed-Score prior enters as a feature (``[ψ_on; MS]``). A model trained on
 LoCoMo (CC BY-NC) is never shipped in the package: train your own with ``mars learn``.
 
-Example:
+Examples:
     >>> log = FeatureLog()
     >>> for i in range(40):
     ...     text = f"Ana: I adopted a dog in {2000 + i}" if i % 4 == 0 else "Bo: haha ok"
@@ -84,7 +84,7 @@ _TEMPORAL = re.compile(r"\b(yesterday|today|tomorrow|last|next|ago|week|month|ye
 def retention_features(text: str) -> dict[str, float]:
     """Online-observable features of a memory's text (deterministic).
 
-    Example:
+    Examples:
         >>> f = retention_features("Ana: I moved to Lisbon in 2021!")
         >>> f["digits"], f["first_person"], f["exclaim"]
         (1.0, 1.0, 1.0)
@@ -122,7 +122,7 @@ def retrieval_features(query: str, text: str, *, dense: float, dense_top: float,
         speaker: the memory's speaker when not written as a ``"Name:"`` prefix.
         base: precomputed :func:`retention_features` of ``text`` (saves time).
 
-    Example:
+    Examples:
         >>> f = retrieval_features("Where does Ana live?", "Ana: in Lisbon",
         ...                        dense=0.5, dense_top=0.5, lexical=1.0)
         >>> f["dense_rel"], f["speaker"]
@@ -155,7 +155,7 @@ class Row:
 class FeatureLog:
     """Rows of logged decisions (Algorithm 1, line 14); saved as JSON lines.
 
-    Example:
+    Examples:
         >>> log = FeatureLog()
         >>> log.add("retention", retention_features("Ana: hi"), 0)
         >>> len(log.rows("retention")), len(log.rows("retrieval"))
@@ -229,7 +229,7 @@ def _names(kind: str) -> tuple[str, ...]:
 class LearnConfig:
     """Hyper-parameters of the evidence learner (seed 001 §4.1 defaults).
 
-    Example:
+    Examples:
         >>> LearnConfig().hidden, LearnConfig().epochs
         (16, 12)
     """
@@ -250,7 +250,7 @@ class EvidenceModel:
 
     ``predict`` gives P(evidence) for rows of features in :attr:`names` order.
 
-    Example:
+    Examples:
         >>> m = EvidenceModel("retention", RETENTION_FEATURES, np.zeros(10), np.ones(10),
         ...                   np.zeros((10, 2)), np.zeros(2), np.zeros(2), 0.0)
         >>> m.predict_one(retention_features("Ana: hi"))

@@ -3,7 +3,7 @@
 Term statistics are kept per namespace on purpose: a shared index would let one
 tenant's vocabulary change another tenant's ranking, a side channel across namespaces.
 
-Example:
+Examples:
     >>> idx = BM25Index()
     >>> idx.add("a", "Ana moved to Lisbon in May"); idx.add("b", "Bo likes jazz")
     >>> [doc for doc, _ in idx.search("where did Ana move", k=2)]

@@ -26,7 +26,7 @@ The seed 003 kind of a memory is ``metadata["kind"]`` when it names one, else
 ``compacted_summary`` for summaries (compaction depth ≥ 1), else the MaRS type mapping
 of :func:`~mars_core.scoring.retention.kind_for`.
 
-Example:
+Examples:
     >>> import random
     >>> from datetime import UTC, datetime
     >>> from mars_core.state import StoreState
@@ -83,7 +83,7 @@ _TYPE_NOUN = {MemoryType.EPISODIC: "episodic", MemoryType.SEMANTIC: "semantic",
 class Merge:
     """A planned dedup merge: ``dropped_id`` duplicates the newer ``kept_id``.
 
-    Example:
+    Examples:
         >>> Merge("new", "old", 0.953).rationale
         'duplicate of new (cosine 0.953 > 0.92); the newer memory is kept'
     """
@@ -111,7 +111,7 @@ class GraduatedPlan:
 def memory_kind(node: MemoryNode) -> PracticeKind:
     """The seed 003 kind of a memory (see the module docstring).
 
-    Example:
+    Examples:
         >>> from mars_core.model import MemoryNode
         >>> n = MemoryNode(id="a", type="task", content="x", weight=1, payload={"kind": "task"})
         >>> memory_kind(n).value, memory_kind(n.model_copy(update={"depth": 1})).value
@@ -219,7 +219,7 @@ def plan_expiry(view: PolicyView, now: datetime | None = None,
     Evictions are archives (seed 003: expiry archives); oldest first; ``exclude``: ids
     to ignore.
 
-    Example:
+    Examples:
         >>> import random
         >>> from mars_core.state import StoreState
         >>> v = StoreState().view("ns", 100, datetime(2026, 1, 1), random.Random(0))

@@ -9,7 +9,7 @@ content makes a *new* node linked to the old one by ``derivesFrom`` (seed 000 §
 Metadata (access statistics, status, sensitivity after a preference change) changes by
 ``node.model_copy(update=...)`` inside the store, never in place.
 
-Example:
+Examples:
     >>> from mars_core.model import MemoryNode, MemoryType, SemanticPayload
     >>> n = MemoryNode(id="00000000-0000-4000-8000-000000000001", type=MemoryType.SEMANTIC,
     ...                content="Ana prefers tea", weight=4,
@@ -202,7 +202,7 @@ def default_payload(
 class Provenance(BaseModel):
     """Where a memory came from (ρ_i): source, conversation, reliability, consent.
 
-    Example:
+    Examples:
         >>> Provenance(source="user", conversation_id="c1", turn=3).reliability
         1.0
     """
@@ -308,7 +308,7 @@ class MemoryNode(BaseModel):
 class Edge(BaseModel):
     """A typed, directed edge ``source --predicate--> target`` (an RDF-style statement).
 
-    Example:
+    Examples:
         >>> Edge(source="a", predicate=Predicate.DERIVES_FROM, target="b").key
         ('a', 'derivesFrom', 'b')
     """

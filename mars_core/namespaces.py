@@ -6,7 +6,7 @@ MaRS namespace is one string. The encoding escapes ``%`` as ``%25`` and the sepa
 any tuple of non-empty labels and keeps the order, so ``("users", "a/b")`` and
 ``("users", "a", "b")`` never collide.
 
-Example:
+Examples:
     >>> encode_namespace(("users", "a/b", "100%"))
     'users/a%2Fb/100%25'
     >>> decode_namespace("users/a%2Fb/100%25")

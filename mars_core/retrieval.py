@@ -13,7 +13,7 @@ then walks the survivors by score and keeps each one that still fits the token b
 (up to ``k`` memories). The defaults were chosen leave-one-conversation-out on LoCoMo
 (``mars bench locomo``, docs/benchmarks/evidence.md).
 
-Example:
+Examples:
     >>> q = Query(text="tea", namespace="ns", max_sensitivity=0.5)
     >>> q.allows_sensitivity(0.7)
     False
@@ -41,6 +41,9 @@ from mars_core.state import StoreState
 
 __all__ = ["Answerability", "Hit", "Query", "answerability", "cue_score", "pack", "rank",
            "relative_cutoff"]
+
+_EPS = 1e-6
+"""Scores at or below this are "nothing in common" (float noise of a reopened index)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +194,7 @@ def answerability(query: str, text: str, speaker: str | None = None) -> Answerab
 def cue_score(a: Answerability) -> float:
     """The answerability term ``A``: ``0.5·entity + 0.25·speaker + 0.25·temporal − phatic``.
 
-    Example:
+    Examples:
         >>> cue_score(Answerability(1.0, 1.0, 0.0, 0.0))
         0.75
     """
@@ -201,7 +204,7 @@ def cue_score(a: Answerability) -> float:
 def relative_cutoff(hits: Sequence[Hit], ratio: float) -> list[Hit]:
     """Keep hits scoring at least ``ratio`` × the best score (``ratio`` 0 keeps all).
 
-    Example:
+    Examples:
         >>> from mars_core.model import MemoryNode
         >>> n = MemoryNode.model_construct(id="a")
         >>> [h.score for h in relative_cutoff([Hit(n, 1.0, 0, 0), Hit(n, 0.5, 0, 0)], 0.8)]
@@ -263,10 +266,10 @@ def rank(
         d = dense.get(nid, 0.0)
         lx = lexical.get(nid, 0.0) / top if top > 0 else 0.0
         score = alpha * d + (1 - alpha) * lx
-        if cfg.cue_weight > 0 and score > 0:
+        if cfg.cue_weight > 0 and score > _EPS:
             score += cfg.cue_weight * cue_score(answerability(q.text, node.content,
                                                               _speaker_of(node)))
-        if score > 0:  # nothing in common with the query: not a hit, however empty the budget
+        if score > _EPS:  # nothing in common with the query: not a hit, however empty the budget
             hits.append(Hit(node, score, d, lx, status is MemoryStatus.ARCHIVED))
     hits.sort(key=lambda h: (-h.score, h.node.step, h.node.id))
     return relative_cutoff(hits, cfg.relative_cutoff)

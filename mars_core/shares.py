@@ -27,7 +27,7 @@ a policy's candidates are considered (:meth:`TypeShares.prioritise`): while a ty
 more than ``s_t·B`` tokens, that type's candidates come first, each stage keeping its
 own order within and across types. Opt in by setting ``policy.type_shares``:
 
-Example:
+Examples:
     >>> from mars_core.model import MemoryType
     >>> shares = TypeShares(window=10)
     >>> round(shares.shares("ns")[MemoryType.EPISODIC], 2)
@@ -64,7 +64,7 @@ _TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
 class TypeSharesConfig(BaseModel):
     """Constants of the soft per-type shares (seed 000 §3.2.7 gives none; digest Z-A3).
 
-    Example:
+    Examples:
         >>> TypeSharesConfig().floor
         0.05
     """
@@ -116,7 +116,7 @@ class _Window:
 def usage_by_type(view: PolicyView) -> dict[MemoryType, int]:
     """Active tokens of each type in the view's namespace (from the budget ledger).
 
-    Example:
+    Examples:
         >>> from mars_core.state import StoreState
         >>> import random, datetime
         >>> v = StoreState().view("ns", 100, datetime.datetime.now(datetime.UTC), random.Random(0))
@@ -141,7 +141,7 @@ class TypeShares:
     Raises:
         ConfigError: bad parameters.
 
-    Example:
+    Examples:
         >>> from mars_core.model import MemoryType
         >>> ts = TypeShares(initial={MemoryType.SEMANTIC: 1.0})
         >>> {t.value: round(v, 3) for t, v in ts.shares("ns").items()}

@@ -5,7 +5,7 @@ open from the records and updated incrementally after every committed write. Not
 here talks to the backend; :mod:`mars_core.store` stages writes, applies them, then calls
 the ``apply_*`` methods below so the views change only once the write is durable.
 
-Example:
+Examples:
     >>> s = StoreState()
     >>> s.step("ns"), s.next_step("ns"), s.step("ns")
     (0, 1, 1)

@@ -6,7 +6,7 @@ audit events, store state) in one :class:`~mars_core.backends.base.WriteBatch`, 
 the batch, and only then updates the in-memory views — so a rejected input or a failed
 write changes nothing, and a write that returned is durable.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore, FakeClock
     >>> with MemoryStore(budget=50, clock=FakeClock()) as store:
     ...     a = store.add("Ana moved to Lisbon in May", type="episodic")
@@ -87,7 +87,7 @@ class MemoryStore(StoreCore):
             any number of ``read_only`` readers; see :mod:`mars_core.core` ``_Lease``.
         **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``.
 
-    Example:
+    Examples:
         >>> store = MemoryStore(budget=100, policy="fifo")
         >>> store.add("I prefer window seats", type="semantic").type.value
         'semantic'

@@ -28,7 +28,7 @@ other runs of 6 or more digits (account, card, id numbers) → ``[number]``. Nam
 addresses and free-text facts are *not* detected: the reflection privacy gate credits
 only the removal it can verify (see :mod:`mars_core.policies.reflection`).
 
-Example:
+Examples:
     >>> s = ExtractiveSummariser()
     >>> s(["The coffee machine on floor 3 is broken. Call 555-123-4567.",
     ...    "The coffee machine on floor 3 is broken again."], target_tokens=12)
@@ -109,7 +109,7 @@ class Identifier:
 def find_identifiers(text: str) -> frozenset[Identifier]:
     """Direct identifiers (e-mails, phone numbers, long digit runs) in ``text``.
 
-    Example:
+    Examples:
         >>> sorted(i.kind for i in find_identifiers("a@b.io, 555 123 4567, id 12345678"))
         ['email', 'number', 'phone']
     """
@@ -123,7 +123,7 @@ def find_identifiers(text: str) -> frozenset[Identifier]:
 def mask_identifiers(text: str) -> str:
     """Replace direct identifiers by ``[email]``, ``[phone]`` and ``[number]``.
 
-    Example:
+    Examples:
         >>> mask_identifiers("order 99887766 for bob@shop.com")
         'order [number] for [email]'
     """
@@ -175,7 +175,7 @@ def key_terms(texts: Sequence[str], k: int = 3) -> list[str]:
     Used as the summary's ``concept``; words with digits never qualify, so no number
     leaks into it.
 
-    Example:
+    Examples:
         >>> key_terms(["The coffee machine broke", "coffee machine fixed", "tea"], k=2)
         ['coffee', 'machine']
     """
@@ -218,7 +218,7 @@ class ExtractiveSummariser:
         mask: replace direct identifiers in the output (default True; see the module
             docstring).
 
-    Example:
+    Examples:
         >>> ExtractiveSummariser()(["Bus 12 is late. It rained.", "Bus 12 is late today."],
         ...                        target_tokens=5)
         'Bus 12 is late today.'
@@ -288,7 +288,7 @@ class CallableSummariser:
         PolicyError: the LLM raised or returned something that is not a string (the
             reflection policy catches it and skips the cluster).
 
-    Example:
+    Examples:
         >>> s = CallableSummariser(lambda prompt: "The team meets on Mondays.")
         >>> s(["We meet Monday.", "Standup is on Mondays."], target_tokens=10)
         'The team meets on Mondays.'
@@ -326,7 +326,7 @@ class FakeSummariser:
     Without ``text`` it returns the first sentence of the first text, unmasked — so a
     test can show the privacy gate rejecting a summary that keeps an identifier.
 
-    Example:
+    Examples:
         >>> fake = FakeSummariser("all about coffee")
         >>> fake(["a", "b"], target_tokens=3), fake.calls
         ('all about coffee', [(('a', 'b'), 3)])

@@ -166,7 +166,7 @@ class VectorBackendConformance(abc.ABC):
             that a batch failing in its last operation changes nothing.
         dim: vector dimension used by the tests.
 
-    Example:
+    Examples:
         >>> import pathlib
         >>> from mars_core.backends.memory import InMemoryBackend
         >>> class TestInMemory(VectorBackendConformance):

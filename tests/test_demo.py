@@ -1,4 +1,5 @@
-"""The demo of `make demo` runs end to end on a store on disk (the default backend)."""
+"""The demo of `make demo`: a LangGraph agent (create_agent + MarsMemoryMiddleware) over
+three sessions on a store on disk (the default backend), end to end."""
 
 from __future__ import annotations
 
@@ -16,10 +17,15 @@ def test_demo_runs_and_verifies(tmp_path: Path) -> None:
     assert counts["archived"] > 0  # something was forgotten under the budget
     assert "=== STRUCTURED EVIDENCE ===" in text and "why: " in text
     assert "erasure (entity)" in text
+    # what session 1 told the agent reaches the model in session 1's question...
+    first = text.split("── session 2")[0]
+    assert "The user works at Tidewave" in first.split("the model received:")[1]
+    # ...and the FiFA table compares policies
+    assert "FiFA" in text and all(p in text for p in ("fifo", "lru", "hybrid"))
     store = tmp_path / "store"  # the default of open(): Chroma on disk, encrypted
     assert (store / "chroma").is_dir() and (store / "keys").is_dir()
     files = [f for f in store.rglob("*") if f.is_file()]
     assert any(f.name == "chroma.sqlite3" for f in files)
     for f in files:  # the erased person left no bytes behind
         assert b"Ines" not in f.read_bytes(), f.relative_to(store)
-    assert demo.main(["--path", str(tmp_path / "again"), "--fresh"]) == 0
+    assert demo.main(["--path", str(tmp_path / "again"), "--fresh", "--no-fifa"]) == 0

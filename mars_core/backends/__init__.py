@@ -5,7 +5,7 @@
 package never imports a client library; without it, the access raises
 :class:`~mars_core.errors.ExtraNotInstalledError` naming the extra.
 
-Example:
+Examples:
     >>> from mars_core.backends import InMemoryBackend
     >>> InMemoryBackend().name
     'inmemory'

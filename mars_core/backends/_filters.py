@@ -14,7 +14,7 @@ reference semantics of :func:`~mars_core.backends.base.matches` — ``Not(Eq(k, 
 holds for records *without* ``k`` — and each backend is responsible for translating it
 that way.
 
-Example:
+Examples:
     >>> from mars_core.backends.base import Eq, Not, Or, In
     >>> normal_form(Not(Or((Eq("a", 1), In("b", ())))))
     Lit(leaf=Eq(key='a', value=1), negated=True)
@@ -178,7 +178,7 @@ def equal_literals(value: str | int | float | bool) -> list[str | int | float | 
     and :func:`~mars_core.backends.base.matches` follows Python. Both backends compare
     ints and floats numerically, so ``1`` stands for ``1.0`` too.
 
-    Example:
+    Examples:
         >>> equal_literals(True), equal_literals(0.0), equal_literals(2), equal_literals("1")
         ([True, 1], [0.0, False], [2], ['1'])
     """

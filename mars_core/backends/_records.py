@@ -6,7 +6,7 @@ nothing), store L2-normalised float32 vectors, keep metadata values as plain
 and fold repeated ids of one upsert into one record (the last wins, keeping an earlier
 vector when the last has none).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from mars_core.backends.base import Record
     >>> [r.document for r in merge_records([Record("a", np.ones(2), "first"),

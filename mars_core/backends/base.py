@@ -10,7 +10,7 @@ Filters are backend-neutral value objects (:class:`Eq`, :class:`In`, :class:`Ran
 translates them with a pure function, unit-tested without a server.
 :func:`matches` is the reference semantics every translation must agree with.
 
-Example:
+Examples:
     >>> f = And((Eq("namespace", "u1"), Range("sensitivity", lte=0.5)))
     >>> matches(f, {"namespace": "u1", "sensitivity": 0.2})
     True

@@ -57,7 +57,7 @@ directory; on a server, or with a client passed in, :attr:`shared` is true and t
 takes a writer lease, see :mod:`mars_core.core`); queries above Chroma's brute-force threshold use
 HNSW and are approximate; integers must fit in 64 bits.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from mars_core.backends.base import Eq, Record
     >>> b = ChromaBackend()                       # ephemeral, private to this instance
@@ -156,7 +156,7 @@ def to_chroma_where(flt: Filter | None) -> Where | None:
     Raises:
         ValidationError: ``flt`` is not a well-formed filter.
 
-    Example:
+    Examples:
         >>> from mars_core.backends.base import Not, Range
         >>> to_chroma_where(Not(Eq("pinned", True)))
         {'$and': [{'pinned': {'$ne': True}}, {'pinned': {'$ne': 1}}]}
@@ -342,7 +342,7 @@ class ChromaBackend(BackendBase):
         ConflictError: another backend holds ``path``.
         MarsBackendError: Chroma could not be opened or reached.
 
-    Example:
+    Examples:
         >>> from mars_core.backends.base import Record
         >>> with ChromaBackend() as b:
         ...     b.ensure_collection("audit", 0)

@@ -18,7 +18,7 @@ asking for another kind is a :class:`~mars_core.errors.ConfigError`.
 the in-memory journal backend, with a WARNING on logger ``mars_core.backends.layout``
 and a ``backend_choice`` line in ``store.stats()``.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from pathlib import Path
     >>> d = Path(tempfile.mkdtemp())

@@ -52,7 +52,7 @@ anywhere else raises :class:`~mars_core.errors.CorruptStoreError`. Compaction (e
 snapshot with ``gen + 1`` and then truncates the journal, so deleted records are no longer
 in any file of the directory; a leftover ``snapshot.json.tmp`` is removed on open.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from mars_core.backends.base import Eq, Record
     >>> b = InMemoryBackend()
@@ -632,7 +632,7 @@ class InMemoryBackend(BackendBase):
         ConflictError: another process or backend instance has ``path`` open.
         CorruptStoreError: the files in ``path`` are damaged beyond a torn last write.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> import numpy as np
         >>> from mars_core.backends.base import Record

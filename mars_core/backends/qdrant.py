@@ -39,7 +39,7 @@ with ``path`` also normalises the stored vectors again when it reloads them, so 
 reopen a similarity can move in its 8th-9th digit (a decision does not, short of an
 exact tie).
 
-Example:
+Examples:
     >>> import numpy as np, uuid
     >>> from mars_core.backends.base import Eq, Record
     >>> a, b_ = str(uuid.UUID(int=1)), str(uuid.UUID(int=2))
@@ -144,7 +144,7 @@ def to_qdrant_filter(flt: Filter | None) -> Any:
         ValidationError: ``flt`` is not a well-formed filter.
         ExtraNotInstalledError: ``qdrant-client`` is not installed.
 
-    Example:
+    Examples:
         >>> from mars_core.backends.base import Not
         >>> f = to_qdrant_filter(Not(Eq("namespace", "u1")))
         >>> f.must_not[0].key, f.must_not[0].match.value
@@ -263,7 +263,7 @@ class QdrantBackend(BackendBase):
         ConflictError: another client holds ``path``.
         MarsBackendError: Qdrant could not be opened or reached.
 
-    Example:
+    Examples:
         >>> import uuid
         >>> from mars_core.backends.base import Record
         >>> with QdrantBackend() as b:

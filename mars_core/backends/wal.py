@@ -46,7 +46,7 @@ backends that keep deleted data physically for a while (Chroma's own log, Qdrant
 segments before optimisation) the privacy layer's crypto-shredding is what makes the
 text unrecoverable.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from mars_core.backends.base import DeleteOp, Record, UpsertOp
     >>> class Dict:  # an IntentStore over a dict
@@ -106,7 +106,7 @@ _PART_IDS = uuid.UUID("8f0a4b55-5f2e-4cc8-9a51-0f3b8c4d6a10")
 def encode_ops(ops: Sequence[Op]) -> str:
     """Serialise operations to one JSON text (vectors as base64 little-endian float32).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> text = encode_ops([UpsertOp("c", (Record("a", np.array([1.0, 0.5]), "d", {}),))])
         >>> decode_ops(text)[0].records[0].vector.tolist()
@@ -210,7 +210,7 @@ class WriteAheadLog:
         part_chars: the largest document of one intent record; longer intents are
             split into parts and an intent counts only when all its parts are stored.
 
-    Example:
+    Examples:
         See the module docstring.
     """
 
@@ -301,7 +301,7 @@ class FileIntentStore:
     Args:
         directory: where the files go (created when missing).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> store = FileIntentStore(tempfile.mkdtemp())
         >>> store.write_intent([Record("r1", None, "text", {"intent": "i", "part": 0})])

@@ -1,6 +1,6 @@
 """Benchmarks run by ``mars bench ...`` (never inside timed tests).
 
-Example:
+Examples:
     >>> from mars_core.bench import throughput
     >>> callable(throughput.run)
     True

@@ -16,7 +16,7 @@ protocol); F1 is the mean of per-question F1. Conversations 0–3 are the **tune
 (where the Activator's parameters were chosen), 4–6 the **test** split reported as the
 result; both aggregates are returned, with per-conversation rows.
 
-Example:
+Examples:
     >>> cfg = bench_config()
     >>> cfg.retention_floor, cfg.second_hop
     (1.0, True)

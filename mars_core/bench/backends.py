@@ -19,7 +19,7 @@ size is capped (``qdrant_cap``, default 20,000) and every row stops measuring af
 ``time_cap`` seconds; capped rows say so. These machines are shared: read ratios
 within one run, not absolute numbers across runs.
 
-Example:
+Examples:
     >>> r = run_backends(sizes=(300,), backends=("inmemory",), quick=True, embedders=False)
     >>> row = r["rows"][0]
     >>> row["backend"], row["n"], row["query"]["median_ms"] > 0

@@ -4,7 +4,7 @@ Both take the data path (the repository never vendors the files) and an output d
 and write ``results.json`` (one row per method × task × counter × budget × category),
 ``report.md`` and PNG plots. ``quick`` runs a small slice (development, smoke tests).
 
-Example:
+Examples:
     >>> from mars_core.bench.evidence import run_locomo
     >>> callable(run_locomo)
     True

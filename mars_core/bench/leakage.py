@@ -16,7 +16,7 @@ Configurations: ``off`` (no sensitivity scoring, no redaction), ``redact`` (scor
 two-pass redaction), ``private`` (redaction plus private mode: memories above σ = 0.5
 are not recalled without consent).
 
-Example:
+Examples:
     >>> rows = run(turns=40, seed=3)
     >>> [r["config"] for r in rows]
     ['off', 'redact', 'private']

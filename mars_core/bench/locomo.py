@@ -16,7 +16,7 @@ Methods share one embedder (vectors computed once per text through :class:`Cache
 Methods with parameters (the evidence learner, our pipeline) are fitted
 leave-one-conversation-out: never on the conversation they are scored on.
 
-Example:
+Examples:
     >>> select_budget(np.array([0.9, 0.8, 0.1]), np.array([5, 5, 5]), 10, 0.0)
     [0, 1]
 """
@@ -74,7 +74,7 @@ F64 = npt.NDArray[np.float64]
 class CachedEmbedder:
     """Wraps an embedder and remembers every vector by text (one embedding per text per run).
 
-    Example:
+    Examples:
         >>> from mars_core.embeddings import HashingEmbedder
         >>> e = CachedEmbedder(HashingEmbedder(dim=16))
         >>> _ = e.embed(["a", "b"]); _ = e.embed(["a"])
@@ -214,7 +214,7 @@ def question_metrics(chosen: Iterable[str], evidence: Iterable[str], used: int,
                      budget: int) -> dict[str, float]:
     """Evidence precision, recall, F1 and budget occupancy of one selection.
 
-    Example:
+    Examples:
         >>> question_metrics(["D1:1", "D1:2"], ["D1:2", "D1:3"], 30, 60)["f1"]
         0.5
     """

@@ -9,7 +9,7 @@ on the development machines). Loader choices follow DESIGN §5:
 * evidence ids are split on ``;`` and whitespace, and ids that name no turn are dropped;
   questions left with no valid evidence id are skipped and counted.
 
-Example:
+Examples:
     >>> import json, tempfile, os
     >>> raw = [{"sample_id": "c0", "conversation": {
     ...     "speaker_a": "Ann", "speaker_b": "Bo",

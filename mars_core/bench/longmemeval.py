@@ -5,7 +5,7 @@ is the turns marked ``has_answer`` (turn level), else every turn of the answer s
 The question's category is 4 (single-hop) so the LoCoMo tasks run unchanged; budgets are
 seed 001's 256/512/1024 (the evidence turn alone is ~400 words).
 
-Example:
+Examples:
     >>> import json, tempfile, os
     >>> rec = {"question_id": "q1", "question": "What degree?", "answer": "BA",
     ...        "answer_session_ids": ["s2"], "haystack_session_ids": ["s1", "s2"],

@@ -13,7 +13,7 @@ cannot run here is reported with its error instead of a result.
   text-storing vector store (``llama_index.vector_stores.chroma`` is not installed here;
   ``SimpleVectorStore`` is rejected by the block), read through the block's ``aget``.
 
-Example:
+Examples:
     >>> rank_scores(["b", "a"], ["a", "b", "c"]).tolist()
     [1.0, 2.0, -inf]
 """

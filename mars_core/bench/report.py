@@ -1,6 +1,6 @@
 """Reports of the evidence benchmarks: results.json, a markdown page and PNG plots.
 
-Example:
+Examples:
     >>> rows = [{"method": "a", "task": "retrieval", "counter": "words", "budget": 128,
     ...          "category": "all", "precision": 0.5, "recall": 0.5, "f1": 0.5,
     ...          "occupancy": 0.9, "latency_ms": 1.0}]

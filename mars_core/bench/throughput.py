@@ -7,7 +7,7 @@ cost can be read apart from the model's. Reported figures are medians and p99 ov
 the measured calls, with the embedding cost alongside, because these machines are
 noisy: compare ratios measured in one run, not absolute numbers across runs.
 
-Example:
+Examples:
     >>> r = run(n=200, queries=20, budget=10**9, persistent=None)
     >>> r["n"], r["adds"] > 0
     (200, True)
@@ -62,8 +62,9 @@ def run(n: int = 10_000, queries: int = 300, budget: int = 10**9,
     texts = make_texts(n)
     emb = HashingEmbedder()
     embed_s = _time_each(lambda t: emb.embed([t]), texts[: min(n, 2000)])
-    store = MemoryStore.open(persistent, budget=budget, policy=policy) if persistent else \
-        MemoryStore(budget=budget, policy=policy)
+    store = MemoryStore.open(persistent, budget=budget, policy=policy, backend="inmemory",
+                             embedder=emb) if persistent else \
+        MemoryStore(budget=budget, policy=policy, embedder=emb)
     with store:
         add_s = _time_each(store.add, texts)
         qs = make_texts(queries, seed=11)

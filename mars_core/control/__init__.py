@@ -10,7 +10,7 @@
   memories, update the L1 cluster;
 * :class:`Executor` — the loop, with a maximum number of iterations.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore, FakeClock
     >>> from mars_core.control import Executor
     >>> with MemoryStore(clock=FakeClock()) as store:

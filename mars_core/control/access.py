@@ -9,7 +9,7 @@
   ``store.reinforce(ids, namespace=...)``: one access per memory, one audit event.
 * :func:`links` — L2↔L3 neighbours: memories sharing a ``derivesFrom`` turn.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore, FakeClock
     >>> with MemoryStore(clock=FakeClock()) as store:
     ...     n = store.add("Ana keeps bees in Porto", type="semantic")
@@ -48,7 +48,7 @@ class TurnClock:
     A turn is a user message the store observed (an episodic memory with source ``user``
     that derives from nothing), active or archived; the clock reads them once.
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore, FakeClock
         >>> with MemoryStore(clock=FakeClock()) as store:
         ...     first = store.observe("user", "hello there")[0]

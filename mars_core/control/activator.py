@@ -18,7 +18,7 @@ the new query — are fused by weighted reciprocal rank, multiplied by
 and token caps. Every read is ``read_only``: retrieval is not use; only credited use
 reinforces (the Recognizer and the Memory Manager).
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore, FakeClock
     >>> from mars_core.control.memory import Buffer
     >>> with MemoryStore(clock=FakeClock()) as store:

@@ -16,7 +16,7 @@ Procedures are learned deterministically from feedback text: a sentence with an
 imperative cue ("always …", "never …", "next time …", "remember to …", "please … from now
 on", "when I ask …") becomes an instruction; anything else leaves the cluster unchanged.
 
-Example:
+Examples:
     >>> learn_procedure("Wrong. Next time, always give the temperature in Celsius.")
     'always give the temperature in Celsius.'
     >>> learn_procedure("thanks!") is None
@@ -111,7 +111,7 @@ class ClusterBook:
         config: taxonomy and routing.
         retention: Oblivion constants.
 
-    Example:
+    Examples:
         >>> from mars_core import MemoryStore, FakeClock
         >>> with MemoryStore(clock=FakeClock()) as store:
         ...     book = ClusterBook(store, "u1")

@@ -4,7 +4,7 @@ The seed (002 §2.1–2.4, §5.1, E.2, E.4) fixes the structure and a few values
 temperature T = 10, episodes of 4 turns, buffers of 60 or 90 items); everything else is
 ours and said so in the field's description.
 
-Example:
+Examples:
     >>> cfg = ControlConfig()
     >>> cfg.buffer.max_items, cfg.episode_turns, cfg.retention.temperature
     (60, 4, 10.0)
@@ -147,7 +147,7 @@ class ClusterConfig(BaseModel):
 class ControlConfig(BaseModel):
     """Everything the Executor needs; nested objects per component.
 
-    Example:
+    Examples:
         >>> ControlConfig(max_iterations=2).decayer.min_coverage
         0.6
     """

@@ -16,7 +16,7 @@ Retention ``R = exp(-n/S)`` gates L1 clusters: a cluster whose R is below
 ``min_cluster_retention`` is inaccessible (its summary leaves the prompt) until a query
 routed to it reactivates it.
 
-Example:
+Examples:
     >>> from mars_core.control.memory import Buffer, BufferItem, Layer
     >>> from mars_core.embeddings import HashingEmbedder
     >>> d = Decayer(HashingEmbedder())

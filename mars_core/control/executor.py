@@ -11,7 +11,7 @@ separate calls over an explicit :class:`~mars_core.control.memory.WorkingMemory`
 graph (``langchain_mars.graph``) can run them as nodes; :meth:`Executor.turn` chains
 them for plain Python use.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore, FakeClock
     >>> with MemoryStore(clock=FakeClock()) as store:
     ...     ex = Executor(store, "u1")

@@ -14,7 +14,7 @@ After each turn it
 4. updates the turn's L1 cluster: utility toward the credited share, keywords, and a
    procedure when the feedback carries one.
 
-Example:
+Examples:
     >>> from mars_core import MemoryStore, FakeClock
     >>> with MemoryStore(clock=FakeClock()) as store:
     ...     m = MemoryManager(store, "u", conversation_id="c1", episode_turns=2)

@@ -14,7 +14,7 @@
 Working memory (``WorkingMemory``) is transient: the window of recent turns, the bounded
 buffer ``B_t`` of L2/L3 items, the resident L1 clusters and task metadata.
 
-Example:
+Examples:
     >>> b = Buffer.empty().merge([BufferItem("a", "Ana likes tea", Layer.L2, 4, 1.0)], 60, 100)
     >>> b.tokens, [i.id for i in b.items]
     (4, ['a'])

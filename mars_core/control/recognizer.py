@@ -10,7 +10,7 @@ longest first), the item is used when at least ``min_words`` of them, or a share
 Manager (reinforcement of used memories only — "this conservative policy ties
 reinforcement strictly to usage").
 
-Example:
+Examples:
     >>> from mars_core.control.memory import BufferItem, Layer
     >>> items = [BufferItem("a", "Ana moved to Lisbon in May", Layer.L2, 6, 1.0),
     ...          BufferItem("b", "Bo plays the cello", Layer.L2, 4, 1.0)]

@@ -1,7 +1,7 @@
 """Deterministic text signals of the control loop: content words, coverage, entities,
 query decomposition and cosine similarity. No model, no randomness.
 
-Example:
+Examples:
     >>> sorted(content_words("Where did Ana and Bo go hiking?"))
     ['ana', 'bo', 'go', 'hik']
     >>> coverage("Where did Ana go hiking?", ["Ana went hiking in Sintra"])

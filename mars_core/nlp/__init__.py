@@ -3,7 +3,7 @@
 The heavy dependencies (spaCy, vaderSentiment; extra ``nlp``) are imported lazily and
 are optional: without them a rules backend gives the same kinds of signals.
 
-Example:
+Examples:
     >>> from mars_core.nlp import Analyzer
     >>> Analyzer(backend="rules", sentiment="lexicon").analyze("I prefer green tea").preference
     True

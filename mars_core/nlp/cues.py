@@ -6,7 +6,7 @@ but not "do not". This is the same for the spaCy and the rules backend: only the
 structural part of ``query_like`` depends on the backend (see :mod:`.rules` and
 :mod:`.spacy_backend`).
 
-Example:
+Examples:
     >>> from mars_core.nlp.cues import lexical_cues, social_gate
     >>> sorted(k for k, v in lexical_cues("Actually, I prefer tea now.").flags.items() if v)
     ['correction', 'current_state', 'preference']
@@ -93,7 +93,7 @@ def ack_like(text: str, query_like: bool) -> str | None:
     Unlike the DMF reference's plain ``startswith``, the opening must end at a word
     boundary ("noted" fires, "notedly" does not).
 
-    Example:
+    Examples:
         >>> ack_like("Got it, I'll use Postgres.", query_like=False)
         'got it'
     """

@@ -11,7 +11,7 @@ The full lists below are marked per list:
 * **[ours]**: needed by the rule-based fallback only (stopwords, phatic words, the tiny
   sentiment lexicon, date words); they have no counterpart in the paper.
 
-Example:
+Examples:
     >>> from mars_core.nlp.lexicons import SOCIAL_KEYWORDS, CONSTRAINT_CUES
     >>> "thanks" in SOCIAL_KEYWORDS, "do not" in CONSTRAINT_CUES
     (True, True)

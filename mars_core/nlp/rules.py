@@ -18,7 +18,7 @@ on every machine. It stands in for the trained pipeline as follows:
   a determiner or a capitalised name) instead of the parse's ``nsubj``; the imperative
   test looks at the first word (after an optional "please").
 
-Example:
+Examples:
     >>> from mars_core.nlp.rules import RulesBackend
     >>> p = RulesBackend().parse("Ana moved to Paris in May 2021.")
     >>> p.n_tokens, p.n_content, [e for e, _ in p.entities]
@@ -111,7 +111,7 @@ def split_sentences(text: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Split one text into word, clitic and punctuation tokens.
 
-    Example:
+    Examples:
         >>> tokenize("I don't like O(n) code!")
         ['I', 'do', "n't", 'like', 'O', '(', 'n', ')', 'code', '!']
     """
@@ -126,7 +126,7 @@ def _is_word(tok: str) -> bool:
 def content_word(tok: str) -> bool:
     """Whether a token counts as information-bearing in the rules backend.
 
-    Example:
+    Examples:
         >>> [content_word(t) for t in ["Paris", "the", "quickly", "family", "2021", "thanks"]]
         [True, False, False, True, False, False]
     """
@@ -271,7 +271,7 @@ def _span_label(labels: Sequence[str]) -> str:
 def query_like_rules(sentences: Sequence[Sequence[str]]) -> str | None:
     """Return the structural query cue of tokenised sentences, or ``None``.
 
-    Example:
+    Examples:
         >>> query_like_rules([tokenize("Can you summarize the report")])
         'aux_inversion:can'
         >>> query_like_rules([tokenize("Do not use external APIs")]) is None
@@ -304,7 +304,7 @@ def _subject_like(tok: str) -> bool:
 class RulesBackend:
     """Deterministic regex backend (no third-party dependency).
 
-    Example:
+    Examples:
         >>> RulesBackend().parse("Thanks!").n_content
         0
     """
@@ -335,7 +335,7 @@ class LexiconSentiment:
 
     The compound score is ``s / sqrt(s² + 15)`` as in VADER, rounded to 4 places.
 
-    Example:
+    Examples:
         >>> LexiconSentiment().compound("I love it!"), LexiconSentiment().compound("not good")
         (0.6696, -0.3412)
     """

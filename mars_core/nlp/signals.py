@@ -29,7 +29,7 @@ negation, boosters, "but" and "!"): it agrees with VADER on the sign of plain
 sentences but misses most words, emoticons, capitalisation emphasis and idioms.
 ``"auto"`` takes VADER when ``vaderSentiment`` is installed.
 
-Example:
+Examples:
     >>> from mars_core.nlp import Analyzer
     >>> a = Analyzer(backend="rules", sentiment="lexicon")
     >>> s = a.analyze("Do not use external APIs.")
@@ -75,7 +75,7 @@ SOCIAL_MAX_WORDS = 6
 def entity_norm(count: int, cap: int = DEFAULT_E_CAP) -> float:
     """Saturating entity normalisation of eq (4): ``min(E, E_cap) / E_cap``.
 
-    Example:
+    Examples:
         >>> entity_norm(2), entity_norm(9)
         (0.4, 1.0)
     """
@@ -111,7 +111,7 @@ class TextSignals:
         backend: ``"rules"`` or ``"spacy:<pipeline>"``.
         sentiment_backend: ``"vader"`` or ``"lexicon"``.
 
-    Example:
+    Examples:
         >>> s = Analyzer("rules", sentiment="lexicon").analyze("I used to live in Rome")
         >>> s.past_state, s.entity_count, s.entity_norm()
         (True, 1, 0.2)
@@ -236,7 +236,7 @@ class Analyzer:
         ExtraNotInstalledError: ``backend="spacy"`` without spaCy, or
             ``sentiment="vader"`` without vaderSentiment (extra ``nlp``).
 
-    Example:
+    Examples:
         >>> a = Analyzer(backend="rules", sentiment="lexicon")
         >>> a.backend_name, a.pipeline_name, a.sentiment_name
         ('rules', None, 'lexicon')
@@ -344,7 +344,7 @@ def analyze(text: str) -> TextSignals:
     (with a trained pipeline) and vaderSentiment are installed; pass an explicit
     :class:`Analyzer` where that must not vary.
 
-    Example:
+    Examples:
         >>> analyze("Hi!").social
         True
     """

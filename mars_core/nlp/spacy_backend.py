@@ -12,7 +12,7 @@ not import spaCy. It follows seed 004 §4.1/§4.3 with these documented choices:
 * query-likeness follows the DMF reference: a WH opening, an auxiliary opening followed
   by an ``nsubj``/``nsubjpass``/``expl`` token, or an imperative request root (tag VB).
 
-Example:
+Examples:
     >>> from mars_core.nlp.spacy_backend import available_pipeline
     >>> available_pipeline(("no_such_pipeline_xyz",)) is None
     True
@@ -85,7 +85,7 @@ class SpacyBackend:
         ConfigError: spaCy is installed but no trained pipeline is (blank pipelines
             have no tagger or NER; use the rules backend instead).
 
-    Example:
+    Examples:
         >>> SpacyBackend.name
         'spacy'
     """

@@ -1,6 +1,6 @@
 """Forgetting policies behind one interface, selectable by name.
 
-Example:
+Examples:
     >>> from mars_core.policies import make_policy
     >>> make_policy("fifo").name
     'fifo'

@@ -35,7 +35,7 @@ inside tier 1; tiers, protections and the hard budget are unchanged. The templat
 forwards ``on_retrieve``/``on_credit`` to the shares (subclasses that override those
 hooks call ``super()``) and lets them run their dual update on every sweep and trigger.
 
-Example:
+Examples:
     >>> from mars_core.policies import available
     >>> "lru" in available() and "fifo" in available()
     True

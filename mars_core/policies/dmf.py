@@ -45,7 +45,7 @@ Supersession is learnt from the graph when a memory arrives (its own ``supersede
 only after a reopen. The memory being written is not in the graph yet when its own write
 triggers pruning, so its supersession takes effect from the next write.
 
-Example:
+Examples:
     >>> from mars_core import FakeClock, MemoryStore
     >>> store = MemoryStore(budget=10_000, policy="dmf", clock=FakeClock(), nlp="rules")
     >>> ok = store.add("ok")                          # a social turn: Ω floored to 0.25
@@ -99,7 +99,7 @@ _SUPERSEDING = (Predicate.SUPERSEDES, Predicate.CORRECTS)
 class DMFPolicyConfig(BaseModel):
     """Constants of the DMF policy.
 
-    Example:
+    Examples:
         >>> cfg = DMFPolicyConfig(dmf={"omega_kill": 0.04})
         >>> cfg.dmf.omega_kill, cfg.dmf.prune_interval, cfg.drift_tolerance
         (0.04, 5, 0.02)
@@ -165,7 +165,7 @@ class DMFPolicy(Policy):
     Raises:
         ConfigError: bad parameters.
 
-    Example:
+    Examples:
         >>> DMFPolicy(dmf={"prune_interval": 10}).config.dmf.prune_interval
         10
     """

@@ -55,7 +55,7 @@ trigger after one write instead of the O(n²·d) of all pairs — then O(E·iter
 PageRank and O(n log n) to sort; the tie-break is O(band). Measured figures are in
 ``docs/benchmarks/policies.md``.
 
-Example:
+Examples:
     >>> from mars_core.policies import make_policy
     >>> p = make_policy("hybrid", stale_recency=0.1)
     >>> p.name, p.config.stale_recency, [s.label for s in p._stages()]
@@ -99,7 +99,7 @@ _EPS = 1e-12
 class HybridConfig(BaseModel):
     """Every constant of the Hybrid policy; seed 000 gives none (digest A.5, Z-A4, Z-A7, Z-A9).
 
-    Example:
+    Examples:
         >>> HybridConfig().stale_recency, HybridConfig().reflection.max_summaries_per_trigger
         (0.05, 2)
     """
@@ -186,7 +186,7 @@ class HybridPolicy(Policy):
     Raises:
         ConfigError: bad parameters.
 
-    Example:
+    Examples:
         >>> HybridPolicy(reflection={"max_summaries_per_trigger": 0}).params()["max_summaries"]
         0
     """

@@ -6,7 +6,7 @@ online-observable features of its text when it becomes active; the policy forget
 lowest-scoring memories first (older first on ties). Scores are cached per memory, so a
 trigger costs one sort of the active set.
 
-Example:
+Examples:
     >>> import tempfile, os
     >>> from mars_core.learn import FeatureLog, retention_features, train
     >>> log = FeatureLog()

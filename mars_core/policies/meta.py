@@ -46,7 +46,7 @@ after the replay, so a reopened store continues learning where it stopped. Each 
 decision records its arm, context, UCB scores and the reward of
 the decision it closed (:meth:`params`), so they could be replayed from the audit log.
 
-Example:
+Examples:
     >>> from mars_core.policies import make_policy
     >>> meta = make_policy("meta", arms=["fifo", "lru"], alpha=1.0)
     >>> meta.arm_names, meta.params()["arm"]
@@ -98,7 +98,7 @@ Vector = npt.NDArray[np.float64]
 class MetaConfig(BaseModel):
     """Constants of the meta-controller; seed 000 gives none (digest Z-A12).
 
-    Example:
+    Examples:
         >>> MetaConfig().alpha, MetaConfig().decision_interval
         (0.5, 10)
     """
@@ -158,7 +158,7 @@ class MetaConfig(BaseModel):
 class LinUCB:
     """Disjoint LinUCB over named arms (Li et al., 2010, Algorithm 1).
 
-    Example:
+    Examples:
         >>> bandit = LinUCB(["a", "b"], dim=2, alpha=0.0)
         >>> x = np.array([1.0, 0.5])
         >>> bandit.update("b", x, 1.0); bandit.update("a", x, 0.2)
@@ -202,7 +202,7 @@ class LinUCB:
     def state(self) -> dict[str, Any]:
         """The statistics of every arm as JSON-ready lists (``A``, ``b``, ``plays``).
 
-        Example:
+        Examples:
             >>> bandit = LinUCB(["a"], dim=2, alpha=0.5)
             >>> bandit.update("a", np.array([1.0, 0.0]), 1.0)
             >>> bandit.state()["b"], bandit.state()["plays"]
@@ -290,7 +290,7 @@ class MetaController(Policy):
     Raises:
         ConfigError: bad parameters, or no arm is registered.
 
-    Example:
+    Examples:
         >>> meta = MetaController(arms=["lru", "not-registered"])
         >>> meta.arm_names
         ('lru',)
@@ -424,7 +424,7 @@ class MetaController(Policy):
     def state_dict(self) -> dict[str, Any]:
         """Bandit statistics, decisions in force, open windows and the arms' own states.
 
-        Example:
+        Examples:
             >>> meta = MetaController(arms=["fifo", "lru"])
             >>> sorted(meta.state_dict()), meta.state_dict()["decisions"]
             (['arms', 'bandit', 'decisions', 'namespaces', 'version'], 0)

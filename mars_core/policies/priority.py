@@ -42,7 +42,7 @@ importance and step at which they were spared); the store saves it and
 :meth:`~PriorityDecayPolicy.load_state` restores it after the replay on open, so a
 reopened store orders eligible memories as the running one did.
 
-Example:
+Examples:
     >>> from mars_core import FakeClock, MemoryStore
     >>> store = MemoryStore(budget=12, policy="priority", clock=FakeClock(), nlp="rules")
     >>> a = store.add("the cat sat on the mat", type="episodic")
@@ -317,7 +317,7 @@ def _validated(model: type[BaseModel], config: BaseModel | None, params: Mapping
 class PriorityDecayConfig(BaseModel):
     """Constants of Priority-Decay (each default with its source or reason).
 
-    Example:
+    Examples:
         >>> cfg = PriorityDecayConfig(hysteresis_margin=0.2)
         >>> cfg.drift_tolerance, cfg.density.alpha, cfg.hysteresis_margin
         (0.02, 0.4, 0.2)
@@ -395,7 +395,7 @@ class PriorityDecayPolicy(Policy):
     Raises:
         ConfigError: bad parameters.
 
-    Example:
+    Examples:
         >>> PriorityDecayPolicy(drift_tolerance=0.05).config.drift_tolerance
         0.05
     """
@@ -568,7 +568,7 @@ class PriorityDecayPolicy(Policy):
         """Hysteresis state per namespace: ``{"version": 1, "namespaces": {ns: {"eligible":
         {id: [imp, step]}, "examined": {id: [imp, step]}}}}`` (``{}`` when empty).
 
-        Example:
+        Examples:
             >>> PriorityDecayPolicy().state_dict()
             {}
         """

@@ -16,7 +16,7 @@ policy rebuilds it exactly on open (``replay_key`` = activation order). It is ke
 slot array with a Fenwick tree of occupied slots: O(log n) per insert, removal and draw
 (17 steps at n = 100k), holes compacted in amortised O(1).
 
-Example:
+Examples:
     >>> from mars_core import FakeClock, MemoryStore
     >>> def run(seed):
     ...     store = MemoryStore(budget=12, policy="random", seed=seed, clock=FakeClock())
@@ -161,7 +161,7 @@ class _Pool:
 class RandomDropPolicy(Policy):
     """Uniform random eviction among feasible leaves, from the store's seeded generator.
 
-    Example:
+    Examples:
         >>> RandomDropPolicy().name
         'random'
     """

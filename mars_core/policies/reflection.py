@@ -53,7 +53,7 @@ gate passes whenever ``s̄ = 0`` — with τ_priv > 0 the literal inequality cou
 when every member has ``s = 0``, though there is nothing to protect; a summary with no
 sensitivity is trivially "less sensitive than its most sensitive constituent".
 
-Example:
+Examples:
     >>> from mars_core.policies import make_policy
     >>> p = make_policy("reflection", tau_util=0.5)
     >>> p.name, p.config.tau_util, p.config.link_similarity
@@ -119,7 +119,7 @@ class ReflectionConfig(BaseModel):
 
     Seed 000 gives none of them (digest A.5 "Parameter values given in §4.2: none").
 
-    Example:
+    Examples:
         >>> cfg = ReflectionConfig()
         >>> cfg.tau_util, cfg.tau_priv, cfg.min_cluster_size, cfg.max_summaries_per_trigger
         (0.63, 0.05, 3, 2)
@@ -379,7 +379,7 @@ def find_clusters(view: PolicyView, taken: frozenset[str] = frozenset(), *,
     With a :class:`~mars_core.scoring.working_set.WorkingSetCache` (the policies pass
     theirs) the slice is read from its columns and cached vectors; the result is the same.
 
-    Example:
+    Examples:
         >>> from mars_core.state import StoreState
         >>> import random
         >>> from datetime import UTC, datetime
@@ -456,7 +456,7 @@ def summary_sensitivity(member_texts: Sequence[str], member_sensitivity: Sequenc
                         ) -> tuple[float, int]:
     """``(s̄, members whose identifiers were all removed)`` (see the module docstring).
 
-    Example:
+    Examples:
         >>> summary_sensitivity(["call 555-123-4567", "lunch at noon"], [0.8, 0.1],
         ...                     "call [phone]")
         (0.4, 1)
@@ -478,7 +478,7 @@ def summary_sensitivity(member_texts: Sequence[str], member_sensitivity: Sequenc
 def privacy_gate(s_bar: float, max_member: float, tau_priv: float, floor: float = 0.0) -> bool:
     """``s̄ ≤ max_i s_i − τ_priv``, or ``s̄ = 0``, or a cluster below the gate ``floor``.
 
-    Example:
+    Examples:
         >>> privacy_gate(0.4, 0.8, 0.05), privacy_gate(0.8, 0.8, 0.05), privacy_gate(0, 0, 0.05)
         (True, False, True)
         >>> privacy_gate(0.1, 0.1, 0.05, floor=0.3)
@@ -646,7 +646,7 @@ class ReflectionSummaryPolicy(Policy):
     Raises:
         ConfigError: an unknown or invalid parameter.
 
-    Example:
+    Examples:
         >>> from mars_core.summarise import FakeSummariser
         >>> p = ReflectionSummaryPolicy(summariser=FakeSummariser("gist"), tau_priv=0.1)
         >>> p.params()["tau_priv"], p.params()["summariser"]

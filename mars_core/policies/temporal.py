@@ -5,7 +5,7 @@ forgets the least recently *used* first (insert or access, kept as a hash-linked
 O(1) per update, O(k) per trigger). Under ``U(S) = Σ v e^{-λ age}`` with equal values
 and weights, LRU's order is the utility-optimal eviction order (seed 000 §3.4.3).
 
-Example:
+Examples:
     >>> from mars_core.policies import make_policy
     >>> make_policy("lru").name
     'lru'
@@ -63,7 +63,7 @@ class _OrderedPolicy(Policy):
 class FIFOPolicy(_OrderedPolicy):
     """First in, first out: the oldest memory is forgotten first.
 
-    Example:
+    Examples:
         >>> FIFOPolicy().name
         'fifo'
     """
@@ -76,7 +76,7 @@ class FIFOPolicy(_OrderedPolicy):
 class LRUPolicy(_OrderedPolicy):
     """Least recently used first (insert or access counts as a use).
 
-    Example:
+    Examples:
         >>> LRUPolicy().name
         'lru'
     """

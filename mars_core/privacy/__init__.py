@@ -1,6 +1,6 @@
 """Privacy mechanisms of mars-memory (seed 000 §3.3.3, §4.3, §5.4).
 
-Example:
+Examples:
     >>> from mars_core.privacy import DPConfig
     >>> DPConfig().enabled
     False

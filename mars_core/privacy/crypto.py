@@ -33,7 +33,7 @@ stored in the clear, because the backend searches and filters on them; on a back
 cannot purge, they remain until it vacuums. Copies made outside the store (exports,
 backups of the key directory) are out of its reach too.
 
-Example:
+Examples:
     >>> cipher = ContentCipher(KeyStore())  # keys in memory; give KeyStore a directory
     >>> token = cipher.seal("m1", "Ana lives on Rua Augusta")
     >>> token.startswith("enc1:") and "Ana" not in token
@@ -98,7 +98,7 @@ _TAG_BYTES = 16
 def is_sealed(document: str) -> bool:
     """True if ``document`` is a token made by :meth:`ContentCipher.seal`.
 
-    Example:
+    Examples:
         >>> is_sealed("enc1:AAAA"), is_sealed('{"v": 1}')
         (True, False)
     """
@@ -138,7 +138,7 @@ class KeyStore:
         ConflictError: another process holds the directory.
         CorruptStoreError: the directory is damaged, or holds a malformed key.
 
-    Example:
+    Examples:
         >>> ks = KeyStore()
         >>> ks.put({"m1": bytes(32)})
         >>> "m1" in ks, len(ks), ks.destroy(["m1", "m2"]), "m1" in ks
@@ -249,7 +249,7 @@ class ContentCipher:
         ExtraNotInstalledError: ``cryptography`` is not installed
             (``pip install 'mars-memory[crypto]'``).
 
-    Example:
+    Examples:
         >>> c = ContentCipher(KeyStore())
         >>> t1, t2 = c.seal("m1", "same text"), c.seal("m1", "same text")
         >>> t1 != t2 and c.open("m1", t1) == c.open("m1", t2) == "same text"  # random nonces

@@ -45,7 +45,7 @@ counts as health); a phone number without separators is found only with a trunk 
 "+" or a cue such as "call me"; an address needs a house number and a street-type word (or
 a continental "Hauptstraße 5" form); anything shaped like a UK postcode ("PS5 3DS") is one.
 
-Example:
+Examples:
     >>> from mars_core.nlp import Analyzer
     >>> text = "Mail ana@example.com or call +44 20 7946 0958."
     >>> [d.kind.value for d in detect(text, Analyzer("rules", sentiment="lexicon"))]
@@ -175,7 +175,7 @@ class Detection:
         end: offset one past the last character (``end > start``).
         score: detector confidence in [0, 1] (1.0 when a checksum validated it).
 
-    Example:
+    Examples:
         >>> d = Detection(Kind.EMAIL, 5, 20, 1.0)
         >>> d, d.surface("Mail ana@example.com now")
         (Detection(kind='email', start=5, end=20, score=1.0), 'ana@example.com')
@@ -219,7 +219,7 @@ class Detection:
 def luhn_valid(number: str) -> bool:
     """Luhn (mod 10) check of a digit string, separators ignored.
 
-    Example:
+    Examples:
         >>> luhn_valid("4111 1111 1111 1111"), luhn_valid("4111 1111 1111 1112")
         (True, False)
     """
@@ -255,7 +255,7 @@ def iban_valid(iban: str) -> bool:
 
     Spaces and dashes are ignored; letters must be upper case.
 
-    Example:
+    Examples:
         >>> iban_valid("DE89 3704 0044 0532 0130 00"), iban_valid("DE88 3704 0044 0532 0130 00")
         (True, False)
     """
@@ -278,7 +278,7 @@ def ssn_valid(number: str) -> bool:
     and the published placeholders (078-05-1120, 123-45-6789, 219-09-9999,
     987-65-4320..4329).
 
-    Example:
+    Examples:
         >>> ssn_valid("536-22-1234"), ssn_valid("666-22-1234"), ssn_valid("123-45-6789")
         (True, False, False)
     """
@@ -294,7 +294,7 @@ def ssn_valid(number: str) -> bool:
 def shannon_entropy(token: str) -> float:
     """Shannon entropy of the characters of ``token``, in bits per character.
 
-    Example:
+    Examples:
         >>> shannon_entropy("aaaa"), shannon_entropy("abcd")
         (0.0, 2.0)
     """
@@ -831,7 +831,7 @@ def entity_detections(text: str, entities: Iterable[tuple[str, str]]) -> list[De
     previous one (then from the start), apostrophes normalised as the NLP backends do.
     Unknown labels and surfaces that cannot be found are skipped.
 
-    Example:
+    Examples:
         >>> entity_detections("Ana met Bo in Rome", [("Ana", "PERSON"), ("Rome", "GPE")])
         ... # doctest: +NORMALIZE_WHITESPACE
         [Detection(kind='person', start=0, end=3, score=1.0),
@@ -878,7 +878,7 @@ def resolve_overlaps(
     Risk is ``weights[kind] * score`` (default :data:`DEFAULT_WEIGHTS`); ties go to the
     longer span, then the earlier one, then the kind's name, so the result is unique.
 
-    Example:
+    Examples:
         >>> a, b = Detection(Kind.PERSON, 0, 20, 1.0), Detection(Kind.EMAIL, 6, 20, 1.0)
         >>> resolve_overlaps([a, b])
         [Detection(kind='email', start=6, end=20, score=1.0)]
@@ -924,7 +924,7 @@ def detect(
     Raises:
         ValidationError: ``text`` is not a string.
 
-    Example:
+    Examples:
         >>> detect("my password is hunter2!", kinds={Kind.SECRET})
         [Detection(kind='secret', start=15, end=22, score=0.95)]
     """

@@ -39,7 +39,7 @@ deterministic functions of the densities and are not private — exactly the see
 scope ("only at the decision boundary"). The mechanism is pure ε-DP; the seed's
 "(ε, δ)" wording only enters the reported utility bound (digest Z-A7).
 
-Example:
+Examples:
     >>> import random
     >>> from mars_core.policies.base import Candidate
     >>> cfg = DPConfig(enabled=True)
@@ -109,7 +109,7 @@ class DPConfig(BaseModel):
     Seed 000 gives none of these numbers (digest Z-A7, Z-A8); each default is ours and
     the reason is in the field's description.
 
-    Example:
+    Examples:
         >>> cfg = DPConfig(enabled=True, epsilon=0.5)
         >>> cfg.enabled, cfg.epsilon, cfg.epsilon_total, cfg.group_privacy
         (True, 0.5, 10.0, 'subject')
@@ -213,7 +213,7 @@ def mechanism_probabilities(scores: Sequence[float], *, epsilon: float,
     Raises:
         ValidationError: no score, a non-finite score, or ε, Δq not finite and > 0.
 
-    Example:
+    Examples:
         >>> [round(p, 4) for p in mechanism_probabilities([0.0, 2.0], epsilon=1.0,
         ...                                                sensitivity=1.0)]
         [0.2689, 0.7311]
@@ -264,7 +264,7 @@ def exponential_mechanism(options: Sequence[T], scores: Sequence[float], *, epsi
     Raises:
         ValidationError: mismatched lengths, no option, non-finite score, bad ε or Δq.
 
-    Example:
+    Examples:
         >>> import random
         >>> index, probs = exponential_mechanism(["keep", "drop"], [0.0, 0.0], epsilon=1.0,
         ...                                      sensitivity=1.0, rng=random.Random(0))
@@ -285,7 +285,7 @@ def delta_q(weights: Sequence[float], config: DPConfig) -> float:
     and ``Û_j ≤ L·w_j`` (eq 4); ``utility_cap`` is a public bound on Û that makes Δq
     independent of the data.
 
-    Example:
+    Examples:
         >>> delta_q([3, 40], DPConfig()), delta_q([3, 40], DPConfig(utility_cap=None))
         (1.25, 40.25)
     """
@@ -301,7 +301,7 @@ def utility_bound(n_options: int, *, epsilon: float, sensitivity: float, delta: 
                   ) -> float:
     """Thm A1: w.p. ≥ 1-δ the chosen q is within this of the best, ``(2Δq/ε)(ln|R| + ln 1/δ)``.
 
-    Example:
+    Examples:
         >>> round(utility_bound(4, epsilon=1.0, sensitivity=1.25, delta=0.05), 3)
         10.955
     """
@@ -344,7 +344,7 @@ class MarginalBand:
         need_band: tokens the band must free once ``fixed`` is evicted (> 0 when the
             band is not empty).
 
-    Example:
+    Examples:
         >>> b = marginal_band([0.1, 0.5, 0.51, 0.9], [5, 5, 5, 5], need=10, config=DPConfig())
         >>> b.deterministic, b.fixed, b.band, b.need_band
         ((0, 1), (0,), (1, 2), 5.0)
@@ -418,7 +418,7 @@ def group_sizes(subjects: Sequence[str | None] | None, mode: GroupPrivacy
     no subject are one-memory groups, charged ε once to :data:`ANYONE`. In 'event'
     mode every decision charges ε to :data:`ANYONE`.
 
-    Example:
+    Examples:
         >>> group_sizes(["alice", None, "alice", "bob"], "subject")
         {'*': 1, 'alice': 2, 'bob': 1}
         >>> group_sizes(["alice", "alice"], "event")
@@ -459,7 +459,7 @@ class PrivacyAccountant:
 
     Thread-safe; :meth:`state` is JSON-able for the audit and :meth:`from_state` reopens.
 
-    Example:
+    Examples:
         >>> acc = PrivacyAccountant(epsilon_total=2.0, epsilon_step=1.0)
         >>> acc.spend("ns", 1.0, {"*": 1, "alice": 2}) == {"*": 1.0, "alice": 2.0}
         True
@@ -611,7 +611,7 @@ class TieBreakResult:
         charges: ε charged per subject to the accountant (empty when none).
         paused: randomisation was skipped because a privacy budget was exhausted.
 
-    Example:
+    Examples:
         >>> from mars_core.policies.base import Candidate
         >>> r = near_threshold_tiebreak([Candidate("a", 0.1)], [4], [0.0], need=3,
         ...                             config=DPConfig())
@@ -640,7 +640,7 @@ class TieBreakResult:
     def audit(self) -> dict[str, Any]:
         """JSON-able fields for the eviction's audit event (no memory text).
 
-        Example:
+        Examples:
             >>> from mars_core.policies.base import Candidate
             >>> r = near_threshold_tiebreak([Candidate("a", 0.1)], [4], [0.0], 3, DPConfig())
             >>> record = r.audit()

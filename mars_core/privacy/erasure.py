@@ -18,7 +18,7 @@ The rules, as implemented here (a pure function of the store's views):
   extracted from an erased turn, a newer version of an erased memory) is erased: its
   content was produced from the erased text.
 
-Example:
+Examples:
     >>> from mars_core.state import StoreState
     >>> plan_erasure(StoreState(), "ns", namespace_all=True).erased
     ()

@@ -11,7 +11,7 @@ A namespace's :class:`PrivacyPreferences` let its user
   unless a :class:`ConsentGrant` covers them (by type or entity, until it expires or is
   revoked).
 
-Example:
+Examples:
     >>> prefs = PrivacyPreferences(private_entities=("Ines",), private_mode=True)
     >>> prefs.mentions_private("My sister Ines is a nurse"), prefs.blocks("hello", None)
     (True, False)

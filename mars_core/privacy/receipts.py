@@ -4,7 +4,7 @@ Seed 000 §4.3: the system returns "privacy receipts" summarising what was store
 summarised or removed and why. Receipts hold ids, counts and rationales from the
 audit — never memory text.
 
-Example:
+Examples:
     >>> r = ErasureReceipt("entity", "u1", ("a", "b"), (), {"episodic": 2}, (7, 8), "compacted")
     >>> r.render().splitlines()[0]
     'erasure (entity) in namespace u1: 2 memories removed, 0 summaries regenerated'

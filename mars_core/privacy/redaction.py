@@ -18,7 +18,7 @@ fragment behind; the merged span takes the mask of its riskiest member. Text alr
 masked is left alone and the passes are repeated until nothing changes (at most three
 rounds), so redaction is idempotent: ``redact(redact(t).text).text == redact(t).text``.
 
-Example:
+Examples:
     >>> r = redact("Mail ana@example.com, card 4111-1111-1111-1111.")
     >>> r.text, r.spans_redacted, [k.value for k in r.kinds]
     ('Mail [EMAIL], card [CARD].', 2, ['card', 'email'])
@@ -84,7 +84,7 @@ class RedactionResult:
 
     The repr shows the text's length, not the text.
 
-    Example:
+    Examples:
         >>> redact("call 555-867-5309")
         RedactionResult(chars=12, spans_redacted=1, kinds=('phone',))
     """
@@ -133,7 +133,7 @@ def _skeleton(text: str) -> tuple[str, list[int]]:
 def normalise(text: str) -> str:
     """The matching form of the memory pass: folded letters and digits only.
 
-    Example:
+    Examples:
         >>> normalise("Ana López, 4111-1111!")
         'analopez41111111'
     """
@@ -156,7 +156,7 @@ def find_protected(text: str, phrases: Iterable[str], *, min_chars: int = 3) -> 
 
     Phrases whose normalised form has fewer than ``min_chars`` characters are ignored.
 
-    Example:
+    Examples:
         >>> find_protected("Ann's ANNUAL plan: ann-marie", ["ann marie", "Ann"])  # not ANNUAL
         ... # doctest: +NORMALIZE_WHITESPACE
         [Detection(kind='private', start=0, end=3, score=1.0),
@@ -260,7 +260,7 @@ def redact(
     Raises:
         ValidationError: ``text`` is not a string, or a bad ``mask``/``min_chars``.
 
-    Example:
+    Examples:
         >>> redact("pwd=Tr0ub4dor&3 and ip 10.0.0.12", mask="<{kind}>").text
         'pwd=<SECRET> and ip <IP>'
     """
@@ -304,7 +304,7 @@ def sensitive_phrases(
     instead: the word with the ``context_words`` words before it, and with those after it
     ("has diabetes", "diabetes mail"); either reappearing is masked.
 
-    Example:
+    Examples:
         >>> t = "Ana said her sister has diabetes, mail ana@example.com"
         >>> sensitive_phrases(t, detect(t, kinds={Kind.EMAIL, Kind.HEALTH}))
         ('has diabetes', 'diabetes, mail', 'ana@example.com')

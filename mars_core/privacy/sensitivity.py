@@ -24,7 +24,7 @@ order, each step a small pure function:
 The :class:`SensitivityReport` lists reasons as kinds, counts and adjustment names; it never
 holds text.
 
-Example:
+Examples:
     >>> from mars_core.model import Consent, MemoryType, Provenance
     >>> from mars_core.nlp import Analyzer
     >>> scorer = SensitivityScorer(analyzer=Analyzer("rules", sentiment="lexicon"))
@@ -108,7 +108,7 @@ def _check_shifts(values: Mapping[object, float]) -> None:
 class SensitivityConfig(BaseModel):
     """How detections and provenance become one sensitivity (see the module docstring).
 
-    Example:
+    Examples:
         >>> cfg = SensitivityConfig(weights={"person": 0.5})
         >>> cfg.weights[Kind.PERSON], cfg.weights[Kind.SECRET]
         (0.5, 1.0)
@@ -213,7 +213,7 @@ class EntityPreferences:
 
     The repr shows how many terms there are, not the terms.
 
-    Example:
+    Examples:
         >>> prefs = EntityPreferences(private=("Dr. Lee",), offset=-0.5)
         >>> prefs.adjust(0.4, [], "I saw dr. lee today"), prefs.adjust(0.4, [], "hello")
         (0.9, 0.2)
@@ -259,7 +259,7 @@ class SensitivityReport:
         reasons: kinds with counts (``"email×2"``) and the adjustments applied
             (``"consent:denied+0.30"``), never text.
 
-    Example:
+    Examples:
         >>> SensitivityReport(0.7, (Detection(Kind.EMAIL, 0, 9, 1.0),), ("email×1",)).kinds
         ('email',)
     """
@@ -287,7 +287,7 @@ def shift(score: float, delta: float) -> float:
     ``1 - (1 - s)(1 - δ)`` for a raise, ``s (1 + δ)`` for a lowering; both are
     non-decreasing in ``s``.
 
-    Example:
+    Examples:
         >>> shift(0.5, 0.2), shift(0.5, -0.2), shift(0.0, 0.1)
         (0.6, 0.4, 0.1)
     """
@@ -301,7 +301,7 @@ def jurisdiction_multipliers(
 ) -> dict[Kind, float]:
     """The kind multipliers of a jurisdiction: exact match, else its prefix before ``-``.
 
-    Example:
+    Examples:
         >>> jurisdiction_multipliers(SensitivityConfig(), "eu-de")[Kind.HEALTH]
         1.25
         >>> jurisdiction_multipliers(SensitivityConfig(), None)
@@ -321,7 +321,7 @@ def detection_risk(
 ) -> float:
     """``min(1, weight * multiplier) * score`` of one detection.
 
-    Example:
+    Examples:
         >>> detection_risk(Detection(Kind.HEALTH, 0, 4, 0.5), DEFAULT_WEIGHTS)
         0.4
     """
@@ -336,7 +336,7 @@ def combine_risks(
 ) -> float:
     """Noisy-OR over kinds of each kind's highest risk.
 
-    Example:
+    Examples:
         >>> dets = [Detection(Kind.PERSON, 0, 3, 1.0), Detection(Kind.PERSON, 5, 8, 1.0),
         ...         Detection(Kind.EMAIL, 9, 20, 1.0)]
         >>> round(combine_risks(dets), 2)  # 1 - (1 - 0.3)(1 - 0.7)
@@ -379,7 +379,7 @@ class SensitivityScorer:
         preferences: default preferences applied by every :meth:`score` call that does
             not pass its own.
 
-    Example:
+    Examples:
         >>> from mars_core.nlp import Analyzer
         >>> scorer = SensitivityScorer(analyzer=Analyzer("rules", sentiment="lexicon"))
         >>> scorer.score("See you at the bank holiday picnic!").score

@@ -6,7 +6,7 @@ OSL-MR Mixed-Score and freshness (:mod:`~mars_core.scoring.mixed`), Oblivion ret
 seed 003 relevance/TTL (:mod:`~mars_core.scoring.retention`), and the policies' cached
 working set with bounded, incremental novelty (:mod:`~mars_core.scoring.working_set`).
 
-Example:
+Examples:
     >>> from mars_core.scoring import DMFConfig, half_life
     >>> round(half_life(0.5, DMFConfig()), 2)
     26.41

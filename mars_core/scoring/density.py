@@ -66,7 +66,7 @@ Priority-Decay (DESIGN §6) uses §3.3.2's ``imp = α·type_weight + β·recency
 γ·frequency`` divided by ``α+β+γ`` so ``imp ∈ [0, 1]``, keyed per unit weight
 (:func:`priority_key`); the privacy pass uses §3.3.3's ``removal_priority = s·age·(1-imp)``.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from mars_core.model import MemoryType
     >>> cfg = DensityConfig()
@@ -153,7 +153,7 @@ _CLOSED_TASKS = frozenset({TaskStatus.DONE, TaskStatus.CANCELLED})
 class Psi(NamedTuple):
     """The feature vector ψ_i of one node; every component lies in [0, 1].
 
-    Example:
+    Examples:
         >>> Psi(1, 0, 0, 0, 1, 0).as_array().tolist()
         [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     """
@@ -173,7 +173,7 @@ class Psi(NamedTuple):
 class FeatureWeights(BaseModel):
     """One type's weight vector θ^(t) ∈ R_{≥0}^6 (seed 000 §3.2.6).
 
-    Example:
+    Examples:
         >>> FeatureWeights(recency=0.5, novelty=0.5).as_array().tolist()
         [0.5, 0.0, 0.0, 0.0, 0.5, 0.0]
     """
@@ -200,7 +200,7 @@ class FeatureWeights(BaseModel):
     def scaled(cls, scale: float, **shares: float) -> FeatureWeights:
         """θ = ``scale`` × a distribution over the features (``shares`` should sum to 1).
 
-        Example:
+        Examples:
             >>> FeatureWeights.scaled(0.5, recency=0.4, novelty=0.6).novelty
             0.3
         """
@@ -249,7 +249,7 @@ class DensityConfig(BaseModel):
     Seed 000 gives none of these numbers (digest A.1, A.5, Z-A1, Z-A2); each default is
     our choice and the reason is in the field's description and the module docstring.
 
-    Example:
+    Examples:
         >>> cfg = DensityConfig(lambda_priv=0.5)
         >>> cfg.lambda_priv, cfg.ppr_damping, cfg.type_weight[MemoryType.SEMANTIC]
         (0.5, 0.85, 1.0)
@@ -358,7 +358,7 @@ class DensityConfig(BaseModel):
 def recency(age_steps: float, rate: float) -> float:
     """Exponential recency ``e^{-rate·age}``, age in interaction steps Δn (seed 000 §3.2.6).
 
-    Example:
+    Examples:
         >>> round(recency(20, 0.035), 4)
         0.4966
     """
@@ -377,7 +377,7 @@ def access_frequency_batch(
         ref: saturation count of ``log`` and ``cap``.
         max_count: the namespace maximum for ``max`` (default: the max of ``counts``).
 
-    Example:
+    Examples:
         >>> access_frequency_batch([0, 10, 100], "log").round(3).tolist()
         [0.0, 1.0, 1.0]
         >>> access_frequency_batch([1, 2, 4], "max").tolist()
@@ -404,7 +404,7 @@ def access_frequency(
 
     ``max`` needs ``max_count`` (the namespace maximum); without it the node is its own max.
 
-    Example:
+    Examples:
         >>> round(access_frequency(2), 4), access_frequency(5, "cap")
         (0.4582, 0.5)
         >>> access_frequency(3, "max", max_count=6)
@@ -418,7 +418,7 @@ def access_frequency(
 def cosine(a: ArrayLike, b: ArrayLike) -> float:
     """Cosine similarity in [-1, 1]; 0 when either vector is zero.
 
-    Example:
+    Examples:
         >>> round(cosine([1, 0], [1, 1]), 4), cosine([1, 0], [0, 0])
         (0.7071, 0.0)
     """
@@ -433,7 +433,7 @@ def cosine(a: ArrayLike, b: ArrayLike) -> float:
 def goal_similarity(embedding: ArrayLike, goal: ArrayLike | None) -> float:
     """``sim(φ(c_i), g_t)``: cosine to the goal clipped to [0, 1]; 0 with no goal.
 
-    Example:
+    Examples:
         >>> goal_similarity([1, 0], None), goal_similarity([1, 0], [-1, 0])
         (0.0, 0.0)
         >>> goal_similarity([1, 0], [2, 0])
@@ -464,7 +464,7 @@ def novelty(embedding: ArrayLike, others: ArrayLike) -> float:
 
     1 when there are no others or none is similar; 0 for an exact duplicate.
 
-    Example:
+    Examples:
         >>> novelty([1, 0], [[1, 0]]), novelty([1, 0], [[0, 1]]), novelty([1, 0], [])
         (0.0, 1.0, 1.0)
     """
@@ -482,7 +482,7 @@ def novelty_batch(embeddings: ArrayLike) -> FloatArray:
 
     Computed in row blocks so memory stays O(block·n), not O(n²).
 
-    Example:
+    Examples:
         >>> novelty_batch([[1, 0], [1, 0], [0, 1]]).tolist()
         [0.0, 0.0, 1.0]
     """
@@ -506,7 +506,7 @@ def task_urgency(
 
     Overdue tasks (negative hours) keep their full priority; no deadline gives 0.
 
-    Example:
+    Examples:
         >>> task_urgency(0.8, 0), round(task_urgency(1.0, 168), 3), task_urgency(1.0, None)
         (0.8, 0.097, 0.0)
     """
@@ -522,7 +522,7 @@ def task_urgency(
 def payload_urgency(payload: TaskPayload, now: datetime, horizon_hours: float = 72.0) -> float:
     """Urgency of a task payload at ``now``: 0 when done, cancelled or without a deadline.
 
-    Example:
+    Examples:
         >>> from datetime import UTC, datetime
         >>> p = TaskPayload(priority=0.5, deadline=datetime(2026, 1, 1, tzinfo=UTC))
         >>> payload_urgency(p, datetime(2026, 1, 2, tzinfo=UTC))   # overdue
@@ -541,7 +541,7 @@ def payload_urgency(payload: TaskPayload, now: datetime, horizon_hours: float = 
 class SparseAdjacency:
     """A weighted graph over ``n`` nodes as coordinate arrays (``src[k] -> dst[k]``).
 
-    Example:
+    Examples:
         >>> g = SparseAdjacency.from_dense([[0, 1], [1, 0]])
         >>> g.n, g.src.tolist(), g.dst.tolist()
         (2, [0, 1], [1, 0])
@@ -588,7 +588,7 @@ class SparseAdjacency:
         each edge counts in both directions (friendOf is symmetric in meaning, and an
         isA class is central because many instances link to it).
 
-        Example:
+        Examples:
             >>> e = Edge(source="a", predicate=Predicate.FRIEND_OF, target="b")
             >>> SparseAdjacency.from_edges(["a", "b", "c"], [e]).to_dense().tolist()
             [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
@@ -668,7 +668,7 @@ def personalized_pagerank(
     Raises:
         ValidationError: a malformed adjacency or personalisation, or a bad damping.
 
-    Example:
+    Examples:
         >>> r = personalized_pagerank([[0, 1, 1], [1, 0, 0], [1, 0, 0]])   # star, centre 0
         >>> int(r.argmax()), round(float(r.sum()), 6)
         (0, 1.0)
@@ -707,7 +707,7 @@ def centrality(
     Nodes without any edge in the graph get 0 (they are outside the semantic ∪ social
     subgraph the seed ranks); with no edge at all every node gets 0.
 
-    Example:
+    Examples:
         >>> centrality([[0, 1, 1, 0], [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]]).round(3).tolist()
         [1.0, 0.528, 0.528, 0.0]
     """
@@ -728,7 +728,7 @@ def centrality(
 def utility(mtype: MemoryType | str, psi: Psi, config: DensityConfig | None = None) -> float:
     """Û_i = θ^(t_i)·ψ_i, with the urgency term only for task nodes (seed 000 §3.2.6).
 
-    Example:
+    Examples:
         >>> only_urgent = Psi(0, 0, 0, 0, 0, 1.0)
         >>> round(utility("task", only_urgent), 3), utility("semantic", only_urgent)
         (0.315, 0.0)
@@ -748,7 +748,7 @@ def utility_density(
 ) -> float:
     """``(Û - λ_priv·s)/w`` (seed 000 eq 5/7): utility per token after the privacy penalty.
 
-    Example:
+    Examples:
         >>> utility_density(0.6, 0.4, 10, 0.25)
         0.05
     """
@@ -787,7 +787,7 @@ def importance(
     Seed 000 §3.3.2 with DESIGN §6; recency and frequency are the density's own
     features (same λ_age per type, same norm()).
 
-    Example:
+    Examples:
         >>> round(importance("semantic", age_steps=0, access_count=0), 3)   # 0.4·1 + 0.3·1
         0.7
     """
@@ -802,7 +802,7 @@ def importance(
 def priority_key(importance_value: float, weight: float) -> float:
     """Priority-Decay heap key: importance per unit weight (§3.3.2); smallest goes first.
 
-    Example:
+    Examples:
         >>> priority_key(0.5, 4)
         0.125
     """
@@ -817,7 +817,7 @@ def removal_priority(sensitivity: float, age: float, importance_value: float) ->
     ``imp`` must lie in [0, 1]. The age unit does not matter for the order (scaling every
     age by a constant scales every priority by it); callers use interaction steps Δn.
 
-    Example:
+    Examples:
         >>> removal_priority(0.8, 10, 0.25)
         6.0
     """
@@ -832,7 +832,7 @@ def removal_priority(sensitivity: float, age: float, importance_value: float) ->
 class DensityBatch:
     """Result of :func:`density_batch`: ψ (n, 6), Û (n,) and the density (n,).
 
-    Example:
+    Examples:
         >>> b = density_batch(["task"], [0], [0], [0.0], [1], urgency=[1.0])
         >>> b.psi(0).urgency, round(float(b.utility[0]), 3)
         (1.0, 0.405)
@@ -946,7 +946,7 @@ def importance_batch(
 ) -> FloatArray:
     """:func:`importance` of many nodes (``max`` norm uses the max of ``access_counts``).
 
-    Example:
+    Examples:
         >>> importance_batch(["semantic", "episodic"], [0, 0], [0, 0]).round(2).tolist()
         [0.7, 0.5]
     """

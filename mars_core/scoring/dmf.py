@@ -11,7 +11,7 @@ are the paper's, or marked [non-seed] where the paper is silent):
 * hard-kill, retention bonus, supersession penalty and the pruning score
   ``S_prune = Ω_eff + B_ret − P_sup`` (eqs 21–26).
 
-Example:
+Examples:
     >>> from mars_core.scoring.dmf import survival_score, effective_score, half_life
     >>> s = survival_score(0.40, 0.15, 0.20, 0.15)  # the paper's average turn (§5.3)
     >>> round(s.z_total, 3), round(s.omega, 3)
@@ -75,7 +75,7 @@ FloatArray = npt.NDArray[np.float64]
 class DMFConfig(BaseModel):
     """Every DMF constant, with the paper's defaults (seed 004; [non-seed] where silent).
 
-    Example:
+    Examples:
         >>> DMFConfig().alpha, DMFConfig(decay_lambda=0.05).decay_lambda
         (3.0, 0.05)
         >>> DMFConfig.model_validate({"alpah": 1})  # doctest: +IGNORE_EXCEPTION_DETAIL
@@ -205,7 +205,7 @@ class CueFlags(Protocol):
 class OperationalCues:
     """Explicit operational cues (when they come from somewhere other than the text).
 
-    Example:
+    Examples:
         >>> round(operational_logit(OperationalCues(constraint=True)), 2)
         0.9
     """
@@ -222,7 +222,7 @@ class OperationalCues:
 class ProvenanceFlags:
     """Caller-supplied provenance of eq (10), local to the interaction.
 
-    Example:
+    Examples:
         >>> round(provenance_logit(ProvenanceFlags(user_correction=True)), 2)
         0.15
     """
@@ -294,7 +294,7 @@ def content_logit(
 ) -> float:
     """``z_content = α·ID + β·|S| + γ·E_norm + δ·D`` (eq 8).
 
-    Example:
+    Examples:
         >>> round(content_logit(0.60, 0.05, 0.80, 0.05), 4)
         3.285
     """
@@ -340,7 +340,7 @@ def provenance_logit(
 def apply_social_floor(omega: float, social: bool, config: DMFConfig = DEFAULT_DMF_CONFIG) -> float:
     """``Ω_final`` of eq (29): raise a social turn below τ_soc to at least Ω_soc_min.
 
-    Example:
+    Examples:
         >>> round(apply_social_floor(sigmoid(-1.5), True), 2), apply_social_floor(0.1, False)
         (0.25, 0.1)
     """
@@ -372,7 +372,7 @@ def survival_score(
         social: whether eq (28) holds for the text.
         config: the constants.
 
-    Example:
+    Examples:
         >>> s = survival_score(0.35, 0.05, 0.20, 0.05, cues=OperationalCues(constraint=True))
         >>> round(s.z_total, 3), round(s.omega, 2)  # Table 2, "User constraint"
         (2.235, 0.68)
@@ -402,7 +402,7 @@ def score_signals(
 ) -> ScoreBreakdown:
     """The survival score of analysed text (:func:`mars_core.nlp.analyze`) and its ``D``.
 
-    Example:
+    Examples:
         >>> from mars_core.nlp import Analyzer
         >>> sig = Analyzer("rules", sentiment="lexicon").analyze("Thanks!")
         >>> s = score_signals(sig)
@@ -435,7 +435,7 @@ def effective_score(
 ) -> float:
     """``Ω_eff(Δn) = Ω·exp(−λ(1 − ηΩ)Δn)`` (eq 18); ``Δn`` = newer interactions (eq 15).
 
-    Example:
+    Examples:
         >>> round(effective_score(0.86, 35), 4)
         0.4278
     """
@@ -448,7 +448,7 @@ def effective_scores(
 ) -> FloatArray:
     """Vectorised :func:`effective_score` (numpy broadcasting of ``omega`` and ``delta_n``).
 
-    Example:
+    Examples:
         >>> effective_scores([0.86, 0.44], [10, 10]).round(4).tolist()
         [0.7045, 0.3349]
     """
@@ -462,7 +462,7 @@ def effective_scores(
 def half_life(omega: float, config: DMFConfig = DEFAULT_DMF_CONFIG) -> float:
     """``t_½(Ω) = ln 2 / (λ(1 − ηΩ))`` in turns (eq 19).
 
-    Example:
+    Examples:
         >>> [round(half_life(o), 2) for o in (0.87, 0.18)]
         [35.05, 21.76]
     """
@@ -474,7 +474,7 @@ def turns_until(
 ) -> float:
     """Continuous ``Δn`` at which ``Ω_eff`` reaches ``threshold`` (0 if already there).
 
-    Example:
+    Examples:
         >>> round(turns_until(0.25, 0.05), 1)  # a floored social turn reaches hard-kill
         52.6
     """
@@ -489,7 +489,7 @@ def turns_until(
 def tier(omega_eff: float, config: DMFConfig = DEFAULT_DMF_CONFIG) -> Tier:
     """Tier of eq (20): healthy above τ_H, critical at or below τ_C, unstable between.
 
-    Example:
+    Examples:
         >>> tier(0.76).value, tier(0.75).value, tier(0.31).value, tier(0.30).value
         ('healthy', 'unstable', 'unstable', 'critical')
     """
@@ -511,7 +511,7 @@ def is_hard_kill(omega_eff: float, config: DMFConfig = DEFAULT_DMF_CONFIG) -> bo
 def retention_bonus(cues: CueFlags | None, config: DMFConfig = DEFAULT_DMF_CONFIG) -> float:
     """``B_ret`` of eq (23) (past_state earns nothing).
 
-    Example:
+    Examples:
         >>> retention_bonus(OperationalCues(constraint=True, correction=True))
         0.35
     """
@@ -541,7 +541,7 @@ def prune_score(
 ) -> float:
     """``S_prune = Ω_eff + B_ret − P_sup`` (eq 25); the lowest is evicted first.
 
-    Example:
+    Examples:
         >>> round(prune_score(0.25, bonus=retention_bonus(OperationalCues(constraint=True))), 2)
         0.45
         >>> round(prune_score(0.60, superseded=True), 2)
@@ -577,7 +577,7 @@ def budget_eviction_order(
     are ordered by ``S_prune`` ascending, ties broken by the lower (older) interaction
     id (Z-E3). The caller evicts from the front until the budget holds.
 
-    Example:
+    Examples:
         >>> budget_eviction_order([1, 2, 3, 4], [0.25, 0.40, 0.60, 0.90], [0.20, 0, 0, 0],
         ...                       [False, False, True, False])
         [3, 2, 1]
@@ -608,7 +608,7 @@ def cosine_divergence(vector: npt.ArrayLike, centroid: npt.ArrayLike | None) -> 
 
     ``D = 0`` when there is no centroid or either norm is zero.
 
-    Example:
+    Examples:
         >>> cosine_divergence([1.0, 0.0], [0.0, 1.0]), cosine_divergence([1.0, 0.0], None)
         (1.0, 0.0)
     """
@@ -633,7 +633,7 @@ class CentroidTracker:
     Args:
         window: ``W``, the number of previous embeddings kept (default 10, [non-seed]).
 
-    Example:
+    Examples:
         >>> t = CentroidTracker(window=2)
         >>> t.observe([1.0, 0.0]), t.observe([1.0, 0.0]), t.observe([0.0, 1.0])
         (0.0, 0.0, 1.0)

@@ -37,7 +37,7 @@ present-state cue; otherwise ``stable`` (:func:`label_durability`). The seed giv
 cue lists only as "e.g."; ours are in :data:`PLANNING_CUES`, :data:`GREETING_CUES` and
 :data:`STATE_CUES`.
 
-Example:
+Examples:
     >>> round(freshness(50, Durability.STABLE), 6), f"{freshness(50, 'temporary'):.2e}"
     (0.756407, '8.07e-10')
     >>> sig = MixedSignals(recency=1.0, question=0.5)
@@ -153,7 +153,7 @@ _STATE = _cue_pattern(STATE_CUES)
 class FreshnessConfig(BaseModel):
     """Constants of the OSL-MR freshness proxy (seed 001 A.2).
 
-    Example:
+    Examples:
         >>> FreshnessConfig().gamma_temporary / FreshnessConfig().gamma_stable   # "75x"
         75.0
     """
@@ -191,7 +191,7 @@ class FreshnessConfig(BaseModel):
 class MixedWeights(BaseModel):
     """Mixed-Score weights: seed 001 A.2's default prior.
 
-    Example:
+    Examples:
         >>> w = MixedWeights()
         >>> round(w.recency + w.question + w.answer + w.entity + w.session + w.speaker, 10)
         1.0
@@ -222,7 +222,7 @@ class MixedWeights(BaseModel):
 class MixedScoreConfig(BaseModel):
     """Configuration of :func:`mixed_score`.
 
-    Example:
+    Examples:
         >>> MixedScoreConfig(use_freshness=False).weights.question
         0.4
     """
@@ -242,7 +242,7 @@ class MixedScoreConfig(BaseModel):
 class MixedSignals(BaseModel):
     """The online relevance signals φ of one memory, each in [0, 1].
 
-    Example:
+    Examples:
         >>> MixedSignals(recency=0.5).answer      # offline-only signal: 0 by default
         0.0
     """
@@ -271,7 +271,7 @@ class MixedSignals(BaseModel):
 def kappa(delta_t: float, tau: float = 10.0, log_base: float = math.e) -> float:
     """The time-scaling factor ``κ(Δt) = 1 + log_b(1 + Δt/τ)`` (seed 001 A.2).
 
-    Example:
+    Examples:
         >>> round(kappa(50), 6), round(kappa(50, log_base=10), 6)
         (2.791759, 1.778151)
     """
@@ -287,7 +287,7 @@ def freshness(
 ) -> float:
     """``fresh_proxy = exp(-γ_base(type)·κ(Δt)·Δt)`` in (0, 1], Δt in interaction steps.
 
-    Example:
+    Examples:
         >>> freshness(0, "temporary"), round(freshness(10, "temporary"), 6)
         (1.0, 0.078888)
     """
@@ -300,7 +300,7 @@ def freshness_batch(
 ) -> FloatArray:
     """:func:`freshness` of many items; ``temporary`` is a boolean mask.
 
-    Example:
+    Examples:
         >>> freshness_batch([50, 50], [False, True]).round(6).tolist()
         [0.756407, 0.0]
     """
@@ -325,7 +325,7 @@ def is_stale(
 ) -> bool:
     """True when ``fresh_proxy < θ_stale`` (strict, seed 001 A.2).
 
-    Example:
+    Examples:
         >>> is_stale(101, "stable"), is_stale(102, "stable")
         (False, True)
     """
@@ -341,7 +341,7 @@ def first_stale_step(
     Freshness is strictly decreasing in Δt (for a positive base rate), so this is a
     binary search.
 
-    Example:
+    Examples:
         >>> first_stale_step("stable"), first_stale_step("temporary")
         (102, 4)
     """
@@ -366,7 +366,7 @@ def first_stale_step(
 def recency_ratio(t_store: int, t: int) -> float:
     """φ_rec = ``(t_store + 1)/(t + 1)`` (seed 001 A.2): 1 for the newest item.
 
-    Example:
+    Examples:
         >>> recency_ratio(9, 9), recency_ratio(4, 9)
         (1.0, 0.5)
     """
@@ -378,7 +378,7 @@ def recency_ratio(t_store: int, t: int) -> float:
 def question_overlap(query_terms: Collection[str], memory_terms: Collection[str]) -> float:
     """Share of the query's terms found in the memory: ``|q ∩ m| / |q|`` (0 for no terms).
 
-    Example:
+    Examples:
         >>> question_overlap({"ana", "tea"}, {"ana", "likes", "tea", "green"})
         1.0
     """
@@ -389,7 +389,7 @@ def question_overlap(query_terms: Collection[str], memory_terms: Collection[str]
 def jaccard(a: Collection[str], b: Collection[str]) -> float:
     """Jaccard overlap ``|a ∩ b| / |a ∪ b|`` (0 when both are empty); used for entities.
 
-    Example:
+    Examples:
         >>> jaccard({"Ana", "Bo"}, {"Ana"})
         0.5
     """
@@ -401,7 +401,7 @@ def jaccard(a: Collection[str], b: Collection[str]) -> float:
 def session_locality(distance: int) -> float:
     """``1/(1 + distance)`` sessions apart: 1 in the same session (ours, digest Z-B3).
 
-    Example:
+    Examples:
         >>> session_locality(0), session_locality(1)
         (1.0, 0.5)
     """
@@ -416,7 +416,7 @@ def session_locality(distance: int) -> float:
 def relevance(signals: MixedSignals, weights: MixedWeights | None = None) -> float:
     """The linear relevance ``Σ_k w_k·φ_k`` (without freshness or cost).
 
-    Example:
+    Examples:
         >>> relevance(MixedSignals(recency=1.0, question=1.0))
         0.75
     """
@@ -443,7 +443,7 @@ def mixed_score(
         budget: the token budget B (> 0).
         config: weights and freshness constants.
 
-    Example:
+    Examples:
         >>> s = MixedSignals(recency=1.0, question=1.0)
         >>> round(mixed_score(s, delta_t=50, durability="temporary", size=20, budget=100), 4)
         -0.01
@@ -470,7 +470,7 @@ def mixed_score_batch(
 ) -> FloatArray:
     """:func:`mixed_score` for n memories; ``signals`` is (n, 6) in :data:`SIGNAL_NAMES` order.
 
-    Example:
+    Examples:
         >>> mixed_score_batch([[1, 0, 0, 0, 0, 0]], [0], [False], [10], 100).round(4).tolist()
         [0.345]
     """
@@ -503,7 +503,7 @@ def label_durability(text: str) -> Durability:
     greeting cue and fewer than 100 characters) or has a present-state cue; stable
     otherwise. Cues match whole words, case-insensitively.
 
-    Example:
+    Examples:
         >>> label_durability("Hey there!"), label_durability("I'm currently in Lisbon")
         (<Durability.TEMPORARY: 'temporary'>, <Durability.TEMPORARY: 'temporary'>)
     """

@@ -58,7 +58,7 @@ make them immortal, digest Z-D1): ours. † seed 003's default weight for unlist
 Expiry and archival are pure predicates: the policy that acts on them must still honour
 task-safety (an open goal is not archived while active, DESIGN §3 invariant 3).
 
-Example:
+Examples:
     >>> cfg = OblivionConfig()
     >>> s = RetentionState()                     # U = 0.5, F = 0, n = 0
     >>> s = tick(s, 10); round(state_retention(s, cfg), 4)     # S = 5.1
@@ -115,7 +115,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 class OblivionConfig(BaseModel):
     """Constants of Oblivion's retention curve and of our reinforcement rule.
 
-    Example:
+    Examples:
         >>> OblivionConfig().temperature, OblivionConfig().epsilon
         (10.0, 0.01)
     """
@@ -173,7 +173,7 @@ class OblivionConfig(BaseModel):
 class RetentionState(BaseModel):
     """Per-memory (or per-cluster) Oblivion statistics: U, access count and n.
 
-    Example:
+    Examples:
         >>> RetentionState(access_count=5).frequency()
         0.5
     """
@@ -197,7 +197,7 @@ class RetentionState(BaseModel):
 def stability(utility: float, frequency: float, config: OblivionConfig | None = None) -> float:
     """``S = (U + F + ε)·T`` (seed 002 §2.2).
 
-    Example:
+    Examples:
         >>> stability(0.5, 0.5)
         10.1
     """
@@ -213,7 +213,7 @@ def oblivion_retention(
 ) -> float:
     """``R = exp(-n/S)`` in (0, 1]: 1 right after use, falling with every unused turn.
 
-    Example:
+    Examples:
         >>> round(oblivion_retention(10, 0.5, 0.5), 4)     # digest C.5 table, T = 10, n = 10
         0.3715
     """
@@ -235,7 +235,7 @@ def is_low_retention(state: RetentionState, config: OblivionConfig | None = None
 def tick(state: RetentionState, turns: int = 1) -> RetentionState:
     """Advance ``n`` by ``turns`` turns without use (seed 002 §2.3).
 
-    Example:
+    Examples:
         >>> tick(RetentionState(), 3).turns_since_access
         3
     """
@@ -256,7 +256,7 @@ def reinforce(
     in the answer is evidence of high utility). Retention never drops on reinforcement:
     with ``n = 0`` it is 1.
 
-    Example:
+    Examples:
         >>> s = reinforce(RetentionState(utility=0.5), 0.9)
         >>> s.turns_since_access, s.access_count, s.utility
         (0, 1, 0.7)
@@ -342,7 +342,7 @@ def _seed_ttl() -> dict[PracticeKind, timedelta | None]:
 class RelevanceConfig(BaseModel):
     """Seed 003's relevance score constants (all from its ``relevance_score``).
 
-    Example:
+    Examples:
         >>> RelevanceConfig().type_weights[PracticeKind.TOOL_OUTPUT]
         0.3
     """
@@ -374,7 +374,7 @@ class RelevanceConfig(BaseModel):
 class LifecycleConfig(BaseModel):
     """Seed 003's TTL table, archival rule and graduated-retention tiers.
 
-    Example:
+    Examples:
         >>> LifecycleConfig().ttl[PracticeKind.PREFERENCE].days
         730
     """
@@ -416,7 +416,7 @@ class LifecycleConfig(BaseModel):
 def kind_for(mtype: MemoryType | str, hint: PracticeKind | str | None = None) -> PracticeKind:
     """The seed 003 kind of a MaRS memory: ``hint`` if it names a kind, else the mapping.
 
-    Example:
+    Examples:
         >>> kind_for("semantic").value, kind_for("semantic", "identity").value
         ('preference', 'identity')
         >>> kind_for("episodic", "not-a-kind").value
@@ -439,7 +439,7 @@ def relevance_score(
 ) -> float:
     """Seed 003 ``relevance_score`` from ages in days (pass whole days for parity).
 
-    Example:
+    Examples:
         >>> round(relevance_score("tool_output", 30, 0, 30), 4)
         0.2478
     """
@@ -466,7 +466,7 @@ def relevance_at(
 
     A memory never accessed counts as last accessed when it was created.
 
-    Example:
+    Examples:
         >>> from datetime import UTC, datetime
         >>> t0 = datetime(2025, 1, 1, tzinfo=UTC)
         >>> round(relevance_at("tool_output", t0, 0, None, now=datetime(2026, 1, 1, tzinfo=UTC)), 4)
@@ -480,7 +480,7 @@ def relevance_at(
 def should_prune(score: float, config: RelevanceConfig | None = None) -> bool:
     """Seed 003's pruning rule: archive when the relevance is below 0.2 (strict).
 
-    Example:
+    Examples:
         >>> should_prune(0.0865), should_prune(0.2)
         (True, False)
     """
@@ -504,7 +504,7 @@ def should_expire(
 
     Expired means *archive*, not delete ("Don't delete on expiry - archive").
 
-    Example:
+    Examples:
         >>> from datetime import UTC, datetime, timedelta
         >>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
         >>> should_expire("session_state", t0, t0 + timedelta(hours=24))
@@ -533,7 +533,7 @@ def should_archive(
     ``(now - last_accessed).days > 90`` (strict; a never-accessed memory counts from
     its creation).
 
-    Example:
+    Examples:
         >>> from datetime import UTC, datetime, timedelta
         >>> t0 = datetime(2025, 1, 1, tzinfo=UTC)
         >>> should_archive("tool_output", t0, 0, None, now=t0 + timedelta(days=91))
@@ -574,7 +574,7 @@ def graduated_action(
 
     Boundaries are strict like the seed's other age rules (``> ttl``, ``> 90``).
 
-    Example:
+    Examples:
         >>> graduated_action("tool_output", 7).value, graduated_action("tool_output", 8).value
         ('keep', 'archive')
         >>> graduated_action("observation", 45).value, graduated_action("preference", 91).value

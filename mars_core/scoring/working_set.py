@@ -41,7 +41,7 @@ O(n·k·d + (n/W)·W·d) = O(n·(k+1)·d) instead of O(n²·d), and the first tr
 open O(n·W·d). Similarities are computed in float64 and the novelty is rounded to 1e-9,
 so the incremental values and a full recomputation (what a reopened store does) agree.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from datetime import UTC, datetime
     >>> from mars_core.model import MemoryNode, MemoryType
@@ -528,7 +528,7 @@ class WorkingSetCache:
     Raises:
         ValidationError: a window below 1.
 
-    Example:
+    Examples:
         >>> WorkingSetCache(window=4).window
         4
     """
