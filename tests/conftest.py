@@ -30,6 +30,7 @@ from mars_core import core
 from mars_core.backends import layout
 from mars_core.backends.base import VectorBackend
 from mars_core.clock import FakeClock
+from mars_core.embeddings import HashingEmbedder
 from mars_core.store import MemoryStore
 
 __all__ = ["AUDIT_KEY", "BACKEND_KINDS", "LIGHT_KINDS", "LIGHT_TESTS", "MATRIX_MODULES",
@@ -192,3 +193,26 @@ def open_store(key: bytes, store_backend: str) -> Iterator[Callable[..., MemoryS
     yield factory
     for store in made:
         store.close()
+
+
+# --- fixtures of the LangChain adapter tests (tests/langchain) ------------------------------
+# They live here, not in tests/langchain/conftest.py: two `conftest` modules in sibling
+# directories without __init__.py collide under pytest's default import mode, and an
+# __init__.py would turn tests/langchain into a package named `langchain`.
+
+
+@pytest.fixture
+def recorder() -> Any:
+    """Records what each chat model received (tests/llamaindex overrides it)."""
+    from lc_helpers import ModelInputs  # tests/langchain is on sys.path for its tests
+
+    return ModelInputs()
+
+
+@pytest.fixture
+def lc_store() -> Iterator[MemoryStore]:
+    """A fast in-memory store with the hashing embedder and a fake clock."""
+    store = MemoryStore(budget=4000, embedder=HashingEmbedder(), clock=FakeClock(),
+                        audit_key=bytes(range(32)))
+    yield store
+    store.close()
