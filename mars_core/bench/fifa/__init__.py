@@ -40,14 +40,22 @@ from mars_core.bench.fifa.report import (
     render_markdown,
     write_json,
 )
-from mars_core.bench.fifa.runner import BUDGETS, POLICIES, QUICK, SEEDS, grid_tasks, run_grid
+from mars_core.bench.fifa.runner import (
+    BUDGETS,
+    DEFAULT_SCALE,
+    POLICIES,
+    QUICK,
+    SEEDS,
+    grid_tasks,
+    run_grid,
+)
 from mars_core.bench.fifa.scenarios import SCENARIOS
 from mars_core.bench.fifa.simulator import SENSITIVITY, RunSettings
 from mars_core.errors import ValidationError
 
-__all__ = ["BUDGETS", "FIFA_VERSION", "POLICIES", "SEEDS", "run_fifa"]
+__all__ = ["BUDGETS", "DEFAULT_SCALE", "FIFA_VERSION", "POLICIES", "SEEDS", "run_fifa"]
 
-FIFA_VERSION = "fifa-1.0.0"
+FIFA_VERSION = "fifa-1.1.0"
 """Version of the simulator, validators and metrics; written into every result."""
 
 
@@ -74,7 +82,7 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
         policies: policy names (default the six of seed 000 and ``meta``).
         progress: show a tqdm progress bar.
         scenarios: scenario names (default all five).
-        scale: world size multiplier (default 1.0; quick 0.5).
+        scale: world size multiplier (default :data:`DEFAULT_SCALE`; quick 1.0).
         workers: processes (default: the machine's cores, at most 2 tasks' worth).
         plots: write the heatmap and distribution plots (matplotlib, Agg).
 
@@ -85,7 +93,7 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
     seeds_t = tuple(seeds if seeds is not None else q.get("seeds", SEEDS))
     budgets_t = tuple(sorted(set(budgets if budgets is not None else q.get("budgets", BUDGETS))))
     pols = tuple(policies if policies is not None else POLICIES)
-    scale_v = float(scale if scale is not None else q.get("scale", 1.0))
+    scale_v = float(scale if scale is not None else q.get("scale", DEFAULT_SCALE))
     names = tuple(scenarios if scenarios is not None else (s.name for s in SCENARIOS))
     if set(names) - {s.name for s in SCENARIOS}:
         raise ValidationError(f"unknown scenarios in {names}")

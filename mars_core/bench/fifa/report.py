@@ -27,7 +27,7 @@ from typing import Any
 
 from mars_core.bench.fifa.metrics import METRICS
 from mars_core.bench.fifa.scenarios import SCENARIOS
-from mars_core.bench.fifa.stats import bootstrap_ci, holm, wilcoxon
+from mars_core.bench.fifa.stats import bootstrap_ci, effect_size, holm, wilcoxon
 
 __all__ = ["TESTED", "aggregate", "controls", "pairwise", "plot", "render_markdown",
            "write_json"]
@@ -100,11 +100,13 @@ def _paired(cells: Sequence[Mapping[str, Any]], a: str, b: str, metric: str,
             **kw: Any) -> dict[str, Any]:
     ua, ub = _units(cells, a, metric, **kw), _units(cells, b, metric, **kw)
     keys = sorted(set(ua) & set(ub))
-    res = wilcoxon([ua[k] for k in keys], [ub[k] for k in keys])
+    xa, xb = [ua[k] for k in keys], [ub[k] for k in keys]
+    res, eff = wilcoxon(xa, xb), effect_size(xa, xb)
     diff = statistics.fmean(ua[k] - ub[k] for k in keys) if keys else 0.0
     return {"a": a, "b": b, "metric": metric, "pairs": len(keys), "mean_diff": _r(diff),
             "median_diff": _r(res.median_diff), "w_plus": res.w_plus, "n": res.n,
-            "p": _r(res.p), "method": res.method}
+            "p": _r(res.p), "method": res.method, "t": _r(eff.t), "d": _r(eff.d),
+            "effect": eff.label}
 
 
 def pairwise(cells: Sequence[Mapping[str, Any]], policies: Sequence[str]) -> list[dict[str, Any]]:
@@ -130,20 +132,23 @@ def controls(cells: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> 
         out["random_below_lru_recency"] = {**row, "scenarios": recency, "budgets": tight,
                                            "holds": bool(row["mean_diff"] and row["mean_diff"] > 0)}
     if {"lru", "reflection"} <= policies:
-        out["reflection_tokens_and_leakage"] = _reflection(summary)
+        out["reflection_tokens_and_leakage"] = _reflection(cells, summary)
     out["budget_monotone"] = _monotone(summary)
     return out
 
 
-def _reflection(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """Reflection's token cost below LRU's, and its leakage not above LRU's band."""
-    ov = summary["overall"]
-    ref, base = ov["reflection"], ov["lru"]
-    tok = ref["token_cost"]["mean"] <= base["token_cost"]["mean"]
-    leak = ref["leakage"]["mean"] <= base["leakage"]["mean"] + (base["leakage"]["half"] or 0.0)
-    return {"baseline": "lru",
-            "token_cost": [ref["token_cost"]["mean"], base["token_cost"]["mean"]],
-            "leakage": [ref["leakage"]["mean"], base["leakage"]["mean"]], "holds": tok and leak}
+def _reflection(cells: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Reflection's token cost below LRU's, and its leakage not above LRU's band — paired by
+    seed × scenario at the budgets where Reflection acted (all budgets if it never did)."""
+    tight = sorted({c["budget"] for c in cells if c["acted"] and c["policy"] == "reflection"})
+    tok = _paired(cells, "reflection", "lru", "token_cost", budgets=tight or None)
+    leak = _paired(cells, "reflection", "lru", "leakage", budgets=tight or None)
+    band = summary["overall"]["lru"]["leakage"]["half"] or 0.0
+    lowers = tok["mean_diff"] is not None and tok["mean_diff"] < 0
+    no_leak = leak["mean_diff"] is not None and leak["mean_diff"] <= band
+    return {"baseline": "lru", "budgets": tight, "token_cost": tok, "leakage": leak,
+            "leakage_band": _r(band), "lowers_token_cost": lowers,
+            "leakage_not_raised": no_leak, "holds": lowers and no_leak}
 
 
 def _monotone(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,16 +197,34 @@ def render_markdown(results: Mapping[str, Any]) -> str:
     by = results["summary"]["by_budget"]
     lines += [f"| {p} | " + " | ".join(_pm(by[f'{p}@{b}']["composite"])
                                       for b in results["grid"]["budgets"]) + " |" for p in order]
+    lines += _pressure(results)
     lines += ["", "## Known-direction controls (seed 000 §6.3.2)", ""]
     lines += [f"- **{k}**: holds = {v['holds']}; "
               + json.dumps({x: y for x, y in v.items() if x != "holds"}, sort_keys=True)
               for k, v in sorted(results["controls"].items())]
     lines += ["", "## Paired Wilcoxon tests (seed × scenario; Holm–Bonferroni per metric)", "",
-              "| metric | a | b | mean a−b | n | p | p (Holm) |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['metric']} | {r['a']} | {r['b']} | {r['mean_diff']} | {r['n']} | {r['p']} | "
-              f"{r['p_holm']} |" for r in results["pairwise"] if r["p_holm"] is not None
-              and r["p_holm"] < 0.05]
+              "Significant pairs (p_Holm < 0.05); d is Cohen's d_z with Hedges' correction "
+              "(positive favours a), t the paired t. Every pair is in `results.json`.", "",
+              "| metric | a | b | mean a−b | t | d | effect | n | p | p (Holm) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['metric']} | {r['a']} | {r['b']} | {r['mean_diff']} | {r['t']} | {r['d']} | "
+              f"{r['effect']} | {r['n']} | {r['p']} | {r['p_holm']} |"
+              for r in results["pairwise"] if r["p_holm"] is not None and r["p_holm"] < 0.05]
     return "\n".join(lines) + "\n"
+
+
+def _pressure(results: Mapping[str, Any]) -> list[str]:
+    """Share of runs per budget in which the policy evicted or summarised (the budget bound)."""
+    budgets = results["grid"]["budgets"]
+    acted: dict[int, list[bool]] = defaultdict(list)
+    for c in results["cells"]:
+        acted[c["budget"]].append(bool(c["acted"]))
+    return ["", "## Budget pressure", "",
+            "Share of (seed, scenario, policy) runs in which the budget bound (the policy "
+            "evicted or summarised); a budget that never binds repeats the run below it.", "",
+            "| budget | " + " | ".join(str(b) for b in budgets) + " |",
+            "|---" * (len(budgets) + 1) + "|",
+            "| bound | " + " | ".join(f"{statistics.fmean(acted[b]):.2f}" for b in budgets) + " |"]
 
 
 def plot(results: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:

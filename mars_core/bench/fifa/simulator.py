@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import numpy as np
 
 from mars_core.audit import AuditOp
 from mars_core.bench.fifa.scenarios import ARCHETYPES, EventKind, ProbeKind
@@ -31,11 +34,12 @@ from mars_core.bench.fifa.validators import Verdict, judge
 from mars_core.bench.fifa.vocab import CLAUSES
 from mars_core.bench.fifa.world import Event, Probe, World
 from mars_core.clock import FakeClock
+from mars_core.embeddings import HashingEmbedder, Matrix
 from mars_core.errors import MarsError, ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
-__all__ = ["AgentStats", "RunResult", "RunSettings", "simulate"]
+__all__ = ["AgentStats", "CachedEmbedder", "RunResult", "RunSettings", "simulate"]
 
 _START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 _MUTATIONS = frozenset({AuditOp.INSERT, AuditOp.UPDATE, AuditOp.EVICT, AuditOp.SUMMARISE,
@@ -46,6 +50,41 @@ SENSITIVITY: dict[EventKind, float] = {EventKind.SENSITIVE: 0.9, EventKind.TTL: 
 """Sensitivity labelled at the source, by event kind (others: 0.05). FiFA measures
 retention, not detection (``mars bench leakage`` measures the detectors), so stores run
 with ``sensitivity_scoring=False`` and get these labels; answers are still redacted."""
+
+
+class CachedEmbedder:
+    """:class:`~mars_core.embeddings.HashingEmbedder` with a bounded per-process memo.
+
+    Every policy and budget replays the same world, so the same texts and questions are
+    embedded again and again; the vectors are a pure function of the text, so caching them
+    changes no result (same ``name`` and ``dim`` as the wrapped embedder).
+
+    Example:
+        >>> e = CachedEmbedder()
+        >>> bool((e.embed(["a cat"]) == HashingEmbedder().embed(["a cat"])).all())
+        True
+    """
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self._inner = HashingEmbedder()
+        self.name, self.dim = self._inner.name, self._inner.dim
+        self._memo: dict[str, Matrix] = {}
+        self._limit = limit
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts`` (rows from the memo where seen before)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if len(self._memo) + len(missing) > self._limit:
+            self._memo.clear()
+        if missing:
+            for t, row in zip(missing, self._inner.embed(missing), strict=True):
+                self._memo[t] = row
+        if not texts:
+            return self._inner.embed([])
+        return np.stack([self._memo[t] for t in texts])
+
+
+_EMBEDDER = CachedEmbedder()
 
 
 @dataclass(frozen=True)
@@ -110,6 +149,7 @@ def _open_store(world: World, i: int, policy: str, budget: int, clock: FakeClock
                           digest_size=32).digest()
     try:
         return MemoryStore(budget=budget, policy=policy, clock=clock, audit_key=key,
+                           embedder=_EMBEDDER,
                            seed=world.seed * 101 + i, nlp="off", sensitivity_scoring=False)
     except MarsError as exc:
         raise ValidationError(f"cannot build a store with policy {policy!r}: {exc}") from exc

@@ -7,12 +7,19 @@
   dynamic programming over doubled ranks, so ties stay exact) up to ``exact_max`` pairs,
   and the normal approximation with tie and continuity corrections beyond.
 * :func:`holm` — Holm–Bonferroni step-down adjusted p-values.
+* :func:`effect_size` — paired Cohen's d (d_z: mean difference over the standard
+  deviation of the differences) with Hedges' small-sample correction
+  J = 1 − 3 / (4(n − 1) − 1), and the paired t statistic, as seed 000 Table 4 reports them
+  (positive favours the first sample).
 
 Example:
     >>> round(wilcoxon([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [0.0] * 6).p, 5)
     0.03125
     >>> holm([0.01, 0.04, 0.03])
     [0.03, 0.06, 0.06]
+    >>> e = effect_size([1.0, 2.0, 3.0, 4.0], [0.5, 1.0, 2.5, 2.0])
+    >>> round(e.d, 3), round(e.t, 3), e.label
+    (1.029, 2.828, 'large')
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ import numpy.typing as npt
 
 from mars_core.errors import ValidationError
 
-__all__ = ["Interval", "WilcoxonResult", "bootstrap_ci", "holm", "wilcoxon"]
+__all__ = ["EffectSize", "Interval", "WilcoxonResult", "bootstrap_ci", "effect_size", "holm",
+           "wilcoxon"]
 
 
 @dataclass(frozen=True)
@@ -139,3 +147,41 @@ def holm(pvalues: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - k) * pvalues[i]))
         adjusted[i] = round(running, 12)
     return adjusted
+
+
+@dataclass(frozen=True)
+class EffectSize:
+    """Paired effect size: Hedges-corrected Cohen's d_z, the paired t, pairs, and a label
+    (negligible < 0.2 ≤ small < 0.5 ≤ medium < 0.8 ≤ large, on |d|). ``d`` and ``t`` are
+    ``None`` when undefined (fewer than two pairs, or differences with no spread)."""
+
+    d: float | None
+    t: float | None
+    n: int
+    label: str
+
+
+def _label(d: float | None) -> str:
+    if d is None:
+        return "undefined"
+    a = abs(d)
+    return "negligible" if a < 0.2 else "small" if a < 0.5 else "medium" if a < 0.8 else "large"
+
+
+def effect_size(x: Sequence[float], y: Sequence[float]) -> EffectSize:
+    """Cohen's d of paired samples with Hedges' correction, and the paired t statistic.
+
+    Raises:
+        ValidationError: different lengths.
+    """
+    if len(x) != len(y):
+        raise ValidationError("effect_size needs paired samples of equal length")
+    d = np.asarray(x, dtype=np.float64) - np.asarray(y, dtype=np.float64)
+    n = len(d)
+    sd = float(d.std(ddof=1)) if n >= 2 else 0.0
+    if n < 2 or sd <= 1e-12:
+        return EffectSize(None, None, n, "undefined")
+    mean = float(d.mean())
+    hedges = 1.0 - 3.0 / (4.0 * (n - 1) - 1.0)
+    dz = mean / sd * hedges
+    return EffectSize(dz, mean / (sd / math.sqrt(n)), n, _label(dz))
