@@ -282,6 +282,7 @@ class StoreCore:
         self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
         self.policy: Policy = _make_policy(self.config.policy, self.config.policy_params)
         self._policy_state: dict[str, Any] = self.policy.state_dict()
+        self._phrases: dict[str, tuple[str, ...]] = {}  # sensitive phrases by memory id
         if self.config.type_shares is not None:
             self.policy.type_shares = TypeShares(initial=self.config.type_shares)
         if self.config.dp.enabled:
@@ -925,11 +926,15 @@ class StoreCore:
         """What the second redaction pass protects: the sensitive phrases of the
         namespace's high-sensitivity memories, and the user's private/blocked entities."""
         phrases: list[str] = []
+        cache = self._phrases
         for status in MemoryStatus:
             for nid in self._state.ids(ns, status):
                 node = self._state.nodes[nid]
                 if node.sensitivity >= threshold:
-                    phrases += sensitive_phrases(node.content, self.scorer.detect(node.content))
+                    if nid not in cache:  # content is immutable: detect once per memory
+                        cache[nid] = tuple(sensitive_phrases(
+                            node.content, self.scorer.detect(node.content)))
+                    phrases += cache[nid]
         prefs = self._prefs.get(ns)
         if prefs is not None:
             phrases += [*prefs.private_entities, *prefs.blocked_entities]
