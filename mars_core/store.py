@@ -670,8 +670,8 @@ class MemoryStore(StoreCore):
         renamed = self._stage_erase(txn, ns, plan, request, params)
         keys = [*plan.erased, *renamed, *(self._stage_prefs_erasure(txn, ns) if whole else [])]
         self._commit(txn)
-        for node_id in [*plan.erased, *renamed]:  # no erased phrase stays in memory either
-            self._phrases.pop(node_id, None)
+        for gone in [*plan.erased, *renamed]:  # no erased phrase stays in memory either
+            self._phrases.pop(gone, None)
         if whole:
             self._prefs.pop(ns, None)
         shredded = self._shred(keys)  # after the records are gone, never before

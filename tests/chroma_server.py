@@ -2,12 +2,13 @@
 
 ``tests/conftest.py`` imports ``chroma_server_fixture``, which registers the fixture for
 every test: ask for ``chroma_server``. (Importing it into a test module as well would
-register a second session fixture there, and start a second server.) (Not ``pytest_plugins``: pytest's doctest collection
-imports this file first, and a plugin imported before registration trips an
-assertion-rewrite warning.) The server runs the ``chroma`` CLI installed next to the
-Python that runs the tests, on a free loopback port, with its data in a session
-temporary directory; the fixture waits for its heartbeat and terminates it at the end
-of the session. Without the CLI the tests that need it are skipped, saying why.
+register a second session fixture there, and start a second server.) (Not
+``pytest_plugins``: pytest's doctest collection imports this file first, and a plugin
+imported before registration trips an assertion-rewrite warning.) The server runs the
+``chroma`` CLI installed next to the Python that runs the tests, on a free loopback
+port, with its data in a session temporary directory; the fixture waits for its
+heartbeat and terminates it at the end of the session. Without the CLI the tests that
+need it are skipped, saying why.
 """
 
 from __future__ import annotations
