@@ -44,7 +44,8 @@ def test_files_exist(quick: tuple[Path, dict[str, Any]]) -> None:
 def test_grid_covers_every_policy_at_both_sizes(quick: tuple[Path, dict[str, Any]]) -> None:
     rows = [r for r in quick[1]["rows"] if not r.get("reference")]
     assert {(r["policy"], r["n"]) for r in rows} == {
-        (p, n) for p in available() for n in (500, 2000)}
+        (p, n) for p in available() if p != "learned"  # needs a trained model
+        for n in (500, 2000)}
     refs = {r["reference"] for r in quick[1]["rows"] if r.get("reference")}
     assert refs == {"nlp on", "default Ω_kill"}
 
