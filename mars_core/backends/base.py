@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from mars_core._guard import guarded
 from mars_core.errors import ValidationError
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "In",
     "MetaValue",
     "Not",
+    "Op",
     "Or",
     "Range",
     "Record",
@@ -202,6 +205,10 @@ class DeleteOp:
     ids: tuple[str, ...]
 
 
+Op = UpsertOp | DeleteOp
+"""One write of a batch."""
+
+
 @dataclass(slots=True)
 class WriteBatch:
     """An ordered list of writes that belong to one store operation.
@@ -287,22 +294,75 @@ class VectorBackend(Protocol):
 
 
 class BackendBase:
-    """Shared behaviour for backends: a sequential ``apply``, a context manager.
+    """The public write methods of every backend, written once, and a context manager.
 
-    ``apply`` runs the batch's operations in order. It is atomic only for backends that
-    override it (the in-memory backend journals a batch as one record). For the others,
-    the store writes in an order that makes any prefix recoverable (see ``store.py``).
+    ``ensure_collection``, ``upsert``, ``delete`` and ``apply`` validate their arguments
+    and hand a list of operations to the backend's ``_write`` — validated whole before
+    anything changes, then applied (atomically for the in-memory backend, which journals
+    a batch as one record; through a write-ahead intent for Chroma and Qdrant). Each is
+    guarded by the backend's lock and refused once it is closed
+    (:func:`mars_core._guard.guarded`). A backend implements ``_ensure`` and ``_write``
+    and may narrow ``_check_name`` and ``_check_ids``; it needs ``_lock`` and ``_closed``.
     """
 
     shared: bool = False
     """True when other processes may reach the same collections (a server, or a client
     passed in): nothing local guards them, so the store takes a writer lease."""
 
-    def upsert(self, collection: str, records: Sequence[Record]) -> None:  # pragma: no cover
-        raise NotImplementedError
+    _lock: AbstractContextManager[Any]
+    _closed: bool
 
-    def delete(self, collection: str, ids: Sequence[str]) -> None:  # pragma: no cover
-        raise NotImplementedError
+    @guarded
+    def ensure_collection(self, collection: str, dim: int) -> None:
+        """Create ``collection`` with dimension ``dim`` (0: no vectors) if it is missing.
+
+        Raises:
+            ValidationError: bad dimension, or a name the backend cannot hold.
+            EmbeddingMismatchError: the collection exists with another dimension.
+        """
+        self._check_name(collection)
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+            raise ValidationError(f"dim must be an int >= 0, got {dim!r}")
+        self._ensure(collection, dim)
+
+    @guarded
+    def upsert(self, collection: str, records: Sequence[Record]) -> None:
+        """Insert or replace records; ``vector=None`` keeps an existing record's vector.
+
+        Validated whole first (on any error nothing changes); the same id twice: the
+        last one wins.
+
+        Raises:
+            NotFoundError: unknown collection.
+            EmbeddingMismatchError: a vector of the wrong dimension.
+            ValidationError: a bad record (non-finite vector, bad metadata, an id the
+                backend cannot hold, a new id without a vector in a collection with vectors).
+        """
+        self._write([UpsertOp(collection, tuple(records))])
+
+    @guarded
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete records by id; missing ids are a no-op.
+
+        Raises:
+            NotFoundError: unknown collection.
+            ValidationError: ids the backend cannot hold.
+        """
+        self._write([DeleteOp(collection, tuple(self._check_ids(ids)))])
+
+    @guarded
+    def apply(self, batch: WriteBatch) -> None:
+        """Apply a batch all-or-nothing: validated whole, then written.
+
+        Raises:
+            NotFoundError, EmbeddingMismatchError, ValidationError: as for ``upsert``;
+                nothing of the batch is applied.
+            MarsBackendError: a server failed part-way; the batch is completed by the
+                next write or the next open (Chroma, Qdrant).
+        """
+        if not isinstance(batch, WriteBatch):
+            raise ValidationError(f"apply() takes a WriteBatch, got {type(batch).__name__}")
+        self._write(batch.ops)
 
     def close(self) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -313,10 +373,21 @@ class BackendBase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def apply(self, batch: WriteBatch) -> None:
-        """Apply the batch's operations in order."""
-        for op in batch.ops:
-            if isinstance(op, UpsertOp):
-                self.upsert(op.collection, op.records)
-            else:
-                self.delete(op.collection, op.ids)
+    # --- what a backend provides ------------------------------------------------------------
+
+    def _check_name(self, collection: object) -> None:
+        """Refuse a collection name the backend cannot hold (default: any non-empty str)."""
+        if not isinstance(collection, str) or not collection:
+            raise ValidationError("a collection name must be a non-empty string")
+
+    def _check_ids(self, ids: Sequence[str]) -> Sequence[str]:
+        """Refuse ids the backend cannot hold (default: non-empty strings)."""
+        if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
+            raise ValidationError("ids must be a sequence of non-empty strings")
+        return ids
+
+    def _ensure(self, collection: str, dim: int) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _write(self, ops: Sequence[Op]) -> None:  # pragma: no cover
+        raise NotImplementedError

@@ -80,6 +80,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeGuard, TypeVar
 
@@ -89,16 +90,13 @@ import numpy.typing as npt
 from mars_core._guard import guarded
 from mars_core.backends._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
 from mars_core.backends._filters import normal_form as _normal_form
+from mars_core.backends._intent import IntentBackend
 from mars_core.backends._records import (
-    Alive,
     checked_vector,
-    distinct_ids,
     merge_records,
     normalised,
-    prepare_record,
 )
 from mars_core.backends.base import (
-    BackendBase,
     DeleteOp,
     Eq,
     Filter,
@@ -106,8 +104,6 @@ from mars_core.backends.base import (
     MetaValue,
     Record,
     ScoredRecord,
-    UpsertOp,
-    WriteBatch,
 )
 from mars_core.backends.wal import FileIntentStore, IntentStore, Op, WriteAheadLog
 from mars_core.errors import (
@@ -317,7 +313,7 @@ class _Coll:
         self.dim = dim
 
 
-class ChromaBackend(BackendBase):
+class ChromaBackend(IntentBackend):
     """The :class:`~mars_core.backends.base.VectorBackend` protocol over Chroma.
 
     Pick one way to reach Chroma (none: an ephemeral in-memory database private to this
@@ -454,56 +450,7 @@ class ChromaBackend(BackendBase):
 
     # --- protocol ---------------------------------------------------------------------
 
-    @_guarded
-    def ensure_collection(self, collection: str, dim: int) -> None:
-        """Create ``collection`` with dimension ``dim`` (0: no vectors) if it is missing.
-
-        Raises:
-            ValidationError: bad dimension, or a name Chroma cannot hold (3–512
-                characters from ``[A-Za-z0-9._-]`` with the prefix, alphanumeric ends).
-            EmbeddingMismatchError: the collection exists with another dimension.
-        """
-        self._check_name(collection)
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
-            raise ValidationError(f"dim must be an int >= 0, got {dim!r}")
-        self._ensure(collection, dim)
-
-    @_guarded
-    def upsert(self, collection: str, records: Sequence[Record]) -> None:
-        """Insert or replace records; ``vector=None`` keeps an existing record's vector.
-
-        Validated whole first (on any error nothing changes); the same id twice: the
-        last one wins.
-
-        Raises:
-            NotFoundError: unknown collection.
-            EmbeddingMismatchError: a vector of the wrong dimension.
-            ValidationError: a bad record.
-        """
-        self._write([UpsertOp(collection, tuple(records))])
-
-    @_guarded
-    def delete(self, collection: str, ids: Sequence[str]) -> None:
-        """Delete records by id; missing ids are a no-op.
-
-        Raises:
-            NotFoundError: unknown collection.
-        """
-        self._write([DeleteOp(collection, tuple(_check_ids(ids)))])
-
-    @_guarded
-    def apply(self, batch: WriteBatch) -> None:
-        """Apply a batch all-or-nothing (validated whole; write-ahead intent; replay).
-
-        Raises:
-            NotFoundError, EmbeddingMismatchError, ValidationError: as for ``upsert``;
-                nothing of the batch is applied.
-            MarsBackendError: Chroma failed part-way; the batch is completed by the
-                next write or the next open.
-        """
-        if not isinstance(batch, WriteBatch):
-            raise ValidationError(f"apply() takes a WriteBatch, got {type(batch).__name__}")
-        self._write(batch.ops)
+    # ensure_collection, upsert, delete, apply: BackendBase; the write path: IntentBackend
 
     @_guarded
     def query(
@@ -570,7 +517,7 @@ class ChromaBackend(BackendBase):
         """
         col = self._collection(collection)
         node = TRUE if where is None else _normal_form(where, _storable_key)
-        wanted = None if ids is None else list(dict.fromkeys(_check_ids(ids)))
+        wanted = None if ids is None else list(dict.fromkeys(self._check_ids(ids)))
         if node == FALSE or wanted == []:
             return []
         include = ["documents", "metadatas"] + (["embeddings"] if with_vectors else [])
@@ -697,74 +644,32 @@ class ChromaBackend(BackendBase):
 
     # --- writes ------------------------------------------------------------------------
 
-    def _write(self, ops: Sequence[Op]) -> None:
-        """Validate ``ops`` whole, then apply them (through an intent when it takes >1 write)."""
-        if self._dirty:
-            self._recover()
-        prepared = self._prepare(ops)
-        if not prepared:
-            return
-        writes = sum(-(-distinct_ids(op) // self._max_batch) for op in prepared)
-        if writes <= 1:
-            self._apply(prepared, replay=False)
-            return
-        with _client_errors("record a write-ahead intent"):
-            intent = self._wal.begin(prepared)
-        self._dirty = True
-        self._apply(prepared, replay=False)
-        with _client_errors("delete a write-ahead intent"):
-            self._wal.commit(intent)
-        self._dirty = False
+    _reserved_keys = f"keys starting with '#', 'chroma:' or {RESERVED_PREFIX!r}"
 
-    def _recover(self) -> None:
-        with _client_errors("replay unfinished write-ahead intents"):
-            self._wal.recover(lambda ops: self._apply(ops, replay=True))
-        self._dirty = False
+    def _request_size(self) -> int:
+        return self._max_batch
 
-    def _prepare(self, ops: Sequence[Op]) -> list[Op]:
-        """Validate and normalise; ``alive`` follows ids created/deleted earlier in ``ops``."""
-        for op in ops:
-            if not isinstance(op, UpsertOp | DeleteOp):
-                raise ValidationError(f"unknown batch operation {op!r}")
-        cols = {op.collection: self._collection(op.collection) for op in ops}
-        alive = self._existing_kept_vector_ids(ops, cols)
-        out: list[Op] = []
-        for op in ops:
-            col = cols[op.collection]
-            if isinstance(op, DeleteOp):
-                ids = tuple(_check_ids(op.ids))
-                alive.update(((op.collection, i), False) for i in ids)
-                if ids:
-                    out.append(DeleteOp(op.collection, ids))
-                continue
-            recs = tuple(
-                prepare_record(r, dim=col.dim, collection=op.collection, alive=alive,
-                               check_id=_check_id, storable_key=_storable_key,
-                               reserved=f"keys starting with '#', 'chroma:' or {RESERVED_PREFIX!r}")
-                for r in op.records
-            )
-            if recs:
-                out.append(UpsertOp(op.collection, recs))
-        return out
+    def _errors(self, action: str) -> AbstractContextManager[None]:
+        return _client_errors(action)
 
-    def _existing_kept_vector_ids(
-        self, ops: Sequence[Op], cols: Mapping[str, _Coll]
-    ) -> Alive:
-        """Which ids of ``vector=None`` upserts exist now (one read per collection)."""
-        asked: dict[str, list[str]] = {}
-        for op in ops:
-            if isinstance(op, UpsertOp) and cols[op.collection].dim:
-                asked.setdefault(op.collection, []).extend(
-                    r.id for r in op.records
-                    if isinstance(r, Record) and r.vector is None and isinstance(r.id, str)
-                    and r.id
-                )
-        alive: Alive = {}
-        for name, ids in asked.items():
-            if ids:
-                found = self._fetch(cols[name], name, list(dict.fromkeys(ids)), None, [])
-                alive.update(((name, r.id), True) for r in found)
-        return alive
+    def _dim(self, collection: str) -> int:
+        return self._collection(collection).dim
+
+    def _fetch_ids(self, collection: str, ids: list[str]) -> list[Record]:
+        return self._fetch(self._collection(collection), collection, ids, None, [])
+
+    @staticmethod
+    def _may_exist(rid: object) -> bool:
+        return isinstance(rid, str) and bool(rid)
+
+    @staticmethod
+    def _check_id(rid: object) -> None:
+        if not isinstance(rid, str) or not rid:
+            raise ValidationError(f"record id {rid!r} must be a non-empty string")
+
+    @staticmethod
+    def _storable_key(key: str) -> bool:
+        return _storable_key(key)
 
     def _apply(self, ops: Sequence[Op], *, replay: bool) -> None:
         for op in ops:
@@ -848,17 +753,6 @@ class _IntentCollection:
 
 
 # --- record conversion -------------------------------------------------------------------
-
-
-def _check_ids(ids: Sequence[str]) -> Sequence[str]:
-    if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
-        raise ValidationError("ids must be a sequence of non-empty strings")
-    return ids
-
-
-def _check_id(rid: object) -> None:
-    if not isinstance(rid, str) or not rid:
-        raise ValidationError(f"record id {rid!r} must be a non-empty string")
 
 
 def _write_meta(meta: Mapping[str, MetaValue],

@@ -98,7 +98,6 @@ from mars_core.backends.base import (
     Record,
     ScoredRecord,
     UpsertOp,
-    WriteBatch,
     as_vector,
     matches,
     validate_metadata,
@@ -686,65 +685,7 @@ class InMemoryBackend(BackendBase):
 
     # --- protocol ---------------------------------------------------------------------
 
-    @_guarded
-    def ensure_collection(self, collection: str, dim: int) -> None:
-        """Create ``collection`` with dimension ``dim`` (0: no vectors) if it is missing.
-
-        Raises:
-            ValidationError: bad name or dimension.
-            EmbeddingMismatchError: the collection exists with another dimension.
-        """
-        if not isinstance(collection, str) or not collection:
-            raise ValidationError("a collection name must be a non-empty string")
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
-            raise ValidationError(f"dim must be an int >= 0, got {dim!r}")
-        existing = self._collections.get(collection)
-        if existing is not None:
-            if existing.dim != dim:
-                raise EmbeddingMismatchError(
-                    f"collection {collection!r} has dimension {existing.dim}, not {dim}; "
-                    "use the embedder the store was built with, or re-embed into a new store"
-                )
-            return
-        self._journal({"t": "c", "n": collection, "d": dim})
-        self._collections[collection] = _Collection(dim)
-        self._maybe_compact()
-
-    @_guarded
-    def upsert(self, collection: str, records: Sequence[Record]) -> None:
-        """Insert or replace records; ``vector=None`` keeps an existing record's vector.
-
-        The whole call is validated first; on any error nothing changes. The same id
-        twice in one call: the last one wins.
-
-        Raises:
-            NotFoundError: unknown collection.
-            EmbeddingMismatchError: a vector of the wrong dimension.
-            ValidationError: a bad record (non-finite vector, bad metadata, new id
-                without a vector in a collection with vectors).
-        """
-        self._write([UpsertOp(collection, tuple(records))])
-
-    @_guarded
-    def delete(self, collection: str, ids: Sequence[str]) -> None:
-        """Delete records by id; missing ids are a no-op.
-
-        Raises:
-            NotFoundError: unknown collection.
-        """
-        self._write([DeleteOp(collection, tuple(self._check_ids(ids)))])
-
-    @_guarded
-    def apply(self, batch: WriteBatch) -> None:
-        """Apply a batch atomically: validated whole, journalled as one entry, then applied.
-
-        Raises:
-            NotFoundError, EmbeddingMismatchError, ValidationError: as for ``upsert``;
-                nothing of the batch is applied.
-        """
-        if not isinstance(batch, WriteBatch):
-            raise ValidationError(f"apply() takes a WriteBatch, got {type(batch).__name__}")
-        self._write(batch.ops)
+    # ensure_collection, upsert, delete and apply: BackendBase (they call _ensure, _write)
 
     @_guarded
     def query(
@@ -842,11 +783,18 @@ class InMemoryBackend(BackendBase):
             )
         return col
 
-    @staticmethod
-    def _check_ids(ids: Sequence[str]) -> Sequence[str]:
-        if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
-            raise ValidationError("ids must be a sequence of non-empty strings")
-        return ids
+    def _ensure(self, collection: str, dim: int) -> None:
+        existing = self._collections.get(collection)
+        if existing is not None:
+            if existing.dim != dim:
+                raise EmbeddingMismatchError(
+                    f"collection {collection!r} has dimension {existing.dim}, not {dim}; "
+                    "use the embedder the store was built with, or re-embed into a new store"
+                )
+            return
+        self._journal({"t": "c", "n": collection, "d": dim})
+        self._collections[collection] = _Collection(dim)
+        self._maybe_compact()
 
     @staticmethod
     def _vector(col: _Collection, collection: str, values: object) -> Vector:

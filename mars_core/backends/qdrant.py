@@ -61,6 +61,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
@@ -69,24 +70,19 @@ import numpy.typing as npt
 from mars_core._guard import guarded
 from mars_core.backends._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
 from mars_core.backends._filters import normal_form as _normal_form
+from mars_core.backends._intent import IntentBackend
 from mars_core.backends._records import (
-    Alive,
     checked_vector,
-    distinct_ids,
     merge_records,
     normalised,
-    prepare_record,
 )
 from mars_core.backends.base import (
-    BackendBase,
     DeleteOp,
     Eq,
     Filter,
     In,
     Record,
     ScoredRecord,
-    UpsertOp,
-    WriteBatch,
     matches,
 )
 from mars_core.backends.wal import Op, WriteAheadLog
@@ -233,7 +229,7 @@ def _client_errors(action: str) -> Iterator[None]:
         ) from exc
 
 
-class QdrantBackend(BackendBase):
+class QdrantBackend(IntentBackend):
     """The :class:`~mars_core.backends.base.VectorBackend` protocol over Qdrant.
 
     Pick one way to reach Qdrant (none: ``location=":memory:"``):
@@ -370,56 +366,7 @@ class QdrantBackend(BackendBase):
 
     # --- protocol ---------------------------------------------------------------------
 
-    @_guarded
-    def ensure_collection(self, collection: str, dim: int) -> None:
-        """Create ``collection`` with dimension ``dim`` (0: no vectors) if it is missing.
-
-        Raises:
-            ValidationError: bad name or dimension.
-            EmbeddingMismatchError: the collection exists with another dimension.
-        """
-        _check_name(collection)
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
-            raise ValidationError(f"dim must be an int >= 0, got {dim!r}")
-        self._ensure(collection, dim)
-
-    @_guarded
-    def upsert(self, collection: str, records: Sequence[Record]) -> None:
-        """Insert or replace records; ``vector=None`` keeps an existing record's vector.
-
-        Validated whole first (on any error nothing changes); the same id twice: the
-        last one wins.
-
-        Raises:
-            NotFoundError: unknown collection.
-            EmbeddingMismatchError: a vector of the wrong dimension.
-            ValidationError: a bad record (ids must be canonical UUID strings).
-        """
-        self._write([UpsertOp(collection, tuple(records))])
-
-    @_guarded
-    def delete(self, collection: str, ids: Sequence[str]) -> None:
-        """Delete records by id; missing ids are a no-op.
-
-        Raises:
-            NotFoundError: unknown collection.
-            ValidationError: ids that are not canonical UUID strings.
-        """
-        self._write([DeleteOp(collection, tuple(_check_ids(ids)))])
-
-    @_guarded
-    def apply(self, batch: WriteBatch) -> None:
-        """Apply a batch all-or-nothing (validated whole; write-ahead intent; replay).
-
-        Raises:
-            NotFoundError, EmbeddingMismatchError, ValidationError: as for ``upsert``;
-                nothing of the batch is applied.
-            MarsBackendError: Qdrant failed part-way; the batch is completed by the
-                next write or the next open.
-        """
-        if not isinstance(batch, WriteBatch):
-            raise ValidationError(f"apply() takes a WriteBatch, got {type(batch).__name__}")
-        self._write(batch.ops)
+    # ensure_collection, upsert, delete, apply: BackendBase; the write path: IntentBackend
 
     @_guarded
     def query(
@@ -484,7 +431,7 @@ class QdrantBackend(BackendBase):
             return []
         with_vec = with_vectors and dim > 0
         if ids is not None:
-            wanted = list(dict.fromkeys(_check_ids(ids)))
+            wanted = list(dict.fromkeys(self._check_ids(ids)))
             found = {r.id: r for r in self._retrieve(collection, wanted, with_vec)}
             return [found[i] for i in wanted
                     if i in found and (where is None or matches(where, found[i].metadata))]
@@ -587,72 +534,36 @@ class QdrantBackend(BackendBase):
 
     # --- writes ------------------------------------------------------------------------
 
-    def _write(self, ops: Sequence[Op]) -> None:
-        """Validate ``ops`` whole, then apply them (through an intent when it takes >1 request)."""
-        if self._dirty:
-            self._recover()
-        prepared = self._prepare(ops)
-        if not prepared:
-            return
-        requests = sum(-(-distinct_ids(op) // _CHUNK) for op in prepared)
-        if requests <= 1:
-            self._apply(prepared, replay=False)
-            return
-        with _client_errors("record a write-ahead intent"):
-            intent = self._wal.begin(prepared)
-        self._dirty = True
-        self._apply(prepared, replay=False)
-        with _client_errors("delete a write-ahead intent"):
-            self._wal.commit(intent)
-        self._dirty = False
+    _reserved_keys = f"{DOC_KEY!r}, or a key containing '\"'"
 
-    def _recover(self) -> None:
-        with _client_errors("replay unfinished write-ahead intents"):
-            self._wal.recover(lambda ops: self._apply(ops, replay=True))
-        self._dirty = False
+    def _request_size(self) -> int:
+        return _CHUNK
 
-    def _prepare(self, ops: Sequence[Op]) -> list[Op]:
-        for op in ops:
-            if not isinstance(op, UpsertOp | DeleteOp):
-                raise ValidationError(f"unknown batch operation {op!r}")
-        dims = {op.collection: self._dim(op.collection) for op in ops}
-        alive = self._existing_kept_vector_ids(ops, dims)
-        out: list[Op] = []
-        for op in ops:
-            if isinstance(op, DeleteOp):
-                ids = tuple(_check_ids(op.ids))
-                alive.update(((op.collection, i), False) for i in ids)
-                if ids:
-                    out.append(DeleteOp(op.collection, ids))
-                continue
-            dim = dims[op.collection]
-            recs = tuple(
-                prepare_record(r, dim=dim, collection=op.collection, alive=alive,
-                               check_id=_check_id,
-                               storable_key=_storable_key,
-                               reserved=f"{DOC_KEY!r}, or a key containing '\"'")
-                for r in op.records
-            )
-            if recs:
-                out.append(UpsertOp(op.collection, recs))
-        return out
+    def _errors(self, action: str) -> AbstractContextManager[None]:
+        return _client_errors(action)
 
-    def _existing_kept_vector_ids(
-        self, ops: Sequence[Op], dims: Mapping[str, int]
-    ) -> Alive:
-        asked: dict[str, list[str]] = {}
-        for op in ops:
-            if isinstance(op, UpsertOp) and dims[op.collection]:
-                asked.setdefault(op.collection, []).extend(
-                    r.id for r in op.records
-                    if isinstance(r, Record) and r.vector is None and _is_uuid(r.id)
-                )
-        alive: Alive = {}
-        for name, ids in asked.items():
-            if ids:
-                found = self._retrieve(name, list(dict.fromkeys(ids)), False)
-                alive.update(((name, r.id), True) for r in found)
-        return alive
+    def _fetch_ids(self, collection: str, ids: list[str]) -> list[Record]:
+        return self._retrieve(collection, ids, False)
+
+    @staticmethod
+    def _may_exist(rid: object) -> bool:
+        return _is_uuid(rid)
+
+    @staticmethod
+    def _check_id(rid: object) -> None:
+        _check_id(rid)
+
+    @staticmethod
+    def _storable_key(key: str) -> bool:
+        return _storable_key(key)
+
+    def _check_name(self, collection: object) -> None:
+        _check_name(collection)
+
+    def _check_ids(self, ids: Sequence[str]) -> Sequence[str]:
+        for i in super()._check_ids(ids):
+            _check_id(i)
+        return ids
 
     def _apply(self, ops: Sequence[Op], *, replay: bool) -> None:
         m = _models()
@@ -746,14 +657,6 @@ def _check_id(rid: object) -> None:
             f"Qdrant ids must be canonical UUID strings (like {uuid.UUID(int=1)}), "
             f"got {rid!r}; use str(uuid.uuid4()) or uuid5 ids"
         )
-
-
-def _check_ids(ids: Sequence[str]) -> Sequence[str]:
-    if isinstance(ids, str) or not all(isinstance(i, str) and i for i in ids):
-        raise ValidationError("ids must be a sequence of non-empty strings")
-    for i in ids:
-        _check_id(i)
-    return ids
 
 
 def _record(pid: Any, payload: Mapping[str, Any] | None, vector: Any) -> Record:

@@ -82,7 +82,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mars_core.backends.base import DeleteOp, Record, UpsertOp, as_vector, validate_metadata
+from mars_core.backends.base import (
+    DeleteOp,
+    Op,
+    Record,
+    UpsertOp,
+    as_vector,
+    validate_metadata,
+)
 from mars_core.errors import CorruptStoreError
 
 __all__ = [
@@ -95,7 +102,6 @@ __all__ = [
     "encode_ops",
 ]
 
-Op = UpsertOp | DeleteOp
 
 _FORMAT = "mars-wal-intent"
 _VERSION = 1
