@@ -5,13 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import pathlib
-import random
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
+from backend_crash import sigkill_loop, writer_script
 from backend_roundtrip import store_round
+from filter_strategies import filter_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -140,22 +136,8 @@ scalars = st.one_of(
     st.sampled_from([0.0, 1.0, 0.5, -1.5, 2.0]),
     st.booleans(),
 )
-metadata = st.dictionaries(st.sampled_from(KEYS), scalars, max_size=4)
 bound = st.one_of(st.none(), st.sampled_from([-1.0, 0.0, 0.5, 1, 2.0, math.inf, -math.inf]))
-leaves = st.one_of(
-    st.builds(Eq, st.sampled_from(KEYS), scalars),
-    st.builds(In, st.sampled_from(KEYS), st.lists(scalars, max_size=4).map(tuple)),
-    st.builds(Range, st.sampled_from(KEYS), bound, bound, bound, bound),
-)
-filters: st.SearchStrategy[Filter] = st.recursive(
-    leaves,
-    lambda inner: st.one_of(
-        st.builds(And, st.lists(inner, max_size=3).map(tuple)),
-        st.builds(Or, st.lists(inner, max_size=3).map(tuple)),
-        st.builds(Not, inner),
-    ),
-    max_leaves=8,
-)
+metadata, filters = filter_strategies(KEYS, scalars, bound, max_in=4, max_leaves=8)
 
 
 @settings(max_examples=300, deadline=None)
@@ -568,70 +550,11 @@ def test_read_only_needs_an_existing_store(server_store: Any) -> None:
 
 # --- crash loop: SIGKILL a writer at random, reopen, check every batch is whole -------------
 
-WRITER = textwrap.dedent(
-    """
-    import sys, uuid
-    import numpy as np
-    from mars_core.backends.base import Record, WriteBatch
-    from mars_core.backends.chroma import ChromaBackend
-
-    def rid(i):
-        return str(uuid.UUID(int=i + 10))
-
-    b = ChromaBackend(path=sys.argv[1])
-    b.ensure_collection("v", 4)
-    b.ensure_collection("meta", 0)
-    got = b.get("meta", [rid(0)])
-    n = int(got[0].metadata["n"]) if got else 0
-    print("ready", flush=True)
-    while True:
-        n += 1
-        batch = WriteBatch()
-        batch.upsert("v", [Record(rid(n), np.array([1.0, n, 0, 1]), "x" * (n % 50), {"n": n})])
-        batch.delete("v", [rid(n - 3)])
-        batch.upsert("meta", [Record(rid(0), None, "", {"n": n})])
-        b.apply(batch)
-    """
-)
-
-
-def _wid(i: int) -> str:
-    return str(uuid.UUID(int=i + 10))
-
-
-def _check_consistent(path: pathlib.Path) -> int:
-    with ChromaBackend(path=path) as b:
-        b.ensure_collection("v", 4)
-        b.ensure_collection("meta", 0)
-        got = b.get("meta", [_wid(0)])
-        n = int(got[0].metadata["n"]) if got else 0
-        recs = {r.id: r for r in b.get("v", with_vectors=True)}
-        assert sorted(recs) == sorted(_wid(i) for i in range(max(1, n - 2), n + 1)), n
-        for i in range(max(1, n - 2), n + 1):
-            rec = recs[_wid(i)]
-            assert rec.metadata == {"n": i} and rec.document == "x" * (i % 50)
-            expected = np.array([1.0, i, 0, 1]) / np.linalg.norm([1.0, i, 0, 1])
-            np.testing.assert_allclose(rec.vector, expected, atol=1e-6)  # type: ignore[arg-type]
-        assert b._wal.pending() == []
-        return n
+WRITER = writer_script("from mars_core.backends.chroma import ChromaBackend", "ChromaBackend")
 
 
 @needs_chroma
 @pytest.mark.slow
 def test_sigkill_writer_loop_reopens_consistently(tmp_path: pathlib.Path) -> None:
-    rng = random.Random(7)
-    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
-    last = 0
-    for _ in range(4):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], env=env,
-                                stdout=subprocess.PIPE, text=True)
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.05, 0.6))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        proc.stdout.close()
-        n = _check_consistent(tmp_path)
-        assert n >= last  # acknowledged batches are never lost
-        last = n
-    assert last > 0
+    sigkill_loop(tmp_path, WRITER, lambda p: ChromaBackend(path=p), seed=7, max_sleep=0.6,
+                 vectors=True)

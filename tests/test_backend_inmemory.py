@@ -15,18 +15,16 @@ import uuid
 
 import numpy as np
 import pytest
+from filter_strategies import filter_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mars_core.backends.base import (
-    And,
     Eq,
     Filter,
     In,
     MetaValue,
     Not,
-    Or,
-    Range,
     Record,
     VectorBackend,
     WriteBatch,
@@ -405,22 +403,8 @@ scalars = st.one_of(
     st.sampled_from([0.0, 1.0, 0.5, -1.5, 2.0]),
     st.booleans(),
 )
-metadata = st.dictionaries(st.sampled_from(KEYS), scalars, max_size=4)
 bound = st.one_of(st.none(), st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0]))
-leaves = st.one_of(
-    st.builds(Eq, st.sampled_from(KEYS), scalars),
-    st.builds(In, st.sampled_from(KEYS), st.lists(scalars, max_size=3).map(tuple)),
-    st.builds(Range, st.sampled_from(KEYS), bound, bound, bound, bound),
-)
-filters: st.SearchStrategy[Filter] = st.recursive(
-    leaves,
-    lambda inner: st.one_of(
-        st.builds(And, st.lists(inner, max_size=3).map(tuple)),
-        st.builds(Or, st.lists(inner, max_size=3).map(tuple)),
-        st.builds(Not, inner),
-    ),
-    max_leaves=6,
-)
+metadata, filters = filter_strategies(KEYS, scalars, bound, max_in=3, max_leaves=6)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,18 +6,14 @@ from __future__ import annotations
 import math
 import os
 import pathlib
-import random
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 import uuid
 from typing import Any
 
 import numpy as np
 import pytest
+from backend_crash import sigkill_loop, writer_script
 from backend_roundtrip import store_round
+from filter_strategies import filter_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,22 +66,8 @@ scalars = st.one_of(
     st.sampled_from([0.0, 1.0, 0.5, -1.5, 2.0]),
     st.booleans(),
 )
-metadata = st.dictionaries(st.sampled_from(KEYS), scalars, max_size=4)
 bound = st.one_of(st.none(), st.sampled_from([-1.0, 0.0, 0.5, 1, 2.0, math.inf, -math.inf]))
-leaves = st.one_of(
-    st.builds(Eq, st.sampled_from(KEYS), scalars),
-    st.builds(In, st.sampled_from(KEYS), st.lists(scalars, max_size=4).map(tuple)),
-    st.builds(Range, st.sampled_from(KEYS), bound, bound, bound, bound),
-)
-filters: st.SearchStrategy[Filter] = st.recursive(
-    leaves,
-    lambda inner: st.one_of(
-        st.builds(And, st.lists(inner, max_size=3).map(tuple)),
-        st.builds(Or, st.lists(inner, max_size=3).map(tuple)),
-        st.builds(Not, inner),
-    ),
-    max_leaves=8,
-)
+metadata, filters = filter_strategies(KEYS, scalars, bound, max_in=4, max_leaves=8)
 
 
 def qdrant_matches(flt: Filter, meta: dict[str, MetaValue]) -> bool:
@@ -301,60 +283,10 @@ def test_store_round_matches_in_memory(tmp_path: pathlib.Path) -> None:
 
 # --- crash loop: SIGKILL a writer at random, reopen, check every batch is whole -------------
 
-WRITER = textwrap.dedent(
-    """
-    import sys, uuid
-    import numpy as np
-    from mars_core.backends.base import Record, WriteBatch
-    from mars_core.backends.qdrant import QdrantBackend
-
-    def rid(i):
-        return str(uuid.UUID(int=i + 10))
-
-    b = QdrantBackend(path=sys.argv[1])
-    b.ensure_collection("v", 4)
-    b.ensure_collection("meta", 0)
-    got = b.get("meta", [rid(0)])
-    n = int(got[0].metadata["n"]) if got else 0
-    print("ready", flush=True)
-    while True:
-        n += 1
-        batch = WriteBatch()
-        batch.upsert("v", [Record(rid(n), np.array([1.0, n, 0, 1]), "x" * (n % 50), {"n": n})])
-        batch.delete("v", [rid(n - 3)])
-        batch.upsert("meta", [Record(rid(0), None, "", {"n": n})])
-        b.apply(batch)
-    """
-)
-
-
-def _wid(i: int) -> str:
-    return str(uuid.UUID(int=i + 10))
+WRITER = writer_script("from mars_core.backends.qdrant import QdrantBackend", "QdrantBackend")
 
 
 @pytest.mark.slow
 def test_sigkill_writer_loop_reopens_consistently(tmp_path: pathlib.Path) -> None:
-    rng = random.Random(5)
-    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}
-    last = 0
-    for _ in range(4):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], env=env,
-                                stdout=subprocess.PIPE, text=True)
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.05, 0.5))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        proc.stdout.close()
-        with QdrantBackend(path=tmp_path) as b:
-            got = b.get("meta", [_wid(0)])
-            n = int(got[0].metadata["n"]) if got else 0
-            recs = {r.id: r for r in b.get("v")}
-            assert sorted(recs) == sorted(_wid(i) for i in range(max(1, n - 2), n + 1)), n
-            for i in range(max(1, n - 2), n + 1):
-                assert recs[_wid(i)].metadata == {"n": i}
-                assert recs[_wid(i)].document == "x" * (i % 50)
-            assert b._wal.pending() == []
-        assert n >= last  # acknowledged batches are never lost
-        last = n
-    assert last > 0
+    sigkill_loop(tmp_path, WRITER, lambda p: QdrantBackend(path=p), seed=5, max_sleep=0.5,
+                 vectors=False)
