@@ -192,6 +192,25 @@ def stats(path: PathOpt = DEFAULT_PATH) -> None:
         console.print_json(json.dumps(store.stats(), default=str))
 
 
+@app.command()
+def reindex(path: PathOpt = DEFAULT_PATH,
+            embedder: Annotated[str, typer.Option(
+                help="semantic (MiniLM), hashing, or auto (the best installed)")] = "auto"
+            ) -> None:
+    """Re-embed every memory with another embedder (``store.reembed``); the manifest follows."""
+    from mars_core.embedders import default_embedder
+
+    if embedder not in {"auto", "semantic", "hashing"}:
+        raise _fail("--embedder must be auto, semantic or hashing")
+    with _open(path) as store:
+        try:
+            target = default_embedder(embedder)  # type: ignore[arg-type]
+            n = store.reembed(target)
+        except MarsError as exc:
+            raise _fail(str(exc)) from exc
+    console.print(f"re-embedded {n} memories in {path} with {target.name}")
+
+
 def _resolve_id(store: Any, prefix: str) -> str:
     """Full id from a unique prefix (``mars inspect`` shows 8 characters)."""
     from mars_core.inspect import resolve_id

@@ -145,3 +145,19 @@ def test_console_script_runs() -> None:
     out = subprocess.run([sys.executable, "-m", "mars_core.cli", "--help"],
                          capture_output=True, text=True, check=True)
     assert "Usage" in out.stdout
+
+
+def test_reindex_moves_the_store_to_another_embedder(store_path: Path) -> None:
+    from mars_core import HashingEmbedder
+
+    with MemoryStore.open(store_path) as store:
+        before = store.stats()["embedder"]
+        contents = sorted(n.content for n in store.list())
+    assert before == HashingEmbedder().name  # the test run's embedder (MARS_EMBEDDER)
+    code, out = run("reindex", "--embedder", "semantic", "--path", str(store_path))
+    assert code == 0 and "re-embedded" in out
+    with MemoryStore.open(store_path) as store:  # reopens with the manifest's new embedder
+        assert store.stats()["embedder"] != before
+        assert sorted(n.content for n in store.list()) == contents
+    code, out = run("reindex", "--embedder", "nope", "--path", str(store_path))
+    assert code == 2 and "--embedder must be" in out
