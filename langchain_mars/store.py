@@ -66,14 +66,12 @@ from typing import Any, Literal
 
 from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
 from mars_core.errors import (
-    BudgetExceededError,
     ConfigError,
     ExtraNotInstalledError,
-    MarsError,
     NotFoundError,
     ValidationError,
 )
-from mars_core.model import MemoryNode, MemoryType, Predicate, Provenance
+from mars_core.model import MemoryNode, MemoryType, Provenance
 from mars_core.privacy.receipts import ErasureReceipt
 from mars_core.retrieval import Hit
 from mars_core.store import MemoryStore
@@ -292,29 +290,15 @@ class MarsStore(BaseStore):
         created = old_rec["created_at"] if old_rec else self.memory.clock.now().isoformat()
         rec = {"namespace": list(namespace), "key": key, "value": data, "index": fields,
                "indexed": indexed, "created_at": created}
-        ns = encode_namespace(namespace)
-        prev = () if old is None else (old.id,)
-        if old is not None and old.is_active:  # archive first: the budget counts one version
-            self._check_fits(text, ns)
-            self.memory.forget(old.id, reason="superseded by a new value of its LangGraph key")
-        try:
+        if old is not None:  # one transaction: new version derivesFrom + supersedes the old
+            node = self.memory.update(old.id, text, metadata={MARKER: rec})
+        else:
             node = self.memory.add(
-                text, type=self.memory_type, namespace=ns, metadata={MARKER: rec},
-                links=[(Predicate.SUPERSEDES, i) for i in prev],
-                provenance=Provenance(source="langgraph", derived_from=prev,
+                text, type=self.memory_type, namespace=encode_namespace(namespace),
+                metadata={MARKER: rec},
+                provenance=Provenance(source="langgraph",
                                       external_id=key if len(key) <= 256 else None))
-        except MarsError:
-            if old is not None and old.is_active:
-                self.memory.restore(old.id)  # refused (a privacy preference): as it was
-            raise
         self._index.replace(namespace, key, node.id, seq=node.seq)
-
-    def _check_fits(self, text: str, ns: str) -> None:
-        """Refuse, before anything changes, a value heavier than its namespace's budget."""
-        weight, budget = self.memory.counter.count(text), self.memory.config.budget_for(ns)
-        if weight > budget:
-            raise BudgetExceededError(f"this value needs {weight} tokens but namespace {ns!r} "
-                                      f"has a budget of {budget}; split it or raise the budget")
 
     def _erase(self, namespace: Namespace, key: str) -> tuple[ErasureReceipt, ...]:
         node = self._node(namespace, key)
@@ -343,7 +327,7 @@ class MarsStore(BaseStore):
         ranked, hit_lists = self._rank(op.query, found)
         page_rank = ranked[op.offset:op.offset + op.limit]
         if self.search_access:
-            self._access(op.query, [node for node, _ in page_rank], hit_lists)
+            self._access([node for node, _ in page_rank], hit_lists)
         return [_search_item(node, score) for node, score in page_rank]
 
     def _candidates(self, ns: Namespace, flt: Mapping[str, Any]
@@ -380,14 +364,15 @@ class MarsStore(BaseStore):
         return [(n, scored[n.id][1] if n.id in scored else
                  (0.0 if _record_or_empty(n).get("indexed") else None)) for n in nodes], hit_lists
 
-    def _access(self, query: str, page: list[MemoryNode], hit_lists: dict[str, list[Hit]]) -> None:
-        """Count the search as an access of the returned hits (one retrieval per namespace)."""
-        wanted = {n.id for n in page}
+    def _access(self, page: list[MemoryNode], hit_lists: dict[str, list[Hit]]) -> None:
+        """Count the search as an access of exactly the returned active hits (one event per
+        namespace; a read, not a credited use)."""
+        wanted = {n.id for n in page if n.is_active}
         for ns, hits in hit_lists.items():
-            last = max((i for i, h in enumerate(hits) if h.id in wanted), default=None)
-            if last is not None:
-                self.memory.retrieve(query, namespace=ns, budget_tokens=_ALL_TOKENS, k=last + 1,
-                                     include_archive=True, read_only=False)
+            ids = [h.id for h in hits if h.id in wanted]
+            if ids:
+                self.memory.reinforce(ids, namespace=ns, reason="LangGraph store search",
+                                      credit=False)
 
 
 # --- pure helpers -------------------------------------------------------------------------------

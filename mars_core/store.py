@@ -476,9 +476,11 @@ class MemoryStore(StoreCore):
 
     @_op
     def reinforce(self, ids: Iterable[str], namespace: str | None = None,
-                  reason: str = "credited use") -> None:
+                  reason: str = "credited use", *, credit: bool = True) -> None:
         """Record a use of exactly these memories: an access each (statistics, LRU order,
-        Oblivion's frequency), one audit event, and the policies' credit hook.
+        Oblivion's frequency), one audit event, and — with ``credit`` — the policies'
+        credit hook (an answer used them; ``credit=False`` for a plain read, e.g. a
+        LangGraph store search).
 
         Raises:
             ValidationError: an id of another namespace, or an archived memory.
@@ -494,8 +496,9 @@ class MemoryStore(StoreCore):
         hits = [Hit(n, 1.0, 0.0, 0.0, False) for n in nodes]
         self._record_access(ns, hits, sum(n.weight for n in nodes), "",
                             {"reason": reason}, rationale=f"{reason}: {len(nodes)} memories")
-        self.policy.on_credit(ns, [n.id for n in nodes], [n.id for n in nodes],
-                              self._state.step(ns))
+        if credit:
+            self.policy.on_credit(ns, [n.id for n in nodes], [n.id for n in nodes],
+                                  self._state.step(ns))
 
     @_op
     def set_metadata(self, node_id: str, metadata: Mapping[str, Any] | None = None, *,

@@ -83,3 +83,19 @@ def test_namespaces_lists_those_holding_memories(store: MemoryStore) -> None:
     store.add("x y z", namespace="b")
     store.add("x y z", namespace="a")
     assert store.namespaces() == ["a", "b"]
+
+
+def test_reinforce_credits_the_policy_only_when_asked(store: MemoryStore) -> None:
+    a = store.add("Ana lives in Lisbon", type="semantic")
+    credited: list[list[str]] = []
+    real = store.policy.on_credit
+
+    def spy(ns: str, used: list[str], offered: list[str], step: int) -> None:
+        credited.append(used)
+        real(ns, used, offered, step)
+
+    store.policy.on_credit = spy  # type: ignore[method-assign]
+    store.reinforce([a.id], credit=False)
+    assert credited == [] and store.get(a.id).access_count == 1
+    store.reinforce([a.id])
+    assert credited == [[a.id]] and store.get(a.id).access_count == 2
