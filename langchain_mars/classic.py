@@ -102,10 +102,7 @@ class MarsMemory(BaseMemory):
         try:
             super().__init__(**data)
         except pydantic.ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ValidationError(f"invalid MarsMemory argument {where}: {err['msg']}") \
-                from None
+            raise ValidationError.from_pydantic(exc, "MarsMemory argument") from None
 
     @property
     def memory_variables(self) -> list[str]:

@@ -145,10 +145,7 @@ class MarsRetriever(BaseRetriever):
         try:
             super().__init__(**data)
         except pydantic.ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ValidationError(f"invalid MarsRetriever argument {where}: {err['msg']}") \
-                from None
+            raise ValidationError.from_pydantic(exc, "MarsRetriever argument") from None
 
     @field_validator("k")
     @classmethod

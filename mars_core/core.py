@@ -99,10 +99,7 @@ _op = guarded
 
 
 def _validation(exc: pydantic.ValidationError) -> ValidationError:
-    """Our error from pydantic's, without echoing input values (they may be sensitive)."""
-    parts = [f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}"
-             for e in exc.errors(include_input=False, include_url=False)]
-    return ValidationError("invalid memory: " + "; ".join(parts))
+    return ValidationError.from_pydantic(exc, "memory")
 
 
 @dataclass

@@ -13,6 +13,11 @@ Examples:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError as PydanticValidationError
+
 __all__ = [
     "BlockedByPreferenceError",
     "BudgetExceededError",
@@ -37,6 +42,24 @@ class MarsError(Exception):
 
 class ValidationError(MarsError, ValueError):
     """An argument or a record is invalid; nothing was changed."""
+
+    @classmethod
+    def from_pydantic(cls, exc: PydanticValidationError, what: str) -> ValidationError:
+        """Ours from pydantic's, without echoing input values (they may be sensitive).
+
+        Examples:
+            >>> import pydantic
+            >>> class M(pydantic.BaseModel):
+            ...     k: int
+            >>> try:
+            ...     M(k="secret")
+            ... except pydantic.ValidationError as exc:
+            ...     "secret" in str(ValidationError.from_pydantic(exc, "thing"))
+            False
+        """
+        parts = [f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}"
+                 for e in exc.errors(include_input=False, include_url=False)]
+        return cls(f"invalid {what}: " + "; ".join(parts))
 
 
 class ConfigError(ValidationError):

@@ -275,7 +275,7 @@ class MemoryStore(StoreCore):
             prov = Provenance(source=role, conversation_id=conversation_id,
                               session_id=session_id, turn=turn, external_id=external_id)
         except pydantic.ValidationError as exc:
-            raise ValidationError(f"invalid turn provenance: {exc.errors()[0]['msg']}") from None
+            raise ValidationError.from_pydantic(exc, "turn provenance") from None
         try:
             self._check_allowed(text, ns, conversation_id)
         except BlockedByPreferenceError:
@@ -524,7 +524,7 @@ class MemoryStore(StoreCore):
         try:
             node = MemoryNode.model_validate({**old.model_dump(), **update})
         except pydantic.ValidationError as exc:
-            raise ValidationError(f"invalid metadata change: {exc}") from None
+            raise ValidationError.from_pydantic(exc, "metadata change") from None
         txn = self._begin()
         step = self._step(txn, old.namespace)
         self._stage_put(txn, node)
@@ -702,8 +702,7 @@ class MemoryStore(StoreCore):
             prefs = preferences if isinstance(preferences, PrivacyPreferences) else \
                 PrivacyPreferences.model_validate(preferences)
         except pydantic.ValidationError as exc:
-            raise ValidationError(f"invalid privacy preferences: {exc.errors()[0]['msg']}") \
-                from None
+            raise ValidationError.from_pydantic(exc, "privacy preferences") from None
         txn = self._begin()
         self._stage_preferences(txn, ns, prefs)
         self._commit(txn)
