@@ -52,6 +52,11 @@ but the bytes stay on disk for a while.
 So a delete is not an erasure on disk. The privacy layer adds crypto-shredding on top
 (store ciphertext, destroy the key); this module does not pretend otherwise.
 
+An embedded Chroma saves its HNSW segments at their allocated capacity, never-used slots
+included, and those hold this process's freed memory — possibly plaintext from before it
+was sealed. A persistent backend zeroes them when it closes and before it opens
+(:mod:`mars_core.backends._scrub`).
+
 Other limits: one writer per collection set (a lock file guards a persistent
 directory; on a server, or with a client passed in, :attr:`shared` is true and the store
 takes a writer lease, see :mod:`mars_core.core`); queries above Chroma's brute-force threshold use
@@ -96,6 +101,7 @@ from mars_core.backends._records import (
     merge_records,
     normalised,
 )
+from mars_core.backends._scrub import scrub_index_files
 from mars_core.backends.base import (
     DeleteOp,
     Eq,
@@ -376,6 +382,7 @@ class ChromaBackend(IntentBackend):
         self._database: str | None = None
         self._owns_client = client is None
         self._dirty = False
+        self._scrub_dir: Path | None = None
         self.shared = path is None and (host is not None or client is not None)
         self.location = "client"
         try:
@@ -408,6 +415,8 @@ class ChromaBackend(IntentBackend):
             directory = Path(path)
             self._take_lock(directory)
             self.location = str(directory)
+            self._scrub_dir = directory
+            scrub_index_files(directory)  # a crash skipped the last close's scrub
             with _client_errors(f"open the database at {directory}"):
                 return chromadb.PersistentClient(path=str(directory), settings=settings)
         if host is not None:
@@ -547,6 +556,8 @@ class ChromaBackend(IntentBackend):
                                 ).delete_database(self._database)
             with contextlib.suppress(Exception):
                 client.close()
+            if self._scrub_dir is not None:  # the client is closed, the lease still held
+                scrub_index_files(self._scrub_dir)
         self._cols.clear()
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):

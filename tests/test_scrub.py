@@ -1,0 +1,116 @@
+"""The embedded Chroma's index files carry no freed process memory once the backend closes.
+
+Chroma saves an HNSW segment's whole capacity; slots it never wrote hold whatever the
+allocator handed out — in an embedded store, fragments of our own plaintext (CI caught
+one). ``scrub_index_files`` zeroes exactly those slots on close and before an open.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mars_core.backends._scrub import scrub_index_files
+from mars_core.backends.base import Record
+
+pytest.importorskip("chromadb")
+from mars_core.backends.chroma import ChromaBackend
+
+_HEAD = struct.Struct("<iQQQQ")
+DIM = 8
+N = 1_100  # above Chroma's default sync threshold (1,000): the index is saved with elements
+
+
+def _segments(directory: Path) -> list[tuple[Path, int, int, int]]:
+    """(segment, capacity, count, size per element) for each HNSW segment."""
+    out = []
+    for header in sorted(directory.glob("*/header.bin")):
+        _, _, capacity, count, size = _HEAD.unpack_from(header.read_bytes())
+        out.append((header.parent, capacity, count, size))
+    return out
+
+
+def _unused_tail(segment: Path, count: int, size: int) -> bytes:
+    return (segment / "data_level0.bin").read_bytes()[count * size:]
+
+
+def _vectors() -> np.ndarray:
+    rng = np.random.default_rng(7)
+    v = rng.normal(size=(N, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _fill(path: Path) -> np.ndarray:
+    vectors = _vectors()
+    with ChromaBackend(path=path) as b:
+        b.ensure_collection("m", DIM)
+        for start in range(0, N, 250):
+            b.upsert("m", [Record(f"r{i}", vectors[i], f"doc {i}")
+                           for i in range(start, min(N, start + 250))])
+        b.ensure_collection("small", DIM)  # saved empty, at its initial capacity, from
+        b.upsert("small", [Record("s0", vectors[0], "doc s0")])  # a well-used heap
+    return vectors
+
+
+def test_close_zeroes_exactly_the_never_used_slots_and_the_index_still_answers(
+        tmp_path: Path) -> None:
+    vectors = _fill(tmp_path)
+    segments = _segments(tmp_path)
+    assert {count > 0 for _, _, count, _ in segments} == {True, False}  # grown and fresh
+    for segment, capacity, count, size in segments:
+        assert count * size <= (segment / "data_level0.bin").stat().st_size <= capacity * size
+        assert not any(_unused_tail(segment, count, size)), segment
+        used = (segment / "data_level0.bin").read_bytes()[:count * size]
+        assert count == 0 or any(used)  # the used slots were kept
+    with ChromaBackend(path=tmp_path) as b:
+        for i in (0, 17, 999, N - 1):
+            assert b.query("m", vectors[i], 1)[0].record.id == f"r{i}"
+
+
+def test_opening_scrubs_what_a_crash_left_behind(tmp_path: Path) -> None:
+    with ChromaBackend(path=tmp_path) as b:  # a small store: its index is saved empty
+        b.ensure_collection("m", DIM)
+        b.upsert("m", [Record("r0", _vectors()[0], "doc 0")])
+    [(segment, capacity, count, size)] = _segments(tmp_path)
+    data = segment / "data_level0.bin"
+    assert count == 0 and data.stat().st_size == capacity * size
+    with data.open("r+b") as f:  # what an unscrubbed save leaves: heap bytes past the count
+        f.seek(size)
+        f.write(b'{"text": "Ines is a nurse"}' * 4)
+    assert b"Ines" in data.read_bytes()
+    with ChromaBackend(path=tmp_path) as b:
+        assert b"Ines" not in data.read_bytes()  # before any close
+        assert [r.id for r in b.get("m")] == ["r0"]
+
+
+def test_an_unrecognised_layout_is_left_alone_and_reported(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    segment = tmp_path / "seg"
+    segment.mkdir()
+    header = bytearray(100)
+    _HEAD.pack_into(header, 0, 2, 0, 4, 1, 8)  # persist version 2: not ours to touch
+    (segment / "header.bin").write_bytes(bytes(header))
+    (segment / "data_level0.bin").write_bytes(b"\x01" * 32)
+    with caplog.at_level(logging.WARNING):
+        report = scrub_index_files(tmp_path)
+    assert report.segments == 0 and report.skipped == ("seg",)
+    assert (segment / "data_level0.bin").read_bytes() == b"\x01" * 32
+    assert "seg" in caplog.text and "\x01" not in caplog.text
+
+
+def test_a_recognised_segment_is_zeroed_past_its_count_only(tmp_path: Path) -> None:
+    segment = tmp_path / "seg"
+    segment.mkdir()
+    header = bytearray(100)
+    _HEAD.pack_into(header, 0, 1, 0, 4, 1, 8)  # capacity 4, one element of 8 bytes
+    (segment / "header.bin").write_bytes(bytes(header))
+    (segment / "data_level0.bin").write_bytes(b"\x07" * 32)
+    (segment / "length.bin").write_bytes(b"\x09" * 16)
+    report = scrub_index_files(tmp_path)
+    assert report.segments == 1 and report.bytes_zeroed == 24 + 12
+    assert (segment / "data_level0.bin").read_bytes() == b"\x07" * 8 + bytes(24)
+    assert (segment / "length.bin").read_bytes() == b"\x09" * 4 + bytes(12)
