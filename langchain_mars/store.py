@@ -33,10 +33,22 @@ LangGraph's key-value contract:
   the same namespace ranked above them — in MaRS statistics and the audit, which feeds
   LRU and the decay policies. ``MarsStore(..., search_access=False)`` makes searches
   read-only for inspection.
-* **TTL.** Not supported (``supports_ttl = False``): LangGraph's TTL expires an item some
-  minutes after its *last read*, and the MaRS façade cannot move a memory's expiry on read
-  yet. A ``ttl`` raises LangGraph's own ``NotImplementedError``. MaRS's own retention
-  (``MemoryStore.maintain``) still applies.
+* **TTL.** Supported (``supports_ttl = True``), in LangGraph's units and defaults:
+  ``put(..., ttl=minutes)`` (else ``TTLConfig.default_ttl`` of
+  ``MarsStore(..., ttl=TTLConfig(...))``; ``ttl=None``: never) sets the memory's
+  ``expires_at`` to the store clock's now + ttl, and keeps the ttl in the item's metadata
+  (``metadata["langgraph"]["ttl"]``) so that a ``get`` or ``search`` with ``refresh_ttl``
+  (default: ``TTLConfig.refresh_on_read``, else True) moves the expiry of what it returns to
+  now + ttl. A put refreshes too, even of an unchanged value. Once the clock is *past*
+  ``expires_at`` the item is gone for LangGraph: ``get`` returns None, ``search`` and
+  ``list_namespaces`` leave it out, and a ``put`` on its key starts a fresh item — whether or
+  not a sweep has run yet. :meth:`MarsStore.sweep_ttl` (or a
+  :meth:`MarsStore.start_ttl_sweeper` thread) then **erases** expired items, as ``delete``
+  does; ``delete`` and :meth:`MarsStore.erase` erase them at any time. Until then
+  ``MemoryStore.maintain`` may only *archive* them (core expiry), and they stay readable
+  through the core API (``memory.get``, ``explain``) — not through this adapter.
+  MaRS's own type retention (``maintain`` archives old memories) is separate: archived is
+  not expired, and ``get`` reads archived items through.
 * **Batches** are validated as a whole before any operation runs (a bad op changes
   nothing), then run in order; ``abatch`` is the same code in a worker thread.
 
@@ -57,12 +69,15 @@ Examples:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal, cast
 
 from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
 from mars_core.errors import (
@@ -89,6 +104,7 @@ try:
         Result,
         SearchItem,
         SearchOp,
+        TTLConfig,
         get_text_at_path,
         validate_op_namespace,
     )
@@ -97,12 +113,18 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["MarsStore"]
 
+log = logging.getLogger(__name__)
+
 MARKER = "langgraph"
 """Metadata key under which a memory keeps its LangGraph item (namespace, key, value)."""
 
 _ALL_TOKENS = 2**62  # a retrieval budget that never binds: search ranks, it does not pack
 _COMPARISONS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 _OPERATORS = _COMPARISONS | {"$eq", "$ne"}
+_MAX_TTL = 1e9  # minutes (about 1,900 years): any expiry stays a valid datetime
+_TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes",
+                       "omit_expired"})
+_SWEEP_MINUTES = 5.0  # the sweeper's interval when neither the call nor the config gives one
 
 
 class MarsStore(BaseStore):
@@ -116,10 +138,15 @@ class MarsStore(BaseStore):
             with ``embedder=mars_core.embedders.LangChainEmbeddings(...)``.
         memory_type: the MaRS type of the memories (default ``semantic``).
         search_access: whether a query search counts as an access (default True).
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes; what ``put`` uses when
+            no ``ttl`` is given), ``refresh_on_read`` (the default of ``refresh_ttl`` in
+            ``get`` and ``search``; default True) and ``sweep_interval_minutes`` (for
+            :meth:`start_ttl_sweeper`). Expired items are always omitted from reads, so
+            ``omit_expired`` may only be True.
 
     Raises:
         ConfigError: unknown ``index`` keys, an ``embed`` function, a ``dims`` mismatch,
-            or an unknown memory type.
+            an unknown memory type, or a bad ``ttl`` config.
 
     Examples:
         >>> from mars_core import FakeClock, MemoryStore
@@ -127,10 +154,10 @@ class MarsStore(BaseStore):
         ...     store.put(("docs",), "a", {"title": "Lisbon guide"}, index=["title"])
         ...     store.put(("docs", "old"), "b", {"title": "Porto guide"})
         ...     print(store.list_namespaces(), store.supports_ttl)
-        [('docs',), ('docs', 'old')] False
+        [('docs',), ('docs', 'old')] True
     """
 
-    supports_ttl: bool = False
+    supports_ttl: bool = True
 
     def __init__(
         self,
@@ -139,6 +166,7 @@ class MarsStore(BaseStore):
         index: IndexConfig | None = None,
         memory_type: MemoryType | str = MemoryType.SEMANTIC,
         search_access: bool = True,
+        ttl: TTLConfig | None = None,
     ) -> None:
         if not isinstance(memory, MemoryStore):
             raise ConfigError("MarsStore needs a mars_core.MemoryStore")
@@ -149,15 +177,19 @@ class MarsStore(BaseStore):
         self.memory = memory
         self.fields = _index_fields(index, memory.embedder.dim)
         self.search_access = search_access
+        self.ttl_config = _ttl_config(ttl)
         self._owned = False
         self._lock = threading.RLock()
         self._index = KeyIndex()
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
+        self._sweeper_future: concurrent.futures.Future[None] | None = None
         self.reindex()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, index: IndexConfig | None = None,
              memory_type: MemoryType | str = MemoryType.SEMANTIC, search_access: bool = True,
-             **store_kwargs: Any) -> MarsStore:
+             ttl: TTLConfig | None = None, **store_kwargs: Any) -> MarsStore:
         """Open (or create) a persistent store under ``path``; ``close()`` closes it.
 
         ``store_kwargs`` go to :meth:`MemoryStore.open` (``budget``, ``policy``, ``embedder``...).
@@ -165,7 +197,7 @@ class MarsStore(BaseStore):
         memory = MemoryStore.open(path, **store_kwargs)
         try:
             store = cls(memory, index=index, memory_type=memory_type,
-                        search_access=search_access)
+                        search_access=search_access, ttl=ttl)
         except BaseException:
             memory.close()
             raise
@@ -182,8 +214,8 @@ class MarsStore(BaseStore):
 
         Raises:
             InvalidNamespaceError: a bad namespace label (LangGraph's error).
-            NotImplementedError: a ``ttl`` was given (TTL is not supported).
-            ValidationError: any other bad operation; nothing ran.
+            ValidationError: any other bad operation (a ``ttl`` that is not a number of
+                minutes in ``[0, 1e9]`` included); nothing ran.
         """
         todo = list(ops)
         for op in todo:
@@ -194,6 +226,86 @@ class MarsStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """The async twin of :meth:`batch` (the same code, in a worker thread)."""
         return await asyncio.to_thread(self.batch, list(ops))
+
+    # --- TTL sweeps (LangGraph's SqliteStore / PostgresStore names) ---------------------------
+
+    def sweep_ttl(self) -> int:
+        """Erase every expired item (all its versions, as ``delete`` does); returns how many.
+
+        An item is expired once the store clock is past its memory's ``expires_at``.
+        Items are erased in namespace then key order; the audit keeps one ``erase`` event
+        per memory. Without expired items nothing is written.
+        """
+        with self._lock:
+            now = self.memory.clock.now()
+            expired = [(ns, key) for ns in self._index.namespaces()
+                       for key, _ in sorted(self._index.items(ns))
+                       if (node := self._node(ns, key)) is not None and _expired(node, now)]
+            for ns, key in expired:
+                self._erase(ns, key)
+            return len(expired)
+
+    async def asweep_ttl(self) -> int:
+        """The async twin of :meth:`sweep_ttl` (the same code, in a worker thread)."""
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None
+                          ) -> concurrent.futures.Future[None]:
+        """Run :meth:`sweep_ttl` every ``sweep_interval_minutes`` in a daemon thread.
+
+        The interval (wall-clock time, between the end of a sweep and the next) is the
+        argument, else ``TTLConfig.sweep_interval_minutes``, else 5 minutes; what is
+        expired is decided by the store's clock. A sweep that fails is logged and the next
+        one runs. The returned future completes when the sweeper stops
+        (:meth:`stop_ttl_sweeper`, :meth:`close`, or cancelling the future); while one
+        runs, a second call returns the same future.
+
+        Raises:
+            ValidationError: an interval that is not a positive number of minutes.
+        """
+        configured = (self.ttl_config or {}).get("sweep_interval_minutes")
+        interval = _interval(sweep_interval_minutes if sweep_interval_minutes is not None
+                             else configured if configured is not None else _SWEEP_MINUTES)
+        with self._lock:
+            if self._sweeper is not None and self._sweeper.is_alive():
+                assert self._sweeper_future is not None
+                return self._sweeper_future
+            stop = self._sweeper_stop = threading.Event()
+            future: concurrent.futures.Future[None] = concurrent.futures.Future()
+            future.add_done_callback(lambda f: stop.set() if f.cancelled() else None)
+
+            def loop() -> None:
+                while not stop.wait(interval * 60):
+                    try:
+                        swept = self.sweep_ttl()
+                    except Exception:  # a sweeper outlives a failed sweep
+                        log.exception("MarsStore TTL sweep failed")
+                    else:
+                        if swept:
+                            log.info("MarsStore TTL sweep erased %d expired items", swept)
+                with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled
+                    future.set_result(None)
+
+            self._sweeper_future = future
+            self._sweeper = threading.Thread(target=loop, name="mars-ttl-sweeper", daemon=True)
+            self._sweeper.start()
+            return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True when it has stopped (or was not running), False
+        when ``timeout`` seconds passed first (e.g. during a long sweep)."""
+        with self._lock:
+            thread = self._sweeper
+            self._sweeper_stop.set()
+        if thread is None:
+            return True
+        thread.join(timeout)
+        if thread.is_alive():
+            return False
+        with self._lock:
+            if self._sweeper is thread:
+                self._sweeper = None
+        return True
 
     # --- beyond the contract ------------------------------------------------------------------
 
@@ -217,7 +329,8 @@ class MarsStore(BaseStore):
         return encode_namespace(tuple(namespace))
 
     def node_id(self, namespace: tuple[str, ...], key: str) -> str | None:
-        """The id of the memory holding an item's current value (for ``explain``)."""
+        """The id of the memory holding an item's current value (for ``explain``) — also of
+        an expired item, until a sweep or a delete erases it."""
         with self._lock:
             node = self._node(tuple(namespace), key)
             return None if node is None else node.id
@@ -238,7 +351,9 @@ class MarsStore(BaseStore):
             return len(self._index)
 
     def close(self) -> None:
-        """Close the underlying store when this object opened it (see :meth:`open`)."""
+        """Stop the TTL sweeper, if any; close the underlying store when this object
+        opened it (see :meth:`open`)."""
+        self.stop_ttl_sweeper()
         if self._owned:
             self.memory.close()
 
@@ -252,18 +367,23 @@ class MarsStore(BaseStore):
 
     def _run(self, op: Op) -> Result:
         if isinstance(op, GetOp):
-            node = self._node(op.namespace, op.key)
+            now = self.memory.clock.now()
+            node = self._live(op.namespace, op.key, now)
+            if node is not None and op.refresh_ttl:
+                node = self._refresh(node, now)
             return None if node is None else _item(node)
         if isinstance(op, PutOp):
-            if op.value is None:
+            if op.value is None:  # erases an expired item too: delete is the right to forget
                 self._erase(op.namespace, op.key)
             else:
-                self._put(op.namespace, op.key, op.value, op.index)
+                self._put(op.namespace, op.key, op.value, op.index, op.ttl)
             return None
         if isinstance(op, SearchOp):
             return self._search(op)
         assert isinstance(op, ListNamespacesOp)
-        return _list_namespaces(self._index.namespaces(), op)
+        now = self.memory.clock.now()
+        return _list_namespaces([ns for ns in self._index.namespaces() if any(
+            self._live(ns, key, now) is not None for key, _ in self._index.items(ns))], op)
 
     def _node(self, namespace: Namespace, key: str) -> MemoryNode | None:
         node_id = self._index.get(namespace, key)
@@ -275,27 +395,63 @@ class MarsStore(BaseStore):
             self._index.drop(namespace, key)
             return None
 
+    def _live(self, namespace: Namespace, key: str, now: datetime) -> MemoryNode | None:
+        """The memory of an item that LangGraph can see: present and not expired."""
+        node = self._node(namespace, key)
+        return None if node is None or _expired(node, now) else node
+
+    def _refresh(self, node: MemoryNode, now: datetime) -> MemoryNode:
+        """Move an item's expiry to ``now`` + its ttl (items without a ttl: unchanged).
+
+        One ``metadata`` audit event when the expiry moves; nothing is written when it would
+        not move, nor in a store opened read-only (a reader never writes).
+        """
+        ttl = _record_or_empty(node).get("ttl")
+        if not _is_ttl(ttl) or getattr(self.memory, "_read_only", False):
+            return node
+        expires = _expiry(now, ttl)
+        if node.expires_at == expires:
+            return node
+        return self.memory.set_metadata(node.id, expires_at=expires)
+
     def _put(self, namespace: Namespace, key: str, value: Mapping[str, Any],
-             index: Literal[False] | list[str] | None) -> None:
+             index: Literal[False] | list[str] | None, ttl: float | None) -> None:
+        now = self.memory.clock.now()
         fields = self.fields if index is None else index
         data = _json(value)
         old = self._node(namespace, key)
+        if old is not None and _expired(old, now):
+            self._erase(namespace, key)  # what a sweep would do: the put starts a new item
+            old = None
         old_rec = None if old is None else _record(old)
+        expires = _expiry(now, ttl)
         if old is not None and old_rec is not None and \
                 (old_rec["value"], old_rec["index"]) == (data, fields):
             if not old.is_active:  # put again: the item is current, bring it back
-                self.memory.restore(old.id)
+                old = self.memory.restore(old.id)
+            if old_rec.get("ttl") != ttl:  # a put sets (or clears) the ttl, and refreshes it
+                rec = {k: v for k, v in old_rec.items() if k != "ttl"}
+                if ttl is not None:
+                    rec["ttl"] = ttl
+                self.memory.set_metadata(old.id, {**old.metadata, MARKER: rec},
+                                         expires_at=expires)
+            elif old.expires_at != expires:
+                self.memory.set_metadata(old.id, expires_at=expires)
             return  # unchanged: content is immutable, a new version would only grow the archive
         text, indexed = _text(data, fields)
-        created = old_rec["created_at"] if old_rec else self.memory.clock.now().isoformat()
+        created = old_rec["created_at"] if old_rec else now.isoformat()
         rec = {"namespace": list(namespace), "key": key, "value": data, "index": fields,
                "indexed": indexed, "created_at": created}
+        if ttl is not None:
+            rec["ttl"] = ttl
         if old is not None:  # one transaction: new version derivesFrom + supersedes the old
             node = self.memory.update(old.id, text, metadata={MARKER: rec})
+            if expires is not None:  # update() starts without expiry: a second write sets it
+                node = self.memory.set_metadata(node.id, expires_at=expires)
         else:
             node = self.memory.add(
                 text, type=self.memory_type, namespace=encode_namespace(namespace),
-                metadata={MARKER: rec},
+                metadata={MARKER: rec}, expires_at=expires,
                 provenance=Provenance(source="langgraph",
                                       external_id=key if len(key) <= 256 else None))
         self._index.replace(namespace, key, node.id, seq=node.seq)
@@ -318,25 +474,31 @@ class MarsStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
+        now = self.memory.clock.now()
         found = [c for ns in self._index.namespaces() if ns[:len(prefix)] == prefix
-                 for c in self._candidates(ns, op.filter or {})]
+                 for c in self._candidates(ns, op.filter or {}, now)]
         if not (op.query and op.query.strip()):
             found.sort(key=lambda c: (not c[2].is_active, -c[2].seq))
-            page = found[op.offset:op.offset + op.limit]
-            return [_search_item(node, None) for _, _, node in page]
-        ranked, hit_lists = self._rank(op.query, found)
-        page_rank = ranked[op.offset:op.offset + op.limit]
-        if self.search_access:
-            self._access([node for node, _ in page_rank], hit_lists)
-        return [_search_item(node, score) for node, score in page_rank]
+            page: list[tuple[MemoryNode, float | None]] = [
+                (node, None) for _, _, node in found[op.offset:op.offset + op.limit]]
+        else:
+            ranked, hit_lists = self._rank(op.query, found)
+            page = ranked[op.offset:op.offset + op.limit]
+            if self.search_access:
+                self._access([node for node, _ in page], hit_lists)
+        if op.refresh_ttl:  # what a search returns has been read: its ttl starts again
+            for node, _ in page:
+                self._refresh(node, now)
+        return [_search_item(node, score) for node, score in page]
 
-    def _candidates(self, ns: Namespace, flt: Mapping[str, Any]
+    def _candidates(self, ns: Namespace, flt: Mapping[str, Any], now: datetime
                     ) -> list[tuple[Namespace, str, MemoryNode]]:
-        """The items of a namespace that pass the filter and its privacy preferences
+        """The live items of a namespace that pass the filter and its privacy preferences
         (private mode hides sensitive items without consent, as ``retrieve`` does)."""
-        prefs, now = self.memory.preferences(encode_namespace(ns)), self.memory.clock.now()
+        prefs = self.memory.preferences(encode_namespace(ns))
         return [(ns, key, node) for key, _ in self._index.items(ns)
-                if (node := self._node(ns, key)) is not None and prefs.recallable(node, now)
+                if (node := self._live(ns, key, now)) is not None
+                and prefs.recallable(node, now)
                 and _matches(_record_or_empty(node)["value"], flt)]
 
     def _rank(self, query: str, found: list[tuple[Namespace, str, MemoryNode]]
@@ -420,9 +582,8 @@ def _check(op: object) -> None:
 
 
 def _check_put(op: PutOp) -> None:
-    if op.ttl is not None:
-        raise NotImplementedError("TTL is not supported by MarsStore. Use a store implementation "
-                                  "that supports TTL or set ttl=None.")
+    if op.ttl is not None and not _is_ttl(op.ttl):
+        raise ValidationError(f"ttl must be None or a number of minutes in [0, {_MAX_TTL:.0e}]")
     if op.value is None:
         return
     if not isinstance(op.value, Mapping) or not all(isinstance(k, str) for k in op.value):
@@ -431,6 +592,54 @@ def _check_put(op: PutOp) -> None:
     if op.index is not None and op.index is not False and (
             not isinstance(op.index, list) or not all(isinstance(f, str) and f for f in op.index)):
         raise ValidationError("index must be False, None or a list of field paths")
+
+
+def _is_ttl(ttl: object) -> bool:
+    """A valid ttl: a number of minutes in [0, 1e9] (not a bool, not NaN or infinite)."""
+    return isinstance(ttl, int | float) and not isinstance(ttl, bool) and 0 <= ttl <= _MAX_TTL
+
+
+def _expiry(now: datetime, ttl: float | None) -> datetime | None:
+    """When an item put or read at ``now`` with ``ttl`` minutes expires (None: never)."""
+    return None if ttl is None else now + timedelta(minutes=ttl)
+
+
+def _expired(node: MemoryNode, now: datetime) -> bool:
+    """Past its expiry (strictly, as ``MemoryStore.maintain`` and LangGraph's sweeps)."""
+    return node.expires_at is not None and now > node.expires_at
+
+
+def _ttl_config(ttl: object) -> TTLConfig | None:
+    """A checked copy of LangGraph's ``TTLConfig``."""
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping):
+        raise ConfigError("ttl must be a langgraph TTLConfig (a mapping)")
+    unknown = set(ttl) - _TTL_KEYS
+    if unknown:
+        raise ConfigError(f"unknown ttl keys {sorted(unknown)}; use {sorted(_TTL_KEYS)}")
+    default = ttl.get("default_ttl")
+    if default is not None and not _is_ttl(default):
+        raise ConfigError(f"default_ttl must be None or a number of minutes in "
+                          f"[0, {_MAX_TTL:.0e}]")
+    if not isinstance(ttl.get("refresh_on_read", True), bool):
+        raise ConfigError("refresh_on_read must be a bool")
+    if ttl.get("omit_expired", True) is not True:
+        raise ConfigError("MarsStore always omits expired items: omit_expired may only be True")
+    interval = ttl.get("sweep_interval_minutes")
+    if interval is not None:
+        try:
+            _interval(interval)
+        except ValidationError as exc:
+            raise ConfigError(str(exc)) from None
+    return cast(TTLConfig, dict(ttl))
+
+
+def _interval(minutes: object) -> float:
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or \
+            not 0 < minutes <= _MAX_TTL:
+        raise ValidationError("sweep_interval_minutes must be a positive number of minutes")
+    return float(minutes)
 
 
 def _check_page(limit: object, offset: object) -> None:

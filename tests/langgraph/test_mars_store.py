@@ -416,7 +416,7 @@ def test_bad_batches_change_nothing(make: Callable[..., MarsStore]) -> None:
     bad: list[tuple[Any, type[Exception]]] = [
         (PutOp(("u",), "b", {"x": float("nan")}), ValidationError),
         (PutOp(("u",), "b", {"x": {1, 2}}), ValidationError),
-        (PutOp(("u",), "b", {"x": 1}, ttl=5.0), NotImplementedError),
+        (PutOp(("u",), "b", {"x": 1}, ttl=-1), ValidationError),  # see test_mars_store_ttl.py
         (PutOp(("u.v",), "b", {"x": 1}), InvalidNamespaceError),
         (PutOp((), "b", {"x": 1}), ValidationError),
         (PutOp(("u",), "", {"x": 1}), ValidationError),
@@ -445,9 +445,10 @@ def test_bad_batches_change_nothing(make: Callable[..., MarsStore]) -> None:
         s.put(("u",), "a", {"text": "Zorro was here"})
     assert s.get(("u",), "a").value == {"text": "fine"}  # type: ignore[union-attr]
     assert s.memory.get(before[0] or "").is_active
-    with pytest.raises(NotImplementedError, match="TTL is not supported by MarsStore"):
-        s.put(("u",), "a", {"x": 1}, ttl=1.0)
-    assert s.supports_ttl is False
+    with pytest.raises(ValidationError, match="ttl"):  # TTL is supported; a bad ttl is refused
+        s.put(("u",), "a", {"x": 1}, ttl=-1.0)
+    assert s.get(("u",), "a").value == {"text": "fine"}  # type: ignore[union-attr]
+    assert s.memory.get(before[0] or "").expires_at is None and s.supports_ttl is True
 
 
 def test_config_errors() -> None:
