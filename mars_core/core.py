@@ -736,6 +736,21 @@ class StoreCore:
         return rank(self._state, self.backend, collection=self._colls[status], status=status,
                     qvec=qvec, q=q, cfg=self.config.retrieval)
 
+    def _derivation(self, node_id: str) -> list[str]:
+        """A memory's derivation neighbours: what it was derived from, what derives from it."""
+        g = self._state.graph
+        return [e.target for e in g.out_edges(node_id, Predicate.DERIVES_FROM)] + \
+            [e.source for e in g.in_edges(node_id, Predicate.DERIVES_FROM)]
+
+    def _cutoff(self, ratio: object) -> float:
+        """A call's relative cut-off: the config's when None, else a number in [0, 1]."""
+        if ratio is None:
+            return self.config.retrieval.relative_cutoff
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) \
+                or not 0.0 <= ratio <= 1.0:
+            raise ValidationError("relative_cutoff must be a number in [0, 1] or None")
+        return float(ratio)
+
     def _query(self, text: object, *, namespace: str | None, types: Iterable[Any] | None,
                max_sensitivity: float | None, since: datetime | None, until: datetime | None,
                conversation: str | None, budget_tokens: int | None, k: int | None

@@ -25,7 +25,7 @@ Examples:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -176,19 +176,26 @@ def answerability(query: str, text: str, speaker: str | None = None) -> Answerab
         speaker: the speaker when known otherwise (e.g. the episode's participant).
     """
     names, temporal_q = _query_cues(query)
-    said_by, body = _speaker_and_body(text)
+    said_by, words, phatic, temporal_m = _text_cues(text)
     who = (said_by or speaker or "").lower()
-    low = body.lower()
-    words = set(re.findall(r"[\w'\-]+", low))
     entity = sum(n in words for n in names if n != who) / max(1, len(names - {who}))
-    words_n = len(body.split())
-    phatic = float(words_n <= 3 or (_PHATIC.match(body.strip()) is not None and words_n < 12))
     return Answerability(
         entity=float(entity),
         speaker=float(bool(who) and who.split()[0] in names),
-        temporal=float(temporal_q and _TEMPORAL_M.search(low) is not None),
-        phatic=phatic,
+        temporal=float(temporal_q and temporal_m),
+        phatic=float(phatic),
     )
+
+
+@lru_cache(maxsize=16_384)
+def _text_cues(text: str) -> tuple[str | None, frozenset[str], bool, bool]:
+    """The query-independent cues of a memory's text (cached: contents never change)."""
+    said_by, body = _speaker_and_body(text)
+    low = body.lower()
+    words_n = len(body.split())
+    phatic = words_n <= 3 or (_PHATIC.match(body.strip()) is not None and words_n < 12)
+    return (said_by, frozenset(re.findall(r"[\w'\-]+", low)), phatic,
+            _TEMPORAL_M.search(low) is not None)
 
 
 def cue_score(a: Answerability) -> float:
@@ -201,21 +208,32 @@ def cue_score(a: Answerability) -> float:
     return 0.5 * a.entity + 0.25 * a.speaker + 0.25 * a.temporal - a.phatic
 
 
-def relative_cutoff(hits: Sequence[Hit], ratio: float) -> list[Hit]:
+def relative_cutoff(hits: Sequence[Hit], ratio: float,
+                    linked: Callable[[str], Iterable[str]] | None = None) -> list[Hit]:
     """Keep hits scoring at least ``ratio`` × the best score (``ratio`` 0 keeps all).
+
+    With ``linked`` (a memory's derivation neighbours: the turn a fact was extracted from,
+    the facts extracted from a turn), the cut-off applies per unit of evidence: a hit
+    linked to a kept hit is kept too, so a turn and its facts stand or fall together.
 
     Examples:
         >>> from mars_core.model import MemoryNode
-        >>> n = MemoryNode.model_construct(id="a")
-        >>> [h.score for h in relative_cutoff([Hit(n, 1.0, 0, 0), Hit(n, 0.5, 0, 0)], 0.8)]
+        >>> a, b = (MemoryNode.model_construct(id=i) for i in "ab")
+        >>> [h.score for h in relative_cutoff([Hit(a, 1.0, 0, 0), Hit(b, 0.5, 0, 0)], 0.8)]
         [1.0]
+        >>> [h.id for h in relative_cutoff([Hit(a, 1.0, 0, 0), Hit(b, 0.5, 0, 0)], 0.8,
+        ...                                linked={"a": ["b"]}.get)]
+        ['a', 'b']
     """
     if not hits or ratio <= 0:
         return list(hits)
     top = max(h.score for h in hits)
     if top <= 0:
         return list(hits)
-    return [h for h in hits if h.score >= ratio * top]
+    kept = {h.id for h in hits if h.score >= ratio * top}
+    if linked is not None:
+        kept |= {n for i in list(kept) for n in linked(i)}
+    return [h for h in hits if h.id in kept]
 
 
 def _dense(backend: VectorBackend, collection: str, qvec: npt.NDArray[np.float32], q: Query,
@@ -272,7 +290,7 @@ def rank(
         if score > _EPS:  # nothing in common with the query: not a hit, however empty the budget
             hits.append(Hit(node, score, d, lx, status is MemoryStatus.ARCHIVED))
     hits.sort(key=lambda h: (-h.score, h.node.step, h.node.id))
-    return relative_cutoff(hits, cfg.relative_cutoff)
+    return hits
 
 
 def _speaker_of(node: MemoryNode) -> str | None:

@@ -57,6 +57,7 @@ from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
 from mars_core.privacy.redaction import redact as redact_text
 from mars_core.retrieval import Hit, Query, pack
+from mars_core.retrieval import relative_cutoff as cut
 
 __all__ = ["MemoryStore"]
 
@@ -341,13 +342,36 @@ class MemoryStore(StoreCore):
         namespace: str | None = None,
         include_archive: bool = False,
         read_only: bool = False,
+        relative_cutoff: float | None = None,
     ) -> builtins.list[Hit]:
-        """Hybrid (dense + BM25) retrieval packed into a token budget.
+        """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget.
+
+        The pipeline is the one measured on LoCoMo (docs/benchmarks/evidence.md), set by
+        :class:`~mars_core.config.RetrievalConfig`: ``dense_weight`` · cosine + the rest ·
+        BM25, plus ``cue_weight`` · the answerability rerank; hits below
+        ``relative_cutoff`` × the best score are dropped; what remains fills the budget in
+        rank order, at most ``k``. So it may return fewer than ``k`` hits: pass
+        ``relative_cutoff=0`` for "the ``k`` best" (the framework adapters whose contract
+        is exactly ``k`` do).
 
         Counts as an access of every hit (statistics, recency, one audit event) unless
         ``read_only`` (always so in a store opened with ``read_only=True``). Archived
         memories come only with ``include_archive`` and rank after active ones of equal
         score.
+
+        Args:
+            query: the question or cue.
+            budget_tokens: token budget (the config's ``default_budget_tokens`` if None).
+            k: at most this many hits (no limit if None).
+            types: only memories of these types.
+            max_sensitivity: only memories at most this sensitive.
+            since: only memories created at or after this time.
+            until: only memories created before this time.
+            conversation: only memories of this conversation.
+            namespace: the namespace (the default one if None).
+            include_archive: also search archived (forgotten) memories.
+            read_only: do not count the retrieval as an access.
+            relative_cutoff: this call's cut-off in [0, 1] (the config's if None; 0: off).
 
         Raises:
             ValidationError: bad query or filter values.
@@ -355,6 +379,7 @@ class MemoryStore(StoreCore):
         q, budget = self._query(query, namespace=namespace, types=types,
                                 max_sensitivity=max_sensitivity, since=since, until=until,
                                 conversation=conversation, budget_tokens=budget_tokens, k=k)
+        ratio = self._cutoff(relative_cutoff)
         qvec = embed_one(self.embedder, query)
         hits = self._rank(MemoryStatus.ACTIVE, qvec, q)
         if include_archive:
@@ -362,7 +387,8 @@ class MemoryStore(StoreCore):
                      for h in self._rank(MemoryStatus.ARCHIVED, qvec, q)]
             hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
         recallable = self._recallable(q.namespace)  # private mode without consent
-        chosen = pack((h for h in hits if recallable(h.node)), budget, k)
+        chosen = pack(cut([h for h in hits if recallable(h.node)], ratio, self._derivation),
+                      budget, k)
         if not (read_only or self._read_only) and chosen:
             self.policy.on_retrieve(q.namespace, [h.node for h in chosen], budget,
                                     self._state.step(q.namespace))
@@ -436,10 +462,14 @@ class MemoryStore(StoreCore):
         active = assemble.active_turns(self._state, q.namespace, conversation, active_turns)
         skip = frozenset(n.id for n in active)
         recallable = self._recallable(q.namespace)
+        echo = " ".join(q.text.split()).casefold()  # the question is not its own evidence
         hits = [h for h in self._rank(MemoryStatus.ACTIVE, embed_one(self.embedder, query),
-                                      Query(q.text, q.namespace, exclude=skip))
+                                      Query(q.text, q.namespace))
                 if assemble.validity(self._state, h.id) is Validity.CURRENT
-                and recallable(h.node)][:evidence]
+                and recallable(h.node) and " ".join(h.node.content.split()).casefold() != echo]
+        # cut with the active turns still in: a fact drawn from a turn on screen stays
+        hits = [h for h in cut(hits, self.config.retrieval.relative_cutoff, self._derivation)
+                if h.id not in skip][:evidence]
         cards = [(h.node, h.score, Validity.CURRENT) for h in hits]
         support = assemble.support_for(self._state, [h.node for h in hits],
                                        skip=skip | {h.id for h in hits})

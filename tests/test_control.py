@@ -18,6 +18,7 @@ from mars_core.control import (
     ClusterBook,
     ControlConfig,
     Decayer,
+    DecayerConfig,
     Executor,
     Layer,
     Prompt,
@@ -249,8 +250,9 @@ def test_procedure_learned_from_feedback_changes_next_prompt(make_store: Store) 
 
 
 def test_newer_fact_supersedes_older(make_store: Store) -> None:
-    store = make_store()
-    ex = Executor(store, "u1")
+    store = make_store()  # the gate always retrieves: this test is about what comes back
+    always = ControlConfig(decayer=DecayerConfig(min_similarity=1.0, min_coverage=1.0))
+    ex = Executor(store, "u1", config=always)
     ex.turn("I live in Porto", lambda p: "Noted.")
     ex.turn("I moved, now I live in Berlin", lambda p: "Noted.")
     r = ex.turn("Where do I live?", lambda p: "Berlin.")

@@ -106,7 +106,7 @@ def test_retrieval_reranker_reorders_store_hits() -> None:
         for text in FACTS[:5] + CHAT[:5]:
             store.add(text)
         hits = store.retrieve("Where did Ana move with her dog Rex?", budget_tokens=10_000,
-                              read_only=True)
+                              read_only=True, relative_cutoff=0)  # all candidates
         log.log_hits("Where did Ana move with her dog Rex?", hits,
                      [h.id for h in hits if "Rex" in h.text])
         model = train(log.rows("retrieval"), kind="retrieval")

@@ -159,8 +159,9 @@ class Activator:
         return dag, lists, nodes
 
     def _search(self, text: str, nodes: dict[str, MemoryNode]) -> list[str]:
-        hits: list[Hit] = self.store.retrieve(text, budget_tokens=self.config.per_query_tokens,
-                                              namespace=self.namespace, read_only=True)
+        hits: list[Hit] = self.store.retrieve(  # no cut-off: fusion ranks the candidates
+            text, budget_tokens=self.config.per_query_tokens, namespace=self.namespace,
+            read_only=True, relative_cutoff=0.0)
         out = []
         for h in hits:
             if h.node.metadata.get(CONTROL_KEY) != "l1":
