@@ -93,14 +93,6 @@ def hit_to_document(hit: Hit) -> Document:
     )
 
 
-def _cut(hits: list[Hit], cutoff: float | None) -> list[Hit]:
-    """Hits whose score is at least ``cutoff`` × the best score (all when off)."""
-    if cutoff is None or not hits:
-        return hits
-    best = hits[0].score
-    return [h for h in hits if h.score >= cutoff * best]
-
-
 class MarsRetriever(BaseRetriever):
     """Retrieve MaRS memories as LangChain documents (see the module docstring).
 
@@ -185,8 +177,9 @@ class MarsRetriever(BaseRetriever):
 
     # --- the two retrieval paths share everything but the store call ----------------------
 
-    def _plan(self, query: str, overrides: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
-        """The ``store.retrieve`` keyword arguments of one call, and the cut-off."""
+    def _plan(self, query: str, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The ``store.retrieve`` keyword arguments of one call (the cut-off is off unless
+        ``score_cutoff`` is set, whatever the store's default: the contract is k)."""
         unknown = set(overrides) - {"k", "namespace", *_OPTIONS}
         if unknown:
             raise ValidationError(f"unknown retriever arguments: {sorted(unknown)}")
@@ -200,29 +193,18 @@ class MarsRetriever(BaseRetriever):
             budget = _UNBOUNDED if opts["include_archive"] else \
                 self.store.config.budget_for(self.store.config.default_namespace
                                              if ns is None else ns)
-        kwargs = {"k": k, "budget_tokens": budget, "namespace": ns,
+        return {"k": k, "budget_tokens": budget, "namespace": ns,
                   "types": opts["types"], "max_sensitivity": opts["max_sensitivity"],
-                  "include_archive": opts["include_archive"], "read_only": opts["read_only"]}
-        return kwargs, opts["score_cutoff"]
+                  "include_archive": opts["include_archive"], "read_only": opts["read_only"],
+                  "relative_cutoff": opts["score_cutoff"] or 0.0}
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun,
                                 **kwargs: Any) -> list[Document]:
-        plan, cutoff = self._plan(query, kwargs)
-        if cutoff is None:
-            return [hit_to_document(h) for h in self.store.retrieve(query, **plan)]
-        ranked = _cut(self.store.retrieve(query, **{**plan, "read_only": True}), cutoff)
-        if ranked and not plan["read_only"]:  # count only what is returned as accessed
-            ranked = self.store.retrieve(query, **{**plan, "k": len(ranked)})
-        return [hit_to_document(h) for h in ranked]
+        return [hit_to_document(h) for h in self.store.retrieve(query, **self._plan(query, kwargs))]
 
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        **kwargs: Any) -> list[Document]:
-        plan, cutoff = self._plan(query, kwargs)
-        if cutoff is None:
-            return [hit_to_document(h) for h in await self.store.aretrieve(query, **plan)]
-        ranked = _cut(await self.store.aretrieve(query, **{**plan, "read_only": True}), cutoff)
-        if ranked and not plan["read_only"]:
-            ranked = await self.store.aretrieve(query, **{**plan, "k": len(ranked)})
-        return [hit_to_document(h) for h in ranked]
+        plan = self._plan(query, kwargs)
+        return [hit_to_document(h) for h in await self.store.aretrieve(query, **plan)]

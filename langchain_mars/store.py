@@ -509,7 +509,8 @@ class MarsStore(BaseStore):
         scored: dict[str, tuple[int, float]] = {}
         for ns in sorted({n.namespace for n in mine.values()}):
             hits = self.memory.retrieve(query, namespace=ns, budget_tokens=_ALL_TOKENS,
-                                        include_archive=True, read_only=True)
+                                        include_archive=True, read_only=True,
+                                        relative_cutoff=0.0)  # pages through every match
             hit_lists[ns] = hits
             for h in hits:
                 if h.id in mine and _record_or_empty(mine[h.id]).get("indexed"):

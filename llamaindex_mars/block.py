@@ -154,7 +154,20 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
                 conversation_id=session if isinstance(session, str) and session else None)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
-        """Drop the lowest-ranked recalled items until ``tokens_to_truncate`` are saved."""
-        count = self.store.counter.count
+        """Drop the lowest-ranked recalled items until ``tokens_to_truncate`` are saved.
+
+        ``tokens_to_truncate`` is in LlamaIndex's tokens (``Memory`` counts with
+        ``llama_index.core.utils.get_tokenizer()`` by default), so that is what is counted
+        here, not the store's counter. (``Memory`` does not count the tags its template
+        wraps around the blocks, so its rendered message can exceed ``token_limit`` by
+        them — 14 tokens with the default template — whatever the blocks do.)
+        """
+        from llama_index.core.utils import get_tokenizer
+
+        tokenize = get_tokenizer()
+
+        def count(text: str) -> int:
+            return len(tokenize(text))
+
         kept = _text.fit_recalled(content, count(content) - tokens_to_truncate, count)
         return kept or None
