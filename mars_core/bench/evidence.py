@@ -87,8 +87,9 @@ def run_locomo(data: str | os.PathLike[str], out: str | os.PathLike[str], quick:
     pols = tuple(policies) if policies is not None else (
         "fifo", "lru", "random", "priority", "dmf", "hybrid", "learned")
     peer_names = list(PEERS) if peers is None else list(peers)
-    with _bar(nq + len(pols) * 3 * len(prepared) + len(peer_names), "locomo",
-              progress) as bar:
+    pipes = {k: v for k, v in L.STORE_PIPELINES.items() if methods is None or k in methods}
+    with _bar(nq + len(pols) * 3 * len(prepared) + len(peer_names)
+              + len(pipes) * len(prepared), "locomo", progress) as bar:
         extra, errors = {}, {}
         for name in peer_names:
             ranked, err = run_peer(name, prepared, emb)
@@ -99,6 +100,8 @@ def run_locomo(data: str | os.PathLike[str], out: str | os.PathLike[str], quick:
             extra[name] = _peer_scorer(ranked)
         rows = L.retrieval_task(prepared, methods=methods, extra=extra,
                                 tick=lambda: bar.update(1))
+        rows += L.store_retrieval_task(prepared, emb, pipelines=pipes,
+                                       tick=lambda: bar.update(1))
         rows += L.retention_task(prepared, emb, policies=pols, tick=lambda: bar.update(1))
     meta = {"data": Path(data).name, "conversations": len(prepared), "questions": nq,
             "turns": sum(len(cd.ids) for cd in prepared), "embedder": emb.name,

@@ -482,6 +482,52 @@ def _aggregate(method: str, task: str, counter: str, budget: int,
     return rows
 
 
+# --- task 1 through the real store ----------------------------------------------------------
+
+STORE_PIPELINES: dict[str, dict[str, float]] = {
+    "mars-store": {},  # RetrievalConfig() as shipped
+    "mars-store-plain": {"dense_weight": 0.5, "cue_weight": 0.0, "relative_cutoff": 0.0},
+}
+
+
+def store_retrieval_task(data: Sequence[ConvData], embedder: Embedder, *,
+                         budgets: Sequence[int] = BUDGETS,
+                         pipelines: Mapping[str, Mapping[str, float]] = STORE_PIPELINES,
+                         tick: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Task 1 rows of ``store.retrieve`` itself (counter ``"store"``), one per pipeline.
+
+    Each conversation is added turn by turn to a ``MemoryStore`` with room for all of it;
+    a hit counts for the turn it is, or the turn it was derived from (the rule-based
+    extractor draws facts from turns); occupancy is the hits' own token weights.
+    """
+    from mars_core.config import RetrievalConfig
+    from mars_core.store import MemoryStore
+
+    per: dict[tuple[str, int], list[tuple[int, dict[str, float], float]]] = {}
+    for name, params in pipelines.items():
+        for cd in data:
+            with MemoryStore(budget=10**9, embedder=embedder, nlp="rules",
+                             sensitivity_scoring=False,
+                             retrieval=RetrievalConfig(**params)) as store:
+                turn_of = {store.add(t.text).id: t.dia_id for t in cd.conv.turns}
+                for q in cd.questions:
+                    for b in budgets:
+                        t0 = time.perf_counter()
+                        hits = store.retrieve(q.question, budget_tokens=b, read_only=True)
+                        ms = (time.perf_counter() - t0) * 1000
+                        got = [turn_of.get(h.id) or next(
+                            (turn_of[i] for i in h.node.provenance.derived_from if i in turn_of),
+                            "") for h in hits]
+                        used = sum(h.node.weight for h in hits)
+                        per.setdefault((name, b), []).append(
+                            (q.category, question_metrics([g for g in got if g],
+                                                          q.evidence, used, b), ms))
+            if tick is not None:
+                tick()
+    return [row for (name, b), items in per.items()
+            for row in _aggregate(name, "retrieval", "store", b, items)]
+
+
 # --- task 2 ------------------------------------------------------------------------------------
 
 
