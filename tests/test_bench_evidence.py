@@ -46,7 +46,8 @@ def locomo_file(tmp_path: Path) -> Path:
 def test_run_locomo_writes_results_report_and_plots(locomo_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     res = run_locomo(locomo_file, out, quick=True, progress=False,
-                     methods=["recency", "bm25-cutoff", "dense", "ours"],
+                     methods=["recency", "bm25-cutoff", "dense", "ours", "mars-store",
+                              "mars-store-plain"],
                      peers=["langgraph-store", "chroma"], policies=("fifo", "learned"))
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert (out / "report.md").exists() and (out / "evidence_retrieval_words.png").exists()
@@ -65,6 +66,11 @@ def test_run_locomo_writes_results_report_and_plots(locomo_file: Path, tmp_path:
     # the evidence turns are the only ones naming the pet: lexical methods find them
     assert get("bm25-cutoff")["recall"] == 1.0 and get("ours")["f1"] > get("recency")["f1"]
     assert get("ours")["f1"] >= get("dense")["f1"]
+    # store.retrieve itself, as shipped and as the old fill (store token counter)
+    shipped, plain = (next(r for r in rows if r["method"] == m and r["budget"] == 128
+                           and r["category"] == "all") for m in ("mars-store", "mars-store-plain"))
+    assert shipped["counter"] == plain["counter"] == "store"
+    assert shipped["recall"] > 0 and shipped["precision"] > plain["precision"]
     # peers rank by the same embedder as brute-force dense search
     assert get("chroma")["recall"] == pytest.approx(get("dense")["recall"])
     assert get("langgraph-store")["f1"] == pytest.approx(get("dense")["f1"])
