@@ -6,7 +6,8 @@ provenance ``external_id``) in a fresh in-memory store with a budget large enoug
 nothing is forgotten. For each multi-hop question and each token budget B (approximate
 tokens, the store's default counter):
 
-* **single** — ``store.retrieve(question, budget_tokens=B, read_only=True)``;
+* **single** — ``store.retrieve(question, budget_tokens=B, read_only=True,
+  relative_cutoff=0)`` (filling the budget, as the DAG does: recall at equal budget);
 * **dag** — :class:`~mars_core.control.Activator` into an empty buffer capped at B tokens
   (no item cap), retention neutral (``retention_floor=1``: the questions come after the
   conversation, with no reinforcement history).
@@ -83,7 +84,7 @@ def score_conversation(conv: Conversation, embedder: Embedder, budgets: Sequence
             sums = {m: [0.0, 0.0, 0.0] for m in ("single", "dag")}
             for q in qs:
                 single = store.retrieve(q.question, budget_tokens=b, namespace=conv.sample_id,
-                                        read_only=True)
+                                        read_only=True, relative_cutoff=0)  # fills, as the DAG
                 dag = act.activate(q.question, Buffer.empty(), 1_000_000, b).buffer
                 for m, ids in (("single", [h.id for h in single]), ("dag", dag.ids)):
                     for k, v in enumerate(_prf([dia[i] or "" for i in ids], q.evidence)):
