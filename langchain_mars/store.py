@@ -407,7 +407,7 @@ class MarsStore(BaseStore):
         not move, nor in a store opened read-only (a reader never writes).
         """
         ttl = _record_or_empty(node).get("ttl")
-        if not _is_ttl(ttl) or getattr(self.memory, "_read_only", False):
+        if not _is_ttl(ttl) or self.memory.read_only:
             return node
         expires = _expiry(now, ttl)
         if node.expires_at == expires:
@@ -445,9 +445,7 @@ class MarsStore(BaseStore):
         if ttl is not None:
             rec["ttl"] = ttl
         if old is not None:  # one transaction: new version derivesFrom + supersedes the old
-            node = self.memory.update(old.id, text, metadata={MARKER: rec})
-            if expires is not None:  # update() starts without expiry: a second write sets it
-                node = self.memory.set_metadata(node.id, expires_at=expires)
+            node = self.memory.update(old.id, text, metadata={MARKER: rec}, expires_at=expires)
         else:
             node = self.memory.add(
                 text, type=self.memory_type, namespace=encode_namespace(namespace),

@@ -736,6 +736,11 @@ class StoreCore:
         return rank(self._state, self.backend, collection=self._colls[status], status=status,
                     qvec=qvec, q=q, cfg=self.config.retrieval)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened ``read_only=True`` (it then never writes)."""
+        return self._read_only
+
     def _derivation(self, node_id: str) -> list[str]:
         """A memory's derivation neighbours: what it was derived from, what derives from it."""
         g = self._state.graph

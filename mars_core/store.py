@@ -148,7 +148,8 @@ class MemoryStore(StoreCore):
 
     @_op
     def update(self, node_id: str, text: str, *,
-               metadata: Mapping[str, Any] | None = None) -> MemoryNode:
+               metadata: Mapping[str, Any] | None = None,
+               expires_at: datetime | Literal["keep"] | None = "keep") -> MemoryNode:
         """Replace a memory's content: a new memory derivesFrom and supersedes the old one,
         which goes to the archive.
 
@@ -156,18 +157,21 @@ class MemoryStore(StoreCore):
             node_id: the memory to replace.
             text: the new content.
             metadata: the new version's metadata (default: a copy of the old one's).
+            expires_at: the new version's expiry (default: the old one's; None: none).
 
         Raises:
             NotFoundError: no such memory.
         """
         old = self._state.get(node_id)
+        expiry = old.expires_at if expires_at == "keep" else expires_at
         txn = self._begin()
         step = self._step(txn, old.namespace, advance=True)
         prov = old.provenance.model_copy(update={"derived_from": (old.id,)})
         node, vector = self._build(txn, text, old.type, old.namespace, step, payload=old.payload,
                                    sensitivity=old.sensitivity, provenance=prov,
                                    metadata=dict(old.metadata if metadata is None else metadata),
-                                   pinned=old.pinned)
+                                   pinned=old.pinned,
+                                   expires_at=expiry)
         edges = self._edges_for(node, [(Predicate.SUPERSEDES, old.id)])
         self._stage_put(txn, node, vector, edges=edges)
         txn.audit.add(op=AuditOp.UPDATE, namespace=old.namespace, node_ids=[node.id, old.id],

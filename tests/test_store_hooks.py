@@ -3,7 +3,7 @@ render_context(evidence_only=), namespaces()."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -66,6 +66,24 @@ def test_update_with_metadata_replaces_it_on_the_new_version(store: MemoryStore)
     assert b.metadata == {"v": 2} and store.get(a.id).metadata == {"v": 1}
     c = store.update(b.id, "Ana lives in Faro")
     assert c.metadata == {"v": 2}
+
+
+def test_update_keeps_the_expiry_unless_told_and_is_one_transaction(store: MemoryStore) -> None:
+    when = store.clock.now() + timedelta(days=3)
+    a = store.add("Ana lives in Lisbon", type="semantic", expires_at=when)
+    b = store.update(a.id, "Ana lives in Porto")
+    assert b.expires_at == when  # a new version keeps the memory's expiry
+    events = len(store.audit.events())
+    later = when + timedelta(days=1)
+    c = store.update(b.id, "Ana lives in Faro", expires_at=later)
+    ops = [e.op.value for e in store.audit.events()[events:]]
+    assert c.expires_at == later and "update" in ops and "metadata" not in ops  # one write
+    assert store.update(c.id, "Ana lives in Braga", expires_at=None).expires_at is None
+    before = store.export_jsonld()
+    with pytest.raises(ValidationError):
+        store.update(store.list()[-1].id, "x", expires_at="tomorrow")  # type: ignore[arg-type]
+    assert store.export_jsonld() == before
+    assert store.read_only is False
 
 
 def test_render_context_evidence_only_drops_the_conversation(store: MemoryStore) -> None:
