@@ -42,7 +42,7 @@ from typing import Any
 
 from mars_core.errors import ValidationError
 
-__all__ = ["Conversation", "Question", "Turn", "load_locomo"]
+__all__ = ["Conversation", "Question", "Turn", "load_locomo", "read_json_list"]
 
 _SESSION = re.compile(r"session_(\d+)")
 _DIA = re.compile(r"D\d+:\d+")
@@ -113,16 +113,23 @@ def load_locomo(path: str | os.PathLike[str]) -> list[Conversation]:
     Raises:
         ValidationError: The file is missing, is not JSON, or is not LoCoMo-shaped.
     """
+    return [_conversation(rec, i)
+            for i, rec in enumerate(read_json_list(path, "LoCoMo", "conversations"))]
+
+
+def read_json_list(path: str | os.PathLike[str], dataset: str, items: str) -> list[Any]:
+    """The JSON list in ``path`` (a benchmark data file), or a ``ValidationError`` naming
+    ``dataset`` and how to pass the file."""
     p = Path(path)
     try:
         raw = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise ValidationError(f"LoCoMo file not found: {p}; pass --data PATH") from exc
+        raise ValidationError(f"{dataset} file not found: {p}; pass --data PATH") from exc
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"cannot read LoCoMo file {p}: {exc}") from exc
+        raise ValidationError(f"cannot read {dataset} file {p}: {exc}") from exc
     if not isinstance(raw, list):
-        raise ValidationError(f"{p}: expected a JSON list of conversations")
-    return [_conversation(rec, i) for i, rec in enumerate(raw)]
+        raise ValidationError(f"{p}: expected a JSON list of {items}")
+    return raw
 
 
 def _conversation(rec: Any, index: int) -> Conversation:

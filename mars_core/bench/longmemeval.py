@@ -23,13 +23,12 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mars_core.bench.locomo_data import Conversation, Question, Turn
+from mars_core.bench.locomo_data import Conversation, Question, Turn, read_json_list
 from mars_core.errors import ValidationError
 
 __all__ = ["LME_BUDGETS", "load_longmemeval"]
@@ -43,19 +42,11 @@ def load_longmemeval(path: str | os.PathLike[str]) -> list[Conversation]:
     Raises:
         ValidationError: missing file, not JSON, or not LongMemEval-shaped.
     """
-    p = Path(path)
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ValidationError(f"LongMemEval file not found: {p}; pass --data PATH") from exc
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"cannot read LongMemEval file {p}: {exc}") from exc
-    if not isinstance(raw, list):
-        raise ValidationError(f"{p}: expected a JSON list of records")
+    raw = read_json_list(path, "LongMemEval", "records")
     try:
         return [_record(r) for r in raw]
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ValidationError(f"{p}: malformed record ({exc!r})") from exc
+        raise ValidationError(f"{Path(path)}: malformed record ({exc!r})") from exc
 
 
 def _record(rec: Mapping[str, Any]) -> Conversation:
