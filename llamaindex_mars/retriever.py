@@ -83,6 +83,10 @@ class MarsRetriever(BaseRetriever):
         namespace: the namespace (session/user) to read; default: the store's default.
         budget_tokens: token budget of the results (default: the store's retrieval default).
         k: the most results.
+        score_cutoff: a relative cut-off in (0, 1]: keep only the results scoring at least
+            this share of the best one (off by default — ``k`` results when ``k`` exist,
+            whatever the store's own ``RetrievalConfig.relative_cutoff``; LlamaIndex's
+            ``similarity_top_k`` contract).
         types: only these memory types (e.g. ``["semantic", "social"]``).
         max_sensitivity: leave out memories more sensitive than this.
         include_archive: also search forgotten (archived) memories, ranked after active ones.
@@ -106,6 +110,7 @@ class MarsRetriever(BaseRetriever):
         *,
         budget_tokens: int | None = None,
         k: int | None = None,
+        score_cutoff: float | None = None,
         types: Iterable[MemoryType | str] | None = None,
         max_sensitivity: float | None = None,
         include_archive: bool = False,
@@ -124,6 +129,9 @@ class MarsRetriever(BaseRetriever):
             raise ValidationError(f"unknown memory type: {exc}") from None
         if max_sensitivity is not None and not 0.0 <= max_sensitivity <= 1.0:
             raise ValidationError("max_sensitivity must lie in [0, 1]")
+        if score_cutoff is not None and (isinstance(score_cutoff, bool) or not isinstance(
+                score_cutoff, int | float) or not 0.0 < score_cutoff <= 1.0):
+            raise ValidationError("score_cutoff is relative to the best score: use (0, 1]")
         super().__init__(callback_manager=callback_manager)
         self.store = store
         self.namespace = namespace if namespace is not None else store.config.default_namespace
@@ -131,6 +139,7 @@ class MarsRetriever(BaseRetriever):
             "budget_tokens": budget_tokens, "k": k, "types": kinds,
             "max_sensitivity": max_sensitivity, "namespace": self.namespace,
             "include_archive": include_archive, "read_only": read_only,
+            "relative_cutoff": score_cutoff or 0.0,
         }
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -62,8 +62,17 @@ def test_archived_memories_only_on_request(mstore) -> None:
     assert any(h.node.node_id == node.id and h.node.metadata["archived"] for h in hits)
 
 
+def test_top_k_whatever_the_stores_cutoff_unless_asked(mstore) -> None:
+    store = _store(mstore)  # the store's default cut-off would keep only the best "Ana" hit
+    assert len(MarsRetriever(store, "alice", k=3).retrieve("Ana")) == 3
+    assert len(store.retrieve("Ana", namespace="alice", k=3, read_only=True)) < 3
+    cut = MarsRetriever(store, "alice", k=3, score_cutoff=0.85).retrieve("Ana")
+    assert 1 <= len(cut) < 3 and all(h.score >= 0.85 * cut[0].score for h in cut)
+
+
 @pytest.mark.parametrize("kwargs", [{"k": 0}, {"budget_tokens": -3}, {"types": ["nope"]},
-                                    {"max_sensitivity": 2.0}])
+                                    {"max_sensitivity": 2.0}, {"score_cutoff": 0.0},
+                                    {"score_cutoff": 1.5}])
 def test_bad_arguments_are_typed_errors(mstore, kwargs: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         MarsRetriever(mstore(), **kwargs)  # type: ignore[arg-type]
