@@ -87,6 +87,7 @@ from mars_core.errors import (
     ValidationError,
 )
 from mars_core.model import MemoryNode, MemoryType, Provenance
+from mars_core.namespaces import ITEM_KEY
 from mars_core.privacy.receipts import ErasureReceipt
 from mars_core.retrieval import Hit
 from mars_core.store import MemoryStore
@@ -115,7 +116,7 @@ __all__ = ["MarsStore"]
 
 log = logging.getLogger(__name__)
 
-MARKER = "langgraph"
+MARKER = ITEM_KEY
 """Metadata key under which a memory keeps its LangGraph item (namespace, key, value)."""
 
 _ALL_TOKENS = 2**62  # a retrieval budget that never binds: search ranks, it does not pack

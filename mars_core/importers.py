@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from mars_core.errors import ImportFormatError, ValidationError
 from mars_core.model import MAX_CONTENT_CHARS
-from mars_core.namespaces import encode_namespace
+from mars_core.namespaces import ITEM_KEY, encode_namespace
 
 if TYPE_CHECKING:
     from mars_core.store import MemoryStore
@@ -91,13 +91,17 @@ def import_langgraph(store: MemoryStore, items: Iterable[Any], *, namespace: str
         items: e.g. ``lg_store.search(("memories",), limit=10_000)``.
         namespace: put everything in this namespace; otherwise ``namespace_of``
             maps each item's namespace tuple (default: the encoding ``MarsStore`` uses,
-            :func:`mars_core.namespaces.encode_namespace`, so imported items are visible
-            through ``langchain_mars.MarsStore``).
+            :func:`mars_core.namespaces.encode_namespace`; with it, each memory also keeps
+            the item record ``langchain_mars.MarsStore`` reads, so imported items are
+            visible through it — ``get``/``search``/``list_namespaces`` — after it opens
+            or ``reindex()``es the store).
         text_of: the memory text of a value (default: its ``"content"``, ``"text"``,
             ``"memory"`` or ``"data"`` field, else the JSON of the whole value).
     """
     to_ns = namespace_of or encode_namespace
-    rows = [_langgraph_row(i, it, namespace, to_ns, text_of or _default_text)
+    as_items = namespace is None and namespace_of is None  # where MarsStore looks for them
+    rows = [_langgraph_row(i, it, namespace, to_ns, text_of or _default_text,
+                          as_item=as_items)
             for i, it in enumerate(_as_list(items, "LangGraph"))]
     return _write(store, rows, "langgraph", "semantic")
 
@@ -137,7 +141,7 @@ def _mem0_row(i: int, rec: Any, namespace: str | None) -> _Row:
 
 def _langgraph_row(i: int, item: Any, namespace: str | None,
                    to_ns: Callable[[tuple[str, ...]], str],
-                   text_of: Callable[[Mapping[str, Any]], str]) -> _Row:
+                   text_of: Callable[[Mapping[str, Any]], str], *, as_item: bool) -> _Row:
     rec = item.dict() if hasattr(item, "dict") and callable(item.dict) else item
     if not isinstance(rec, Mapping) or not isinstance(rec.get("value"), Mapping) \
             or "key" not in rec:
@@ -148,8 +152,13 @@ def _langgraph_row(i: int, item: Any, namespace: str | None,
     text = text_of(rec["value"])
     if not text.strip():
         raise ImportFormatError(f"LangGraph item {i} has an empty text")
-    meta = {"origin": "langgraph", "key": str(rec["key"]), "value": dict(rec["value"]),
-            **{k: str(rec[k]) for k in ("created_at", "updated_at") if rec.get(k)}}
+    meta: dict[str, Any] = {
+        "origin": "langgraph", "key": str(rec["key"]), "value": dict(rec["value"]),
+        **{k: str(rec[k]) for k in ("created_at", "updated_at") if rec.get(k)}}
+    if as_item and ns:  # the record langchain_mars.MarsStore reads an item from
+        meta[ITEM_KEY] = {"namespace": list(ns), "key": str(rec["key"]),
+                          "value": dict(rec["value"]), "index": None, "indexed": True,
+                          **({"created_at": meta["created_at"]} if "created_at" in meta else {})}
     return _Row(text, namespace or (to_ns(ns) if ns else None), _jsonable(meta, i),
                 f"{'/'.join(ns)}:{rec['key']}")
 

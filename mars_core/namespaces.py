@@ -17,13 +17,18 @@ from __future__ import annotations
 
 from mars_core.errors import ValidationError
 
-__all__ = ["MAX_ENCODED", "SEPARATOR", "Namespace", "decode_namespace", "encode_namespace"]
+__all__ = ["ITEM_KEY", "MAX_ENCODED", "SEPARATOR", "Namespace", "decode_namespace",
+           "encode_namespace"]
 
 SEPARATOR = "/"
 """Joins the encoded labels of a namespace."""
 
 MAX_ENCODED = 256
 """Longest MaRS namespace string (``MemoryNode.namespace``)."""
+ITEM_KEY = "langgraph"
+"""Metadata key under which a memory keeps the LangGraph item it holds (namespace, key,
+value): written by ``langchain_mars.MarsStore`` and by
+:func:`mars_core.importers.import_langgraph`."""
 
 Namespace = tuple[str, ...]
 
