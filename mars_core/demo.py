@@ -9,7 +9,7 @@ episode plus facts, people and plans extracted by rules) and reinforces the memo
 the answer used. The store keeps a small token budget with the hybrid policy.
 
 At the end it shows what is remembered (with DMF tier and decayed score), what was
-summarised or forgotten and why, erases a person with a receipt, verifies the audit
+forgotten and why, erases a person with a receipt, verifies the audit
 chain, and runs a quick FiFA comparison of policies.
 
 Run it with ``make demo`` or ``mars demo --path ./mars_data/demo --fresh``.
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from mars_core.errors import ExtraNotInstalledError
+from mars_core.errors import ConfigError, ExtraNotInstalledError
 from mars_core.inspect import inspect_rows
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
@@ -35,6 +35,7 @@ __all__ = ["SESSIONS", "main", "run"]
 
 USER = ("memories", "maya")
 NAMESPACE = "memories/maya"
+_MARK = ".mars-demo"  # marks a directory this demo created
 # Per session: (user message, the fake model's answer) turns, then a question and its answer.
 SESSIONS: list[tuple[list[tuple[str, str]], tuple[str, str]]] = [
     ([
@@ -116,6 +117,8 @@ def _session(store: MemoryStore, number: int, turns: list[tuple[str, str]],
 def run(path: Path, budget: int = 160, out: TextIO = sys.stdout,
         fifa: bool = True) -> dict[str, int]:
     """Play the sessions against a store at ``path``; returns counts for tests."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / _MARK).touch()  # what --fresh checks before it deletes anything
     for number, (turns, question) in enumerate(SESSIONS, start=1):
         with _open(path, budget) as store:
             held = len(store.list(NAMESPACE))
@@ -137,10 +140,12 @@ def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
         for r in inspect_rows(store, NAMESPACE):
             _line(out, f"   {r.type:<9} {r.tier:<9} Ω_eff={r.score:.2f} s={r.sensitivity:.2f} "
                        f"used {r.access_count}x  {r.text}")
-        _line(out, "── summarised or forgotten (in the archive, explainable):")
-        for n in store.list(NAMESPACE, status=MemoryStatus.ARCHIVED):
-            _line(out, f"   {n.content[:60]}")
-            _line(out, f"      why: {store.explain(n.id).rationale}")
+        archived = inspect_rows(store, NAMESPACE, status=MemoryStatus.ARCHIVED.value)
+        _line(out, "── forgotten: in the archive, each with its reason (text redacted, as "
+                   "`mars inspect` shows it):")
+        for r in archived:
+            _line(out, f"   {r.text}")
+            _line(out, f"      why: {store.explain(r.id).rationale}")
         receipt = store.erase(entity="Ines", namespace=NAMESPACE)
         _line(out, "── right to be forgotten: erase(entity='Ines')")
         _line(out, "   " + receipt.render().replace("\n", "\n   "))
@@ -168,6 +173,21 @@ def _fifa_table(out: TextIO) -> None:
     _line(out, "   full grid: mars bench fifa --out DIR  (docs/benchmarks/fifa.md)")
 
 
+def _delete_demo_store(path: Path) -> None:
+    """Delete ``path`` only if this demo made it (or it is empty): ``--fresh`` must never
+    delete a real store given by mistake.
+
+    Raises:
+        ConfigError: ``path`` holds something the demo did not make.
+    """
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        return
+    if not (path / _MARK).is_file():
+        raise ConfigError(f"{path} is not a demo store (no {_MARK} file): --fresh deletes only "
+                          "what the demo made; pick another --path")
+    shutil.rmtree(path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -176,8 +196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="delete the demo store first")
     parser.add_argument("--no-fifa", action="store_true", help="skip the FiFA table")
     args = parser.parse_args(argv)
-    if args.fresh and args.path.exists():
-        shutil.rmtree(args.path)
+    if args.fresh:
+        try:
+            _delete_demo_store(args.path)
+        except ConfigError as exc:
+            print(f"mars demo: {exc}", file=sys.stderr)
+            return 2
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     counts = run(args.path, args.budget, fifa=not args.no_fifa)
     return 0 if counts["verified"] else 1

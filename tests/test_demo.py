@@ -29,3 +29,14 @@ def test_demo_runs_and_verifies(tmp_path: Path) -> None:
     for f in files:  # the erased person left no bytes behind
         assert b"Ines" not in f.read_bytes(), f.relative_to(store)
     assert demo.main(["--path", str(tmp_path / "again"), "--fresh", "--no-fifa"]) == 0
+    # what the agent stored is shown redacted, as `mars inspect` shows it
+    archive = text.split("── forgotten")[1].split("── right to be forgotten")[0]
+    assert "4111" not in archive and "4111" not in text.split("── remembered")[1]
+
+
+def test_fresh_deletes_only_a_demo_store(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "precious.json").write_text("{}")
+    assert demo.main(["--path", str(real), "--fresh", "--no-fifa"]) == 2
+    assert (real / "precious.json").read_text() == "{}"  # untouched
