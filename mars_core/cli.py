@@ -118,7 +118,9 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
           node_id: Annotated[str | None, typer.Option("--id", help="one memory")] = None,
           entity: Annotated[str | None, typer.Option(help="every memory mentioning it")] = None,
           conversation: Annotated[str | None, typer.Option(help="every memory from it")] = None,
-          namespace: NamespaceOpt = None,
+          namespace: Annotated[str | None, typer.Option(
+              "--namespace", "-n", help="where to erase (default: the store's default "
+              "namespace); given alone: the WHOLE namespace")] = None,
           yes: Annotated[bool, typer.Option("--yes", help="do not ask for confirmation")]
           = False) -> None:
     """Right to be forgotten: erase memories and what derives from them; print the receipt.
@@ -157,7 +159,10 @@ def import_(source: Annotated[Path, typer.Argument(help="a JSON-LD export (or --
             from_: Annotated[str, typer.Option(
                 "--from", help="jsonld (a mars export), mem0 or langgraph (a JSON dump)")]
             = "jsonld",
-            namespace: NamespaceOpt = None) -> None:
+            namespace: Annotated[str | None, typer.Option(
+                "--namespace", "-n", help="put everything in this namespace (mem0/langgraph "
+                "dumps; default: each record's user_id / namespace tuple; JSON-LD keeps its "
+                "own)")] = None) -> None:
     """Import memories into the store at --path (created when missing)."""
     from mars_core import importers
     from mars_core.store import MemoryStore
