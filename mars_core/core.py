@@ -455,6 +455,7 @@ class StoreCore:
         txn.batch.upsert(codec.AUDIT, [codec.audit_record(e) for e in events])
         txn.batch.upsert(codec.META, [codec.meta_record("state", state_doc)] + [
             codec.meta_record(f"ns:{ns}", {"step": step}) for ns, step in txn.steps.items()])
+        self._stage_policy_state(txn)  # as of the last commit, plus this one's decisions
         if self._lease is not None:
             self._lease.check(txn.batch)
         if self._cipher is not None:
@@ -650,11 +651,18 @@ class StoreCore:
             txn.batch.upsert(codec.META, [codec.meta_record(
                 "dp", {"accountant": self.policy.accountant.state()})])
         self._stage_archive(txn, ns, plan.evictions, self.policy.name, params)
-        self._stage_policy_state(txn)
+
+    def _flush_policy_state(self) -> None:
+        """Write the policy state if it changed since the last commit (at close: what the
+        last commit's own adds and later retrievals taught the policy)."""
+        if not self._read_only and self.policy.state_dict() != self._policy_state:
+            self._commit(self._begin())
 
     def _stage_policy_state(self, txn: _Txn) -> None:
         """Persist what the policy learned (hysteresis, bandit statistics) when it changed.
 
+        Staged in every commit, so the record lags the in-memory state by what the commit
+        itself applies (its adds); :meth:`_flush_policy_state` closes that gap at close.
         The state holds ids and numbers only, never memory text."""
         state = self.policy.state_dict()
         if state != self._policy_state:

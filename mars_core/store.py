@@ -848,6 +848,7 @@ class MemoryStore(StoreCore):
         """Close the store and its backend (idempotent)."""
         with self._lock:
             if not self._closed:
+                self._flush_policy_state()
                 self._closed = True
                 self._release_lease()
                 self.backend.close()
