@@ -238,13 +238,18 @@ class LruStoreMachine(StoreMachine):
     policy = "lru"
 
 
+class ReflectionStoreMachine(StoreMachine):
+    policy = "reflection"
+
+
 MATRIX_EXAMPLES = 4
 """Examples per machine on the other backends of the matrix (25 on the in-memory one):
 the rules and invariants are the same, the backends are slower by 10-50x per write."""
 
 
-@pytest.mark.parametrize("machine", [LruStoreMachine, FifoStoreMachine],
-                         ids=["lru", "fifo"])
+@pytest.mark.parametrize("machine", [LruStoreMachine, FifoStoreMachine,
+                                     ReflectionStoreMachine],
+                         ids=["lru", "fifo", "reflection"])
 def test_state_machine(machine: type[StoreMachine], store_backend: str) -> None:
     examples = MACHINE_SETTINGS.max_examples if store_backend == "inmemory" else MATRIX_EXAMPLES
     run_state_machine_as_test(machine, settings=settings(MACHINE_SETTINGS,
