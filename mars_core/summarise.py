@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
-_PHONE = re.compile(r"(?<![\w+])\+?\(?\d[\d\s().-]{5,}\d(?!\w)")
+_PHONE = re.compile(r"(?<![\w+])\+?\(?\d[\d \t().-]{5,}\d(?!\w)")  # within one line
 _DIGITS = re.compile(r"\d{6,}")
 _WORD = re.compile(r"[^\W\d_]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
