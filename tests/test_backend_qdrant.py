@@ -265,7 +265,12 @@ def test_large_upserts_go_through_an_intent(monkeypatch: pytest.MonkeyPatch) -> 
         b.ensure_collection("mem", 4)
         begun: list[int] = []
         real_begin = b._wal.begin
-        monkeypatch.setattr(b._wal, "begin", lambda ops: begun.append(1) or real_begin(ops))
+
+        def begin(ops: Any) -> Any:
+            begun.append(1)
+            return real_begin(ops)
+
+        monkeypatch.setattr(b._wal, "begin", begin)
         b.upsert("mem", [Record(uid(i), vec(1.0, i), f"d{i}", {"i": i}) for i in range(10)])
         b.upsert("mem", [Record(uid(i), None, "edited", {"i": -i}) for i in range(10)])
         assert len(begun) == 2
@@ -290,3 +295,114 @@ WRITER = writer_script("from mars_core.backends.qdrant import QdrantBackend", "Q
 def test_sigkill_writer_loop_reopens_consistently(tmp_path: pathlib.Path) -> None:
     sigkill_loop(tmp_path, WRITER, lambda p: QdrantBackend(path=p), seed=5, max_sleep=0.5,
                  vectors=False)
+
+
+# --- payload indexes ------------------------------------------------------------------------
+
+
+class IndexRecorder:
+    """A thin recording wrapper around a REAL local ``QdrantClient``.
+
+    Qdrant's local mode accepts ``create_payload_index`` but keeps no index (its
+    ``get_collection(...).payload_schema`` is always empty), so the only way to see in
+    local mode which indexes the backend asks for is to record the calls; every call,
+    this one included, goes on to the real client. Against a server the schema itself is
+    read (``test_payload_indexes_on_a_server``).
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.indexes: list[tuple[str, str, Any]] = []
+
+    def create_payload_index(self, collection_name: str, field_name: str, **kw: Any) -> Any:
+        self.indexes.append((collection_name, field_name, kw.get("field_schema")))
+        return self.client.create_payload_index(collection_name, field_name=field_name, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+def test_payload_indexes_are_keyword_indexes_on_data_collections_only(
+        tmp_path: pathlib.Path) -> None:
+    """``payload_indexes=`` asks for one KEYWORD index per field on every collection the
+    backend creates (a dotted or spaced key quoted as a path), none on ``_wal``, and none
+    again on collections that already exist."""
+    from qdrant_client import QdrantClient
+
+    fields = ("namespace", "type", "status", "conversation id")
+    recorder = IndexRecorder(QdrantClient(path=str(tmp_path)))
+    with QdrantBackend(recorder, payload_indexes=fields, collection_prefix="p_") as b:
+        b.ensure_collection("mem", 4)
+        b.ensure_collection("log", 0)
+        b.upsert("mem", [Record(uid(1), vec(1.0), "kept", {"namespace": "a"})])
+        assert [r.document for r in b.get("mem", where=Eq("namespace", "a"))] == ["kept"]
+    paths = ("namespace", "type", "status", '"conversation id"')
+    assert recorder.indexes == [(f"p_{c}", p, models.PayloadSchemaType.KEYWORD)
+                                for c in ("mem", "log") for p in paths]
+    with QdrantBackend(recorder, payload_indexes=fields, collection_prefix="p_") as b:
+        b.ensure_collection("mem", 4)  # exists: its indexes are not asked for again
+        b.ensure_collection("new", 4)
+    assert recorder.indexes[8:] == [("p_new", p, models.PayloadSchemaType.KEYWORD)
+                                    for p in paths]
+    recorder.client.close()
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+def test_payload_indexes_default_to_none_in_local_mode() -> None:
+    """Local mode ignores payload indexes, so by default none are asked for; a whole
+    store opened with ``payload_indexes=`` gets them on each of its data collections."""
+    from qdrant_client import QdrantClient
+
+    from mars_core import FakeClock, MemoryStore, codec
+
+    quiet = IndexRecorder(QdrantClient(":memory:"))
+    with QdrantBackend(quiet) as b:
+        b.ensure_collection("mem", 4)
+    assert quiet.indexes == []
+    recorder = IndexRecorder(QdrantClient(":memory:"))
+    with MemoryStore(QdrantBackend(recorder, payload_indexes=("namespace", "status")),
+                     clock=FakeClock(), audit_key=bytes(range(32))) as store:
+        store.add("Ana likes tea", namespace="ana")
+        assert [n.content for n in store.list("ana")] == ["Ana likes tea"]
+    indexed = {c for c, _, _ in recorder.indexes}
+    assert {"mars_" + c for c in (codec.MEMORIES, codec.ARCHIVE, codec.AUDIT, codec.META)} \
+        <= indexed
+    assert "mars__wal" not in indexed
+    assert sorted(recorder.indexes) == sorted((c, f, models.PayloadSchemaType.KEYWORD)
+                                              for c in indexed for f in ("namespace", "status"))
+    quiet.client.close()
+    recorder.client.close()
+
+
+@pytest.mark.skipif(not os.environ.get("QDRANT_URL"),
+                    reason="set QDRANT_URL (and QDRANT_API_KEY) to run against a Qdrant server")
+def test_payload_indexes_on_a_server() -> None:
+    """Against a server the default indexes (``namespace``, ``type``, ``status``) and
+    those asked for exist as KEYWORD entries of the collection's ``payload_schema``; the
+    write-ahead collection has none."""
+    from qdrant_client import QdrantClient
+
+    url, key = os.environ["QDRANT_URL"], os.environ.get("QDRANT_API_KEY")
+    prefix = f"t{uuid.uuid4().hex[:12]}_"
+    client = QdrantClient(url=url, api_key=key)
+    try:
+        with QdrantBackend(url=url, api_key=key, collection_prefix=prefix) as b:
+            b.ensure_collection("mem", 4)
+        with QdrantBackend(url=url, api_key=key, collection_prefix=prefix + "x_",
+                           payload_indexes=("conversation_id",)) as b:
+            b.ensure_collection("log", 0)
+
+        def schema(name: str) -> dict[str, Any]:
+            found = client.get_collection(name).payload_schema
+            return {k: v.data_type for k, v in found.items()}
+
+        keyword = models.PayloadSchemaType.KEYWORD
+        assert schema(prefix + "mem") == dict.fromkeys(("namespace", "type", "status"), keyword)
+        assert schema(prefix + "x_log") == {"conversation_id": keyword}
+        assert schema(prefix + "_wal") == {} and schema(prefix + "x__wal") == {}
+    finally:
+        for c in client.get_collections().collections:
+            if c.name.startswith(prefix):
+                client.delete_collection(c.name)
+        client.close()
