@@ -39,10 +39,11 @@ NamespaceOpt = Annotated[str | None, typer.Option(
     "--namespace", "-n", help="namespace (default: the store's default namespace)")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="directory for the results")]
 DEFAULT_PATH = Path("mars_data")
+IMPORT_KINDS = ("jsonld", "mem0", "langgraph")
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -91,7 +92,13 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
             rows = inspect_rows(store, namespace=namespace, status=status, limit=limit)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
-    table = Table(title=f"{len(rows)} {status} memories in {path}")
+        ns = store.config.default_namespace if namespace is None else namespace
+        known = store.namespaces()
+    if not rows and ns not in known:
+        console.print(_namespace_hint(ns, known, path, default=namespace is None),
+                      highlight=False, soft_wrap=True)
+        return
+    table = Table(title=f"{len(rows)} {status} memories of namespace {ns!r} in {path}")
     for col in ("id", "type", "tier", "Ω_eff", "sens.", "tokens", "uses"):
         table.add_column(col, justify="right" if col in {"Ω_eff", "sens.", "tokens", "uses"}
                          else "left")
@@ -102,6 +109,16 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
                  str(r.weight), str(r.access_count)]
         table.add_row(*cells, *([r.text] if show_text else []))
     console.print(table)
+
+
+def _namespace_hint(ns: str, known: list[str], path: Path, *, default: bool) -> str:
+    """What to type when ``ns`` holds nothing: the namespaces that do."""
+    which = f"the default namespace {ns!r}" if default else f"namespace {ns!r}"
+    if not known:
+        return f"{which} holds no memories: the store at {path} is empty."
+    shown = ", ".join(known[:20]) + (f" (and {len(known) - 20} more)" if len(known) > 20 else "")
+    return (f"{which} holds no memories in {path}. Namespaces with memories: {shown}. "
+            f"Show one with: mars inspect --path {path} -n {known[0]}")
 
 
 @app.command()
@@ -163,18 +180,62 @@ def import_(source: Annotated[Path, typer.Argument(help="a JSON-LD export (or --
                 "--namespace", "-n", help="put everything in this namespace (mem0/langgraph "
                 "dumps; default: each record's user_id / namespace tuple; JSON-LD keeps its "
                 "own)")] = None) -> None:
-    """Import memories into the store at --path (created when missing)."""
+    """Import memories into the store at --path (created when missing).
+
+    Every record is checked before the first write: a bad one imports nothing, and a
+    store this command created for the import is removed again.
+    """
     from mars_core import importers
     from mars_core.store import MemoryStore
 
     if not source.is_file():
         raise _fail(f"no file {source}")
+    if from_ not in IMPORT_KINDS:
+        raise _fail(f"unknown import kind {from_!r}: use --from {', '.join(IMPORT_KINDS)}")
+    created = _created_by_open(path)
+    written = False
     try:
         with MemoryStore.open(path) as store:
-            n = importers.import_file(store, source, kind=from_, namespace=namespace)
+            try:
+                n = importers.import_file(store, source, kind=from_, namespace=namespace)
+            finally:
+                written = bool(store.stats()["audit_events"])
     except MarsError as exc:
-        raise _fail(str(exc)) from exc
+        undo = ""
+        if created is not None and not written:
+            _remove_created(created)
+            undo = f"; nothing was imported, so the new store at {path} was removed again"
+        raise _fail(f"{exc}{undo}") from exc
     console.print(f"imported {n} memories from {source} ({from_}) into {path}")
+
+
+def _created_by_open(path: Path) -> tuple[Path, bool] | None:
+    """What opening a store at ``path`` would create: ``(the topmost missing directory on
+    the way to it, False)``, or ``(path, True)`` when ``path`` is an empty directory (only
+    its contents are new); None when something is already there (nothing of it may go)."""
+    if path.is_dir():
+        return None if any(path.iterdir()) else (path, True)
+    if path.exists():
+        return None
+    top = path
+    while not top.parent.exists():
+        top = top.parent
+    return top, False
+
+
+def _remove_created(created: tuple[Path, bool]) -> None:
+    """Remove what :func:`_created_by_open` found missing (only that)."""
+    import shutil
+
+    where, existed = created
+    if existed:  # an empty directory before: empty it again, keep it
+        for child in where.iterdir():
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    else:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 @app.command()

@@ -65,9 +65,9 @@ def inspect_rows(store: MemoryStore, namespace: str | None = None, *,
     Raises:
         ValidationError: an unknown status.
     """
-    nodes = store.list(namespace, status=status)
-    step = int(store.stats(namespace)["namespaces"][namespace or store.config.default_namespace]
-               ["step"])
+    ns = store.config.default_namespace if namespace is None else namespace
+    nodes = store.list(ns, status=status)
+    step = int(store.stats(ns)["namespaces"][ns]["step"])
     rows = []
     for node in reversed(nodes[-limit:] if limit else nodes):
         omega = float(node.signals.get("omega", _NEUTRAL_OMEGA))

@@ -127,12 +127,51 @@ def test_bad_import_changes_nothing(tmp_path: Path) -> None:
     target = tmp_path / "store"
     code, out = run("import", str(bad), "--from", "mem0", "--path", str(target))
     assert code == 2 and "record 1" in out
-    with MemoryStore.open(target) as store:
-        assert store.list("bo") == []
+    assert not target.exists()  # the store it had created is gone again
     code, out = run("import", str(tmp_path / "none.json"), "--path", str(target))
     assert code == 2 and "no file" in out
     code, out = run("import", str(bad), "--from", "zep", "--path", str(target))
-    assert code == 2 and "unknown import kind" in out
+    assert code == 2 and "unknown import kind" in out and "mem0" in out
+    assert not target.exists()  # refused before opening anything
+
+
+def test_failed_import_removes_only_what_it_created(tmp_path: Path, store_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"namespace": ["memories", "bo"], "key": "k1",
+                                "value": {"content": "Has a dog"}},
+                               {"namespace": ["memories", "bo"], "value": {"content": "x"}}]))
+    nested = tmp_path / "new" / "deeper" / "store"
+    code, out = run("import", str(bad), "--from", "langgraph", "--path", str(nested))
+    assert code == 2 and "item 1" in out and "was removed again" in out
+    assert not (tmp_path / "new").exists()  # every directory the open made, and only those
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out = run("import", str(bad), "--from", "langgraph", "--path", str(empty))
+    assert code == 2 and "was removed again" in out
+    assert empty.is_dir() and not any(empty.iterdir())  # it was there before: kept, emptied
+    with MemoryStore.open(store_path) as store:
+        before = store.export_jsonld()
+    code, out = run("import", str(bad), "--from", "langgraph", "--path", str(store_path))
+    assert code == 2 and "item 1" in out and "removed" not in out
+    with MemoryStore.open(store_path) as store:  # an existing store is never removed
+        assert store.export_jsonld() == before
+
+
+def test_inspect_of_an_empty_namespace_names_the_others(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with MemoryStore.open(path, budget=400) as store:
+        store.add("Likes green tea", namespace="alice")
+        store.add("Works at a bakery", namespace="bob")
+    code, out = run("inspect", "--path", str(path), "-n", "carol")
+    assert code == 0 and "'carol' holds no memories" in out
+    assert "alice, bob" in out and f"mars inspect --path {path} -n alice" in out
+    code, out = run("inspect", "--path", str(path))  # the default namespace is empty here
+    assert code == 0 and "default namespace 'default' holds no memories" in out
+    assert "alice, bob" in out
+    code, out = run("inspect", "--path", str(path), "-n", "alice")
+    assert code == 0 and "Likes" in out and "bakery" not in out and "holds no" not in out
+    code, out = run("inspect", "--path", str(path), "-n", "alice", "--status", "archived")
+    assert code == 0 and "0 archived memories" in out  # a known namespace: no hint
 
 
 def test_main_returns_exit_codes(tmp_path: Path) -> None:
