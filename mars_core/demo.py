@@ -8,9 +8,12 @@ the middleware injects what MaRS recalls; after each run it observes the turn (a
 episode plus facts, people and plans extracted by rules) and reinforces the memories
 the answer used. The store keeps a small token budget with the hybrid policy.
 
-At the end it shows what is remembered (with DMF tier and decayed score), what was
-forgotten and why, erases a person with a receipt, verifies the audit
-chain, and runs a quick FiFA comparison of policies.
+After each session ``store.maintain()`` runs (TTL, dedup, reflection): in session 2 the
+user complains about the same traffic three times, the store is near its budget, and
+reflection consolidates the three episodes into one semantic summary. At the end the
+demo shows what is remembered (with DMF tier and decayed score), what was summarised
+into what and why, what was forgotten and why, erases a person with a receipt,
+verifies the audit chain, and runs a quick FiFA comparison of policies.
 
 Run it with ``make demo`` or ``mars demo --path ./mars_data/demo --fresh``.
 """
@@ -36,6 +39,9 @@ __all__ = ["SESSIONS", "main", "run"]
 USER = ("memories", "maya")
 NAMESPACE = "memories/maya"
 _MARK = ".mars-demo"  # marks a directory this demo created
+BUDGET = 240
+"""Tokens the demo store keeps: full by the end of session 2, so ``maintain()`` reflects
+(at ``reflect_at`` = 90% of the budget) and session 3 forgets under pressure."""
 # Per session: (user message, the fake model's answer) turns, then a question and its answer.
 SESSIONS: list[tuple[list[tuple[str, str]], tuple[str, str]]] = [
     ([
@@ -46,9 +52,13 @@ SESSIONS: list[tuple[list[tuple[str, str]], tuple[str, str]]] = [
     ], ("Where do I work?", "At Tidewave.")),
     ([
         ("Remind me to book a table for Ines's birthday on Friday.", "I'll remind you."),
-        ("Traffic on the bridge was terrible this morning.", "Sorry to hear that."),
-        ("Traffic on the bridge was terrible again this evening.", "Again? Ugh."),
-        ("The traffic on the bridge is terrible every single day.", "Try the ferry?"),
+        # the same complaint three times: a redundant cluster for reflection to consolidate
+        ("The traffic on the bridge was terrible again on Friday, and I was late for dinner "
+         "again.", "Sorry to hear that."),
+        ("The traffic on the bridge was terrible again on Monday, and I was late for the "
+         "meeting again.", "Again? Ugh."),
+        ("The traffic on the bridge was terrible again this morning, and I was late for work "
+         "again.", "Have you tried the ferry?"),
     ], ("What should I remember for the birthday dinner?",
         "Book a table for Friday; Maya is vegetarian.")),
     ([
@@ -105,7 +115,7 @@ def _session(store: MemoryStore, number: int, turns: list[tuple[str, str]],
         for n in store.list(NAMESPACE):
             if n.id not in before and n.type.value != "episodic":
                 _line(out, f"      + {n.type.value}: {n.content}")
-    store.maintain(NAMESPACE)
+    _maintain(store, out)
     seen.clear()
     agent.invoke({"messages": [("user", question[0])]}, config)
     _line(out, f"   Q: {question[0]}")
@@ -114,7 +124,28 @@ def _session(store: MemoryStore, number: int, turns: list[tuple[str, str]],
     _line(out, f"   A (scripted fake model): {question[1]}")
 
 
-def run(path: Path, budget: int = 160, out: TextIO = sys.stdout,
+def _maintain(store: MemoryStore, out: TextIO) -> None:
+    """End-of-session hygiene (``store.maintain``): TTL, dedup, reflection; show what it did."""
+    before = {n.id for n in store.list(NAMESPACE)}
+    report = store.maintain(NAMESPACE)[NAMESPACE]
+    _line(out, f"   store.maintain(): {report['summarised']} summarised, {report['merged']} "
+               f"merged, {report['expired']} expired")
+    for node in store.list(NAMESPACE):
+        if node.id not in before and node.provenance.source == "summary":
+            _line(out, f"      ⇢ summary of {len(node.provenance.derived_from)} episodes: "
+                       f"{_redacted(store, node.id)}")
+
+
+def _redacted(store: MemoryStore, node_id: str) -> str:
+    """A memory's text as ``mars inspect`` shows it (redacted), whole."""
+    for status in (MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value):
+        for row in inspect_rows(store, NAMESPACE, status=status, width=None):
+            if row.id == node_id:
+                return row.text
+    return f"(memory {node_id} is gone)"
+
+
+def run(path: Path, budget: int = BUDGET, out: TextIO = sys.stdout,
         fifa: bool = True) -> dict[str, int]:
     """Play the sessions against a store at ``path``; returns counts for tests."""
     path.mkdir(parents=True, exist_ok=True)
@@ -131,6 +162,29 @@ def run(path: Path, budget: int = 160, out: TextIO = sys.stdout,
     return counts
 
 
+def _summaries(store: MemoryStore, out: TextIO) -> tuple[int, set[str]]:
+    """Show each summary reflection made, what it replaced and the audit's reason.
+
+    Returns how many summaries there are and the ids of the memories they replaced.
+    """
+    nodes = store.list(NAMESPACE, status=None)
+    made = [n for n in nodes if n.provenance.source == "summary"]
+    replaced: set[str] = set()
+    _line(out, "── summarised: reflection replaced redundant episodes by one semantic memory "
+               "(the episodes move to the archive, linked by derivesFrom; the default "
+               "summariser is extractive: it keeps the most central sentence):")
+    if not made:
+        _line(out, "   nothing this run (no redundant cluster reached the reflection threshold)")
+    for node in made:
+        why = [e.rationale for e in store.explain(node.id).events if e.op.value == "summarise"]
+        _line(out, f"   summary ({node.status.value}): {_redacted(store, node.id)}")
+        for member in node.provenance.derived_from:
+            replaced.add(member)
+            _line(out, f"      from: {_redacted(store, member)}")
+        _line(out, f"      why: {why[0] if why else store.explain(node.id).rationale}")
+    return len(made), replaced
+
+
 def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
     with _open(path, budget) as store:
         st = store.stats(NAMESPACE)["namespaces"][NAMESPACE]
@@ -140,11 +194,15 @@ def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
         for r in inspect_rows(store, NAMESPACE):
             _line(out, f"   {r.type:<9} {r.tier:<9} Ω_eff={r.score:.2f} s={r.sensitivity:.2f} "
                        f"used {r.access_count}x  {r.text}")
-        archived = inspect_rows(store, NAMESPACE, status=MemoryStatus.ARCHIVED.value)
+        summarised, replaced = _summaries(store, out)
+        archived = [r for r in inspect_rows(store, NAMESPACE, status=MemoryStatus.ARCHIVED.value)
+                    if r.id not in replaced]
         _line(out, "── forgotten: in the archive, each with its reason (text redacted, as "
                    "`mars inspect` shows it):")
+        summaries = {n.id for n in store.list(NAMESPACE, status=None)
+                     if n.provenance.source == "summary"}
         for r in archived:
-            _line(out, f"   {r.text}")
+            _line(out, f"   {'summary' if r.id in summaries else r.type:<9} {r.text}")
             _line(out, f"      why: {store.explain(r.id).rationale}")
         receipt = store.erase(entity="Ines", namespace=NAMESPACE)
         _line(out, "── right to be forgotten: erase(entity='Ines')")
@@ -153,7 +211,8 @@ def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
         _line(out, f"── audit: {report.checked} events, chain "
                    f"{'verified' if report.ok else 'BROKEN: ' + report.reason}")
         return {"active": st["active"], "archived": st["archived"], "events": report.checked,
-                "verified": int(report.ok), "erased": len(receipt.erased)}
+                "verified": int(report.ok), "erased": len(receipt.erased),
+                "summarised": summarised}
 
 
 def _fifa_table(out: TextIO) -> None:
@@ -192,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--path", type=Path, default=Path("./mars_data/demo"))
-    parser.add_argument("--budget", type=int, default=160)
+    parser.add_argument("--budget", type=int, default=BUDGET)
     parser.add_argument("--fresh", action="store_true", help="delete the demo store first")
     parser.add_argument("--no-fifa", action="store_true", help="skip the FiFA table")
     args = parser.parse_args(argv)

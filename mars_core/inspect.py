@@ -59,12 +59,22 @@ class InspectRow:
 
 
 def inspect_rows(store: MemoryStore, namespace: str | None = None, *,
-                 status: str = "active", limit: int | None = None) -> list[InspectRow]:
+                 status: str = "active", limit: int | None = None,
+                 width: int | None = TEXT_CHARS) -> list[InspectRow]:
     """The newest ``limit`` memories of a namespace, newest first.
 
+    Args:
+        store: the store (nothing is written, nothing counts as an access).
+        namespace: the namespace (default: the store's default namespace).
+        status: ``active`` or ``archived``.
+        limit: at most this many rows (default: all).
+        width: truncate each redacted text to this many characters (None: whole).
+
     Raises:
-        ValidationError: an unknown status.
+        ValidationError: an unknown status, or a ``width`` below 2.
     """
+    if width is not None and width < 2:
+        raise ValidationError("width must be at least 2 characters (or None)")
     ns = store.config.default_namespace if namespace is None else namespace
     nodes = store.list(ns, status=status)
     step = int(store.stats(ns)["namespaces"][ns]["step"])
@@ -76,7 +86,7 @@ def inspect_rows(store: MemoryStore, namespace: str | None = None, *,
         rows.append(InspectRow(
             node.id, node.type.value, tier(score).value, score, node.sensitivity, node.weight,
             node.access_count, node.status.value,
-            text if len(text) <= TEXT_CHARS else text[: TEXT_CHARS - 1] + "…"))
+            text if width is None or len(text) <= width else text[: width - 1] + "…"))
     return rows
 
 
