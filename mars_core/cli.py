@@ -27,7 +27,10 @@ __all__ = ["app", "main"]
 app = typer.Typer(
     name="mars", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     help="mars-memory: memory for LLM agents that forgets on purpose. Inspect, explain, "
-         "erase, export and verify a store; run the demo and the benchmarks.",
+         "erase, export and verify a store; run the demo and the benchmarks.\n\n"
+         "Every store command reads the store at --path (default: $MARS_PATH, else "
+         "./mars_data). New here? Run `mars demo --fresh`, then "
+         "`mars inspect --path mars_data/demo -n memories/maya`.",
 )
 bench_app = typer.Typer(no_args_is_help=True, help="Run a benchmark (results under --out).")
 app.add_typer(bench_app, name="bench")
@@ -36,7 +39,8 @@ console = Console()
 PathOpt = Annotated[Path, typer.Option(
     "--path", "-p", envvar="MARS_PATH", help="store directory ($MARS_PATH or ./mars_data)")]
 NamespaceOpt = Annotated[str | None, typer.Option(
-    "--namespace", "-n", help="namespace (default: the store's default namespace)")]
+    "--namespace", "-n", help="namespace (default: the store's default namespace; "
+    "`mars stats` lists them)")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="directory for the results")]
 DEFAULT_PATH = Path("mars_data")
 IMPORT_KINDS = ("jsonld", "mem0", "langgraph")
@@ -71,20 +75,31 @@ def _open(path: Path) -> Iterator[Any]:
 @app.command()
 def demo(path: Annotated[Path, typer.Option("--path", help="demo store directory")]
          = Path("mars_data/demo"),
-         fresh: Annotated[bool, typer.Option(help="delete the demo store first")] = False) -> None:
-    """Play a multi-session conversation through a store and show what it remembers."""
+         fresh: Annotated[bool, typer.Option(
+             help="delete the demo store first (only a directory the demo made)")] = False,
+         fifa: Annotated[bool, typer.Option(help="end with a quick FiFA table")] = True) -> None:
+    """Play a multi-session conversation through a LangGraph agent and show what is
+    remembered, decayed, summarised, forgotten and why, an erasure and its receipt.
+
+    No API key, no network (a scripted model). Afterwards, look around with
+    `mars inspect --path mars_data/demo -n memories/maya` (add `--status archived`).
+    """
     from mars_core import demo as demo_mod
 
-    raise typer.Exit(demo_mod.main(["--path", str(path)] + (["--fresh"] if fresh else [])))
+    raise typer.Exit(demo_mod.main(["--path", str(path)] + (["--fresh"] if fresh else [])
+                                   + ([] if fifa else ["--no-fifa"])))
 
 
 @app.command()
 def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
-            status: Annotated[str, typer.Option(help="active or archived")] = "active",
+            status: Annotated[str, typer.Option(
+                help="active (held in memory) or archived (forgotten, still explainable)")]
+            = "active",
             limit: Annotated[int, typer.Option(min=1, help="rows to show")] = 50,
             show_text: Annotated[bool, typer.Option(
                 "--text/--no-text", help="show (redacted) text")] = True) -> None:
-    """A table of memories: type, tier, score, sensitivity, weight and (redacted) text."""
+    """A table of memories, newest first: id, type, DMF tier, decayed score Ω_eff,
+    sensitivity, tokens, uses and the redacted text. Nothing is written or counted as use."""
     from mars_core.inspect import inspect_rows
 
     with _open(path) as store:
@@ -122,7 +137,9 @@ def _namespace_hint(ns: str, known: list[str], path: Path, *, default: bool) -> 
 
 
 @app.command()
-def explain(node_id: Annotated[str, typer.Argument(help="a memory id (see `mars inspect`)")],
+def explain(node_id: Annotated[str, typer.Argument(
+                help="a memory id, or a unique prefix of 4+ characters (`mars inspect` "
+                "shows 8)")],
             path: PathOpt = DEFAULT_PATH) -> None:
     """Why a memory is where it is: provenance chain and audit rationales (no text)."""
     with _open(path) as store:
@@ -132,9 +149,12 @@ def explain(node_id: Annotated[str, typer.Argument(help="a memory id (see `mars 
 
 @app.command()
 def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are parameters)
-          node_id: Annotated[str | None, typer.Option("--id", help="one memory")] = None,
-          entity: Annotated[str | None, typer.Option(help="every memory mentioning it")] = None,
-          conversation: Annotated[str | None, typer.Option(help="every memory from it")] = None,
+          node_id: Annotated[str | None, typer.Option(
+              "--id", help="one memory (an id or a unique prefix)")] = None,
+          entity: Annotated[str | None, typer.Option(
+              help="every memory mentioning this name (whole words)")] = None,
+          conversation: Annotated[str | None, typer.Option(
+              help="every memory from this conversation id")] = None,
           namespace: Annotated[str | None, typer.Option(
               "--namespace", "-n", help="where to erase (default: the store's default "
               "namespace); given alone: the WHOLE namespace")] = None,
@@ -164,14 +184,16 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
 @app.command()
 def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
            path: PathOpt = DEFAULT_PATH) -> None:
-    """Export the whole store (memories, edges, archive) as JSON-LD."""
+    """Export the whole store (memories, edges, archive) as JSON-LD; `mars import` reads it."""
     with _open(path) as store:
         store.export_jsonld(out)
     console.print(f"exported {path} to {out}")
 
 
 @app.command(name="import")
-def import_(source: Annotated[Path, typer.Argument(help="a JSON-LD export (or --from file)")],
+def import_(source: Annotated[Path, typer.Argument(
+                help="the file: a `mars export` JSON-LD file, or a mem0 / LangGraph JSON "
+                "dump with --from")],
             path: PathOpt = DEFAULT_PATH,
             from_: Annotated[str, typer.Option(
                 "--from", help="jsonld (a mars export), mem0 or langgraph (a JSON dump)")]
@@ -240,7 +262,7 @@ def _remove_created(created: tuple[Path, bool]) -> None:
 
 @app.command()
 def verify(path: PathOpt = DEFAULT_PATH) -> None:
-    """Check the audit log's HMAC hash chain, event by event."""
+    """Check the audit log's HMAC hash chain, event by event (exit code 1 if broken)."""
     with _open(path) as store:
         report = store.verify()
     if report.ok:
@@ -263,7 +285,7 @@ def reindex(path: PathOpt = DEFAULT_PATH,
             embedder: Annotated[str, typer.Option(
                 help="semantic (MiniLM), hashing, or auto (the best installed)")] = "auto"
             ) -> None:
-    """Re-embed every memory with another embedder (``store.reembed``); the manifest follows."""
+    """Re-embed every memory with another embedder (store.reembed); the manifest follows."""
     from mars_core.embedders import default_embedder
 
     if embedder not in {"auto", "semantic", "hashing"}:
@@ -344,9 +366,11 @@ def bench_backends(
 
 
 @bench_app.command("locomo")
-def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option("--out")],
+def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option(
+                     "--out", help="directory for the results")],
                  quick: QuickOpt = False,
-                 methods: Annotated[str | None, typer.Option(help="comma-separated")] = None
+                 methods: Annotated[str | None, typer.Option(
+                     help="comma-separated Task 1 method names (default: all)")] = None
                  ) -> None:
     """LoCoMo: evidence retrieval under a context budget and retention under a store budget."""
     from mars_core.bench.evidence import run_locomo
@@ -356,7 +380,8 @@ def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option("--out")],
 
 
 @bench_app.command("longmemeval")
-def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option("--out")],
+def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option(
+                          "--out", help="directory for the results")],
                       quick: QuickOpt = False) -> None:
     """LongMemEval: evidence retrieval at 256/512/1024 tokens."""
     from mars_core.bench.evidence import run_longmemeval
@@ -365,7 +390,8 @@ def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option("--out")]
 
 
 @bench_app.command("fifa")
-def bench_fifa(out: Annotated[Path, typer.Option("--out")], quick: QuickOpt = False) -> None:
+def bench_fifa(out: Annotated[Path, typer.Option("--out", help="directory for the results")],
+               quick: QuickOpt = False) -> None:
     """FiFA: policies × budgets × seeds over five simulated scenarios (seed 000 §6)."""
     from mars_core.bench.fifa import run_fifa
 
@@ -373,7 +399,10 @@ def bench_fifa(out: Annotated[Path, typer.Option("--out")], quick: QuickOpt = Fa
 
 
 @bench_app.command("activator")
-def bench_activator(data: DataOpt, out: OutOpt = None, quick: QuickOpt = False,
+def bench_activator(data: DataOpt,
+                    out: Annotated[Path | None, typer.Option(
+                        "--out", help="JSON file for the full report")] = None,
+                    quick: QuickOpt = False,
                     embedder: Annotated[str, typer.Option(help="hashing or minilm")]
                     = "hashing") -> None:
     """LoCoMo multi-hop: the Activator's sub-query DAG against a single query."""
@@ -381,7 +410,9 @@ def bench_activator(data: DataOpt, out: OutOpt = None, quick: QuickOpt = False,
 
     if embedder not in {"hashing", "minilm"}:
         raise _fail("--embedder must be hashing or minilm")
-    _checked(run_activator_bench, data, out, quick, embedder=embedder)
+    report = _checked(run_activator_bench, data, out, quick, embedder=embedder)
+    console.print_json(json.dumps({k: report[k] for k in ("embedder", "tune", "test", "seconds")
+                                   if k in report}))
 
 
 @app.command()
@@ -389,7 +420,11 @@ def learn(log: Annotated[Path, typer.Option(help="a feature log (JSON lines)")],
           out: Annotated[Path, typer.Option(help="where to write the model (JSON)")],
           kind: Annotated[str, typer.Option(help="retention or retrieval")] = "retention"
           ) -> None:
-    """Train the OSL-MR evidence learner on a feature log; use it as policy="learned:PATH"."""
+    """Train the OSL-MR evidence learner on a feature log; use it as policy="learned:PATH".
+
+    A feature log is a mars_core.learn.FeatureLog saved as JSON lines: labelled decisions
+    (from benchmark gold evidence, or store.credit via FeatureLog.log_hits).
+    """
     from mars_core.learn import FeatureLog, train
 
     if kind not in {"retention", "retrieval"}:
@@ -402,12 +437,13 @@ def learn(log: Annotated[Path, typer.Option(help="a feature log (JSON lines)")],
     console.print(f"trained a {kind} model on {log}; wrote {out}")
 
 
-def _checked(fn: Any, *args: Any, **kwargs: Any) -> None:
-    """Run a benchmark; a missing or malformed data file is a usage error."""
+def _checked(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a benchmark and return its result; a missing or malformed data file is a usage
+    error."""
     if not Path(args[0]).is_file():
         raise _fail(f"no data file {args[0]} (LoCoMo: ../shared/data/locomo/locomo_dev7.json)")
     try:
-        fn(*args, **kwargs)
+        return fn(*args, **kwargs)
     except MarsError as exc:
         raise _fail(str(exc)) from exc
 

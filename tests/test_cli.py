@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -37,6 +38,28 @@ def test_help_lists_every_command() -> None:
         assert cmd in out
     code, out = run("bench", "--help")
     assert code == 0 and "policies" in out and "leakage" in out
+
+
+def test_every_command_and_option_explains_itself() -> None:
+    import typer.main
+
+    todo: list[tuple[list[str], Any]] = [([], typer.main.get_command(app))]
+    seen = 0
+    while todo:
+        words, cmd = todo.pop()
+        if hasattr(cmd, "commands"):  # a group (typer vendors its own click)
+            todo += [([*words, name], sub) for name, sub in cmd.commands.items()]
+            continue
+        seen += 1
+        assert (cmd.help or "").strip(), words  # the docstring typer shows
+        for param in cmd.params:
+            if param.name != "help":
+                assert (getattr(param, "help", None) or "").strip(), (words, param.name)
+        code, out = run(*words, "--help")
+        assert code == 0 and "Usage" in out, words
+    assert seen >= 18  # 10 store commands + 8 benchmarks
+    code, out = run("--help")
+    assert "$MARS_PATH" in out and "mars demo" in out  # where the store is, where to start
 
 
 def test_inspect_shows_a_redacted_table(store_path: Path) -> None:
