@@ -19,3 +19,4 @@ def test_a_phone_number_on_one_line_is_masked_and_the_line_break_kept() -> None:
 
 def test_dates_and_short_numbers_stay() -> None:
     assert mask_identifiers("met on 2024-05-01, 3 times") == "met on 2024-05-01, 3 times"
+

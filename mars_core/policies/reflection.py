@@ -512,6 +512,9 @@ def _rationale(nodes: Sequence[MemoryNode], cluster: Cluster, cfg: ReflectionCon
         priv = "no sensitive member"
     elif s_bar <= 0.0:
         priv = "the summary carries no sensitivity"
+    elif max_s < cfg.gate_floor and s_bar <= max_s:
+        priv = (f"most sensitive member {max_s:.2f} < gate floor {cfg.gate_floor:.2f}, "
+                f"summary {s_bar:.2f} ≤ it")
     else:
         priv = f"sensitivity {s_bar:.2f} ≤ {max_s:.2f} − τ_priv {cfg.tau_priv:.2f}"
     return (f"consolidated {len(nodes)} redundant {noun} (steps {min(steps)}–{max(steps)}, "
