@@ -10,12 +10,17 @@
 3. **Deploy frozen** (:class:`EvidenceModel`, plain numpy weights in JSON): as a retention
    policy (``policy="learned"`` with ``path=...``, :mod:`mars_core.policies.learned`) and as
    a retrieval reranker (:func:`rerank`). Only online-observable inputs are used at
-   decision time: the text of the memory, its scores against the query, the query itself.
+   decision time: the text of the memory, whether the input just before it asked a
+   question, its scores against the query, the query itself.
 
 Feature vectors (:data:`RETENTION_FEATURES`, :data:`RETRIEVAL_FEATURES`) are fixed lists
-of names; a model file records the list it was trained on and is refused by the wrong kind
-of caller. The Mixed-Score prior enters as a feature (``[ψ_on; MS]``). A model trained on
-LoCoMo (CC BY-NC) is never shipped in the package: train your own with ``mars learn``.
+of names; a model file records the list it was trained on and is refused, with the
+difference named, by a caller computing another list (a model of an older feature set
+must be retrained) or of the wrong kind. The Mixed-Score prior enters as a feature
+(``[ψ_on; MS]``). The file also records how training re-weighted the classes
+(:attr:`EvidenceModel.odds_scale`), so :meth:`EvidenceModel.evidence_probability` undoes
+it (a calibrated P(evidence), what a cost-aware retention decision needs). A model trained
+on LoCoMo (CC BY-NC) is never shipped in the package: train your own with ``mars learn``.
 
 Examples:
     >>> log = FeatureLog()
@@ -48,48 +53,90 @@ from mars_core.retrieval import Hit, answerability, cue_score
 from mars_core.scoring.mixed import Durability, label_durability
 
 __all__ = [
+    "MODEL_FORMAT",
     "RETENTION_FEATURES",
     "RETRIEVAL_FEATURES",
+    "TEXT_FEATURES",
     "EvidenceModel",
     "FeatureLog",
     "LearnConfig",
     "Row",
+    "asks_question",
     "model_summary",
     "rerank",
     "retention_features",
     "retrieval_features",
+    "text_features",
     "train",
 ]
 
 Kind = Literal["retention", "retrieval"]
 FloatArray = npt.NDArray[np.float64]
 
-RETENTION_FEATURES: tuple[str, ...] = (
+MODEL_FORMAT = "mars-evidence-learner/2"
+"""Format of a saved model (``/1`` files, without :attr:`EvidenceModel.odds_scale`, still
+load when their features match)."""
+
+TEXT_FEATURES: tuple[str, ...] = (
     "log_words", "digits", "capitals", "question", "photo", "phatic", "stable", "temporal",
     "first_person", "exclaim",
 )
-"""Features of a memory alone, known when it is written (retention decisions)."""
+"""Features of a memory's text alone (:func:`text_features`)."""
+
+RETENTION_FEATURES: tuple[str, ...] = (
+    *TEXT_FEATURES, "names", "event_verbs", "self_rate", "you_rate", "reaction_rate",
+    "time_refs", "after_question",
+)
+"""Features known when a memory is written (retention decisions): its text, plus whether
+the input just before it asked a question (an answer is more often evidence)."""
 
 RETRIEVAL_FEATURES: tuple[str, ...] = (
     "dense", "dense_rel", "lexical", "entity", "speaker", "temporal_match", "cue",
-    "mixed_prior", *RETENTION_FEATURES,
+    "mixed_prior", *TEXT_FEATURES,
 )
-"""Features of a (query, memory) pair at retrieval time, plus the memory's own."""
+"""Features of a (query, memory) pair at retrieval time, plus the memory's text features."""
 
+_SPEAKER = re.compile(r"^\s*[\w' \-]{1,40}:")
 _FIRST = re.compile(r"\b(i|i'm|i've|my|me|mine|we|our)\b", re.I)
 _TEMPORAL = re.compile(r"\b(yesterday|today|tomorrow|last|next|ago|week|month|year|"
                        r"weekend|\d{4})\b", re.I)
+_NAME = re.compile(r"\b[A-Z][a-z]+")
+_EVENT = re.compile(r"\b(just|went|started|got|bought|took|joined|signed|made|finished|"
+                    r"adopted|moved|visited|tried|learned|found|won|ran|painted|lost|met|"
+                    r"had|did|gave|received|attended|decided)\b", re.I)
+_SELF = re.compile(r"\b(i|i'm|i've|i'd|my|me|we|our|us)\b", re.I)
+_YOU = re.compile(r"\b(you|your|you're|you've)\b", re.I)
+_REACTION = re.compile(r"\b(wow|awesome|amazing|great|cool|congrats|proud|glad|love|nice|"
+                       r"sounds|thanks|thank)\b", re.I)
+_TIME_REF = re.compile(r"\b(yesterday|today|tonight|tomorrow|last (week|weekend|month|year|"
+                       r"night|friday|saturday|sunday)|next (week|weekend|month|year)|ago|"
+                       r"this (week|weekend|month|year)|recently|lately)\b", re.I)
 
 
-def retention_features(text: str) -> dict[str, float]:
-    """Online-observable features of a memory's text (deterministic).
+def _body(text: str) -> str:
+    """The text without a ``"Name:"`` speaker prefix."""
+    return text.split(":", 1)[1] if _SPEAKER.match(text) else text
+
+
+def asks_question(text: str) -> bool:
+    """Whether a text (an input such as a dialogue turn) asks a question.
 
     Examples:
-        >>> f = retention_features("Ana: I moved to Lisbon in 2021!")
+        >>> asks_question("Bo: how long have you been married?"), asks_question("Ana: 5 years")
+        (True, False)
+    """
+    return "?" in _body(text)
+
+
+def text_features(text: str) -> dict[str, float]:
+    """Online-observable features of a memory's text alone (deterministic).
+
+    Examples:
+        >>> f = text_features("Ana: I moved to Lisbon in 2021!")
         >>> f["digits"], f["first_person"], f["exclaim"]
         (1.0, 1.0, 1.0)
     """
-    body = text.split(":", 1)[1] if re.match(r"^\s*[\w' \-]{1,40}:", text) else text
+    body = _body(text)
     words = body.split()
     n = max(1, len(words))
     return {
@@ -103,6 +150,39 @@ def retention_features(text: str) -> dict[str, float]:
         "temporal": float(_TEMPORAL.search(body) is not None),
         "first_person": float(_FIRST.search(body) is not None),
         "exclaim": float("!" in body),
+    }
+
+
+def retention_features(text: str, *, after_question: bool = False) -> dict[str, float]:
+    """Features of a memory when it is written (deterministic, online-observable).
+
+    The :func:`text_features`, plus: names (log count of capitalised words after the
+    first), the rates per word of life-event verbs, first-person and second-person words
+    and reaction words ("wow", "congrats", ...), the count of time references
+    ("yesterday", "last week", ...), and ``after_question``: the input just before this
+    one asked a question (:func:`asks_question`) — the policy knows it because it sees
+    every insert in order.
+
+    Examples:
+        >>> f = retention_features("Ana: we met in Lisbon about 5 years ago",
+        ...                        after_question=True)
+        >>> f["after_question"], f["event_verbs"], f["names"] > 0, f["time_refs"]
+        (1.0, 0.125, True, 1.0)
+        >>> retention_features("Bo: wow, congrats!")["reaction_rate"]
+        1.0
+    """
+    body = _body(text)
+    words = body.split()
+    n = max(1, len(words))
+    return {
+        **text_features(text),
+        "names": math.log1p(len(_NAME.findall(" ".join(words[1:])))),
+        "event_verbs": len(_EVENT.findall(body)) / n,
+        "self_rate": len(_SELF.findall(body)) / n,
+        "you_rate": len(_YOU.findall(body)) / n,
+        "reaction_rate": len(_REACTION.findall(body)) / n,
+        "time_refs": float(sum(1 for _ in _TIME_REF.finditer(body))),
+        "after_question": float(after_question),
     }
 
 
@@ -120,7 +200,8 @@ def retrieval_features(query: str, text: str, *, dense: float, dense_top: float,
         lexical: BM25 score normalised by the best candidate's, in [0, 1].
         mixed_prior: the Mixed-Score prior of the memory (seed 001 §3.3), when known.
         speaker: the memory's speaker when not written as a ``"Name:"`` prefix.
-        base: precomputed :func:`retention_features` of ``text`` (saves time).
+        base: precomputed :func:`text_features` of ``text`` (or a superset such as
+            :func:`retention_features`; saves time).
 
     Examples:
         >>> f = retrieval_features("Where does Ana live?", "Ana: in Lisbon",
@@ -138,7 +219,8 @@ def retrieval_features(query: str, text: str, *, dense: float, dense_top: float,
         "temporal_match": a.temporal,
         "cue": cue_score(a),
         "mixed_prior": mixed_prior,
-        **(base if base is not None else retention_features(text)),
+        **({n: base[n] for n in TEXT_FEATURES} if base is not None
+           else text_features(text)),
     }
 
 
@@ -248,13 +330,19 @@ class LearnConfig:
 class EvidenceModel:
     """A frozen evidence learner: standardisation plus a 1-hidden-layer MLP.
 
-    ``predict`` gives P(evidence) for rows of features in :attr:`names` order.
+    ``predict`` gives the network's P(evidence) for rows of features in :attr:`names`
+    order — a score, inflated by the positive class weight and the negative down-sampling
+    of training; ``evidence_probability`` undoes both through :attr:`odds_scale` (the
+    true odds are the network's odds times ``odds_scale``).
 
     Examples:
-        >>> m = EvidenceModel("retention", RETENTION_FEATURES, np.zeros(10), np.ones(10),
-        ...                   np.zeros((10, 2)), np.zeros(2), np.zeros(2), 0.0)
+        >>> d = len(RETENTION_FEATURES)
+        >>> m = EvidenceModel("retention", RETENTION_FEATURES, np.zeros(d), np.ones(d),
+        ...                   np.zeros((d, 2)), np.zeros(2), np.zeros(2), 0.0, 0.25)
         >>> m.predict_one(retention_features("Ana: hi"))
         0.5
+        >>> m.evidence_probability(m.matrix([retention_features("Ana: hi")])).tolist()
+        [0.2]
     """
 
     kind: Kind
@@ -265,24 +353,31 @@ class EvidenceModel:
     b1: FloatArray
     w2: FloatArray
     b2: float
+    odds_scale: float = 1.0
 
     def matrix(self, rows: Sequence[Mapping[str, float]]) -> FloatArray:
         """Feature rows as a matrix in this model's order."""
         return np.array([[r[n] for n in self.names] for r in rows], dtype=np.float64)
 
     def predict(self, x: FloatArray) -> FloatArray:
-        """P(evidence) of each row of ``x``."""
+        """The network's P(evidence) of each row of ``x`` (a ranking score)."""
         h = np.tanh(((x - self.mean) / self.std) @ self.w1 + self.b1)
         return np.asarray(_sigmoid(h @ self.w2 + self.b2), dtype=np.float64)
 
     def predict_one(self, features: Mapping[str, float]) -> float:
-        """P(evidence) of one feature mapping."""
+        """The network's P(evidence) of one feature mapping."""
         return float(self.predict(self.matrix([features]))[0])
+
+    def evidence_probability(self, x: FloatArray) -> FloatArray:
+        """P(evidence) of each row with training's class re-weighting undone."""
+        p = self.predict(x)
+        odds = self.odds_scale * p / np.maximum(1.0 - p, 1e-12)
+        return np.asarray(odds / (1.0 + odds), dtype=np.float64)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the frozen weights as JSON."""
-        doc = {"format": "mars-evidence-learner/1", "kind": self.kind,
-               "names": list(self.names), "b2": self.b2,
+        doc = {"format": MODEL_FORMAT, "kind": self.kind,
+               "names": list(self.names), "b2": self.b2, "odds_scale": self.odds_scale,
                **{k: getattr(self, k).tolist() for k in ("mean", "std", "w1", "b1", "w2")}}
         Path(path).write_text(json.dumps(doc), encoding="utf-8")
 
@@ -291,22 +386,39 @@ class EvidenceModel:
         """Read a model written by :meth:`save`.
 
         Raises:
-            ValidationError: missing or malformed file, or a model of another kind.
+            ValidationError: missing or malformed file, an unknown format, a model of
+                another kind, or one trained on another feature list (e.g. by an older
+                version: the message names the features that differ; retrain it).
         """
         try:
             doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            fmt = doc.get("format")
             names = tuple(doc["names"])
             arr = {k: np.asarray(doc[k], dtype=np.float64)
                    for k in ("mean", "std", "w1", "b1", "w2")}
             model = cls(doc["kind"], names, arr["mean"], arr["std"], arr["w1"], arr["b1"],
-                        arr["w2"], float(doc["b2"]))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                        arr["w2"], float(doc["b2"]), float(doc.get("odds_scale", 1.0)))
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError,
+                AttributeError) as exc:
             raise ValidationError(f"cannot read evidence model {path}: {exc}") from exc
-        if names != _names(model.kind) or model.w1.shape != (len(names), len(model.b1)) \
-                or model.w2.shape != model.b1.shape:
-            raise ValidationError(f"{path}: features or weight shapes do not match")
+        if fmt not in ("mars-evidence-learner/1", MODEL_FORMAT):
+            raise ValidationError(f"{path}: unknown evidence model format {fmt!r}")
         if kind is not None and model.kind != kind:
             raise ValidationError(f"{path} holds a {model.kind} model, not a {kind} model")
+        expected = _names(model.kind)
+        if names != expected:
+            missing = [n for n in expected if n not in names]
+            unknown = [n for n in names if n not in expected]
+            raise ValidationError(
+                f"{path}: a {model.kind} model trained on other features than this version "
+                f"computes (missing {missing}, unknown {unknown}"
+                f"{', other order' if not missing and not unknown else ''}); "
+                "retrain it with `mars learn` on a log of the current features")
+        d = (len(names),)
+        if model.w1.shape != (len(names), len(model.b1)) or model.w2.shape != model.b1.shape \
+                or model.mean.shape != d or model.std.shape != d \
+                or not model.odds_scale > 0:
+            raise ValidationError(f"{path}: weight shapes or odds scale do not match")
         return model
 
 
@@ -329,20 +441,22 @@ def train(rows: Sequence[Row], *, kind: Kind, config: LearnConfig | None = None
         raise ValidationError(f"training needs {kind} rows of both labels")
     x = np.array([[r.features[n] for n in names] for r in mine], dtype=np.float64)
     rng = np.random.default_rng(cfg.seed)
-    x, y = _downsample(x, y, cfg.neg_per_pos, rng)
+    x, y, kept = _downsample(x, y, cfg.neg_per_pos, rng)
     mean, std = x.mean(axis=0), x.std(axis=0)
     std[std < 1e-9] = 1.0
     params = _fit((x - mean) / std, y, cfg, rng)
     return EvidenceModel(kind, names, mean, std, params[0], params[1], params[2],
-                         float(params[3][0]))
+                         float(params[3][0]), odds_scale=kept / cfg.pos_weight)
 
 
 def _downsample(x: FloatArray, y: FloatArray, ratio: float, rng: np.random.Generator
-                ) -> tuple[FloatArray, FloatArray]:
+                ) -> tuple[FloatArray, FloatArray, float]:
+    """Keep every positive and at most ``ratio`` negatives per positive; also returns the
+    share of negatives kept (for the calibration)."""
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
     keep = int(min(len(neg), math.ceil(ratio * len(pos))))
     idx = np.sort(np.concatenate([pos, rng.choice(neg, keep, replace=False)]))
-    return x[idx], y[idx]
+    return x[idx], y[idx], keep / len(neg)
 
 
 def _fit(x: FloatArray, y: FloatArray, cfg: LearnConfig, rng: np.random.Generator
@@ -401,5 +515,6 @@ def rerank(model: EvidenceModel, query: str, hits: Sequence[Hit]) -> list[Hit]:
 
 
 def model_summary(model: EvidenceModel) -> dict[str, Any]:
-    """A JSON-able description (kind, features, hidden units) for reports."""
-    return {"kind": model.kind, "features": list(model.names), "hidden": len(model.b1)}
+    """A JSON-able description (kind, features, hidden units, odds scale) for reports."""
+    return {"kind": model.kind, "features": list(model.names), "hidden": len(model.b1),
+            "odds_scale": model.odds_scale}

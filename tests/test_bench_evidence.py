@@ -11,8 +11,11 @@ import pytest
 
 from mars_core.bench import locomo as L
 from mars_core.bench.evidence import run_locomo, run_longmemeval
+from mars_core.bench.locomo_data import load_locomo
 from mars_core.bench.peers import rank_scores
+from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
+from mars_core.learn import asks_question
 
 PETS = ["dog", "cat", "parrot", "horse", "rabbit", "turtle", "snake", "hamster"]
 CITIES = ["Lisbon", "Oslo", "Paris", "Rome", "Madrid", "Vienna", "Prague", "Dublin"]
@@ -55,6 +58,7 @@ def test_run_locomo_writes_results_report_and_plots(locomo_file: Path, tmp_path:
     assert res["meta"]["peer_errors"] == {}
 
     def get(method: str, task: str = "retrieval", budget: float = 128) -> dict[str, Any]:
+        row: dict[str, Any]
         (row,) = [r for r in rows if r["method"] == method and r["task"] == task and
                   r["budget"] == budget and r["category"] == "all" and
                   r["counter"] in ("words", "store") and
@@ -78,6 +82,31 @@ def test_run_locomo_writes_results_report_and_plots(locomo_file: Path, tmp_path:
     assert get("learned", "retention", 0.25)["survival"] > get("fifo", "retention", 0.25)[
         "survival"]
     assert res["meta"]["latency"]["store_retrieve_p50_ms"] > 0
+
+
+def test_retention_task_is_deterministic_and_sees_the_previous_turn(locomo_file: Path) -> None:
+    raw = json.loads(locomo_file.read_text())
+    for conv in raw:  # every evidence turn now answers a question
+        turns = conv["conversation"]["session_1"]
+        for i in range(4, len(turns), 5):
+            turns[i]["text"] = "where did you go?"
+    locomo_file.write_text(json.dumps(raw))
+    emb = L.CachedEmbedder(HashingEmbedder(dim=64))
+    data = L.prepare(load_locomo(locomo_file), emb)
+    cd = data[0]
+    assert [b["after_question"] for b in cd.base] == [
+        float(i > 0 and asks_question(cd.texts[i - 1])) for i in range(len(cd.texts))]
+    assert cd.base[5]["after_question"] == 1.0 and cd.base[6]["after_question"] == 0.0
+
+    def run() -> list[dict[str, Any]]:
+        rows = L.retention_task(data, emb, policies=("fifo", "learned"), shares=(0.25,))
+        return [{k: v for k, v in r.items() if k != "latency_ms"} for r in rows]
+
+    first = run()
+    assert first == run()  # same data, same seed: same numbers
+    learned, fifo = (next(r for r in first if r["method"] == m and r["category"] == "all")
+                     for m in ("learned", "fifo"))
+    assert learned["survival"] > fifo["survival"]
 
 
 def test_longmemeval_run_and_bad_paths(tmp_path: Path) -> None:

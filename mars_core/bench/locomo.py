@@ -41,6 +41,7 @@ from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.learn import (
     EvidenceModel,
     FeatureLog,
+    asks_question,
     retention_features,
     retrieval_features,
     train,
@@ -175,7 +176,7 @@ def prepare(convs: Sequence[Conversation], embedder: Embedder,
             speakers=[t.speaker for t in conv.turns],
             sessions=np.array([t.session for t in conv.turns]),
             questions=qs, qvecs=embedder.embed([q.question for q in qs]),
-            base=[retention_features(t) for t in texts], bm25=_bm25(texts),
+            base=_retention_base(texts), bm25=_bm25(texts),
             durable=np.array([label_durability(t.split(":", 1)[-1]).value == "stable"
                               for t in texts]),
             terms=[set(tokenize(t)) for t in texts],
@@ -183,6 +184,13 @@ def prepare(convs: Sequence[Conversation], embedder: Embedder,
     if not out:
         raise ValidationError("no conversation with questions of categories 1-4")
     return out
+
+
+def _retention_base(texts: Sequence[str]) -> list[dict[str, float]]:
+    """Each turn's retention features as the learned policy computes them while the
+    conversation streams in (``after_question``: the turn before asked a question)."""
+    return [retention_features(t, after_question=i > 0 and asks_question(texts[i - 1]))
+            for i, t in enumerate(texts)]
 
 
 # --- decoding and metrics ----------------------------------------------------------------------
