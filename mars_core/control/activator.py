@@ -6,17 +6,32 @@ The query is decomposed into a DAG of focused sub-queries:
    query's entities; :func:`mars_core.control.text.decompose`), or whatever an optional
    ``decomposer(query) -> sub-queries`` returns (e.g. an LLM through
    :func:`langchain_mars.models.decomposer_from_chat_model`);
-2. **second hop** — children of the main query: the entities and salient words of its
+2. **speaker scope** — when a root names exactly one of the namespace's speakers (memories
+   opening with ``"Name:"`` or observed with ``speaker=``;
+   :func:`~mars_core.control.text.subject_of`), a child keeps only that speaker's own
+   statements (and memories with no known speaker; a derived fact has its source turn's
+   speaker) among the root's deeper candidates, and a grandchild asks the question in the
+   speaker's own voice ("What activities does Ana partake in?" → "What activities do I
+   partake in?"), restricted too: what a person did is in what they said, in the first
+   person. The scoped child then stands for its root in the fusion (``unscoped_weight``,
+   0 by default);
+3. **second hop** — children of the main query: the entities and salient words of its
    best results that the query does not mention, each joined to the query (a refinement
-   edge; e.g. "what did Ana's sister study?" → "… Marta" once a first-hop hit names her).
+   edge; e.g. "what did Ana's sister study?" → "… Marta" once a first-hop hit names her);
+   not run under a speaker scope by default (``hop_when_scoped``).
 
 Every sub-query searches the whole namespace (not filtered by cluster, §2.2). The main
-query also follows L2↔L3 links (:func:`mars_core.control.access.links`). Candidate lists
-— each sub-query's, the linked neighbours', and the cached buffer ranked by similarity to
-the new query — are fused by weighted reciprocal rank, multiplied by
+query (its scoped child when it has one) also follows L2↔L3 links
+(:func:`mars_core.control.access.links`). Candidate lists — each sub-query's, the linked
+neighbours', and the cached buffer ranked by similarity to the new query — are fused by
+weighted reciprocal rank (a list of weight 0 is not fused), multiplied by
 ``floor + (1 - floor)·R`` (memory retention), and packed greedily under the buffer's item
 and token caps. Every read is ``read_only``: retrieval is not use; only credited use
 reinforces (the Recognizer and the Memory Manager).
+
+On LoCoMo multi-hop questions the speaker scope is what raises evidence recall over a
+single query (``mars bench activator``; the figures and what did not help are in
+docs/concepts/control.md).
 
 Examples:
     >>> from mars_core import MemoryStore, FakeClock
@@ -36,8 +51,8 @@ Examples:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,10 +64,13 @@ from mars_core.control.text import (
     decompose,
     document_frequencies,
     entities,
+    in_own_voice,
     salient_terms,
+    speaker_of,
+    subject_of,
 )
 from mars_core.embeddings import embed_one
-from mars_core.errors import ValidationError
+from mars_core.errors import NotFoundError, ValidationError
 from mars_core.model import MemoryNode
 from mars_core.retrieval import Hit
 from mars_core.scoring.retention import OblivionConfig
@@ -73,12 +91,15 @@ class SubQuery:
         text: the sub-query.
         parents: ids it refines (empty for roots).
         hits: ids it retrieved, best first.
+        speaker: when set, the node keeps only this speaker's own statements (and
+            memories with no known speaker) of its parent's results.
     """
 
     id: int
     text: str
     parents: tuple[int, ...] = ()
     hits: tuple[str, ...] = ()
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +117,21 @@ class Activation:
     dag: tuple[SubQuery, ...]
     added: tuple[str, ...]
     evicted: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Run:
+    """The DAG being built: its nodes, their weighted candidate lists, the memories seen."""
+
+    dag: list[SubQuery] = field(default_factory=list)
+    lists: list[tuple[float, list[str]]] = field(default_factory=list)
+    nodes: dict[str, MemoryNode] = field(default_factory=dict)
+
+    def add(self, node: SubQuery, weight: float) -> SubQuery:
+        """Append ``node`` and its hits as a fusion list of ``weight``."""
+        self.dag.append(node)
+        self.lists.append((weight, list(node.hits)))
+        return node
 
 
 class Activator:
@@ -117,6 +153,7 @@ class Activator:
         self.decomposer = decomposer
         self.retention = retention or OblivionConfig()
         self._df: tuple[int, dict[str, int], int] | None = None
+        self._speakers: tuple[int, frozenset[str]] | None = None
 
     def plan(self, query: str) -> list[str]:
         """The DAG roots: the query first, then its sub-queries (deduplicated)."""
@@ -130,8 +167,9 @@ class Activator:
     def activate(self, query: str, buffer: Buffer, max_items: int, max_tokens: int) -> Activation:
         """Run the DAG and curate the buffer under ``max_items`` and ``max_tokens``."""
         dag, lists, nodes = self._run_dag(query)
-        if self.config.follow_links and dag[0].hits:
-            lists.append((self.config.sub_weight, self._linked(dag[0].hits, nodes)))
+        main = _main(dag)
+        if self.config.follow_links and main.hits:
+            lists.append((self.config.sub_weight, self._linked(main.hits, nodes)))
         if buffer.items:
             lists.append((self.config.cache_weight, self._cached(query, buffer, nodes)))
         ranked = self._fuse(lists, nodes)
@@ -143,24 +181,96 @@ class Activator:
 
     def _run_dag(self, query: str) -> tuple[list[SubQuery], list[tuple[float, list[str]]],
                                             dict[str, MemoryNode]]:
-        nodes: dict[str, MemoryNode] = {}
-        dag: list[SubQuery] = []
-        lists: list[tuple[float, list[str]]] = []
+        run = _Run()
+        speakers = self._namespace_speakers() if self.config.speaker_scope else frozenset()
         for text in self.plan(query):
-            ids = self._search(text, nodes)
-            dag.append(SubQuery(len(dag), text, () if not dag else (0,), tuple(ids)))
-            lists.append((1.0 if len(dag) == 1 else self.config.sub_weight, ids))
-        if self.config.second_hop:
-            seen = set(dag[0].hits[: self.config.hop_sources]) if self.config.hop_novel else set()
-            for text in self._second_hop(query, dag[0].hits, nodes):
-                ids = [i for i in self._search(text, nodes) if i not in seen]
-                dag.append(SubQuery(len(dag), text, (0,), tuple(ids)))
-                lists.append((self.config.sub_weight, ids))
-        return dag, lists, nodes
+            self._root(run, text, speakers)
+        parent = _main(run.dag)
+        if self.config.second_hop and (parent.speaker is None or self.config.hop_when_scoped):
+            seen = set(parent.hits[: self.config.hop_sources]) if self.config.hop_novel else set()
+            for text in self._second_hop(query, parent.hits, run.nodes):
+                run.add(self._node(run, text, (parent.id,), parent.speaker, seen),
+                        self.config.sub_weight)
+        return run.dag, run.lists, run.nodes
 
-    def _search(self, text: str, nodes: dict[str, MemoryNode]) -> list[str]:
+    def _root(self, run: _Run, text: str, speakers: frozenset[str]) -> None:
+        """A root node; when it names one speaker, its scoped child and own-voice grandchild.
+
+        The scoped child keeps the subject's own statements of the root's (deeper)
+        candidates; the grandchild asks the question in the subject's voice
+        (:func:`~mars_core.control.text.in_own_voice`), also restricted to them.
+        """
+        weight = 1.0 if not run.dag else self.config.sub_weight
+        subject = subject_of(text, speakers)
+        found = self._search(text, run.nodes, deep=subject is not None)
+        root = run.add(SubQuery(len(run.dag), text, () if not run.dag else (0,),
+                                tuple(self._head(found, run.nodes))),
+                       weight if subject is None else weight * self.config.unscoped_weight)
+        if subject is None:
+            return
+        scoped = run.add(SubQuery(len(run.dag), text, (root.id,),
+                                  tuple(self._own(found, subject, run.nodes)), subject), weight)
+        voice = in_own_voice(text, subject)
+        if self.config.voice_weight > 0 and voice != text:
+            run.add(self._node(run, voice, (scoped.id,), subject),
+                    weight * self.config.voice_weight)
+
+    def _node(self, run: _Run, text: str, parents: tuple[int, ...], subject: str | None,
+              skip: Iterable[str] = ()) -> SubQuery:
+        """A node searching ``text``; with a subject, only that speaker's statements."""
+        left = set(skip)
+        found = [i for i in self._search(text, run.nodes, deep=subject is not None)
+                 if i not in left]
+        return SubQuery(len(run.dag), text, parents,
+                        tuple(self._own(found, subject, run.nodes)), subject)
+
+    def _own(self, found: Sequence[str], subject: str | None,
+             nodes: dict[str, MemoryNode]) -> list[str]:
+        """``subject``'s statements (and speakerless memories) of ``found``, budgeted."""
+        return self._head([i for i in found if self._speaks(nodes[i], subject, nodes)], nodes)
+
+    def _head(self, ids: Sequence[str], nodes: dict[str, MemoryNode]) -> list[str]:
+        """The ids that fill ``per_query_tokens`` in order (as the store packs a budget)."""
+        out, used = [], 0
+        for i in ids:
+            if used + nodes[i].weight <= self.config.per_query_tokens:
+                out.append(i)
+                used += nodes[i].weight
+        return out
+
+    def _speaks(self, node: MemoryNode, subject: str | None,
+                nodes: dict[str, MemoryNode]) -> bool:
+        """Whether ``node`` is ``subject``'s own statement or has no known speaker."""
+        if subject is None:
+            return True
+        who = _own_speaker(node)
+        for src in node.provenance.derived_from if who is None else ():
+            parent = nodes.get(src) or self._source(src)
+            who = _own_speaker(parent) if parent is not None else None
+            if who is not None:
+                break
+        return who is None or who == subject
+
+    def _source(self, node_id: str) -> MemoryNode | None:
+        try:
+            return self.store.get(node_id)
+        except NotFoundError:
+            return None
+
+    def _namespace_speakers(self) -> frozenset[str]:
+        """Speakers of the namespace's memories, recomputed when it changed."""
+        step = current_step(self.store, self.namespace)
+        if self._speakers is None or self._speakers[0] != step:
+            found = (_own_speaker(n) for n in self.store.list(self.namespace))
+            self._speakers = (step, frozenset(w for w in found if w is not None))
+        return self._speakers[1]
+
+    def _search(self, text: str, nodes: dict[str, MemoryNode], deep: bool = False
+                ) -> list[str]:
+        """Ranked ids of ``text``'s candidates; ``deep``: ``scope_depth`` times as many tokens."""
+        budget = self.config.per_query_tokens * (self.config.scope_depth if deep else 1)
         hits: list[Hit] = self.store.retrieve(  # no cut-off: fusion ranks the candidates
-            text, budget_tokens=self.config.per_query_tokens, namespace=self.namespace,
+            text, budget_tokens=budget, namespace=self.namespace,
             read_only=True, relative_cutoff=0.0)
         out = []
         for h in hits:
@@ -218,6 +328,8 @@ class Activator:
         score: dict[str, float] = defaultdict(float)
         via: dict[str, str] = {}
         for li, (weight, ids) in enumerate(lists):
+            if weight <= 0:  # a list of weight 0 is run (and shown in the DAG), not fused
+                continue
             for rank, i in enumerate(ids):
                 s = weight / (self.config.rrf_k + rank + 1)
                 score[i] = score[i] + s if self.config.fusion == "sum" else max(score[i], s)
@@ -250,3 +362,16 @@ class Activator:
             chosen.append(item)
             steps.append(item[0].step)
         return chosen
+
+
+def _main(dag: Sequence[SubQuery]) -> SubQuery:
+    """The main query's node: its speaker-restricted child when it has one."""
+    child = dag[1] if len(dag) > 1 else None
+    return child if child is not None and child.speaker is not None and child.parents == (0,) \
+        else dag[0]
+
+
+def _own_speaker(node: MemoryNode) -> str | None:
+    """Who said a memory: its episode's first participant, else its ``"Name:"`` prefix."""
+    parts = getattr(node.payload, "participants", ())
+    return str(parts[0]) if parts else speaker_of(node.content)

@@ -83,8 +83,30 @@ class ActivatorConfig(BaseModel):
                                   "candidate list before fusion.")
     split_conjunctions: bool = Field(True, description="Split the query on 'and', 'or', commas "
                                      "into sub-queries (each keeps the query's entities).")
+    speaker_scope: bool = Field(True, description="When a (sub-)query names exactly one of "
+                                "the namespace's speakers (memories opening with 'Name:' or "
+                                "observed with speaker=), add a child node restricted to that "
+                                "speaker's own statements and speakerless memories: questions "
+                                "about a person are answered by what that person said (ours).")
+    unscoped_weight: float = Field(0.0, ge=0.0, le=1.0, description="When a node has a "
+                                   "speaker-restricted child, the weight its unrestricted list "
+                                   "keeps in the fusion, relative to the child's (0: the child "
+                                   "replaces it; the unrestricted node stays in the DAG).")
+    voice_weight: float = Field(1.0, ge=0.0, le=1.0, description="A speaker-restricted node "
+                                "gets a child asking the question in that speaker's voice "
+                                "('What does Ana like?' → 'What do I like?', matching first-"
+                                "person turns), fused with this weight relative to its parent "
+                                "(0 disables; ours).")
+    scope_depth: int = Field(2, ge=1, le=64, description="A node with a speaker-restricted "
+                             "child searches this many times `per_query_tokens`, so the child "
+                             "still holds `per_query_tokens` of the speaker's memories after "
+                             "the filter (ours).")
     second_hop: bool = Field(True, description="Chain a second hop: entities and salient terms "
                              "of the first hop's best results, joined to the query's keywords.")
+    hop_when_scoped: bool = Field(False, description="Also chain the second hop when the "
+                                  "main query has a speaker-restricted child (off: on LoCoMo's "
+                                  "tune split the hop cost that child recall and precision "
+                                  "with both embedders; ours).")
     hop_sources: int = Field(3, ge=1, description="How many first-hop results feed the second hop.")
     hop_terms: int = Field(3, ge=1, description="Salient terms taken from those results.")
     hop_novel: bool = Field(False, description="A second-hop list keeps only what its parent's "

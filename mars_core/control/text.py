@@ -8,6 +8,12 @@ Examples:
     0.6667
     >>> decompose("What does Ana like and where does Bo work?")
     ['What does Ana like and where does Bo work?', 'What does Ana like', 'where does Bo work']
+    >>> speaker_of("Ana: I moved to Lisbon"), speaker_of("Ana moved to Lisbon")
+    ('Ana', None)
+    >>> subject_of("What does Ana's sister do?", {"Ana", "Bo"})
+    'Ana'
+    >>> in_own_voice("What activities does Ana partake in?", "Ana")
+    'What activities do I partake in?'
 """
 
 from __future__ import annotations
@@ -30,10 +36,14 @@ __all__ = [
     "decompose",
     "document_frequencies",
     "entities",
+    "in_own_voice",
     "salient_terms",
+    "speaker_of",
+    "subject_of",
 ]
 
 _SPLIT = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\bas well as\b|\bthen\b)\s*", re.IGNORECASE)
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?):\s")
 _CAP = re.compile(r"\b([A-Z][a-z]+(?:[-'][A-Za-z]+)?)\b")
 _QUESTION_WORDS = frozenset(
     "what when where who whom which why how does did do is are was were can could would "
@@ -78,6 +88,54 @@ def entities(text: str) -> list[str]:
         if word.lower() not in _QUESTION_WORDS and word not in out:
             out.append(word)
     return out
+
+
+def speaker_of(text: str) -> str | None:
+    """The speaker a memory's text opens with (``"Ana: ..."`` → ``"Ana"``), else None.
+
+    The same ``"Name:"`` convention the store's answerability rerank reads (a turn stored
+    as ``"speaker: text"``, as the LoCoMo loader and many chat exports write it).
+    """
+    m = _SPEAKER.match(text)
+    return m.group(1) if m else None
+
+
+def subject_of(query: str, speakers: Iterable[str]) -> str | None:
+    """The one speaker ``query`` names (a whole, capitalised word; ``"Ana's"`` counts).
+
+    None when it names none of ``speakers`` or several (then no single subject's
+    statements can hold the answer).
+    """
+    named = [s for s in sorted(set(speakers))
+             if re.search(rf"(?<![\w'-]){re.escape(s)}(?![\w-])", query)]
+    return named[0] if len(named) == 1 else None
+
+
+_AUX_FIRST = {"does": "do", "has": "have", "is": "am", "was": "was", "did": "did",
+              "will": "will", "would": "would", "can": "can", "could": "could",
+              "should": "should", "might": "might", "may": "may"}
+
+
+def in_own_voice(query: str, subject: str) -> str:
+    """``query`` rewritten as ``subject`` would ask it about themself.
+
+    Turns are first-person ("I signed up for a pottery class"), so "What activities does
+    Ana partake in?" becomes "What activities do I partake in?": ``subject's`` → "my",
+    ``subject`` after an auxiliary or opening the query → "I" (the auxiliary conjugated),
+    elsewhere → "me". A query that does not name ``subject`` comes back unchanged.
+    """
+    name = re.escape(subject)
+    out = re.sub(rf"(?<![\w'-]){name}'s(?![\w-])", "my", query)
+
+    def aux(m: re.Match[str]) -> str:
+        verb = m.group(1)
+        first = _AUX_FIRST[verb.lower()]
+        return (first.capitalize() if verb[0].isupper() else first) + " I"
+
+    words = "|".join(_AUX_FIRST)
+    out = re.sub(rf"\b((?i:{words}))\s+{name}(?![\w'-])", aux, out)
+    out = re.sub(rf"^{name}(?![\w'-])", "I", out)
+    return re.sub(rf"(?<![\w'-]){name}(?![\w'-])", "me", out)
 
 
 def decompose(query: str, split: bool = True) -> list[str]:
