@@ -93,6 +93,7 @@ def _env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.backend_neutral
 @pytest.mark.parametrize(("backend", "mode"), [  # Qdrant path mode: the kill case only
     *((b, m) for b in ("inmemory", "chroma") for m in ("exit", "close", "kill")),
     ("qdrant", "kill")])
@@ -269,6 +270,7 @@ def crash_runs(request: pytest.FixtureRequest,
     yield runs
 
 
+@pytest.mark.backend_neutral
 @pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
 def test_crash_loop_did_real_work(crash_runs: list[dict[str, Any]]) -> None:
     iterations = ITERATIONS[crash_runs[0]["backend"]]
@@ -279,6 +281,7 @@ def test_crash_loop_did_real_work(crash_runs: list[dict[str, Any]]) -> None:
     assert any(r["forgotten"] for r in crash_runs)
 
 
+@pytest.mark.backend_neutral
 @pytest.mark.parametrize(("crash_runs", "it"), CASES, indirect=["crash_runs"])
 def test_sigkill_loses_no_acknowledged_write(crash_runs: list[dict[str, Any]], it: int) -> None:
     run = crash_runs[it]
@@ -288,6 +291,7 @@ def test_sigkill_loses_no_acknowledged_write(crash_runs: list[dict[str, Any]], i
     assert run["count"] >= len(set(run["added"]))
 
 
+@pytest.mark.backend_neutral
 @pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
 def test_crashed_store_keeps_working(crash_runs: list[dict[str, Any]]) -> None:
     """After the last crash the store accepts writes, and they survive a clean reopen."""
@@ -306,7 +310,7 @@ def test_crashed_store_keeps_working(crash_runs: list[dict[str, Any]]) -> None:
 
 def _fifo_restore_scenario(path: Path, reopen: bool) -> dict[str, str]:
     kw: dict[str, Any] = {"clock": FakeClock(), "audit_key": bytes(range(32)), "budget": 9,
-                          "policy": "fifo", "backend": "inmemory"}
+                          "policy": "fifo"}  # on the matrix's backend (tests/conftest.py)
     store = MemoryStore.open(path, **kw)
     try:
         a = store.add("alpha one two")
@@ -331,6 +335,7 @@ def test_fifo_eviction_order_survives_reopen(tmp_path: Path) -> None:
     assert reopened == live
 
 
+@pytest.mark.backend_neutral
 @pytest.mark.parametrize("backend", ["inmemory", "chroma", "qdrant"])
 def test_a_second_open_of_a_held_directory_is_refused(tmp_path: Path, backend: str) -> None:
     from mars_core.errors import ConflictError

@@ -15,6 +15,7 @@ from invariants import check_invariants
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
+from mars_core.backends.memory import InMemoryBackend
 from mars_core.errors import ConfigError
 from mars_core.io import to_jsonld
 from mars_core.model import Edge, MemoryNode, Predicate
@@ -82,6 +83,7 @@ def view_of(store: MemoryStore, ns: str = "default") -> Any:
 # --- configuration ------------------------------------------------------------------------
 
 
+@pytest.mark.backend_neutral
 def test_registered_with_validated_config() -> None:
     policy = make_policy("dmf", dmf={"omega_kill": 0.04}, drift_tolerance=0.01)
     assert isinstance(policy, DMFPolicy) and policy.name == "dmf"
@@ -315,8 +317,8 @@ def test_default_tolerance_keeps_the_stated_bound() -> None:
 def script(path: Path | None, seed: int, reopen_every: int | None = None,
            ops: int = 300) -> dict[str, Any]:
     def open_() -> MemoryStore:
-        if path is None:
-            return mk(170)
+        if path is None:  # the same backend, never persisted
+            return mk(170, backend=InMemoryBackend())
         return MemoryStore.open(path, policy="dmf", budget=170, clock=FakeClock(),
                                 audit_key=KEY, nlp="rules", backend="inmemory")
 
@@ -329,6 +331,7 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
     return reopen_script(open_, seed, add, ops=ops, reopen_every=reopen_every, words=words)
 
 
+@pytest.mark.backend_neutral
 def test_reopen_gives_the_same_decisions(tmp_path: Path) -> None:
     a = script(tmp_path / "a", 31)
     b = script(tmp_path / "b", 31, reopen_every=9)

@@ -14,6 +14,7 @@ from invariants import check_invariants
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
+from mars_core.backends.memory import InMemoryBackend
 from mars_core.errors import ConfigError
 from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.policies import PriorityDecayPolicy, make_policy
@@ -287,8 +288,8 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
            ops: int = 160) -> dict[str, Any]:
     """A seeded script (adds with pins, retrievals, forgets, restores, updates)."""
     def open_() -> MemoryStore:
-        if path is None:
-            return mk(70)
+        if path is None:  # the same backend, never persisted
+            return mk(70, backend=InMemoryBackend())
         return MemoryStore.open(path, policy="priority", budget=70, clock=FakeClock(),
                                 audit_key=KEY, nlp="rules", backend="inmemory")
 
@@ -299,6 +300,7 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
                          cuts=(0.55, 0.8, 0.88, 0.94))
 
 
+@pytest.mark.backend_neutral
 def test_reopen_gives_the_same_decisions(tmp_path: Path) -> None:
     a = script(tmp_path / "a", 21)
     b = script(tmp_path / "b", 21, reopen_every=9)
