@@ -150,6 +150,7 @@ def test_activator_custom_decomposer_and_bad_query(make_store: Store) -> None:
         act.plan("   ")
 
 
+@pytest.mark.backend_neutral
 def test_decompose_splits_on_conjunctions_keeping_entities() -> None:
     assert decompose("What does Ana like and where does she work?") == [
         "What does Ana like and where does she work?", "What does Ana like",
@@ -157,6 +158,7 @@ def test_decompose_splits_on_conjunctions_keeping_entities() -> None:
     assert decompose("Where does Ana live?") == ["Where does Ana live?"]
 
 
+@pytest.mark.backend_neutral
 def test_salient_terms_prefer_rare_words() -> None:
     df = {"cinema": 50, "faro": 1, "marta": 1}
     terms = salient_terms(["Ana met Marta in Faro at the cinema"], ["Ana"], 2, df, 100)
@@ -173,6 +175,7 @@ def test_l2_l3_links_follow_shared_turns(make_store: Store) -> None:
 # --- Recognizer -----------------------------------------------------------------------------
 
 
+@pytest.mark.backend_neutral
 def test_recognizer_credits_used_items_only() -> None:
     items = [_item("a", "Marta works as a nurse in Faro"), _item("b", "Bo plays the cello"),
              _item("c", "Marta has a job")]
@@ -304,6 +307,7 @@ def test_clusters_and_procedures_persist_across_reopen(open_store: Store, tmp_pa
     assert again.verify().ok
 
 
+@pytest.mark.backend_neutral
 def test_learn_procedure_cues() -> None:
     assert learn_procedure("Please answer in French from now on.") == \
         "Please answer in French from now on."

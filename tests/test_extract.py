@@ -36,6 +36,10 @@ from mars_core.model import (
 from mars_core.nlp import Analyzer
 from mars_core.store import MemoryStore
 
+pytestmark = pytest.mark.backend_neutral
+"""Only the tests marked ``backend_neutral(False)`` build stores: they run on each backend
+of the matrix (``tests/conftest.py``), the others once."""
+
 NOW = datetime(2026, 5, 6, 10, 0, tzinfo=UTC)  # a Wednesday
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev7.json"
 
@@ -427,6 +431,7 @@ def test_extraction_is_deterministic() -> None:
     assert run(text) == run(text)
 
 
+@pytest.mark.backend_neutral(False)
 def test_store_round_trip() -> None:
     """What observe will do: episode, then each extraction linked to it, then index it."""
     with MemoryStore(budget=2000, clock=FakeClock(NOW)) as store:

@@ -75,6 +75,7 @@ def fill_scenario(store: MemoryStore) -> dict[str, Any]:
 # --- construction -------------------------------------------------------------------------
 
 
+@pytest.mark.backend_neutral
 def test_registered_with_params_and_validation() -> None:
     p = make_policy("hybrid", stale_recency=0.1, density={"lambda_priv": 0.5})
     assert isinstance(p, HybridPolicy)
@@ -170,6 +171,7 @@ def _synthetic_tie() -> Any:
     return state.view("default", 4, at, random.Random(0), step=25)
 
 
+@pytest.mark.backend_neutral
 def test_privacy_pass_evicts_the_sensitive_one_of_a_near_tie() -> None:
     plan = HybridPolicy().apply(_synthetic_tie(), need=4)
     assert [e.node_id for e in plan.evictions] == ["b"]
@@ -185,6 +187,7 @@ def test_privacy_pass_evicts_the_sensitive_one_of_a_near_tie() -> None:
     assert a_density == pytest.approx(0.1996 / 4, rel=1e-3)
 
 
+@pytest.mark.backend_neutral
 def test_without_a_sensitive_member_importance_decides_and_the_hook_extends() -> None:
     plan = HybridPolicy(privacy_sensitivity=0.8).apply(_synthetic_tie(), need=4)
     assert plan.evictions[0].node_id == "a"

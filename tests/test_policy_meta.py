@@ -69,6 +69,7 @@ def newest_arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 # --- construction ---------------------------------------------------------------------------
 
 
+@pytest.mark.backend_neutral
 def test_arms_default_to_the_seed_arms_and_validate() -> None:
     meta = make_policy("meta")
     assert isinstance(meta, MetaController)
@@ -100,6 +101,7 @@ def test_unregistered_arms_are_skipped_then_used_once_registered(
     assert set(decisions(store).values()) == {"lru", "later"}
 
 
+@pytest.mark.backend_neutral
 def test_linucb_prefers_the_rewarded_arm_and_explores_unseen_ones() -> None:
     bandit = LinUCB(["a", "b"], dim=2, alpha=1.0, warmup=1)
     x = np.array([1.0, 0.3])

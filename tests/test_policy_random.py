@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
@@ -55,6 +56,7 @@ def words(rng: random.Random, lo: int = 1, hi: int = 9) -> str:
     return " ".join(rng.choice(VOCAB) for _ in range(rng.randint(lo, hi)))
 
 
+@pytest.mark.backend_neutral
 def test_registered() -> None:
     assert isinstance(make_policy("random"), RandomDropPolicy)
     assert make_policy("random").params() == {"selection": "uniform", "generator": "store seed"}

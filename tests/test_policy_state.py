@@ -83,6 +83,7 @@ def test_priority_hysteresis_survives_a_reopen(tmp_path: Path) -> None:
         assert _finish(store, x, d) != x  # ... and the reopened store forgot the hysteresis
 
 
+@pytest.mark.backend_neutral
 def test_priority_state_drops_inactive_memories_and_rejects_bad_input() -> None:
     policy = PriorityDecayPolicy()
     assert policy.state_dict() == {}
@@ -99,6 +100,7 @@ def test_priority_state_drops_inactive_memories_and_rejects_bad_input() -> None:
     assert policy.state_dict() == {}
 
 
+@pytest.mark.backend_neutral
 def test_a_stateless_policy_refuses_foreign_state() -> None:
     fifo = make_policy("fifo")
     assert fifo.state_dict() == {}

@@ -48,6 +48,11 @@ from mars_core.summarise import (
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+pytestmark = pytest.mark.backend_neutral
+"""Only the tests marked ``backend_neutral(False)`` build stores: they run on each backend
+of the matrix (``tests/conftest.py``), the others once."""
+
 EMB = HashingEmbedder()
 COUNT = ApproxTokenCounter().count
 PHONE = "555-123-4567"
@@ -122,6 +127,7 @@ def reflection_store(budget: int = 300, **kw: Any) -> MemoryStore:
                        audit_key=b"k" * 32, nlp="rules", **kw)
 
 
+@pytest.mark.backend_neutral(False)
 def test_reflection_consolidates_a_redundant_cluster_and_lowers_cost() -> None:
     with reflection_store() as store:
         feed(store)
@@ -152,6 +158,7 @@ def test_reflection_consolidates_a_redundant_cluster_and_lowers_cost() -> None:
             assert not any(text == m.content for m in members)
 
 
+@pytest.mark.backend_neutral(False)
 def test_reflection_is_deterministic() -> None:
     def run() -> list[tuple[str, int, tuple[str, ...]]]:
         with reflection_store() as store:
@@ -163,6 +170,7 @@ def test_reflection_is_deterministic() -> None:
     assert first and first == run()
 
 
+@pytest.mark.backend_neutral(False)
 def test_depth_stops_at_two_and_the_rest_is_evicted() -> None:
     rng = random.Random(3)
     with reflection_store(budget=150) as store:
@@ -175,6 +183,7 @@ def test_depth_stops_at_two_and_the_rest_is_evicted() -> None:
         assert stats["tokens"] <= stats["budget"]
 
 
+@pytest.mark.backend_neutral(False)
 def test_density_stage_restores_the_budget_when_nothing_clusters() -> None:
     with reflection_store(budget=60) as store:
         for text in UNRELATED:

@@ -26,6 +26,7 @@ def _filled(make_store: Callable[..., MemoryStore], **kw: object) -> MemoryStore
     return store
 
 
+@pytest.mark.backend_neutral
 def test_the_defaults_are_the_measured_pipeline() -> None:
     cfg = RetrievalConfig()
     assert (cfg.dense_weight, cfg.cue_weight, cfg.relative_cutoff) == (0.3, 0.3, 0.85)

@@ -20,6 +20,10 @@ from mars_core.policies.reflection import density_candidates, find_clusters
 from mars_core.scoring.density import DensityConfig, novelty_batch
 from mars_core.scoring.working_set import WorkingSetCache, score_working_set
 
+pytestmark = pytest.mark.backend_neutral
+"""Only the tests marked ``backend_neutral(False)`` build stores: they run on each backend
+of the matrix (``tests/conftest.py``), the others once."""
+
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -243,6 +247,7 @@ def _populate(store: MemoryStore, n: int, seed: int = 0) -> None:
             store.retrieve(rng.choice(words), k=2)
 
 
+@pytest.mark.backend_neutral(False)
 @pytest.mark.parametrize("policy", ["reflection", "hybrid"])
 def test_cached_scores_equal_the_exact_density_on_a_real_store(policy: str) -> None:
     """n ≤ W: goal, centrality, novelty, urgency, sensitivity — the same ψ and order."""
@@ -266,6 +271,7 @@ def test_cached_scores_equal_the_exact_density_on_a_real_store(policy: str) -> N
         assert cached == [c.node_id for c in density_candidates(view, DensityConfig())]
 
 
+@pytest.mark.backend_neutral(False)
 def test_cached_clusters_equal_the_uncached_ones() -> None:
     """One episode per step: the step-window links give the same clusters."""
     with _store("reflection") as store:
@@ -281,6 +287,7 @@ def test_cached_clusters_equal_the_uncached_ones() -> None:
         assert [c.priority for c in cached] == pytest.approx([c.priority for c in plain])
 
 
+@pytest.mark.backend_neutral(False)
 def test_meta_arms_share_one_working_set_and_score_the_same() -> None:
     from mars_core.policies import MetaController
 

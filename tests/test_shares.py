@@ -35,6 +35,7 @@ def view_of(store: MemoryStore, ns: str = "default", budget: int | None = None) 
 # --- the dual update --------------------------------------------------------------------------
 
 
+@pytest.mark.backend_neutral
 def test_equal_start_and_floor_from_initial() -> None:
     ts = TypeShares()
     assert ts.shares("ns") == pytest.approx(dict.fromkeys(MemoryType, 0.25))
@@ -44,6 +45,7 @@ def test_equal_start_and_floor_from_initial() -> None:
     assert sum(skewed.budgets("ns", 1000).values()) == pytest.approx(1000)
 
 
+@pytest.mark.backend_neutral
 def test_dual_step_moves_share_to_the_higher_hits_per_token() -> None:
     ts = TypeShares(eta=0.5)
     usage = dict.fromkeys(MemoryType, 100)
@@ -54,6 +56,7 @@ def test_dual_step_moves_share_to_the_higher_hits_per_token() -> None:
     assert ts.updates == 1
 
 
+@pytest.mark.backend_neutral
 def test_per_token_not_per_hit() -> None:
     """Same hits, but episodic holds 10x the tokens: semantic has the higher marginal utility."""
     ts = TypeShares()
@@ -63,6 +66,7 @@ def test_per_token_not_per_hit() -> None:
     assert after[SOC] == pytest.approx(after[TASK])
 
 
+@pytest.mark.backend_neutral
 def test_shares_converge_towards_higher_hit_per_token_and_respect_the_floor() -> None:
     """Criterion (a): repeated windows where semantic beats episodic per token."""
     ts = TypeShares(eta=0.5, floor=0.05)
@@ -76,12 +80,14 @@ def test_shares_converge_towards_higher_hit_per_token_and_respect_the_floor() ->
     assert min(final.values()) >= 0.05 - 1e-12
 
 
+@pytest.mark.backend_neutral
 def test_no_observation_leaves_shares_unchanged() -> None:
     ts = TypeShares()
     assert ts.dual_step("ns", {}, dict.fromkeys(MemoryType, 10)) == ts.shares("ns")
     assert ts.updates == 0
 
 
+@pytest.mark.backend_neutral
 def test_bad_config_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         TypeShares(floor=0.5)

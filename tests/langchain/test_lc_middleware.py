@@ -126,6 +126,7 @@ def test_bad_configuration(lc_store: MemoryStore, bad: dict[str, Any]) -> None:
         MarsMemoryMiddleware(lc_store, **bad)
 
 
+@pytest.mark.backend_neutral
 def test_used_memories_is_lexical_and_deterministic() -> None:
     offered = {"a": "The user is allergic to peanuts", "b": "Maria is the user's sister",
                "c": "..."}

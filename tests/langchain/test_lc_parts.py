@@ -88,6 +88,7 @@ def test_tool_errors_are_typed_when_asked(lc_store: MemoryStore) -> None:
 
 # --- summariser and embedder ----------------------------------------------------------------
 
+@pytest.mark.backend_neutral
 def test_chat_model_summariser_sends_the_prompt_and_masks_the_reply(
         recorder: ModelInputs) -> None:
     model = FakeListChatModel(responses=["Call Ana at ana@example.com about the deploy."],
@@ -100,6 +101,7 @@ def test_chat_model_summariser_sends_the_prompt_and_masks_the_reply(
     assert "at most 12 tokens" in prompt
 
 
+@pytest.mark.backend_neutral
 def test_chat_model_summariser_errors_are_policy_errors() -> None:
     failing = FakeListChatModel(responses=[])  # no response left: the model raises
     with pytest.raises(PolicyError):
@@ -175,6 +177,7 @@ def test_mars_memory_clear_and_bad_input(lc_store: MemoryStore) -> None:
             MarsMemory(store=lc_store, **bad)
 
 
+@pytest.mark.backend_neutral
 def test_classic_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain_classic", None)
     monkeypatch.setitem(sys.modules, "langchain_classic.base_memory", None)

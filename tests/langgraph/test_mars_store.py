@@ -52,11 +52,13 @@ NAMESPACES = [  # LangGraph's test_list_namespaces_basic
 
 
 BACKENDS = [k for k in ("inmemory", "chroma-ephemeral", "chroma-persistent", "chroma-http",
-                         "qdrant-memory", "qdrant-path")
+                         "qdrant-memory", "qdrant-path",
+                         *(["qdrant-url"] if os.environ.get("QDRANT_URL") else []))
             if not os.environ.get("MARS_TEST_BACKENDS")
             or k in os.environ["MARS_TEST_BACKENDS"].split(",")]
-"""Backends of the store matrix (``tests/conftest.py``'s ``store_backend``) that the erasure
-test runs on; the adapter's other behaviour is backend-neutral and runs in memory."""
+"""Every backend of the store matrix (``tests/conftest.py``'s ``store_backend``): the
+erasure test runs on all of them; the module's other tests on the kinds the conftest's
+``MODULE_KINDS`` gives this module."""
 
 
 @pytest.fixture
@@ -85,6 +87,7 @@ def _raw_text(memory: MemoryStore) -> str:
 # --- namespaces ------------------------------------------------------------------------------
 
 
+@pytest.mark.backend_neutral
 @settings(max_examples=50)
 @given(st.lists(st.text(min_size=1, max_size=8).filter(lambda s: "." not in s and "\x00" not in s),
                 min_size=1, max_size=5))
@@ -93,6 +96,7 @@ def test_namespace_encoding_is_reversible(labels: list[str]) -> None:
     assert decode_namespace(encode_namespace(ns)) == ns
 
 
+@pytest.mark.backend_neutral
 def test_namespace_encoding_escapes_the_separator() -> None:
     assert encode_namespace(("a/b",)) != encode_namespace(("a", "b"))
     assert encode_namespace(("a%2Fb",)) != encode_namespace(("a/b",))
@@ -484,6 +488,7 @@ def test_reopen_rebuilds_the_key_index(tmp_path: Path) -> None:
         assert s.reindex() == 2
 
 
+@pytest.mark.backend_neutral
 def test_on_chroma_delete_purges_and_reopen_finds(tmp_path: Path) -> None:
     pytest.importorskip("chromadb")
     from mars_core.backends.chroma import ChromaBackend
@@ -611,6 +616,7 @@ def test_example_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert "reopened: 1 namespace, m0 = 'I moved to Lisbon last spring', m2 = None" in text
 
 
+@pytest.mark.backend_neutral
 def test_docs_quick_start_is_the_example() -> None:
     doc = (ROOT / "docs" / "integrations" / "langgraph_store.md").read_text(encoding="utf-8")
     assert '--8<-- "examples/langgraph_store.py"' in doc  # mkdocs includes the file itself

@@ -147,6 +147,7 @@ def test_namespace_from_run_config_isolates_users(make_store: Store) -> None:
     assert store.list("bob") and all("whale" not in n.content for n in store.list("bob"))
 
 
+@pytest.mark.backend_neutral
 def test_model_adapters_parse_deterministically() -> None:
     assert parse_verdict("Yes.") is True and parse_verdict("insufficient") is False
     assert parse_verdict('{"sufficient": true}') is True and parse_verdict("maybe") is None

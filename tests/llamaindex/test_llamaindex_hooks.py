@@ -13,6 +13,7 @@ from llamaindex_mars import MarsMemory, embedder_from, open_store, summariser_fr
 from mars_core import EmbeddingMismatchError, FakeClock, HashingEmbedder, ValidationError
 
 
+@pytest.mark.backend_neutral
 def test_public_names_are_pinned() -> None:
     assert llamaindex_mars.__all__ == ["MarsMemory", "MarsMemoryBlock", "MarsRetriever",
                                        "embedder_from", "open_store", "summariser_from"]
@@ -30,6 +31,7 @@ def test_embed_model_is_the_store_embedder_and_recorded(tmp_path: Path, key: byt
         assert [n.content for n in store.list("a")] == ["Ana likes tea"]
 
 
+@pytest.mark.backend_neutral
 def test_llm_summariser_sends_the_memories_and_masks_the_reply() -> None:
     echo = summariser_from(MockLLM())  # MockLLM answers with the prompt it received
     reply = echo(["Call Ana at 555-123-4567 today.", "Ana called back."], target_tokens=12)
@@ -56,6 +58,7 @@ def test_llm_is_the_store_summariser(key: bytes) -> None:
     assert len(calls) == 1 and all(t in calls[0] for t in texts)
 
 
+@pytest.mark.backend_neutral
 def test_bad_models_are_typed_errors() -> None:
     with pytest.raises(ValidationError):
         summariser_from("gpt")  # type: ignore[arg-type]
