@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from backend_crash import sigkill_loop, writer_script
 from backend_roundtrip import store_round
+from chroma_server import prefix_for
 from filter_strategies import filter_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -222,7 +223,7 @@ class TestChromaHTTP(VectorBackendConformance):
 
     def make_backend(self, path: pathlib.Path) -> VectorBackend:
         return ChromaBackend(host=self.server.host, port=self.server.port,
-                             collection_prefix=self.server.prefix_for(path))
+                             collection_prefix=prefix_for(path))
 
 
 # --- Chroma specifics ---------------------------------------------------------------------
@@ -410,7 +411,7 @@ def test_intent_on_a_server_is_replayed_by_the_next_client(chroma_server: Chroma
                                                           tmp_path: pathlib.Path) -> None:
     def connect() -> ChromaBackend:
         return ChromaBackend(host=chroma_server.host, port=chroma_server.port,
-                             collection_prefix=chroma_server.prefix_for(tmp_path))
+                             collection_prefix=prefix_for(tmp_path))
 
     with connect() as b:
         _two_collections(b)
@@ -476,14 +477,14 @@ def test_store_round_on_a_server_matches_in_memory(
 ) -> None:
     expected = store_round(lambda: InMemoryBackend(tmp_path / "memory"))
     got = store_round(lambda: ChromaBackend(host=chroma_server.host, port=chroma_server.port,
-                                            collection_prefix=chroma_server.prefix_for(tmp_path)))
+                                            collection_prefix=prefix_for(tmp_path)))
     assert got == expected
 
 
 @pytest.fixture
 def server_store(chroma_server: ChromaServer, tmp_path: pathlib.Path) -> Iterator[Any]:
     made: list[MemoryStore] = []
-    prefix = chroma_server.prefix_for(tmp_path)
+    prefix = prefix_for(tmp_path)
 
     def factory(**kw: Any) -> MemoryStore:
         backend = ChromaBackend(host=chroma_server.host, port=chroma_server.port,
