@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 
-from mars_core.backends._records import Alive, distinct_ids, prepare_record
+from mars_core.backends._records import Alive, coalesce, distinct_ids, prepare_record
 from mars_core.backends.base import BackendBase, DeleteOp, Op, Record, UpsertOp
 from mars_core.backends.wal import WriteAheadLog
 from mars_core.errors import ValidationError
@@ -36,8 +36,7 @@ class IntentBackend(BackendBase):
         prepared = self._prepare(ops)
         if not prepared:
             return
-        size = self._request_size()
-        if sum(-(-distinct_ids(op) // size) for op in prepared) <= 1:
+        if sum(self._requests(op) for op in prepared) <= 1:
             self._apply(prepared, replay=False)
             return
         with self._errors("record a write-ahead intent"):
@@ -48,13 +47,20 @@ class IntentBackend(BackendBase):
             self._wal.commit(intent)
         self._dirty = False
 
+    def _requests(self, op: Op) -> int:
+        """How many write requests ``op`` takes (one per :meth:`_request_size` ids)."""
+        return -(-distinct_ids(op) // self._request_size())
+
     def _recover(self) -> None:
         with self._errors("replay unfinished write-ahead intents"):
             self._wal.recover(lambda ops: self._apply(ops, replay=True))
         self._dirty = False
 
     def _prepare(self, ops: Sequence[Op]) -> list[Op]:
-        """Validate and normalise; ``alive`` follows ids created/deleted earlier in ``ops``."""
+        """Validate, normalise and join neighbouring operations (:func:`coalesce`).
+
+        ``alive`` follows the ids created and deleted earlier in ``ops``.
+        """
         for op in ops:
             if not isinstance(op, UpsertOp | DeleteOp):
                 raise ValidationError(f"unknown batch operation {op!r}")
@@ -76,7 +82,7 @@ class IntentBackend(BackendBase):
             )
             if recs:
                 out.append(UpsertOp(op.collection, recs))
-        return out
+        return coalesce(out)
 
     def _existing_kept_vector_ids(self, ops: Sequence[Op], dims: Mapping[str, int]) -> Alive:
         """Which ids of ``vector=None`` upserts exist now (one read per collection)."""

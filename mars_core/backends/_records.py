@@ -34,6 +34,7 @@ from mars_core.errors import EmbeddingMismatchError, ValidationError
 __all__ = [
     "Alive",
     "checked_vector",
+    "coalesce",
     "distinct_ids",
     "merge_records",
     "normalised",
@@ -147,6 +148,37 @@ def distinct_ids(op: UpsertOp | DeleteOp) -> int:
     if isinstance(op, DeleteOp):
         return len(op.ids)
     return len({r.id for r in op.records})
+
+
+def coalesce(ops: Sequence[UpsertOp | DeleteOp]) -> list[UpsertOp | DeleteOp]:
+    """Join neighbouring operations of one kind on one collection, in order.
+
+    Upserting ``a`` and then ``b`` into a collection is one upsert of ``(a, b)`` (records
+    keep their order, so :func:`merge_records` still lets the last of an id win), and two
+    deletes are one delete, so a batch that touches many records one operation at a time
+    costs one request per collection instead of one per record. Operations on different
+    collections, or an upsert and a delete, keep their order and stay apart.
+
+    Examples:
+        >>> a, b = Record("a", None, "x"), Record("b", None, "y")
+        >>> ops = [UpsertOp("m", (a,)), UpsertOp("m", (b,)), DeleteOp("m", ("c",)),
+        ...        DeleteOp("m", ("d",)), UpsertOp("audit", ())]
+        >>> [(type(o).__name__, o.collection, len(o.records if isinstance(o, UpsertOp) else o.ids))
+        ...  for o in coalesce(ops)]
+        [('UpsertOp', 'm', 2), ('DeleteOp', 'm', 2), ('UpsertOp', 'audit', 0)]
+    """
+    out: list[UpsertOp | DeleteOp] = []
+    for op in ops:
+        last = out[-1] if out else None
+        if isinstance(op, UpsertOp) and isinstance(last, UpsertOp) \
+                and last.collection == op.collection:
+            out[-1] = UpsertOp(op.collection, last.records + op.records)
+        elif isinstance(op, DeleteOp) and isinstance(last, DeleteOp) \
+                and last.collection == op.collection:
+            out[-1] = DeleteOp(op.collection, last.ids + op.ids)
+        else:
+            out.append(op)
+    return out
 
 
 def merge_records(records: Sequence[Record]) -> list[Record]:
