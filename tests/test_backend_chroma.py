@@ -8,6 +8,7 @@ import math
 import pathlib
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -292,6 +293,92 @@ def test_passed_client_is_not_closed() -> None:
         b.get("mem")
     client.delete_collection("mine_mem")
     client.delete_collection("mine__wal")
+
+
+# --- the record layout and the write requests ------------------------------------------------
+
+
+def _raw(client: Any, name: str, rid: str) -> tuple[str, dict[str, Any], list[float]]:
+    """Chroma's own document field, metadata and vector of one record."""
+    res = client.get_collection(name).get(ids=[rid], include=["documents", "metadatas",
+                                                              "embeddings"])
+    return res["documents"][0], res["metadatas"][0], list(res["embeddings"][0])
+
+
+@needs_chroma
+def test_text_lives_in_metadata_and_older_records_are_moved_over() -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    with ChromaBackend(client, collection_prefix="lay_") as b:
+        b.ensure_collection("mem", 4)
+        b.upsert("mem", [Record(uid(1), vec(1.0), "new text", {"k": 1})])
+        field, meta, _ = _raw(client, "lay_mem", uid(1))
+        assert field == "" and meta["_mars_doc"] == "new text"
+        # a record as written before the text moved into metadata
+        client.get_collection("lay_mem").upsert(
+            ids=[uid(2)], embeddings=[vec(0.0, 1.0).tolist()], documents=["old secret"],
+            metadatas=[{"k": 2, NUMERIC_FLAG + "k": True}])
+        assert [r.document for r in b.get("mem", [uid(2)])] == ["old secret"]
+        assert b.query("mem", vec(0.0, 1.0), 1)[0].record.document == "old secret"
+        before = _raw(client, "lay_mem", uid(2))[2]
+        b.upsert("mem", [Record(uid(2), None, "redacted", {"k": 3})])
+        field, meta, after = _raw(client, "lay_mem", uid(2))
+        assert field == "" and meta["_mars_doc"] == "redacted" and meta["k"] == 3
+        assert after == before  # the stored vector was kept
+        assert [(r.document, r.metadata) for r in b.get("mem", [uid(2)])] == \
+            [("redacted", {"k": 3})]
+
+
+@needs_chroma
+def test_a_kept_vector_is_not_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chromadb.api.models.Collection import Collection
+
+    with ChromaBackend() as b:
+        b.ensure_collection("mem", 4)
+        b.upsert("mem", [Record(uid(i), vec(1.0, i), f"d{i}", {"i": i}) for i in range(5)])
+        calls: list[tuple[str, int, bool]] = []
+        for verb in ("upsert", "update"):
+            real = getattr(Collection, verb)
+
+            def spy(self: Any, *a: Any, _real: Any = real, _verb: str = verb,
+                    **kw: Any) -> Any:
+                if self.name.endswith("mem"):
+                    calls.append((_verb, len(kw["ids"]), kw.get("embeddings") is not None))
+                return _real(self, *a, **kw)
+            monkeypatch.setattr(Collection, verb, spy)
+        # one batch of five single-record operations, as a store records accesses
+        batch = WriteBatch()
+        for i in range(5):
+            batch.upsert("mem", [Record(uid(i), None, f"seen {i}", {"i": i, "n": 1})])
+        b.apply(batch)
+        assert calls == [("update", 5, False)]
+        assert {r.id: r.document for r in b.get("mem")} == {uid(i): f"seen {i}" for i in range(5)}
+        assert b.query("mem", vec(1.0, 4), 1)[0].record.id == uid(4)
+
+
+@needs_chroma
+def test_vectorless_collections_flush_their_index_often() -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    with ChromaBackend(client, collection_prefix="cfg_") as b:
+        b.ensure_collection("audit", 0)
+        b.ensure_collection("mem", 4)
+    sync = {c.name: c.configuration_json["hnsw"]["sync_threshold"]
+            for c in client.list_collections()}
+    assert sync["cfg_audit"] == sync["cfg__wal"] == 10
+    assert sync["cfg_mem"] == 1000  # Chroma's default where vectors are indexed
+    # a collection made with Chroma's default interval gets the short one when opened
+    with warnings.catch_warnings():  # Chroma warns about its own legacy config
+        warnings.simplefilter("ignore", DeprecationWarning)
+        client.get_collection("cfg_audit").modify(
+            configuration={"hnsw": {"sync_threshold": 1000}})
+    with ChromaBackend(client, collection_prefix="cfg_") as b:
+        b.ensure_collection("audit", 0)
+    assert client.get_collection("cfg_audit").configuration_json["hnsw"]["sync_threshold"] == 10
 
 
 # --- write-ahead intents ------------------------------------------------------------------
