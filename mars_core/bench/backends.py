@@ -25,10 +25,11 @@ single-sentence latency is what a semantic embedder adds to each call.
 ``chroma-http`` talks to a real ``chroma run`` server: the one ``CHROMA_HOST``/
 ``CHROMA_PORT`` name, else one the bench starts for the row on a free loopback port and
 stops afterwards (:mod:`mars_core.bench.chroma_server`). ``caps`` bounds ``n`` per
-backend (default: ``qdrant-path`` at 20,000 — qdrant-client's local mode commits every
-point to SQLite separately, about 60 points/s on these disks), and every row stops
-measuring after ``time_cap`` seconds; capped rows say so. These machines are shared:
-read ratios within one run, not absolute numbers across runs.
+backend when asked (``qdrant-path`` fills at the disk's fsync rate: qdrant-client's
+local mode commits every point to SQLite separately — about 800 points/s on an idle
+disk here, 60-70 when other jobs were writing), and every row stops measuring after
+``time_cap`` seconds; capped rows say how many samples they kept. These machines are
+shared: read ratios within one run, not absolute numbers across runs.
 
 Examples:
     >>> r = run_backends(sizes=(300,), backends=("inmemory",), quick=True, embedders=False,
@@ -62,7 +63,7 @@ from mars_core.bench.throughput import make_texts
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ConfigError
 
-__all__ = ["BACKENDS", "DEFAULT_CAPS", "KINDS", "default_backends", "main",
+__all__ = ["BACKENDS", "CAP_WHY", "DEFAULT_CAPS", "KINDS", "default_backends", "main",
            "render_markdown", "run_backends"]
 
 _DEFAULT_KINDS = ("inmemory", "chroma-ephemeral", "chroma-persistent", "chroma-http",
@@ -72,13 +73,13 @@ KINDS = (*_DEFAULT_KINDS, "inmemory-disk", "qdrant-url")
 
 _NEEDS: dict[str, str] = {"chroma": "chromadb", "qdrant": "qdrant_client"}
 
-DEFAULT_CAPS: Mapping[str, int] = {"qdrant-path": 20_000}
-"""Largest ``n`` measured per backend by default (see :data:`CAP_WHY`)."""
+DEFAULT_CAPS: Mapping[str, int] = {}
+"""Largest ``n`` measured per backend by default: none (pass ``caps`` to bound a slow one)."""
 
 CAP_WHY: Mapping[str, str] = {
     "qdrant-path": "qdrant-client's local mode commits every point to SQLite in its own "
-                   "transaction (one fsync each, ~60 points/s here), so filling it takes "
-                   "n/60 s whatever the batch size; its queries run the same in-memory scan "
+                   "transaction (one fsync each), so filling it runs at the disk's fsync "
+                   "rate whatever the batch size; its queries run the same in-memory scan "
                    "as qdrant-memory",
     "qdrant-memory": "qdrant-client's local mode scans every point in Python",
 }
