@@ -359,6 +359,28 @@ def test_a_kept_vector_is_not_sent_again(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @needs_chroma
+def test_an_upsert_mixing_new_and_kept_vectors_goes_through_an_intent(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with ChromaBackend() as b:
+        b.ensure_collection("mem", 4)
+        b.upsert("mem", [Record(uid(1), vec(1.0), "a", {})])
+        begun: list[int] = []
+        real_begin = b._wal.begin
+        monkeypatch.setattr(b._wal, "begin", lambda ops: begun.append(1) or real_begin(ops))
+        b.upsert("mem", [Record(uid(2), vec(0.0, 1.0), "b", {})])  # one request
+        assert begun == []
+        # a kept vector may take an upsert (a record in the older layout) and a metadata
+        # update: counted as two requests, so all-or-nothing through an intent
+        b.upsert("mem", [Record(uid(1), None, "a2", {})])
+        assert begun == [1]
+        b.upsert("mem", [Record(uid(3), vec(0.0, 0.0, 1.0), "c", {}),
+                         Record(uid(2), None, "b2", {})])
+        assert begun == [1, 1]
+        assert {r.id: r.document for r in b.get("mem")} == {uid(1): "a2", uid(2): "b2",
+                                                          uid(3): "c"}
+
+
+@needs_chroma
 def test_vectorless_collections_flush_their_index_often() -> None:
     import chromadb
     from chromadb.config import Settings

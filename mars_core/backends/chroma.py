@@ -743,7 +743,12 @@ class ChromaBackend(IntentBackend):
             self._put_chunk(col, rows[i:i + self._max_batch], replay=replay)
 
     def _requests(self, op: Op) -> int:
-        """Two requests per chunk when an upsert has records that keep their vector."""
+        """Two requests per chunk when an upsert has records that keep their vector.
+
+        Such a chunk may need an upsert (new vectors, or a record in the older layout whose
+        text moves out of the document field) and a metadata update; which one is known
+        only after the read in :meth:`_put_chunk`, so both are counted.
+        """
         n = super()._requests(op)
         if isinstance(op, UpsertOp) and any(r.vector is None for r in op.records) \
                 and self._dim(op.collection):
