@@ -38,8 +38,7 @@ Which kinds (``docs/reference/backends.md`` has the same table):
 
 Narrower still, :data:`TEST_KINDS` lists the slowest tests with the reason for each (the
 statistics and long workloads of the policies run in memory; their exact-order and
-drift-bound checks in memory and on Qdrant, which re-normalises the vectors it stores;
-reopen scripts that ran on Chroma before the matrix keep Chroma). Inside a matrix
+drift-bound checks in memory and on Qdrant's path mode). Inside a matrix
 module, ``@pytest.mark.backend_neutral`` marks a test that runs once: it builds no store,
 or only stores on the backends it names itself (a module whose tests are mostly pure sets
 it as ``pytestmark`` and puts its store tests back with ``backend_neutral(False)``). A
@@ -185,7 +184,6 @@ MATRIX_MODULES = set(MODULE_KINDS)
 """The modules whose tests run on each backend of their :data:`MODULE_KINDS` entry."""
 
 MEMORY = ("inmemory",)
-WITH_CHROMA = ("inmemory", "chroma-persistent")
 WITH_QDRANT = ("inmemory", "qdrant-path")
 
 TEST_KINDS: dict[str, tuple[str, ...]] = {
@@ -207,8 +205,8 @@ TEST_KINDS: dict[str, tuple[str, ...]] = {
     "test_policy_meta.py::test_same_seed_same_arm_choices": MEMORY,
     "test_policy_meta.py::test_clearly_worse_arm_is_abandoned": MEMORY,
     # exact orders and drift bounds recomputed from the stored vectors over long random
-    # workloads: in memory and on Qdrant, which re-normalises the vectors it stores (Chroma
-    # returns them as given, like the in-memory backend, 4x slower than Qdrant's path mode)
+    # workloads: in memory and on Qdrant's path mode (every backend returns the vectors as
+    # given; Chroma's persistent kind is 4x slower than Qdrant's path mode here)
     "test_policy_dmf.py::test_default_tolerance_keeps_the_stated_bound": WITH_QDRANT,
     "test_policy_dmf.py::test_tiny_tolerance_gives_the_exact_order": WITH_QDRANT,
     "test_policy_priority.py::test_default_tolerance_keeps_the_stated_bound": WITH_QDRANT,
@@ -217,14 +215,6 @@ TEST_KINDS: dict[str, tuple[str, ...]] = {
     "test_reflection.py::test_depth_stops_at_two_and_the_rest_is_evicted": WITH_QDRANT,
     "llamaindex/test_llamaindex_memory.py::"
     "test_get_stays_within_the_token_limit_for_every_limit": MEMORY,  # 186 gets, 1 store
-    # reopen scripts that ran on Chroma (MemoryStore.open's default) before the matrix:
-    # they keep it; on Qdrant's local mode a reopen moves float scores in the 8th digit,
-    # which these exact comparisons of the audit chain cannot absorb (test_properties'
-    # reopen test checks Qdrant up to that noise)
-    "test_policy_random.py::test_reopen_rebuilds_the_same_index": WITH_CHROMA,
-    "test_policy_hybrid.py::test_stage_order_visible_in_one_trigger": WITH_CHROMA,
-    "test_policy_state.py::test_meta_learning_survives_a_reopen": WITH_CHROMA,
-    "test_policy_meta.py::test_hooks_reach_every_arm_and_survive_reopen": WITH_CHROMA,
 }
 """Tests that run on fewer kinds than their module (the slowest of the matrix), as
 ``module::test``."""

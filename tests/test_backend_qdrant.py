@@ -180,6 +180,33 @@ def test_path_is_locked_and_dimension_is_kept(tmp_path: pathlib.Path) -> None:
         assert b._indexes == ()  # local mode: no payload indexes
 
 
+def test_local_mode_keeps_vectors_and_scores_exactly(tmp_path: pathlib.Path) -> None:
+    """Searching and reopening change neither the stored vectors nor the scores (with
+    ``Cosine``, qdrant-client's local mode renormalised the stored float32 vectors in
+    place on every search; this fails on such a collection)."""
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((60, 384)).astype(np.float32)
+    records = [Record(uid(i), v, f"d{i}", {}) for i, v in enumerate(vectors)]
+    queries = rng.standard_normal((5, 384)).astype(np.float32)
+
+    def scores(b: QdrantBackend) -> list[list[tuple[str, float]]]:
+        return [[(h.record.id, h.score) for h in b.query("mem", q, 10)] for q in queries]
+
+    with QdrantBackend(path=tmp_path) as b:
+        b.ensure_collection("mem", 384)
+        b.upsert("mem", records)
+        sent = {r.id: r.vector for r in b.get("mem", with_vectors=True)}
+        first = scores(b)
+        assert scores(b) == first
+        after = {r.id: r.vector for r in b.get("mem", with_vectors=True)}
+        assert all(np.array_equal(after[i], sent[i]) for i in sent)
+    with QdrantBackend(path=tmp_path) as b:
+        assert scores(b) == first
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    q = queries[0] / np.linalg.norm(queries[0])
+    assert first[0][0][1] == pytest.approx(float(np.max(unit @ q)), abs=1e-6)
+
+
 def test_client_errors_are_wrapped() -> None:
     class Unreachable:
         def collection_exists(self, name: str) -> bool:

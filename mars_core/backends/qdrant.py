@@ -1,8 +1,15 @@
 """A Qdrant vector backend: local mode (in memory or a directory) or a server / cluster.
 
 :class:`QdrantBackend` stores each collection of the protocol as one Qdrant collection
-named ``collection_prefix + name`` with cosine distance; Qdrant returns cosine
-similarity as the score. A point's payload is the record's metadata plus ``_doc`` (the
+named ``collection_prefix + name`` with dot-product distance over the unit vectors the
+backend writes and queries with, so the score is the cosine similarity. Not Qdrant's
+``Cosine``: it would normalise what is already normalised, and qdrant-client's local mode
+does so again in place on every search (the stored float32 vectors move in the last bit,
+some back and forth), so scores would depend on how many searches ran before — a
+reopened or replayed store could rank differently. A dot product of the vectors as sent
+is exact and repeatable; on a server the two are the same search (Qdrant computes cosine
+as a dot product of normalised vectors). Collections created with ``Cosine`` before this
+keep working as they are. A point's payload is the record's metadata plus ``_doc`` (the
 document). Point ids must be UUID strings in canonical form (lower-case, hyphenated),
 which is what the store uses; anything else is a :class:`~mars_core.errors.ValidationError`
 rather than a silent rewrite.
@@ -468,7 +475,7 @@ class QdrantBackend(IntentBackend):
     def _create(self, collection: str, dim: int) -> None:
         m = _models()
         full = self._prefix + collection
-        vectors = m.VectorParams(size=dim, distance=m.Distance.COSINE) if dim else {}
+        vectors = m.VectorParams(size=dim, distance=m.Distance.DOT) if dim else {}
         with _client_errors(f"create collection {full!r}"):
             try:
                 self._client.create_collection(full, vectors_config=vectors,
