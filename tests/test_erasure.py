@@ -64,6 +64,21 @@ def test_entity_erasure_cascades_and_leaves_no_bytes(tmp_path: Path) -> None:
         assert again.verify().ok
 
 
+def test_a_reopened_store_keeps_no_erased_text_for_its_centroid(tmp_path: Path) -> None:
+    """A reopened store holds the recent texts it will re-embed for a namespace's novelty
+    centroid until the next write; an erasure in that window drops the erased text there
+    too (the centroid is rebuilt from what survives)."""
+    with mk(tmp_path / "db") as s:
+        s.add("Ana's phone is 555-0199")
+        s.add("Bo likes jazz")
+    with mk(tmp_path / "db") as again:
+        pending = [t for texts in again._unprimed.values() for t in texts]
+        assert any("555-0199" in t for t in pending)  # the window this test is about
+        again.erase(entity="Ana")
+        pending = [t for texts in again._unprimed.values() for t in texts]
+        assert pending == ["Bo likes jazz"]
+
+
 def test_summaries_are_regenerated_without_the_erased_member() -> None:
     s = mk()
     ids = [s.add(t).id for t in ("Ana went hiking", "the trail was steep", "we saw goats")]
