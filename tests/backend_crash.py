@@ -1,4 +1,5 @@
-"""The SIGKILL crash loop shared by the server-backed backends' tests.
+"""The SIGKILL crash loop shared by the server-backed backends' tests, and a counter of
+the write-ahead intents a backend begins.
 
 A writer process applies batches (upsert a record, delete the one three before, bump a
 counter record) in a loop; the test kills it at a random moment, reopens the directory and
@@ -21,7 +22,20 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["sigkill_loop", "writer_script"]
+__all__ = ["intents_begun", "sigkill_loop", "writer_script"]
+
+
+def intents_begun(backend: Any, monkeypatch: Any) -> list[int]:
+    """A list that gains one item each time ``backend`` begins a write-ahead intent."""
+    begun: list[int] = []
+    real_begin = backend._wal.begin
+
+    def begin(ops: Any) -> Any:
+        begun.append(1)
+        return real_begin(ops)
+
+    monkeypatch.setattr(backend._wal, "begin", begin)
+    return begun
 
 
 def writer_script(import_line: str, constructor: str) -> str:

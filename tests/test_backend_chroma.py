@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
-from backend_crash import sigkill_loop, writer_script
+from backend_crash import intents_begun, sigkill_loop, writer_script
 from backend_roundtrip import store_round
 from chroma_server import prefix_for
 from filter_strategies import filter_strategies
@@ -364,9 +364,7 @@ def test_an_upsert_mixing_new_and_kept_vectors_goes_through_an_intent(
     with ChromaBackend() as b:
         b.ensure_collection("mem", 4)
         b.upsert("mem", [Record(uid(1), vec(1.0), "a", {})])
-        begun: list[int] = []
-        real_begin = b._wal.begin
-        monkeypatch.setattr(b._wal, "begin", lambda ops: begun.append(1) or real_begin(ops))
+        begun = intents_begun(b, monkeypatch)
         b.upsert("mem", [Record(uid(2), vec(0.0, 1.0), "b", {})])  # one request
         assert begun == []
         # a kept vector may take an upsert (a record in the older layout) and a metadata
@@ -503,9 +501,7 @@ def test_large_upserts_are_chunked_through_an_intent(monkeypatch: pytest.MonkeyP
         b._max_batch = 3
         b.ensure_collection("mem", 4)
         records = [Record(uid(i), vec(1.0, i), f"d{i}", {"i": i}) for i in range(10)]
-        begun: list[int] = []
-        real_begin = b._wal.begin
-        monkeypatch.setattr(b._wal, "begin", lambda ops: begun.append(1) or real_begin(ops))
+        begun = intents_begun(b, monkeypatch)
         b.upsert("mem", records)
         b.upsert("mem", [Record(r.id, None, "edited", {"i": -1}) for r in records])
         assert len(begun) == 2

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backend_crash import sigkill_loop, writer_script
+from backend_crash import intents_begun, sigkill_loop, writer_script
 from backend_roundtrip import store_round
 from filter_strategies import filter_strategies
 from hypothesis import HealthCheck, given, settings
@@ -290,14 +290,7 @@ def test_large_upserts_go_through_an_intent(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(qdrant, "_CHUNK", 3)
     with QdrantBackend() as b:
         b.ensure_collection("mem", 4)
-        begun: list[int] = []
-        real_begin = b._wal.begin
-
-        def begin(ops: Any) -> Any:
-            begun.append(1)
-            return real_begin(ops)
-
-        monkeypatch.setattr(b._wal, "begin", begin)
+        begun = intents_begun(b, monkeypatch)
         b.upsert("mem", [Record(uid(i), vec(1.0, i), f"d{i}", {"i": i}) for i in range(10)])
         b.upsert("mem", [Record(uid(i), None, "edited", {"i": -i}) for i in range(10)])
         assert len(begun) == 2

@@ -8,11 +8,15 @@ embeddings — Chroma is never asked to embed anything, so it works offline. Sco
 * **Dimension.** A collection's dimension is kept in its Chroma metadata
   (``{"mars_dim": dim}``); ``ensure_collection`` with another dimension raises
   :class:`~mars_core.errors.EmbeddingMismatchError`. Dimension-0 collections (the audit
-  log, the manifest) hold a constant 1-dimensional dummy embedding.
-* **Replace, not merge.** Chroma's ``upsert`` *merges* metadata into a stored record;
-  we send ``None`` for every stored key the new metadata lacks, so an upsert replaces
-  the record, as the protocol says. ``vector=None`` re-sends the stored embedding
-  (Chroma's ``update`` would try to embed the new document).
+  log, the manifest) hold a constant 1-dimensional dummy embedding, and flush their HNSW
+  index every 10 records (:data:`_DOC_SYNC`).
+* **The text is metadata.** A record's document is the metadata value ``_mars_doc``;
+  Chroma's document field stays empty (:data:`_DOC_KEY` says why; older records are read
+  and moved over).
+* **Replace, not merge.** Chroma's ``upsert`` and ``update`` *merge* metadata into a
+  stored record; we send ``None`` for every stored key the new metadata lacks, so a write
+  replaces the record, as the protocol says. A ``vector=None`` record is an ``update`` of
+  its metadata alone, so its stored vector is neither re-sent nor re-indexed.
 * **Filters.** :func:`to_chroma_where` translates the neutral filters. Chroma's
   ``$ne``/``$nin`` already match records *without* the key (as ``Not`` must), and keep
   booleans apart from numbers (we expand ``Eq(k, 1)`` to ``1`` or ``True``, as Python
@@ -40,7 +44,8 @@ but the bytes stay on disk for a while.
    keeps every submitted record — document, metadata, embedding — in plain text
    (chroma issue #3793). A delete only appends a ``DELETE`` row; the old ``ADD`` rows
    are purged only after the collection's HNSW segment has persisted past them, which
-   happens every ``sync_threshold`` (default 1000) writes (chroma issue #7659).
+   happens every ``sync_threshold`` writes (chroma issue #7659): Chroma's default 1000
+   for collections with vectors, 10 for the vector-less ones.
 2. The HNSW segment files keep a deleted vector's bytes, marked deleted, until the index
    is rebuilt.
 3. SQLite reuses freed pages without zeroing them, so purged rows stay readable in the
@@ -168,6 +173,9 @@ to the unpurged log: a collection that took a few large write-ahead intents (an 
 spent ~100 ms on every later one-record write. Flushing a placeholder index every 10
 records keeps the log short for a few milliseconds per flush.
 """
+
+_DOC_HNSW = {"sync_threshold": _DOC_SYNC, "batch_size": _DOC_SYNC}
+"""The HNSW settings of a vector-less collection beyond the space."""
 
 
 # --- filter translation ----------------------------------------------------------------
@@ -641,8 +649,7 @@ class ChromaBackend(IntentBackend):
             with _client_errors(f"configure collection {handle.name!r}"), \
                     warnings.catch_warnings():  # Chroma warns about its own legacy config
                 warnings.simplefilter("ignore", DeprecationWarning)
-                handle.modify(configuration={"hnsw": {"sync_threshold": _DOC_SYNC,
-                                                      "batch_size": _DOC_SYNC}})
+                handle.modify(configuration={"hnsw": _DOC_HNSW})
 
     def _lookup(self, collection: str) -> _Coll | None:
         cached = self._cols.get(collection)
@@ -811,10 +818,7 @@ def _hnsw_config(dim: int) -> dict[str, Any]:
     Collections with vectors keep Chroma's HNSW defaults (a shorter sync interval measured
     within noise there, at the price of more index flushes).
     """
-    hnsw: dict[str, Any] = {"space": "cosine"}
-    if dim == 0:
-        hnsw.update(sync_threshold=_DOC_SYNC, batch_size=_DOC_SYNC)
-    return {"hnsw": hnsw}
+    return {"hnsw": {"space": "cosine", **(_DOC_HNSW if dim == 0 else {})}}
 
 
 class _IntentCollection:
