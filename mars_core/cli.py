@@ -26,13 +26,15 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="mars", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's wrapped lines join into one paragraph
     help="mars-memory: memory for LLM agents that forgets on purpose. Inspect, explain, "
          "erase, export and verify a store; run the demo and the benchmarks.\n\n"
          "Every store command reads the store at --path (default: $MARS_PATH, else "
          "./mars_data). New here? Run `mars demo --fresh`, then "
          "`mars inspect --path mars_data/demo -n memories/maya`.",
 )
-bench_app = typer.Typer(no_args_is_help=True, help="Run a benchmark (results under --out).")
+bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
+                        help="Run a benchmark (results under --out).")
 app.add_typer(bench_app, name="bench")
 console = Console()
 

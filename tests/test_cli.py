@@ -40,6 +40,14 @@ def test_help_lists_every_command() -> None:
     assert code == 0 and "policies" in out and "leakage" in out
 
 
+def test_command_summaries_are_not_broken_at_the_docstring_line_ends() -> None:
+    """A docstring's first paragraph wraps in the source; the command list rewraps it to
+    the terminal instead of keeping the source's line ends (typer's "rich" mode kept them)."""
+    wide = CliRunner(env={"COLUMNS": "200"})
+    out = wide.invoke(app, ["--help"], catch_exceptions=False).output
+    assert "show what is remembered, decayed, summarised" in out  # two lines in demo()
+
+
 def test_every_command_and_option_explains_itself() -> None:
     import typer.main
 
