@@ -59,6 +59,7 @@ import numpy.typing as npt
 
 from mars_core.backends.base import And, Eq, Record, VectorBackend
 from mars_core.bench.chroma_server import chroma_cli, chroma_server
+from mars_core.bench.report import results_dir
 from mars_core.bench.throughput import make_texts
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ConfigError
@@ -276,9 +277,10 @@ def _measure_store(backend: VectorBackend, doc: dict[str, Any], *, ops: int,
 
 
 def run_backends(sizes: Sequence[int] = (10_000, 100_000),
-                 backends: Sequence[str] | None = None, out: Path | None = None,
-                 quick: bool = False, *, queries: int = 200, singles: int = 200,
-                 batch: int = 500, caps: Mapping[str, int] | None = None,
+                 backends: Sequence[str] | None = None,
+                 out: str | os.PathLike[str] | None = None, quick: bool = False, *,
+                 queries: int = 200, singles: int = 200, batch: int = 500,
+                 caps: Mapping[str, int] | None = None,
                  time_cap: float = 120.0, workdir: Path | None = None,
                  embedders: bool = True, store_n: int = 10_000,
                  store_ops: int = 200) -> dict[str, Any]:
@@ -289,7 +291,8 @@ def run_backends(sizes: Sequence[int] = (10_000, 100_000),
         backends: names from :data:`KINDS` (default :data:`BACKENDS`; ``chroma-http``
             starts its own server unless ``CHROMA_HOST``/``CHROMA_PORT`` name one;
             ``qdrant-url`` needs ``QDRANT_URL``).
-        out: a directory for ``backends.json`` and ``backends.md`` (none: nothing written).
+        out: a directory for ``backends.json`` and ``backends.md``, made before the run
+            (none: nothing written).
         quick: a smoke run (20 queries, 20 single adds, 20 store operations, a
             16-sentence embedding sample).
         queries: queries per row (each unfiltered and filtered).
@@ -308,6 +311,7 @@ def run_backends(sizes: Sequence[int] = (10_000, 100_000),
 
     Raises:
         ConfigError: an unknown backend or a non-positive size.
+        ValidationError: ``out`` cannot be a directory (before anything runs).
     """
     wall = time.perf_counter()
     kinds = tuple(BACKENDS if backends is None else backends)
@@ -318,6 +322,7 @@ def run_backends(sizes: Sequence[int] = (10_000, 100_000),
                         for n in sizes):
         raise ConfigError(f"sizes must be positive integers, got {list(sizes)}")
     caps = DEFAULT_CAPS if caps is None else caps
+    folder = None if out is None else results_dir(out)
     if quick:
         queries, singles, store_ops = min(queries, 20), min(singles, 20), min(store_ops, 20)
     texts_all = make_texts(max(sizes))
@@ -355,10 +360,9 @@ def run_backends(sizes: Sequence[int] = (10_000, 100_000),
             result["stores"].append({"backend": kind, **srow, **sinfo,
                                      "load_after": _load()})
     result["wall_s"] = time.perf_counter() - wall
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "backends.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
-        (out / "backends.md").write_text(render_markdown(result), encoding="utf-8")
+    if folder is not None:
+        (folder / "backends.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+        (folder / "backends.md").write_text(render_markdown(result), encoding="utf-8")
     return result
 
 
@@ -422,7 +426,7 @@ def render_markdown(result: dict[str, Any]) -> str:
 
 
 def main(sizes: Sequence[int] = (10_000, 100_000), backends: Sequence[str] | None = None,
-         out: Path | None = None, quick: bool = False) -> dict[str, Any]:
+         out: str | os.PathLike[str] | None = None, quick: bool = False) -> dict[str, Any]:
     """Run :func:`run_backends` and print its markdown tables."""
     result = run_backends(sizes, backends, out, quick)
     print(render_markdown(result))

@@ -21,7 +21,7 @@ from typing import Any
 from mars_core.bench import locomo as L
 from mars_core.bench.locomo_data import Conversation, load_locomo
 from mars_core.bench.longmemeval import LME_BUDGETS, load_longmemeval
-from mars_core.bench.report import write_report
+from mars_core.bench.report import results_dir, write_report
 from mars_core.embeddings import Embedder, HashingEmbedder
 
 __all__ = ["default_bench_embedder", "run_locomo", "run_longmemeval"]
@@ -61,7 +61,7 @@ def run_locomo(data: str | os.PathLike[str], out: str | os.PathLike[str], quick:
 
     Args:
         data: the LoCoMo JSON file.
-        out: output directory (created).
+        out: output directory (created before the run).
         quick: 3 conversations × 150 turns × 25 questions, hashing embedder.
         methods: restrict Task 1 to these method names (default: all).
         progress: show a tqdm progress bar.
@@ -73,11 +73,13 @@ def run_locomo(data: str | os.PathLike[str], out: str | os.PathLike[str], quick:
         ``{"meta": ..., "rows": [...], "report": path}``.
 
     Raises:
-        ValidationError: the data file is missing or malformed.
+        ValidationError: the data file is missing or malformed, or ``out`` cannot be a
+            directory (both before anything runs).
     """
     from mars_core.bench.peers import PEERS, run_peer
 
     convs = load_locomo(data)
+    results_dir(out)  # refused now rather than after the run
     if quick:
         convs = _quick(convs, 3, 150, 25)
     emb = L.CachedEmbedder(embedder or default_bench_embedder(quick))
@@ -108,7 +110,7 @@ def run_locomo(data: str | os.PathLike[str], out: str | os.PathLike[str], quick:
             "quick": quick, "seconds": round(time.perf_counter() - t0, 1),
             "skipped_questions": sum(c.skipped_questions for c in convs),
             "peer_errors": errors, "latency": _store_latency(prepared[0], emb)}
-    report = write_report(Path(out), "LoCoMo evidence benchmark", rows, meta)
+    report = write_report(out, "LoCoMo evidence benchmark", rows, meta)
     return {"meta": meta, "rows": rows, "report": str(report)}
 
 
@@ -150,9 +152,11 @@ def run_longmemeval(data: str | os.PathLike[str], out: str | os.PathLike[str],
     fit on nothing; they are left out unless there are at least two records.
 
     Raises:
-        ValidationError: the data file is missing or malformed.
+        ValidationError: the data file is missing or malformed, or ``out`` cannot be a
+            directory (both before anything runs).
     """
     convs = load_longmemeval(data)
+    results_dir(out)  # refused now rather than after the run
     emb = L.CachedEmbedder(embedder or default_bench_embedder(quick))
     prepared = L.prepare(convs, emb)
     names = list(methods) if methods else list(L.BASELINES) + (
@@ -163,6 +167,6 @@ def run_longmemeval(data: str | os.PathLike[str], out: str | os.PathLike[str],
     meta = {"data": Path(data).name, "records": len(prepared), "embedder": emb.name,
             "turns": sum(len(cd.ids) for cd in prepared), "quick": quick,
             "note": "with one record this is a loader test, not a result"}
-    report = write_report(Path(out), "LongMemEval evidence benchmark", rows, meta,
+    report = write_report(out, "LongMemEval evidence benchmark", rows, meta,
                           headline=512, low=256, prefix="longmemeval")
     return {"meta": meta, "rows": rows, "report": str(report)}

@@ -25,11 +25,12 @@ Examples:
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
-from pathlib import Path
 from typing import Any
 
+from mars_core.bench.report import results_dir
 from mars_core.clock import FakeClock
 from mars_core.store import MemoryStore
 
@@ -119,14 +120,15 @@ def run(turns: int = 120, seed: int = 7) -> list[dict[str, Any]]:
     return rows
 
 
-def main(out: Path | None = None, turns: int = 120, seed: int = 7) -> list[dict[str, Any]]:
-    """Run and print a table (and write ``leakage.json`` to ``out``)."""
+def main(out: str | os.PathLike[str] | None = None, turns: int = 120,
+         seed: int = 7) -> list[dict[str, Any]]:
+    """Run and print a table (and write ``leakage.json`` to ``out``, made before the run)."""
+    folder = None if out is None else results_dir(out)
     rows = run(turns, seed)
     print("config   leaked items  leaked tokens  useful recall   kinds leaked")
     for r in rows:
         print(f"{r['config']:<8} {r['leaked_items']:>5}/{r['planted']:<6} {r['leaked_tokens']:>8}"
               f"      {r['useful_recall']:>4}/{r['harmless']:<8} {','.join(r['leaked_kinds'])}")
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "leakage.json").write_text(json.dumps(rows, indent=1))
+    if folder is not None:
+        (folder / "leakage.json").write_text(json.dumps(rows, indent=1))
     return rows

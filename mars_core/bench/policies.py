@@ -51,6 +51,7 @@ from __future__ import annotations
 import gc
 import json
 import multiprocessing
+import os
 import platform
 import random
 import resource
@@ -61,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mars_core.bench.report import results_dir
 from mars_core.bench.throughput import _WORDS
 from mars_core.budget import make_counter
 from mars_core.clock import FakeClock
@@ -595,16 +597,17 @@ def _references(n: int, *, quick: bool, **kw: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def write_results(rows: list[dict[str, Any]], meta: Mapping[str, Any], out: Path) -> None:
+def write_results(rows: list[dict[str, Any]], meta: Mapping[str, Any],
+                  out: str | os.PathLike[str]) -> None:
     """Annotate ``rows`` and write ``policies.json`` and ``policies.md`` under ``out``."""
     annotate(rows)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "policies.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    (out / "policies.md").write_text(_markdown(rows, meta))
+    folder = results_dir(out)
+    (folder / "policies.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (folder / "policies.md").write_text(_markdown(rows, meta))
 
 
-def merge_results(parts: Sequence[Path], out: Path, runs: Mapping[str, str] | None = None
-                  ) -> list[dict[str, Any]]:
+def merge_results(parts: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+                  runs: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Merge the ``policies.json`` of several runs (e.g. the goal policies up to 1M and
     the slow ones up to 100k, run apart to bound memory) into one table under ``out``.
 
@@ -630,7 +633,7 @@ def merge_results(parts: Sequence[Path], out: Path, runs: Mapping[str, str] | No
 
 
 def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_000,
-         policies: Sequence[str] | None = None, out: Path | None = None, *,
+         policies: Sequence[str] | None = None, out: str | os.PathLike[str] | None = None, *,
          quick: bool = False, steady_adds: int = 2000, max_steady_s: float | None = 180.0,
          shared_from: int = 100_000, reference: bool = True) -> list[dict[str, Any]]:
     """Run the grid, print the table and write ``policies.json`` and ``policies.md``.
@@ -639,7 +642,7 @@ def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_00
         ns: sizes at which every policy runs.
         big: the size at which FIFO, LRU, Priority and DMF also run (None: skip).
         policies: policy names (default: every registered policy).
-        out: directory for the two files (None: print only).
+        out: directory for the two files, made before the run (None: print only).
         quick: the smoke configuration: n = 500 and 2,000, 200 steady adds (10 for the
             slow policies), a 5 s cap per row, no 1M, shared fills, all in this process.
         steady_adds: adds measured per configuration.
@@ -651,6 +654,8 @@ def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_00
     Returns:
         The result records.
     """
+    if out is not None:
+        results_dir(out)  # refused now rather than after the run
     kw: dict[str, Any] = {"steady_adds": steady_adds, "max_steady_s": max_steady_s}
     if quick:
         ns, big = (500, 2000), None

@@ -11,16 +11,41 @@ Examples:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mars_core.errors import ExtraNotInstalledError
+from mars_core.errors import ExtraNotInstalledError, ValidationError
 
-__all__ = ["plot_retention", "plot_retrieval", "retention_table", "retrieval_table",
-           "write_report"]
+__all__ = ["plot_retention", "plot_retrieval", "results_dir", "retention_table",
+           "retrieval_table", "write_report"]
 
 Row = Mapping[str, Any]
+
+
+def results_dir(out: str | os.PathLike[str]) -> Path:
+    """The output directory of a benchmark, created before it runs.
+
+    A benchmark may run for many minutes; a directory that cannot be made (a file is in
+    the way, no permission) is refused at the start, not after the run.
+
+    Raises:
+        ValidationError: ``out`` is not and cannot become a directory.
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     results_dir(os.path.join(tmp, "a", "b")).is_dir()
+        True
+    """
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValidationError(f"cannot write benchmark results to {str(path)!r}: {exc}; "
+                              "pass another --out directory") from exc
+    return path
 
 
 def _sel(rows: Sequence[Row], **kw: Any) -> list[Row]:
@@ -122,31 +147,32 @@ def plot_retention(rows: Sequence[Row], path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(out: Path, title: str, rows: Sequence[Row], meta: Mapping[str, Any], *,
+def write_report(out: str | os.PathLike[str], title: str, rows: Sequence[Row],
+                 meta: Mapping[str, Any], *,
                  headline: int = 128, low: int | None = 64, prefix: str = "evidence") -> Path:
     """Write ``results.json``, plots and ``report.md`` into ``out``; return the report path."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps({"meta": dict(meta), "rows": list(rows)},
-                                                 indent=1), encoding="utf-8")
+    folder = results_dir(out)
+    (folder / "results.json").write_text(json.dumps({"meta": dict(meta), "rows": list(rows)},
+                                                    indent=1), encoding="utf-8")
     parts = [f"# {title}", "", "```", json.dumps(dict(meta), indent=1), "```", ""]
     for counter in ("words", "store"):
         if not _sel(rows, task="retrieval", counter=counter):
             continue
         img = f"{prefix}_retrieval_{counter}.png"
-        plot_retrieval(rows, counter, out / img)
+        plot_retrieval(rows, counter, folder / img)
         parts += [f"## Retrieval under a context budget ({counter} tokens)", "",
                   retrieval_table(rows, counter, headline, low), "",
                   f"F1 per category at {headline}:", "",
                   category_table(rows, counter, headline), "", f"![]({img})", ""]
     if _sel(rows, task="retention"):
         img = f"{prefix}_retention.png"
-        plot_retention(rows, out / img)
+        plot_retention(rows, folder / img)
         parts += ["## Retention under a store budget", "", retention_table(rows), "",
                   f"![]({img})", ""]
     errors = meta.get("peer_errors") or {}
     if errors:
         parts += ["## Peers that could not run", ""] + [f"- {k}: `{v}`" for k, v in
                                                         errors.items()] + [""]
-    path = out / "report.md"
+    path = folder / "report.md"
     path.write_text("\n".join(parts), encoding="utf-8")
     return path

@@ -16,6 +16,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mars_core.bench.report import results_dir
 from mars_core.embeddings import HashingEmbedder
 from mars_core.store import MemoryStore
 
@@ -78,8 +80,10 @@ def run(n: int = 10_000, queries: int = 300, budget: int = 10**9,
             "retrieve_read_only": _summary(ret_s), "retrieve_with_access": _summary(acc_s)}
 
 
-def main(n: int = 10_000, out: Path | None = None) -> list[dict[str, Any]]:
-    """Run the in-memory and on-disk configurations and print a table."""
+def main(n: int = 10_000, out: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """Run the in-memory and on-disk configurations and print a table (and write
+    ``store_throughput.json`` to ``out``, made before the run)."""
+    folder = None if out is None else results_dir(out)
     with tempfile.TemporaryDirectory() as tmp:
         rows = [run(n), run(n, persistent=Path(tmp) / "store"),
                 run(n, budget=max(1000, n), persistent=Path(tmp) / "evicting")]
@@ -89,7 +93,6 @@ def main(n: int = 10_000, out: Path | None = None) -> list[dict[str, Any]]:
               f"embedding {r['embed']['median_ms']:.3f} ms) | retrieve median "
               f"{r['retrieve_read_only']['median_ms']:.2f} ms p99 "
               f"{r['retrieve_read_only']['p99_ms']:.2f} ms")
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "store_throughput.json").write_text(json.dumps(rows, indent=1))
+    if folder is not None:
+        (folder / "store_throughput.json").write_text(json.dumps(rows, indent=1))
     return rows

@@ -28,7 +28,6 @@ import os
 import platform
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from mars_core.bench.fifa.metrics import COMPOSITE, METRICS, TASK_COMPOSITE
@@ -51,6 +50,7 @@ from mars_core.bench.fifa.runner import (
 )
 from mars_core.bench.fifa.scenarios import SCENARIOS
 from mars_core.bench.fifa.simulator import SENSITIVITY, RunSettings
+from mars_core.bench.report import results_dir
 from mars_core.errors import ValidationError
 
 __all__ = ["BUDGETS", "DEFAULT_SCALE", "FIFA_VERSION", "POLICIES", "SEEDS", "run_fifa"]
@@ -60,7 +60,7 @@ FIFA_VERSION = "fifa-1.1.0"
 
 
 def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
-    out: Path,
+    out: str | os.PathLike[str],
     quick: bool = False,
     seeds: Iterable[int] | None = None,
     budgets: Iterable[int] | None = None,
@@ -75,7 +75,7 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
     """Run the FiFA grid and write its reports into ``out``; returns the results document.
 
     Args:
-        out: output directory (created).
+        out: output directory (created before the run).
         quick: the small grid (:data:`~mars_core.bench.fifa.runner.QUICK`) unless axes are given.
         seeds: world seeds (default 0..9).
         budgets: store budgets in tokens (default 2k, 4k, 8k, 16k, 32k).
@@ -98,17 +98,17 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
     if set(names) - {s.name for s in SCENARIOS}:
         raise ValidationError(f"unknown scenarios in {names}")
     tasks = [t for t in grid_tasks(seeds_t, pols, budgets_t, scale_v) if t[1] in names]
+    folder = results_dir(out)
     started = time.perf_counter()
     cells = run_grid(tasks, workers=workers or min(os.cpu_count() or 1, 2), progress=progress)
     wall = time.perf_counter() - started
     results = _results(cells, seeds=seeds_t, budgets=budgets_t, pols=pols, names=names,
                        scale=scale_v)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", results)
-    (out / "report.md").write_text(render_markdown(results), encoding="utf-8")
-    write_json(out / "timing.json", _timing(cells, wall, len(tasks)))
+    write_json(folder / "results.json", results)
+    (folder / "report.md").write_text(render_markdown(results), encoding="utf-8")
+    write_json(folder / "timing.json", _timing(cells, wall, len(tasks)))
     if plots:
-        plot(results, results["cells"], out)
+        plot(results, results["cells"], folder)
     return results
 
 
