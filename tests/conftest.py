@@ -38,7 +38,9 @@ Which kinds (``docs/reference/backends.md`` has the same table):
 
 Narrower still, :data:`TEST_KINDS` lists the slowest tests with the reason for each (the
 statistics and long workloads of the policies run in memory; their exact-order and
-drift-bound checks in memory and on Qdrant's path mode). Inside a matrix
+drift-bound checks in memory and on Qdrant's path mode). ``MARS_TEST_MATRIX=full``
+lifts both tables: every test of every matrix module runs on every kind (the whole store
+suite on each backend; hours on 2 cores, so not part of ``make test``). Inside a matrix
 module, ``@pytest.mark.backend_neutral`` marks a test that runs once: it builds no store,
 or only stores on the backends it names itself (a module whose tests are mostly pure sets
 it as ``pytestmark`` and puts its store tests back with ``backend_neutral(False)``). A
@@ -80,9 +82,9 @@ from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.store import MemoryStore
 
-__all__ = ["ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "LIGHT_KINDS",
-           "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "SERVER_KINDS", "TEST_KINDS",
-           "chroma_server_fixture", "matrix_kinds"]
+__all__ = ["ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
+           "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "SERVER_KINDS",
+           "TEST_KINDS", "chroma_server_fixture", "matrix_kinds"]
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
 
@@ -259,14 +261,20 @@ def _parametrises_backend_itself(metafunc: pytest.Metafunc) -> bool:
     return False
 
 
+FULL_MATRIX = os.environ.get("MARS_TEST_MATRIX", "").strip().lower() == "full"
+"""``MARS_TEST_MATRIX=full``: every test of every matrix module on every kind, ignoring
+:data:`MODULE_KINDS` and :data:`TEST_KINDS` (hours on 2 cores, not ``make test``'s run)."""
+
+
 def matrix_kinds(module: str, test: str) -> list[str]:
     """The kinds a test of ``module`` named ``test`` runs on (``[]``: not on the matrix)."""
     if module not in MODULE_KINDS:
         return []
     wanted = os.environ.get("MARS_TEST_BACKENDS")
-    narrowed = TEST_KINDS.get(f"{module}::{test}", ALL_KINDS)
+    chosen = ALL_KINDS if FULL_MATRIX else MODULE_KINDS[module]
+    narrowed = ALL_KINDS if FULL_MATRIX else TEST_KINDS.get(f"{module}::{test}", ALL_KINDS)
     return [k for k in BACKEND_KINDS if (not wanted or k in wanted.split(","))
-            and k in MODULE_KINDS[module] and k in narrowed]
+            and k in chosen and k in narrowed]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
