@@ -39,8 +39,8 @@ from mars_core.lexical import STOPWORDS
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.state import StoreState
 
-__all__ = ["Answerability", "Hit", "Query", "answerability", "cue_score", "pack", "rank",
-           "relative_cutoff"]
+__all__ = ["POST_FILTER_SHARE", "Answerability", "Hit", "Query", "answerability", "cue_score",
+           "dense", "pack", "rank", "relative_cutoff"]
 
 _EPS = 1e-6
 """Scores at or below this are "nothing in common" (float noise of a reopened index)."""
@@ -236,10 +236,49 @@ def relative_cutoff(hits: Sequence[Hit], ratio: float,
     return [h for h in hits if h.id in kept]
 
 
-def _dense(backend: VectorBackend, collection: str, qvec: npt.NDArray[np.float32], q: Query,
-           k: int) -> dict[str, float]:
+POST_FILTER_SHARE = 0.5
+"""The share of a collection's records the query's namespace must hold for :func:`dense`
+to filter the backend's unfiltered neighbours itself instead of sending the filter."""
+
+
+def dense(backend: VectorBackend, collection: str, qvec: npt.NDArray[np.float32], q: Query,
+          k: int, *, share: float = 0.0,
+          admits: Callable[[str], bool] | None = None) -> dict[str, float]:
+    """The dense channel: the ``k`` nearest records of ``collection`` that ``q`` admits.
+
+    When the query's namespace holds at least :data:`POST_FILTER_SHARE` of the collection
+    (``share``, the caller's estimate) and ``admits`` says which ids the query admits, the
+    backend is asked for ``⌈1.25·k/share⌉ + 8`` unfiltered neighbours and the first ``k``
+    admitted ones are kept; the filtered query runs only when fewer than ``k`` are admitted
+    and the backend had more to give. A filter that nearly every record passes is the
+    backends' slow path (Chroma evaluates it in SQLite, about 35 ms at 10,000 matching
+    records; Qdrant's local mode per point in Python) while an unfiltered query is their
+    fast one. On an exact backend the records are the filtered query's, in its order
+    (every admitted record missing from the wider list scores at most its last score);
+    their scores may differ in the last float32 digit (another summation order).
+
+    Examples:
+        >>> from mars_core.backends.memory import InMemoryBackend
+        >>> from mars_core.backends.base import Record
+        >>> b = InMemoryBackend()
+        >>> b.ensure_collection("m", 2)
+        >>> b.upsert("m", [Record(i, np.array(v, np.float32), i, {"namespace": ns})
+        ...                for i, v, ns in [("a", [1, 0], "x"), ("b", [0.8, 0.6], "y"),
+        ...                                 ("c", [0.6, 0.8], "x")]])
+        >>> q, v = Query(text="", namespace="x"), np.array([1, 0], np.float32)
+        >>> sorted(dense(b, "m", v, q, 2))
+        ['a', 'c']
+        >>> sorted(dense(b, "m", v, q, 2, share=2 / 3, admits={"a", "c"}.__contains__))
+        ['a', 'c']
+    """
     if not np.any(qvec):
         return {}
+    if admits is not None and share >= POST_FILTER_SHARE:
+        wide = int(np.ceil(1.25 * k / share)) + 8
+        found = backend.query(collection, qvec, wide)
+        kept = [r for r in found if admits(r.record.id)][:k]
+        if len(kept) == k or len(found) < wide:
+            return {r.record.id: r.score for r in kept}
     return {r.record.id: r.score for r in backend.query(collection, qvec, k, q.backend_filter())}
 
 
@@ -266,22 +305,28 @@ def rank(
     cfg: RetrievalConfig,
 ) -> list[Hit]:
     """Fuse dense and lexical candidates of one collection into ranked hits."""
-    dense = _dense(backend, collection, qvec, q, cfg.candidates)
+    def admits(node_id: str) -> bool:
+        node = state.nodes.get(node_id)
+        return node is not None and node.status is status and q.admits(node)
+
+    total = state.total(status)
+    found = dense(backend, collection, qvec, q, cfg.candidates, admits=admits,
+                  share=state.count(q.namespace, status) / total if total else 0.0)
     lexical = {
         i: s for i, s in state.index(q.namespace, status).search(q.text, cfg.candidates)
         if q.admits(state.nodes[i])
     }
-    missing = [i for i in lexical if i not in dense]
+    missing = [i for i in lexical if i not in found]
     if missing and np.any(qvec):
-        dense.update(_cosines(backend, collection, missing, qvec))
+        found.update(_cosines(backend, collection, missing, qvec))
     top = max(lexical.values(), default=0.0)
     alpha = cfg.dense_weight
     hits = []
-    for nid in set(dense) | set(lexical):
+    for nid in set(found) | set(lexical):
         node = state.nodes.get(nid)
         if node is None or node.id in q.exclude:
             continue
-        d = dense.get(nid, 0.0)
+        d = found.get(nid, 0.0)
         lx = lexical.get(nid, 0.0) / top if top > 0 else 0.0
         score = alpha * d + (1 - alpha) * lx
         if cfg.cue_weight > 0 and score > _EPS:

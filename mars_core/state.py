@@ -72,6 +72,10 @@ class StoreState:
         """Number of nodes of a namespace with a status."""
         return len(self.by_ns[namespace][status]) if namespace in self.by_ns else 0
 
+    def total(self, status: MemoryStatus = MemoryStatus.ACTIVE) -> int:
+        """Number of nodes with a status, over every namespace."""
+        return sum(len(d[status]) for d in self.by_ns.values())
+
     def namespaces(self) -> list[str]:
         """Namespaces that hold any node."""
         return sorted(ns for ns, d in self.by_ns.items() if any(d.values()))

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mars_core import RetrievalConfig, ValidationError
+from mars_core import RetrievalConfig, ValidationError, retrieval
+from mars_core.backends.base import Record
+from mars_core.backends.memory import InMemoryBackend
+from mars_core.retrieval import Query
 from mars_core.store import MemoryStore
 
 FACTS = ["Ana moved to Lisbon in May", "Ana works as a nurse in Lisbon",
@@ -74,3 +80,81 @@ def test_render_context_never_offers_the_question_as_its_own_evidence(make_store
                                 evidence_only=True)
     assert "blue door" in text
     assert "Where is my locker code?" not in text
+
+
+# --- the dense channel's plan: send the filter, or filter an unfiltered list here --------
+
+TOPICS = ["trains", "cello", "Lisbon", "tea", "hills", "nurses", "cats", "weather"]
+
+
+def _two_namespaces(make_store: Callable[..., MemoryStore], **kw: object) -> MemoryStore:
+    """40 memories in ``big`` (5 of them tasks), 8 in ``small``."""
+    store = make_store(budget=100_000, **kw)
+    for i in range(40):
+        store.add(f"note {i}: we talked about {TOPICS[i % 8]} and {TOPICS[(3 * i) % 8]}",
+                  namespace="big", type="task" if i % 8 == 0 else "episodic")
+    for i in range(8):
+        store.add(f"small note {i} on {TOPICS[i]}", namespace="small")
+    return store
+
+
+def _record_queries(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The ``where`` of every query the store sends its backend, in order."""
+    wheres: list[object] = []
+    query = store.backend.query
+
+    def recording(collection: str, vector: object, k: int, where: object = None) -> object:
+        wheres.append(where)
+        return query(collection, vector, k, where)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store.backend, "query", recording)
+    return wheres
+
+
+def test_a_dominant_namespace_filters_the_nearest_records_itself(make_store, monkeypatch) -> None:
+    store = _two_namespaces(make_store)
+    wheres = _record_queries(store, monkeypatch)
+    ask = {"k": 10, "read_only": True, "relative_cutoff": 0}
+    big = store.retrieve("what about trains and tea?", namespace="big", **ask)
+    assert wheres == [None]  # 40 of 48 records: one unfiltered query, filtered here
+    assert big and {h.node.namespace for h in big} == {"big"}
+    small = store.retrieve("what about trains and tea?", namespace="small", **ask)
+    assert len(wheres) == 2 and wheres[1] is not None  # 8 of 48: the backend filters
+    assert small and {h.node.namespace for h in small} == {"small"}
+    monkeypatch.setattr(retrieval, "POST_FILTER_SHARE", 2.0)  # always send the filter
+    assert [h.id for h in store.retrieve("what about trains and tea?", namespace="big",
+                                         **ask)] == [h.id for h in big]
+    assert wheres[2] is not None
+
+
+def test_too_few_admitted_neighbours_fall_back_to_the_filtered_query(
+        make_store, monkeypatch) -> None:
+    store = _two_namespaces(make_store, retrieval=RetrievalConfig(candidates=4))
+    wheres = _record_queries(store, monkeypatch)
+    hits = store.retrieve("a note on the cello", namespace="big", types=["task"], read_only=True,
+                          relative_cutoff=0)
+    # the 15 nearest (about the cello) hold fewer than 4 of the 5 tasks (about trains): the
+    # filter is sent after all
+    assert wheres[0] is None and wheres[1] is not None and len(wheres) == 2
+    assert hits and {h.node.type.value for h in hits} == {"task"}
+
+
+@pytest.mark.backend_neutral
+@settings(max_examples=60)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), k=st.integers(1, 12),
+       share_of_a=st.floats(0.05, 1.0))
+def test_filtering_here_gives_the_filtered_query_on_an_exact_backend(
+        seed: int, n: int, k: int, share_of_a: float) -> None:
+    rng = np.random.default_rng(seed)
+    backend = InMemoryBackend()
+    backend.ensure_collection("m", 8)
+    spaces = ["a" if rng.random() < share_of_a else "b" for _ in range(n)]
+    backend.upsert("m", [Record(f"r{i}", rng.normal(size=8).astype(np.float32), "",
+                                {"namespace": ns}) for i, ns in enumerate(spaces)])
+    admitted = {f"r{i}" for i, ns in enumerate(spaces) if ns == "a"}
+    q, qvec = Query(text="", namespace="a"), rng.normal(size=8).astype(np.float32)
+    share = max(len(admitted) / n, retrieval.POST_FILTER_SHARE)  # always take the plan
+    here = retrieval.dense(backend, "m", qvec, q, k, share=share, admits=admitted.__contains__)
+    sent = retrieval.dense(backend, "m", qvec, q, k)
+    assert list(here) == list(sent)  # the same records in the same order
+    assert list(here.values()) == pytest.approx(list(sent.values()), abs=1e-6)  # float32 sums
