@@ -97,6 +97,16 @@ R = TypeVar("R")
 
 _op = guarded
 
+_READ_WAITS = (0.02, 0.05, 0.1, 0.2, 0.4)
+"""Seconds a read-only open waits before reading again when a writer changed the store
+while it was read (under a second in all; see ``StoreCore._read_consistent``)."""
+
+
+def _backend_hook(backend: VectorBackend, name: str) -> int:
+    """Call ``recover`` or ``pending_batches``, which only some backends have (0 if not)."""
+    hook = getattr(backend, name, None)
+    return int(hook()) if callable(hook) else 0
+
 
 def _validation(exc: pydantic.ValidationError) -> ValidationError:
     return ValidationError.from_pydantic(exc, "memory")
@@ -261,6 +271,58 @@ class StoreCore:
         self.backend.ensure_collection(codec.META, 0)
         if self._lease is not None:
             self._lease.acquire()
+            _backend_hook(self.backend, "recover")  # the batches a crashed writer left
+        if self._read_only:
+            self._read_consistent(audit_key)
+            return
+        manifest, key = self._read(audit_key)
+        if manifest is None:
+            self.backend.apply(WriteBatch().upsert(codec.META, [
+                codec.meta_record("manifest", self._manifest()),
+                codec.meta_record("keys", {"audit": key.hex()})]))
+        elif manifest.get("config") != self._config_doc():
+            txn = self._begin()
+            txn.batch.upsert(codec.META, [codec.meta_record("manifest", self._manifest())])
+            txn.audit.add(op=AuditOp.CONFIG, namespace=self.config.default_namespace,
+                          params=self._config_doc(), step=0, at=self.clock.now(),
+                          rationale="store reopened with a new configuration")
+            self._commit(txn)
+        if self._cipher is not None:  # keys of never-written or already-deleted records
+            self._cipher.gc([*self._state.nodes, *(f"prefs:{ns}" for ns in self._prefs)])
+
+    def _read_consistent(self, audit_key: bytes | None) -> None:
+        """A reader's load: read everything, and again if a writer changed it meanwhile.
+
+        The backends have no snapshot reads, so a reader whose reads interleave with a
+        writer's batch could see part of it. A load is clean when no batch was pending at
+        its end and the store state record (which every batch rewrites last, with the
+        audit chain's head) did not change during it; otherwise it is read again after
+        each of :data:`_READ_WAITS`. A store that stays busy (or keeps the pending batch
+        of a writer that crashed, until a writer opens it) is read as it is then, with a
+        warning: its memories may include part of the batch in flight, and its audit
+        chain is the prefix the state record names (:meth:`_restore`).
+        """
+        for wait in (*_READ_WAITS, None):
+            mark = self._state_mark()
+            self._read(audit_key)
+            if not _backend_hook(self.backend, "pending_batches") \
+                    and self._state_mark() == mark:
+                return
+            if wait is None:
+                log.warning("opened read-only while a batch of writes was in flight: the "
+                            "memories may include part of it; reopen to read it whole")
+                return
+            time.sleep(wait)
+            self._state, self._prefs = StoreState(), {}
+
+    def _state_mark(self) -> tuple[str, dict[str, Any]] | None:
+        """The raw store state record (every committed batch rewrites it, last)."""
+        found = self.backend.get(codec.META, [codec.meta_id("state")])
+        return (found[0].document, dict(found[0].metadata)) if found else None
+
+    def _read(self, audit_key: bytes | None) -> tuple[dict[str, Any] | None, bytes]:
+        """Read the manifest, the state and every memory; returns the manifest and the
+        audit key."""
         found = self.backend.get(codec.META, [codec.meta_id("manifest")])  # never sealed
         if self._read_only and not found:
             raise ConfigError("read_only=True opens an existing store, and there is none here; "
@@ -293,21 +355,7 @@ class StoreCore:
         key = bytes.fromhex(key_hex) if key_hex else (audit_key or os.urandom(32))
         self.audit = AuditLog(key)
         self._restore(meta)
-        if self._read_only:
-            return
-        if manifest is None:
-            self.backend.apply(WriteBatch().upsert(codec.META, [
-                codec.meta_record("manifest", self._manifest()),
-                codec.meta_record("keys", {"audit": key.hex()})]))
-        elif manifest.get("config") != self._config_doc():
-            txn = self._begin()
-            txn.batch.upsert(codec.META, [codec.meta_record("manifest", self._manifest())])
-            txn.audit.add(op=AuditOp.CONFIG, namespace=self.config.default_namespace,
-                          params=self._config_doc(), step=0, at=self.clock.now(),
-                          rationale="store reopened with a new configuration")
-            self._commit(txn)
-        if self._cipher is not None:  # keys of never-written or already-deleted records
-            self._cipher.gc([*self._state.nodes, *(f"prefs:{ns}" for ns in self._prefs)])
+        return manifest, key
 
     def _check_keys(self, manifest: Mapping[str, Any] | None) -> None:
         """Refuse a key directory that does not belong to this store (its gc would destroy
@@ -400,8 +448,13 @@ class StoreCore:
                 st.steps[key[3:]] = int(data["step"])
             elif key.startswith("prefs:"):
                 self._prefs[key[6:]] = PrivacyPreferences.model_validate(data)
-        self.audit.load(codec.decode_audit(r) for r in self.backend.get(codec.AUDIT))
-        head = (int(state.get("audit_count", 0)), state.get("audit_head", self.audit.head))
+        events = sorted((codec.decode_audit(r) for r in self.backend.get(codec.AUDIT)),
+                        key=lambda e: e.seq)
+        count = int(state.get("audit_count", 0))
+        # A reader may read the audit after a writer appended to it: the chain it holds is
+        # the one the state record (read before) names; the rest is a later batch's.
+        self.audit.load(events[:count] if self._read_only else events)
+        head = (count, state.get("audit_head", self.audit.head))
         if (len(self.audit), self.audit.head) != head:
             raise CorruptStoreError("the audit log does not match the recorded chain head; "
                                     "run store.verify() on a copy and restore from a snapshot")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import math
 import pathlib
+import subprocess
+import sys
 import time
 import uuid
 import warnings
@@ -21,6 +23,7 @@ from filter_strategies import filter_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mars_core import codec
 from mars_core.backends.base import (
     And,
     DeleteOp,
@@ -522,9 +525,23 @@ def test_intent_on_a_server_is_replayed_by_the_next_client(chroma_server: Chroma
         _two_collections(b)
         b._wal.begin([UpsertOp("mem", (Record(uid(1), vec(1.0), "a", {}),)),
                       UpsertOp("log", (Record(uid(2), None, "b", {}),))])
-    with connect() as b:
+    with connect() as b:  # a shared client leaves it to the writer (it may be in flight)
+        assert b.pending_batches() == 1 and b.get("mem") == []
+        assert b.recover() == 1  # the store that takes the writer lease does this
         assert [r.document for r in b.get("mem")] == ["a"]
         assert [r.document for r in b.get("log")] == ["b"]
+        assert b.pending_batches() == 0
+    with connect() as b:
+        b._wal.begin([UpsertOp("log", (Record(uid(3), None, "c", {}),))])
+    with connect() as b:  # ... or its first write, whichever comes first
+        b.upsert("log", [Record(uid(4), None, "d", {})])
+        assert sorted(r.document for r in b.get("log")) == ["b", "c", "d"]
+    with ChromaBackend(host=chroma_server.host, port=chroma_server.port, recover=True,
+                       collection_prefix=prefix_for(tmp_path)) as b:
+        b._wal.begin([UpsertOp("log", (Record(uid(5), None, "e", {}),))])
+    with ChromaBackend(host=chroma_server.host, port=chroma_server.port, recover=True,
+                       collection_prefix=prefix_for(tmp_path)) as b:  # asked to: at open
+        assert b.pending_batches() == 0 and len(b.get("log")) == 4
 
 
 @needs_chroma
@@ -646,6 +663,88 @@ def test_an_expired_lease_is_taken_over_and_the_old_writer_stops(server_store: A
     crashed.close()  # does not release a lease it no longer holds
     with pytest.raises(ConflictError):
         server_store()
+
+
+@needs_chroma
+def test_a_reader_never_replays_a_batch_in_flight(server_store: Any,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A leftover intent on a shared server may be the live writer's: a reader that
+    replayed it could undo the writer's later writes, so only the lease holder does."""
+    writer = server_store()
+    writer.add("Ana moved to Lisbon", namespace="u1")
+    backend = writer.backend
+    intent = backend._wal.begin([UpsertOp(codec.META, (codec.meta_record("probe", {}),))])
+    with caplog.at_level("WARNING", logger="mars_core.core"):
+        reader = server_store(read_only=True)  # reads again for a while, then as it is
+    assert "in flight" in caplog.text and "Lisbon" not in caplog.text
+    assert backend.pending_batches() == 1  # still the writer's to finish
+    assert not backend.get(codec.META, [codec.meta_id("probe")])
+    assert [n.content for n in reader.list("u1")] == ["Ana moved to Lisbon"]
+    backend._wal.commit(intent)
+
+
+@needs_chroma
+def test_a_reader_takes_the_audit_chain_the_state_record_names(server_store: Any) -> None:
+    """A writer between its batch's audit write and its state write (or a reader that
+    read the audit after a later batch appended to it) is not a corrupt store."""
+    writer = server_store()
+    writer.add("Ana moved to Lisbon", namespace="u1")
+    events = len(writer.audit)
+    apply = writer.backend.apply
+
+    def all_but_the_state(batch: WriteBatch) -> None:
+        for op in batch.ops:
+            if op.collection != codec.META and isinstance(op, UpsertOp):
+                apply(WriteBatch().upsert(op.collection, op.records))
+        raise MarsBackendError("the writer stops here")
+
+    writer.backend.apply = all_but_the_state  # type: ignore[method-assign]
+    with pytest.raises(MarsBackendError):
+        writer.add("Ana likes green tea", namespace="u1")
+    assert len(writer.backend.get(codec.AUDIT)) > events  # on the server: a longer chain
+    reader = server_store(read_only=True)
+    assert len(reader.audit) == events and reader.verify().ok
+    assert "Ana moved to Lisbon" in [n.content for n in reader.list("u1")]
+
+
+READER_WRITER = """
+import sys
+from mars_core.backends.chroma import ChromaBackend
+from mars_core.store import MemoryStore
+
+backend = ChromaBackend(host=sys.argv[1], port=int(sys.argv[2]), collection_prefix=sys.argv[3])
+with MemoryStore(backend, audit_key=bytes(32), budget=100_000) as store:
+    print("ready", flush=True)
+    for i in range(int(sys.argv[4])):
+        store.add(f"note {i}: the writer keeps writing", namespace="u1")
+"""
+
+
+@needs_chroma
+@pytest.mark.slow
+def test_readers_open_while_another_process_writes(chroma_server: ChromaServer,
+                                                   tmp_path: pathlib.Path) -> None:
+    """Readers opened again and again beside a writer process never see a broken store,
+    never replay its batches, and see its writes grow; once it is done, all of them."""
+    prefix, total = prefix_for(tmp_path), 80
+    with MemoryStore(ChromaBackend(host=chroma_server.host, port=chroma_server.port,
+                                   collection_prefix=prefix), audit_key=bytes(32)) as seed:
+        seed.add("note: before the writer started", namespace="u1")
+    proc = subprocess.Popen([sys.executable, "-c", READER_WRITER, chroma_server.host,
+                             str(chroma_server.port), prefix, str(total)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    seen: list[int] = []
+    while proc.poll() is None:
+        with MemoryStore(ChromaBackend(host=chroma_server.host, port=chroma_server.port,
+                                       collection_prefix=prefix), read_only=True) as reader:
+            assert reader.verify().ok
+            seen.append(len(reader.list("u1")))
+    assert proc.wait() == 0, proc.stderr.read() if proc.stderr else ""
+    assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] <= total + 1
+    with MemoryStore(ChromaBackend(host=chroma_server.host, port=chroma_server.port,
+                                   collection_prefix=prefix), read_only=True) as reader:
+        assert len(reader.list("u1")) == total + 1 and reader.verify().ok
 
 
 @needs_chroma

@@ -3,7 +3,8 @@
 A write is validated whole (:meth:`IntentBackend._prepare`); when it takes more than one
 request to the server it is first recorded as a write-ahead intent
 (:class:`~mars_core.backends.wal.WriteAheadLog`), so a crash part-way is completed by the
-next write or the next open (:meth:`IntentBackend._recover`). A backend supplies how to
+next write or the next open (:meth:`IntentBackend.recover`; on a shared backend, by the
+writer that takes the store's lease). A backend supplies how to
 read a collection's dimension, fetch existing ids, check an id or a metadata key, wrap its
 client's errors, and apply prepared operations.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 
+from mars_core._guard import guarded
 from mars_core.backends._records import Alive, coalesce, distinct_ids, prepare_record
 from mars_core.backends.base import BackendBase, DeleteOp, Op, Record, UpsertOp
 from mars_core.backends.wal import WriteAheadLog
@@ -51,10 +53,35 @@ class IntentBackend(BackendBase):
         """How many write requests ``op`` takes (one per :meth:`_request_size` ids)."""
         return -(-distinct_ids(op) // self._request_size())
 
-    def _recover(self) -> None:
+    @guarded
+    def recover(self) -> int:
+        """Replay the write-ahead intents left unfinished; returns how many."""
+        return self._recover()
+
+    @guarded
+    def pending_batches(self) -> int:
+        """How many complete write-ahead intents are waiting (begun, not committed)."""
+        with self._errors("read the write-ahead intents"):
+            return len(self._wal.pending())
+
+    def _recover(self) -> int:
         with self._errors("replay unfinished write-ahead intents"):
-            self._wal.recover(lambda ops: self._apply(ops, replay=True))
+            done = self._wal.recover(lambda ops: self._apply(ops, replay=True))
         self._dirty = False
+        return done
+
+    def _recover_on_open(self, recover: bool | None) -> None:
+        """Replay leftover intents now (``recover``; ``None``: unless :attr:`shared`).
+
+        On a shared backend a leftover intent may be a live writer's batch in flight:
+        replaying it from here could undo that writer's later writes, so the store that
+        takes the writer lease replays them (:meth:`recover`) and a reader never does.
+        Until then the first write of this client replays them.
+        """
+        if recover if recover is not None else not self.shared:
+            self._recover()
+        else:
+            self._dirty = True
 
     def _prepare(self, ops: Sequence[Op]) -> list[Op]:
         """Validate, normalise and join neighbouring operations (:func:`coalesce`).

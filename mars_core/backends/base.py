@@ -364,6 +364,21 @@ class BackendBase:
             raise ValidationError(f"apply() takes a WriteBatch, got {type(batch).__name__}")
         self._write(batch.ops)
 
+    def recover(self) -> int:
+        """Complete the batches a writer left unfinished; returns how many (here: none).
+
+        Backends that write through write-ahead intents (Chroma, Qdrant) do this when
+        they open, unless they are :attr:`shared`: there the intents may be a live
+        writer's, so only the store that holds the writer lease replays them, right
+        after taking it (a reader never does).
+        """
+        return 0
+
+    def pending_batches(self) -> int:
+        """How many batches are begun and not finished here (a writer at work, or one
+        that crashed); readers retry while there are any (here: none)."""
+        return 0
+
     def close(self) -> None:  # pragma: no cover
         raise NotImplementedError
 

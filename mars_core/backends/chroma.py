@@ -370,7 +370,9 @@ class ChromaBackend(IntentBackend):
             ``path/<prefix>wal-intents``, the default with ``path=``; about 0.5 ms per
             batch), or ``"collection"`` (the hidden ``<prefix>_wal`` collection, the
             default otherwise; two more Chroma writes, ~15 ms, per batch).
-        recover: replay write-ahead intents left by a crash when opening.
+        recover: replay write-ahead intents left by a crash when opening (default:
+            unless the backend is shared, where they may be a live writer's: the
+            store that takes the writer lease replays them, a reader never).
 
     Raises:
         ExtraNotInstalledError: ``chromadb`` is not installed.
@@ -397,7 +399,7 @@ class ChromaBackend(IntentBackend):
         port: int | None = None,
         collection_prefix: str = "mars_",
         intents: Literal["auto", "collection", "file"] = "auto",
-        recover: bool = True,
+        recover: bool | None = None,
     ) -> None:
         if sum(x is not None for x in (client, path, host)) > 1:
             raise ValidationError("pass at most one of client=, path= and host=")
@@ -432,8 +434,7 @@ class ChromaBackend(IntentBackend):
                     self._ensure(_WAL, 0)
                     store = _IntentCollection(self)
                 self._wal = WriteAheadLog(store)
-                if recover:
-                    self._recover()
+                self._recover_on_open(recover)
         except BaseException:
             self._release()
             raise

@@ -259,7 +259,9 @@ class QdrantBackend(IntentBackend):
         write_ordering: ``"weak"`` (Qdrant's default), ``"medium"`` or ``"strong"``: the
             ordering guarantee of every write on a cluster (``ordering=`` of Qdrant's
             update calls); ``None`` leaves Qdrant's default.
-        recover: replay write-ahead intents left by a crash when opening.
+        recover: replay write-ahead intents left by a crash when opening (default:
+            unless the backend is shared, where they may be a live writer's: the
+            store that takes the writer lease replays them, a reader never).
 
     Raises:
         ExtraNotInstalledError: ``qdrant-client`` is not installed.
@@ -291,7 +293,7 @@ class QdrantBackend(IntentBackend):
         payload_indexes: Sequence[str] | None = None,
         collection_options: Mapping[str, Any] | None = None,
         write_ordering: Literal["weak", "medium", "strong"] | None = None,
-        recover: bool = True,
+        recover: bool | None = None,
     ) -> None:
         if write_ordering not in (None, "weak", "medium", "strong"):
             raise ValidationError("write_ordering must be 'weak', 'medium', 'strong' or None, "
@@ -326,8 +328,7 @@ class QdrantBackend(IntentBackend):
             self._wal = WriteAheadLog(_IntentCollection(self))
             with self._lock:
                 self._ensure(_WAL, 0)
-                if recover:
-                    self._recover()
+                self._recover_on_open(recover)
         except BaseException:
             self._release()
             raise

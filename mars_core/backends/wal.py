@@ -36,10 +36,12 @@ the ids. The one exception is the "keep the stored vector" upsert (``vector=None
 on replay, an id that no longer exists is skipped — a later delete in the same batch
 removed it, and a re-creation after that delete carries its own vector.
 
-Assumptions: one writer per set of collections (the store is single-writer; a second
-process opening the same collections while a batch is in flight would replay it early),
-and the backend's single write calls are atomic. There is no read isolation: a reader in
-another process can observe a half-applied batch.
+Assumptions: one writer per set of collections (the store is single-writer, and on a
+shared server only the holder of its writer lease replays intents: another process that
+replayed a batch still in flight could undo the writer's later writes), and the backend's
+single write calls are atomic. There is no read isolation: a reader in another process
+can observe a half-applied batch (a read-only store reads again while
+:meth:`WriteAheadLog.pending` lists one, see ``mars_core.core``).
 
 Privacy: an intent holds the batch's documents and vectors until step 4 deletes it; on
 backends that keep deleted data physically for a while (Chroma's own log, Qdrant's
