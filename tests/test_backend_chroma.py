@@ -707,6 +707,34 @@ def test_a_reader_takes_the_audit_chain_the_state_record_names(server_store: Any
     assert "Ana moved to Lisbon" in [n.content for n in reader.list("u1")]
 
 
+@needs_chroma
+def test_the_next_writer_completes_a_crashed_batch_before_it_reads(
+        server_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    crashed = server_store(lease_ttl=2.0)
+    crashed.add("Ana moved to Lisbon")
+    backend, apply = crashed.backend, crashed.backend._apply
+
+    def first_request_only(ops: Any, *, replay: bool) -> None:
+        apply(ops[:1], replay=replay)
+        raise MarsBackendError("the writer died here")
+
+    monkeypatch.setattr(backend, "_apply", first_request_only)
+    with pytest.raises(MarsBackendError):
+        crashed.add("Ana likes green tea")  # the intent is recorded; only memories written
+    assert backend.pending_batches() == 1
+    lease = crashed._lease
+    assert lease is not None
+    time.sleep(max(0.0, lease.renewed + lease.ttl - time.time()) + 0.2)
+    taker = server_store()  # takes the lease, replays the batch, then reads
+    assert [n.content for n in taker.list()] == ["Ana moved to Lisbon", "Ana likes green tea"]
+    assert taker.verify().ok and taker.backend.pending_batches() == 0
+    taker.add("Ana plays the cello")  # and goes on writing a whole chain
+    taker.close()
+    reader = server_store(read_only=True)
+    assert len(reader.list()) == 3 and reader.verify().ok
+    assert all(reader.audit.for_node(n.id) for n in reader.list())  # each insert audited
+
+
 READER_WRITER = """
 import sys
 from mars_core.backends.chroma import ChromaBackend
