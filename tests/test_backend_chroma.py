@@ -6,12 +6,8 @@ from __future__ import annotations
 import importlib.util
 import math
 import pathlib
-import subprocess
-import sys
-import time
 import uuid
 import warnings
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +19,6 @@ from filter_strategies import filter_strategies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mars_core import codec
 from mars_core.backends.base import (
     And,
     DeleteOp,
@@ -42,9 +37,7 @@ from mars_core.backends.base import (
 )
 from mars_core.backends.chroma import NUMERIC_FLAG, ChromaBackend, to_chroma_where
 from mars_core.backends.memory import InMemoryBackend
-from mars_core.clock import FakeClock
 from mars_core.errors import (
-    ConfigError,
     ConflictError,
     CorruptStoreError,
     EmbeddingMismatchError,
@@ -52,7 +45,6 @@ from mars_core.errors import (
     StoreClosedError,
     ValidationError,
 )
-from mars_core.store import MemoryStore
 from mars_core.testing import VectorBackendConformance
 
 if TYPE_CHECKING:
@@ -601,184 +593,6 @@ def test_store_round_on_a_server_matches_in_memory(
     got = store_round(lambda: ChromaBackend(host=chroma_server.host, port=chroma_server.port,
                                             collection_prefix=prefix_for(tmp_path)))
     assert got == expected
-
-
-@pytest.fixture
-def server_store(chroma_server: ChromaServer, tmp_path: pathlib.Path) -> Iterator[Any]:
-    made: list[MemoryStore] = []
-    prefix = prefix_for(tmp_path)
-
-    def factory(**kw: Any) -> MemoryStore:
-        backend = ChromaBackend(host=chroma_server.host, port=chroma_server.port,
-                                collection_prefix=prefix)
-        store = MemoryStore(backend, clock=FakeClock(), audit_key=bytes(32), budget=500, **kw)
-        made.append(store)
-        return store
-
-    yield factory
-    for store in made:
-        store.close()
-
-
-@needs_chroma
-def test_two_stores_share_one_server(server_store: Any) -> None:
-    """One writer and any number of read-only readers per store (collection prefix);
-    a second writer is refused while the first holds the lease."""
-    writer = server_store()
-    a = writer.add("Ana moved to Lisbon", namespace="u1")
-    with pytest.raises(ConflictError, match="holds this store's lease"):
-        server_store()
-    reader = server_store(read_only=True)  # opened after the write: sees it
-    assert [n.id for n in reader.list("u1")] == [a.id]
-    assert reader.retrieve("Lisbon", namespace="u1")[0].id == a.id
-    assert reader.get(a.id).access_count == 0  # a reader records no access
-    with pytest.raises(ConflictError, match="read_only"):
-        reader.add("readers cannot write", namespace="u1")
-    writer.close()  # releases the lease
-    second = server_store()
-    b = second.add("Ana likes green tea", namespace="u1")
-    second.close()
-    refreshed = server_store()  # the first one, reopened: sees the other's write
-    assert [n.content for n in refreshed.list("u1")] == [a.content, b.content]
-    assert refreshed.verify().ok
-    hits = refreshed.retrieve("green tea", namespace="u1", read_only=True)
-    assert hits[0].id == b.id
-
-
-@needs_chroma
-def test_an_expired_lease_is_taken_over_and_the_old_writer_stops(server_store: Any) -> None:
-    crashed = server_store(lease_ttl=6.0)  # never closed: as if its process had died
-    crashed.add("written before the crash")
-    with pytest.raises(ConflictError):
-        server_store()
-    lease = crashed._lease
-    assert lease is not None
-    time.sleep(max(0.0, lease.renewed + lease.ttl - time.time()) + 0.2)  # until it expires
-    taker = server_store()
-    with pytest.raises(ConflictError, match="taken this store's lease"):
-        crashed.add("a write after the takeover")
-    taker.add("written by the new writer")
-    assert [n.content for n in taker.list()] == ["written before the crash",
-                                                  "written by the new writer"]
-    crashed.close()  # does not release a lease it no longer holds
-    with pytest.raises(ConflictError):
-        server_store()
-
-
-@needs_chroma
-def test_a_reader_never_replays_a_batch_in_flight(server_store: Any,
-                                                  caplog: pytest.LogCaptureFixture) -> None:
-    """A leftover intent on a shared server may be the live writer's: a reader that
-    replayed it could undo the writer's later writes, so only the lease holder does."""
-    writer = server_store()
-    writer.add("Ana moved to Lisbon", namespace="u1")
-    backend = writer.backend
-    intent = backend._wal.begin([UpsertOp(codec.META, (codec.meta_record("probe", {}),))])
-    with caplog.at_level("WARNING", logger="mars_core.core"):
-        reader = server_store(read_only=True)  # reads again for a while, then as it is
-    assert "in flight" in caplog.text and "Lisbon" not in caplog.text
-    assert backend.pending_batches() == 1  # still the writer's to finish
-    assert not backend.get(codec.META, [codec.meta_id("probe")])
-    assert [n.content for n in reader.list("u1")] == ["Ana moved to Lisbon"]
-    backend._wal.commit(intent)
-
-
-@needs_chroma
-def test_a_reader_takes_the_audit_chain_the_state_record_names(server_store: Any) -> None:
-    """A writer between its batch's audit write and its state write (or a reader that
-    read the audit after a later batch appended to it) is not a corrupt store."""
-    writer = server_store()
-    writer.add("Ana moved to Lisbon", namespace="u1")
-    events = len(writer.audit)
-    apply = writer.backend.apply
-
-    def all_but_the_state(batch: WriteBatch) -> None:
-        for op in batch.ops:
-            if op.collection != codec.META and isinstance(op, UpsertOp):
-                apply(WriteBatch().upsert(op.collection, op.records))
-        raise MarsBackendError("the writer stops here")
-
-    writer.backend.apply = all_but_the_state  # type: ignore[method-assign]
-    with pytest.raises(MarsBackendError):
-        writer.add("Ana likes green tea", namespace="u1")
-    assert len(writer.backend.get(codec.AUDIT)) > events  # on the server: a longer chain
-    reader = server_store(read_only=True)
-    assert len(reader.audit) == events and reader.verify().ok
-    assert "Ana moved to Lisbon" in [n.content for n in reader.list("u1")]
-
-
-@needs_chroma
-def test_the_next_writer_completes_a_crashed_batch_before_it_reads(
-        server_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    crashed = server_store(lease_ttl=2.0)
-    crashed.add("Ana moved to Lisbon")
-    backend, apply = crashed.backend, crashed.backend._apply
-
-    def first_request_only(ops: Any, *, replay: bool) -> None:
-        apply(ops[:1], replay=replay)
-        raise MarsBackendError("the writer died here")
-
-    monkeypatch.setattr(backend, "_apply", first_request_only)
-    with pytest.raises(MarsBackendError):
-        crashed.add("Ana likes green tea")  # the intent is recorded; only memories written
-    assert backend.pending_batches() == 1
-    lease = crashed._lease
-    assert lease is not None
-    time.sleep(max(0.0, lease.renewed + lease.ttl - time.time()) + 0.2)
-    taker = server_store()  # takes the lease, replays the batch, then reads
-    assert [n.content for n in taker.list()] == ["Ana moved to Lisbon", "Ana likes green tea"]
-    assert taker.verify().ok and taker.backend.pending_batches() == 0
-    taker.add("Ana plays the cello")  # and goes on writing a whole chain
-    taker.close()
-    reader = server_store(read_only=True)
-    assert len(reader.list()) == 3 and reader.verify().ok
-    assert all(reader.audit.for_node(n.id) for n in reader.list())  # each insert audited
-
-
-READER_WRITER = """
-import sys
-from mars_core.backends.chroma import ChromaBackend
-from mars_core.store import MemoryStore
-
-backend = ChromaBackend(host=sys.argv[1], port=int(sys.argv[2]), collection_prefix=sys.argv[3])
-with MemoryStore(backend, audit_key=bytes(32), budget=100_000) as store:
-    print("ready", flush=True)
-    for i in range(int(sys.argv[4])):
-        store.add(f"note {i}: the writer keeps writing", namespace="u1")
-"""
-
-
-@needs_chroma
-@pytest.mark.slow
-def test_readers_open_while_another_process_writes(chroma_server: ChromaServer,
-                                                   tmp_path: pathlib.Path) -> None:
-    """Readers opened again and again beside a writer process never see a broken store,
-    never replay its batches, and see its writes grow; once it is done, all of them."""
-    prefix, total = prefix_for(tmp_path), 80
-    with MemoryStore(ChromaBackend(host=chroma_server.host, port=chroma_server.port,
-                                   collection_prefix=prefix), audit_key=bytes(32)) as seed:
-        seed.add("note: before the writer started", namespace="u1")
-    proc = subprocess.Popen([sys.executable, "-c", READER_WRITER, chroma_server.host,
-                             str(chroma_server.port), prefix, str(total)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    seen: list[int] = []
-    while proc.poll() is None:
-        with MemoryStore(ChromaBackend(host=chroma_server.host, port=chroma_server.port,
-                                       collection_prefix=prefix), read_only=True) as reader:
-            assert reader.verify().ok
-            seen.append(len(reader.list("u1")))
-    assert proc.wait() == 0, proc.stderr.read() if proc.stderr else ""
-    assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] <= total + 1
-    with MemoryStore(ChromaBackend(host=chroma_server.host, port=chroma_server.port,
-                                   collection_prefix=prefix), read_only=True) as reader:
-        assert len(reader.list("u1")) == total + 1 and reader.verify().ok
-
-
-@needs_chroma
-def test_read_only_needs_an_existing_store(server_store: Any) -> None:
-    with pytest.raises(ConfigError, match="existing store"):
-        server_store(read_only=True)
 
 
 # --- crash loop: SIGKILL a writer at random, reopen, check every batch is whole -------------

@@ -1,0 +1,250 @@
+"""Stores that share one backend: one writer per store (a lease), any number of readers.
+
+Every test runs on each shared kind: ``chroma-http`` (the session's real ``chroma run``
+server), ``qdrant-client`` (one Qdrant local-mode client passed to several backends in
+this process: what a server is to several processes, without one) and ``qdrant-url``
+(the server at ``QDRANT_URL``, when it is set). The test with a second process runs on
+the servers. What the deployment guide promises two processes (docs/deployment.md,
+"What two processes sharing one server may do") is tested here.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from chroma_server import prefix_for
+
+from mars_core import codec
+from mars_core.backends.base import UpsertOp, VectorBackend, WriteBatch
+from mars_core.clock import FakeClock
+from mars_core.errors import ConfigError, ConflictError, MarsBackendError
+from mars_core.store import MemoryStore
+
+KINDS = ["chroma-http", "qdrant-client", *(["qdrant-url"] if os.environ.get("QDRANT_URL")
+                                           else [])]
+"""The shared kinds (``qdrant-url`` when ``QDRANT_URL`` is set)."""
+
+
+@dataclass(frozen=True)
+class Shared:
+    """One shared backend: how to connect another client to it, and where it is."""
+
+    kind: str
+    prefix: str
+    connect: Callable[[], VectorBackend]
+    where: str | None  # host:port or URL for another process; None: this process only
+
+
+@pytest.fixture(params=KINDS)
+def shared(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Shared]:
+    """A backend several store instances (and, on a server, processes) reach."""
+    kind, prefix = request.param, prefix_for(tmp_path)
+    if kind == "chroma-http":
+        pytest.importorskip("chromadb", reason="chromadb is not installed (mars-memory[chroma])")
+        from mars_core.backends.chroma import ChromaBackend
+
+        server = request.getfixturevalue("chroma_server")
+        yield Shared(kind, prefix, lambda: ChromaBackend(
+            host=server.host, port=server.port, collection_prefix=prefix),
+            f"{server.host}:{server.port}")
+        return
+    pytest.importorskip("qdrant_client", reason="qdrant-client is not installed "
+                        "(mars-memory[qdrant])")
+    from mars_core.backends.qdrant import QdrantBackend
+
+    if kind == "qdrant-url":
+        url = os.environ["QDRANT_URL"]
+        yield Shared(kind, prefix, lambda: QdrantBackend(
+            url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection_prefix=prefix), url)
+        return
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(location=":memory:")
+    try:
+        yield Shared(kind, prefix, lambda: QdrantBackend(client=client,
+                                                         collection_prefix=prefix), None)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def server_store(shared: Shared) -> Iterator[Callable[..., MemoryStore]]:
+    """``server_store(**kw)``: a store on a new client of the shared backend."""
+    made: list[MemoryStore] = []
+
+    def factory(**kw: Any) -> MemoryStore:
+        store = MemoryStore(shared.connect(), clock=FakeClock(), audit_key=bytes(32),
+                            budget=500, **kw)
+        made.append(store)
+        return store
+
+    yield factory
+    for store in made:
+        store.close()
+
+
+def test_two_stores_share_one_backend(server_store: Any) -> None:
+    """One writer and any number of read-only readers per store (collection prefix);
+    a second writer is refused while the first holds the lease."""
+    writer = server_store()
+    a = writer.add("Ana moved to Lisbon", namespace="u1")
+    with pytest.raises(ConflictError, match="holds this store's lease"):
+        server_store()
+    reader = server_store(read_only=True)  # opened after the write: sees it
+    assert [n.id for n in reader.list("u1")] == [a.id]
+    assert reader.retrieve("Lisbon", namespace="u1")[0].id == a.id
+    assert reader.get(a.id).access_count == 0  # a reader records no access
+    with pytest.raises(ConflictError, match="read_only"):
+        reader.add("readers cannot write", namespace="u1")
+    writer.close()  # releases the lease
+    second = server_store()
+    b = second.add("Ana likes green tea", namespace="u1")
+    second.close()
+    refreshed = server_store()  # the first one, reopened: sees the other's write
+    assert [n.content for n in refreshed.list("u1")] == [a.content, b.content]
+    assert refreshed.verify().ok
+    hits = refreshed.retrieve("green tea", namespace="u1", read_only=True)
+    assert hits[0].id == b.id
+
+
+def test_an_expired_lease_is_taken_over_and_the_old_writer_stops(server_store: Any) -> None:
+    crashed = server_store(lease_ttl=6.0)  # never closed: as if its process had died
+    crashed.add("written before the crash")
+    with pytest.raises(ConflictError):
+        server_store()
+    lease = crashed._lease
+    assert lease is not None
+    time.sleep(max(0.0, lease.renewed + lease.ttl - time.time()) + 0.2)  # until it expires
+    taker = server_store()
+    with pytest.raises(ConflictError, match="taken this store's lease"):
+        crashed.add("a write after the takeover")
+    taker.add("written by the new writer")
+    assert [n.content for n in taker.list()] == ["written before the crash",
+                                                  "written by the new writer"]
+    crashed.close()  # does not release a lease it no longer holds
+    with pytest.raises(ConflictError):
+        server_store()
+
+
+def test_a_reader_never_replays_a_batch_in_flight(server_store: Any,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A leftover intent on a shared server may be the live writer's: a reader that
+    replayed it could undo the writer's later writes, so only the lease holder does."""
+    writer = server_store()
+    writer.add("Ana moved to Lisbon", namespace="u1")
+    backend = writer.backend
+    intent = backend._wal.begin([UpsertOp(codec.META, (codec.meta_record("probe", {}),))])
+    with caplog.at_level("WARNING", logger="mars_core.core"):
+        reader = server_store(read_only=True)  # reads again for a while, then as it is
+    assert "in flight" in caplog.text and "Lisbon" not in caplog.text
+    assert backend.pending_batches() == 1  # still the writer's to finish
+    assert not backend.get(codec.META, [codec.meta_id("probe")])
+    assert [n.content for n in reader.list("u1")] == ["Ana moved to Lisbon"]
+    backend._wal.commit(intent)
+
+
+def test_a_reader_takes_the_audit_chain_the_state_record_names(server_store: Any) -> None:
+    """A writer between its batch's audit write and its state write (or a reader that
+    read the audit after a later batch appended to it) is not a corrupt store."""
+    writer = server_store()
+    writer.add("Ana moved to Lisbon", namespace="u1")
+    events = len(writer.audit)
+    apply = writer.backend.apply
+
+    def all_but_the_state(batch: WriteBatch) -> None:
+        for op in batch.ops:
+            if op.collection != codec.META and isinstance(op, UpsertOp):
+                apply(WriteBatch().upsert(op.collection, op.records))
+        raise MarsBackendError("the writer stops here")
+
+    writer.backend.apply = all_but_the_state  # type: ignore[method-assign]
+    with pytest.raises(MarsBackendError):
+        writer.add("Ana likes green tea", namespace="u1")
+    assert len(writer.backend.get(codec.AUDIT)) > events  # on the server: a longer chain
+    reader = server_store(read_only=True)
+    assert len(reader.audit) == events and reader.verify().ok
+    assert "Ana moved to Lisbon" in [n.content for n in reader.list("u1")]
+
+
+def test_the_next_writer_completes_a_crashed_batch_before_it_reads(
+        server_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    crashed = server_store(lease_ttl=2.0)
+    crashed.add("Ana moved to Lisbon")
+    backend, apply = crashed.backend, crashed.backend._apply
+
+    def first_request_only(ops: Any, *, replay: bool) -> None:
+        apply(ops[:1], replay=replay)
+        raise MarsBackendError("the writer died here")
+
+    monkeypatch.setattr(backend, "_apply", first_request_only)
+    with pytest.raises(MarsBackendError):
+        crashed.add("Ana likes green tea")  # the intent is recorded; only memories written
+    assert backend.pending_batches() == 1
+    lease = crashed._lease
+    assert lease is not None
+    time.sleep(max(0.0, lease.renewed + lease.ttl - time.time()) + 0.2)
+    taker = server_store()  # takes the lease, replays the batch, then reads
+    assert [n.content for n in taker.list()] == ["Ana moved to Lisbon", "Ana likes green tea"]
+    assert taker.verify().ok and taker.backend.pending_batches() == 0
+    taker.add("Ana plays the cello")  # and goes on writing a whole chain
+    taker.close()
+    reader = server_store(read_only=True)
+    assert len(reader.list()) == 3 and reader.verify().ok
+    assert all(reader.audit.for_node(n.id) for n in reader.list())  # each insert audited
+
+
+READER_WRITER = """
+import os, sys
+from mars_core.store import MemoryStore
+
+kind, where, prefix, total = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+if kind == "chroma-http":
+    from mars_core.backends.chroma import ChromaBackend
+    host, port = where.rsplit(":", 1)
+    backend = ChromaBackend(host=host, port=int(port), collection_prefix=prefix)
+else:
+    from mars_core.backends.qdrant import QdrantBackend
+    backend = QdrantBackend(url=where, api_key=os.environ.get("QDRANT_API_KEY"),
+                            collection_prefix=prefix)
+with MemoryStore(backend, audit_key=bytes(32), budget=100_000) as store:
+    print("ready", flush=True)
+    for i in range(total):
+        store.add(f"note {i}: the writer keeps writing", namespace="u1")
+"""
+
+
+@pytest.mark.slow
+def test_readers_open_while_another_process_writes(shared: Shared) -> None:
+    """Readers opened again and again beside a writer process never see a broken store,
+    never replay its batches, and see its writes grow; once it is done, all of them."""
+    if shared.where is None:
+        pytest.skip("a client shared in one process: no second process can reach it")
+    total = 80
+    with MemoryStore(shared.connect(), audit_key=bytes(32)) as seed:
+        seed.add("note: before the writer started", namespace="u1")
+    proc = subprocess.Popen([sys.executable, "-c", READER_WRITER, shared.kind, shared.where,
+                             shared.prefix, str(total)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    seen: list[int] = []
+    while proc.poll() is None:
+        with MemoryStore(shared.connect(), read_only=True) as reader:
+            assert reader.verify().ok
+            seen.append(len(reader.list("u1")))
+    assert proc.wait() == 0, proc.stderr.read() if proc.stderr else ""
+    assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] <= total + 1
+    with MemoryStore(shared.connect(), read_only=True) as reader:
+        assert len(reader.list("u1")) == total + 1 and reader.verify().ok
+
+
+def test_read_only_needs_an_existing_store(server_store: Any) -> None:
+    with pytest.raises(ConfigError, match="existing store"):
+        server_store(read_only=True)
