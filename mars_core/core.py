@@ -303,17 +303,32 @@ class StoreCore:
         chain is the prefix the state record names (:meth:`_restore`).
         """
         for wait in (*_READ_WAITS, None):
-            mark = self._state_mark()
+            self._mark = self._state_mark()
             self._read(audit_key)
             if not _backend_hook(self.backend, "pending_batches") \
-                    and self._state_mark() == mark:
+                    and self._state_mark() == self._mark:
                 return
             if wait is None:
                 log.warning("opened read-only while a batch of writes was in flight: the "
-                            "memories may include part of it; reopen to read it whole")
+                            "memories may include part of it; refresh() to read it whole")
                 return
             time.sleep(wait)
             self._state, self._prefs = StoreState(), {}
+
+    def _refresh(self) -> bool:
+        """A reader's :meth:`_read_consistent` again, when the state record changed since
+        (one small read otherwise); on any error the store stays as it was."""
+        if not self._read_only or self._state_mark() == self._mark:
+            return False
+        saved = {**vars(self), "_colls": dict(self._colls)}
+        self._state, self._prefs = StoreState(), {}
+        try:
+            self._read_consistent(None)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(saved)
+            raise
+        return True
 
     def _state_mark(self) -> tuple[str, dict[str, Any]] | None:
         """The raw store state record (every committed batch rewrites it, last)."""

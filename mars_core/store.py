@@ -82,7 +82,7 @@ class MemoryStore(StoreCore):
         read_only: open an existing store to read it: nothing is ever written (every
             change raises :class:`~mars_core.errors.ConflictError`, ``retrieve`` does not
             record accesses) and no writer lease is taken. What it shows is the store as
-            of the open: reopen to see later writes.
+            of the open: :meth:`refresh` (or reopen) to see later writes.
         lease_ttl: seconds a writer lease lasts without writes, on a shared backend
             (a Chroma or Qdrant server, or a client passed in): one writer per store,
             any number of ``read_only`` readers; see :mod:`mars_core.core` ``_Lease``.
@@ -844,6 +844,24 @@ class MemoryStore(StoreCore):
 
     # --- lifecycle -------------------------------------------------------------------------------
 
+    @_op
+    def refresh(self) -> bool:
+        """Read the store again if its writer changed it since this reader last read it.
+
+        For a ``read_only`` store beside a writer (another process on a shared server):
+        one small read when nothing changed, otherwise the views are rebuilt as on open.
+        A writer's own store is always current (``False``).
+
+        Returns:
+            Whether anything was read again.
+
+        Raises:
+            EmbeddingMismatchError, CorruptStoreError, MarsBackendError: as when opening
+                (the writer moved the store to another embedder, ...); the store then
+                stays as it was.
+        """
+        return self._refresh()
+
     def close(self) -> None:
         """Close the store and its backend (idempotent)."""
         with self._lock:
@@ -884,6 +902,7 @@ class MemoryStore(StoreCore):
     aexplain = asyncify(explain)
     astats = asyncify(stats)
     averify = asyncify(verify)
+    arefresh = asyncify(refresh)
     areembed = asyncify(reembed)
     amaintain = asyncify(maintain)
     aerase = asyncify(erase)

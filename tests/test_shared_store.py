@@ -10,6 +10,7 @@ the servers. What the deployment guide promises two processes (docs/deployment.m
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pathlib
 import subprocess
@@ -25,7 +26,8 @@ from chroma_server import prefix_for
 from mars_core import codec
 from mars_core.backends.base import UpsertOp, VectorBackend, WriteBatch
 from mars_core.clock import FakeClock
-from mars_core.errors import ConfigError, ConflictError, MarsBackendError
+from mars_core.embeddings import HashingEmbedder
+from mars_core.errors import ConfigError, ConflictError, EmbeddingMismatchError, MarsBackendError
 from mars_core.store import MemoryStore
 
 KINDS = ["chroma-http", "qdrant-client", *(["qdrant-url"] if os.environ.get("QDRANT_URL")
@@ -248,3 +250,28 @@ def test_readers_open_while_another_process_writes(shared: Shared) -> None:
 def test_read_only_needs_an_existing_store(server_store: Any) -> None:
     with pytest.raises(ConfigError, match="existing store"):
         server_store(read_only=True)
+
+
+def test_a_reader_refreshes_to_see_the_writers_later_writes(server_store: Any) -> None:
+    writer = server_store()
+    a = writer.add("Ana moved to Lisbon", namespace="u1")
+    reader = server_store(read_only=True)
+    assert reader.refresh() is False  # nothing new: one small read
+    b = writer.add("Ana likes green tea", namespace="u1")
+    assert [n.id for n in reader.list("u1")] == [a.id]  # as of its open
+    assert reader.refresh() is True
+    assert [n.id for n in reader.list("u1")] == [a.id, b.id] and reader.verify().ok
+    assert reader.retrieve("green tea", namespace="u1")[0].id == b.id
+    assert len(reader.audit) == len(writer.audit)
+    assert asyncio.run(reader.arefresh()) is False and writer.refresh() is False
+
+
+def test_a_failed_refresh_leaves_the_reader_as_it_was(server_store: Any) -> None:
+    writer = server_store()
+    a = writer.add("Ana moved to Lisbon", namespace="u1")
+    reader = server_store(read_only=True)
+    writer.reembed(HashingEmbedder(dim=64))  # the reader's embedder no longer fits
+    with pytest.raises(EmbeddingMismatchError):
+        reader.refresh()
+    assert [n.id for n in reader.list("u1")] == [a.id] and reader.verify().ok
+    assert reader.retrieve("Lisbon", namespace="u1")[0].id == a.id
