@@ -40,7 +40,9 @@ Narrower still, :data:`TEST_KINDS` lists the slowest tests with the reason for e
 statistics and long workloads of the policies run in memory; their exact-order and
 drift-bound checks in memory and on Qdrant's path mode). ``MARS_TEST_MATRIX=full``
 lifts both tables: every test of every matrix module runs on every kind (the whole store
-suite on each backend; hours on 2 cores, so not part of ``make test``). Inside a matrix
+suite on each backend; hours on 2 cores, so not part of ``make test``), except that a test
+marked ``local_files`` (it scans or copies a store's own directory, where a server kind
+keeps nothing) never runs on the server kinds. Inside a matrix
 module, ``@pytest.mark.backend_neutral`` marks a test that runs once: it builds no store,
 or only stores on the backends it names itself (a module whose tests are mostly pure sets
 it as ``pytestmark`` and puts its store tests back with ``backend_neutral(False)``). A
@@ -84,7 +86,7 @@ from mars_core.store import MemoryStore
 
 __all__ = ["ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
            "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "SERVER_KINDS",
-           "TEST_KINDS", "chroma_server_fixture", "matrix_kinds"]
+           "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds"]
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
 
@@ -121,7 +123,10 @@ TESTS = Path(__file__).resolve().parent
 ALL_KINDS = tuple(BACKEND_KINDS)
 """All of them: for the store's own suites."""
 
-EMBEDDED_KINDS = tuple(k for k in BACKEND_KINDS if k not in ("chroma-http", "qdrant-url"))
+SERVER_ONLY = ("chroma-http", "qdrant-url")
+"""The kinds whose stores keep their data on a server, not in the store's directory."""
+
+EMBEDDED_KINDS = tuple(k for k in BACKEND_KINDS if k not in SERVER_ONLY)
 """Every kind but the servers: for the modules that are fast on every embedded backend
 (over HTTP a store creates its five collections in ~1 s, more than such a test takes)."""
 
@@ -133,7 +138,7 @@ OPEN_KINDS = ("inmemory", "chroma-persistent", "chroma-http", "qdrant-path", "qd
 """The kinds that differ for stores made by ``MemoryStore.open(path)``: the ephemeral
 kinds open the same on-disk variants, so they would only repeat the run."""
 
-SERVER_KINDS = (*LIGHT_KINDS, "chroma-http", "qdrant-url")
+SERVER_KINDS = (*LIGHT_KINDS, *SERVER_ONLY)
 """The light kinds and the servers: for the adapters whose use case is a shared server."""
 
 MODULE_KINDS: dict[str, tuple[str, ...]] = {
@@ -245,6 +250,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "backend_neutral(neutral=True): a test of a matrix module that runs "
         "once, not per backend: it builds no store, or only stores on the backends it names "
         "itself (as a module's pytestmark, backend_neutral(False) puts one test back on)")
+    config.addinivalue_line(
+        "markers", "local_files: a test of a matrix module that reads or copies a store's "
+        "own directory, where a server kind keeps nothing: never run on the server kinds, "
+        "even with MARS_TEST_MATRIX=full")
 
 
 def _module_key(metafunc: pytest.Metafunc) -> str:
@@ -286,8 +295,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     module = _module_key(metafunc)
     if module not in MODULE_KINDS:
         return
-    metafunc.parametrize("store_backend",
-                         matrix_kinds(module, metafunc.definition.originalname), indirect=True)
+    kinds = matrix_kinds(module, metafunc.definition.originalname)
+    if metafunc.definition.get_closest_marker("local_files") is not None:
+        kinds = [k for k in kinds if k not in SERVER_ONLY]
+    metafunc.parametrize("store_backend", kinds, indirect=True)
 
 
 def _server_backend(kind: str, server: ChromaServer | None, prefix: str) -> VectorBackend:

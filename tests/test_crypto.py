@@ -27,6 +27,8 @@ from mars_core.codec import MEMORIES, META, decode_meta, decode_node, meta_id
 from mars_core.errors import ConfigError, CorruptStoreError, MarsBackendError
 from mars_core.privacy.crypto import ContentCipher, KeyStore, is_sealed
 
+pytestmark = pytest.mark.local_files  # it scans the files of the stores it makes
+
 KEY = bytes(range(32))
 PLANTED = ["555-0199", "Rua Augusta", "Zephyrine"]
 

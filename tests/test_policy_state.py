@@ -63,6 +63,7 @@ def _finish(store: MemoryStore, x: str, d: str) -> str:
 PARAMS = {"hysteresis_margin": 0.1, "drift_tolerance": 1e-9}
 
 
+@pytest.mark.local_files  # it copies the store's directory to have a second store
 def test_priority_hysteresis_survives_a_reopen(tmp_path: Path) -> None:
     with _open(None, "priority", 34, **PARAMS) as store:
         x, d = _spare_x(store)
