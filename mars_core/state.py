@@ -14,7 +14,7 @@ Examples:
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -47,6 +47,7 @@ class StoreState:
         self.owned: dict[str, list[Edge]] = defaultdict(list)
         self.ledger = BudgetLedger()
         self.lexical: dict[tuple[str, MemoryStatus], BM25Index] = {}
+        self.totals: Counter[MemoryStatus] = Counter()  # len(by_ns[*][status]), kept up
         self.steps: dict[str, int] = defaultdict(int)
         self.counter = 0
         self.touch = 0
@@ -74,7 +75,7 @@ class StoreState:
 
     def total(self, status: MemoryStatus = MemoryStatus.ACTIVE) -> int:
         """Number of nodes with a status, over every namespace."""
-        return sum(len(d[status]) for d in self.by_ns.values())
+        return self.totals[status]
 
     def namespaces(self) -> list[str]:
         """Namespaces that hold any node."""
@@ -173,13 +174,19 @@ class StoreState:
             self.last_episode[key] = node.id
 
     def _index(self, node: MemoryNode) -> None:
-        self.by_ns[node.namespace][node.status][node.id] = None
+        ids = self.by_ns[node.namespace][node.status]
+        if node.id not in ids:
+            ids[node.id] = None
+            self.totals[node.status] += 1
         self.index(node.namespace, node.status).add(node.id, node.content)
         if node.is_active:
             self.ledger.add(node.namespace, node.type, node.weight)
 
     def _unindex(self, node: MemoryNode) -> None:
-        self.by_ns[node.namespace][node.status].pop(node.id, None)
+        ids = self.by_ns[node.namespace][node.status]
+        if node.id in ids:
+            del ids[node.id]
+            self.totals[node.status] -= 1
         self.index(node.namespace, node.status).remove(node.id)
         if node.is_active:
             self.ledger.remove(node.namespace, node.type, node.weight)

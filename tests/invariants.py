@@ -55,6 +55,8 @@ def check_invariants(store: MemoryStore) -> None:
             assert per["archived"] == sum(
                 1 for n in nodes.values() if n.namespace == ns and not n.is_active)
         assert stats["audit_events"] == len(events)
+        assert (st.total(MemoryStatus.ACTIVE), st.total(MemoryStatus.ARCHIVED)) == (
+            len(active), len(archived))  # the running totals the dense channel's plan reads
 
         # (2) provenance closure: every derivesFrom target exists (active or archived)
         for edge in st.graph.edges():
