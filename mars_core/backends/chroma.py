@@ -33,9 +33,10 @@ embeddings — Chroma is never asked to embed anything, so it works offline. Sco
   needs more than one Chroma write, records a write-ahead intent
   (:mod:`mars_core.backends.wal`) — in fsynced files under the database directory for
   an embedded database, else in the hidden collection ``<prefix>_wal`` — before
-  applying it, and replays leftover intents on open: a batch is all-or-nothing across
-  crashes (no read isolation). A failure in the middle of a batch leaves its intent;
-  the next write (or the next open) completes it first.
+  applying it, and replays leftover intents on open (on a server: once the store's
+  writer holds the lease, never from a reader): a batch is all-or-nothing across crashes
+  (no read isolation). A failure in the middle of a batch leaves its intent; the next
+  write (or the next open) completes it first.
 
 What Chroma keeps physically after a delete: the record leaves the results at once,
 but the bytes stay on disk for a while.

@@ -30,7 +30,8 @@ rather than a silent rewrite.
 * **Batches.** As for Chroma: :meth:`QdrantBackend.apply` validates the whole batch and,
   when it takes more than one request, records a write-ahead intent
   (:mod:`mars_core.backends.wal`) in ``<prefix>_wal`` first; leftovers are replayed on
-  open, so a batch is all-or-nothing across crashes (no read isolation).
+  open (on a server: once the store's writer holds the lease, never from a reader), so
+  a batch is all-or-nothing across crashes (no read isolation).
 
 What Qdrant keeps physically after a delete: a server marks the point deleted in its
 segment and drops it from the index at once, but the bytes stay in the segment files
