@@ -204,10 +204,10 @@ def test_the_next_writer_completes_a_crashed_batch_before_it_reads(
 
 
 READER_WRITER = """
-import os, sys
+import os, pathlib, sys
 from mars_core.store import MemoryStore
 
-kind, where, prefix, total = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+kind, where, prefix, stop = sys.argv[1], sys.argv[2], sys.argv[3], pathlib.Path(sys.argv[4])
 if kind == "chroma-http":
     from mars_core.backends.chroma import ChromaBackend
     host, port = where.rsplit(":", 1)
@@ -218,33 +218,39 @@ else:
                             collection_prefix=prefix)
 with MemoryStore(backend, audit_key=bytes(32), budget=100_000) as store:
     print("ready", flush=True)
-    for i in range(total):
-        store.add(f"note {i}: the writer keeps writing", namespace="u1")
+    written = 0
+    while not stop.exists() and written < 5_000:
+        store.add(f"note {written}: the writer keeps writing", namespace="u1")
+        written += 1
+print(written, flush=True)
 """
 
 
 @pytest.mark.slow
-def test_readers_open_while_another_process_writes(shared: Shared) -> None:
+def test_readers_open_while_another_process_writes(shared: Shared,
+                                                   tmp_path: pathlib.Path) -> None:
     """Readers opened again and again beside a writer process never see a broken store,
     never replay its batches, and see its writes grow; once it is done, all of them."""
     if shared.where is None:
         pytest.skip("a client shared in one process: no second process can reach it")
-    total = 80
     with MemoryStore(shared.connect(), audit_key=bytes(32)) as seed:
         seed.add("note: before the writer started", namespace="u1")
+    stop = tmp_path / "stop"
     proc = subprocess.Popen([sys.executable, "-c", READER_WRITER, shared.kind, shared.where,
-                             shared.prefix, str(total)],
+                             shared.prefix, str(stop)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     seen: list[int] = []
-    while proc.poll() is None:
+    while len(seen) < 6 and proc.poll() is None:  # six opens while it writes
         with MemoryStore(shared.connect(), read_only=True) as reader:
             assert reader.verify().ok
             seen.append(len(reader.list("u1")))
-    assert proc.wait() == 0, proc.stderr.read() if proc.stderr else ""
-    assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] <= total + 1
+    stop.touch()
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    written = int(proc.stdout.readline())
+    assert len(seen) == 6 and seen == sorted(seen) and seen[0] >= 1 and seen[-1] > seen[0]
     with MemoryStore(shared.connect(), read_only=True) as reader:
-        assert len(reader.list("u1")) == total + 1 and reader.verify().ok
+        assert len(reader.list("u1")) == written + 1 and reader.verify().ok
 
 
 def test_read_only_needs_an_existing_store(server_store: Any) -> None:
