@@ -24,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -274,7 +275,7 @@ def dense(backend: VectorBackend, collection: str, qvec: npt.NDArray[np.float32]
     if not np.any(qvec):
         return {}
     if admits is not None and share >= POST_FILTER_SHARE:
-        wide = int(np.ceil(1.25 * k / share)) + 8
+        wide = math.ceil(1.25 * k / share) + 8
         found = backend.query(collection, qvec, wide)
         kept = [r for r in found if admits(r.record.id)][:k]
         if len(kept) == k or len(found) < wide:

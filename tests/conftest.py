@@ -86,7 +86,8 @@ from mars_core.store import MemoryStore
 
 __all__ = ["ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
            "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "SERVER_KINDS",
-           "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds"]
+           "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds",
+           "server_backend"]
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
 
@@ -301,7 +302,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("store_backend", kinds, indirect=True)
 
 
-def _server_backend(kind: str, server: ChromaServer | None, prefix: str) -> VectorBackend:
+def server_backend(kind: str, server: ChromaServer | None, prefix: str) -> VectorBackend:
+    """A client of the test session's server of ``kind`` (``chroma-http``, ``qdrant-url``)."""
     if kind == "chroma-http":
         from mars_core.backends.chroma import ChromaBackend
 
@@ -360,7 +362,7 @@ def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
         from mars_core.backends.qdrant import QdrantBackend
 
         if kind in ("chroma-http", "qdrant-url"):
-            return _server_backend(kind, server, f"t{uuid.uuid4().hex[:12]}_")
+            return server_backend(kind, server, f"t{uuid.uuid4().hex[:12]}_")
         if kind == "chroma-ephemeral":
             return ChromaBackend()
         if kind == "qdrant-memory":
@@ -375,7 +377,7 @@ def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
             return original(directory, asked)
         if kind in ("chroma-http", "qdrant-url"):
             directory.mkdir(parents=True, exist_ok=True)
-            return _server_backend(kind, server, prefix_for(directory)), f"{kind} (test matrix)"
+            return server_backend(kind, server, prefix_for(directory)), f"{kind} (test matrix)"
         return original(directory, kind.split("-", maxsplit=1)[0])
 
     monkeypatch.setattr(core, "_ephemeral_backend", ephemeral)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from chroma_server import prefix_for
+from conftest import server_backend
 
 from mars_core import codec
 from mars_core.backends.base import UpsertOp, VectorBackend, WriteBatch
@@ -49,25 +50,15 @@ class Shared:
 def shared(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Shared]:
     """A backend several store instances (and, on a server, processes) reach."""
     kind, prefix = request.param, prefix_for(tmp_path)
-    if kind == "chroma-http":
-        pytest.importorskip("chromadb", reason="chromadb is not installed (mars-memory[chroma])")
-        from mars_core.backends.chroma import ChromaBackend
-
-        server = request.getfixturevalue("chroma_server")
-        yield Shared(kind, prefix, lambda: ChromaBackend(
-            host=server.host, port=server.port, collection_prefix=prefix),
-            f"{server.host}:{server.port}")
-        return
-    pytest.importorskip("qdrant_client", reason="qdrant-client is not installed "
-                        "(mars-memory[qdrant])")
-    from mars_core.backends.qdrant import QdrantBackend
-
-    if kind == "qdrant-url":
-        url = os.environ["QDRANT_URL"]
-        yield Shared(kind, prefix, lambda: QdrantBackend(
-            url=url, api_key=os.environ.get("QDRANT_API_KEY"), collection_prefix=prefix), url)
+    pytest.importorskip("chromadb" if kind == "chroma-http" else "qdrant_client")
+    if kind in ("chroma-http", "qdrant-url"):
+        server = request.getfixturevalue("chroma_server") if kind == "chroma-http" else None
+        where = f"{server.host}:{server.port}" if server else os.environ["QDRANT_URL"]
+        yield Shared(kind, prefix, lambda: server_backend(kind, server, prefix), where)
         return
     from qdrant_client import QdrantClient
+
+    from mars_core.backends.qdrant import QdrantBackend
 
     client = QdrantClient(location=":memory:")
     try:
