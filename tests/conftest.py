@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chroma_server import ChromaServer, chroma_server_fixture, prefix_for
+from chroma_server import chroma_server_fixture, prefix_for, server_backend
 from hypothesis import settings
 
 from mars_core import core
@@ -86,8 +86,7 @@ from mars_core.store import MemoryStore
 
 __all__ = ["ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
            "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "SERVER_KINDS",
-           "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds",
-           "server_backend"]
+           "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds"]
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
 
@@ -300,19 +299,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("local_files") is not None:
         kinds = [k for k in kinds if k not in SERVER_ONLY]
     metafunc.parametrize("store_backend", kinds, indirect=True)
-
-
-def server_backend(kind: str, server: ChromaServer | None, prefix: str) -> VectorBackend:
-    """A client of the test session's server of ``kind`` (``chroma-http``, ``qdrant-url``)."""
-    if kind == "chroma-http":
-        from mars_core.backends.chroma import ChromaBackend
-
-        assert server is not None
-        return ChromaBackend(host=server.host, port=server.port, collection_prefix=prefix)
-    from mars_core.backends.qdrant import QdrantBackend
-
-    return QdrantBackend(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"),
-                         collection_prefix=prefix)
 
 
 @pytest.fixture(scope="session")

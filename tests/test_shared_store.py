@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from chroma_server import prefix_for
-from conftest import server_backend
+from chroma_server import prefix_for, server_backend
 
 from mars_core import codec
 from mars_core.backends.base import UpsertOp, VectorBackend, WriteBatch
