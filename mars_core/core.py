@@ -853,8 +853,7 @@ class StoreCore:
             raise ValidationError("budget_tokens must be a positive integer")
         if k is not None and (not isinstance(k, int) or k <= 0):
             raise ValidationError("k must be a positive integer")
-        if max_sensitivity is not None and not 0.0 <= max_sensitivity <= 1.0:
-            raise ValidationError("max_sensitivity must lie in [0, 1]")
+        _check_filters(max_sensitivity, since, until, conversation)
         try:
             tset = None if types is None else frozenset(MemoryType(t) for t in types)
         except ValueError as exc:
@@ -1230,3 +1229,16 @@ def _keys_for(directory: Path, keys: str | os.PathLike[str] | None, encrypt: boo
             encrypt = False
     return default if encrypt else None
 
+
+def _check_filters(max_sensitivity: object, since: object, until: object,
+                   conversation: object) -> None:
+    """A retrieve's filters, checked before anything is read (:class:`ValidationError`)."""
+    if max_sensitivity is not None and (
+            isinstance(max_sensitivity, bool) or not isinstance(max_sensitivity, int | float)
+            or not 0.0 <= max_sensitivity <= 1.0):
+        raise ValidationError("max_sensitivity must be a number in [0, 1]")
+    for name, when in (("since", since), ("until", until)):
+        if when is not None and not isinstance(when, datetime):
+            raise ValidationError(f"{name} must be a datetime (naive ones are UTC) or None")
+    if conversation is not None and not isinstance(conversation, str):
+        raise ValidationError('conversation must be a string ("": no conversation) or None')

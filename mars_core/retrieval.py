@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
@@ -37,7 +37,7 @@ import numpy.typing as npt
 from mars_core.backends.base import And, Eq, Filter, In, Range, VectorBackend
 from mars_core.config import RetrievalConfig
 from mars_core.lexical import STOPWORDS
-from mars_core.model import MemoryNode, MemoryStatus, MemoryType
+from mars_core.model import MemoryNode, MemoryStatus, MemoryType, utc
 from mars_core.state import StoreState
 
 __all__ = ["POST_FILTER_SHARE", "Answerability", "Hit", "Query", "answerability", "cue_score",
@@ -49,7 +49,11 @@ _EPS = 1e-6
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """What to retrieve: text plus filters, in one namespace."""
+    """What to retrieve: text plus filters, in one namespace.
+
+    ``since`` and ``until`` are kept as aware UTC datetimes (naive ones are taken as UTC,
+    as everywhere in the store); ``conversation=""`` asks for memories of no conversation.
+    """
 
     text: str
     namespace: str
@@ -58,22 +62,28 @@ class Query:
     since: datetime | None = None
     until: datetime | None = None
     conversation: str | None = None
-    exclude: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, utc(value))
 
     def allows_sensitivity(self, s: float) -> bool:
         """Whether a sensitivity passes the cap."""
         return self.max_sensitivity is None or s <= self.max_sensitivity
 
     def admits(self, node: MemoryNode) -> bool:
-        """The Python twin of :meth:`backend_filter` (used for lexical candidates)."""
+        """The Python twin of :meth:`backend_filter` over the node's record metadata
+        (:func:`~mars_core.codec.node_metadata`; a property test holds them equal)."""
         return (
             node.namespace == self.namespace
             and (self.types is None or node.type in self.types)
             and self.allows_sensitivity(node.sensitivity)
             and (self.since is None or node.created_at >= self.since)
             and (self.until is None or node.created_at <= self.until)
-            and (self.conversation is None or node.provenance.conversation_id == self.conversation)
-            and node.id not in self.exclude
+            and (self.conversation is None
+                 or (node.provenance.conversation_id or "") == self.conversation)
         )
 
     def backend_filter(self) -> Filter:
@@ -254,9 +264,14 @@ def dense(backend: VectorBackend, collection: str, qvec: npt.NDArray[np.float32]
     and the backend had more to give. A filter that nearly every record passes is the
     backends' slow path (Chroma evaluates it in SQLite, about 35 ms at 10,000 matching
     records; Qdrant's local mode per point in Python) while an unfiltered query is their
-    fast one. On an exact backend the records are the filtered query's, in its order
-    (every admitted record missing from the wider list scores at most its last score);
-    their scores may differ in the last float32 digit (another summation order).
+    fast one. When ``admits`` is the twin of ``q.backend_filter()`` (as :func:`rank`'s
+    is), an exact backend gives the filtered query's records in its order (every
+    admitted record missing from the wider list scores at most its last score); their
+    scores may differ in the last float32 digit (another summation order). On an
+    approximate index (Chroma's HNSW) both are approximate neighbours, and may differ in
+    the odd record. ``share`` counts the namespace only: a query whose other filters
+    (types, time, conversation) admit few of the namespace's records usually takes both
+    queries.
 
     Examples:
         >>> from mars_core.backends.memory import InMemoryBackend
@@ -325,7 +340,7 @@ def rank(
     hits = []
     for nid in set(found) | set(lexical):
         node = state.nodes.get(nid)
-        if node is None or node.id in q.exclude:
+        if node is None:
             continue
         d = found.get(nid, 0.0)
         lx = lexical.get(nid, 0.0) / top if top > 0 else 0.0

@@ -8,6 +8,8 @@ derived from it stand or fall together); ``retrieve(relative_cutoff=0)`` is "the
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,8 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mars_core import RetrievalConfig, ValidationError, retrieval
-from mars_core.backends.base import Record
+from mars_core.backends.base import Record, matches
 from mars_core.backends.memory import InMemoryBackend
+from mars_core.clock import FakeClock
+from mars_core.codec import node_metadata
+from mars_core.model import MemoryType
 from mars_core.retrieval import Query
 from mars_core.store import MemoryStore
 
@@ -158,3 +163,100 @@ def test_filtering_here_gives_the_filtered_query_on_an_exact_backend(
     sent = retrieval.dense(backend, "m", qvec, q, k)
     assert list(here) == list(sent)  # the same records in the same order
     assert list(here.values()) == pytest.approx(list(sent.values()), abs=1e-6)  # float32 sums
+
+
+# --- Query.admits is the twin of the filter the backend is sent --------------------------
+
+WORDS = ["trains", "cello", "Lisbon", "tea", "hills", "nurses", "cats", "weather", "maps"]
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _random_store(rng: np.random.Generator, n: int) -> MemoryStore:
+    """``n`` memories over two namespaces, four types, three conversations (one: none),
+    spread sensitivities, one an hour apart."""
+    store = MemoryStore(budget=1_000_000, clock=FakeClock(START))
+    for i in range(n):
+        words = " ".join(rng.choice(WORDS, size=3))
+        conv = ["c1", "c2", None][int(rng.integers(3))]
+        store.add(f"memory {i} on {words}", namespace="a" if rng.random() < 0.8 else "b",
+                  type=["episodic", "semantic", "social", "task"][int(rng.integers(4))],
+                  sensitivity=round(float(rng.random()), 2),
+                  provenance={"conversation_id": conv})
+        store.clock.advance(timedelta(hours=1))  # type: ignore[attr-defined]
+    return store
+
+
+_filters = st.fixed_dictionaries({}, optional={
+    "types": st.sets(st.sampled_from(["episodic", "semantic", "social", "task"]), min_size=1),
+    "max_sensitivity": st.floats(0.0, 1.0),
+    "since": st.integers(-2, 40).map(lambda h: datetime(2026, 1, 1) + timedelta(hours=h)),
+    "until": st.integers(-2, 40).map(lambda h: START + timedelta(hours=h, minutes=30)),
+    "conversation": st.sampled_from(["c1", "c2", "", "c9"]),
+})
+"""A retrieve's filters; ``since`` naive (taken as UTC), ``conversation=""``: none."""
+
+
+@pytest.mark.backend_neutral
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), filters=_filters)
+def test_query_admits_exactly_what_the_backend_filter_matches(
+        seed: int, n: int, filters: dict[str, Any]) -> None:
+    store = _random_store(np.random.default_rng(seed), n)
+    try:
+        types = filters.get("types")
+        q = Query("trains", "a", **{**filters, "types": types and frozenset(
+            MemoryType(t) for t in types)})
+        flt = q.backend_filter()
+        for node in store.list("a", status=None) + store.list("b", status=None):
+            assert q.admits(node) is matches(flt, node_metadata(node)), (node, filters)
+    finally:
+        store.close()
+
+
+@pytest.mark.backend_neutral
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), k=st.integers(1, 8),
+       filters=_filters)
+def test_the_plan_and_the_sent_filter_retrieve_the_same_on_an_exact_backend(
+        seed: int, n: int, k: int, filters: dict[str, Any]) -> None:
+    store = _random_store(np.random.default_rng(seed), n)
+    ask = {"namespace": "a", "k": k, "read_only": True, "relative_cutoff": 0, **filters}
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(retrieval, "POST_FILTER_SHARE", 0.0)  # always filter here
+            here = store.retrieve("trains and tea in Lisbon", **ask)
+            patch.setattr(retrieval, "POST_FILTER_SHARE", 2.0)  # always send the filter
+            sent = store.retrieve("trains and tea in Lisbon", **ask)
+        assert [h.id for h in here] == [h.id for h in sent]
+    finally:
+        store.close()
+
+
+def test_no_conversation_and_naive_times_filter_like_the_backend(make_store) -> None:
+    store = make_store(budget=100_000)
+    for i in range(10):  # a store smaller than the plan's width: no fallback query
+        store.add(f"we talked about trains, part {i}",
+                  provenance={"conversation_id": "c1"} if i % 2 else None)
+    ask = {"read_only": True, "relative_cutoff": 0}
+    loose = store.retrieve("trains", conversation="", **ask)
+    assert len(loose) == 5 and all(h.node.provenance.conversation_id is None for h in loose)
+    naive = datetime(2000, 1, 1)  # taken as UTC; comparing it raised TypeError before
+    assert len(store.retrieve("zzqx trains", since=naive, **ask)) == 10
+    assert store.retrieve("trains", until=naive, **ask) == []
+
+
+@pytest.mark.backend_neutral
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"since": "2026-01-01"}, "since must be a datetime"),
+    ({"until": 5}, "until must be a datetime"),
+    ({"conversation": 7}, "conversation must be a string"),
+    ({"max_sensitivity": "0.5"}, "max_sensitivity must be a number"),
+    ({"max_sensitivity": True}, "max_sensitivity must be a number"),
+])
+def test_bad_filters_are_refused_before_anything_is_read(
+        make_store, bad: dict[str, object], message: str) -> None:
+    store = _filled(make_store)
+    before = store.audit.head
+    with pytest.raises(ValidationError, match=message):
+        store.retrieve("Ana", **bad)  # type: ignore[arg-type]
+    assert store.audit.head == before
