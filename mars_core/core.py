@@ -102,6 +102,11 @@ _READ_WAITS = (0.02, 0.05, 0.1, 0.2, 0.4)
 while it was read (under a second in all; see ``StoreCore._read_consistent``)."""
 
 
+_LEASE_SETTLE = 0.5
+"""Seconds a writer taking over another holder's expired lease waits between writing its
+record and reading it back (the old holder, if alive, renews within them and keeps it)."""
+
+
 def _backend_hook(backend: VectorBackend, name: str) -> int:
     """Call ``recover`` or ``pending_batches``, which only some backends have (0 if not)."""
     hook = getattr(backend, name, None)
@@ -533,7 +538,7 @@ class StoreCore:
             codec.meta_record(f"ns:{ns}", {"step": step}) for ns, step in txn.steps.items()])
         self._stage_policy_state(txn)  # as of the last commit, plus this one's decisions
         if self._lease is not None:
-            self._lease.check(txn.batch)
+            self._lease.check()
         if self._cipher is not None:
             self._cipher.flush()  # keys are durable before the records sealed with them
         self.backend.apply(txn.batch)
@@ -1126,11 +1131,14 @@ class _Lease:
     """The writer lease of a store on a shared backend: a ``lease`` record in ``meta``.
 
     Taken on open (refused while another holder's lease is unexpired), checked before
-    every write (a write fails once someone else holds it), renewed with the writes (in
-    the same batch) after a third of ``ttl``, released on close. The lease is a record,
-    not a compare-and-set: two writers opening at the same instant may both take it, and
-    the one whose record was overwritten fails at its first write. Wall-clock time, not
-    the store's clock: a lease is about processes, not about the memories.
+    every write (a write fails once someone else holds it), renewed after a third of
+    ``ttl`` by a write of its own before the batch, released on close. Every take and
+    renewal reads the record back and fails if another holder's record replaced it; a
+    takeover of another holder's expired lease first waits :data:`_LEASE_SETTLE`, so a
+    holder that was renewing at that moment keeps it. Only then does the new writer
+    replay the batches left behind. The lease is a record, not a compare-and-set (see
+    docs/deployment.md for what that leaves open). Wall-clock time, not the store's
+    clock: a lease is about processes, not memories.
     """
 
     def __init__(self, backend: VectorBackend, ttl: float) -> None:
@@ -1144,28 +1152,39 @@ class _Lease:
         found = self.backend.get(codec.META, [codec.meta_id("lease")])
         return codec.decode_meta(found[0])[1] if found else None
 
-    def _record(self) -> Any:
-        self.renewed = time.time()
-        return codec.meta_record("lease", {"holder": self.holder,
-                                           "expires": self.renewed + self.ttl})
+    def _take(self, settle: float = 0.0) -> None:
+        """Write this holder's record, wait ``settle`` seconds, and read it back."""
+        at = time.time()
+        self.backend.apply(WriteBatch().upsert(codec.META, [codec.meta_record(
+            "lease", {"holder": self.holder, "expires": at + self.ttl})]))
+        if settle:
+            time.sleep(settle)
+        cur = self._current()
+        if cur is None or cur.get("holder") != self.holder:
+            raise ConflictError(f"another writer ({(cur or {}).get('holder')}) took this "
+                                "store's lease at the same moment; nothing was written: open "
+                                "it with read_only=True to read, or again once it has closed")
+        self.renewed = at
 
     def acquire(self) -> None:
-        cur = self._current()
-        left = float(cur.get("expires", 0)) - time.time() if cur else 0.0
-        if cur is not None and cur.get("holder") != self.holder and left > 0:
+        cur = self._current() or {}
+        other = cur.get("holder", self.holder) != self.holder
+        left = float(cur.get("expires", 0)) - time.time()
+        if other and left > 0:
             raise ConflictError(
                 f"another writer ({cur.get('holder')}) holds this store's lease for {left:.0f} "
                 "more seconds; open it with read_only=True to read, or, if that writer "
                 "crashed, open it again once the lease has expired")
-        self.backend.apply(WriteBatch().upsert(codec.META, [self._record()]))
+        self._take(settle=_LEASE_SETTLE if other else 0.0)
 
-    def check(self, batch: WriteBatch) -> None:
+    def check(self) -> None:
+        """Refuse a write unless this store holds the lease; renew it first when due."""
         cur = self._current()
         if cur is None or cur.get("holder") != self.holder:
             raise ConflictError("another writer has taken this store's lease (this one was "
                                 "idle past it); nothing was written: close and reopen the store")
         if time.time() - self.renewed > self.ttl / 3:
-            batch.upsert(codec.META, [self._record()])
+            self._take()
 
     def release(self) -> None:
         cur = self._current()

@@ -15,6 +15,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 from chroma_server import prefix_for, server_backend
 
-from mars_core import codec
+from mars_core import codec, core
 from mars_core.backends.base import UpsertOp, VectorBackend, WriteBatch
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
@@ -124,6 +125,84 @@ def test_an_expired_lease_is_taken_over_and_the_old_writer_stops(server_store: A
     crashed.close()  # does not release a lease it no longer holds
     with pytest.raises(ConflictError):
         server_store()
+
+
+def test_a_writer_idle_past_its_lease_renews_it_before_it_writes(server_store: Any) -> None:
+    """The lease is renewed by a write of its own, read back, before the batch: a writer
+    that opens while that batch is in flight finds the lease held, not expired."""
+    old = server_store(lease_ttl=1.0)
+    a = old.add("Ana moved to Lisbon")
+    old.set_metadata(a.id, {"v": 1})
+    time.sleep(1.2)  # alive, but idle past its lease
+    in_flight, go = threading.Event(), threading.Event()
+    apply = old.backend._apply
+
+    def held(ops: Any, *, replay: bool) -> None:
+        if not in_flight.is_set() and any(op.collection == codec.AUDIT for op in ops):
+            in_flight.set()  # the batch (not the renewal before it) is under way
+            go.wait(10)
+        apply(ops, replay=replay)
+
+    old.backend._apply = held  # type: ignore[method-assign]
+    writing = threading.Thread(target=old.set_metadata, args=(a.id, {"v": 2}))
+    writing.start()
+    assert in_flight.wait(10)
+    try:
+        with pytest.raises(ConflictError, match="holds this store's lease"):
+            server_store()
+    finally:
+        go.set()
+        writing.join(10)
+    old.set_metadata(a.id, {"v": 3})
+    reader = server_store(read_only=True)
+    assert reader.get(a.id).metadata == {"v": 3} and reader.verify().ok
+
+
+def test_a_takeover_during_the_old_writers_renewal_leaves_it_the_lease(
+        server_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The old writer read its (expired) lease just before a new one wrote its own, and
+    renews after: the new writer's read-back, after the settle, finds the old one's
+    record and gives up before it replays or reads anything."""
+    old = server_store(lease_ttl=1.0)
+    a = old.add("Ana moved to Lisbon")
+    time.sleep(1.2)
+    lease = old._lease
+    assert lease is not None
+    taken, renewed = threading.Event(), threading.Event()
+    current, sleep = lease._current, time.sleep
+
+    def read_then_wait() -> Any:
+        found = current()
+        if not taken.is_set():  # the check's read: now the new writer writes its record
+            taker.start()
+            assert taken.wait(10)
+        return found
+
+    def settle(seconds: float) -> None:
+        if seconds == core._LEASE_SETTLE:
+            taken.set()
+            assert renewed.wait(10)
+        sleep(seconds)
+
+    lease._current = read_then_wait  # type: ignore[method-assign]
+    monkeypatch.setattr(core.time, "sleep", settle)
+    outcome: list[BaseException | None] = []
+
+    def take_over() -> None:
+        try:
+            server_store()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    taker = threading.Thread(target=take_over)
+    old.set_metadata(a.id, {"v": 2})  # reads, waits for the taker's record, renews, writes
+    renewed.set()
+    taker.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], ConflictError)
+    assert "at the same moment" in str(outcome[0])
+    old.set_metadata(a.id, {"v": 3})  # the old writer goes on
+    assert server_store(read_only=True).get(a.id).metadata == {"v": 3}
 
 
 def test_a_reader_never_replays_a_batch_in_flight(server_store: Any,

@@ -3,8 +3,8 @@
 A write is validated whole (:meth:`IntentBackend._prepare`); when it takes more than one
 request to the server it is first recorded as a write-ahead intent
 (:class:`~mars_core.backends.wal.WriteAheadLog`), so a crash part-way is completed by the
-next write or the next open (:meth:`IntentBackend.recover`; on a shared backend, by the
-writer that takes the store's lease). A backend supplies how to
+next write or the next open (:meth:`IntentBackend.recover`; on a shared backend only by an
+explicit ``recover()``: the store's, once it holds the writer lease). A backend supplies how to
 read a collection's dimension, fetch existing ids, check an id or a metadata key, wrap its
 client's errors, and apply prepared operations.
 """
@@ -74,14 +74,12 @@ class IntentBackend(BackendBase):
         """Replay leftover intents now (``recover``; ``None``: unless :attr:`shared`).
 
         On a shared backend a leftover intent may be a live writer's batch in flight:
-        replaying it from here could undo that writer's later writes, so the store that
-        takes the writer lease replays them (:meth:`recover`) and a reader never does.
-        Until then the first write of this client replays them.
+        replaying it from here, or before this client's first write, could undo that
+        writer's later writes. There they wait for an explicit :meth:`recover`, which
+        the store calls once it holds the writer lease (a reader never does).
         """
         if recover if recover is not None else not self.shared:
             self._recover()
-        else:
-            self._dirty = True
 
     def _prepare(self, ops: Sequence[Op]) -> list[Op]:
         """Validate, normalise and join neighbouring operations (:func:`coalesce`).
