@@ -525,9 +525,10 @@ def test_intent_on_a_server_is_replayed_by_the_next_client(chroma_server: Chroma
         assert b.pending_batches() == 0
     with connect() as b:
         b._wal.begin([UpsertOp("log", (Record(uid(3), None, "c", {}),))])
-    with connect() as b:  # ... or its first write, whichever comes first
+    with connect() as b:  # ... not even before its own first write: only when asked
         b.upsert("log", [Record(uid(4), None, "d", {})])
-        assert sorted(r.document for r in b.get("log")) == ["b", "c", "d"]
+        assert sorted(r.document for r in b.get("log")) == ["b", "d"]
+        assert b.pending_batches() == 1
     with ChromaBackend(host=chroma_server.host, port=chroma_server.port, recover=True,
                        collection_prefix=prefix_for(tmp_path)) as b:
         b._wal.begin([UpsertOp("log", (Record(uid(5), None, "e", {}),))])
