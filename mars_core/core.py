@@ -260,7 +260,7 @@ class StoreCore:
             raise ConfigError("backend must be 'auto', 'chroma', 'inmemory', 'qdrant' or a "
                               f"VectorBackend, not {type(backend).__name__}")
         try:
-            manifest = _read_manifest(chosen)
+            manifest = _read_manifest(chosen, create=not kwargs.get("read_only", False))
             if embedder is None:
                 embedder = _embedder_for_manifest(manifest)
             keys = _keys_for(directory, keys, encrypt, manifest,
@@ -273,7 +273,8 @@ class StoreCore:
     # --- opening ---------------------------------------------------------------------------
 
     def _load(self, audit_key: bytes | None) -> None:
-        self.backend.ensure_collection(codec.META, 0)
+        if not self._read_only:  # a reader creates and tunes nothing
+            self.backend.ensure_collection(codec.META, 0)
         if self._lease is not None:
             self._lease.acquire()
             _backend_hook(self.backend, "recover")  # the batches a crashed writer left
@@ -337,17 +338,20 @@ class StoreCore:
 
     def _state_mark(self) -> tuple[str, dict[str, Any]] | None:
         """The raw store state record (every committed batch rewrites it, last)."""
-        found = self.backend.get(codec.META, [codec.meta_id("state")])
+        try:
+            found = self.backend.get(codec.META, [codec.meta_id("state")])
+        except NotFoundError:  # no store here (a reader creates nothing; _read says so)
+            return None
         return (found[0].document, dict(found[0].metadata)) if found else None
 
     def _read(self, audit_key: bytes | None) -> tuple[dict[str, Any] | None, bytes]:
         """Read the manifest, the state and every memory; returns the manifest and the
         audit key."""
-        found = self.backend.get(codec.META, [codec.meta_id("manifest")])  # never sealed
-        if self._read_only and not found:
+        manifest = _read_manifest(self.backend, create=False)  # never sealed
+        if self._read_only and manifest is None:
             raise ConfigError("read_only=True opens an existing store, and there is none here; "
                               "open it once without read_only to create it")
-        self._check_keys(codec.decode_meta(found[0])[1] if found else None)
+        self._check_keys(manifest)
         meta = dict(codec.decode_meta(r, self._unseal) for r in self.backend.get(codec.META))
         manifest = meta.get("manifest")
         if manifest is not None:
@@ -355,7 +359,8 @@ class StoreCore:
         for name, dim in ((self._colls[MemoryStatus.ACTIVE], self.embedder.dim),
                           (self._colls[MemoryStatus.ARCHIVED], self.embedder.dim),
                           (codec.AUDIT, 0)):
-            self.backend.ensure_collection(name, dim)
+            if not self._read_only:  # a reader's embedder is checked by the manifest
+                self.backend.ensure_collection(name, dim)
         self.counter: TokenCounter = make_counter(self.config.token_counter)
         self.enricher = Enricher(self.config.nlp)
         self._unprimed: dict[str, builtins.list[str]] = {}  # centroids to rebuild, by ns
@@ -869,6 +874,8 @@ class StoreCore:
     def _record_access(self, ns: str, hits: Sequence[Hit], budget: int, query: str,
                        params: Mapping[str, Any] | None = None, *,
                        rationale: str | None = None) -> None:
+        if self._read_only:  # a reader reads; it records no access
+            return
         txn = self._begin()
         step, now = self._step(txn, ns), self.clock.now()
         for h in reversed(hits):  # the best hit becomes the most recently used
@@ -1208,10 +1215,15 @@ def _ephemeral_backend() -> VectorBackend:
     return InMemoryBackend()
 
 
-def _read_manifest(backend: VectorBackend) -> dict[str, Any] | None:
-    """The manifest of the store in ``backend`` (never sealed), or ``None`` (a new store)."""
-    backend.ensure_collection(codec.META, 0)
-    found = backend.get(codec.META, [codec.meta_id("manifest")])
+def _read_manifest(backend: VectorBackend, *, create: bool = True) -> dict[str, Any] | None:
+    """The manifest of the store in ``backend`` (never sealed), or ``None`` (no store yet;
+    a writer (``create``) makes the ``meta`` collection, a reader makes nothing)."""
+    if create:
+        backend.ensure_collection(codec.META, 0)
+    try:
+        found = backend.get(codec.META, [codec.meta_id("manifest")])
+    except NotFoundError:
+        return None
     return codec.decode_meta(found[0])[1] if found else None
 
 

@@ -80,9 +80,12 @@ class MemoryStore(StoreCore):
             in its manifest: an encrypted store must always be opened with its keys.
             Bytes on disk then differ between runs; the decrypted store does not.
         read_only: open an existing store to read it: nothing is ever written (every
-            change raises :class:`~mars_core.errors.ConflictError`, ``retrieve`` does not
-            record accesses) and no writer lease is taken. What it shows is the store as
-            of the open: :meth:`refresh` (or reopen) to see later writes.
+            change raises :class:`~mars_core.errors.ConflictError`; ``retrieve``,
+            ``recall`` and ``render_context`` record no access; no collection is made or
+            tuned) and no writer lease is taken. What it shows is the store as of the
+            open: :meth:`refresh` (or reopen) to see later writes. (An embedded Chroma or
+            Qdrant directory, which one process holds at a time, still completes a
+            crashed batch when its backend opens it.)
         lease_ttl: seconds a writer lease lasts without writes, on a shared backend
             (a Chroma or Qdrant server, or a client passed in): one writer per store,
             any number of ``read_only`` readers; see :mod:`mars_core.core` ``_Lease``.
@@ -411,7 +414,9 @@ class MemoryStore(StoreCore):
         read_only: bool = False,
     ) -> builtins.list[Hit]:
         """Memories around an entity or a goal: a walk of a small ball in the semantic and
-        social graph, reranked by similarity to the goal (seed 000 §4.1).
+        social graph, reranked by similarity to the goal (seed 000 §4.1). The hits count
+        as an access unless ``read_only`` (always so in a store opened with
+        ``read_only=True``).
 
         Raises:
             ValidationError: neither or both of ``entity`` and ``goal``.
@@ -458,7 +463,8 @@ class MemoryStore(StoreCore):
         (:mod:`mars_core.privacy.redaction`): surface detectors mask identifiers and
         secrets, then any reappearance of a high-sensitivity memory's sensitive phrases
         (or of the user's private or blocked entities) is masked. The evidence counts as
-        an access (one audit event, with the redaction counts).
+        an access (one audit event, with the redaction counts), except in a store opened
+        with ``read_only=True``.
         """
         q, budget = self._query(query, namespace=namespace, types=None, max_sensitivity=None,
                                 since=None, until=None, conversation=None,

@@ -30,6 +30,7 @@ from mars_core.backends.base import (
     Record,
     UpsertOp,
     VectorBackend,
+    WriteBatch,
     matches,
 )
 from mars_core.backends.memory import InMemoryBackend
@@ -212,8 +213,9 @@ def test_client_errors_are_wrapped() -> None:
         def collection_exists(self, name: str) -> bool:
             raise ConnectionRefusedError("[Errno 111] Connection refused")
 
+    backend = QdrantBackend(Unreachable())  # a passed client: nothing asked of it yet
     with pytest.raises(MarsBackendError, match="Qdrant could not open collection") as info:
-        QdrantBackend(Unreachable())
+        backend.ensure_collection("mem", 4)
     assert isinstance(info.value.__cause__, ConnectionRefusedError)
 
 
@@ -235,9 +237,11 @@ def test_collection_options_reach_create_collection(monkeypatch: pytest.MonkeyPa
             "on_disk_payload": True}
     with QdrantBackend(client, collection_options=opts) as b:
         b.ensure_collection("mem", 4)
-        b.upsert("mem", [Record(uid(1), vec(1.0), "kept", {})])
+        b.ensure_collection("log", 0)
+        b.apply(WriteBatch().upsert("mem", [Record(uid(1), vec(1.0), "kept", {})])
+                .upsert("log", [Record(uid(2), None, "noted", {})]))  # two requests: an intent
         assert [r.document for r in b.get("mem")] == ["kept"]
-    assert [c["name"] for c in calls] == ["mars__wal", "mars_mem"]
+    assert [c["name"] for c in calls] == ["mars_mem", "mars_log", "mars__wal"]
     assert all({k: c[k] for k in opts} == opts for c in calls)
     with pytest.raises(ValidationError, match="unknown collection_options"):
         QdrantBackend(client, collection_options={"shards": 6})

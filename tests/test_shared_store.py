@@ -322,9 +322,35 @@ def test_readers_open_while_another_process_writes(shared: Shared,
         assert len(reader.list("u1")) == written + 1 and reader.verify().ok
 
 
-def test_read_only_needs_an_existing_store(server_store: Any) -> None:
+def test_read_only_needs_an_existing_store_and_creates_nothing(
+        server_store: Any, shared: Shared) -> None:
     with pytest.raises(ConfigError, match="existing store"):
         server_store(read_only=True)
+    probe = shared.connect()
+    assert probe._lookup(codec.META) is None and probe._lookup("_wal") is None  # type: ignore[attr-defined]
+    probe.close()
+
+
+def test_a_reader_sends_no_write_to_the_server(server_store: Any, shared: Shared) -> None:
+    """Not at open, not to read, recall, render a context, refresh or close: no
+    collection made or tuned, no record written, no intent begun."""
+    writer = server_store()
+    a = writer.add("Ana moved to Lisbon", namespace="u1")
+    writer.add("Ana's friend Bruno plays the cello", namespace="u1")
+    backend = shared.connect()
+    writes: list[str] = []
+    for name in ("_ensure", "_apply"):
+        setattr(backend, name, lambda *args, _name=name, **kw: writes.append(_name))
+    backend._wal.begin = lambda ops: writes.append("intent")  # type: ignore[attr-defined]
+    reader = MemoryStore(backend, clock=FakeClock(), audit_key=bytes(32), read_only=True)
+    assert reader.retrieve("Lisbon", namespace="u1")[0].id == a.id
+    assert reader.recall(entity="Ana", namespace="u1")
+    assert "Lisbon" in reader.render_context("Where does Ana live?", namespace="u1")
+    writer.add("Ana likes green tea", namespace="u1")
+    assert reader.refresh() and len(reader.list("u1")) == 3
+    reader.close()
+    assert writes == []
+    assert writer.get(a.id).access_count == 0  # and so no access was recorded
 
 
 def test_a_reader_refreshes_to_see_the_writers_later_writes(server_store: Any) -> None:

@@ -431,8 +431,7 @@ class ChromaBackend(IntentBackend):
                     with _client_errors("open the write-ahead directory"):
                         store: IntentStore = FileIntentStore(
                             Path(path) / f"{self._prefix}wal-intents")
-                else:
-                    self._ensure(_WAL, 0)
+                else:  # made by the first intent: a reader's client creates nothing
                     store = _IntentCollection(self)
                 self._wal = WriteAheadLog(store)
                 self._recover_on_open(recover)
@@ -830,14 +829,12 @@ class _IntentCollection:
         self._backend = backend
 
     def _handle(self) -> Any:
+        """The ``_wal`` collection's handle, or ``None`` before the first intent."""
         col = self._backend._lookup(_WAL)
-        if col is None:
-            raise MarsBackendError(
-                f"the write-ahead collection {_WAL!r} vanished; reopen the backend"
-            )
-        return col.handle
+        return None if col is None else col.handle
 
     def write_intent(self, records: Sequence[Record]) -> None:
+        self._backend._ensure(_WAL, 0)
         handle, step = self._handle(), self._backend._max_batch
         for i in range(0, len(records), step):
             part = records[i:i + step]
@@ -846,12 +843,13 @@ class _IntentCollection:
                           metadatas=[_write_meta(r, None) for r in part])
 
     def read_intents(self) -> list[Record]:
-        res = self._handle().get(include=["documents", "metadatas"])
-        return _records(res, 0)
+        handle = self._handle()
+        return [] if handle is None else _records(
+            handle.get(include=["documents", "metadatas"]), 0)
 
     def delete_intents(self, ids: Sequence[str]) -> None:
         handle, step = self._handle(), self._backend._max_batch
-        for i in range(0, len(ids), step):
+        for i in range(0, len(ids) if handle is not None else 0, step):
             handle.delete(ids=list(ids[i:i + step]))
 
 

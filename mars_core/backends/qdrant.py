@@ -326,9 +326,8 @@ class QdrantBackend(IntentBackend):
         try:
             self._client = client if client is not None else self._connect(
                 location, path, url, api_key, prefer_grpc)
-            self._wal = WriteAheadLog(_IntentCollection(self))
+            self._wal = WriteAheadLog(_IntentCollection(self))  # made by the first intent
             with self._lock:
-                self._ensure(_WAL, 0)
                 self._recover_on_open(recover)
         except BaseException:
             self._release()
@@ -621,6 +620,7 @@ class _IntentCollection:
         self._backend = backend
 
     def write_intent(self, records: Sequence[Record]) -> None:
+        self._backend._ensure(_WAL, 0)
         m = _models()
         points = [m.PointStruct(id=r.id, vector={}, payload={**r.metadata, DOC_KEY: r.document})
                   for r in records]
@@ -628,9 +628,13 @@ class _IntentCollection:
                                      **self._backend.write_options())
 
     def read_intents(self) -> list[Record]:
+        if self._backend._lookup(_WAL) is None:  # no intent was ever written
+            return []
         return self._backend._scroll(_WAL, None, False)
 
     def delete_intents(self, ids: Sequence[str]) -> None:
+        if self._backend._lookup(_WAL) is None:
+            return
         m = _models()
         self._backend._client.delete(self._backend._prefix + _WAL,
                                      points_selector=m.PointIdsList(points=list(ids)),
