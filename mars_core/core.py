@@ -305,8 +305,8 @@ class StoreCore:
         audit chain's head) did not change during it; otherwise it is read again after
         each of :data:`_READ_WAITS`. A store that stays busy (or keeps the pending batch
         of a writer that crashed, until a writer opens it) is read as it is then, with a
-        warning: its memories may include part of the batch in flight, and its audit
-        chain is the prefix the state record names (:meth:`_restore`).
+        warning: its memories and audit chain are those the state record counts
+        (:meth:`_read_nodes`, :meth:`_restore`), but some may show changes made after it.
         """
         for wait in (*_READ_WAITS, None):
             self._mark = self._state_mark()
@@ -315,8 +315,10 @@ class StoreCore:
                     and self._state_mark() == self._mark:
                 return
             if wait is None:
-                log.warning("opened read-only while a batch of writes was in flight: the "
-                            "memories may include part of it; refresh() to read it whole")
+                log.warning("opened read-only while a writer kept writing: some memories "
+                            "may show changes made after the audit chain read; refresh() "
+                            "once it pauses (a crashed writer's batch waits for the next "
+                            "writer to open the store)")
                 return
             time.sleep(wait)
             self._state, self._prefs = StoreState(), {}
@@ -448,17 +450,12 @@ class StoreCore:
 
     def _restore(self, meta: Mapping[str, Mapping[str, Any]]) -> None:
         st = self._state
-        nodes: list[MemoryNode] = []
-        for coll in self._colls.values():
-            for rec in self.backend.get(coll):
-                node, edges = codec.decode_node(rec, self._unseal)
-                nodes.append(node)
-                st.owned[node.id] = edges
-        nodes.sort(key=lambda n: n.seq)
+        nodes, owned = self._read_nodes(meta.get("state", {}))
         for node in nodes:
             st.apply_put(node, notify=False)
-        for owner in [n.id for n in nodes]:
-            for edge in st.owned.get(owner, []):
+        for node in nodes:
+            st.owned[node.id] = owned[node.id]
+            for edge in owned[node.id]:
                 st.graph.add(edge)
         self.policy.rebuild(n for n in nodes if n.is_active)
         saved = meta.get("policy") or {}
@@ -483,6 +480,33 @@ class StoreCore:
         if (len(self.audit), self.audit.head) != head:
             raise CorruptStoreError("the audit log does not match the recorded chain head; "
                                     "run store.verify() on a copy and restore from a snapshot")
+
+    def _read_nodes(self, state: Mapping[str, Any]
+                    ) -> tuple[builtins.list[MemoryNode], dict[str, builtins.list[Edge]]]:
+        """Every memory (by ``seq``) with the edges its record owns.
+
+        A reader keeps only the memories the state record (read before them) counts: a
+        writer's later batches may add some while it reads, and their inserts are not in
+        the audit chain it takes; edges to them go too. (Later changes to the memories it
+        keeps are kept: the backends have no older versions to read.)
+        """
+        newest = int(state.get("counter", 0)) if self._read_only else None
+        nodes: builtins.list[MemoryNode] = []
+        owned: dict[str, builtins.list[Edge]] = {}
+        later: set[str] = set()
+        for coll in self._colls.values():
+            for rec in self.backend.get(coll):
+                node, edges = codec.decode_node(rec, self._unseal)
+                if newest is not None and node.seq > newest:
+                    later.add(node.id)
+                    continue
+                nodes.append(node)
+                owned[node.id] = edges
+        if later:
+            owned = {nid: [e for e in edges if e.source not in later and e.target not in later]
+                     for nid, edges in owned.items()}
+        nodes.sort(key=lambda n: n.seq)
+        return nodes, owned
 
     def _prime_centroids(self, nodes: Sequence[MemoryNode]) -> None:
         """Mark each namespace's moving centroid for a rebuild from its most recent memories.

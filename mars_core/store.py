@@ -586,7 +586,8 @@ class MemoryStore(StoreCore):
 
     @_op
     def verify(self) -> VerifyReport:
-        """Verify the audit chain (hashes, order, and the recorded head)."""
+        """Verify the audit chain held in memory: hashes, order and links. (Its head was
+        checked against the store's state record when the store was opened.)"""
         return self.audit.verify()
 
     @_op

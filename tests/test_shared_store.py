@@ -215,11 +215,39 @@ def test_a_reader_never_replays_a_batch_in_flight(server_store: Any,
     intent = backend._wal.begin([UpsertOp(codec.META, (codec.meta_record("probe", {}),))])
     with caplog.at_level("WARNING", logger="mars_core.core"):
         reader = server_store(read_only=True)  # reads again for a while, then as it is
-    assert "in flight" in caplog.text and "Lisbon" not in caplog.text
+    assert "kept writing" in caplog.text and "Lisbon" not in caplog.text
     assert backend.pending_batches() == 1  # still the writer's to finish
     assert not backend.get(codec.META, [codec.meta_id("probe")])
     assert [n.content for n in reader.list("u1")] == ["Ana moved to Lisbon"]
     backend._wal.commit(intent)
+
+
+def test_a_reader_leaves_out_memories_added_after_its_state_record(
+        server_store: Any, shared: Shared, caplog: pytest.LogCaptureFixture) -> None:
+    """A writer adds a memory (linked to an older one) during every read of the reader:
+    after its last try the reader keeps the memories its state record counts, and no
+    edge to the others."""
+    writer = server_store()
+    a = writer.add("Ana moved to Lisbon", namespace="u1")
+    backend, added = shared.connect(), []
+    get = backend.get
+
+    def busy_get(collection: str, ids: Any = None, where: Any = None, **kw: Any) -> Any:
+        found = get(collection, ids, where, **kw)
+        if collection == codec.META and ids is None:  # the reader has its state record
+            added.append(writer.add(f"Ana said something, part {len(added)}", namespace="u1",
+                                    links=[("derivesFrom", a.id)]).id)
+        return found
+
+    backend.get = busy_get  # type: ignore[method-assign]
+    with caplog.at_level("WARNING", logger="mars_core.core"):
+        reader = MemoryStore(backend, clock=FakeClock(), audit_key=bytes(32), read_only=True)
+    assert "kept writing" in caplog.text and len(added) == 6  # every try saw a new batch
+    held = {n.id for n in reader.list("u1")}
+    assert a.id in held and added[-1] not in held
+    assert all(reader.audit.for_node(nid) for nid in held) and reader.verify().ok
+    edges = [e for nid in held for e in reader._state.owned.get(nid, [])]
+    assert edges and all(e.source in held and e.target in held for e in edges)
 
 
 def test_a_reader_takes_the_audit_chain_the_state_record_names(server_store: Any) -> None:
@@ -295,28 +323,46 @@ print(written, flush=True)
 """
 
 
+def _wait_for_line(out: pathlib.Path, proc: subprocess.Popen[str], timeout: float) -> str:
+    """The first line ``proc`` writes to ``out`` (its stdout), within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        text = out.read_text() if out.exists() else ""
+        if "\n" in text:
+            return text.split("\n", 1)[0]
+        time.sleep(0.05)
+    raise AssertionError(f"the writer process said nothing (exit {proc.poll()})")
+
+
 @pytest.mark.slow
 def test_readers_open_while_another_process_writes(shared: Shared,
                                                    tmp_path: pathlib.Path) -> None:
-    """Readers opened again and again beside a writer process never see a broken store,
-    never replay its batches, and see its writes grow; once it is done, all of them."""
+    """Readers opened again and again beside a writer process that never pauses never
+    see a broken store, never replay its batches, hold no memory whose insert their
+    audit chain lacks, and see its writes grow; once it is done, all of them."""
     if shared.where is None:
         pytest.skip("a client shared in one process: no second process can reach it")
     with MemoryStore(shared.connect(), audit_key=bytes(32)) as seed:
         seed.add("note: before the writer started", namespace="u1")
-    stop = tmp_path / "stop"
-    proc = subprocess.Popen([sys.executable, "-c", READER_WRITER, shared.kind, shared.where,
-                             shared.prefix, str(stop)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    seen: list[int] = []
-    while len(seen) < 6 and proc.poll() is None:  # six opens while it writes
-        with MemoryStore(shared.connect(), read_only=True) as reader:
-            assert reader.verify().ok
-            seen.append(len(reader.list("u1")))
-    stop.touch()
-    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
-    written = int(proc.stdout.readline())
+    stop, out, err = tmp_path / "stop", tmp_path / "out.txt", tmp_path / "err.txt"
+    with out.open("w") as stdout, err.open("w") as stderr:  # files: no pipe to fill up
+        proc = subprocess.Popen([sys.executable, "-c", READER_WRITER, shared.kind,
+                                 shared.where, shared.prefix, str(stop)],
+                                stdout=stdout, stderr=stderr, text=True)
+    try:
+        assert _wait_for_line(out, proc, 120) == "ready", err.read_text()
+        seen: list[int] = []
+        while len(seen) < 6 and proc.poll() is None:  # six opens while it writes
+            with MemoryStore(shared.connect(), read_only=True) as reader:
+                assert reader.verify().ok
+                memories = reader.list("u1")
+                assert all(reader.audit.for_node(n.id) for n in memories)
+                seen.append(len(memories))
+        stop.touch()
+        assert proc.wait(timeout=120) == 0, err.read_text()
+    finally:
+        proc.kill()
+    written = int(out.read_text().split()[1])
     assert len(seen) == 6 and seen == sorted(seen) and seen[0] >= 1 and seen[-1] > seen[0]
     with MemoryStore(shared.connect(), read_only=True) as reader:
         assert len(reader.list("u1")) == written + 1 and reader.verify().ok
