@@ -307,13 +307,20 @@ class StoreCore:
         of a writer that crashed, until a writer opens it) is read as it is then, with a
         warning: its memories and audit chain are those the state record counts
         (:meth:`_read_nodes`, :meth:`_restore`), but some may show changes made after it.
+        A read that finds the audit chain shorter than the state record says (a replica
+        behind the one that served the state record) is a corrupt store only if it stays so.
         """
         for wait in (*_READ_WAITS, None):
             self._mark = self._state_mark()
-            self._read(audit_key)
-            if not _backend_hook(self.backend, "pending_batches") \
-                    and self._state_mark() == self._mark:
-                return
+            try:
+                self._read(audit_key)
+            except CorruptStoreError:
+                if wait is None:
+                    raise
+            else:
+                if not _backend_hook(self.backend, "pending_batches") \
+                        and self._state_mark() == self._mark:
+                    return
             if wait is None:
                 log.warning("opened read-only while a writer kept writing: some memories "
                             "may show changes made after the audit chain read; refresh() "

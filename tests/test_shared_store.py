@@ -28,7 +28,13 @@ from mars_core import codec, core
 from mars_core.backends.base import UpsertOp, VectorBackend, WriteBatch
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
-from mars_core.errors import ConfigError, ConflictError, EmbeddingMismatchError, MarsBackendError
+from mars_core.errors import (
+    ConfigError,
+    ConflictError,
+    CorruptStoreError,
+    EmbeddingMismatchError,
+    MarsBackendError,
+)
 from mars_core.store import MemoryStore
 
 KINDS = ["chroma-http", "qdrant-client", *(["qdrant-url"] if os.environ.get("QDRANT_URL")
@@ -248,6 +254,36 @@ def test_a_reader_leaves_out_memories_added_after_its_state_record(
     assert all(reader.audit.for_node(nid) for nid in held) and reader.verify().ok
     edges = [e for nid in held for e in reader._state.owned.get(nid, [])]
     assert edges and all(e.source in held and e.target in held for e in edges)
+
+
+def test_a_reader_reads_again_when_the_audit_chain_lags_its_state_record(
+        server_store: Any, shared: Shared) -> None:
+    """A replica behind the one that served the state record (a Qdrant cluster's weak
+    ordering) is not a corrupt store, unless the chain stays short."""
+    writer = server_store()
+    writer.add("Ana moved to Lisbon", namespace="u1")
+    writer.add("Ana likes green tea", namespace="u1")
+    lagging = {"reads": 1}
+
+    def connect_lagging() -> VectorBackend:
+        backend = shared.connect()
+        get = backend.get
+
+        def behind(collection: str, ids: Any = None, where: Any = None, **kw: Any) -> Any:
+            found = get(collection, ids, where, **kw)
+            if collection == codec.AUDIT and lagging["reads"] > 0:
+                lagging["reads"] -= 1
+                return found[:-1]
+            return found
+
+        backend.get = behind  # type: ignore[method-assign]
+        return backend
+
+    reader = MemoryStore(connect_lagging(), audit_key=bytes(32), read_only=True)
+    assert len(reader.list("u1")) == 2 and reader.verify().ok
+    lagging["reads"] = 100
+    with pytest.raises(CorruptStoreError, match="recorded chain head"):
+        MemoryStore(connect_lagging(), audit_key=bytes(32), read_only=True)
 
 
 def test_a_reader_takes_the_audit_chain_the_state_record_names(server_store: Any) -> None:
