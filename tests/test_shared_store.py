@@ -453,8 +453,13 @@ def test_a_failed_refresh_leaves_the_reader_as_it_was(server_store: Any) -> None
     writer = server_store()
     a = writer.add("Ana moved to Lisbon", namespace="u1")
     reader = server_store(read_only=True)
+    before = (reader.stats(), reader.audit.head, len(reader.audit), reader.config,
+              reader.embedder, dict(reader._colls), reader._state, reader.policy)
     writer.reembed(HashingEmbedder(dim=64))  # the reader's embedder no longer fits
     with pytest.raises(EmbeddingMismatchError):
         reader.refresh()
+    after = (reader.stats(), reader.audit.head, len(reader.audit), reader.config,
+             reader.embedder, dict(reader._colls), reader._state, reader.policy)
+    assert after[:6] == before[:6] and after[6] is before[6] and after[7] is before[7]
     assert [n.id for n in reader.list("u1")] == [a.id] and reader.verify().ok
     assert reader.retrieve("Lisbon", namespace="u1")[0].id == a.id
