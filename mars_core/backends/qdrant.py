@@ -262,7 +262,9 @@ class QdrantBackend(IntentBackend):
             update calls); ``None`` leaves Qdrant's default.
         recover: replay write-ahead intents left by a crash when opening (default:
             unless the backend is shared, where they may be a live writer's: the
-            store that takes the writer lease replays them, a reader never).
+            store that takes the writer lease replays them, a reader never). A
+            shared backend used without a store replays them only when you call
+            :meth:`recover`, once you know no other client is writing.
 
     Raises:
         ExtraNotInstalledError: ``qdrant-client`` is not installed.
