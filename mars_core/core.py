@@ -102,9 +102,15 @@ _READ_WAITS = (0.02, 0.05, 0.1, 0.2, 0.4)
 while it was read (under a second in all; see ``StoreCore._read_consistent``)."""
 
 
-_LEASE_SETTLE = 0.5
-"""Seconds a writer taking over another holder's expired lease waits between writing its
-record and reading it back (the old holder, if alive, renews within them and keeps it)."""
+_LEASE_STALL = 0.5
+"""Most seconds between reading the lease record and the return of the write that takes or
+renews it; a writer slower than that (a stalled process or server) may have overwritten
+another's takeover, and gives up (``ConflictError``)."""
+
+_LEASE_SETTLE = 1.0
+"""Seconds a contended take waits between writing its record and reading it back: any
+rival that read the record before this write has written its own by then (see
+:data:`_LEASE_STALL`), so the read-back sees the last of them, and only that one goes on."""
 
 
 def _backend_hook(backend: VectorBackend, name: str) -> int:
@@ -283,6 +289,8 @@ class StoreCore:
             return
         manifest, key = self._read(audit_key)
         if manifest is None:
+            if self._lease is not None:
+                self._lease.check()
             self.backend.apply(WriteBatch().upsert(codec.META, [
                 codec.meta_record("manifest", self._manifest()),
                 codec.meta_record("keys", {"audit": key.hex()})]))
@@ -1169,12 +1177,13 @@ class _Lease:
     """The writer lease of a store on a shared backend: a ``lease`` record in ``meta``.
 
     Taken on open (refused while another holder's lease is unexpired), checked before
-    every write (a write fails once someone else holds it), renewed after a third of
-    ``ttl`` by a write of its own before the batch, released on close. Every take and
-    renewal reads the record back and fails if another holder's record replaced it; a
-    takeover of another holder's expired lease first waits :data:`_LEASE_SETTLE`, so a
-    holder that was renewing at that moment keeps it. Only then does the new writer
-    replay the batches left behind. The lease is a record, not a compare-and-set (see
+    every write (a write fails once someone else holds it), renewed by a write of its own
+    before a batch once a third of ``ttl`` has passed, released on close. Every take and
+    renewal is written within :data:`_LEASE_STALL` of the read that allowed it and read
+    back; when a rival may be taking it at the same time (a takeover of another holder's
+    expired lease, a renewal at or past expiry) the read-back waits :data:`_LEASE_SETTLE`,
+    so of two contenders only the last to write goes on. Only then does the store replay
+    the batches left behind. The lease is a record, not a compare-and-set (see
     docs/deployment.md for what that leaves open). Wall-clock time, not the store's
     clock: a lease is about processes, not memories.
     """
@@ -1186,26 +1195,33 @@ class _Lease:
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.renewed = 0.0
 
-    def _current(self) -> dict[str, Any] | None:
+    def _current(self) -> dict[str, Any]:
         found = self.backend.get(codec.META, [codec.meta_id("lease")])
-        return codec.decode_meta(found[0])[1] if found else None
+        return codec.decode_meta(found[0])[1] if found else {}
 
-    def _take(self, settle: float = 0.0) -> None:
-        """Write this holder's record, wait ``settle`` seconds, and read it back."""
+    def _take(self, read_at: float, settle: float) -> None:
+        """Write this holder's record (read at ``read_at``), wait ``settle``, read it back."""
         at = time.time()
         self.backend.apply(WriteBatch().upsert(codec.META, [codec.meta_record(
             "lease", {"holder": self.holder, "expires": at + self.ttl})]))
+        if time.time() - read_at > _LEASE_STALL:
+            self.release()
+            raise ConflictError(
+                f"taking this store's lease took over {_LEASE_STALL} s (a slow server or a "
+                "paused process), so another writer may have taken it meanwhile; nothing "
+                "was written: open the store again")
         if settle:
             time.sleep(settle)
-        cur = self._current()
-        if cur is None or cur.get("holder") != self.holder:
-            raise ConflictError(f"another writer ({(cur or {}).get('holder')}) took this "
-                                "store's lease at the same moment; nothing was written: open "
-                                "it with read_only=True to read, or again once it has closed")
+        holder = self._current().get("holder")
+        if holder != self.holder:
+            raise ConflictError(f"another writer ({holder}) took this store's lease at the same "
+                                "moment; nothing was written: open it with read_only=True to "
+                                "read, or again once that writer has closed")
         self.renewed = at
 
     def acquire(self) -> None:
-        cur = self._current() or {}
+        read_at = time.time()
+        cur = self._current()
         other = cur.get("holder", self.holder) != self.holder
         left = float(cur.get("expires", 0)) - time.time()
         if other and left > 0:
@@ -1213,20 +1229,20 @@ class _Lease:
                 f"another writer ({cur.get('holder')}) holds this store's lease for {left:.0f} "
                 "more seconds; open it with read_only=True to read, or, if that writer "
                 "crashed, open it again once the lease has expired")
-        self._take(settle=_LEASE_SETTLE if other else 0.0)
+        self._take(read_at, _LEASE_SETTLE if other else 0.0)
 
     def check(self) -> None:
         """Refuse a write unless this store holds the lease; renew it first when due."""
-        cur = self._current()
-        if cur is None or cur.get("holder") != self.holder:
+        read_at = time.time()
+        if self._current().get("holder") != self.holder:
             raise ConflictError("another writer has taken this store's lease (this one was "
                                 "idle past it); nothing was written: close and reopen the store")
-        if time.time() - self.renewed > self.ttl / 3:
-            self._take()
+        if read_at - self.renewed > self.ttl / 3:  # a rival may read it expired: settle
+            late = read_at + _LEASE_STALL >= self.renewed + self.ttl
+            self._take(read_at, _LEASE_SETTLE if late else 0.0)
 
     def release(self) -> None:
-        cur = self._current()
-        if cur is not None and cur.get("holder") == self.holder:
+        if self._current().get("holder") == self.holder:
             self.backend.apply(WriteBatch().delete(codec.META, [codec.meta_id("lease")]))
 
 

@@ -136,10 +136,10 @@ def test_an_expired_lease_is_taken_over_and_the_old_writer_stops(server_store: A
 def test_a_writer_idle_past_its_lease_renews_it_before_it_writes(server_store: Any) -> None:
     """The lease is renewed by a write of its own, read back, before the batch: a writer
     that opens while that batch is in flight finds the lease held, not expired."""
-    old = server_store(lease_ttl=1.0)
+    old = server_store(lease_ttl=3.0)  # longer than the renewal's settle
     a = old.add("Ana moved to Lisbon")
     old.set_metadata(a.id, {"v": 1})
-    time.sleep(1.2)  # alive, but idle past its lease
+    time.sleep(3.2)  # alive, but idle past its lease
     in_flight, go = threading.Event(), threading.Event()
     apply = old.backend._apply
 
@@ -165,50 +165,108 @@ def test_a_writer_idle_past_its_lease_renews_it_before_it_writes(server_store: A
 
 
 def test_a_takeover_during_the_old_writers_renewal_leaves_it_the_lease(
-        server_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The old writer read its (expired) lease just before a new one wrote its own, and
-    renews after: the new writer's read-back, after the settle, finds the old one's
-    record and gives up before it replays or reads anything."""
+        server_store: Any, shared: Shared, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The old writer read its expired lease just before a rival wrote its own, and
+    renews right after: both wait the settle before reading back, both read the old
+    writer's record, and only the old writer goes on."""
     old = server_store(lease_ttl=1.0)
     a = old.add("Ana moved to Lisbon")
-    time.sleep(1.2)
+    time.sleep(1.2)  # alive, but idle past its lease
     lease = old._lease
     assert lease is not None
-    taken, renewed = threading.Event(), threading.Event()
-    current, sleep = lease._current, time.sleep
-
-    def read_then_wait() -> Any:
-        found = current()
-        if not taken.is_set():  # the check's read: now the new writer writes its record
-            taker.start()
-            assert taken.wait(10)
-        return found
-
-    def settle(seconds: float) -> None:
-        if seconds == core._LEASE_SETTLE:
-            taken.set()
-            assert renewed.wait(10)
-        sleep(seconds)
-
-    lease._current = read_then_wait  # type: ignore[method-assign]
-    monkeypatch.setattr(core.time, "sleep", settle)
+    rival = core._Lease(shared.connect(), 1.0)
     outcome: list[BaseException | None] = []
 
     def take_over() -> None:
         try:
-            server_store()
+            rival.acquire()
             outcome.append(None)
         except BaseException as exc:  # handed to the test thread
             outcome.append(exc)
 
-    taker = threading.Thread(target=take_over)
-    old.set_metadata(a.id, {"v": 2})  # reads, waits for the taker's record, renews, writes
-    renewed.set()
+    taker, wrote = threading.Thread(target=take_over), threading.Event()
+    current, sleep = lease._current, time.sleep
+
+    def read_then_let_the_rival_write() -> Any:
+        found = current()
+        if found.get("holder") == lease.holder and not wrote.is_set():  # the check's read
+            taker.start()
+            assert wrote.wait(10)
+        return found
+
+    def settle(seconds: float) -> None:
+        if threading.current_thread() is taker:
+            wrote.set()  # the rival has written its record and waits to read it back
+        sleep(seconds)
+
+    lease._current = read_then_let_the_rival_write  # type: ignore[method-assign]
+    monkeypatch.setattr(core.time, "sleep", settle)
+    old.set_metadata(a.id, {"v": 2})  # reads, lets the rival write, renews, settles, writes
     taker.join(10)
     assert len(outcome) == 1 and isinstance(outcome[0], ConflictError)
     assert "at the same moment" in str(outcome[0])
     old.set_metadata(a.id, {"v": 3})  # the old writer goes on
     assert server_store(read_only=True).get(a.id).metadata == {"v": 3}
+
+
+def test_a_late_renewal_yields_to_a_rival_that_read_the_lease_expired_before_it(
+        server_store: Any, shared: Shared, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rival read the old writer's lease expired, the old writer renewed, the rival
+    wrote: the late renewal's read-back waits the settle, finds the rival's record, and
+    the old writer writes nothing; the rival holds the store."""
+    old = server_store(lease_ttl=1.0)
+    a = old.add("Ana moved to Lisbon")
+    time.sleep(1.2)
+    rival = core._Lease(shared.connect(), 1.0)
+    outcome: list[BaseException | None] = []
+    rival_read, old_wrote = threading.Event(), threading.Event()
+    current, sleep = rival._current, time.sleep
+
+    def read_then_wait() -> Any:
+        found = current()
+        if not rival_read.is_set():  # the takeover's read: the old writer renews now
+            rival_read.set()
+            assert old_wrote.wait(10)
+        return found
+
+    def settle(seconds: float) -> None:
+        if threading.current_thread() is threading.main_thread():
+            old_wrote.set()  # the old writer's renewal is written
+        sleep(seconds)
+
+    def take_over() -> None:
+        try:
+            rival.acquire()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    rival._current = read_then_wait  # type: ignore[method-assign]
+    monkeypatch.setattr(core.time, "sleep", settle)
+    taker = threading.Thread(target=take_over)
+    taker.start()
+    assert rival_read.wait(10)
+    with pytest.raises(ConflictError, match="at the same moment"):
+        old.set_metadata(a.id, {"v": 2})
+    taker.join(10)
+    assert outcome == [None] and rival._current().get("holder") == rival.holder
+    assert server_store(read_only=True).get(a.id).metadata == {}  # nothing was written
+
+
+def test_a_writer_too_slow_to_renew_its_lease_gives_it_up(
+        server_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past :data:`_LEASE_STALL` between the read and the write, a renewal may have
+    overwritten a rival's takeover: the writer writes nothing, drops its record, and the
+    store opens again at once."""
+    writer = server_store(lease_ttl=1.0)
+    writer.add("Ana moved to Lisbon")
+    time.sleep(0.4)  # a renewal is due
+    monkeypatch.setattr(core, "_LEASE_STALL", 0.0)  # as if the process had paused
+    with pytest.raises(ConflictError, match=r"took over 0\.0 s"):
+        writer.add("Ana likes green tea")
+    monkeypatch.undo()
+    again = server_store()  # no lease left behind
+    assert [n.content for n in again.list()] == ["Ana moved to Lisbon"]
 
 
 def test_a_reader_never_replays_a_batch_in_flight(server_store: Any,

@@ -357,8 +357,9 @@ class BackendBase:
         Raises:
             NotFoundError, EmbeddingMismatchError, ValidationError: as for ``upsert``;
                 nothing of the batch is applied.
-            MarsBackendError: a server failed part-way; the batch is completed by the
-                next write or the next open (Chroma, Qdrant).
+            MarsBackendError: a server failed part-way; the batch is completed by this
+                backend's next write, or after a crash by the next open (on a shared
+                server: by the store that takes the writer lease, or :meth:`recover`).
         """
         if not isinstance(batch, WriteBatch):
             raise ValidationError(f"apply() takes a WriteBatch, got {type(batch).__name__}")

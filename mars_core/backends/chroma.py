@@ -35,8 +35,9 @@ embeddings — Chroma is never asked to embed anything, so it works offline. Sco
   an embedded database, else in the hidden collection ``<prefix>_wal`` — before
   applying it, and replays leftover intents on open (on a server: once the store's
   writer holds the lease, never from a reader): a batch is all-or-nothing across crashes
-  (no read isolation). A failure in the middle of a batch leaves its intent; the next
-  write (or the next open) completes it first.
+  (no read isolation). A failure in the middle of a batch leaves its intent; the same
+  backend's next write completes it first (another process's: its open, or on a server
+  the writer that takes the lease).
 
 What Chroma keeps physically after a delete: the record leaves the results at once,
 but the bytes stay on disk for a while.
@@ -339,7 +340,7 @@ def _client_errors(action: str) -> Iterator[None]:
         raise MarsBackendError(
             f"Chroma could not {action}: {exc}. Check that the Chroma directory is "
             "writable or the server is reachable, then retry; an unfinished batch is "
-            "completed by the next write or the next open"
+            "completed by this backend's next write (after a crash: see recover)"
         ) from exc
 
 

@@ -233,7 +233,7 @@ def _client_errors(action: str) -> Iterator[None]:
         raise MarsBackendError(
             f"Qdrant could not {action}: {exc}. Check that the directory is writable or "
             "the server is reachable (url, api_key), then retry; an unfinished batch is "
-            "completed by the next write or the next open"
+            "completed by this backend's next write (after a crash: see recover)"
         ) from exc
 
 
