@@ -619,23 +619,18 @@ class MemoryStore(StoreCore):
         it on the new one. Reopen the store with the new embedder afterwards.
         """
         self._begin()  # refuses a read-only store before anything is written
+        if self._lease is not None:
+            self._lease.check()  # ... and a writer that lost its lease
         gen = sum(1 for e in self.audit.events() if e.op is AuditOp.CONFIG
                   and "embedder" in e.params) + 1
         new = {s: f"{base}_g{gen}" for s, base in
                ((MemoryStatus.ACTIVE, codec.MEMORIES), (MemoryStatus.ARCHIVED, codec.ARCHIVE))}
-        count = 0
-        for status, name in new.items():
-            self.backend.ensure_collection(name, embedder.dim)
-            records = self.backend.get(self._colls[status])
-            for i in range(0, len(records), batch_size):
-                chunk = records[i:i + batch_size]
-                texts = [codec.decode_node(r, self._unseal)[0].content for r in chunk]
-                vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
-                if vecs.shape != (len(chunk), embedder.dim):
-                    raise ValidationError(f"embedder {embedder.name!r} returned {vecs.shape}")
-                self.backend.upsert(name, [Record(r.id, v, r.document, r.metadata)
-                                           for r, v in zip(chunk, vecs, strict=True)])
-                count += len(chunk)
+        try:
+            count = sum(self._copy_embedded(self._colls[status], name, embedder, batch_size)
+                        for status, name in new.items())
+        except BaseException:
+            self._empty(new.values())  # no copy outlives the failure (an erased text!)
+            raise
         txn = self._begin()
         txn.batch.upsert(codec.META, [codec.meta_record("manifest", self._manifest(embedder, new))])
         txn.audit.add(op=AuditOp.CONFIG, namespace=self.config.default_namespace, step=0,
@@ -643,10 +638,35 @@ class MemoryStore(StoreCore):
                       rationale=f"re-embedded {count} memories with {embedder.name}")
         self._commit(txn)
         old, self._colls, self.embedder = self._colls, new, embedder
-        for name in old.values():
-            ids = [r.id for r in self.backend.get(name)]
-            self.backend.apply(WriteBatch().delete(name, ids))
+        self._empty(old.values())
         return count
+
+    def _copy_embedded(self, source: str, target: str, embedder: Embedder,
+                       batch_size: int) -> int:
+        """Copy ``source``'s records into ``target`` (emptied first: a crashed earlier
+        try may have left copies, of memories erased since) with ``embedder``'s vectors."""
+        self.backend.ensure_collection(target, embedder.dim)
+        self._empty([target])
+        records = self.backend.get(source)
+        for i in range(0, len(records), batch_size):
+            chunk = records[i:i + batch_size]
+            texts = [codec.decode_node(r, self._unseal)[0].content for r in chunk]
+            vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
+            if vecs.shape != (len(chunk), embedder.dim):
+                raise ValidationError(f"embedder {embedder.name!r} returned {vecs.shape}")
+            self.backend.upsert(target, [Record(r.id, v, r.document, r.metadata)
+                                         for r, v in zip(chunk, vecs, strict=True)])
+        return len(records)
+
+    def _empty(self, collections: Iterable[str]) -> None:
+        """Delete every record of ``collections`` (those that exist)."""
+        for name in collections:
+            try:
+                ids = [r.id for r in self.backend.get(name)]
+            except NotFoundError:
+                continue
+            if ids:
+                self.backend.apply(WriteBatch().delete(name, ids))
 
     @_op
     def maintain(self, namespace: str | None = None, *, ttl: bool = True,

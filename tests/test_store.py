@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from mars_core import (
@@ -20,6 +22,7 @@ from mars_core import (
     TaskStatus,
     ValidationError,
 )
+from mars_core.backends.base import Record
 
 KEY = b"k" * 32
 
@@ -245,6 +248,43 @@ def test_reembed_moves_the_store_to_a_new_embedder(tmp_path: Path) -> None:
         assert s2.stats()["embedder"] == "hashing-v1-64-c3"
         assert s2.retrieve("octopus arms", include_archive=True)[0].id == a.id
         assert all(not s2.backend.get(name) for name in ("memories", "archive"))
+
+
+class _FailsOnThirdCall(HashingEmbedder):
+    """A 64-d hashing embedder whose third ``embed`` call fails (a model server down)."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.calls = 0
+
+    def embed(self, texts: Any) -> Any:
+        self.calls += 1
+        if self.calls == 3:
+            raise RuntimeError("the embedding server went away")
+        return super().embed(texts)
+
+
+def test_a_failed_reembed_leaves_no_copy_and_an_erasure_stays_erased(tmp_path: Path) -> None:
+    """An interrupted re-embedding removes its copies; the next one starts from empty
+    collections, so a memory erased in between never comes back."""
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock()) as s:
+        a = s.add("Alice's bank PIN is 4821")
+        s.add("Bob plays chess")
+        s.add("Carol sings in a choir")
+        with pytest.raises(RuntimeError, match="went away"):
+            s.reembed(_FailsOnThirdCall(), batch_size=1)
+        assert not s.backend.get("memories_g1")  # the copies went with the failure
+        s.erase(a.id)
+        stale = np.full(64, 0.125, dtype=np.float32)  # a crashed try's copy of the erased
+        s.backend.upsert("memories_g1", [Record(a.id, stale, "stale copy", {})])
+        flaky = _FailsOnThirdCall()
+        flaky.calls = 10
+        assert s.reembed(flaky, batch_size=1) == 2
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock(),
+                          embedder=HashingEmbedder(dim=64)) as s2:
+        assert sorted(n.content for n in s2.list(status=None)) == [
+            "Bob plays chess", "Carol sings in a choir"]
+        assert a.id not in {r.id for r in s2.backend.get("memories_g1")} and s2.verify().ok
 
 
 def test_credit_feeds_the_policy_and_validates() -> None:
