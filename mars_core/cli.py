@@ -56,12 +56,13 @@ def _fail(message: str) -> typer.Exit:
 @contextmanager
 def _open(path: Path) -> Iterator[Any]:
     """Open an existing store, or exit with a message that says what to do."""
-    if not path.is_dir() or not any(path.iterdir()):
-        raise _fail(f"no store at {path}. Create one with `mars demo --path {path}` or "
-                    f"`MemoryStore.open({str(path)!r})` in Python, or pass --path.")
+    from mars_core.backends.layout import detect_backend
     from mars_core.store import MemoryStore
 
     try:
+        if not path.is_dir() or detect_backend(path) is None:  # never create one here
+            raise _fail(f"no store at {path}. Create one with `mars demo --path {path}` or "
+                        f"`MemoryStore.open({str(path)!r})` in Python, or pass --path.")
         store = MemoryStore.open(path)
     except MarsError as exc:
         raise _fail(f"cannot open the store at {path}: {exc}") from exc

@@ -616,7 +616,9 @@ class MemoryStore(StoreCore):
         Vectors are written to new collections first; one atomic write then switches the
         manifest (with a ``config`` audit event); only then are the old collections
         emptied. A crash before the switch leaves the store on the old embedder, after
-        it on the new one. Reopen the store with the new embedder afterwards.
+        it on the new one; a failure deletes the copies made so far, and the next try
+        starts from empty new collections. Reopen the store with the new embedder
+        afterwards.
         """
         self._begin()  # refuses a read-only store before anything is written
         if self._lease is not None:

@@ -85,6 +85,14 @@ def test_missing_store_path_says_what_to_do(tmp_path: Path) -> None:
     assert not (tmp_path / "nope").exists()  # a read never creates a store
 
 
+@pytest.mark.parametrize("command", ["stats", "verify", "inspect"])
+def test_a_directory_of_other_files_is_not_a_store(tmp_path: Path, command: str) -> None:
+    (tmp_path / "notes.txt").write_text("my own files")
+    code, out = run(command, "--path", str(tmp_path))
+    assert code == 2 and "no store at" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing created
+
+
 def test_explain_by_prefix_and_bad_ids(store_path: Path) -> None:
     with MemoryStore.open(store_path) as store:
         node = store.list()[0]
