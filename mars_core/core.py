@@ -112,6 +112,10 @@ _LEASE_SETTLE = 1.0
 rival that read the record before this write has written its own by then (see
 :data:`_LEASE_STALL`), so the read-back sees the last of them, and only that one goes on."""
 
+_LEASE_MIN_TTL = 3.0
+"""The shortest ``lease_ttl``: a contended take spends up to :data:`_LEASE_STALL` +
+:data:`_LEASE_SETTLE` of its lease before it knows it holds it."""
+
 
 def _backend_hook(backend: VectorBackend, name: str) -> int:
     """Call ``recover`` or ``pending_batches``, which only some backends have (0 if not)."""
@@ -1179,32 +1183,37 @@ class _Lease:
     Taken on open (refused while another holder's lease is unexpired), checked before
     every write (a write fails once someone else holds it), renewed by a write of its own
     before a batch once a third of ``ttl`` has passed, released on close. Every take and
-    renewal is written within :data:`_LEASE_STALL` of the read that allowed it and read
-    back; when a rival may be taking it at the same time (a takeover of another holder's
-    expired lease, a renewal at or past expiry) the read-back waits :data:`_LEASE_SETTLE`,
-    so of two contenders only the last to write goes on. Only then does the store replay
+    renewal is written within :data:`_LEASE_STALL` of the read that allowed it (timed on
+    the monotonic clock) and read back; when a rival may be taking it at the same time (a
+    takeover of another holder's expired lease, a renewal in the lease's last third) the
+    read-back waits :data:`_LEASE_SETTLE`, so of two contenders only the last to write goes
+    on. A take that fails anywhere after its write leaves the lease *lost*: every later
+    write is refused until the store is reopened. Only after a take does the store replay
     the batches left behind. The lease is a record, not a compare-and-set (see
-    docs/deployment.md for what that leaves open). Wall-clock time, not the store's
-    clock: a lease is about processes, not memories.
+    docs/deployment.md for what that leaves open). Expiry is wall-clock time, not the
+    store's clock: a lease is about processes, not memories.
     """
 
     def __init__(self, backend: VectorBackend, ttl: float) -> None:
-        if not isinstance(ttl, int | float) or not ttl > 0:
-            raise ConfigError(f"lease_ttl must be a positive number of seconds, not {ttl!r}")
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl >= _LEASE_MIN_TTL:
+            raise ConfigError(f"lease_ttl must be a number of seconds of at least "
+                              f"{_LEASE_MIN_TTL}, not {ttl!r}")
         self.backend, self.ttl = backend, float(ttl)
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.renewed = 0.0
+        self.lost = False
 
     def _current(self) -> dict[str, Any]:
         found = self.backend.get(codec.META, [codec.meta_id("lease")])
         return codec.decode_meta(found[0])[1] if found else {}
 
     def _take(self, read_at: float, settle: float) -> None:
-        """Write this holder's record (read at ``read_at``), wait ``settle``, read it back."""
-        at = time.time()
+        """Write this holder's record (allowed by a read at monotonic ``read_at``), wait
+        ``settle``, read it back. Lost unless all of it succeeds."""
+        at, self.lost = time.time(), True
         self.backend.apply(WriteBatch().upsert(codec.META, [codec.meta_record(
             "lease", {"holder": self.holder, "expires": at + self.ttl})]))
-        if time.time() - read_at > _LEASE_STALL:
+        if time.monotonic() - read_at > _LEASE_STALL:
             self.release()
             raise ConflictError(
                 f"taking this store's lease took over {_LEASE_STALL} s (a slow server or a "
@@ -1217,10 +1226,10 @@ class _Lease:
             raise ConflictError(f"another writer ({holder}) took this store's lease at the same "
                                 "moment; nothing was written: open it with read_only=True to "
                                 "read, or again once that writer has closed")
-        self.renewed = at
+        self.renewed, self.lost = at, False
 
     def acquire(self) -> None:
-        read_at = time.time()
+        read_at = time.monotonic()
         cur = self._current()
         other = cur.get("holder", self.holder) != self.holder
         left = float(cur.get("expires", 0)) - time.time()
@@ -1233,13 +1242,15 @@ class _Lease:
 
     def check(self) -> None:
         """Refuse a write unless this store holds the lease; renew it first when due."""
-        read_at = time.time()
+        if self.lost:
+            raise ConflictError("this store lost its writer lease (a renewal failed or "
+                                "stalled); nothing was written: close and reopen the store")
+        read_at, age = time.monotonic(), time.time() - self.renewed
         if self._current().get("holder") != self.holder:
             raise ConflictError("another writer has taken this store's lease (this one was "
                                 "idle past it); nothing was written: close and reopen the store")
-        if read_at - self.renewed > self.ttl / 3:  # a rival may read it expired: settle
-            late = read_at + _LEASE_STALL >= self.renewed + self.ttl
-            self._take(read_at, _LEASE_SETTLE if late else 0.0)
+        if age > self.ttl / 3:  # in its last third, a rival's clock may call it expired
+            self._take(read_at, _LEASE_SETTLE if age > self.ttl * 2 / 3 else 0.0)
 
     def release(self) -> None:
         if self._current().get("holder") == self.holder:

@@ -86,9 +86,9 @@ class MemoryStore(StoreCore):
             open: :meth:`refresh` (or reopen) to see later writes. (An embedded Chroma or
             Qdrant directory, which one process holds at a time, still completes a
             crashed batch when its backend opens it.)
-        lease_ttl: seconds a writer lease lasts without writes, on a shared backend
-            (a Chroma or Qdrant server, or a client passed in): one writer per store,
-            any number of ``read_only`` readers; see :mod:`mars_core.core` ``_Lease``.
+        lease_ttl: seconds a writer lease lasts without writes (at least 3), on a
+            shared backend (a Chroma or Qdrant server, or a client passed in): one writer
+            per store, any number of ``read_only`` readers; see docs/deployment.md.
         **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``.
 
     Examples:

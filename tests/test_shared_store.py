@@ -136,7 +136,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_writer_stops(server_store: A
 def test_a_writer_idle_past_its_lease_renews_it_before_it_writes(server_store: Any) -> None:
     """The lease is renewed by a write of its own, read back, before the batch: a writer
     that opens while that batch is in flight finds the lease held, not expired."""
-    old = server_store(lease_ttl=3.0)  # longer than the renewal's settle
+    old = server_store(lease_ttl=3.0)
     a = old.add("Ana moved to Lisbon")
     old.set_metadata(a.id, {"v": 1})
     time.sleep(3.2)  # alive, but idle past its lease
@@ -169,12 +169,12 @@ def test_a_takeover_during_the_old_writers_renewal_leaves_it_the_lease(
     """The old writer read its expired lease just before a rival wrote its own, and
     renews right after: both wait the settle before reading back, both read the old
     writer's record, and only the old writer goes on."""
-    old = server_store(lease_ttl=1.0)
+    old = server_store(lease_ttl=3.0)
     a = old.add("Ana moved to Lisbon")
-    time.sleep(1.2)  # alive, but idle past its lease
+    time.sleep(3.2)  # alive, but idle past its lease
     lease = old._lease
     assert lease is not None
-    rival = core._Lease(shared.connect(), 1.0)
+    rival = core._Lease(shared.connect(), 3.0)
     outcome: list[BaseException | None] = []
 
     def take_over() -> None:
@@ -214,10 +214,10 @@ def test_a_late_renewal_yields_to_a_rival_that_read_the_lease_expired_before_it(
     """A rival read the old writer's lease expired, the old writer renewed, the rival
     wrote: the late renewal's read-back waits the settle, finds the rival's record, and
     the old writer writes nothing; the rival holds the store."""
-    old = server_store(lease_ttl=1.0)
+    old = server_store(lease_ttl=3.0)
     a = old.add("Ana moved to Lisbon")
-    time.sleep(1.2)
-    rival = core._Lease(shared.connect(), 1.0)
+    time.sleep(3.2)
+    rival = core._Lease(shared.connect(), 3.0)
     outcome: list[BaseException | None] = []
     rival_read, old_wrote = threading.Event(), threading.Event()
     current, sleep = rival._current, time.sleep
@@ -258,15 +258,50 @@ def test_a_writer_too_slow_to_renew_its_lease_gives_it_up(
     """Past :data:`_LEASE_STALL` between the read and the write, a renewal may have
     overwritten a rival's takeover: the writer writes nothing, drops its record, and the
     store opens again at once."""
-    writer = server_store(lease_ttl=1.0)
+    writer = server_store(lease_ttl=3.0)
     writer.add("Ana moved to Lisbon")
-    time.sleep(0.4)  # a renewal is due
+    time.sleep(1.1)  # a renewal is due
     monkeypatch.setattr(core, "_LEASE_STALL", 0.0)  # as if the process had paused
     with pytest.raises(ConflictError, match=r"took over 0\.0 s"):
         writer.add("Ana likes green tea")
     monkeypatch.undo()
+    with pytest.raises(ConflictError, match="lost its writer lease"):
+        writer.add("Ana likes green tea")  # however fast it is now: it must reopen
     again = server_store()  # no lease left behind
     assert [n.content for n in again.list()] == ["Ana moved to Lisbon"]
+
+
+def test_a_renewal_that_fails_loses_the_lease_until_the_store_reopens(
+        server_store: Any) -> None:
+    """A renewal whose write raised may have landed late, over a rival's takeover: the
+    writer never writes on that lease again (a retry would write on old state)."""
+    writer = server_store(lease_ttl=3.0)
+    writer.add("Ana moved to Lisbon")
+    time.sleep(1.1)  # a renewal is due
+    apply, lease_id = writer.backend.apply, codec.meta_id("lease")
+
+    def times_out(batch: WriteBatch) -> None:
+        if any(r.id == lease_id for op in batch.ops if isinstance(op, UpsertOp)
+               for r in op.records):
+            apply(batch)  # it landed, but the client gave up waiting
+            raise MarsBackendError("Chroma could not write: timed out")
+        apply(batch)
+
+    writer.backend.apply = times_out  # type: ignore[method-assign]
+    with pytest.raises(MarsBackendError, match="timed out"):
+        writer.add("Ana likes green tea")
+    writer.backend.apply = apply  # type: ignore[method-assign]
+    with pytest.raises(ConflictError, match="lost its writer lease"):
+        writer.add("Ana likes green tea")
+    writer.close()
+    again = server_store()
+    assert [n.content for n in again.list()] == ["Ana moved to Lisbon"]
+
+
+@pytest.mark.parametrize("ttl", [0, 2.9, True, "60"])
+def test_a_lease_shorter_than_its_take_is_refused(server_store: Any, ttl: object) -> None:
+    with pytest.raises(ConfigError, match="lease_ttl must be a number of seconds of at least"):
+        server_store(lease_ttl=ttl)
 
 
 def test_a_reader_never_replays_a_batch_in_flight(server_store: Any,
@@ -369,7 +404,7 @@ def test_a_reader_takes_the_audit_chain_the_state_record_names(server_store: Any
 
 def test_the_next_writer_completes_a_crashed_batch_before_it_reads(
         server_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    crashed = server_store(lease_ttl=2.0)
+    crashed = server_store(lease_ttl=3.0)
     crashed.add("Ana moved to Lisbon")
     backend, apply = crashed.backend, crashed.backend._apply
 
