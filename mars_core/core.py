@@ -973,7 +973,38 @@ class StoreCore:
                           params={"request": request, **params}, step=step, at=self.clock.now(),
                           rationale=why, contents={nid: node.content})
         self._stage_edge_cleanup(txn, gone)
+        self._stage_leftover_purge(txn, [*plan.erased, *renamed])
         return renamed
+
+    def _reembed_targets(self) -> dict[MemoryStatus, str]:
+        """The collections the next :meth:`reembed` copies into (``memories_g<n>``, ...)."""
+        gen = sum(1 for e in self.audit.events() if e.op is AuditOp.CONFIG
+                  and "embedder" in e.params) + 1
+        return {s: f"{base}_g{gen}" for s, base in
+                ((MemoryStatus.ACTIVE, codec.MEMORIES), (MemoryStatus.ARCHIVED, codec.ARCHIVE))}
+
+    def _stage_leftover_purge(self, txn: _Txn, ids: Sequence[str]) -> None:
+        """Stage deleting ``ids`` where a failed or crashed re-embedding may have left
+        copies of them (their texts included): the next one's collections."""
+        for name in self._reembed_targets().values():
+            try:
+                found = self.backend.get(name, list(ids))
+            except NotFoundError:
+                continue
+            if found:
+                txn.batch.delete(name, [r.id for r in found])
+
+    def _empty(self, collections: Iterable[str]) -> None:
+        """Delete every record of ``collections`` (those that exist), after completing
+        this writer's unfinished batch (which could write more of them)."""
+        _backend_hook(self.backend, "recover")
+        for name in collections:
+            try:
+                ids = [r.id for r in self.backend.get(name)]
+            except NotFoundError:
+                continue
+            if ids:
+                self.backend.apply(WriteBatch().delete(name, ids))
 
     def _stage_regenerated(self, txn: _Txn, ns: str, old_id: str, members: Sequence[str],
                            staged: Mapping[str, MemoryNode]) -> MemoryNode:

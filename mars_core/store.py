@@ -31,7 +31,7 @@ import pydantic
 from mars_core import assemble, codec
 from mars_core._async import asyncify
 from mars_core.audit import AuditOp, VerifyReport
-from mars_core.backends.base import Record, WriteBatch
+from mars_core.backends.base import Record
 from mars_core.context import Validity, rank_recall, recall_walk, render_context
 from mars_core.core import StoreCore, _op
 from mars_core.embeddings import Embedder, embed_one
@@ -623,10 +623,7 @@ class MemoryStore(StoreCore):
         self._begin()  # refuses a read-only store before anything is written
         if self._lease is not None:
             self._lease.check()  # ... and a writer that lost its lease
-        gen = sum(1 for e in self.audit.events() if e.op is AuditOp.CONFIG
-                  and "embedder" in e.params) + 1
-        new = {s: f"{base}_g{gen}" for s, base in
-               ((MemoryStatus.ACTIVE, codec.MEMORIES), (MemoryStatus.ARCHIVED, codec.ARCHIVE))}
+        new = self._reembed_targets()
         try:
             count = sum(self._copy_embedded(self._colls[status], name, embedder, batch_size)
                         for status, name in new.items())
@@ -656,19 +653,11 @@ class MemoryStore(StoreCore):
             vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
             if vecs.shape != (len(chunk), embedder.dim):
                 raise ValidationError(f"embedder {embedder.name!r} returned {vecs.shape}")
+            if self._lease is not None:
+                self._lease.check()  # and renews it: a long re-embedding keeps the store
             self.backend.upsert(target, [Record(r.id, v, r.document, r.metadata)
                                          for r, v in zip(chunk, vecs, strict=True)])
         return len(records)
-
-    def _empty(self, collections: Iterable[str]) -> None:
-        """Delete every record of ``collections`` (those that exist)."""
-        for name in collections:
-            try:
-                ids = [r.id for r in self.backend.get(name)]
-            except NotFoundError:
-                continue
-            if ids:
-                self.backend.apply(WriteBatch().delete(name, ids))
 
     @_op
     def maintain(self, namespace: str | None = None, *, ttl: bool = True,

@@ -274,9 +274,11 @@ def test_a_failed_reembed_leaves_no_copy_and_an_erasure_stays_erased(tmp_path: P
         with pytest.raises(RuntimeError, match="went away"):
             s.reembed(_FailsOnThirdCall(), batch_size=1)
         assert not s.backend.get("memories_g1")  # the copies went with the failure
+        stale = np.full(64, 0.125, dtype=np.float32)  # what a crashed try would leave
+        s.backend.upsert("memories_g1", [Record(a.id, stale, "Alice's bank PIN is 4821", {})])
         s.erase(a.id)
-        stale = np.full(64, 0.125, dtype=np.float32)  # a crashed try's copy of the erased
-        s.backend.upsert("memories_g1", [Record(a.id, stale, "stale copy", {})])
+        assert not s.backend.get("memories_g1")  # the erasure reached the leftover copy
+        s.backend.upsert("memories_g1", [Record(a.id, stale, "a copy from nowhere", {})])
         flaky = _FailsOnThirdCall()
         flaky.calls = 10
         assert s.reembed(flaky, batch_size=1) == 2
