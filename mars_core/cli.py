@@ -54,8 +54,9 @@ def _fail(message: str) -> typer.Exit:
 
 
 @contextmanager
-def _open(path: Path) -> Iterator[Any]:
-    """Open an existing store, or exit with a message that says what to do."""
+def _open(path: Path, *, read_only: bool = False) -> Iterator[Any]:
+    """Open an existing store (``read_only``: to read it, writing nothing), or exit with a
+    message that says what to do."""
     from mars_core.backends.layout import detect_backend
     from mars_core.store import MemoryStore
 
@@ -63,7 +64,7 @@ def _open(path: Path) -> Iterator[Any]:
         if not path.is_dir() or detect_backend(path) is None:  # never create one here
             raise _fail(f"no store at {path}. Create one with `mars demo --path {path}` or "
                         f"`MemoryStore.open({str(path)!r})` in Python, or pass --path.")
-        store = MemoryStore.open(path)
+        store = MemoryStore.open(path, read_only=read_only)
     except MarsError as exc:
         raise _fail(f"cannot open the store at {path}: {exc}") from exc
     try:
@@ -105,7 +106,7 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
     sensitivity, tokens, uses and the redacted text. Nothing is written or counted as use."""
     from mars_core.inspect import inspect_rows
 
-    with _open(path) as store:
+    with _open(path, read_only=True) as store:
         try:
             rows = inspect_rows(store, namespace=namespace, status=status, limit=limit)
         except MarsError as exc:
@@ -145,7 +146,7 @@ def explain(node_id: Annotated[str, typer.Argument(
                 "shows 8)")],
             path: PathOpt = DEFAULT_PATH) -> None:
     """Why a memory is where it is: provenance chain and audit rationales (no text)."""
-    with _open(path) as store:
+    with _open(path, read_only=True) as store:
         node_id = _resolve_id(store, node_id)
         console.print(store.explain(node_id).render(), highlight=False)
 
@@ -188,7 +189,7 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
 def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
            path: PathOpt = DEFAULT_PATH) -> None:
     """Export the whole store (memories, edges, archive) as JSON-LD; `mars import` reads it."""
-    with _open(path) as store:
+    with _open(path, read_only=True) as store:
         store.export_jsonld(out)
     console.print(f"exported {path} to {out}")
 
@@ -266,7 +267,7 @@ def _remove_created(created: tuple[Path, bool]) -> None:
 @app.command()
 def verify(path: PathOpt = DEFAULT_PATH) -> None:
     """Check the audit log's HMAC hash chain, event by event (exit code 1 if broken)."""
-    with _open(path) as store:
+    with _open(path, read_only=True) as store:
         report = store.verify()
     if report.ok:
         console.print(f"audit chain ok: {report.checked} events verified", highlight=False)
@@ -279,7 +280,7 @@ def verify(path: PathOpt = DEFAULT_PATH) -> None:
 @app.command()
 def stats(path: PathOpt = DEFAULT_PATH) -> None:
     """Backend, embedder, policy and per-namespace occupancy, as JSON."""
-    with _open(path) as store:
+    with _open(path, read_only=True) as store:
         console.print_json(json.dumps(store.stats(), default=str))
 
 

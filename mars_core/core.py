@@ -271,6 +271,9 @@ class StoreCore:
                               f"VectorBackend, not {type(backend).__name__}")
         try:
             manifest = _read_manifest(chosen, create=not kwargs.get("read_only", False))
+            if manifest is None and kwargs.get("read_only", False):
+                raise ConfigError(f"read_only=True opens an existing store, and there is none "
+                                  f"at {directory}; open it once without read_only to create it")
             if embedder is None:
                 embedder = _embedder_for_manifest(manifest)
             keys = _keys_for(directory, keys, encrypt, manifest,

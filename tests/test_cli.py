@@ -91,6 +91,10 @@ def test_a_directory_of_other_files_is_not_a_store(tmp_path: Path, command: str)
     code, out = run(command, "--path", str(tmp_path))
     assert code == 2 and "no store at" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing created
+    (tmp_path / "qdrant").mkdir()  # a folder of that name, but no store in it
+    code, out = run(command, "--path", str(tmp_path))
+    assert code == 2 and "there is none" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "qdrant"]  # no keys/
 
 
 def test_explain_by_prefix_and_bad_ids(store_path: Path) -> None:
