@@ -164,6 +164,21 @@ def test_a_writer_idle_past_its_lease_renews_it_before_it_writes(server_store: A
     assert reader.get(a.id).metadata == {"v": 3} and reader.verify().ok
 
 
+def _acquiring(lease: Any) -> tuple[threading.Thread, list[BaseException | None]]:
+    """A thread (not started) that takes ``lease``, and where it puts the outcome
+    (``None``: taken; else the exception)."""
+    outcome: list[BaseException | None] = []
+
+    def take() -> None:
+        try:
+            lease.acquire()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test thread
+            outcome.append(exc)
+
+    return threading.Thread(target=take), outcome
+
+
 def test_a_takeover_during_the_old_writers_renewal_leaves_it_the_lease(
         server_store: Any, shared: Shared, monkeypatch: pytest.MonkeyPatch) -> None:
     """The old writer read its expired lease just before a rival wrote its own, and
@@ -174,17 +189,8 @@ def test_a_takeover_during_the_old_writers_renewal_leaves_it_the_lease(
     time.sleep(3.2)  # alive, but idle past its lease
     lease = old._lease
     assert lease is not None
-    rival = core._Lease(shared.connect(), 3.0)
-    outcome: list[BaseException | None] = []
-
-    def take_over() -> None:
-        try:
-            rival.acquire()
-            outcome.append(None)
-        except BaseException as exc:  # handed to the test thread
-            outcome.append(exc)
-
-    taker, wrote = threading.Thread(target=take_over), threading.Event()
+    taker, outcome = _acquiring(core._Lease(shared.connect(), 3.0))
+    wrote = threading.Event()
     current, sleep = lease._current, time.sleep
 
     def read_then_let_the_rival_write() -> Any:
@@ -218,7 +224,7 @@ def test_a_late_renewal_yields_to_a_rival_that_read_the_lease_expired_before_it(
     a = old.add("Ana moved to Lisbon")
     time.sleep(3.2)
     rival = core._Lease(shared.connect(), 3.0)
-    outcome: list[BaseException | None] = []
+    taker, outcome = _acquiring(rival)
     rival_read, old_wrote = threading.Event(), threading.Event()
     current, sleep = rival._current, time.sleep
 
@@ -234,16 +240,8 @@ def test_a_late_renewal_yields_to_a_rival_that_read_the_lease_expired_before_it(
             old_wrote.set()  # the old writer's renewal is written
         sleep(seconds)
 
-    def take_over() -> None:
-        try:
-            rival.acquire()
-            outcome.append(None)
-        except BaseException as exc:  # handed to the test thread
-            outcome.append(exc)
-
     rival._current = read_then_wait  # type: ignore[method-assign]
     monkeypatch.setattr(core.time, "sleep", settle)
-    taker = threading.Thread(target=take_over)
     taker.start()
     assert rival_read.wait(10)
     with pytest.raises(ConflictError, match="at the same moment"):
