@@ -139,6 +139,7 @@ class _Txn:
     puts: list[tuple[MemoryNode, list[Edge]]] = field(default_factory=list)
     centroid: list[tuple[Any, str]] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
+    policy_state: dict[str, Any] | None = None  # what the batch saves of the policy
 
 
 
@@ -255,13 +256,16 @@ class StoreCore:
             ExtraNotInstalledError: the chosen backend or embedder is not installed.
             ConflictError: another process has the directory open.
         """
-        from mars_core.backends.layout import open_backend
+        from mars_core.backends.layout import detect_backend, open_backend
 
         directory = Path(path)
         keys = kwargs.pop("keys_path", None)
         if keys is not None and Path(keys).resolve() == directory.resolve():
             raise ConfigError("keys_path must be a directory of its own, not the store's path")
         if isinstance(backend, str):
+            if kwargs.get("read_only", False) and detect_backend(directory) is None:
+                raise ConfigError(f"read_only=True opens an existing store, and there is none "
+                                  f"at {directory}; open it once without read_only to create it")
             chosen, note = open_backend(directory, backend)
         elif isinstance(backend, VectorBackend):
             directory.mkdir(parents=True, exist_ok=True)
@@ -593,6 +597,8 @@ class StoreCore:
         if self._cipher is not None:
             self._cipher.flush()  # keys are durable before the records sealed with them
         self.backend.apply(txn.batch)
+        if txn.policy_state is not None:
+            self._policy_state = txn.policy_state
         st.counter, st.touch = txn.counter, txn.touch
         st.steps.update(txn.steps)
         for node, edges in txn.puts:
@@ -788,7 +794,8 @@ class StoreCore:
     def _flush_policy_state(self) -> None:
         """Write the policy state if it changed since the last commit (at close: what the
         last commit's own adds and later retrievals taught the policy)."""
-        if not self._read_only and self.policy.state_dict() != self._policy_state:
+        lost = self._lease is not None and self._lease.lost  # nothing may be written
+        if not (self._read_only or lost) and self.policy.state_dict() != self._policy_state:
             self._commit(self._begin())
 
     def _stage_policy_state(self, txn: _Txn) -> None:
@@ -801,7 +808,7 @@ class StoreCore:
         if state != self._policy_state:
             txn.batch.upsert(codec.META, [codec.meta_record(
                 "policy", {"name": self.policy.name, "state": state})])
-            self._policy_state = state
+            txn.policy_state = state  # saved once the batch lands
 
     def _view(self, txn: _Txn, ns: str) -> NamespaceView:
         # A generator per operation, derived from the seed and persisted counters: seeded
@@ -979,17 +986,24 @@ class StoreCore:
         self._stage_leftover_purge(txn, [*plan.erased, *renamed])
         return renamed
 
+    def _generation(self) -> int:
+        """How many times the store was re-embedded (its collections' ``_g<n>`` suffix)."""
+        return sum(1 for e in self.audit.events() if e.op is AuditOp.CONFIG
+                   and "embedder" in e.params)
+
     def _reembed_targets(self) -> dict[MemoryStatus, str]:
         """The collections the next :meth:`reembed` copies into (``memories_g<n>``, ...)."""
-        gen = sum(1 for e in self.audit.events() if e.op is AuditOp.CONFIG
-                  and "embedder" in e.params) + 1
+        gen = self._generation() + 1
         return {s: f"{base}_g{gen}" for s, base in
                 ((MemoryStatus.ACTIVE, codec.MEMORIES), (MemoryStatus.ARCHIVED, codec.ARCHIVE))}
 
     def _stage_leftover_purge(self, txn: _Txn, ids: Sequence[str]) -> None:
-        """Stage deleting ``ids`` where a failed or crashed re-embedding may have left
-        copies of them (their texts included): the next one's collections."""
-        for name in self._reembed_targets().values():
+        """Stage deleting ``ids`` wherever a re-embedding may have left copies of them
+        (their texts included): the next one's collections (a failed or crashed try) and
+        every earlier generation's (a crash after the switch, before they were emptied)."""
+        names = {f"{base}{f'_g{g}' if g else ''}" for base in (codec.MEMORIES, codec.ARCHIVE)
+                 for g in range(self._generation() + 2)} - set(self._colls.values())
+        for name in sorted(names):
             try:
                 found = self.backend.get(name, list(ids))
             except NotFoundError:
@@ -999,7 +1013,10 @@ class StoreCore:
 
     def _empty(self, collections: Iterable[str]) -> None:
         """Delete every record of ``collections`` (those that exist), after completing
-        this writer's unfinished batch (which could write more of them)."""
+        this writer's unfinished batch (which could write more of them). A store that
+        lost its lease writes nothing: the next writer's erasures and re-embeddings purge."""
+        if self._lease is not None and self._lease.lost:
+            return
         _backend_hook(self.backend, "recover")
         for name in collections:
             try:
@@ -1281,6 +1298,7 @@ class _Lease:
                                 "stalled); nothing was written: close and reopen the store")
         read_at, age = time.monotonic(), time.time() - self.renewed
         if self._current().get("holder") != self.holder:
+            self.lost = True
             raise ConflictError("another writer has taken this store's lease (this one was "
                                 "idle past it); nothing was written: close and reopen the store")
         if age > self.ttl / 3:  # in its last third, a rival's clock may call it expired

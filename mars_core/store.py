@@ -627,6 +627,8 @@ class MemoryStore(StoreCore):
         try:
             count = sum(self._copy_embedded(self._colls[status], name, embedder, batch_size)
                         for status, name in new.items())
+        except ConflictError:
+            raise  # the lease is another writer's now: not ours to write (erasure purges)
         except BaseException:
             self._empty(new.values())  # no copy outlives the failure (an erased text!)
             raise
@@ -884,12 +886,14 @@ class MemoryStore(StoreCore):
         """Close the store and its backend (idempotent)."""
         with self._lock:
             if not self._closed:
-                self._flush_policy_state()
-                self._closed = True
-                self._release_lease()
-                self.backend.close()
-                if self._cipher is not None:
-                    self._cipher.close()
+                try:
+                    self._flush_policy_state()
+                finally:  # closed whatever the flush met: no handle outlives close()
+                    self._closed = True
+                    self._release_lease()
+                    self.backend.close()
+                    if self._cipher is not None:
+                        self._cipher.close()
 
     @property
     def closed(self) -> bool:

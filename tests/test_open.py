@@ -184,3 +184,15 @@ def test_lazy_reexports_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         _ = backends_pkg.QdrantBackend
     with pytest.raises(AttributeError):
         _ = backends_pkg.NoSuchBackend  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("backend", ["auto", "chroma", "qdrant", "inmemory"])
+def test_read_only_open_of_no_store_creates_nothing(tmp_path: Path, backend: str) -> None:
+    """Nothing to read is a ConfigError, and leaves no database, lock or key directory
+    behind (a later writer may then choose any backend there)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for where in (tmp_path / "missing", empty):
+        with pytest.raises(ConfigError, match="there is none"):
+            MemoryStore.open(where, backend=backend, read_only=True)
+    assert not (tmp_path / "missing").exists() and not any(empty.iterdir())

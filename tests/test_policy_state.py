@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from mars_core import FakeClock, MemoryStore, codec
-from mars_core.errors import ValidationError
+from mars_core.errors import MarsBackendError, ValidationError
 from mars_core.policies import MetaController, PriorityDecayPolicy, make_policy
 
 KEY = b"k" * 32
@@ -161,6 +161,27 @@ def test_meta_learning_survives_a_reopen(tmp_path: Path) -> None:
     for arm in META["arms"]:
         assert np.allclose(got["bandit"]["A"][arm], want_state["bandit"]["A"][arm])
         assert np.allclose(got["bandit"]["b"][arm], want_state["bandit"]["b"][arm])
+
+
+def test_a_failed_commit_leaves_the_policy_state_unsaved(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The policy state a batch carries counts as saved only once the batch lands: a
+    failed write leaves it for the next commit (here, close) to write."""
+    path = tmp_path / "meta"
+    with _open(path, "meta", 60, **META) as store:
+        _drive(store, random.Random(1), 12)
+        apply = store.backend.apply
+
+        def fails(batch: Any) -> None:
+            raise MarsBackendError("the disk is full")
+
+        store.backend.apply = fails  # type: ignore[method-assign]
+        with pytest.raises(MarsBackendError):
+            store.add("ana drinks tea 99")  # carried the policy state of the adds before
+        store.backend.apply = apply  # type: ignore[method-assign]
+        live = json.loads(json.dumps(store.policy.state_dict()))
+    with _open(path, "meta", 60, **META) as store:
+        assert store.policy.state_dict() == live  # written at close after all
 
 
 def test_meta_state_round_trips_and_bad_state_changes_nothing() -> None:

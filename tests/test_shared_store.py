@@ -256,7 +256,7 @@ def test_a_writer_too_slow_to_renew_its_lease_gives_it_up(
     """Past :data:`_LEASE_STALL` between the read and the write, a renewal may have
     overwritten a rival's takeover: the writer writes nothing, drops its record, and the
     store opens again at once."""
-    writer = server_store(lease_ttl=3.0)
+    writer = server_store(lease_ttl=3.0, policy="meta")  # a policy state to flush at close
     writer.add("Ana moved to Lisbon")
     time.sleep(1.1)  # a renewal is due
     monkeypatch.setattr(core, "_LEASE_STALL", 0.0)  # as if the process had paused
@@ -265,6 +265,8 @@ def test_a_writer_too_slow_to_renew_its_lease_gives_it_up(
     monkeypatch.undo()
     with pytest.raises(ConflictError, match="lost its writer lease"):
         writer.add("Ana likes green tea")  # however fast it is now: it must reopen
+    writer.close()  # writes nothing, raises nothing, and closes
+    assert writer.closed
     again = server_store()  # no lease left behind
     assert [n.content for n in again.list()] == ["Ana moved to Lisbon"]
 
