@@ -271,6 +271,31 @@ def test_a_writer_too_slow_to_renew_its_lease_gives_it_up(
     assert [n.content for n in again.list()] == ["Ana moved to Lisbon"]
 
 
+def test_a_reembed_that_loses_its_lease_writes_nothing_more(
+        server_store: Any, shared: Shared, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rival's batch in flight is not a re-embedding's to replay once its lease is
+    lost (it replayed it, without the lease, while cleaning up)."""
+    writer = server_store(lease_ttl=3.0)
+    for i in range(3):
+        writer.add(f"note {i} about the weather")
+    rival = shared.connect()
+
+    class RivalMidway(HashingEmbedder):
+        def embed(self, texts: Any) -> Any:
+            if not rival.pending_batches():  # type: ignore[attr-defined]
+                rival._wal.begin(  # type: ignore[attr-defined]
+                    [UpsertOp(codec.META, (codec.meta_record("rival", {}),))])
+                time.sleep(1.1)  # the first chunk's check renews the lease ...
+                monkeypatch.setattr(core, "_LEASE_STALL", 0.0)  # ... and stalls: lost
+            return super().embed(texts)
+
+    with pytest.raises(ConflictError, match="took over"):
+        writer.reembed(RivalMidway(dim=64), batch_size=1)
+    assert rival.pending_batches() == 1  # type: ignore[attr-defined]
+    assert not rival.get(codec.META, [codec.meta_id("rival")])  # not replayed by the loser
+    rival.close()
+
+
 def test_a_renewal_that_fails_loses_the_lease_until_the_store_reopens(
         server_store: Any) -> None:
     """A renewal whose write raised may have landed late, over a rival's takeover: the
