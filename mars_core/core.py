@@ -103,9 +103,11 @@ while it was read (under a second in all; see ``StoreCore._read_consistent``).""
 
 
 _LEASE_STALL = 0.5
-"""Most seconds between reading the lease record and the return of the write that takes or
-renews it; a writer slower than that (a stalled process or server) may have overwritten
-another's takeover, and gives up (``ConflictError``)."""
+"""Most seconds between reading the lease record and the return of the write that takes
+it when a rival may be taking it too (a takeover, a renewal in the lease's last third); a
+writer slower than that (a stalled process or server) may have overwritten the rival's
+take, and gives up (``ConflictError``). An earlier renewal has until its lease's expiry,
+less this margin."""
 
 _LEASE_SETTLE = 1.0
 """Seconds a contended take waits between writing its record and reading it back: any
@@ -1234,13 +1236,14 @@ class _Lease:
     Taken on open (refused while another holder's lease is unexpired), checked before
     every write (a write fails once someone else holds it), renewed by a write of its own
     before a batch once a third of ``ttl`` has passed, released on close. Every take and
-    renewal is written within :data:`_LEASE_STALL` of the read that allowed it (timed on
-    the monotonic clock) and read back; when a rival may be taking it at the same time (a
-    takeover of another holder's expired lease, a renewal in the lease's last third) the
-    read-back waits :data:`_LEASE_SETTLE`, so of two contenders only the last to write goes
-    on. A take that fails anywhere after its write leaves the lease *lost*: every later
-    write is refused until the store is reopened. Only after a take does the store replay
-    the batches left behind. The lease is a record, not a compare-and-set (see
+    renewal is read back. When a rival may be taking it at the same time (a takeover of
+    another holder's expired lease, a renewal in the lease's last third) it must be
+    written within :data:`_LEASE_STALL` of the read that allowed it (timed on the
+    monotonic clock) and the read-back waits :data:`_LEASE_SETTLE`, so of two contenders
+    only the last to write goes on; an earlier renewal must be written before the lease
+    it read could expire. A take that fails anywhere after its write leaves the lease
+    *lost*: every later write is refused until the store is reopened. Only after a take
+    does the store replay the batches left behind. The lease is a record, not a compare-and-set (see
     docs/deployment.md for what that leaves open). Expiry is wall-clock time, not the
     store's clock: a lease is about processes, not memories.
     """
@@ -1258,18 +1261,19 @@ class _Lease:
         found = self.backend.get(codec.META, [codec.meta_id("lease")])
         return codec.decode_meta(found[0])[1] if found else {}
 
-    def _take(self, read_at: float, settle: float) -> None:
-        """Write this holder's record (allowed by a read at monotonic ``read_at``), wait
-        ``settle``, read it back. Lost unless all of it succeeds."""
+    def _take(self, read_at: float, settle: float, bound: float | None) -> None:
+        """Write this holder's record (allowed by a read at monotonic ``read_at``; the
+        write must return within ``bound`` seconds of it, if given), wait ``settle``, read
+        it back. Lost unless all of it succeeds."""
         at, self.lost = time.time(), True
         self.backend.apply(WriteBatch().upsert(codec.META, [codec.meta_record(
             "lease", {"holder": self.holder, "expires": at + self.ttl})]))
-        if time.monotonic() - read_at > _LEASE_STALL:
+        if bound is not None and time.monotonic() - read_at > bound:
             self.release()
             raise ConflictError(
-                f"taking this store's lease took over {_LEASE_STALL} s (a slow server or a "
-                "paused process), so another writer may have taken it meanwhile; nothing "
-                "was written: open the store again")
+                f"taking this store's lease took over {max(bound, 0.0):.1f} s (a slow server "
+                "or a paused process), so another writer may have taken it meanwhile; "
+                "nothing was written: open the store again")
         if settle:
             time.sleep(settle)
         holder = self._current().get("holder")
@@ -1289,7 +1293,9 @@ class _Lease:
                 f"another writer ({cur.get('holder')}) holds this store's lease for {left:.0f} "
                 "more seconds; open it with read_only=True to read, or, if that writer "
                 "crashed, open it again once the lease has expired")
-        self._take(read_at, _LEASE_SETTLE if other else 0.0)
+        # contended only when taking another's expired lease (a fresh one: item 5 of the
+        # deployment guide's limits)
+        self._take(read_at, *((_LEASE_SETTLE, _LEASE_STALL) if other else (0.0, None)))
 
     def check(self) -> None:
         """Refuse a write unless this store holds the lease; renew it first when due."""
@@ -1301,8 +1307,10 @@ class _Lease:
             self.lost = True
             raise ConflictError("another writer has taken this store's lease (this one was "
                                 "idle past it); nothing was written: close and reopen the store")
-        if age > self.ttl / 3:  # in its last third, a rival's clock may call it expired
-            self._take(read_at, _LEASE_SETTLE if age > self.ttl * 2 / 3 else 0.0)
+        if age > self.ttl * 2 / 3:  # its last third: a rival's clock may call it expired
+            self._take(read_at, _LEASE_SETTLE, _LEASE_STALL)
+        elif age > self.ttl / 3:  # it must land while the lease read still holds
+            self._take(read_at, 0.0, self.ttl - age - _LEASE_STALL)
 
     def release(self) -> None:
         if self._current().get("holder") == self.holder:
