@@ -1242,10 +1242,11 @@ class _Lease:
     monotonic clock) and the read-back waits :data:`_LEASE_SETTLE`, so of two contenders
     only the last to write goes on; an earlier renewal must be written before the lease
     it read could expire. A take that fails anywhere after its write leaves the lease
-    *lost*: every later write is refused until the store is reopened. Only after a take
-    does the store replay the batches left behind. The lease is a record, not a compare-and-set (see
-    docs/deployment.md for what that leaves open). Expiry is wall-clock time, not the
-    store's clock: a lease is about processes, not memories.
+    *lost*, as does a check that finds another holder: every later write is refused until
+    the store is reopened. Only after a take does the store replay the batches left
+    behind. The lease is a record, not a compare-and-set (see docs/deployment.md for what
+    that leaves open). Expiry is wall-clock time, not the store's clock: a lease is about
+    processes, not memories.
     """
 
     def __init__(self, backend: VectorBackend, ttl: float) -> None:
@@ -1300,8 +1301,9 @@ class _Lease:
     def check(self) -> None:
         """Refuse a write unless this store holds the lease; renew it first when due."""
         if self.lost:
-            raise ConflictError("this store lost its writer lease (a renewal failed or "
-                                "stalled); nothing was written: close and reopen the store")
+            raise ConflictError("this store lost its writer lease (another writer took it, "
+                                "or a renewal failed or stalled); nothing was written: close "
+                                "and reopen the store")
         read_at, age = time.monotonic(), time.time() - self.renewed
         if self._current().get("holder") != self.holder:
             self.lost = True
