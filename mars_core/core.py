@@ -258,17 +258,15 @@ class StoreCore:
             ExtraNotInstalledError: the chosen backend or embedder is not installed.
             ConflictError: another process has the directory open.
         """
-        from mars_core.backends.layout import detect_backend, open_backend
+        from mars_core.backends.layout import open_backend
 
         directory = Path(path)
         keys = kwargs.pop("keys_path", None)
         if keys is not None and Path(keys).resolve() == directory.resolve():
             raise ConfigError("keys_path must be a directory of its own, not the store's path")
         if isinstance(backend, str):
-            if kwargs.get("read_only", False) and detect_backend(directory) is None:
-                raise ConfigError(f"read_only=True opens an existing store, and there is none "
-                                  f"at {directory}; open it once without read_only to create it")
-            chosen, note = open_backend(directory, backend)
+            chosen, note = open_backend(directory, backend,
+                                        create=not kwargs.get("read_only", False))
         elif isinstance(backend, VectorBackend):
             directory.mkdir(parents=True, exist_ok=True)
             chosen, note = backend, f"{backend.name} (instance passed)"

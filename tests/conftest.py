@@ -335,7 +335,8 @@ def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     original = layout.open_backend
     if kind == "inmemory":
         monkeypatch.setattr(layout, "open_backend",
-                            lambda directory, asked="auto": original(directory, "inmemory"))
+                            lambda directory, asked="auto", create=True: original(
+                                directory, "inmemory", create=create))
         yield kind
         return
     pytest.importorskip("chromadb" if kind.startswith("chroma") else "qdrant_client")
@@ -358,13 +359,14 @@ def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
         return ChromaBackend(path=where) if kind == "chroma-persistent" else \
             QdrantBackend(path=where)
 
-    def by_path(directory: Path, asked: str = "auto") -> tuple[VectorBackend, str]:
+    def by_path(directory: Path, asked: str = "auto",
+                create: bool = True) -> tuple[VectorBackend, str]:
         if asked == "inmemory" or layout.detect_backend(directory) == "inmemory":
-            return original(directory, asked)
-        if kind in ("chroma-http", "qdrant-url"):
+            return original(directory, asked, create=create)
+        if kind in ("chroma-http", "qdrant-url"):  # the store says whether it exists
             directory.mkdir(parents=True, exist_ok=True)
             return server_backend(kind, server, prefix_for(directory)), f"{kind} (test matrix)"
-        return original(directory, kind.split("-", maxsplit=1)[0])
+        return original(directory, kind.split("-", maxsplit=1)[0], create=create)
 
     monkeypatch.setattr(core, "_ephemeral_backend", ephemeral)
     monkeypatch.setattr(layout, "open_backend", by_path)

@@ -99,14 +99,21 @@ def choose_backend(kind: str, directory: Path) -> tuple[str, str]:
                         "pip install 'mars-memory[chroma]' for Chroma)")
 
 
-def open_backend(directory: Path, kind: str = "auto") -> tuple[VectorBackend, str]:
+def open_backend(directory: Path, kind: str = "auto", *,
+                 create: bool = True) -> tuple[VectorBackend, str]:
     """Open the backend of the store at ``directory``: ``(backend, note for stats())``.
 
+    With ``create=False`` (a reader) a directory that holds no store is refused before
+    anything is made in it.
+
     Raises:
-        ConfigError: see :func:`choose_backend`.
+        ConfigError: see :func:`choose_backend`; or no store here and not ``create``.
         ExtraNotInstalledError: the chosen backend's client is not installed.
         ConflictError: another process holds the directory.
     """
+    if not create and detect_backend(directory) is None:
+        raise ConfigError(f"read_only=True opens an existing store, and there is none at "
+                          f"{directory}; open it once without read_only to create it")
     concrete, note = choose_backend(kind, directory)
     directory.mkdir(parents=True, exist_ok=True)
     if concrete == "chroma":
