@@ -39,7 +39,7 @@ from mars_core import codec
 from mars_core._guard import guarded
 from mars_core.audit import AuditLog, AuditOp, AuditTxn
 from mars_core.backends.base import VectorBackend, WriteBatch
-from mars_core.backends.layout import KEYS_DIR, BackendKind, purges_physically
+from mars_core.backends.layout import KEYS_DIR, BackendKind, no_store, purges_physically
 from mars_core.budget import TokenCounter, make_counter
 from mars_core.clock import Clock, SystemClock
 from mars_core.config import StoreConfig
@@ -276,8 +276,7 @@ class StoreCore:
         try:
             manifest = _read_manifest(chosen, create=not kwargs.get("read_only", False))
             if manifest is None and kwargs.get("read_only", False):
-                raise ConfigError(f"read_only=True opens an existing store, and there is none "
-                                  f"at {directory}; open it once without read_only to create it")
+                raise no_store(directory)  # before a key directory is made for it
             if embedder is None:
                 embedder = _embedder_for_manifest(manifest)
             keys = _keys_for(directory, keys, encrypt, manifest,
@@ -377,8 +376,7 @@ class StoreCore:
         audit key."""
         manifest = _read_manifest(self.backend, create=False)  # never sealed
         if self._read_only and manifest is None:
-            raise ConfigError("read_only=True opens an existing store, and there is none here; "
-                              "open it once without read_only to create it")
+            raise no_store(self.backend.name)
         self._check_keys(manifest)
         meta = dict(codec.decode_meta(r, self._unseal) for r in self.backend.get(codec.META))
         manifest = meta.get("manifest")

@@ -396,7 +396,7 @@ class MemoryStore(StoreCore):
         recallable = self._recallable(q.namespace)  # private mode without consent
         chosen = pack(cut([h for h in hits if recallable(h.node)], ratio, self._derivation),
                       budget, k)
-        if not (read_only or self._read_only) and chosen:
+        if not read_only and chosen:  # a read-only store records no access anyway
             self.policy.on_retrieve(q.namespace, [h.node for h in chosen], budget,
                                     self._state.step(q.namespace))
             self._record_access(q.namespace, chosen, budget, query)

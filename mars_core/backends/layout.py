@@ -41,8 +41,8 @@ from typing import Literal
 from mars_core.backends.base import VectorBackend
 from mars_core.errors import ConfigError, CorruptStoreError
 
-__all__ = ["KEYS_DIR", "BackendKind", "choose_backend", "detect_backend", "open_backend",
-           "purges_physically"]
+__all__ = ["KEYS_DIR", "BackendKind", "choose_backend", "detect_backend", "no_store",
+           "open_backend", "purges_physically"]
 
 BackendKind = Literal["auto", "chroma", "inmemory", "qdrant"]
 """What ``MemoryStore.open(path, backend=...)`` accepts besides a backend instance."""
@@ -99,6 +99,12 @@ def choose_backend(kind: str, directory: Path) -> tuple[str, str]:
                         "pip install 'mars-memory[chroma]' for Chroma)")
 
 
+def no_store(where: object) -> ConfigError:
+    """The error of a reader (``read_only=True``) that finds no store at ``where``."""
+    return ConfigError(f"read_only=True opens an existing store, and there is none at {where}; "
+                       "open it once without read_only to create it")
+
+
 def open_backend(directory: Path, kind: str = "auto", *,
                  create: bool = True) -> tuple[VectorBackend, str]:
     """Open the backend of the store at ``directory``: ``(backend, note for stats())``.
@@ -112,8 +118,7 @@ def open_backend(directory: Path, kind: str = "auto", *,
         ConflictError: another process holds the directory.
     """
     if not create and detect_backend(directory) is None:
-        raise ConfigError(f"read_only=True opens an existing store, and there is none at "
-                          f"{directory}; open it once without read_only to create it")
+        raise no_store(directory)
     concrete, note = choose_backend(kind, directory)
     directory.mkdir(parents=True, exist_ok=True)
     if concrete == "chroma":
