@@ -4,17 +4,17 @@ Every mutation of the store emits exactly one :class:`AuditEvent` with the opera
 the policy and its parameters, the local features, the score and a human-readable
 rationale. Events never hold raw text: content is represented by a *keyed* hash
 (HMAC-SHA256 with the store's audit key), so an event cannot be matched against guessed
-text by someone without the key. Events are chained — each event's ``hash`` is an HMAC
-over the previous hash and the event's canonical JSON — and :meth:`AuditLog.verify`
-finds any edit, deletion or reordering (the store also records the head of the chain,
-so a truncated tail is found too).
+text by someone without the key. Events are chained, one chain per namespace — each
+event's ``hash`` is an HMAC over the previous hash and the event's canonical JSON — and
+:meth:`AuditChain.verify` finds any edit, deletion or reordering (the namespace's record
+also keeps the head of its chain, so a truncated tail is found too).
 
 Examples:
-    >>> log = AuditLog(key=b"k" * 32)
-    >>> txn = log.begin()
+    >>> chain = AuditChain(key=b"k" * 32)
+    >>> txn = chain.begin("ns", 0, GENESIS)
     >>> ev = txn.add(op="insert", namespace="ns", node_ids=("n1",), rationale="stored",
     ...              step=1, at=None)
-    >>> log.commit(txn); log.verify().ok
+    >>> chain.verify(txn.events).ok
     True
 """
 
@@ -34,6 +34,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "GENESIS",
+    "AuditChain",
     "AuditEvent",
     "AuditLog",
     "AuditOp",
@@ -64,7 +66,7 @@ class AuditEvent(BaseModel):
     """One audit record; ``hash`` chains it to its predecessor.
 
     Attributes:
-        seq: position in the chain (0-based, global to the store).
+        seq: position in its namespace's chain (0-based).
         op: the operation.
         namespace: the namespace it acted on.
         node_ids: the memories it touched (ids are not content).
@@ -117,6 +119,114 @@ class VerifyReport:
 
 @dataclass
 class AuditTxn:
+    """Events prepared for one namespace in one store operation, chained, not committed."""
+
+    chain: AuditChain
+    namespace: str
+    next_seq: int
+    head: str
+    events: list[AuditEvent] = field(default_factory=list)
+
+    def add(
+        self,
+        *,
+        op: AuditOp | str,
+        namespace: str,
+        node_ids: Iterable[str] = (),
+        rationale: str,
+        step: int,
+        at: datetime | None,
+        policy: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        features: Mapping[str, Mapping[str, float]] | None = None,
+        score: float | None = None,
+        contents: Mapping[str, str] | None = None,
+    ) -> AuditEvent:
+        """Append a chained event; ``contents`` (id -> text) is stored as keyed hashes only."""
+        if namespace != self.namespace:
+            raise ValueError(f"this chain is {self.namespace!r}'s, not {namespace!r}'s")
+        hashes = {nid: self.chain.content_hash(text) for nid, text in (contents or {}).items()}
+        draft = AuditEvent(
+            seq=self.next_seq, op=AuditOp(op), namespace=namespace, node_ids=tuple(node_ids),
+            policy=policy, params=dict(params or {}),
+            features={k: {f: float(x) for f, x in v.items()} for k, v in (features or {}).items()},
+            score=score, rationale=rationale, content_hashes=hashes, at=at, step=step,
+            prev_hash=self.head,
+        )
+        ev = draft.model_copy(update={"hash": self.chain.chain_hash(draft)})
+        self.events.append(ev)
+        self.next_seq += 1
+        self.head = ev.hash
+        return ev
+
+
+class AuditChain:
+    """Builds and verifies the audit chains of a store: one chain per namespace.
+
+    Persisting events is the store's job (they travel in the same transaction as the
+    mutation they describe); the chain only hashes, links and verifies them. A chain per
+    namespace keeps tenants apart (a namespace's history is read, verified and exported
+    without another's) and lets writers of different namespaces proceed independently.
+
+    Args:
+        key: the secret HMAC key (at least 16 bytes; 32 recommended).
+
+    Examples:
+        >>> chain = AuditChain(b"k" * 32)
+        >>> txn = chain.begin("ns", 0, GENESIS)
+        >>> ev = txn.add(op="insert", namespace="ns", node_ids=("n1",), rationale="stored",
+        ...              step=1, at=None)
+        >>> chain.verify(txn.events, (1, txn.head)).ok
+        True
+    """
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) < 16:
+            raise ValueError("the audit key must have at least 16 bytes")
+        self._key = key
+
+    def content_hash(self, text: str) -> str:
+        """Keyed hash of a text (HMAC-SHA256, hex); cannot be matched without the key."""
+        msg = b"content\x00" + text.encode("utf-8")
+        return hmac.new(self._key, msg, hashlib.sha256).hexdigest()
+
+    def chain_hash(self, ev: AuditEvent) -> str:
+        """The chained hash of an event (over its predecessor hash and canonical body)."""
+        body = (ev.prev_hash + "\x00" + _event_body(ev)).encode("utf-8")
+        return hmac.new(self._key, b"chain\x00" + body, hashlib.sha256).hexdigest()
+
+    def begin(self, namespace: str, next_seq: int, head: str) -> AuditTxn:
+        """Start preparing a namespace's events: its chain holds ``next_seq`` events
+        ending in ``head``."""
+        return AuditTxn(self, namespace, next_seq, head)
+
+    def verify(self, events: Iterable[AuditEvent],
+               expected_head: tuple[int, str] | None = None) -> VerifyReport:
+        """Check one namespace's chain: hashes, sequence numbers, links, and the head.
+
+        Args:
+            events: the chain, in order.
+            expected_head: ``(count, head_hash)`` recorded elsewhere (the namespace's
+                record); finds a truncated tail.
+        """
+        prev, n = GENESIS, 0
+        for i, ev in enumerate(events):
+            if ev.seq != i:
+                return VerifyReport(False, i, ev.seq, f"sequence gap or reorder at {i}")
+            if ev.prev_hash != prev:
+                return VerifyReport(False, i, ev.seq, "broken link to the previous event")
+            if not hmac.compare_digest(ev.hash, self.chain_hash(ev)):
+                return VerifyReport(False, i, ev.seq, "event content does not match its hash")
+            prev, n = ev.hash, i + 1
+        if expected_head is not None and (n, prev) != tuple(expected_head):
+            return VerifyReport(False, n, None, "chain head differs from the recorded head "
+                                "(events missing at the end)")
+        return VerifyReport(True, n)
+
+
+
+@dataclass
+class _LogTxn:
     """Events prepared for one store operation, chained but not yet committed."""
 
     log: AuditLog
@@ -195,11 +305,11 @@ class AuditLog:
     def __len__(self) -> int:
         return len(self._events)
 
-    def begin(self) -> AuditTxn:
+    def begin(self) -> _LogTxn:
         """Start preparing the events of one operation."""
-        return AuditTxn(self, len(self._events), self.head)
+        return _LogTxn(self, len(self._events), self.head)
 
-    def commit(self, txn: AuditTxn) -> None:
+    def commit(self, txn: _LogTxn) -> None:
         """Append a transaction's events after the store has persisted them."""
         with self._lock:
             if txn.events and txn.events[0].seq != len(self._events):

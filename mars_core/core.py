@@ -37,7 +37,8 @@ import pydantic
 
 from mars_core import codec
 from mars_core._guard import guarded
-from mars_core.audit import AuditLog, AuditOp, AuditTxn
+from mars_core.audit import AuditLog, AuditOp
+from mars_core.audit import _LogTxn as AuditTxn
 from mars_core.backends.base import VectorBackend, WriteBatch
 from mars_core.backends.layout import KEYS_DIR, BackendKind, no_store, purges_physically
 from mars_core.budget import TokenCounter, make_counter

@@ -1,35 +1,33 @@
-"""Test helpers for mars-memory and for people who extend it.
+"""Test helpers for mars-memory and for people who extend it: one conformance suite per
+storage interface.
 
-Vector backend conformance suite
---------------------------------
-:class:`VectorBackendConformance` is a reusable test class (in the manner of LangChain's
-standard tests): subclass it in a ``test_*.py`` file, implement ``make_backend`` and pytest
-runs every ``test_*`` method against your backend, through the
-:class:`~mars_core.backends.base.VectorBackend` protocol only.
+A conformance suite is a reusable test class (in the manner of LangChain's standard
+tests): subclass it in a ``test_*.py`` file, name the subclass ``Test...``, implement its
+one factory method, and pytest runs every ``test_*`` method against your implementation,
+through the protocol only.
+
+* :class:`RecordStoreConformance` — a :class:`~mars_core.storage.base.RecordStore` (the
+  system of record): implement ``make_records``.
+* :class:`VectorIndexConformance` — a :class:`~mars_core.index.base.VectorIndex` (a
+  derived, rebuildable index): implement ``make_index``.
 
 pytest is a *test* dependency (``pip install 'mars-memory[dev]'``): this module imports it
 lazily, inside the tests, so importing ``mars_core.testing`` needs only mars-memory's own
-dependencies, and running the suite needs pytest.
+dependencies, and running the suites needs pytest.
 
-Example (in ``tests/test_my_backend.py``):
+Example (in ``tests/test_my_records.py``):
     >>> import pathlib
-    >>> from mars_core.backends.memory import InMemoryBackend
-    >>> from mars_core.testing import VectorBackendConformance
-    >>> class TestMyBackend(VectorBackendConformance):
-    ...     persistent = True
-    ...     def make_backend(self, path: pathlib.Path) -> InMemoryBackend:
-    ...         return InMemoryBackend(path)
-    >>> sorted(n for n in dir(TestMyBackend) if n.startswith("test_"))[:2]
-    ['test_apply_mixed_batch', 'test_atomic_apply_rolls_back_whole_batch']
+    >>> from mars_core.storage import SQLiteRecordStore
+    >>> from mars_core.testing import RecordStoreConformance
+    >>> class TestMyRecords(RecordStoreConformance):
+    ...     durable = True
+    ...     def make_records(self, path: pathlib.Path) -> SQLiteRecordStore:
+    ...         return SQLiteRecordStore(path / "mars.sqlite3")
+    >>> "test_failed_write_rolls_back_everything" in dir(TestMyRecords)
+    True
 """
 
 from __future__ import annotations
-
-__all__ = ["VectorBackendConformance"]
-
-# =====================================================================================
-# Vector backend conformance suite
-# =====================================================================================
 
 import abc
 import contextlib
@@ -38,43 +36,74 @@ import pathlib
 import random
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.backends.base import (
+from mars_core.audit import GENESIS, AuditChain, AuditEvent
+from mars_core.errors import (
+    ConflictError,
+    EmbeddingMismatchError,
+    StoreClosedError,
+    ValidationError,
+)
+from mars_core.index.base import (
     And,
     Eq,
     Filter,
     In,
+    IndexCapabilities,
     MetaValue,
     Not,
     Or,
     Range,
-    Record,
-    VectorBackend,
-    WriteBatch,
+    VectorIndex,
+    exact_cosines,
     matches,
 )
-from mars_core.errors import (
-    EmbeddingMismatchError,
-    MarsError,
-    NotFoundError,
-    StoreClosedError,
-    ValidationError,
+from mars_core.model import (
+    Consent,
+    Edge,
+    EpisodicPayload,
+    MemoryNode,
+    MemoryStatus,
+    MemoryType,
+    Predicate,
+    Provenance,
+    SemanticPayload,
+    SocialPayload,
+    TaskPayload,
+    TaskStatus,
+)
+from mars_core.storage.base import (
+    Change,
+    IndexRow,
+    NamespaceRecord,
+    NamespaceTotals,
+    RecordCapabilities,
+    RecordStore,
+    RecordTxn,
+    index_fields,
 )
 
-_VEC = "conformance_vectors"
-_PLAIN = "conformance_plain"
-_NAMESPACES = ("ns-a", "ns-b", "ns-c")
-_TYPES = ("semantic", "episodic", "social")
+__all__ = ["RecordStoreConformance", "VectorIndexConformance"]
+
+Vector = npt.NDArray[np.float32]
+
+ACTIVE, ARCHIVED = MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED
+_T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.SOCIAL, MemoryType.TASK)
+_AUDIT_KEY = b"conformance-audit-key-0123456789"
 
 
-def _raises(*exc: type[BaseException]) -> contextlib.AbstractContextManager[Any]:
+def _raises(*exc: type[BaseException], match: str | None = None) -> Any:
+    """``pytest.raises(exc, match=match)`` (pytest imported only when a test runs)."""
     import pytest
 
-    return pytest.raises(exc)
+    return pytest.raises(exc, match=match)
 
 
 def _skip(reason: str) -> NoReturn:
@@ -84,43 +113,616 @@ def _skip(reason: str) -> NoReturn:
 
 
 def _uid(n: int) -> str:
-    """A deterministic UUID string; their order is the order of ``n``."""
+    """A deterministic canonical UUID string; their order is the order of ``n``."""
     return str(uuid.UUID(int=n + 1))
 
 
-def _unit(values: Sequence[float]) -> npt.NDArray[np.float32]:
-    arr = np.asarray(values, dtype=np.float64)
-    return (arr / np.linalg.norm(arr)).astype(np.float32)
+def _payload(mtype: MemoryType) -> EpisodicPayload | SemanticPayload | SocialPayload | TaskPayload:
+    if mtype is MemoryType.EPISODIC:
+        return EpisodicPayload(event="met Ana", context="café ☕", participants=("Ana", "Bo"),
+                               emotional_valence=-0.25)
+    if mtype is MemoryType.SEMANTIC:
+        return SemanticPayload(concept="Ana", relations=(("worksAt", "Acme"),), confidence=0.75,
+                               generality=0.125)
+    if mtype is MemoryType.SOCIAL:
+        return SocialPayload(entity="Ana", relationship_type="sister",
+                             attributes={"city": "Zürich"}, interaction_history=(_uid(90),))
+    return TaskPayload(goal="ship it", status=TaskStatus.ACTIVE, dependencies=(_uid(91),),
+                       priority=0.875, deadline=_T0 + timedelta(days=3))
 
 
-def _random_metadata(rng: random.Random) -> dict[str, MetaValue]:
-    """Metadata with one type per key; some keys missing on purpose."""
-    meta: dict[str, MetaValue] = {"namespace": rng.choice(_NAMESPACES)}
+# =====================================================================================
+# Record store conformance suite
+# =====================================================================================
+
+
+class RecordStoreConformance(abc.ABC):
+    """Protocol tests every :class:`~mars_core.storage.base.RecordStore` must pass.
+
+    Subclass it in a test module, name the subclass ``Test...`` and implement
+    :meth:`make_records`. Each test opens its own store under pytest's ``tmp_path`` and
+    closes it at the end.
+
+    Attributes:
+        durable: reopening the same path keeps the data; enables the reopen tests
+            (write, close, :meth:`reopen`, compare) and, when :meth:`reopen` supports
+            it, the ``read_only`` ones.
+        dim: dimension of the test vectors.
+
+    Examples:
+        >>> import pathlib
+        >>> from mars_core.storage import SQLiteRecordStore
+        >>> class TestInRAM(RecordStoreConformance):
+        ...     def make_records(self, path: pathlib.Path) -> SQLiteRecordStore:
+        ...         return SQLiteRecordStore()
+        >>> records = TestInRAM().make_records(pathlib.Path("unused"))
+        >>> records.capabilities.durable == TestInRAM.durable
+        True
+        >>> records.close()
+    """
+
+    durable: ClassVar[bool] = False
+    dim: ClassVar[int] = 8
+
+    @abc.abstractmethod
+    def make_records(self, path: pathlib.Path) -> RecordStore:
+        """A new record store; a durable one keeps its data under ``path`` (a directory
+        that may not exist yet)."""
+
+    def reopen(self, path: pathlib.Path, *, read_only: bool = False) -> RecordStore:
+        """The store at ``path`` again (durable stores); ``read_only=True`` opens it only
+        to read. The default reopens with :meth:`make_records` and skips ``read_only``."""
+        if read_only:
+            _skip("override reopen(path, read_only=True) to test read-only opens")
+        return self.make_records(path)
+
+    # --- helpers ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def open_records(self, path: pathlib.Path, *, again: bool = False,
+                     read_only: bool = False) -> Iterator[RecordStore]:
+        """:meth:`make_records` (or :meth:`reopen`) as a context manager that closes it."""
+        records = self.reopen(path, read_only=read_only) if again or read_only \
+            else self.make_records(path)
+        try:
+            yield records
+        finally:
+            records.close()
+
+    def vector(self, n: int) -> Vector:
+        """A float32 vector with awkward values (-0.0, a subnormal, the largest float32)."""
+        vec = np.random.default_rng(n).standard_normal(self.dim).astype(np.float32)
+        vec[0], vec[1], vec[2] = -0.0, np.float32(1e-40), np.finfo(np.float32).max
+        return vec
+
+    def node(self, n: int, namespace: str = "ns-a", **update: Any) -> MemoryNode:
+        """A memory with every field set (id ``_uid(n)``, ``seq`` n + 1), then ``update``."""
+        mtype = update.pop("type", _TYPES[n % 4])
+        odd = n % 2 == 1
+        node = MemoryNode(
+            id=_uid(n), type=mtype, payload=_payload(mtype), namespace=namespace,
+            content=f"memory {n}: Ana said “hi” ✓\nsecond line",
+            created_at=_T0 + timedelta(minutes=n, microseconds=n), step=n, seq=n + 1,
+            sensitivity=(n % 5) / 8, weight=n + 1,
+            provenance=Provenance(source="user", conversation_id=f"c{n % 2}" if n % 3 else None,
+                                  session_id="s1", turn=n, reliability=0.5,
+                                  consent=Consent.GRANTED, jurisdiction="EU",
+                                  derived_from=(_uid(n + 100),), external_id=f"ext-{n}"),
+            access_count=n, last_access_at=_T0 + timedelta(hours=n) if odd else None,
+            last_access_step=n if odd else None, activated_seq=n, touch_seq=n + 10,
+            depth=n % 3, pinned=not odd, expires_at=_T0 + timedelta(days=30) if odd else None,
+            signals={"omega": 0.1 * n, "third": 1 / 3},
+            metadata={"tags": ["a", "é"], "nested": {"x": 1, "y": [True, None, 2.5]}, "n": n})
+        return node.model_copy(update=update) if update else node
+
+    def insert(self, records: RecordStore, *nodes: MemoryNode) -> None:
+        """Insert memories (vector :meth:`vector` of their ``seq - 1``) in one write."""
+        with records.write() as tx:
+            for node in nodes:
+                tx.insert_memory(node, self.vector(node.seq - 1))
+
+    def audit_events(self) -> tuple[list[AuditEvent], list[AuditEvent]]:
+        """Three events of ``ns-a``'s chain and two of ``ns-b``'s (the second event of
+        ``ns-a`` names memory 1 twice)."""
+        chain = AuditChain(_AUDIT_KEY)
+        out: list[list[AuditEvent]] = []
+        for ns, count in (("ns-a", 3), ("ns-b", 2)):
+            txn = chain.begin(ns, 0, GENESIS)
+            for i in range(count):
+                txn.add(op="insert" if i == 0 else "access", namespace=ns,
+                        node_ids=(_uid(i), _uid(1)) if i else (_uid(i),),
+                        rationale=f"event {i} ✓", step=i, at=_T0 + timedelta(seconds=i),
+                        policy="lru", params={"k": i, "name": "x"},
+                        features={_uid(i): {"score": 0.5 + i}}, score=0.25 * i,
+                        contents={_uid(i): f"text {i}"})
+            out.append(txn.events)
+        return out[0], out[1]
+
+    def populate(self, records: RecordStore) -> list[MemoryNode]:
+        """A store holding one of everything; returns the memories."""
+        nodes = [self.node(0), self.node(1), self.node(2, status=ARCHIVED),
+                 self.node(3, "ns-b")]
+        a, b = self.audit_events()
+        with records.write() as tx:
+            tx.put_manifest({"format": 1, "embedder": {"name": "hash", "dim": self.dim}})
+            tx.set_counter(4)
+            tx.put_namespace(NamespaceRecord("ns-a", 2, 3, 4, 3, a[-1].hash, {"p": [1, 2]}))
+            tx.put_namespace(NamespaceRecord("ns-b", 1, 1, 1, 2, b[-1].hash))
+            for node in nodes:
+                tx.insert_memory(node, self.vector(node.seq - 1))
+            tx.add_edges("ns-a", [Edge(source=_uid(0), predicate=Predicate.DERIVES_FROM,
+                                       target=_uid(1), weight=0.5, step=2)])
+            tx.append_audit([*a, *b])
+        return nodes
+
+    def snapshot(self, records: RecordStore) -> dict[str, Any]:
+        """Everything a store holds, comparable with ``==`` (vectors as bytes)."""
+        with records.read() as tx:
+            names = tx.namespace_names()
+            ids = [ref.id for ns in names for ref in tx.refs(ns)]
+            return {
+                "manifest": tx.manifest(), "counter": tx.counter(), "names": names,
+                "namespaces": [tx.namespace(ns) for ns in names],
+                "memories": [tx.memories(ns) for ns in names],
+                "refs": [tx.refs(ns) for ns in names],
+                "edges": [sorted(tx.edges(ns), key=lambda e: e.key) for ns in names],
+                "vectors": {i: v.tobytes() for i, v in tx.vectors(ids).items()},
+                "rows": [(r.id, r.namespace, r.status, r.vector.tobytes(), dict(r.fields))
+                         for r in tx.index_rows()],
+                "audit": tx.audit(), "audit_size": tx.audit_size(),
+                "changes": tx.changes(0), "last_change": tx.last_change(),
+                "first_change": tx.first_change(), "totals": tx.totals(),
+            }
+
+    def assert_vector(self, got: Vector | None, expected: Vector) -> None:
+        """``got`` is ``expected``, bit for bit, as float32."""
+        assert got is not None, "vector missing"
+        assert got.dtype == np.float32 and got.shape == expected.shape
+        assert got.tobytes() == expected.astype(np.float32).tobytes()
+
+    # --- the store ----------------------------------------------------------------------
+
+    def test_satisfies_protocol(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            assert isinstance(records.name, str) and records.name
+            assert isinstance(records.location, str) and records.location
+            assert isinstance(records.capabilities, RecordCapabilities)
+            assert records.capabilities.durable is self.durable
+            with records.read() as tx:
+                assert isinstance(tx, RecordTxn)
+
+    def test_fresh_store_is_empty(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records, records.read() as tx:
+            assert (tx.manifest(), tx.counter(), tx.namespace_names(), tx.totals()) == \
+                (None, 0, [], {})
+            assert (tx.audit(), tx.audit_size(), tx.changes(0)) == ([], 0, [])
+            assert (tx.last_change(), tx.first_change(), tx.memory(_uid(0))) == (0, 0, None)
+
+    def test_manifest_and_counter_round_trip(self, tmp_path: pathlib.Path) -> None:
+        manifest = {"format": 3, "embedder": {"name": "x", "dim": 8},
+                    "ü": [1, 2.5, None, True, "✓"]}
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:
+                tx.put_manifest(manifest)
+                tx.set_counter(41)
+            with records.write() as tx:
+                tx.set_counter(42)
+            with records.read() as tx:
+                assert (tx.manifest(), tx.counter()) == (manifest, 42)
+
+    def test_namespace_records_round_trip(self, tmp_path: pathlib.Path) -> None:
+        first = NamespaceRecord("maya", 1, 2, 3, 4, "f" * 64, {"policy": {"w": [0.5, 1]}})
+        second = NamespaceRecord("maya", 2, 5, 6, 7, "e" * 64, {})
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:
+                tx.put_namespace(first)
+                tx.put_namespace(NamespaceRecord("gone"))
+            with records.read() as tx:
+                assert (tx.namespace("maya"), tx.namespace("nobody")) == (first, None)
+            with records.write() as tx:
+                tx.put_namespace(second)
+                tx.delete_namespace("gone")
+            with records.read() as tx:
+                assert (tx.namespace("maya"), tx.namespace("gone")) == (second, None)
+
+    # --- memories -----------------------------------------------------------------------
+
+    def test_memories_round_trip_exactly(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            with records.read() as tx:
+                for node in nodes:
+                    assert tx.memory(node.id) == node
+                assert tx.memories("ns-a") == nodes[:3]
+                assert tx.memories("ns-a", ACTIVE) == nodes[:2]
+                assert tx.memories("ns-a", ARCHIVED) == nodes[2:3]
+                assert tx.memories("ns-b") == nodes[3:]
+                assert [(r.id, r.status, r.type, r.conversation, r.seq)
+                        for r in tx.refs("ns-a")] == [
+                    (n.id, n.status, n.type, n.provenance.conversation_id, n.seq)
+                    for n in nodes[:3]]
+                assert tx.existing([_uid(0), _uid(3), _uid(77), _uid(0)]) == {_uid(0), _uid(3)}
+                vectors = tx.vectors([n.id for n in nodes] + [_uid(77)])
+                assert sorted(vectors) == sorted(n.id for n in nodes)
+                for node in nodes:
+                    self.assert_vector(vectors[node.id], self.vector(node.seq - 1))
+
+    def test_index_rows_round_trip(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            with records.read() as tx:
+                everything = list(tx.index_rows())
+                assert [r.id for r in tx.index_rows("ns-a")] == [n.id for n in nodes[:3]]
+                assert {r.id for r in tx.index_rows(ids=[_uid(3), _uid(1), _uid(9)])} == \
+                    {_uid(3), _uid(1)}
+            assert sorted(r.id for r in everything) == sorted(n.id for n in nodes)
+            by_id = {n.id: n for n in nodes}
+            for row in everything:
+                node = by_id[row.id]
+                assert (row.namespace, row.status) == (node.namespace, node.status)
+                assert dict(row.fields) == index_fields(node)
+                self.assert_vector(row.vector, self.vector(node.seq - 1))
+
+    def test_many_ids_at_once(self, tmp_path: pathlib.Path) -> None:
+        nodes = [MemoryNode(id=_uid(n), type=MemoryType.EPISODIC, content=f"m{n}", weight=1,
+                            seq=n + 1, created_at=_T0) for n in range(1200)]
+        ids = [_uid(5000), *(n.id for n in nodes)]
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:
+                for node in nodes:
+                    tx.insert_memory(node, self.vector(7))
+            with records.read() as tx:
+                assert tx.existing(ids) == set(ids[1:])
+                assert sorted(tx.vectors(ids)) == sorted(ids[1:])
+                assert sorted(r.id for r in tx.index_rows(ids=ids)) == sorted(ids[1:])
+                assert len(tx.refs("default")) == len(tx.memories("default")) == 1200
+
+    def test_insert_of_an_existing_id_conflicts_and_changes_nothing(
+            self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            before = self.snapshot(records)
+            with _raises(ConflictError), records.write() as tx:
+                tx.insert_memory(self.node(50, "ns-b"), self.vector(50))
+                tx.set_counter(99)
+                tx.insert_memory(nodes[0].model_copy(update={"namespace": "ns-c"}),
+                                 self.vector(0))
+            assert self.snapshot(records) == before
+
+    def test_update_memory(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            node = self.populate(records)[0]
+            changed = node.model_copy(update={
+                "status": ARCHIVED, "sensitivity": 0.875, "metadata": {"new": [1, "é"]},
+                "pinned": not node.pinned, "expires_at": _T0, "signals": {"omega": 2.5},
+                "activated_seq": 99})
+            with records.read() as tx:
+                last = tx.last_change()
+            with records.write() as tx:
+                tx.update_memory(changed, reindex=True)
+            with records.read() as tx:
+                assert tx.memory(node.id) == changed
+                assert [n.id for n in tx.memories("ns-a", ARCHIVED)] == [node.id, _uid(2)]
+                (row,) = tx.index_rows(ids=[node.id])
+                assert (row.status, row.fields["sensitivity"]) == (ARCHIVED, 0.875)
+                assert tx.changes(last) == [Change(last + 1, "ns-a", node.id)]
+            quiet = changed.model_copy(update={"metadata": {"quiet": True}})
+            with records.write() as tx:
+                tx.update_memory(quiet, reindex=False)
+            with records.read() as tx:
+                assert tx.memory(node.id) == quiet
+                assert tx.last_change() == last + 1
+
+    def test_update_stats(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            node = self.populate(records)[1]
+            seen = node.model_copy(update={"access_count": 9, "last_access_step": 12,
+                                           "last_access_at": _T0 + timedelta(days=1),
+                                           "touch_seq": 77})
+            before = self.snapshot(records)["changes"]
+            with records.write() as tx:
+                tx.update_stats(seen)
+            with records.read() as tx:
+                assert tx.memory(node.id) == seen
+                assert tx.changes(0) == before
+
+    def test_set_vector_logs_a_change(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            node = self.populate(records)[3]
+            with records.read() as tx:
+                last = tx.last_change()
+            with records.write() as tx:
+                tx.set_vector(node.id, self.vector(60))
+            with records.read() as tx:
+                self.assert_vector(tx.vectors([node.id]).get(node.id), self.vector(60))
+                (row,) = tx.index_rows(ids=[node.id])
+                self.assert_vector(row.vector, self.vector(60))
+                assert tx.changes(last) == [Change(last + 1, "ns-b", node.id)]
+
+    def test_delete_memory(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            a, b, c, _ = self.populate(records)
+            keep = Edge(source=_uid(0), predicate=Predicate.IS_A, target=_uid(2))
+            with records.write() as tx:
+                tx.add_edges("ns-a", [keep, Edge(source=_uid(2), predicate=Predicate.REQUIRES,
+                                                 target=_uid(1))])
+            with records.read() as tx:
+                last = tx.last_change()
+            with records.write() as tx:
+                tx.delete_memory(b.id)
+                tx.delete_memory(_uid(77))  # missing: a no-op
+            with records.read() as tx:
+                assert (tx.memory(b.id), tx.vectors([b.id]), tx.existing([b.id])) == \
+                    (None, {}, set())
+                assert [r.id for r in tx.refs("ns-a")] == [a.id, c.id]
+                assert tx.edges("ns-a") == [keep]
+                assert tx.changes(last) == [Change(last + 1, "ns-a", b.id)]
+            self.insert(records, b)  # its statistics went with it
+            with records.read() as tx:
+                assert tx.memory(b.id) == b
+
+    # --- edges, audit, change log, totals -------------------------------------------------
+
+    def test_edges(self, tmp_path: pathlib.Path) -> None:
+        e1 = Edge(source=_uid(0), predicate=Predicate.DERIVES_FROM, target=_uid(1), weight=0.5,
+                  step=3)
+        e2 = Edge(source=_uid(1), predicate=Predicate.TEMPORAL_NEXT, target=_uid(2))
+        e3 = Edge(source=_uid(5), predicate=Predicate.FRIEND_OF, target=_uid(6))
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:
+                tx.add_edges("ns-a", [e1, e2, e1])
+                tx.add_edges("ns-b", [e3])
+            with records.write() as tx:
+                tx.add_edges("ns-a", [e1.model_copy(update={"weight": 2.0})])
+            with records.read() as tx:
+                assert sorted(tx.edges("ns-a"), key=lambda e: e.key) == [e1, e2]
+                assert (tx.edges("ns-b"), tx.edges("ns-c")) == ([e3], [])
+            with records.write() as tx:
+                tx.remove_edges([e1.key, ("x", "isA", "y")])
+            with records.read() as tx:
+                assert (tx.edges("ns-a"), tx.edges("ns-b")) == ([e2], [e3])
+
+    def test_audit(self, tmp_path: pathlib.Path) -> None:
+        a, b = self.audit_events()
+        with self.open_records(tmp_path / "records") as records:
+            for batch in (a[:2], b[:1], [a[2], b[1]]):
+                with records.write() as tx:
+                    tx.append_audit(batch)
+            with records.read() as tx:
+                assert (tx.audit("ns-a"), tx.audit("ns-b"), tx.audit("ns-c")) == (a, b, [])
+                assert tx.audit() == [a[0], a[1], b[0], a[2], b[1]]
+                assert tx.audit_for(_uid(1)) == [a[1], a[2], b[1]]  # each once
+                assert tx.audit_for(_uid(77)) == []
+                assert tx.audit_size() == 5
+                assert AuditChain(_AUDIT_KEY).verify(tx.audit("ns-a"), (3, a[-1].hash)).ok
+
+    def test_change_log(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            self.insert(records, self.node(0), self.node(1, "ns-b"), self.node(2))
+            with records.read() as tx:
+                log = tx.changes(0)
+                assert [(c.namespace, c.memory_id) for c in log] == [
+                    ("ns-a", _uid(0)), ("ns-b", _uid(1)), ("ns-a", _uid(2))]
+                assert [c.seq for c in log] == sorted({c.seq for c in log})
+                assert (tx.first_change(), tx.last_change()) == (log[0].seq, log[-1].seq)
+                assert tx.changes(log[0].seq) == log[1:]
+            with records.write() as tx:
+                tx.prune_changes(log[1].seq)
+            with records.read() as tx:
+                assert (tx.changes(0), tx.first_change()) == (log[2:], log[2].seq)
+            with records.write() as tx:
+                tx.prune_changes(log[2].seq)
+            with records.read() as tx:
+                assert (tx.changes(0), tx.first_change(), tx.last_change()) == \
+                    ([], 0, log[2].seq)
+            self.insert(records, self.node(3))
+            with records.read() as tx:
+                assert [c.seq for c in tx.changes(0)] == [tx.last_change()]
+                assert tx.last_change() > log[2].seq
+
+    def test_totals(self, tmp_path: pathlib.Path) -> None:
+        sem, epi, soc = MemoryType.SEMANTIC, MemoryType.EPISODIC, MemoryType.SOCIAL
+        with self.open_records(tmp_path / "records") as records:
+            self.insert(records, self.node(0, type=sem, weight=10),
+                        self.node(1, type=sem, weight=5), self.node(2, type=epi, weight=3),
+                        self.node(3, type=soc, weight=7, status=ARCHIVED),
+                        self.node(4, "ns-b", type=MemoryType.TASK, weight=2))
+            with records.read() as tx:
+                expected_a = NamespaceTotals(3, 1, 18, {sem: 15, epi: 3})
+                assert tx.totals() == {"ns-a": expected_a,
+                                       "ns-b": NamespaceTotals(1, 0, 2, {MemoryType.TASK: 2})}
+                assert tx.totals("ns-a") == {"ns-a": expected_a}
+                assert tx.totals("ns-c") == {}
+
+    def test_namespace_names(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:
+                tx.put_namespace(NamespaceRecord("zeta"))
+                tx.put_namespace(NamespaceRecord("mid"))
+            self.insert(records, self.node(0, "mid"), self.node(1, "alpha"))
+            with records.read() as tx:
+                assert tx.namespace_names() == ["alpha", "mid", "zeta"]
+
+    # --- transactions -------------------------------------------------------------------
+
+    def test_failed_write_rolls_back_everything(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            before = self.snapshot(records)
+            a, _ = self.audit_events()
+
+            def change_everything_then_fail(tx: RecordTxn) -> None:
+                tx.put_manifest({"format": 99})
+                tx.set_counter(100)
+                tx.put_namespace(NamespaceRecord("ns-z", step=5))
+                tx.delete_namespace("ns-b")
+                tx.insert_memory(self.node(20, "ns-z"), self.vector(20))
+                tx.update_memory(nodes[0].model_copy(update={"status": ARCHIVED}), reindex=True)
+                tx.update_stats(nodes[1].model_copy(update={"access_count": 50}))
+                tx.set_vector(nodes[3].id, self.vector(21))
+                tx.delete_memory(nodes[2].id)
+                tx.add_edges("ns-z", [Edge(source=_uid(20), predicate=Predicate.IS_A,
+                                           target=_uid(0))])
+                tx.remove_edges([(_uid(0), "derivesFrom", _uid(1))])
+                tx.append_audit([a[0].model_copy(update={"namespace": "ns-z"})])
+                tx.prune_changes(tx.last_change())
+                raise RuntimeError("boom")
+
+            with _raises(RuntimeError, match="boom"), records.write() as tx:
+                change_everything_then_fail(tx)
+            assert self.snapshot(records) == before
+
+    def test_read_inside_a_write_sees_its_changes(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            node = self.node(0)
+            with records.write() as tx:
+                tx.insert_memory(node, self.vector(0))
+                tx.set_counter(7)
+                with records.read() as inner:
+                    assert (inner.memory(node.id), inner.counter()) == (node, 7)
+                    assert inner.namespace_names() == ["ns-a"]
+
+    def test_a_read_transaction_refuses_writes(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            before = self.snapshot(records)
+            a, _ = self.audit_events()
+            edge = Edge(source=_uid(0), predicate=Predicate.DERIVES_FROM, target=_uid(1))
+            writes: list[Callable[[RecordTxn], object]] = [
+                lambda tx: tx.put_manifest({"format": 2}),
+                lambda tx: tx.set_counter(9),
+                lambda tx: tx.put_namespace(NamespaceRecord("ns-z")),
+                lambda tx: tx.delete_namespace("ns-a"),
+                lambda tx: tx.insert_memory(self.node(9), self.vector(9)),
+                lambda tx: tx.update_memory(nodes[0], reindex=True),
+                lambda tx: tx.update_stats(nodes[0]),
+                lambda tx: tx.set_vector(nodes[0].id, self.vector(9)),
+                lambda tx: tx.delete_memory(nodes[0].id),
+                lambda tx: tx.add_edges("ns-a", [edge]),
+                lambda tx: tx.remove_edges([edge.key]),
+                lambda tx: tx.append_audit(a[:1]),
+                lambda tx: tx.prune_changes(tx.last_change()),
+            ]
+            with records.read() as tx:
+                for write in writes:
+                    with _raises(ConflictError):
+                        write(tx)
+                with _raises(ConflictError), records.write():
+                    pass
+            assert self.snapshot(records) == before
+
+    def test_closed_store_refuses(self, tmp_path: pathlib.Path) -> None:
+        records = self.make_records(tmp_path / "records")
+        self.insert(records, self.node(0))
+        records.close()
+        records.close()  # idempotent
+        with _raises(StoreClosedError), records.read():
+            pass
+        with _raises(StoreClosedError), records.write():
+            pass
+
+    def test_purge_returns_what_it_did(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            self.insert(records, self.node(0))
+            with records.write() as tx:
+                tx.delete_memory(_uid(0))
+            done = records.purge()
+            assert isinstance(done, str) and done
+
+    # --- durability ---------------------------------------------------------------------
+
+    def test_data_survives_reopen(self, tmp_path: pathlib.Path) -> None:
+        if not self.durable:
+            _skip("the store is not durable (set durable = True)")
+        path = tmp_path / "records"
+        with self.open_records(path) as records:
+            self.populate(records)
+            before = self.snapshot(records)
+        with self.open_records(path, again=True) as records:
+            assert self.snapshot(records) == before
+            with records.write() as tx:
+                tx.prune_changes(tx.last_change())
+        with self.open_records(path, again=True) as records:
+            with records.read() as tx:  # the change log never numbers backwards
+                assert (tx.changes(0), tx.last_change()) == ([], before["last_change"])
+            self.insert(records, self.node(9))
+            with records.read() as tx:
+                assert tx.last_change() > before["last_change"]
+
+    def test_read_only_reopen_reads_and_refuses_writes(self, tmp_path: pathlib.Path) -> None:
+        if not self.durable:
+            _skip("the store is not durable (set durable = True)")
+        path = tmp_path / "records"
+        with self.open_records(path) as records:
+            self.populate(records)
+            before = self.snapshot(records)
+        with self.open_records(path, read_only=True) as records:
+            assert self.snapshot(records) == before
+            with _raises(ConflictError), records.write() as tx:
+                tx.set_counter(1)
+        with self.open_records(path, again=True) as records:
+            assert self.snapshot(records) == before
+
+
+# =====================================================================================
+# Vector index conformance suite
+# =====================================================================================
+
+
+class _Source:
+    """Stands in for the record store: the rows an index reads on demand, and who asked."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, IndexRow] = {}
+        self.calls: list[str] = []
+
+    def __call__(self, namespace: str) -> list[IndexRow]:
+        self.calls.append(namespace)
+        return [r for r in self.rows.values() if r.namespace == namespace]
+
+
+_CONVERSATIONS = ("c1", "c2", "")
+_KINDS = ("semantic", "episodic", "social")
+_LEVELS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
+
+
+def _random_fields(rng: random.Random) -> dict[str, MetaValue]:
+    """Fields with one type per key; some keys missing on purpose."""
+    fields: dict[str, MetaValue] = {}
     if rng.random() < 0.8:
-        meta["type"] = rng.choice(_TYPES)
+        fields["type"] = rng.choice(_KINDS)
     if rng.random() < 0.8:
-        meta["sensitivity"] = round(rng.random(), 2)
+        fields["conversation"] = rng.choice(_CONVERSATIONS)
+    if rng.random() < 0.8:
+        fields["sensitivity"] = rng.choice(_LEVELS) if rng.random() < 0.5 \
+            else round(rng.random(), 2)
     if rng.random() < 0.7:
-        meta["count"] = rng.randint(0, 5)
+        fields["count"] = rng.randint(0, 5)
     if rng.random() < 0.7:
-        meta["pinned"] = rng.random() < 0.5
-    return meta
+        fields["pinned"] = rng.random() < 0.5
+    return fields
 
 
 def _random_leaf(rng: random.Random) -> Filter:
-    choice = rng.randrange(6)
+    choice = rng.randrange(9)
     if choice == 0:
-        return Eq("namespace", rng.choice((*_NAMESPACES, "ns-missing")))
+        return Eq("conversation", rng.choice((*_CONVERSATIONS, "c-missing")))
     if choice == 1:
-        return In("type", tuple(rng.sample((*_TYPES, "unknown"), rng.randint(1, 3))))
+        return In("type", tuple(rng.sample((*_KINDS, "unknown"), rng.randint(1, 3))))
     if choice == 2:
-        return Eq("pinned", rng.random() < 0.5)
+        return Eq("pinned", rng.choice((True, False, 1, 0)))  # Python: True == 1
     if choice == 3:
         return In("count", tuple(rng.sample(range(7), rng.randint(1, 3))))
-    lo = round(rng.random() * 0.6, 2)
     if choice == 4:
+        return Eq("count", float(rng.randint(0, 5)))  # Python: 2 == 2.0
+    if choice == 5:
+        return In("sensitivity", tuple(rng.sample(_LEVELS, rng.randint(1, 3))))
+    lo = round(rng.random() * 0.6, 2)
+    if choice == 6:
         return Range("sensitivity", gte=lo, lt=lo + 0.3)
-    return Range("count", gt=rng.randint(-1, 3), lte=rng.randint(2, 6))
+    if choice == 7:
+        return Range("count", gt=rng.choice((-1, 0.5, 1.5, 2)), lte=rng.choice((2, 3.5, 6)))
+    return Range(rng.choice(("count", "sensitivity", "type")))  # "holds a number"
 
 
 def _random_filter(rng: random.Random, depth: int = 0) -> Filter:
@@ -134,509 +736,403 @@ def _random_filter(rng: random.Random, depth: int = 0) -> Filter:
 
 
 _HANDWRITTEN_FILTERS: tuple[Filter, ...] = (
-    Eq("namespace", "ns-a"),
+    Eq("conversation", "c1"),
+    Eq("conversation", ""),
     Eq("pinned", True),
     Eq("count", 3),
+    Eq("sensitivity", 0.25),
     In("type", ("semantic", "social")),
     Range("sensitivity", gt=0.25),
     Range("sensitivity", gte=0.5),
     Range("count", lt=2),
     Range("count", lte=2),
+    Range("count", gte=1.5),
     Range("sensitivity", gte=0.2, lte=0.6),
-    And((Eq("namespace", "ns-b"), Eq("type", "episodic"))),
-    Or((Eq("namespace", "ns-c"), Range("count", gte=4))),
-    Not(Eq("namespace", "ns-a")),
-    Not(Eq("pinned", True)),  # also matches records without "pinned"
-    And((Eq("namespace", "ns-a"), Not(In("type", ("semantic",))))),
+    And((Eq("conversation", "c2"), Eq("type", "episodic"))),
+    Or((Eq("conversation", "c1"), Range("count", gte=4))),
+    Not(Eq("conversation", "c1")),
+    Not(Eq("pinned", True)),  # also matches entries without "pinned"
+    Not(Range("count", gte=2)),  # ... and entries without a number under "count"
+    And((Eq("conversation", "c1"), Not(In("type", ("semantic",))))),
     Or((And((Eq("pinned", False), Range("sensitivity", lt=0.5))), Not(Range("count", gte=1)))),
+    And(()),
+    Or(()),
 )
 
 
-class VectorBackendConformance(abc.ABC):
-    """Protocol tests every :class:`~mars_core.backends.base.VectorBackend` must pass.
+class VectorIndexConformance(abc.ABC):
+    """Protocol tests every :class:`~mars_core.index.base.VectorIndex` must pass.
 
     Subclass it in a test module, name the subclass ``Test...`` and implement
-    :meth:`make_backend`. Each test opens its own backend on pytest's ``tmp_path`` and
-    closes it at the end.
+    :meth:`make_index`. Each test makes its own index on pytest's ``tmp_path``, binds it
+    to a stand-in for the record store (the rows the test wrote, which an index that
+    loads on demand reads back) and closes it at the end. Entry ids are canonical UUID
+    strings (Qdrant accepts nothing else).
+
+    What the index is comes from its :attr:`~mars_core.index.base.VectorIndex.capabilities`:
+    ``persistent`` enables the reopen tests (write, close, ``make_index(same path)``,
+    bind), ``exact`` the exhaustive-ranking test and tight score tolerances, and
+    ``loads_on_demand`` the test of reading a namespace from the record store. The
+    filter test keeps fewer than 100 entries per partition, so an approximate index
+    such as Chroma's still searches them exhaustively.
 
     Attributes:
-        persistent: the backend persists to ``path``; enables the reopen tests (write,
-            close, ``make_backend(same path)``, compare).
-        atomic_apply: ``apply`` is all-or-nothing across operations; enables the test
-            that a batch failing in its last operation changes nothing.
         dim: vector dimension used by the tests.
 
     Examples:
         >>> import pathlib
-        >>> from mars_core.backends.memory import InMemoryBackend
-        >>> class TestInMemory(VectorBackendConformance):
-        ...     atomic_apply = True
-        ...     def make_backend(self, path: pathlib.Path) -> InMemoryBackend:
-        ...         return InMemoryBackend()
-        >>> TestInMemory().make_backend(pathlib.Path(".")).name
-        'inmemory'
+        >>> from mars_core.index import NumpyIndex
+        >>> class TestNumpy(VectorIndexConformance):
+        ...     def make_index(self, path: pathlib.Path) -> NumpyIndex:
+        ...         return NumpyIndex()
+        >>> index = TestNumpy().make_index(pathlib.Path("unused"))
+        >>> index.capabilities.loads_on_demand, index.capabilities.exact
+        (True, True)
+        >>> index.close()
     """
 
-    persistent: ClassVar[bool] = False
-    atomic_apply: ClassVar[bool] = False
     dim: ClassVar[int] = 8
+    identity: ClassVar[str] = "conformance-store"
 
     @abc.abstractmethod
-    def make_backend(self, path: pathlib.Path) -> VectorBackend:
-        """A new backend; persistent backends store their data under ``path``."""
+    def make_index(self, path: pathlib.Path) -> VectorIndex:
+        """A new index; a persistent one keeps its entries under ``path`` (a directory
+        that may not exist yet, or any key that tells one test's entries from another's)."""
 
     # --- helpers ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def open_backend(self, path: pathlib.Path) -> Iterator[VectorBackend]:
-        """``make_backend(path)`` as a context manager that closes it."""
-        backend = self.make_backend(path)
+    def open_index(self, path: pathlib.Path, source: _Source | None = None,
+                   identity: str | None = None) -> Iterator[tuple[VectorIndex, _Source]]:
+        """:meth:`make_index`, bound to ``source`` (a fresh one by default), then closed;
+        what the bind returned is in ``self.applied``."""
+        source = source if source is not None else _Source()
+        index = self.make_index(path)
         try:
-            yield backend
+            self.applied = index.bind(identity or self.identity, self.dim, source)
+            yield index, source
         finally:
-            backend.close()
+            index.close()
 
-    def vector(self, *head: float) -> npt.NDArray[np.float32]:
+    def vector(self, *head: float) -> Vector:
         """A unit vector of the test dimension starting with ``head`` (zeros after)."""
-        values = [*head, *([0.0] * (self.dim - len(head)))]
-        return _unit(values)
+        values = np.array([*head, *([0.0] * (self.dim - len(head)))], dtype=np.float64)
+        return (values / np.linalg.norm(values)).astype(np.float32)
 
-    def random_vector(self, rng: random.Random) -> npt.NDArray[np.float32]:
+    def random_vector(self, rng: random.Random) -> Vector:
         """A random unit vector of the test dimension."""
-        return _unit([rng.gauss(0.0, 1.0) for _ in range(self.dim)])
+        return self.vector(*(rng.gauss(0.0, 1.0) for _ in range(self.dim)))
 
-    def seed(self, backend: VectorBackend, n: int, seed: int = 7) -> list[Record]:
-        """Create the test collection and upsert ``n`` random records; returns them."""
-        rng = random.Random(seed)
-        backend.ensure_collection(_VEC, self.dim)
-        records = [
-            Record(_uid(i), self.random_vector(rng), f"doc {i}", _random_metadata(rng))
-            for i in range(n)
-        ]
-        backend.upsert(_VEC, records)
-        return records
+    def row(self, n: int, namespace: str = "ns-a", status: MemoryStatus = ACTIVE,
+            vector: Vector | None = None, **fields: MetaValue) -> IndexRow:
+        """An entry with id ``_uid(n)`` (its vector: a random one seeded by ``n``)."""
+        vec = vector if vector is not None else self.random_vector(random.Random(n))
+        return IndexRow(_uid(n), namespace, status, vec, fields)
 
-    def dump(self, backend: VectorBackend, collection: str) -> list[tuple[Any, ...]]:
-        """Comparable state of a collection: sorted ``(id, document, metadata, vector)``."""
-        rows = []
-        for r in backend.get(collection, with_vectors=True):
-            vec = None if r.vector is None else tuple(np.round(r.vector, 5).tolist())
-            rows.append((r.id, r.document, dict(r.metadata), vec))
-        return sorted(rows, key=lambda row: row[0])
+    def write(self, index: VectorIndex, source: _Source, rows: Sequence[IndexRow],
+              *, new: bool = False) -> None:
+        """What a store does: the records first, then the index."""
+        source.rows.update((r.id, r) for r in rows)
+        index.upsert(rows, new=new)
 
-    @staticmethod
-    def assert_same_record(actual: Record, expected: Record) -> None:
-        """Same id, document, metadata and (within 1e-6) vector."""
-        assert actual.id == expected.id
-        assert actual.document == expected.document
-        assert dict(actual.metadata) == dict(expected.metadata)
-        assert type(actual.metadata.get("pinned")) is type(expected.metadata.get("pinned"))
-        if expected.vector is not None:
-            assert actual.vector is not None, f"{actual.id}: vector missing"
-            np.testing.assert_allclose(actual.vector, expected.vector, atol=1e-6)
+    def erase(self, index: VectorIndex, source: _Source, namespace: str,
+              ids: Sequence[str]) -> None:
+        """Delete from the records, then from the index."""
+        for i in ids:
+            if i in source.rows and source.rows[i].namespace == namespace:
+                del source.rows[i]
+        index.delete(namespace, ids)
 
-    # --- collections ----------------------------------------------------------------------
+    def warm(self, index: VectorIndex, *namespaces: str) -> None:
+        """Query every partition once, so an index that loads on demand has them loaded
+        (its writes then go through its own update path, not a fresh load)."""
+        for ns in namespaces:
+            for status in MemoryStatus:
+                index.query(ns, status, self.vector(1.0), 1)
+
+    def found(self, index: VectorIndex, namespace: str, status: MemoryStatus = ACTIVE,
+              where: Filter | None = None, k: int = 500) -> list[str]:
+        """Sorted ids of an exhaustive query of one partition."""
+        return sorted(i for i, _ in index.query(namespace, status, self.vector(1.0), k, where))
+
+    def tolerance(self, index: VectorIndex) -> float:
+        """How close a score must be to the exact cosine."""
+        return 1e-5 if index.capabilities.exact else 1e-3
+
+    # --- binding and validation ---------------------------------------------------------
 
     def test_satisfies_protocol(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            assert isinstance(b, VectorBackend)
-            assert isinstance(b.name, str) and b.name
+        index = self.make_index(tmp_path / "index")
+        try:
+            assert isinstance(index, VectorIndex)
+            assert isinstance(index.name, str) and index.name
+            assert isinstance(index.location, str) and index.location
+            assert isinstance(index.capabilities, IndexCapabilities)
+            assert index.bind(self.identity, self.dim, _Source()) == 0  # a fresh index
+        finally:
+            index.close()
 
-    def test_ensure_collection_is_idempotent(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 3)
-            b.ensure_collection(_VEC, self.dim)
-            b.ensure_collection(_VEC, self.dim)
-            assert sorted(r.id for r in b.get(_VEC)) == sorted(r.id for r in records)
+    def test_unbound_index_refuses(self, tmp_path: pathlib.Path) -> None:
+        index = self.make_index(tmp_path / "index")
+        try:
+            calls: list[Callable[[], object]] = [
+                lambda: index.upsert([self.row(0)]),
+                lambda: index.query("ns-a", ACTIVE, self.vector(1.0), 1),
+                lambda: index.delete("ns-a", [_uid(0)]),
+                lambda: index.mark(1),
+                index.clear,
+                lambda: index.compact(["ns-a"]),
+                lambda: index.bind("", self.dim, _Source()),
+                lambda: index.bind(self.identity, 0, _Source()),
+            ]
+            for call in calls:
+                with _raises(ValidationError):
+                    call()
+        finally:
+            index.close()
 
-    def test_ensure_collection_dimension_mismatch(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            b.ensure_collection(_VEC, self.dim)
-            with _raises(EmbeddingMismatchError):
-                b.ensure_collection(_VEC, self.dim + 1)
-            b.ensure_collection(_PLAIN, 0)
-            with _raises(EmbeddingMismatchError):
-                b.ensure_collection(_PLAIN, self.dim)
-
-    def test_unknown_collection_is_not_found(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            rec = Record(_uid(0), self.vector(1.0), "x", {})
-            with _raises(NotFoundError):
-                b.upsert("nope", [rec])
-            with _raises(NotFoundError):
-                b.query("nope", self.vector(1.0), 3)
-            with _raises(NotFoundError):
-                b.get("nope")
-            with _raises(NotFoundError):
-                b.delete("nope", [_uid(0)])
-
-    # --- upsert / get ------------------------------------------------------------------------
-
-    def test_upsert_get_round_trip(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            b.ensure_collection(_VEC, self.dim)
-            meta: dict[str, MetaValue] = {"s": "é ✓", "i": -3, "f": 0.125, "b": False}
-            rec = Record(_uid(1), self.vector(0.3, -0.4, 0.5), "a document\nwith lines", meta)
-            b.upsert(_VEC, [rec])
-            (got,) = b.get(_VEC, [_uid(1)], with_vectors=True)
-            self.assert_same_record(got, rec)
-            assert type(got.metadata["i"]) is int and type(got.metadata["b"]) is bool
-            assert type(got.metadata["f"]) is float
-
-    def test_upsert_is_idempotent(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 5)
-            before = self.dump(b, _VEC)
-            b.upsert(_VEC, records)
-            b.upsert(_VEC, records[:2])
-            assert self.dump(b, _VEC) == before
-            assert len(b.get(_VEC)) == 5
-
-    def test_upsert_replaces_document_and_metadata(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            b.ensure_collection(_VEC, self.dim)
-            b.upsert(_VEC, [Record(_uid(1), self.vector(1.0), "old", {"a": "x", "gone": 1})])
-            b.upsert(_VEC, [Record(_uid(1), self.vector(0.0, 1.0), "new", {"a": "y"})])
-            (got,) = b.get(_VEC, [_uid(1)], with_vectors=True)
-            assert (got.document, dict(got.metadata)) == ("new", {"a": "y"})
-            assert got.vector is not None
-            np.testing.assert_allclose(got.vector, self.vector(0.0, 1.0), atol=1e-6)
-            assert b.get(_VEC, where=Eq("a", "x")) == []
-
-    def test_same_id_twice_in_one_call_last_wins(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            b.ensure_collection(_VEC, self.dim)
-            first = Record(_uid(1), self.vector(1.0), "first", {"v": 1})
-            last = Record(_uid(1), self.vector(0.0, 1.0), "last", {"v": 2})
-            b.upsert(_VEC, [first, last])
-            (got,) = b.get(_VEC, with_vectors=True)
-            self.assert_same_record(got, last)
-
-    def test_upsert_without_vector_keeps_vector(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 4)
-            target = records[2]
-            b.upsert(_VEC, [Record(target.id, None, "edited", {"namespace": "ns-z"})])
-            (got,) = b.get(_VEC, [target.id], with_vectors=True)
-            expected = Record(target.id, target.vector, "edited", {"namespace": "ns-z"})
-            self.assert_same_record(got, expected)
-            assert target.vector is not None
-            (hit,) = b.query(_VEC, target.vector, 1)
-            assert hit.record.id == target.id and math.isclose(hit.score, 1.0, abs_tol=1e-4)
-
-    def test_upsert_without_vector_for_new_id_is_rejected(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            self.seed(b, 2)
-            before = self.dump(b, _VEC)
-            with _raises(ValidationError):
-                b.upsert(_VEC, [Record(_uid(99), None, "no vector", {})])
-            assert self.dump(b, _VEC) == before
-
-    def test_get_by_ids_keeps_order_and_skips_missing(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            self.seed(b, 5)
-            ids = [_uid(3), _uid(0), _uid(42), _uid(4)]
-            assert [r.id for r in b.get(_VEC, ids)] == [_uid(3), _uid(0), _uid(4)]
-            assert b.get(_VEC, [_uid(42)]) == []
-
-    def test_get_by_ids_and_filter(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 12)
-            ids = [r.id for r in records[:8]]
-            flt = Eq("namespace", "ns-a")
-            got = {r.id for r in b.get(_VEC, ids, where=flt)}
-            assert got == {r.id for r in records[:8] if matches(flt, r.metadata)}
-
-    def test_returned_records_are_copies(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 1)
-            (got,) = b.get(_VEC, with_vectors=True)
-            assert got.vector is not None
-            if got.vector.flags.writeable:
-                got.vector[:] = 0.0
-            if isinstance(got.metadata, dict):
-                got.metadata["namespace"] = "tampered"
-            (again,) = b.get(_VEC, with_vectors=True)
-            self.assert_same_record(again, records[0])
-
-    # --- query -----------------------------------------------------------------------------
-
-    def test_query_orders_by_similarity(self, tmp_path: pathlib.Path) -> None:
-        cosines = (0.0, 1.0, -0.5, 0.9, 0.5)
-        with self.open_backend(tmp_path / "store") as b:
-            b.ensure_collection(_VEC, self.dim)
-            b.upsert(
-                _VEC,
-                [
-                    Record(_uid(i), self.vector(c, math.sqrt(1.0 - c * c)), f"c={c}", {})
-                    for i, c in enumerate(cosines)
-                ],
-            )
-            hits = b.query(_VEC, self.vector(1.0), k=len(cosines))
-            assert [h.record.id for h in hits] == [_uid(1), _uid(3), _uid(4), _uid(0), _uid(2)]
-            assert math.isclose(hits[0].score, 1.0, abs_tol=1e-4)
-            for hit, cos in zip(hits, sorted(cosines, reverse=True), strict=True):
-                assert math.isclose(hit.score, cos, abs_tol=1e-3), (hit.score, cos)
-            assert hits[0].record.document == "c=1.0"
-
-    def test_query_k_larger_than_count(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 6)
-            hits = b.query(_VEC, self.vector(1.0), k=100)
-            assert sorted(h.record.id for h in hits) == sorted(r.id for r in records)
-            scores = [h.score for h in hits]
-            assert scores == sorted(scores, reverse=True)
-
-    def test_query_k_zero(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            self.seed(b, 3)
-            assert b.query(_VEC, self.vector(1.0), k=0) == []
-
-    def test_query_wrong_dimension(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            self.seed(b, 2)
-            with _raises(EmbeddingMismatchError, ValidationError):
-                b.query(_VEC, np.ones(self.dim + 1, dtype=np.float32), k=1)
-
-    def test_upsert_wrong_dimension(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            self.seed(b, 2)
-            before = self.dump(b, _VEC)
-            bad = Record(_uid(9), np.ones(self.dim - 1, dtype=np.float32), "", {})
-            with _raises(EmbeddingMismatchError, ValidationError):
-                b.upsert(_VEC, [bad])
-            assert self.dump(b, _VEC) == before
-
-    def test_non_finite_vectors_rejected(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            self.seed(b, 2)
-            before = self.dump(b, _VEC)
-            nan = self.vector(1.0).copy()
+    def test_bad_vectors_and_k_are_refused(self, tmp_path: pathlib.Path) -> None:
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.write(index, source, [self.row(0)])
+            nan = self.vector(1.0)
             nan[1] = np.nan
+            with _raises(EmbeddingMismatchError):
+                index.upsert([self.row(1, vector=np.ones(self.dim + 1, np.float32))])
+            with _raises(EmbeddingMismatchError):
+                index.query("ns-a", ACTIVE, np.ones(self.dim - 1, np.float32), 1)
             with _raises(ValidationError):
-                b.upsert(_VEC, [Record(_uid(5), nan, "", {})])
+                index.upsert([self.row(2), self.row(1, vector=nan)])  # the batch, whole
             with _raises(ValidationError):
-                b.query(_VEC, nan, k=1)
-            assert self.dump(b, _VEC) == before
+                index.query("ns-a", ACTIVE, nan, 1)
+            with _raises(ValidationError):
+                index.query("ns-a", ACTIVE, self.vector(1.0), -1)
+            with _raises(ValidationError):
+                index.upsert([self.row(3, bad=math.inf)])
+            assert self.found(index, "ns-a") == [_uid(0)]
 
-    # --- filters ---------------------------------------------------------------------------
+    # --- upsert and query ---------------------------------------------------------------
+
+    def test_round_trip_stays_in_its_partition(self, tmp_path: pathlib.Path) -> None:
+        same = self.vector(1.0, 1.0)
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.warm(index, "ns-a", "ns-b")
+            self.write(index, source, [
+                self.row(0, vector=same), self.row(1, vector=same),
+                self.row(2, status=ARCHIVED, vector=same),
+                self.row(3, "ns-b", vector=same), self.row(4, "ns-b", ARCHIVED, vector=same)])
+            for forgotten in (False, True):
+                if forgotten:
+                    index.forget("ns-a")
+                    index.forget("ns-b")
+                assert self.found(index, "ns-a") == [_uid(0), _uid(1)]
+                assert self.found(index, "ns-a", ARCHIVED) == [_uid(2)]
+                assert self.found(index, "ns-b") == [_uid(3)]
+                assert self.found(index, "ns-b", ARCHIVED) == [_uid(4)]
+                assert self.found(index, "ns-c") == []
+                for _, score in index.query("ns-a", ACTIVE, same, 5):
+                    assert math.isclose(score, 1.0, abs_tol=self.tolerance(index))
+
+    def test_query_orders_by_cosine_then_id(self, tmp_path: pathlib.Path) -> None:
+        cosines = {1: 0.0, 2: 1.0, 3: -0.5, 4: 0.9, 5: 0.5, 9: 0.3, 7: 0.3, 8: 0.3}
+        rows = [self.row(n, vector=self.vector(c, math.sqrt(1.0 - c * c)))
+                for n, c in cosines.items()]
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.warm(index, "ns-a")
+            self.write(index, source, rows)
+            hits = index.query("ns-a", ACTIVE, self.vector(1.0), k=len(rows))
+            assert [i for i, _ in hits] == [_uid(n) for n in (2, 4, 5, 7, 8, 9, 1, 3)]
+            for (_, score), cos in zip(hits, sorted(cosines.values(), reverse=True),
+                                       strict=True):
+                assert math.isclose(score, cos, abs_tol=self.tolerance(index)), (score, cos)
+            assert [i for i, _ in index.query("ns-a", ACTIVE, self.vector(1.0), 2)] == \
+                [_uid(2), _uid(4)]
+
+    def test_ties_at_the_boundary_are_broken_by_id(self, tmp_path: pathlib.Path) -> None:
+        same = self.vector(0.3, 1.0)
+        with self.open_index(tmp_path / "index") as (index, source):
+            if not index.capabilities.exact:
+                _skip("an approximate index may return any of the tied entries")
+            self.write(index, source, [self.row(n, vector=same) for n in (6, 3, 5, 4)])
+            assert [i for i, _ in index.query("ns-a", ACTIVE, same, 2)] == [_uid(3), _uid(4)]
+
+    def test_k_larger_than_the_count_and_k_zero(self, tmp_path: pathlib.Path) -> None:
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.write(index, source, [self.row(n) for n in range(5)])
+            for k in (6, 100, 10_000):
+                hits = index.query("ns-a", ACTIVE, self.vector(1.0), k)
+                assert sorted(i for i, _ in hits) == [_uid(n) for n in range(5)]
+                assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+            assert index.query("ns-a", ACTIVE, self.vector(1.0), 0) == []
+
+    def test_exhaustive_when_exact(self, tmp_path: pathlib.Path) -> None:
+        rng = random.Random(5)
+        rows = [self.row(n, vector=self.random_vector(rng)) for n in range(300)]
+        with self.open_index(tmp_path / "index") as (index, source):
+            if not index.capabilities.exact:
+                _skip("the index is approximate")
+            self.write(index, source, rows, new=True)
+            for _ in range(3):
+                q = self.random_vector(rng)
+                cos = exact_cosines([r.vector for r in rows], q)
+                best = sorted(range(len(rows)), key=lambda i: (-cos[i], rows[i].id))[:10]
+                hits = index.query("ns-a", ACTIVE, q, 10)
+                assert [i for i, _ in hits] == [rows[i].id for i in best]
+                for (_, score), i in zip(hits, best, strict=True):
+                    assert math.isclose(score, cos[i], abs_tol=1e-5)
+
+    def test_upsert_replaces_the_vector_and_fields(self, tmp_path: pathlib.Path) -> None:
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.warm(index, "ns-a")
+            self.write(index, source, [self.row(0, vector=self.vector(1.0), type="a", gone=1),
+                                       self.row(1, vector=self.vector(0.0, 1.0), type="b")])
+            self.write(index, source, [self.row(0, vector=self.vector(0.0, 1.0), type="b")])
+            for where in (Eq("type", "a"), Range("gone"), Eq("gone", 1)):
+                assert self.found(index, "ns-a", where=where) == [], where
+            assert self.found(index, "ns-a", where=Eq("type", "b")) == [_uid(0), _uid(1)]
+            assert self.found(index, "ns-a", where=Not(Eq("gone", 1))) == [_uid(0), _uid(1)]
+            ((_, score), _) = index.query("ns-a", ACTIVE, self.vector(0.0, 1.0), 2)
+            assert math.isclose(score, 1.0, abs_tol=self.tolerance(index))
+            index.upsert([self.row(2, vector=self.vector(1.0)),
+                          self.row(2, vector=self.vector(0.0, 0.0, 1.0))])  # the last wins
+            assert index.query("ns-a", ACTIVE, self.vector(0.0, 0.0, 1.0), 1)[0][0] == _uid(2)
+
+    def test_new_upserts(self, tmp_path: pathlib.Path) -> None:
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.warm(index, "ns-a", "ns-b")
+            self.write(index, source, [self.row(0), self.row(1, status=ARCHIVED),
+                                       self.row(2, "ns-b")], new=True)
+            self.write(index, source, [self.row(3, count=1)], new=True)
+            assert self.found(index, "ns-a") == [_uid(0), _uid(3)]
+            assert self.found(index, "ns-a", ARCHIVED) == [_uid(1)]
+            assert self.found(index, "ns-b") == [_uid(2)]
+            assert self.found(index, "ns-a", where=Eq("count", 1)) == [_uid(3)]
+
+    def test_status_change_moves_the_entry(self, tmp_path: pathlib.Path) -> None:
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.warm(index, "ns-a")
+            self.write(index, source, [self.row(0), self.row(1), self.row(2, status=ARCHIVED)])
+            self.write(index, source, [self.row(0, status=ARCHIVED)])
+            assert self.found(index, "ns-a") == [_uid(1)]
+            assert self.found(index, "ns-a", ARCHIVED) == [_uid(0), _uid(2)]
+            self.write(index, source, [self.row(2), self.row(1, status=ARCHIVED)])
+            for forgotten in (False, True):
+                if forgotten:
+                    index.forget("ns-a")
+                assert self.found(index, "ns-a") == [_uid(2)]
+                assert self.found(index, "ns-a", ARCHIVED) == [_uid(0), _uid(1)]
+
+    def test_delete(self, tmp_path: pathlib.Path) -> None:
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.warm(index, "ns-a", "ns-b")
+            self.write(index, source, [self.row(0), self.row(1), self.row(2, status=ARCHIVED),
+                                       self.row(3, status=ARCHIVED), self.row(4, "ns-b")])
+            self.erase(index, source, "ns-a", [_uid(0), _uid(2), _uid(77)])
+            self.erase(index, source, "ns-a", [_uid(0)])
+            self.erase(index, source, "ns-a", [])
+            self.erase(index, source, "ns-b", [_uid(1)])  # not ns-b's: left alone
+            for forgotten in (False, True):
+                if forgotten:
+                    index.forget("ns-a")
+                assert self.found(index, "ns-a") == [_uid(1)]
+                assert self.found(index, "ns-a", ARCHIVED) == [_uid(3)]
+                assert self.found(index, "ns-b") == [_uid(4)]
 
     def test_filters_agree_with_matches(self, tmp_path: pathlib.Path) -> None:
         rng = random.Random(20240531)
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 60, seed=11)
+        rows = [replace(self.row(n, vector=self.random_vector(rng)), fields=_random_fields(rng))
+                for n in range(60)]
+        others = [replace(self.row(100, status=ARCHIVED), fields=_random_fields(rng)),
+                  replace(self.row(101, "ns-b"), fields=_random_fields(rng))]
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.write(index, source, [*rows, *others])
             filters = [*_HANDWRITTEN_FILTERS, *(_random_filter(rng) for _ in range(60))]
             sizes = set()
             for flt in filters:
-                expected = {r.id for r in records if matches(flt, r.metadata)}
+                expected = sorted(r.id for r in rows if matches(flt, r.fields))
                 sizes.add(len(expected))
-                got = {r.id for r in b.get(_VEC, where=flt)}
-                assert got == expected, flt
-                hits = b.query(_VEC, self.vector(1.0), k=len(records), where=flt)
-                assert {h.record.id for h in hits} == expected, flt
-            assert 0 in sizes and len(sizes) > 10  # the filters are not all trivial
+                assert self.found(index, "ns-a", where=flt, k=len(rows)) == expected, flt
+            assert 0 in sizes and len(rows) in sizes and len(sizes) > 10  # not all trivial
 
-    def test_namespace_isolation(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            b.ensure_collection(_VEC, self.dim)
-            same = self.vector(1.0, 1.0)
-            recs = [
-                Record(_uid(i), same, "secret", {"namespace": "A" if i % 2 else "B"})
-                for i in range(10)
-            ]
-            b.upsert(_VEC, recs)
-            for where in (
-                Eq("namespace", "B"),
-                And((Eq("namespace", "B"),)),
-                In("namespace", ("B",)),
-            ):
-                hits = b.query(_VEC, same, k=10, where=where)
-                assert len(hits) == 5
-                assert all(h.record.metadata["namespace"] == "B" for h in hits)
-                got = b.get(_VEC, where=where)
-                assert {r.id for r in got} == {r.id for r in recs if r.metadata["namespace"] == "B"}
-            assert b.query(_VEC, same, k=10, where=Eq("namespace", "C")) == []
+    # --- mark, clear, compact -------------------------------------------------------------
 
-    # --- delete ----------------------------------------------------------------------------
+    def test_mark_survives_reopen_for_the_same_identity(self, tmp_path: pathlib.Path) -> None:
+        path = tmp_path / "index"
+        with self.open_index(path) as (index, source):
+            if not index.capabilities.persistent:
+                _skip("the index is not persistent")
+            self.write(index, source, [self.row(0), self.row(1, status=ARCHIVED)])
+            index.mark(7)
+            index.mark(12)
+        with self.open_index(path) as (index, source):
+            assert self.applied == 12
+            assert self.found(index, "ns-a") == [_uid(0)]
+            assert self.found(index, "ns-a", ARCHIVED) == [_uid(1)]
+        with self.open_index(path, identity="another-store") as (index, _):
+            assert self.applied == 0
+            assert self.found(index, "ns-a") == self.found(index, "ns-a", ARCHIVED) == []
+        with self.open_index(path) as (index, _):
+            assert self.applied == 0
+            assert self.found(index, "ns-a") == []
 
-    def test_delete_missing_is_noop(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            self.seed(b, 3)
-            before = self.dump(b, _VEC)
-            b.delete(_VEC, [_uid(77)])
-            b.delete(_VEC, [])
-            assert self.dump(b, _VEC) == before
+    def test_clear_empties(self, tmp_path: pathlib.Path) -> None:
+        path = tmp_path / "index"
+        with self.open_index(path) as (index, source):
+            self.write(index, source, [self.row(0), self.row(1, status=ARCHIVED),
+                                       self.row(2, "ns-b")])
+            assert self.found(index, "ns-b") == [_uid(2)]
+            index.mark(5)
+            source.rows.clear()  # a rebuild would follow from the (now empty) records
+            index.clear()
+            for ns in ("ns-a", "ns-b"):
+                assert self.found(index, ns) == self.found(index, ns, ARCHIVED) == []
+            persistent = index.capabilities.persistent
+        if persistent:
+            with self.open_index(path):
+                assert self.applied == 0
 
-    def test_delete_then_get_and_query(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 5)
-            gone = records[1]
-            b.delete(_VEC, [gone.id])
-            b.delete(_VEC, [gone.id])
-            assert b.get(_VEC, [gone.id]) == []
-            assert gone.id not in {r.id for r in b.get(_VEC)}
-            assert gone.vector is not None
-            hits = b.query(_VEC, gone.vector, k=10)
-            assert len(hits) == 4 and gone.id not in {h.record.id for h in hits}
-            kept = b.get(_VEC, [records[4].id], with_vectors=True)
-            self.assert_same_record(kept[0], records[4])
+    def test_compact_keeps_the_entries(self, tmp_path: pathlib.Path) -> None:
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.warm(index, "ns-a", "ns-b")
+            self.write(index, source, [self.row(0), self.row(1), self.row(2, status=ARCHIVED),
+                                       self.row(3, "ns-b")])
+            self.erase(index, source, "ns-a", [_uid(1)])
+            done = index.compact(["ns-a", "ns-b", "ns-never"])
+            assert isinstance(done, str) and done
+            assert self.found(index, "ns-a") == [_uid(0)]
+            assert self.found(index, "ns-a", ARCHIVED) == [_uid(2)]
+            assert self.found(index, "ns-b") == [_uid(3)]
+            hits = index.query("ns-a", ACTIVE, self.row(0).vector, 1)
+            assert math.isclose(hits[0][1], 1.0, abs_tol=self.tolerance(index))
 
-    # --- dimension 0 -----------------------------------------------------------------------
+    def test_loads_on_demand_from_the_source(self, tmp_path: pathlib.Path) -> None:
+        with self.open_index(tmp_path / "index") as (index, source):
+            if not index.capabilities.loads_on_demand:
+                _skip("the index does not load on demand")
+            source.rows = {r.id: r for r in (self.row(0), self.row(1, status=ARCHIVED),
+                                              self.row(2, "ns-b"))}  # never upserted
+            assert self.found(index, "ns-a") == [_uid(0)]
+            assert self.found(index, "ns-a", ARCHIVED) == [_uid(1)]
+            assert source.calls == ["ns-a"]  # one namespace, read once
+            source.rows[_uid(3)] = self.row(3)
+            index.forget("ns-a")
+            assert self.found(index, "ns-a") == [_uid(0), _uid(3)]
+            assert source.calls == ["ns-a", "ns-a"]
 
-    def test_dimension_zero_collection(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            b.ensure_collection(_PLAIN, 0)
-            recs = [
-                Record(_uid(i), None, f"entry {i}", {"kind": "audit", "n": i}) for i in range(6)
-            ]
-            b.upsert(_PLAIN, recs)
-            got = b.get(_PLAIN, where=Range("n", gte=2, lt=5))
-            assert sorted(r.id for r in got) == [_uid(2), _uid(3), _uid(4)]
-            assert [r.document for r in b.get(_PLAIN, [_uid(5)])] == ["entry 5"]
-            b.upsert(_PLAIN, [Record(_uid(5), None, "entry 5 edited", {"kind": "audit"})])
-            assert [r.document for r in b.get(_PLAIN, [_uid(5)])] == ["entry 5 edited"]
-            with _raises(MarsError):
-                b.query(_PLAIN, np.zeros(1, dtype=np.float32), k=1)
-            with _raises(ValidationError):
-                b.upsert(_PLAIN, [Record(_uid(9), self.vector(1.0), "", {})])
-
-    # --- batches and validation ---------------------------------------------------------------
-
-    def test_apply_mixed_batch(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 3)
-            b.ensure_collection(_PLAIN, 0)
-            batch = (
-                WriteBatch()
-                .upsert(_VEC, [Record(_uid(10), self.vector(0.0, 0.0, 1.0), "new", {"k": 1})])
-                .upsert(_PLAIN, [Record(_uid(20), None, "log", {"kind": "audit"})])
-                .delete(_VEC, [records[0].id])
-                .upsert(_VEC, [Record(records[1].id, None, "edited", {"k": 2})])
-            )
-            b.apply(batch)
-            assert sorted(r.id for r in b.get(_VEC)) == sorted(
-                [records[1].id, records[2].id, _uid(10)]
-            )
-            (edited,) = b.get(_VEC, [records[1].id], with_vectors=True)
-            self.assert_same_record(
-                edited, Record(records[1].id, records[1].vector, "edited", {"k": 2})
-            )
-            assert [r.document for r in b.get(_PLAIN)] == ["log"]
-            (hit,) = b.query(_VEC, self.vector(0.0, 0.0, 1.0), k=1)
-            assert hit.record.id == _uid(10)
-
-    def test_invalid_batch_changes_nothing(self, tmp_path: pathlib.Path) -> None:
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 3)
-            before = self.dump(b, _VEC)
-            nan = np.full(self.dim, np.nan, dtype=np.float32)
-            bad = [
-                Record(_uid(50), self.vector(1.0), "ok 1", {}),
-                Record(records[0].id, self.vector(0.0, 1.0), "changed", {}),
-                Record(_uid(51), nan, "nan", {}),
-            ]
-            with _raises(ValidationError):
-                b.apply(WriteBatch().upsert(_VEC, bad))
-            with _raises(ValidationError):
-                b.upsert(_VEC, bad)
-            nested: Any = {"nested": {"a": 1}}
-            bad_meta = [*bad[:2], Record(_uid(52), self.vector(1.0), "", nested)]
-            with _raises(ValidationError):
-                b.upsert(_VEC, bad_meta)
-            assert self.dump(b, _VEC) == before
-
-    def test_atomic_apply_rolls_back_whole_batch(self, tmp_path: pathlib.Path) -> None:
-        if not self.atomic_apply:
-            _skip("backend does not claim atomic apply (set atomic_apply = True)")
-        with self.open_backend(tmp_path / "store") as b:
-            records = self.seed(b, 3)
-            b.ensure_collection(_PLAIN, 0)
-            before = (self.dump(b, _VEC), self.dump(b, _PLAIN))
-            batch = (
-                WriteBatch()
-                .delete(_VEC, [records[0].id])
-                .upsert(_PLAIN, [Record(_uid(30), None, "log", {})])
-                .upsert(_VEC, [Record(_uid(31), self.vector(1.0), "x", {"bad": math.inf})])
-            )
-            with _raises(ValidationError):
-                b.apply(batch)
-            assert (self.dump(b, _VEC), self.dump(b, _PLAIN)) == before
-
-    # --- lifecycle -----------------------------------------------------------------------------
-
-    def test_close_then_call_raises(self, tmp_path: pathlib.Path) -> None:
-        b = self.make_backend(tmp_path / "store")
-        self.seed(b, 1)
-        b.close()
-        b.close()  # idempotent
-        rec = Record(_uid(2), self.vector(1.0), "", {})
+    def test_closed_index_refuses(self, tmp_path: pathlib.Path) -> None:
+        index = self.make_index(tmp_path / "index")
+        index.bind(self.identity, self.dim, _Source())
+        index.upsert([self.row(0)])
+        index.close()
+        index.close()  # idempotent
         calls: list[Callable[[], object]] = [
-            lambda: b.ensure_collection(_VEC, self.dim),
-            lambda: b.upsert(_VEC, [rec]),
-            lambda: b.query(_VEC, self.vector(1.0), 1),
-            lambda: b.get(_VEC),
-            lambda: b.delete(_VEC, [_uid(0)]),
-            lambda: b.apply(WriteBatch().delete(_VEC, [_uid(0)])),
+            lambda: index.bind(self.identity, self.dim, _Source()),
+            lambda: index.upsert([self.row(1)]),
+            lambda: index.query("ns-a", ACTIVE, self.vector(1.0), 1),
+            lambda: index.delete("ns-a", [_uid(0)]),
+            lambda: index.mark(1),
+            index.clear,
+            lambda: index.compact(["ns-a"]),
         ]
         for call in calls:
             with _raises(StoreClosedError):
                 call()
-
-    def test_reopen_round_trip(self, tmp_path: pathlib.Path) -> None:
-        if not self.persistent:
-            _skip("backend is not persistent (set persistent = True)")
-        path = tmp_path / "store"
-        with self.open_backend(path) as b:
-            records = self.seed(b, 20)
-            b.ensure_collection(_PLAIN, 0)
-            b.upsert(_PLAIN, [Record(_uid(100), None, "audit ✓", {"n": 1, "ok": True})])
-            b.upsert(_VEC, [Record(records[0].id, None, "edited", {"namespace": "ns-b"})])
-            b.delete(_VEC, [records[1].id, _uid(999)])
-            b.apply(WriteBatch().delete(_VEC, [records[2].id]).upsert(_VEC, records[1:2]))
-            expected = {c: b.get(c, with_vectors=True) for c in (_VEC, _PLAIN)}
-            query = self.vector(1.0, -1.0)
-            expected_hits = b.query(_VEC, query, k=5, where=Eq("namespace", "ns-b"))
-        with self.open_backend(path) as b:
-            b.ensure_collection(_VEC, self.dim)
-            b.ensure_collection(_PLAIN, 0)
-            for coll, recs in expected.items():
-                got = {r.id: r for r in b.get(coll, with_vectors=True)}
-                assert sorted(got) == sorted(r.id for r in recs)
-                for rec in recs:
-                    self.assert_same_record(got[rec.id], rec)
-            hits = b.query(_VEC, query, k=5, where=Eq("namespace", "ns-b"))
-            assert [h.record.id for h in hits] == [h.record.id for h in expected_hits]
-            for hit, exp in zip(hits, expected_hits, strict=True):
-                assert math.isclose(hit.score, exp.score, abs_tol=1e-6)
-            with _raises(EmbeddingMismatchError):
-                b.ensure_collection(_VEC, self.dim * 2)
-
-    def test_reopen_several_sessions(self, tmp_path: pathlib.Path) -> None:
-        if not self.persistent:
-            _skip("backend is not persistent (set persistent = True)")
-        path = tmp_path / "store"
-        rng = random.Random(3)
-        expected: dict[str, Record] = {}
-        for session in range(4):
-            with self.open_backend(path) as b:
-                b.ensure_collection(_VEC, self.dim)
-                assert {r.id for r in b.get(_VEC)} == set(expected)
-                new = [
-                    Record(_uid(session * 10 + i), self.random_vector(rng), f"s{session}", {})
-                    for i in range(3)
-                ]
-                b.upsert(_VEC, new)
-                expected.update((r.id, r) for r in new)
-                victim = sorted(expected)[0]
-                b.delete(_VEC, [victim])
-                del expected[victim]
-        with self.open_backend(path) as b:
-            got = {r.id: r for r in b.get(_VEC, with_vectors=True)}
-            assert sorted(got) == sorted(expected)
-            for rid, rec in expected.items():
-                self.assert_same_record(got[rid], rec)
-
-
-# =====================================================================================
-# end of the vector backend conformance suite
-# =====================================================================================

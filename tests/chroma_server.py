@@ -29,8 +29,9 @@ import pytest
 from mars_core.backends.base import VectorBackend
 from mars_core.bench.chroma_server import ChromaServer, chroma_cli, chroma_server
 from mars_core.errors import MarsBackendError
+from mars_core.index.base import VectorIndex
 
-__all__ = ["ChromaServer", "chroma_server_fixture", "prefix_for", "server_backend"]
+__all__ = ["ChromaServer", "chroma_server_fixture", "prefix_for", "server_backend", "server_index"]
 
 
 def prefix_for(path: pathlib.Path) -> str:
@@ -49,6 +50,20 @@ def server_backend(kind: str, server: ChromaServer | None, prefix: str) -> Vecto
 
     return QdrantBackend(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"),
                          collection_prefix=prefix)
+
+
+def server_index(kind: str, server: ChromaServer | None, prefix: str) -> VectorIndex:
+    """A vector index on the test session's server of ``kind`` (``chroma-http``, or
+    ``qdrant-url``: the server at ``QDRANT_URL``)."""
+    if kind == "chroma-http":
+        from mars_core.index.chroma import ChromaIndex
+
+        assert server is not None
+        return ChromaIndex(host=server.host, port=server.port, prefix=prefix)
+    from mars_core.index.qdrant import QdrantIndex
+
+    return QdrantIndex(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"),
+                       prefix=prefix)
 
 
 @pytest.fixture(scope="session", name="chroma_server")

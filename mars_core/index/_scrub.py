@@ -1,0 +1,116 @@
+"""Zero the unused capacity of an embedded Chroma's HNSW index files.
+
+Chroma's local HNSW segment (``<dir>/<segment-uuid>/``) saves its whole allocated capacity:
+``data_level0.bin`` holds ``max_elements`` slots of ``size_data_per_element`` bytes and
+``length.bin`` one ``uint32`` per slot, however few elements are in use (a fresh index is
+saved at its initial capacity of 100; a grown one at least up to its count). The slots past
+``cur_element_count`` were never written: they hold whatever the process's allocator handed
+out, i.e. fragments of freed memory. In an embedded store that memory is our own process's,
+so it can hold the *plaintext* of a memory we encrypted before writing (seen in CI: a
+fragment of a record's metadata in an index file of a freshly created store).
+
+:func:`scrub_index_files` overwrites exactly those never-used bytes with zeros. hnswlib never
+reads them (a slot is read only below ``cur_element_count``), so the index is unchanged. It is
+run with the writer lease held and no Chroma client on the directory: when the backend
+closes, and before it opens a directory (a crash skips the close). Files whose header does
+not match the layout below are left alone and reported, so a future Chroma that changes the
+format costs the scrub, never the index.
+
+``header.bin`` (little-endian, 100 bytes): ``int32`` persist version, then ``uint64``
+``offsetLevel0``, ``max_elements``, ``cur_element_count``, ``size_data_per_element``, ...
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ScrubReport", "scrub_index_files"]
+
+_log = logging.getLogger(__name__)
+_HEADER = struct.Struct("<iQQQQ")  # version, offsetLevel0, max, count, size per element
+_HEADER_SIZE = 100
+_LENGTH_ENTRY = 4
+
+
+@dataclass(frozen=True)
+class ScrubReport:
+    """What one :func:`scrub_index_files` call did.
+
+    Attributes:
+        segments: index directories whose unused capacity was zeroed.
+        bytes_zeroed: bytes overwritten (already-zero bytes are counted too).
+        skipped: index directories left alone: unreadable, or a layout not recognised.
+    """
+
+    segments: int = 0
+    bytes_zeroed: int = 0
+    skipped: tuple[str, ...] = ()
+
+
+def scrub_index_files(directory: Path) -> ScrubReport:
+    """Zero the never-used slots of every HNSW index under ``directory``.
+
+    Args:
+        directory: an embedded Chroma directory (the one given to ``PersistentClient``);
+            no Chroma client may have it open.
+
+    Returns:
+        A :class:`ScrubReport`; a directory without index files gives an empty one.
+
+    Examples:
+        >>> import tempfile
+        >>> scrub_index_files(Path(tempfile.mkdtemp()))
+        ScrubReport(segments=0, bytes_zeroed=0, skipped=())
+    """
+    segments = zeroed = 0
+    skipped: list[str] = []
+    for header in sorted(directory.glob("*/header.bin")):
+        try:
+            done = _scrub_segment(header.parent)
+        except OSError:
+            done = None
+        if done is None:
+            skipped.append(header.parent.name)
+            _log.warning("left the index files in %s alone: unreadable or layout not recognised",
+                         header.parent.name)
+        else:
+            segments, zeroed = segments + 1, zeroed + done
+    return ScrubReport(segments, zeroed, tuple(skipped))
+
+
+def _scrub_segment(segment: Path) -> int | None:
+    """Zero one segment's unused slots; ``None`` if its files do not match the layout."""
+    data, lengths = segment / "data_level0.bin", segment / "length.bin"
+    raw = (segment / "header.bin").read_bytes()
+    if len(raw) != _HEADER_SIZE or not data.is_file():
+        return None
+    version, offset, capacity, count, size = _HEADER.unpack_from(raw)
+    if version != 1 or offset != 0 or not _holds(data, count, capacity, size):
+        return None
+    done = _zero_tail(data, count * size)
+    if lengths.is_file() and _holds(lengths, count, capacity, _LENGTH_ENTRY):
+        done += _zero_tail(lengths, count * _LENGTH_ENTRY)
+    return done
+
+
+def _holds(path: Path, count: int, capacity: int, slot: int) -> bool:
+    """Whether ``path`` is whole slots: at least ``count`` of them, at most ``capacity``."""
+    n = path.stat().st_size
+    return slot > 0 and count <= capacity and n % slot == 0 and count <= n // slot <= capacity
+
+
+def _zero_tail(path: Path, start: int) -> int:
+    """Overwrite ``path`` from byte ``start`` to its end with zeros, durably."""
+    size = path.stat().st_size
+    if start >= size:
+        return 0
+    with path.open("r+b") as f:
+        f.seek(start)
+        f.write(bytes(size - start))
+        f.flush()
+        os.fsync(f.fileno())
+    return size - start

@@ -1,0 +1,469 @@
+"""The vector-index contract: derived, rebuildable, never the system of record.
+
+A vector index holds, for each memory, its id, its vector and a few flat filter fields
+(type, sensitivity, creation time, conversation: :func:`~mars_core.storage.index_fields`)
+— never text. It is partitioned by namespace and status: a query searches the active
+(or the archived) memories of one namespace, so a namespace filter is never sent and one
+tenant's vectors never rank another's. Everything in it can be rebuilt from the record
+store (:mod:`mars_core.storage`), which keeps the vectors too.
+
+A persistent index remembers which store it belongs to (an identity naming the store and
+its embedder) and the number of the last record-store change it applied (a *mark*,
+:meth:`VectorIndex.bind`, :meth:`VectorIndex.mark`); the store catches it up from the
+change log on open, or rebuilds it when the mark is missing or too old. An index that
+*loads on demand* (the in-process :class:`~mars_core.index.numpy.NumpyIndex`) reads a
+namespace's rows from the record store when that namespace is first queried and is
+never caught up.
+
+Filters are backend-neutral value objects (:class:`Eq`, :class:`In`, :class:`Range`,
+:class:`And`, :class:`Or`, :class:`Not`) over flat scalar fields; each index translates
+them with a pure function, unit-tested without a server. :func:`matches` is the
+reference semantics every translation must agree with.
+
+Examples:
+    >>> f = And((Eq("type", "semantic"), Range("sensitivity", lte=0.5)))
+    >>> matches(f, {"type": "semantic", "sensitivity": 0.2})
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, Self, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from mars_core._guard import guarded
+from mars_core.errors import EmbeddingMismatchError, ValidationError
+from mars_core.model import MemoryStatus
+from mars_core.storage.base import IndexRow
+
+__all__ = [
+    "And",
+    "Eq",
+    "Filter",
+    "In",
+    "IndexBase",
+    "IndexCapabilities",
+    "IndexSource",
+    "MetaValue",
+    "Not",
+    "Or",
+    "Range",
+    "VectorIndex",
+    "as_vector",
+    "exact_cosines",
+    "matches",
+    "unit",
+]
+
+MetaValue = str | int | float | bool
+"""A flat field value, the common denominator of Chroma and Qdrant payload filters."""
+
+Vector = npt.NDArray[np.float32]
+
+IndexSource = Callable[[str], Iterable[IndexRow]]
+"""The record store's rows of one namespace (what an index that loads on demand reads)."""
+
+
+# --- neutral filter language -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Eq:
+    """``fields[key] == value``."""
+
+    key: str
+    value: MetaValue
+
+
+@dataclass(frozen=True, slots=True)
+class In:
+    """``fields[key] in values`` (values non-empty)."""
+
+    key: str
+    values: tuple[MetaValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Numeric range on ``fields[key]``; unset bounds are open."""
+
+    key: str
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    """All of the clauses hold."""
+
+    clauses: tuple[Filter, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    """At least one clause holds."""
+
+    clauses: tuple[Filter, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    """The clause does not hold."""
+
+    clause: Filter
+
+
+Filter = Eq | In | Range | And | Or | Not
+
+
+def matches(flt: Filter | None, fields: Mapping[str, MetaValue]) -> bool:
+    """Reference semantics of the filter language (a missing key never matches a leaf)."""
+    if flt is None:
+        return True
+    if isinstance(flt, Eq):
+        return flt.key in fields and fields[flt.key] == flt.value
+    if isinstance(flt, In):
+        return flt.key in fields and fields[flt.key] in flt.values
+    if isinstance(flt, Range):
+        v = fields.get(flt.key)
+        if not isinstance(v, int | float) or isinstance(v, bool):
+            return False
+        return (
+            (flt.gt is None or v > flt.gt)
+            and (flt.gte is None or v >= flt.gte)
+            and (flt.lt is None or v < flt.lt)
+            and (flt.lte is None or v <= flt.lte)
+        )
+    if isinstance(flt, And):
+        return all(matches(c, fields) for c in flt.clauses)
+    if isinstance(flt, Or):
+        return any(matches(c, fields) for c in flt.clauses)
+    return not matches(flt.clause, fields)
+
+
+# --- vectors -------------------------------------------------------------------------
+
+
+def as_vector(values: Sequence[float] | npt.NDArray[np.floating[Any]],
+              dim: int | None = None) -> Vector:
+    """A finite one-dimensional float32 vector (of dimension ``dim`` when given).
+
+    Raises:
+        ValidationError: not a finite one-dimensional vector.
+        EmbeddingMismatchError: another dimension than ``dim``.
+    """
+    try:
+        arr = np.asarray(values, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"not a vector: {exc}") from None
+    if arr.ndim != 1:
+        raise ValidationError(f"a vector must be one-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValidationError("a vector must contain only finite numbers")
+    if dim is not None and arr.shape[0] != dim:
+        raise EmbeddingMismatchError(
+            f"the index holds {dim}-dimensional vectors, got {arr.shape[0]}; embed with the "
+            "model the store was built with, or move the store with store.reembed(...)")
+    return arr
+
+
+def unit(vec: Vector) -> Vector:
+    """``vec / |vec|`` in float32 (a zero vector stays zero)."""
+    norm = float(np.linalg.norm(vec.astype(np.float64)))
+    if norm == 0.0:
+        return vec.astype(np.float32, copy=True)
+    return (vec.astype(np.float64) / norm).astype(np.float32)
+
+
+def exact_cosines(vectors: Sequence[Vector], query: Vector) -> list[float]:
+    """Cosine similarities of ``vectors`` to ``query``, each computed the same way
+    whatever its neighbours (row-wise float64 products, summed pairwise along the row),
+    so a memory's score never depends on which other candidates an index returned.
+
+    Examples:
+        >>> q = np.array([1.0, 0.0], np.float32)
+        >>> [round(c, 3) for c in exact_cosines([np.array([3.0, 4.0], np.float32)], q)]
+        [0.6]
+    """
+    if not len(vectors):
+        return []
+    rows = np.stack([np.asarray(v, dtype=np.float64) for v in vectors])
+    q = np.asarray(query, dtype=np.float64)
+    dots = (rows * q).sum(axis=1)
+    norms = np.sqrt((rows * rows).sum(axis=1)) * math.sqrt(float((q * q).sum()))
+    out = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    return [float(x) for x in out]
+
+
+# --- the protocol --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IndexCapabilities:
+    """What a vector index is (declared by each implementation, never probed).
+
+    Attributes:
+        persistent: its entries outlive the process; the store catches it up from the
+            record store's change log on open.
+        loads_on_demand: it reads a namespace's rows from the record store when that
+            namespace is first queried (so it is never caught up or rebuilt).
+        shared: other processes may reach the same entries (a server).
+        exact: exhaustive search (otherwise approximate, e.g. HNSW).
+        keeps_deleted: deleted vectors stay in its files until :meth:`VectorIndex.compact`.
+    """
+
+    persistent: bool
+    loads_on_demand: bool
+    shared: bool
+    exact: bool
+    keeps_deleted: bool
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """What the store needs from a vector index.
+
+    Every method raises only :class:`~mars_core.errors.MarsError` subclasses; client
+    errors are wrapped as :class:`~mars_core.errors.MarsBackendError`.
+    """
+
+    name: str
+    """Short name recorded in the manifest (``numpy``, ``chroma``, ``qdrant``)."""
+
+    capabilities: IndexCapabilities
+    """What this index is."""
+
+    location: str
+    """Where its entries are (``memory``, a directory, a server URL)."""
+
+    def bind(self, identity: str, dim: int, source: IndexSource) -> int:
+        """Attach the index to a store.
+
+        Args:
+            identity: names the store and its embedder; an index holding another
+                identity's entries empties itself.
+            dim: the vector dimension.
+            source: the record store's rows of a namespace (read on demand, if at all).
+
+        Returns:
+            The number of the last change it applied (0: empty, or just emptied).
+        """
+        ...
+
+    def upsert(self, rows: Sequence[IndexRow], *, new: bool = False) -> None:
+        """Insert or replace entries (an entry moves between a namespace's partitions
+        when its status changed); ``new=True`` promises the ids are not in the index yet
+        (fresh inserts), which spares an index the reads a replacing write needs."""
+        ...
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Remove entries of a namespace (missing ids are a no-op)."""
+        ...
+
+    def query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
+              where: Filter | None = None) -> list[tuple[str, float]]:
+        """The ``k`` entries of one partition most similar (cosine) to ``vector`` that
+        ``where`` admits: ``(id, score)``, best first."""
+        ...
+
+    def mark(self, applied: int) -> None:
+        """Remember that every change up to ``applied`` is in the index."""
+        ...
+
+    def forget(self, namespace: str) -> None:
+        """Drop what is cached of a namespace in this process (not its entries)."""
+        ...
+
+    def clear(self) -> None:
+        """Remove every entry of the bound store (a rebuild follows)."""
+        ...
+
+    def compact(self, namespaces: Sequence[str]) -> str:
+        """Rewrite the namespaces' partitions so deleted vectors leave the files;
+        returns what was done (for an erasure receipt)."""
+        ...
+
+    def close(self) -> None:
+        """Release resources (idempotent)."""
+        ...
+
+
+class IndexBase:
+    """Validation written once for every index: public methods check their arguments,
+    run under the index's lock, refuse once closed, then call the ``_``-methods.
+
+    An index implements ``_bind``, ``_upsert``, ``_delete``, ``_query``, ``_mark``,
+    ``_clear`` and ``_compact`` and sets ``_lock`` and ``_closed``; ``dim`` is known
+    once bound.
+    """
+
+    name: str
+    capabilities: IndexCapabilities
+    location: str
+    _lock: AbstractContextManager[Any]
+    _closed: bool
+    dim: int | None = None
+
+    @guarded
+    def bind(self, identity: str, dim: int, source: IndexSource) -> int:
+        """See :meth:`VectorIndex.bind`.
+
+        Raises:
+            ValidationError: an empty identity or a bad dimension.
+        """
+        if not isinstance(identity, str) or not identity:
+            raise ValidationError("an index identity must be a non-empty string")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise ValidationError(f"dim must be a positive int, not {dim!r}")
+        self.dim = dim
+        return self._bind(identity, dim, source)
+
+    @guarded
+    def upsert(self, rows: Sequence[IndexRow], *, new: bool = False) -> None:
+        """See :meth:`VectorIndex.upsert`; rows are validated whole before any is written.
+
+        Raises:
+            ValidationError: unbound, or a bad row (id, vector, field).
+            EmbeddingMismatchError: a vector of another dimension.
+        """
+        dim = self._bound()
+        checked = []
+        for row in rows:
+            _check_id(row.id)
+            _check_fields(row.fields)
+            checked.append(IndexRow(row.id, row.namespace, MemoryStatus(row.status),
+                                    unit(as_vector(row.vector, dim)), dict(row.fields)))
+        if checked:
+            self._upsert(list({r.id: r for r in checked}.values()), bool(new))
+
+    @guarded
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """See :meth:`VectorIndex.delete`."""
+        self._bound()
+        if isinstance(ids, str):
+            raise ValidationError("ids must be a sequence of strings, not one string")
+        for i in ids:
+            _check_id(i)
+        if ids:
+            self._delete(namespace, list(dict.fromkeys(ids)))
+
+    @guarded
+    def query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
+              where: Filter | None = None) -> list[tuple[str, float]]:
+        """See :meth:`VectorIndex.query`; ties are broken by id.
+
+        Raises:
+            ValidationError: unbound, a bad ``k`` or vector.
+            EmbeddingMismatchError: a vector of another dimension.
+        """
+        dim = self._bound()
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValidationError(f"k must be an int >= 0, not {k!r}")
+        q = unit(as_vector(vector, dim))
+        if k == 0 or not np.any(q):
+            return []
+        want = k + 1  # one more than asked: tells whether entries beyond k tie with the k-th
+        while True:
+            hits = self._query(namespace, MemoryStatus(status), q, want, where)
+            hits.sort(key=lambda h: (-h[1], h[0]))
+            if len(hits) < want or hits[-1][1] < hits[k - 1][1]:
+                return hits[:k]
+            want *= 2  # a tie across the boundary: fetch more, so ids, not the backend, pick
+
+    @guarded
+    def mark(self, applied: int) -> None:
+        """See :meth:`VectorIndex.mark`."""
+        self._bound()
+        if isinstance(applied, bool) or not isinstance(applied, int) or applied < 0:
+            raise ValidationError(f"a mark must be an int >= 0, not {applied!r}")
+        self._mark(applied)
+
+    def forget(self, namespace: str) -> None:
+        """See :meth:`VectorIndex.forget` (default: nothing is cached)."""
+
+    @guarded
+    def clear(self) -> None:
+        """See :meth:`VectorIndex.clear`."""
+        self._bound()
+        self._clear()
+
+    @guarded
+    def compact(self, namespaces: Sequence[str]) -> str:
+        """See :meth:`VectorIndex.compact`."""
+        self._bound()
+        return self._compact(list(namespaces))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:  # pragma: no cover - every index defines it
+        raise NotImplementedError
+
+    def _bound(self) -> int:
+        if self.dim is None:
+            raise ValidationError(f"this {self.name} index is not bound to a store yet "
+                                  "(a MemoryStore binds it when it opens)")
+        return self.dim
+
+    # --- what an index provides ----------------------------------------------------------
+
+    def _bind(self, identity: str, dim: int, source: IndexSource) -> int:
+        raise NotImplementedError  # pragma: no cover
+
+    def _upsert(self, rows: list[IndexRow], new: bool) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    def _delete(self, namespace: str, ids: list[str]) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
+               where: Filter | None) -> list[tuple[str, float]]:
+        raise NotImplementedError  # pragma: no cover
+
+    def _mark(self, applied: int) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    def _clear(self) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    def _compact(self, namespaces: list[str]) -> str:
+        raise NotImplementedError  # pragma: no cover
+
+
+def _check_id(value: object) -> None:
+    if not isinstance(value, str) or not value or len(value) > 64:
+        raise ValidationError(f"an index entry id must be a string of 1-64 characters, "
+                              f"not {value!r}")
+
+
+def _check_fields(fields: Mapping[str, Any]) -> None:
+    for key, value in fields.items():
+        if not isinstance(key, str) or not key or key.startswith(("$", "_")) or '"' in key:
+            raise ValidationError(f"field name {key!r} must be a non-empty string without '\"' "
+                                  "that does not start with '$' or '_' (the index's own)")
+        if not isinstance(value, str | int | float | bool):
+            raise ValidationError(f"field {key!r} must be str, int, float or bool")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValidationError(f"field {key!r} must be finite")
+        if isinstance(value, int) and not isinstance(value, bool) \
+                and not -(2**63) <= value < 2**63:
+            raise ValidationError(f"field {key!r} must fit in 64 bits")
+
+
+def rows_by_namespace(rows: Iterable[IndexRow]) -> dict[str, list[IndexRow]]:
+    """Group rows by namespace, keeping their order."""
+    out: dict[str, list[IndexRow]] = {}
+    for row in rows:
+        out.setdefault(row.namespace, []).append(row)
+    return out

@@ -1,0 +1,565 @@
+"""A Chroma vector index: embedded (in memory or on disk) or a ``chroma run`` server.
+
+:class:`ChromaIndex` keeps each partition of the index protocol — the active or the
+archived memories of one namespace — as a Chroma collection of its own, named
+``prefix + "a"`` (active) or ``prefix + "x"`` (archived) ``+`` a 32-hex-digit hash of the
+namespace; Chroma recommends a collection per tenant, so a query never sends a namespace
+filter (Chroma evaluates filters in SQLite, ~35 ms at 10,000 matching records, while an
+unfiltered query is its fast path) and only the namespaces a process serves are loaded.
+Collections are created by their first write. The index's identity and mark live in the
+collection ``prefix + "state"``. Chroma is given our own unit embeddings in cosine space
+(it never embeds anything, so it works offline); scores are ``1 - cosine distance``.
+
+* **Fields.** An entry's fields are Chroma metadata. Chroma's ``upsert`` merges metadata
+  into a stored record, so a replacing write sends ``None`` for the keys the entry no
+  longer has. Chroma cannot say "the key is missing or not a number", which a negated
+  ``Range`` needs, so an entry with a numeric value under ``k`` also carries the hidden
+  flag ``"_mars_num:k": True``.
+* **Filters.** :func:`to_chroma_where` translates the neutral filters (see there for
+  Chroma 1.5's integer comparisons, which it repairs).
+* **What stays on disk.** Chroma keeps a deleted vector in its HNSW files and its own
+  write log until it rebuilds them: :meth:`ChromaIndex.compact` rebuilds a namespace's
+  collections from the record store (erasure does). An embedded Chroma also saves its
+  HNSW files at their whole allocated capacity, whose never-used slots hold fragments of
+  this process's freed memory — which may be a memory's text, though Chroma is never
+  sent any: :mod:`mars_core.index._scrub` zeroes them when the index closes and before
+  it opens a directory.
+
+One process at a time uses a directory (a lock file guards it). Queries above Chroma's
+brute-force threshold use HNSW and are approximate: the store rescores what they find
+from the exact vectors in the record store.
+
+Examples:
+    >>> import numpy as np
+    >>> from mars_core.model import MemoryStatus
+    >>> from mars_core.storage.base import IndexRow
+    >>> index = ChromaIndex()                          # ephemeral, private to this object
+    >>> index.bind("store-1", 2, lambda ns: [])
+    0
+    >>> index.upsert([IndexRow("a", "u1", MemoryStatus.ACTIVE, np.array([1.0, 0.0]),
+    ...                        {"type": "semantic"})], new=True)
+    >>> [i for i, _ in index.query("u1", MemoryStatus.ACTIVE, np.array([1.0, 0.1]), k=3)]
+    ['a']
+    >>> index.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import math
+import os
+import re
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from mars_core.errors import (
+    ConflictError,
+    ExtraNotInstalledError,
+    MarsBackendError,
+    MarsError,
+    ValidationError,
+)
+from mars_core.index._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
+from mars_core.index._filters import normal_form as _normal_form
+from mars_core.index._scrub import scrub_index_files
+from mars_core.index.base import (
+    Eq,
+    Filter,
+    In,
+    IndexBase,
+    IndexCapabilities,
+    IndexSource,
+    MetaValue,
+    Vector,
+    rows_by_namespace,
+)
+from mars_core.model import MemoryStatus
+from mars_core.storage.base import IndexRow
+
+__all__ = ["NUMERIC_FLAG", "RESERVED_PREFIX", "ChromaIndex", "to_chroma_where"]
+
+Where = dict[str, Any]
+
+RESERVED_PREFIX = "_mars_"
+"""Metadata keys starting with this are the index's own."""
+
+NUMERIC_FLAG = "_mars_num:"
+"""Prefix of the hidden flags: ``NUMERIC_FLAG + k`` is True when ``k`` holds a number."""
+
+_NEVER = "_mars_never"
+_LOCK = "mars-index.lock"
+_STATE_ID = "state"
+_PAGE = 2_000
+_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,40}$")
+_DUMMY = [1.0]
+_LETTER = {MemoryStatus.ACTIVE: "a", MemoryStatus.ARCHIVED: "x"}
+
+
+# --- filter translation ----------------------------------------------------------------
+
+
+def to_chroma_where(flt: Filter | None) -> Where | None:
+    """Translate a neutral filter into Chroma's ``where`` language.
+
+    Returns ``None`` for "everything". A filter no record can match becomes
+    ``{"_mars_never": {"$eq": True}}`` (a reserved key no record holds); the backend
+    short-cuts it without asking Chroma.
+
+    Raises:
+        ValidationError: ``flt`` is not a well-formed filter.
+
+    Examples:
+        >>> from mars_core.index.base import Not, Range
+        >>> to_chroma_where(Not(Eq("pinned", True)))
+        {'$and': [{'pinned': {'$ne': True}}, {'pinned': {'$ne': 1}}]}
+        >>> to_chroma_where(Not(Range("count", gte=1)))
+        {'$or': [{'_mars_num:count': {'$ne': True}}, {'count': {'$lt': 1}}]}
+    """
+    if flt is None:
+        return None
+    return _emit(_normal_form(flt, _storable_key))
+
+
+_NOTHING: Where = {_NEVER: {"$eq": True}}
+
+
+def _emit(node: Node) -> Where | None:
+    if node == TRUE:
+        return None
+    if node == FALSE:
+        return dict(_NOTHING)
+    return _node(node)
+
+
+def _node(node: Node) -> Where:
+    if isinstance(node, Lit):
+        return _negative(node.leaf) if node.negated else _positive(node.leaf)
+    parts = [_node(item) for item in node.items]
+    return _join("$and" if isinstance(node, Conj) else "$or", parts)
+
+
+def _join(op: str, parts: list[Where]) -> Where:
+    flat: list[Where] = []
+    for part in parts:
+        flat.extend(part[op] if set(part) == {op} else [part])
+    return flat[0] if len(flat) == 1 else {op: flat}
+
+
+def _groups(values: Sequence[MetaValue]) -> list[list[MetaValue]]:
+    """Literals equal to any of ``values``, grouped by Chroma type (``$in`` needs one)."""
+    by_type: dict[type, list[MetaValue]] = {}
+    for value in values:
+        for lit in equal_literals(value):
+            bucket = by_type.setdefault(type(lit), [])
+            if lit not in bucket:  # one type per bucket, so `in` cannot mix True and 1
+                bucket.append(lit)
+    return [by_type[t] for t in (str, bool, int, float) if t in by_type]
+
+
+def _fractional(value: MetaValue) -> TypeGuard[float]:
+    return isinstance(value, float) and not value.is_integer()
+
+
+def _positive(leaf: Leaf) -> Where:
+    key = leaf.key
+    if isinstance(leaf, Eq | In):
+        values = (leaf.value,) if isinstance(leaf, Eq) else tuple(leaf.values)
+        exact = [v for v in values if not _fractional(v)]
+        parts = [
+            {key: {"$eq": g[0]}} if len(g) == 1 else {key: {"$in": g}} for g in _groups(exact)
+        ]
+        for v in values:  # v == 0.5 as 0.5 <= v <= 0.5, with the comparisons repaired
+            if _fractional(v):
+                parts.append(_join("$and", [_compare(key, "$gte", v), _compare(key, "$lte", v)]))
+        return _join("$or", parts)
+    bounds = [(op, b) for op, b in (("$gt", leaf.gt), ("$gte", leaf.gte),
+                                    ("$lt", leaf.lt), ("$lte", leaf.lte)) if b is not None]
+    if not bounds:  # "is a number": every number is >= 0 or < 0
+        return {"$or": [{key: {"$gte": 0}}, {key: {"$lt": 0}}]}
+    return _join("$and", [_compare(key, op, b) for op, b in bounds])
+
+
+def _negative(leaf: Leaf) -> Where:
+    key = leaf.key
+    not_number: Where = {NUMERIC_FLAG + key: {"$ne": True}}
+    if isinstance(leaf, Eq | In):
+        values = (leaf.value,) if isinstance(leaf, Eq) else tuple(leaf.values)
+        exact = [v for v in values if not _fractional(v)]
+        parts: list[Where] = [
+            {key: {"$ne": g[0]}} if len(g) == 1 else {key: {"$nin": g}} for g in _groups(exact)
+        ]
+        for v in values:
+            if _fractional(v):
+                parts.append(_join("$or", [not_number, _compare(key, "$lt", v),
+                                           _compare(key, "$gt", v)]))
+        return _join("$and", parts)
+    parts = [not_number]
+    for op, b in (("$lte", leaf.gt), ("$lt", leaf.gte), ("$gte", leaf.lt), ("$gt", leaf.lte)):
+        if b is not None:
+            parts.append(_compare(key, op, b))
+    return _join("$or", parts)
+
+
+def _compare(key: str, op: str, bound: float) -> Where:
+    """``key <op> bound``, repairing Chroma 1.5's comparison of integers with fractions.
+
+    Chroma compares an *integer* value with a fractional operand as if the operand were
+    truncated toward zero (``0 >= 0.5`` holds, ``0 < 0.5`` does not). Where that changes
+    the answer we add a comparison with an integral operand, which Chroma gets right for
+    integers and floats alike, chosen so that floats keep the exact answer.
+    """
+    raw: Where = {key: {op: bound}}
+    if not _fractional(bound):
+        return raw
+    floor = math.floor(bound)
+    ceil = floor + 1
+    positive = bound > 0  # Chroma uses floor for positive operands, ceil for negative
+    if op == "$gte" and positive:  # ints got v >= floor; want v > floor
+        return {"$and": [raw, {key: {"$gt": floor}}]}
+    if op == "$lte" and not positive:  # ints got v <= ceil; want v < ceil
+        return {"$and": [raw, {key: {"$lt": ceil}}]}
+    if op == "$gt" and not positive:  # ints got v > ceil; want v >= ceil
+        return {"$or": [raw, {key: {"$eq": ceil}}]}
+    if op == "$lt" and positive:  # ints got v < floor; want v <= floor
+        return {"$or": [raw, {key: {"$eq": floor}}]}
+    return raw
+
+
+def _storable_key(key: str) -> bool:
+    """Whether a record can hold ``key`` (the others match no positive leaf)."""
+    return bool(key) and not key.startswith(("$", "#", "chroma:", RESERVED_PREFIX))
+
+
+# --- the index -------------------------------------------------------------------------
+
+
+def _import_chromadb() -> Any:
+    try:
+        import chromadb
+    except ImportError as exc:
+        raise ExtraNotInstalledError("chroma", "chromadb") from exc
+    return chromadb
+
+
+@contextlib.contextmanager
+def _client_errors(action: str) -> Iterator[None]:
+    """Wrap anything the Chroma client raises as :class:`MarsBackendError`."""
+    try:
+        yield
+    except MarsError:
+        raise
+    except Exception as exc:
+        raise MarsBackendError(
+            f"Chroma could not {action}: {exc}. Check that the directory is writable or the "
+            "server is reachable, then retry: the store catches the index up from its "
+            "records (or run `mars reindex`)") from exc
+
+
+def partition_name(prefix: str, namespace: str, status: MemoryStatus) -> str:
+    """The Chroma collection of a namespace's active or archived entries.
+
+    Examples:
+        >>> name = partition_name("mars_", "maya", MemoryStatus.ACTIVE)
+        >>> name[:6], len(name)
+        ('mars_a', 38)
+    """
+    digest = hashlib.blake2b(namespace.encode("utf-8"), digest_size=16).hexdigest()
+    return f"{prefix}{_LETTER[status]}{digest}"
+
+
+class ChromaIndex(IndexBase):
+    """The :class:`~mars_core.index.base.VectorIndex` protocol over Chroma.
+
+    Pick one way to reach Chroma (none: an ephemeral in-memory database private to this
+    object):
+
+    Args:
+        client: an existing ``chromadb`` client (not closed by :meth:`close`).
+        path: a directory for an embedded persistent database (``PersistentClient``).
+        host: a Chroma server (``chroma run --path DIR --port N``), via ``HttpClient``.
+        port: the server's port (default 8000).
+        prefix: starts every collection name (1-41 characters from ``[A-Za-z0-9._-]``,
+            the first a letter or digit), so several stores can share one server.
+
+    Raises:
+        ExtraNotInstalledError: ``chromadb`` is not installed.
+        ConflictError: another process uses ``path``.
+        MarsBackendError: Chroma could not be opened or reached.
+
+    Examples:
+        >>> ChromaIndex(prefix="app1_").capabilities.keeps_deleted
+        True
+    """
+
+    name = "chroma"
+
+    def __init__(self, client: Any = None, *, path: str | os.PathLike[str] | None = None,
+                 host: str | None = None, port: int | None = None,
+                 prefix: str = "mars_") -> None:
+        if sum(x is not None for x in (client, path, host)) > 1:
+            raise ValidationError("pass at most one of client=, path= and host=")
+        if port is not None and host is None:
+            raise ValidationError("port= needs host=")
+        if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+            raise ValidationError("prefix must be 1-41 characters from [A-Za-z0-9._-] starting "
+                                  f"with a letter or digit, not {prefix!r}")
+        self._lock = threading.RLock()
+        self._closed = False
+        self._prefix = prefix
+        self._handles: dict[str, Any] = {}
+        self._lock_fd: int | None = None
+        self._database: str | None = None
+        self._owns_client = client is None
+        self._scrub_dir: Path | None = None
+        self._source: IndexSource | None = None
+        self._identity = ""
+        shared = path is None and (host is not None or client is not None)
+        self.capabilities = IndexCapabilities(
+            persistent=path is not None or shared, loads_on_demand=False, shared=shared,
+            exact=False, keeps_deleted=True)
+        self.location = "client" if client is not None else "memory"
+        try:
+            self._client = client if client is not None else self._connect(path, host, port)
+            with _client_errors("read its batch size limit"):
+                self._max_batch = max(1, int(self._client.get_max_batch_size()))
+        except BaseException:
+            self._release()
+            raise
+
+    def _connect(self, path: str | os.PathLike[str] | None, host: str | None,
+                 port: int | None) -> Any:
+        chromadb = _import_chromadb()
+        from chromadb.config import Settings
+
+        settings = Settings(anonymized_telemetry=False)
+        if path is not None:
+            directory = Path(path)
+            self._take_lock(directory)
+            self.location = str(directory)
+            self._scrub_dir = directory
+            scrub_index_files(directory)  # a crash skipped the last close's scrub
+            with _client_errors(f"open the database at {directory}"):
+                return chromadb.PersistentClient(path=str(directory), settings=settings)
+        if host is not None:
+            self.location = f"http://{host}:{port or 8000}"
+            with _client_errors(f"reach the server at {self.location} (start one with "
+                                "`chroma run --path DIR --port N`)"):
+                client = chromadb.HttpClient(host=host, port=port or 8000, settings=settings)
+                client.heartbeat()
+            return client
+        self._database = f"mars_{uuid.uuid4().hex}"
+        with _client_errors("create an ephemeral database"):
+            chromadb.AdminClient(Settings(anonymized_telemetry=False, is_persistent=False)
+                                 ).create_database(self._database)
+            return chromadb.EphemeralClient(settings=settings, database=self._database)
+
+    def _take_lock(self, directory: Path) -> None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(directory / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise MarsBackendError(f"cannot use {directory} for a Chroma index: {exc}; pass a "
+                                   "writable directory") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise ConflictError(f"another process has the Chroma index at {directory} open; "
+                                "one process at a time uses an embedded index") from exc
+        self._lock_fd = fd
+
+    def __repr__(self) -> str:
+        return f"ChromaIndex({self.location!r}, prefix={self._prefix!r})"
+
+    # --- collections -------------------------------------------------------------------
+
+    def _collection(self, name: str, *, create: bool = False) -> Any:
+        handle = self._handles.get(name)
+        if handle is not None:
+            return handle
+        from chromadb.errors import NotFoundError as ChromaNotFound
+
+        with _client_errors(f"open collection {name!r}"):
+            try:
+                handle = self._client.get_collection(name, embedding_function=None)
+            except ChromaNotFound:
+                if not create:
+                    return None
+                handle = self._client.get_or_create_collection(
+                    name, configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"mars_dim": self.dim or 1}, embedding_function=None)
+        self._handles[name] = handle
+        return handle
+
+    def _ours(self) -> list[str]:
+        """Names of every partition collection of this prefix."""
+        names: list[str] = []
+        offset = 0
+        with _client_errors("list collections"):
+            while True:
+                page = self._client.list_collections(limit=1000, offset=offset)
+                names += [getattr(c, "name", c) for c in page]
+                if len(page) < 1000:
+                    break
+                offset += 1000
+        state = self._prefix + "state"
+        return sorted(n for n in names if n.startswith(self._prefix) and n != state
+                      and len(n) == len(self._prefix) + 33)
+
+    def _state(self) -> Any:
+        return self._collection(self._prefix + "state", create=True)
+
+    # --- protocol ----------------------------------------------------------------------
+
+    def _bind(self, identity: str, dim: int, source: IndexSource) -> int:
+        self._source, self._identity = source, identity
+        with _client_errors("read the index state"):
+            found = self._state().get(ids=[_STATE_ID], include=["metadatas"])
+        meta = (found["metadatas"] or [None])[0] or {}
+        if meta.get("identity") == identity and isinstance(meta.get("applied"), int):
+            return int(meta["applied"])
+        self._clear()
+        return 0
+
+    def _upsert(self, rows: list[IndexRow], new: bool) -> None:
+        for row in rows:  # before anything is written, as IndexBase.upsert promises
+            for key in row.fields:
+                if not _storable_key(key):
+                    raise ValidationError(f"field name {key!r} cannot be stored in Chroma "
+                                          "(it reserves keys starting with '#' or 'chroma:')")
+        for ns, group in rows_by_namespace(rows).items():
+            for status in MemoryStatus:
+                part = [r for r in group if r.status is status]
+                if not part:
+                    continue
+                other = None if new else self._collection(
+                    partition_name(self._prefix, ns, _flip(status)))
+                if other is not None:  # an entry whose status changed leaves the other
+                    with _client_errors("move entries between partitions"):
+                        other.delete(ids=[r.id for r in part])
+                self._put(partition_name(self._prefix, ns, status), part, new)
+
+    def _put(self, name: str, rows: list[IndexRow], new: bool) -> None:
+        col = self._collection(name, create=True)
+        for i in range(0, len(rows), self._max_batch):
+            chunk = rows[i:i + self._max_batch]
+            ids = [r.id for r in chunk]
+            stored: dict[str, Any] = {}
+            with _client_errors(f"write collection {name!r}"):
+                if not new:
+                    res = col.get(ids=ids, include=["metadatas"])
+                    stored = dict(zip(res["ids"], res["metadatas"], strict=True))
+                col.upsert(ids=ids, embeddings=[r.vector.tolist() for r in chunk],
+                           metadatas=[_write_meta(r.fields, stored.get(r.id)) for r in chunk])
+
+    def _delete(self, namespace: str, ids: list[str]) -> None:
+        for status in MemoryStatus:
+            col = self._collection(partition_name(self._prefix, namespace, status))
+            if col is None:
+                continue
+            with _client_errors("delete entries"):
+                for i in range(0, len(ids), self._max_batch):
+                    col.delete(ids=ids[i:i + self._max_batch])
+
+    def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
+               where: Filter | None) -> list[tuple[str, float]]:
+        node = TRUE if where is None else _normal_form(where, _storable_key)
+        col = self._collection(partition_name(self._prefix, namespace, status))
+        if col is None or node == FALSE:
+            return []
+        with _client_errors(f"query namespace {namespace!r}"):
+            if k > _PAGE:
+                k = max(1, min(k, int(col.count())))
+            res = col.query(query_embeddings=[vector.tolist()], n_results=k,
+                            where=_emit(node), include=["distances"])
+        return [(rid, 1.0 - float(dist))
+                for rid, dist in zip(res["ids"][0], res["distances"][0], strict=True)]
+
+    def _mark(self, applied: int) -> None:
+        with _client_errors("write the index state"):
+            self._state().upsert(ids=[_STATE_ID], embeddings=[_DUMMY],
+                                 metadatas=[{"identity": self._identity, "applied": applied}])
+
+    def forget(self, namespace: str) -> None:
+        """Drop the cached collection handles of a namespace."""
+        with self._lock:
+            for status in MemoryStatus:
+                self._handles.pop(partition_name(self._prefix, namespace, status), None)
+
+    def _clear(self) -> None:
+        with _client_errors("empty the index"):
+            for name in self._ours():
+                self._client.delete_collection(name)
+        self._handles = {k: v for k, v in self._handles.items()
+                         if k == self._prefix + "state"}
+        self._mark(0)
+
+    def _compact(self, namespaces: list[str]) -> str:
+        """Drop each namespace's collections and write them again from the records."""
+        assert self._source is not None
+        for ns in namespaces:
+            for status in MemoryStatus:
+                name = partition_name(self._prefix, ns, status)
+                if self._collection(name) is not None:
+                    self._handles.pop(name, None)
+                    with _client_errors(f"rebuild collection {name!r}"):
+                        self._client.delete_collection(name)
+            rows = list(self._source(ns))
+            for status in MemoryStatus:
+                part = [r for r in rows if r.status is status]
+                if part:
+                    self._put(partition_name(self._prefix, ns, status), part, True)
+        where = "its files" if self._scrub_dir is not None else "the server"
+        return (f"chroma: {len(namespaces)} namespace collection(s) rebuilt without the erased "
+                f"vectors; no text was ever sent to {where}")
+
+    def close(self) -> None:
+        """Release the client (if this index created it) and the lock; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:
+        client = getattr(self, "_client", None)
+        if self._owns_client and client is not None:
+            with contextlib.suppress(Exception):  # closing is best effort
+                if self._database is not None:
+                    from chromadb import AdminClient
+                    from chromadb.config import Settings
+
+                    AdminClient(Settings(anonymized_telemetry=False, is_persistent=False)
+                                ).delete_database(self._database)
+            with contextlib.suppress(Exception):
+                client.close()
+            if self._scrub_dir is not None:  # the client is closed, the lock still held
+                scrub_index_files(self._scrub_dir)
+        self._handles.clear()
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def _flip(status: MemoryStatus) -> MemoryStatus:
+    return MemoryStatus.ARCHIVED if status is MemoryStatus.ACTIVE else MemoryStatus.ACTIVE
+
+
+def _write_meta(fields: Mapping[str, MetaValue], stored: Mapping[str, Any] | None
+                ) -> dict[str, Any]:
+    """Chroma metadata replacing ``stored``: the fields, hidden numeric flags, and
+    ``None`` for the keys the entry no longer has."""
+    out: dict[str, Any] = dict(fields)
+    for k, v in fields.items():
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            out[NUMERIC_FLAG + k] = True
+    for key in stored or {}:
+        out.setdefault(key, None)
+    return out or {"_mars_empty": True}

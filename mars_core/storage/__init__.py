@@ -1,0 +1,36 @@
+"""Record stores: the system of record of a store (see :mod:`mars_core.storage.base`).
+
+:class:`SQLiteRecordStore` is the embedded default (a file under the store's path) and,
+without a path, the store in RAM that ``MemoryStore()`` uses.
+
+Examples:
+    >>> from mars_core.storage import SQLiteRecordStore
+    >>> SQLiteRecordStore().name
+    'sqlite'
+"""
+
+from mars_core.storage.base import (
+    Change,
+    IndexRow,
+    MemoryRef,
+    NamespaceRecord,
+    NamespaceTotals,
+    RecordCapabilities,
+    RecordStore,
+    RecordTxn,
+    index_fields,
+)
+from mars_core.storage.sqlite import SQLiteRecordStore
+
+__all__ = [
+    "Change",
+    "IndexRow",
+    "MemoryRef",
+    "NamespaceRecord",
+    "NamespaceTotals",
+    "RecordCapabilities",
+    "RecordStore",
+    "RecordTxn",
+    "SQLiteRecordStore",
+    "index_fields",
+]

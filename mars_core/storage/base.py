@@ -1,0 +1,347 @@
+"""The record-store contract: the system of record of a store (DESIGN §3 "Storage").
+
+A record store keeps everything a store knows, each kind of fact in rows of its own:
+
+* **memories** — the immutable part of a :class:`~mars_core.model.MemoryNode` (content,
+  payload, provenance, type, weight, creation), its mutable metadata (status,
+  sensitivity, pin, expiry, user metadata, signals) and its embedding;
+* **statistics** — a memory's access count, last access and recency counter, a small
+  row of its own, so that recording an access never rewrites the memory;
+* **edges**, **audit events** (one hash chain per namespace), the **namespace records**
+  (interaction counter, recency counter, audit head, policy state, privacy preferences),
+  the **manifest** and the store-wide memory counter;
+* **changes** — a numbered log of the memories whose vector-index entry changed (insert,
+  status or sensitivity change, new vector, delete): a vector index remembers the last
+  change it applied and catches up from here (:mod:`mars_core.index`). It names ids,
+  never text.
+
+Every public call of a store is one transaction (:meth:`RecordStore.write`): it commits
+whole or not at all. Reads go through :meth:`RecordStore.read`, a committed snapshot.
+Vectors live here too (the index is derived from them): a lost or lagging index is
+rebuilt without running the embedder again, and a reopened store reads back the exact
+float32 vectors it wrote, so scores never drift across a reopen.
+
+What differs between stores is declared in :class:`RecordCapabilities`, never probed.
+
+Examples:
+    >>> from mars_core.storage import SQLiteRecordStore
+    >>> records = SQLiteRecordStore()          # in RAM
+    >>> records.capabilities.durable
+    False
+    >>> with records.write() as tx:
+    ...     tx.put_namespace(NamespaceRecord("maya", step=3))
+    >>> with records.read() as tx:
+    ...     tx.namespace("maya").step
+    3
+    >>> records.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from mars_core.audit import GENESIS, AuditEvent
+from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
+
+__all__ = [
+    "Change",
+    "IndexRow",
+    "MemoryRef",
+    "NamespaceRecord",
+    "NamespaceTotals",
+    "RecordCapabilities",
+    "RecordStore",
+    "RecordTxn",
+    "Vector",
+    "index_fields",
+]
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordCapabilities:
+    """What a record store guarantees (declared by each implementation).
+
+    Attributes:
+        durable: a committed transaction survives the process (a file or a server).
+        multi_process: other processes may open the same store at once; each read is a
+            committed snapshot.
+        exclusive_writer: at most one process writes at a time (a second writer waits,
+            then gets :class:`~mars_core.errors.ConflictError`), so the writer's cached
+            views are never stale; without it the store checks a namespace's version on
+            every call.
+        purges_on_erase: after :meth:`RecordStore.purge`, no erased byte survives in
+            the store's files (SQLite: ``secure_delete`` plus a truncating WAL checkpoint).
+    """
+
+    durable: bool
+    multi_process: bool
+    exclusive_writer: bool
+    purges_on_erase: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceRecord:
+    """The persisted state of one namespace.
+
+    Attributes:
+        name: the namespace.
+        version: how many committed transactions changed it (caches compare it).
+        step: the interaction counter Δn (seed 004 §6).
+        touch: the recency counter: every insert, restore and access takes the next
+            value (the LRU and FIFO orders).
+        audit_count: events in the namespace's audit chain.
+        audit_head: hash of the chain's newest event.
+        state: JSON of what cannot be rebuilt from the memories: the policy's learned
+            state, the differential-privacy accountant, the privacy preferences.
+    """
+
+    name: str
+    version: int = 0
+    step: int = 0
+    touch: int = 0
+    audit_count: int = 0
+    audit_head: str = GENESIS
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceTotals:
+    """Counts and tokens of one namespace, by status (and active tokens by type)."""
+
+    active: int = 0
+    archived: int = 0
+    tokens: int = 0
+    tokens_by_type: Mapping[MemoryType, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRef:
+    """What a namespace's views keep of every memory, archived ones included."""
+
+    id: str
+    status: MemoryStatus
+    type: MemoryType
+    conversation: str | None
+    seq: int
+    sensitivity: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """What a vector index holds of a memory: id, partition, vector, filter fields."""
+
+    id: str
+    namespace: str
+    status: MemoryStatus
+    vector: Vector
+    fields: Mapping[str, str | int | float | bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One entry of the change log: the index entry of ``memory_id`` changed."""
+
+    seq: int
+    namespace: str
+    memory_id: str
+
+
+def index_fields(node: MemoryNode) -> dict[str, str | int | float | bool]:
+    """The filter fields a vector index keeps of a memory (no text).
+
+    Examples:
+        >>> from mars_core.model import MemoryNode
+        >>> n = MemoryNode(id="m1", type="semantic", content="x", weight=1,
+        ...                payload={"kind": "semantic"})
+        >>> sorted(index_fields(n))
+        ['conversation', 'created_ts', 'sensitivity', 'type']
+    """
+    return {"type": node.type.value, "sensitivity": float(node.sensitivity),
+            "created_ts": node.created_at.timestamp(),
+            "conversation": node.provenance.conversation_id or ""}
+
+
+@runtime_checkable
+class RecordTxn(Protocol):
+    """One transaction on a record store: a committed snapshot to read, and (opened by
+    :meth:`RecordStore.write`) the writes of one public call."""
+
+    # --- reading ---------------------------------------------------------------------
+
+    def manifest(self) -> dict[str, Any] | None:
+        """The store's manifest, or ``None`` for a store never written."""
+        ...
+
+    def counter(self) -> int:
+        """The store-wide memory counter (the last ``seq`` given out)."""
+        ...
+
+    def namespace(self, name: str) -> NamespaceRecord | None:
+        """A namespace's record, or ``None``."""
+        ...
+
+    def namespace_names(self) -> list[str]:
+        """Every namespace with a record or a memory, sorted."""
+        ...
+
+    def totals(self, namespace: str | None = None) -> dict[str, NamespaceTotals]:
+        """Counts and tokens of one namespace, or of every namespace with memories."""
+        ...
+
+    def refs(self, namespace: str) -> list[MemoryRef]:
+        """Every memory of a namespace, briefly, by ``seq``."""
+        ...
+
+    def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:
+        """The memories of a namespace (of one status, or all), by ``seq``."""
+        ...
+
+    def memory(self, memory_id: str) -> MemoryNode | None:
+        """One memory by id (any namespace), or ``None``."""
+        ...
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` name a stored memory (any namespace)."""
+        ...
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored embeddings by id (missing ids are left out)."""
+        ...
+
+    def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
+                   ) -> Iterator[IndexRow]:
+        """What a vector index holds: of one namespace, of some ids, or of everything."""
+        ...
+
+    def edges(self, namespace: str) -> list[Edge]:
+        """Every edge of a namespace."""
+        ...
+
+    def audit(self, namespace: str | None = None) -> list[AuditEvent]:
+        """Audit events of one namespace (chain order) or of all (commit order)."""
+        ...
+
+    def audit_for(self, memory_id: str) -> list[AuditEvent]:
+        """Audit events naming a memory, in commit order."""
+        ...
+
+    def audit_size(self) -> int:
+        """How many audit events the store holds."""
+        ...
+
+    def changes(self, after: int) -> list[Change]:
+        """Change-log entries after ``after``, oldest first."""
+        ...
+
+    def last_change(self) -> int:
+        """Number of the newest change-log entry (0: none yet)."""
+        ...
+
+    def first_change(self) -> int:
+        """Number of the oldest change-log entry still kept (0: none)."""
+        ...
+
+    # --- writing (a write transaction only) -----------------------------------------------
+
+    def put_manifest(self, manifest: Mapping[str, Any]) -> None:
+        """Write the manifest."""
+        ...
+
+    def set_counter(self, value: int) -> None:
+        """Set the store-wide memory counter."""
+        ...
+
+    def put_namespace(self, record: NamespaceRecord) -> None:
+        """Insert or replace a namespace's record."""
+        ...
+
+    def delete_namespace(self, name: str) -> None:
+        """Delete a namespace's record (its memories must be gone first)."""
+        ...
+
+    def insert_memory(self, node: MemoryNode, vector: Vector) -> None:
+        """Store a new memory with its embedding (logs a change).
+
+        Raises:
+            ConflictError: the id exists.
+        """
+        ...
+
+    def update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
+        """Rewrite a memory's mutable metadata (status, sensitivity, pin, expiry, user
+        metadata, signals); ``reindex`` logs a change (status or sensitivity changed)."""
+        ...
+
+    def update_stats(self, node: MemoryNode) -> None:
+        """Rewrite a memory's access statistics (count, last access, recency)."""
+        ...
+
+    def set_vector(self, memory_id: str, vector: Vector) -> None:
+        """Replace a memory's embedding (re-embedding; logs a change)."""
+        ...
+
+    def delete_memory(self, memory_id: str) -> None:
+        """Erase a memory: its row, statistics and edges (logs a change)."""
+        ...
+
+    def add_edges(self, namespace: str, edges: Sequence[Edge]) -> None:
+        """Store edges (an edge already there is kept as it is)."""
+        ...
+
+    def remove_edges(self, keys: Sequence[tuple[str, str, str]]) -> None:
+        """Delete edges by ``(source, predicate, target)``."""
+        ...
+
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Append audit events (each already chained to its namespace's head)."""
+        ...
+
+    def prune_changes(self, through: int) -> None:
+        """Drop change-log entries up to ``through`` (an index has applied them)."""
+        ...
+
+
+class RecordStore(Protocol):
+    """The system of record: transactions over the rows above.
+
+    Every method raises only :class:`~mars_core.errors.MarsError` subclasses.
+    """
+
+    name: str
+    """Short name recorded in the manifest and shown by ``stats()`` (``sqlite``, ...)."""
+
+    capabilities: RecordCapabilities
+    """What this store guarantees."""
+
+    location: str
+    """Where the records are (a path, ``memory``, a server)."""
+
+    def read(self) -> AbstractContextManager[RecordTxn]:
+        """A committed snapshot to read (inside a write transaction: that transaction)."""
+        ...
+
+    def write(self) -> AbstractContextManager[RecordTxn]:
+        """One transaction: committed when the block ends, rolled back if it raises.
+
+        Raises:
+            ConflictError: another writer holds the store past the wait allowed.
+            StoreClosedError: the store was closed.
+        """
+        ...
+
+    def purge(self) -> str:
+        """After an erasure: make deleted bytes unrecoverable from the files; returns
+        what was done (for the erasure receipt)."""
+        ...
+
+    def close(self) -> None:
+        """Release the store (idempotent)."""
+        ...

@@ -1,0 +1,244 @@
+"""ChromaIndex: the filter translator, the vector-index conformance suite (ephemeral, on
+disk, and a real ``chroma run`` server), and what only Chroma needs."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+from chroma_server import prefix_for, server_index
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from index_strategies import filter_strategies
+
+from mars_core.errors import ConflictError, ValidationError
+from mars_core.index.base import (
+    And,
+    Eq,
+    Filter,
+    In,
+    MetaValue,
+    Not,
+    Or,
+    Range,
+    VectorIndex,
+    matches,
+)
+from mars_core.model import MemoryStatus
+from mars_core.storage.base import IndexRow
+from mars_core.testing import VectorIndexConformance
+
+pytest.importorskip("chromadb", reason="chromadb is not installed (pip install "
+                    "'mars-memory[chroma]')")
+
+from mars_core.index.chroma import NUMERIC_FLAG, ChromaIndex, to_chroma_where
+
+if TYPE_CHECKING:
+    from chroma_server import ChromaServer
+
+ACTIVE = MemoryStatus.ACTIVE
+
+
+def uid(n: int) -> str:
+    return str(uuid.UUID(int=n + 1))
+
+
+def vec(*head: float, dim: int = 4) -> np.ndarray:
+    return np.array([*head, *([0.0] * (dim - len(head)))], dtype=np.float32)
+
+
+# --- a reference evaluator of Chroma's where language -----------------------------------
+# It encodes what Chroma 1.5 does (checked against the real thing below): booleans never
+# equal numbers, ints and floats compare numerically, $ne/$nin/$not_contains hold when the
+# key is missing, range operators see only numbers. It also rejects shapes Chroma refuses.
+
+
+def _same(stored: Any, value: Any) -> bool:
+    if isinstance(stored, bool) or isinstance(value, bool):
+        return isinstance(stored, bool) and isinstance(value, bool) and stored == value
+    if isinstance(stored, str) or isinstance(value, str):
+        return isinstance(stored, str) and isinstance(value, str) and stored == value
+    return bool(stored == value)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def chroma_eval(where: dict[str, Any], meta: dict[str, Any]) -> bool:
+    assert len(where) == 1, where
+    ((key, cond),) = where.items()
+    if key in ("$and", "$or"):
+        assert isinstance(cond, list) and len(cond) >= 2, where
+        results = [chroma_eval(c, meta) for c in cond]
+        return all(results) if key == "$and" else any(results)
+    assert not key.startswith("$")
+    if not isinstance(cond, dict):
+        cond = {"$eq": cond}
+    assert len(cond) == 1, cond
+    ((op, value),) = cond.items()
+    present, stored = key in meta, meta.get(key)
+    if op in ("$in", "$nin"):
+        assert value and len({type(v) for v in value}) == 1, value
+        assert all(not isinstance(v, float) or v.is_integer() for v in value), value
+        hit = present and any(_same(stored, v) for v in value)
+        return hit if op == "$in" else not hit
+    if op in ("$contains", "$not_contains"):
+        hit = present and isinstance(stored, list) and any(_same(s, value) for s in stored)
+        return hit if op == "$contains" else not hit
+    if op in ("$eq", "$ne"):
+        assert not isinstance(value, float) or value.is_integer(), cond  # truncated for ints
+        hit = present and not isinstance(stored, list) and _same(stored, value)
+        return hit if op == "$eq" else not hit
+    assert _is_number(value), cond
+    if not present or not _is_number(stored):
+        return False
+    if isinstance(stored, int):  # Chroma 1.5.9 truncates a fractional operand for ints
+        value = math.trunc(value)
+    return bool({"$gt": stored > value, "$gte": stored >= value,
+                 "$lt": stored < value, "$lte": stored <= value}[op])
+
+
+def stored_form(meta: dict[str, MetaValue]) -> dict[str, Any]:
+    """Fields as the index stores them (with the hidden numeric flags)."""
+    return {**meta, **{NUMERIC_FLAG + k: True for k, v in meta.items() if _is_number(v)}}
+
+
+def where_matches(flt: Filter, meta: dict[str, MetaValue]) -> bool:
+    where = to_chroma_where(flt)
+    return True if where is None else chroma_eval(where, stored_form(meta))
+
+
+KEYS = ("namespace", "type", "n", "flag", "a.b")
+scalars = st.one_of(
+    st.sampled_from(["a", "b", "1", "True", ""]),
+    st.integers(-2, 2),
+    st.sampled_from([0.0, 1.0, 0.5, -1.5, 2.0]),
+    st.booleans(),
+)
+bound = st.one_of(st.none(), st.sampled_from([-1.0, 0.0, 0.5, 1, 2.0, math.inf, -math.inf]))
+metadata, filters = filter_strategies(KEYS, scalars, bound, max_in=4, max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(flt=filters, metas=st.lists(metadata, min_size=1, max_size=12))
+def test_translation_agrees_with_matches(flt: Filter, metas: list[dict[str, MetaValue]]) -> None:
+    for meta in metas:
+        assert where_matches(flt, meta) == matches(flt, meta), (flt, meta, to_chroma_where(flt))
+
+
+def test_translation_examples() -> None:
+    assert to_chroma_where(None) is None
+    assert to_chroma_where(And(())) is None
+    assert to_chroma_where(Eq("ns", "u1")) == {"ns": {"$eq": "u1"}}
+    assert to_chroma_where(Eq("n", 2)) == {"n": {"$eq": 2}}
+    assert to_chroma_where(Eq("n", 1)) == {"$or": [{"n": {"$eq": True}}, {"n": {"$eq": 1}}]}
+    assert to_chroma_where(In("t", ("a", "b", "a"))) == {"t": {"$in": ["a", "b"]}}
+    assert to_chroma_where(Not(In("t", ("a", "b", 2)))) == {
+        "$and": [{"t": {"$nin": ["a", "b"]}}, {"t": {"$ne": 2}}]}
+    assert to_chroma_where(Range("s", gte=-2, lt=3.0)) == {
+        "$and": [{"s": {"$gte": -2}}, {"s": {"$lt": 3.0}}]}
+    assert to_chroma_where(Range("s", lte=0.5)) == {"s": {"$lte": 0.5}}
+    assert to_chroma_where(Range("s", gte=0.5)) == {  # repairs Chroma's truncation for ints
+        "$and": [{"s": {"$gte": 0.5}}, {"s": {"$gt": 0}}]}
+    assert to_chroma_where(Not(Range("s", gt=1))) == {
+        "$or": [{NUMERIC_FLAG + "s": {"$ne": True}}, {"s": {"$lte": 1}}]}
+    nothing = to_chroma_where(Or(()))
+    assert nothing is not None and not chroma_eval(nothing, stored_form({"s": 1}))
+    assert to_chroma_where(Not(Eq("#k", 1))) is None  # no record can hold "#k"
+    with pytest.raises(ValidationError):
+        to_chroma_where("namespace = 'u1'")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        to_chroma_where(Eq("n", [1, 2]))  # type: ignore[arg-type]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.data_too_large])
+@given(flts=st.lists(filters, min_size=1, max_size=6),
+       metas=st.lists(metadata, min_size=1, max_size=15))
+def test_translation_agrees_with_real_chroma(
+    flts: list[Filter], metas: list[dict[str, MetaValue]]
+) -> None:
+    with ChromaIndex() as index:
+        index.bind("props", 2, lambda ns: [])
+        index.upsert([IndexRow(uid(i), "p", ACTIVE, vec(1.0, i, dim=2), m)
+                      for i, m in enumerate(metas)], new=True)
+        for flt in flts:
+            expected = {uid(i) for i, m in enumerate(metas) if matches(flt, m)}
+            hits = index.query("p", ACTIVE, vec(1.0, dim=2), k=len(metas), where=flt)
+            assert {i for i, _ in hits} == expected, flt
+
+
+# --- the conformance suite ----------------------------------------------------------------
+
+
+class TestChromaEphemeral(VectorIndexConformance):
+    def make_index(self, path: pathlib.Path) -> VectorIndex:
+        return ChromaIndex()
+
+
+class TestChromaPersistent(VectorIndexConformance):
+    def make_index(self, path: pathlib.Path) -> VectorIndex:
+        return ChromaIndex(path=path)
+
+
+class TestChromaHTTP(VectorIndexConformance):
+    """Against the session's ``chroma run`` server; each test path gets its own prefix."""
+
+    server: ChromaServer
+
+    @pytest.fixture(autouse=True)
+    def _server(self, chroma_server: ChromaServer) -> None:
+        self.server = chroma_server
+
+    def make_index(self, path: pathlib.Path) -> VectorIndex:
+        return server_index("chroma-http", self.server, prefix_for(path))
+
+
+# --- Chroma specifics ---------------------------------------------------------------------
+
+
+def test_ephemeral_indexes_are_isolated() -> None:
+    with ChromaIndex() as a, ChromaIndex() as b:
+        a.bind("s", 4, lambda ns: [])
+        b.bind("s", 4, lambda ns: [])
+        a.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})])
+        assert b.query("u1", ACTIVE, vec(1.0), 3) == []
+        assert [i for i, _ in a.query("u1", ACTIVE, vec(1.0), 3)] == [uid(1)]
+
+
+def test_a_directory_is_used_by_one_index_at_a_time(tmp_path: pathlib.Path) -> None:
+    first = ChromaIndex(path=tmp_path)
+    with pytest.raises(ConflictError, match="one process at a time"):
+        ChromaIndex(path=tmp_path)
+    first.close()
+    with ChromaIndex(path=tmp_path) as again:
+        assert again.bind("s", 4, lambda ns: []) == 0
+
+
+def test_field_names_chroma_cannot_hold_are_refused_before_writing() -> None:
+    with ChromaIndex() as index:
+        index.bind("s", 4, lambda ns: [])
+        good = IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {"k": 1})
+        for key in ("#k", "chroma:document"):
+            bad = IndexRow(uid(2), "u2", ACTIVE, vec(1.0), {key: 1})
+            with pytest.raises(ValidationError, match="Chroma"):
+                index.upsert([good, bad])
+        assert index.query("u1", ACTIVE, vec(1.0), 3) == []
+
+
+def test_prefixes_keep_stores_apart_on_one_client() -> None:
+    with ChromaIndex() as owner:  # its private database, shared by the two below
+        shared = owner._client
+        with ChromaIndex(shared, prefix="one_") as one, ChromaIndex(shared, prefix="two_") as two:
+            one.bind("s", 4, lambda ns: [])
+            two.bind("s", 4, lambda ns: [])
+            one.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})])
+            two.upsert([IndexRow(uid(2), "u1", ACTIVE, vec(1.0), {})])
+            two.clear()
+            assert [i for i, _ in one.query("u1", ACTIVE, vec(1.0), 3)] == [uid(1)]
+            assert two.query("u1", ACTIVE, vec(1.0), 3) == []
