@@ -34,7 +34,7 @@ pytest: $(VENV)/.stamp-test
 	$(PY) -m pytest -q --durations=15
 
 docs: $(VENV)/.stamp-test
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
 
 test: lint typecheck docs pytest
 
