@@ -8,7 +8,7 @@ by a persistent MaRS store with a deliberately small budget, then shows:
 1. put / get / update (a new version; the old one is archived, not lost);
 2. forgetting underneath: the budget evicts old items to the archive, ``get`` still reads
    them and ``search`` ranks them after the active ones;
-3. delete = erasure: the text is gone from the backend and the export, with a receipt;
+3. delete = erasure: the text is gone from the records and the export, with a receipt;
 4. reopen: the (namespace, key) index is rebuilt from the store's records.
 
 Without DIRECTORY it uses a fresh temporary directory (printed, removed at the end).

@@ -15,8 +15,8 @@ LangGraph's key-value contract:
   which goes to the archive; a put of an unchanged value stores nothing new (an item the
   budget had archived is restored to the active store).
   ``put(..., value=None)`` and ``delete`` are **erasures** (right to be forgotten): every
-  version of the item leaves the active store, the archive, the backend and the exports;
-  :meth:`MarsStore.erase` returns the receipts.
+  version of the item leaves the active store, the archive, the record store, the vector
+  index and the exports; :meth:`MarsStore.erase` returns the receipts.
 * **Forgetting underneath.** The MaRS budget and policy evict as usual. An evicted item is
   archived, not lost: ``get`` reads it through, and ``search`` ranks archived items after
   active ones.
@@ -132,7 +132,7 @@ class MarsStore(BaseStore):
     """A LangGraph store over a :class:`~mars_core.store.MemoryStore` (see the module doc).
 
     Args:
-        memory: the MaRS store that holds the items (budgets, policy, embedder, backend).
+        memory: the MaRS store that holds the items (budgets, policies, embedder, index).
         index: LangGraph's ``IndexConfig``; only ``fields`` (default ``["$"]``) is used, and
             ``dims`` when given must equal the store's embedder dimension. Embeddings come
             from the store's embedder: to use a LangChain ``Embeddings``, build the store
@@ -343,7 +343,7 @@ class MarsStore(BaseStore):
         """
         with self._lock:
             self._index.clear()
-            for ns in self.memory.stats()["namespaces"]:
+            for ns in self.memory.namespaces():
                 for node in self.memory.list(ns, status=None):
                     rec = _record(node)
                     if rec is not None:

@@ -111,7 +111,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
                                  ("budget_tokens", budget_tokens, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValidationError(f"{what} must be an int >= {low}")
-        if budget_tokens < store.counter.count(_text.MIN_RECALL):
+        if budget_tokens < store.token_counter.count(_text.MIN_RECALL):
             raise ValidationError(f"budget_tokens={budget_tokens} cannot hold one recalled "
                                   "memory with its headers; raise it")
         if isinstance(observe_roles, str) or not all(isinstance(r, str) for r in observe_roles):
@@ -135,7 +135,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         query = _text.last_user_text(messages or [])
         if not query:
             return ""
-        count = self.store.counter.count
+        count = self.store.token_counter.count
         rendered = await self.store.arender_context(
             query, namespace=self._namespace(session_id), active_turns=0,
             evidence=self.evidence, redact=self.redact,

@@ -14,9 +14,11 @@ Examples:
     >>> from llama_index.core.embeddings import MockEmbedding
     >>> from llama_index.core.llms import MockLLM
     >>> store = open_store(embed_model=MockEmbedding(embed_dim=8), llm=MockLLM(), budget=500)
-    >>> store.embedder.dim, store.summariser.name
-    (8, 'llamaindex:MockLLM')
+    >>> store.embedder.dim, store.stats()["embedder"]
+    (8, 'llamaindex:MockEmbedding:unknown')
     >>> store.close()
+    >>> summariser_from(MockLLM()).name  # what open_store(llm=...) makes the summariser
+    'llamaindex:MockLLM'
 """
 
 from __future__ import annotations

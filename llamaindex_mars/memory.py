@@ -284,7 +284,7 @@ class MarsMemory(BaseMemory):
     # --- the shared (sync/async) steps ----------------------------------------------------
 
     def _count(self, text: str) -> int:
-        return self.store.counter.count(text) if text else 0
+        return self.store.token_counter.count(text) if text else 0
 
     def _plan(self, query: str | None, initial_tokens: object) -> _Plan:
         if query is not None and not isinstance(query, str):

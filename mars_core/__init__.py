@@ -11,20 +11,6 @@ Examples:
 """
 
 from mars_core.audit import AuditEvent, AuditOp, VerifyReport
-from mars_core.backends.base import (
-    And,
-    Eq,
-    Filter,
-    In,
-    Not,
-    Or,
-    Range,
-    Record,
-    ScoredRecord,
-    VectorBackend,
-    WriteBatch,
-)
-from mars_core.backends.memory import InMemoryBackend
 from mars_core.budget import (
     ApproxTokenCounter,
     TokenCounter,
@@ -49,6 +35,18 @@ from mars_core.errors import (
     ValidationError,
 )
 from mars_core.explain import ChainLink, Explanation
+from mars_core.index import (
+    And,
+    Eq,
+    Filter,
+    In,
+    IndexCapabilities,
+    Not,
+    NumpyIndex,
+    Or,
+    Range,
+    VectorIndex,
+)
 from mars_core.model import (
     Consent,
     Edge,
@@ -65,9 +63,10 @@ from mars_core.model import (
 )
 from mars_core.policies import Policy, available_policies, make_policy
 from mars_core.retrieval import Hit
+from mars_core.storage import RecordCapabilities, RecordStore, SQLiteRecordStore
 from mars_core.store import MemoryStore
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "And",
@@ -94,7 +93,7 @@ __all__ = [
     "Hit",
     "ImportFormatError",
     "In",
-    "InMemoryBackend",
+    "IndexCapabilities",
     "MarsBackendError",
     "MarsError",
     "MemoryNode",
@@ -103,15 +102,17 @@ __all__ = [
     "MemoryType",
     "Not",
     "NotFoundError",
+    "NumpyIndex",
     "Or",
     "Policy",
     "PolicyError",
     "Predicate",
     "Provenance",
     "Range",
-    "Record",
+    "RecordCapabilities",
+    "RecordStore",
     "RetrievalConfig",
-    "ScoredRecord",
+    "SQLiteRecordStore",
     "SemanticPayload",
     "SocialPayload",
     "StoreClosedError",
@@ -121,10 +122,9 @@ __all__ = [
     "TaskStatus",
     "TokenCounter",
     "ValidationError",
-    "VectorBackend",
+    "VectorIndex",
     "VerifyReport",
     "WhitespaceTokenCounter",
-    "WriteBatch",
     "__version__",
     "available_policies",
     "make_policy",

@@ -4,8 +4,11 @@ The store's ``recall`` and ``render_context`` call these with its state; the pur
 pieces (the walk, the reranking, the layout) are in :mod:`mars_core.context`.
 
 Examples:
-    >>> from mars_core.state import StoreState
-    >>> active_turns(StoreState(), "ns", None, 4)
+    >>> from mars_core.engine.namespace import NamespaceState
+    >>> from mars_core.policies import make_policy
+    >>> from mars_core.storage import NamespaceRecord
+    >>> active_turns(NamespaceState(NamespaceRecord("ns"), [], [], [], make_policy("lru")),
+    ...              None, 4)
     []
 """
 
@@ -14,25 +17,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mars_core.context import EvidenceItem, Validity, validity_of
+from mars_core.engine.namespace import NamespaceState
 from mars_core.lexical import tokenize
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, TaskPayload
-from mars_core.state import StoreState
 
 __all__ = ["active_turns", "evidence_items", "recall_starts", "support_for", "validity"]
 
 
-def validity(state: StoreState, node_id: str) -> Validity:
+def validity(state: NamespaceState, node_id: str) -> Validity:
     """Lineage status counting only replacements that still exist."""
-    return validity_of(state.graph, node_id, lambda i: i in state.nodes)
+    return validity_of(state.graph, node_id, lambda i: i in state)
 
 
-def active_turns(state: StoreState, ns: str, conversation: str | None, n: int
-                 ) -> list[MemoryNode]:
+def active_turns(state: NamespaceState, conversation: str | None, n: int) -> list[MemoryNode]:
     """The last ``n`` episodes of a conversation, oldest first (along temporalNext)."""
     out: list[MemoryNode] = []
-    cur = state.last_episode.get((ns, conversation or ""))
+    cur = state.last_episode.get(conversation or "")
     while cur is not None and len(out) < n:
-        node = state.nodes.get(cur)
+        node = state.get(cur)
         if node is None:
             break
         out.append(node)
@@ -41,7 +43,7 @@ def active_turns(state: StoreState, ns: str, conversation: str | None, n: int
     return out[::-1]
 
 
-def support_for(state: StoreState, evidence: Sequence[MemoryNode], per_card: int = 3,
+def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card: int = 3,
                 skip: frozenset[str] = frozenset()) -> list[tuple[MemoryNode, float, Validity]]:
     """Raw turns behind derived evidence (≤ ``per_card`` each) and the versions it replaced
     (DMF §9.3 step 5), with the card's rank so weaker cards lose their support first."""
@@ -52,27 +54,27 @@ def support_for(state: StoreState, evidence: Sequence[MemoryNode], per_card: int
         score = float(len(evidence) - rank)
         sources = [e.target for e in state.graph.out_edges(card.id, Predicate.DERIVES_FROM)]
         for nid in sources[:per_card]:
-            node = state.nodes.get(nid)
+            node = state.get(nid)
             if node is not None and nid not in skip and nid not in out:
                 out[nid] = (node, score, Validity.CURRENT)
         for pred, mark in ((Predicate.SUPERSEDES, Validity.SUPERSEDED),
                            (Predicate.CORRECTS, Validity.CORRECTED)):
             for edge in state.graph.out_edges(card.id, pred):
-                old = state.nodes.get(edge.target)
+                old = state.get(edge.target)
                 if old is not None and old.id not in skip and old.id not in out:
                     out[old.id] = (old, score - 0.5, mark)
     return list(out.values())
 
 
-def recall_starts(state: StoreState, ns: str, entity: str | None, goal: str | None,
+def recall_starts(state: NamespaceState, entity: str | None, goal: str | None,
                   limit: int = 10) -> list[str]:
     """Where a recall walk starts: memories about the entity, or tasks for the goal."""
-    active = set(state.ids(ns, MemoryStatus.ACTIVE))
+    active = set(state.ids(MemoryStatus.ACTIVE))
     starts: list[str] = []
     if entity is not None:
-        starts += [i for i in state.known[ns].people(entity) if i in active]
+        starts += [i for i in state.known.people(entity) if i in active]
     text = entity if entity is not None else goal or ""
-    hits = state.index(ns, MemoryStatus.ACTIVE).search(text, 4 * limit)
+    hits = state.index(MemoryStatus.ACTIVE).search(text, 4 * limit)
     if goal is not None:
         words = set(tokenize(goal))
         for i in sorted(active, key=lambda nid: state.nodes[nid].seq):

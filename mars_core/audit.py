@@ -23,8 +23,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,7 +35,6 @@ __all__ = [
     "GENESIS",
     "AuditChain",
     "AuditEvent",
-    "AuditLog",
     "AuditOp",
     "AuditTxn",
     "VerifyReport",
@@ -223,141 +220,3 @@ class AuditChain:
                                 "(events missing at the end)")
         return VerifyReport(True, n)
 
-
-
-@dataclass
-class _LogTxn:
-    """Events prepared for one store operation, chained but not yet committed."""
-
-    log: AuditLog
-    next_seq: int
-    head: str
-    events: list[AuditEvent] = field(default_factory=list)
-
-    def add(
-        self,
-        *,
-        op: AuditOp | str,
-        namespace: str,
-        node_ids: Iterable[str] = (),
-        rationale: str,
-        step: int,
-        at: datetime | None,
-        policy: str | None = None,
-        params: Mapping[str, Any] | None = None,
-        features: Mapping[str, Mapping[str, float]] | None = None,
-        score: float | None = None,
-        contents: Mapping[str, str] | None = None,
-    ) -> AuditEvent:
-        """Append a chained event; ``contents`` (id -> text) is stored as keyed hashes only."""
-        hashes = {nid: self.log.content_hash(text) for nid, text in (contents or {}).items()}
-        draft = AuditEvent(
-            seq=self.next_seq, op=AuditOp(op), namespace=namespace, node_ids=tuple(node_ids),
-            policy=policy, params=dict(params or {}),
-            features={k: {f: float(x) for f, x in v.items()} for k, v in (features or {}).items()},
-            score=score, rationale=rationale, content_hashes=hashes, at=at, step=step,
-            prev_hash=self.head,
-        )
-        ev = draft.model_copy(update={"hash": self.log.chain_hash(draft)})
-        self.events.append(ev)
-        self.next_seq += 1
-        self.head = ev.hash
-        return ev
-
-
-class AuditLog:
-    """In-memory view of the audit chain with an index by node id.
-
-    Persisting events is the store's job (they travel in the same write batch as the
-    mutation they describe); the log only builds, chains, indexes and verifies them.
-
-    Args:
-        key: the secret HMAC key (32 bytes recommended).
-    """
-
-    def __init__(self, key: bytes) -> None:
-        if len(key) < 16:
-            raise ValueError("the audit key must have at least 16 bytes")
-        self._key = key
-        self._events: list[AuditEvent] = []
-        self._by_node: dict[str, list[int]] = defaultdict(list)
-        self._lock = threading.Lock()
-
-    # --- hashing -----------------------------------------------------------------------
-
-    def content_hash(self, text: str) -> str:
-        """Keyed hash of a text (HMAC-SHA256, hex); cannot be matched without the key."""
-        msg = b"content\x00" + text.encode("utf-8")
-        return hmac.new(self._key, msg, hashlib.sha256).hexdigest()
-
-    def chain_hash(self, ev: AuditEvent) -> str:
-        """The chained hash of an event (over its predecessor hash and canonical body)."""
-        body = (ev.prev_hash + "\x00" + _event_body(ev)).encode("utf-8")
-        return hmac.new(self._key, b"chain\x00" + body, hashlib.sha256).hexdigest()
-
-    # --- building and loading ----------------------------------------------------------
-
-    @property
-    def head(self) -> str:
-        """Hash of the newest event (``GENESIS`` when empty)."""
-        return self._events[-1].hash if self._events else GENESIS
-
-    def __len__(self) -> int:
-        return len(self._events)
-
-    def begin(self) -> _LogTxn:
-        """Start preparing the events of one operation."""
-        return _LogTxn(self, len(self._events), self.head)
-
-    def commit(self, txn: _LogTxn) -> None:
-        """Append a transaction's events after the store has persisted them."""
-        with self._lock:
-            if txn.events and txn.events[0].seq != len(self._events):
-                raise RuntimeError("audit transaction is stale (another operation committed)")
-            for ev in txn.events:
-                self._append(ev)
-
-    def load(self, events: Iterable[AuditEvent]) -> None:
-        """Replace the view with persisted events (sorted by seq); does not verify."""
-        with self._lock:
-            self._events = []
-            self._by_node = defaultdict(list)
-            for ev in sorted(events, key=lambda e: e.seq):
-                self._append(ev)
-
-    def _append(self, ev: AuditEvent) -> None:
-        self._events.append(ev)
-        for nid in dict.fromkeys(ev.node_ids):
-            self._by_node[nid].append(len(self._events) - 1)
-
-    # --- reading -----------------------------------------------------------------------
-
-    def events(self, namespace: str | None = None) -> list[AuditEvent]:
-        """All events, optionally of one namespace, in chain order."""
-        return [e for e in self._events if namespace is None or e.namespace == namespace]
-
-    def for_node(self, node_id: str) -> list[AuditEvent]:
-        """Events that touched ``node_id``, in chain order."""
-        return [self._events[i] for i in self._by_node.get(node_id, [])]
-
-    def verify(self, expected_head: tuple[int, str] | None = None) -> VerifyReport:
-        """Check the chain: hashes, sequence numbers, links, and optionally the head.
-
-        Args:
-            expected_head: ``(count, head_hash)`` recorded elsewhere (the store manifest);
-                detects a truncated tail.
-        """
-        prev = GENESIS
-        for i, ev in enumerate(self._events):
-            if ev.seq != i:
-                return VerifyReport(False, i, ev.seq, f"sequence gap or reorder at {i}")
-            if ev.prev_hash != prev:
-                return VerifyReport(False, i, ev.seq, "broken link to the previous event")
-            if not hmac.compare_digest(ev.hash, self.chain_hash(ev)):
-                return VerifyReport(False, i, ev.seq, "event content does not match its hash")
-            prev = ev.hash
-        n = len(self._events)
-        if expected_head is not None and (n, prev) != tuple(expected_head):
-            return VerifyReport(False, n, None, "chain head differs from the recorded head "
-                                "(events missing at the end)")
-        return VerifyReport(True, n)

@@ -11,6 +11,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,6 +44,11 @@ PathOpt = Annotated[Path, typer.Option(
 NamespaceOpt = Annotated[str | None, typer.Option(
     "--namespace", "-n", help="namespace (default: the store's default namespace; "
     "`mars stats` lists them)")]
+IndexOpt = Annotated[str, typer.Option(
+    "--index", envvar="MARS_INDEX", help="the vector index: auto (the store's own), chroma, "
+    "qdrant or numpy (embedded; rebuilt from the records when new), or a server: "
+    "chroma://HOST:PORT, qdrant+http://HOST:PORT or qdrant+https://HOST:PORT (API key "
+    "from $QDRANT_API_KEY)")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="directory for the results")]
 DEFAULT_PATH = Path("mars_data")
 IMPORT_KINDS = ("jsonld", "mem0", "langgraph")
@@ -54,23 +60,44 @@ def _fail(message: str) -> typer.Exit:
 
 
 @contextmanager
-def _open(path: Path, *, read_only: bool = False) -> Iterator[Any]:
-    """Open an existing store (``read_only``: to read it, writing nothing), or exit with a
-    message that says what to do."""
-    from mars_core.backends.layout import detect_backend
+def _open(path: Path, *, read_only: bool = False, index: str = "auto") -> Iterator[Any]:
+    """Open an existing store (``read_only``: to read it, writing nothing) with the
+    ``--index`` given, or exit with a message that says what to do."""
+    from mars_core.layout import holds_store, refuse_old_layout
     from mars_core.store import MemoryStore
 
     try:
-        if not path.is_dir() or detect_backend(path) is None:  # never create one here
+        refuse_old_layout(path)
+        if not path.is_dir() or not holds_store(path):  # never create one here
             raise _fail(f"no store at {path}. Create one with `mars demo --path {path}` or "
                         f"`MemoryStore.open({str(path)!r})` in Python, or pass --path.")
-        store = MemoryStore.open(path, read_only=read_only)
+        store = MemoryStore.open(path, read_only=read_only, index=_index(index))
     except MarsError as exc:
         raise _fail(f"cannot open the store at {path}: {exc}") from exc
     try:
         yield store
     finally:
         store.close()
+
+
+def _index(value: str) -> Any:
+    """What ``--index`` names: a kind for ``MemoryStore.open``, or a server's index."""
+    from urllib.parse import urlsplit
+
+    if "://" not in value:
+        return value  # open() refuses an unknown kind with the kinds it takes
+    url = urlsplit(value)
+    if url.scheme == "chroma" and url.hostname:
+        from mars_core.index.chroma import ChromaIndex
+
+        return ChromaIndex(host=url.hostname, port=url.port or 8000)
+    if url.scheme in ("qdrant+http", "qdrant+https") and url.hostname:
+        from mars_core.index.qdrant import QdrantIndex
+
+        return QdrantIndex(url=value.removeprefix("qdrant+"),
+                           api_key=os.environ.get("QDRANT_API_KEY"))
+    raise _fail(f"--index {value!r}: a server is chroma://HOST:PORT, qdrant+http://HOST:PORT "
+                "or qdrant+https://HOST:PORT")
 
 
 # --- store commands ----------------------------------------------------------------------
@@ -163,7 +190,8 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
               "--namespace", "-n", help="where to erase (default: the store's default "
               "namespace); given alone: the WHOLE namespace")] = None,
           yes: Annotated[bool, typer.Option("--yes", help="do not ask for confirmation")]
-          = False) -> None:
+          = False,
+          index: IndexOpt = "auto") -> None:
     """Right to be forgotten: erase memories and what derives from them; print the receipt.
 
     Give one of --id, --entity, --conversation; --namespace alone erases the namespace.
@@ -174,7 +202,7 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
                     "to erase a whole namespace)")
     if not yes and not typer.confirm("Erasure cannot be undone. Continue?"):
         raise typer.Exit(1)
-    with _open(path) as store:
+    with _open(path, index=index) as store:
         if node_id is not None:
             node_id = _resolve_id(store, node_id)
         try:
@@ -205,7 +233,8 @@ def import_(source: Annotated[Path, typer.Argument(
             namespace: Annotated[str | None, typer.Option(
                 "--namespace", "-n", help="put everything in this namespace (mem0/langgraph "
                 "dumps; default: each record's user_id / namespace tuple; JSON-LD keeps its "
-                "own)")] = None) -> None:
+                "own)")] = None,
+            index: IndexOpt = "auto") -> None:
     """Import memories into the store at --path (created when missing).
 
     Every record is checked before the first write: a bad one imports nothing, and a
@@ -221,7 +250,7 @@ def import_(source: Annotated[Path, typer.Argument(
     created = _created_by_open(path)
     written = False
     try:
-        with MemoryStore.open(path) as store:
+        with MemoryStore.open(path, index=_index(index)) as store:
             try:
                 n = importers.import_file(store, source, kind=from_, namespace=namespace)
             finally:
@@ -279,22 +308,34 @@ def verify(path: PathOpt = DEFAULT_PATH) -> None:
 
 @app.command()
 def stats(path: PathOpt = DEFAULT_PATH) -> None:
-    """Backend, embedder, policy and per-namespace occupancy, as JSON."""
+    """Record store, index, embedder, policy and per-namespace occupancy, as JSON."""
     with _open(path, read_only=True) as store:
         console.print_json(json.dumps(store.stats(), default=str))
 
 
 @app.command()
-def reindex(path: PathOpt = DEFAULT_PATH,
+def reindex(path: PathOpt = DEFAULT_PATH, index: IndexOpt = "auto") -> None:
+    """Rebuild the vector index from the records (the index is derived: nothing is lost)."""
+    with _open(path, index=index) as store:
+        try:
+            n = store.reindex()
+        except MarsError as exc:
+            raise _fail(str(exc)) from exc
+        index = store.stats()["index"]
+    console.print(f"rebuilt the {index} index of {path} from its records: {n} entries")
+
+
+@app.command()
+def reembed(path: PathOpt = DEFAULT_PATH,
             embedder: Annotated[str, typer.Option(
-                help="semantic (MiniLM), hashing, or auto (the best installed)")] = "auto"
-            ) -> None:
+                help="semantic (MiniLM), hashing, or auto (the best installed)")] = "auto",
+            index: IndexOpt = "auto") -> None:
     """Re-embed every memory with another embedder (store.reembed); the manifest follows."""
     from mars_core.embedders import default_embedder
 
     if embedder not in {"auto", "semantic", "hashing"}:
         raise _fail("--embedder must be auto, semantic or hashing")
-    with _open(path) as store:
+    with _open(path, index=index) as store:
         try:
             target = default_embedder(embedder)  # type: ignore[arg-type]
             n = store.reembed(target)
@@ -317,12 +358,24 @@ def _resolve_id(store: Any, prefix: str) -> str:
 
 
 @bench_app.command("store")
-def bench_store(n: Annotated[int, typer.Option(help="number of memories")] = 10_000,
+def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sections")] = 10_000,
+                big: Annotated[int, typer.Option(
+                    help="memories of the scale section (0 skips it)")] = 1_000_000,
+                namespaces: Annotated[int, typer.Option(
+                    help="namespaces of the scale section")] = 10_000,
+                indexes: Annotated[str, typer.Option(
+                    help="comma-separated: chroma, numpy, qdrant")] = "chroma,numpy",
+                quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
                 out: OutOpt = None) -> None:
-    """Add throughput and retrieve latency at size n (in-memory backend)."""
-    from mars_core.bench import throughput
+    """What the storage costs: add, retrieve, observe and bulk ingest against raw chromadb,
+    open + first retrieve at a million memories, peak RSS (docs/benchmarks/storage.md)."""
+    from mars_core.bench import storage
 
-    throughput.main(n, out)
+    kinds = tuple(i.strip() for i in indexes.split(",") if i.strip())
+    if not kinds or set(kinds) - {"chroma", "numpy", "qdrant"}:
+        raise _fail("--indexes takes chroma, numpy and qdrant, comma-separated")
+    storage.main(out, n=n, big=big, namespaces=namespaces, quick=quick,
+                 indexes=kinds)  # type: ignore[arg-type]
 
 
 @bench_app.command("policies")
@@ -353,20 +406,6 @@ def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")
 
 DataOpt = Annotated[Path, typer.Option("--data", help="the data file (never copied)")]
 QuickOpt = Annotated[bool, typer.Option(help="a small smoke run")]
-
-
-@bench_app.command("backends")
-def bench_backends(
-        sizes: Annotated[list[int] | None, typer.Option(
-            "--n", help="store sizes (repeatable; 10000, 100000)")] = None,
-        backends: Annotated[str | None, typer.Option(help="comma-separated backend names")]
-        = None,
-        quick: QuickOpt = False, out: OutOpt = None) -> None:
-    """Add throughput and query latency (median, p99) on every vector backend."""
-    from mars_core.bench.backends import BACKENDS, run_backends
-
-    run_backends(tuple(sizes or (10_000, 100_000)),
-                 tuple(backends.split(",")) if backends else BACKENDS, out, quick)
 
 
 @bench_app.command("locomo")

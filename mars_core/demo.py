@@ -154,7 +154,7 @@ def run(path: Path, budget: int = BUDGET, out: TextIO = sys.stdout,
         with _open(path, budget) as store:
             held = len(store.list(NAMESPACE))
             _line(out, f"── session {number}: reopened {path} ({held} memories active, "
-                       f"{store.stats()['backend']} + {store.stats()['embedder']})")
+                       f"{store.stats()['index']} index + {store.stats()['embedder']})")
             _session(store, number, turns, question, out)
     counts = _report(path, budget, out)
     if fifa:

@@ -15,7 +15,7 @@ Keys written (all floats; flags are 0.0/1.0): ``omega``, ``omega_raw``, ``diverg
 Examples:
     >>> import numpy as np
     >>> e = Enricher(backend="rules")
-    >>> sig = e.compute("Do not use external APIs", np.ones(4, np.float32), "ns", "user")
+    >>> sig = e.compute("Do not use external APIs", np.ones(4, np.float32), e.tracker(), "user")
     >>> sig["constraint"], round(sig["omega"], 2) > 0.5
     (1.0, True)
 """
@@ -52,7 +52,8 @@ _FLAGS = ("constraint", "preference", "current_state", "past_state", "correction
 
 
 class Enricher:
-    """Computes write-time signals; keeps one centroid tracker per namespace.
+    """Computes write-time signals; each namespace keeps its own centroid tracker
+    (:meth:`tracker`), which the store holds with the namespace's other views.
 
     Args:
         backend: ``auto`` (spaCy when a trained English pipeline is installed, else
@@ -65,7 +66,6 @@ class Enricher:
         self.config = config
         self.enabled = backend != "off"
         self._analyzer = Analyzer(backend="rules" if backend == "off" else backend)
-        self._centroids: dict[str, CentroidTracker] = {}
 
     @property
     def analyzer(self) -> Analyzer:
@@ -79,34 +79,26 @@ class Enricher:
             return "off"
         return f"{self._analyzer.backend_name}+{self._analyzer.sentiment_name}"
 
-    def _tracker(self, namespace: str) -> CentroidTracker:
-        if namespace not in self._centroids:
-            self._centroids[namespace] = CentroidTracker.from_config(self.config)
-        return self._centroids[namespace]
-
-    def prime(self, namespace: str, vectors: Iterable[npt.NDArray[np.float32]]) -> None:
-        """Rebuild a namespace's centroid from its most recent vectors (oldest first)."""
-        tracker = self._tracker(namespace)
-        tracker.reset()
+    def tracker(self, vectors: Iterable[npt.NDArray[np.float32]] = ()) -> CentroidTracker:
+        """A namespace's moving centroid, primed with its most recent vectors (oldest
+        first; text without words moves no centroid)."""
+        tracker = CentroidTracker.from_config(self.config)
         for v in vectors:
-            if np.any(v):  # as commit() does: text without words moves no centroid
+            if np.any(v):
                 tracker.push(v)
-
-    def divergence(self, vector: npt.NDArray[np.float32], namespace: str) -> float:
-        """``D`` of a vector against the namespace's centroid, without updating it."""
-        return self._tracker(namespace).divergence(vector) if np.any(vector) else 0.0
+        return tracker
 
     def analyze(self, text: str) -> TextSignals | None:
         """The text signals (None when signals are off)."""
         return self._analyzer.analyze(text) if self.enabled else None
 
-    def compute(self, text: str, vector: npt.NDArray[np.float32], namespace: str,
+    def compute(self, text: str, vector: npt.NDArray[np.float32], tracker: CentroidTracker,
                 source: str, sig: TextSignals | None = None) -> dict[str, float]:
         """Signals of one memory (the centroid is updated by :meth:`commit`)."""
         if not self.enabled:
             return {}
         sig = sig or self._analyzer.analyze(text)
-        d = self.divergence(vector, namespace)
+        d = tracker.divergence(vector) if np.any(vector) else 0.0
         user = source == "user"
         prov = ProvenanceFlags(user_correction=user and sig.correction,
                                preference_update=user and sig.preference,
@@ -119,7 +111,7 @@ class Enricher:
         out.update({k: float(getattr(sig, k)) for k in _FLAGS})
         return out
 
-    def commit(self, vector: npt.NDArray[np.float32], namespace: str) -> None:
-        """Push a stored memory's vector into the namespace's moving centroid."""
+    def commit(self, vector: npt.NDArray[np.float32], tracker: CentroidTracker) -> None:
+        """Push a stored memory's vector into its namespace's moving centroid."""
         if self.enabled and np.any(vector):
-            self._tracker(namespace).push(vector)
+            tracker.push(vector)

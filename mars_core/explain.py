@@ -10,11 +10,13 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mars_core.audit import AuditEvent, AuditLog
+from mars_core.audit import AuditEvent
+from mars_core.engine.namespace import NamespaceState
+from mars_core.errors import NotFoundError
 from mars_core.model import MemoryNode
-from mars_core.state import StoreState
 
 __all__ = ["ChainLink", "Explanation", "explain"]
 
@@ -72,17 +74,24 @@ class Explanation:
         return "\n".join(lines)
 
 
-def explain(state: StoreState, audit: AuditLog, node_id: str) -> Explanation:
-    """Build the explanation of ``node_id`` from the views and the audit log."""
-    events = tuple(audit.for_node(node_id))
-    node = state.nodes.get(node_id)
+def explain(state: NamespaceState | None, events: Sequence[AuditEvent],
+            node_id: str) -> Explanation:
+    """Build the explanation of ``node_id`` from its namespace's views (``None``: it is
+    in no namespace any more) and the audit events that name it.
+
+    Raises:
+        NotFoundError: no memory has ever had that id.
+    """
+    node = state.get(node_id) if state is not None else None
     if node is None:
-        status = "erased" if any(e.op.value == "erase" for e in events) else "unknown"
-        return Explanation(node_id, status, None, events=events)
+        if not any(e.op.value == "erase" for e in events):
+            raise NotFoundError(f"no memory with id {node_id!r}")
+        return Explanation(node_id, "erased", None, events=tuple(events))
+    assert state is not None
     chain = []
     for aid in state.graph.ancestors(node_id):
-        anc = state.nodes.get(aid)
+        anc = state.get(aid)
         if anc is not None:
             chain.append(ChainLink(aid, anc.type.value, anc.status.value, anc.provenance.source))
     return Explanation(node_id, node.status.value, node, tuple(chain),
-                       tuple(state.graph.descendants(node_id)), events)
+                       tuple(state.graph.descendants(node_id)), tuple(events))

@@ -112,7 +112,7 @@ def _write(store: MemoryStore, rows: list[_Row], origin: str, type_: str) -> int
         budget = store.config.namespace_budgets.get(ns, store.config.budget)
         if len(ns) > 256:
             raise ImportFormatError(f"{origin} record {i}: namespace longer than 256 characters")
-        if len(row.text) > MAX_CONTENT_CHARS or store.counter.count(row.text) > budget:
+        if len(row.text) > MAX_CONTENT_CHARS or store.token_counter.count(row.text) > budget:
             raise ImportFormatError(f"{origin} record {i} is larger than the budget of "
                                     f"namespace {ns!r}; nothing was imported")
     for row in rows:

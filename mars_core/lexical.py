@@ -17,6 +17,7 @@ import re
 from collections import Counter, defaultdict
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["STOPWORDS", "BM25Index", "tokenize"]
 
@@ -47,9 +48,9 @@ class BM25Index:
     """Okapi BM25 over an incrementally maintained inverted index.
 
     Postings map a term to ``{slot: term frequency}``; scoring gathers each query
-    term's postings into numpy arrays, so a query costs O(postings of its terms) in C
-    loops. Ties are broken by document id, so the ranking does not depend on slot
-    assignment (which differs after a reopen).
+    term's postings into numpy arrays (kept until the term's postings change), so a query
+    costs O(postings of its terms) in C loops. Ties are broken by document id, so the
+    ranking does not depend on slot assignment (which differs after a reopen).
 
     Args:
         k1: term-frequency saturation.
@@ -65,6 +66,8 @@ class BM25Index:
         self._free: list[int] = []
         self._dl = np.zeros(16, dtype=np.float64)
         self._total_len = 0
+        # a term's postings as arrays (slots, term frequencies), until they change
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
 
     def __len__(self) -> int:
         return len(self._doc_terms)
@@ -95,6 +98,7 @@ class BM25Index:
         self._total_len += length
         for term, tf in terms.items():
             self._postings[term][slot] = tf
+            self._arrays.pop(term, None)
 
     def remove(self, doc_id: str) -> None:
         """Remove a document; unknown ids are ignored."""
@@ -106,6 +110,7 @@ class BM25Index:
         self._dl[slot] = 0
         self._free.append(slot)
         for term in terms:
+            self._arrays.pop(term, None)
             posting = self._postings.get(term)
             if posting is not None:
                 posting.pop(slot, None)
@@ -124,8 +129,7 @@ class BM25Index:
             if not posting:
                 continue
             idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            idx = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-            tf = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
+            idx, tf = self._array(term, posting)
             norm = tf + self.k1 * (1 - self.b + self.b * self._dl[idx] / avgdl)
             scores[idx] += idf * tf * (self.k1 + 1) / norm
         hit = np.flatnonzero(scores > 0)
@@ -135,3 +139,13 @@ class BM25Index:
         ranked = sorted(((self._ids[i], float(scores[i])) for i in hit),
                         key=lambda kv: (-kv[1], kv[0]))
         return ranked[:k]
+
+    def _array(self, term: str, posting: dict[int, int]
+               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """A term's postings as (slots, term frequencies) arrays, built once per change."""
+        cached = self._arrays.get(term)
+        if cached is None:
+            cached = self._arrays[term] = (
+                np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
+                np.fromiter(posting.values(), dtype=np.float64, count=len(posting)))
+        return cached

@@ -1,4 +1,4 @@
-"""Hybrid retrieval: dense (backend) + lexical (BM25) candidates, fused, then packed
+"""Hybrid retrieval: dense (vector index) + lexical (BM25) candidates, fused, then packed
 into a token budget (seed 000 §4.1: "a budget-bounded working set ... subject to filters
 (type, time window, sensitivity caps)").
 
@@ -24,7 +24,6 @@ Examples:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,14 +33,14 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.backends.base import And, Eq, Filter, In, Range, VectorBackend
 from mars_core.config import RetrievalConfig
+from mars_core.engine.namespace import NamespaceState
+from mars_core.index.base import And, Eq, Filter, In, Range, VectorIndex, exact_cosines
 from mars_core.lexical import STOPWORDS
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, utc
-from mars_core.state import StoreState
 
-__all__ = ["POST_FILTER_SHARE", "Answerability", "Hit", "Query", "answerability", "cue_score",
-           "dense", "pack", "rank", "relative_cutoff"]
+__all__ = ["Answerability", "Hit", "Query", "answerability", "cue_score", "pack", "rank",
+           "relative_cutoff"]
 
 _EPS = 1e-6
 """Scores at or below this are "nothing in common" (float noise of a reopened index)."""
@@ -74,8 +73,9 @@ class Query:
         return self.max_sensitivity is None or s <= self.max_sensitivity
 
     def admits(self, node: MemoryNode) -> bool:
-        """The Python twin of :meth:`backend_filter` over the node's record metadata
-        (:func:`~mars_core.codec.node_metadata`; a property test holds them equal)."""
+        """Whether the query admits a memory: its namespace, and the Python twin of
+        :meth:`index_filter` over the memory's index fields
+        (:func:`~mars_core.storage.index_fields`; a property test holds them equal)."""
         return (
             node.namespace == self.namespace
             and (self.types is None or node.type in self.types)
@@ -86,9 +86,10 @@ class Query:
                  or (node.provenance.conversation_id or "") == self.conversation)
         )
 
-    def backend_filter(self) -> Filter:
-        """The neutral filter sent to the vector backend."""
-        clauses: list[Filter] = [Eq("namespace", self.namespace)]
+    def index_filter(self) -> Filter | None:
+        """The neutral filter sent to the vector index (the namespace is its partition,
+        never a filter); ``None`` when the query filters nothing else."""
+        clauses: list[Filter] = []
         if self.types is not None:
             clauses.append(In("type", tuple(sorted(t.value for t in self.types))))
         if self.max_sensitivity is not None:
@@ -99,6 +100,8 @@ class Query:
                                  lte=self.until.timestamp() if self.until else None))
         if self.conversation is not None:
             clauses.append(Eq("conversation", self.conversation))
+        if not clauses:
+            return None
         return And(tuple(clauses)) if len(clauses) > 1 else clauses[0]
 
 
@@ -247,102 +250,42 @@ def relative_cutoff(hits: Sequence[Hit], ratio: float,
     return [h for h in hits if h.id in kept]
 
 
-POST_FILTER_SHARE = 0.5
-"""The share of a collection's records the query's namespace must hold for :func:`dense`
-to filter the backend's unfiltered neighbours itself instead of sending the filter."""
-
-
-def dense(backend: VectorBackend, collection: str, qvec: npt.NDArray[np.float32], q: Query,
-          k: int, *, share: float = 0.0,
-          admits: Callable[[str], bool] | None = None) -> dict[str, float]:
-    """The dense channel: the ``k`` nearest records of ``collection`` that ``q`` admits.
-
-    When the query's namespace holds at least :data:`POST_FILTER_SHARE` of the collection
-    (``share``, the caller's estimate) and ``admits`` says which ids the query admits, the
-    backend is asked for ``⌈1.25·k/share⌉ + 8`` unfiltered neighbours and the first ``k``
-    admitted ones are kept; the filtered query runs only when fewer than ``k`` are admitted
-    and the backend had more to give. A filter that nearly every record passes is the
-    backends' slow path (Chroma evaluates it in SQLite, about 35 ms at 10,000 matching
-    records; Qdrant's local mode per point in Python) while an unfiltered query is their
-    fast one. When ``admits`` is the twin of ``q.backend_filter()`` (as :func:`rank`'s
-    is), an exact backend gives the filtered query's records in its order (every
-    admitted record missing from the wider list scores at most its last score); their
-    scores may differ in the last float32 digit (another summation order). On an
-    approximate index (Chroma's HNSW) both are approximate neighbours, and may differ in
-    the odd record. ``share`` counts the namespace only: a query whose other filters
-    (types, time, conversation) admit few of the namespace's records usually takes both
-    queries.
-
-    Examples:
-        >>> from mars_core.backends.memory import InMemoryBackend
-        >>> from mars_core.backends.base import Record
-        >>> b = InMemoryBackend()
-        >>> b.ensure_collection("m", 2)
-        >>> b.upsert("m", [Record(i, np.array(v, np.float32), i, {"namespace": ns})
-        ...                for i, v, ns in [("a", [1, 0], "x"), ("b", [0.8, 0.6], "y"),
-        ...                                 ("c", [0.6, 0.8], "x")]])
-        >>> q, v = Query(text="", namespace="x"), np.array([1, 0], np.float32)
-        >>> sorted(dense(b, "m", v, q, 2))
-        ['a', 'c']
-        >>> sorted(dense(b, "m", v, q, 2, share=2 / 3, admits={"a", "c"}.__contains__))
-        ['a', 'c']
-    """
-    if not np.any(qvec):
-        return {}
-    if admits is not None and share >= POST_FILTER_SHARE:
-        wide = math.ceil(1.25 * k / share) + 8
-        found = backend.query(collection, qvec, wide)
-        kept = [r for r in found if admits(r.record.id)][:k]
-        if len(kept) == k or len(found) < wide:
-            return {r.record.id: r.score for r in kept}
-    return {r.record.id: r.score for r in backend.query(collection, qvec, k, q.backend_filter())}
-
-
-def _cosines(backend: VectorBackend, collection: str, ids: Sequence[str],
-             qvec: npt.NDArray[np.float32]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for rec in backend.get(collection, ids, with_vectors=True):
-        v = rec.vector
-        if v is None:
-            continue
-        norm = float(np.linalg.norm(v)) * float(np.linalg.norm(qvec))
-        out[rec.id] = float(v @ qvec) / norm if norm > 0 else 0.0
-    return out
-
-
 def rank(
-    state: StoreState,
-    backend: VectorBackend,
+    state: NamespaceState,
+    index: VectorIndex,
+    vectors: Callable[[Sequence[str]], dict[str, npt.NDArray[np.float32]]],
     *,
-    collection: str,
     status: MemoryStatus,
     qvec: npt.NDArray[np.float32],
     q: Query,
     cfg: RetrievalConfig,
 ) -> list[Hit]:
-    """Fuse dense and lexical candidates of one collection into ranked hits."""
-    def admits(node_id: str) -> bool:
-        node = state.nodes.get(node_id)
-        return node is not None and node.status is status and q.admits(node)
+    """Fuse the dense and lexical candidates of one namespace's active (or archived)
+    memories into ranked hits.
 
-    total = state.total(status)
-    found = dense(backend, collection, qvec, q, cfg.candidates, admits=admits,
-                  share=state.count(q.namespace, status) / total if total else 0.0)
-    lexical = {
-        i: s for i, s in state.index(q.namespace, status).search(q.text, cfg.candidates)
-        if q.admits(state.nodes[i])
-    }
-    missing = [i for i in lexical if i not in found]
-    if missing and np.any(qvec):
-        found.update(_cosines(backend, collection, missing, qvec))
+    The index proposes the dense candidates; every candidate is then scored from its
+    stored vector (:func:`~mars_core.index.base.exact_cosines`), so a memory's score is
+    the same whichever index found it, approximate or not, and whatever else it found.
+    Candidates the namespace's views do not hold with that status (an index entry not yet
+    caught up) or the query does not admit are left out.
+    """
+    dense_ids: list[str] = []
+    if np.any(qvec):
+        dense_ids = [i for i, _ in index.query(q.namespace, status, qvec, cfg.candidates,
+                                               q.index_filter())]
+    lexical = dict(state.index(status).search(q.text, cfg.candidates))
+    candidates = [i for i in dict.fromkeys([*dense_ids, *lexical])
+                  if i in state and state.refs[i].status is status
+                  and q.admits(state.node(i))]
+    found = vectors(candidates) if np.any(qvec) else {}
+    have = [i for i in candidates if i in found]
+    cosine = dict(zip(have, exact_cosines([found[i] for i in have], qvec), strict=True))
     top = max(lexical.values(), default=0.0)
     alpha = cfg.dense_weight
     hits = []
-    for nid in set(found) | set(lexical):
-        node = state.nodes.get(nid)
-        if node is None:
-            continue
-        d = found.get(nid, 0.0)
+    for nid in candidates:
+        node = state.node(nid)
+        d = cosine.get(nid, 0.0)
         lx = lexical.get(nid, 0.0) / top if top > 0 else 0.0
         score = alpha * d + (1 - alpha) * lx
         if cfg.cue_weight > 0 and score > _EPS:

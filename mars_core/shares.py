@@ -117,9 +117,10 @@ def usage_by_type(view: PolicyView) -> dict[MemoryType, int]:
     """Active tokens of each type in the view's namespace (from the budget ledger).
 
     Examples:
-        >>> from mars_core.state import StoreState
+        >>> from mars_core.engine.namespace import NamespaceState
         >>> import random, datetime
-        >>> v = StoreState().view("ns", 100, datetime.datetime.now(datetime.UTC), random.Random(0))
+        >>> v = NamespaceState.of("ns").view(100, datetime.datetime.now(datetime.UTC),
+        ...                                  random.Random(0))
         >>> usage_by_type(v)[MemoryType.SEMANTIC]
         0
     """

@@ -1,10 +1,11 @@
 """``MemoryStore``: the façade where every path meets (DESIGN §3).
 
-It validates, delegates and audits; the work lives in the modules below it. Every
-public operation runs under one re-entrant lock, stages its writes (memory records,
-audit events, store state) in one :class:`~mars_core.backends.base.WriteBatch`, applies
-the batch, and only then updates the in-memory views — so a rejected input or a failed
-write changes nothing, and a write that returned is durable.
+It validates, delegates and audits; the work lives in the collaborators below it
+(:mod:`mars_core.engine`): the writer, the reader, the eraser and the maintainer, over a
+record store (the system of record, :mod:`mars_core.storage`) and a vector index derived
+from it (:mod:`mars_core.index`). Every public call runs under one re-entrant lock and
+is one record-store transaction: a rejected input or a failed write changes nothing,
+and a call that returned is durable.
 
 Examples:
     >>> from mars_core import MemoryStore, FakeClock
@@ -18,77 +19,103 @@ Examples:
 from __future__ import annotations
 
 import builtins
+import functools
 import os
-from collections import Counter
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
-import numpy as np
 import pydantic
 
-from mars_core import assemble, codec
+from mars_core import layout
 from mars_core._async import asyncify
-from mars_core.audit import AuditOp, VerifyReport
-from mars_core.backends.base import Record
-from mars_core.context import Validity, rank_recall, recall_walk, render_context
-from mars_core.core import StoreCore, _op
-from mars_core.embeddings import Embedder, embed_one
+from mars_core.audit import VerifyReport
+from mars_core.budget import TokenCounter
+from mars_core.clock import Clock, SystemClock
+from mars_core.config import StoreConfig
+from mars_core.embeddings import Embedder, HashingEmbedder
+from mars_core.engine import args
+from mars_core.engine.engine import Engine
+from mars_core.engine.eraser import Eraser
+from mars_core.engine.maintainer import Maintainer
+from mars_core.engine.reader import Reader
+from mars_core.engine.trail import AuditTrail
+from mars_core.engine.writer import Writer
 from mars_core.errors import (
-    BlockedByPreferenceError,
-    BudgetExceededError,
-    ConflictError,
+    ConfigError,
     NotFoundError,
+    StoreClosedError,
     ValidationError,
 )
 from mars_core.explain import Explanation, explain
-from mars_core.model import (
-    Edge,
-    MemoryNode,
-    MemoryStatus,
-    MemoryType,
-    Predicate,
-    Provenance,
-)
-from mars_core.policies import Eviction
-from mars_core.privacy.erasure import plan_erasure
+from mars_core.index.base import VectorIndex
+from mars_core.index.numpy import NumpyIndex
+from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, Predicate, Provenance
+from mars_core.policies import Policy
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
-from mars_core.privacy.redaction import redact as redact_text
-from mars_core.retrieval import Hit, Query, pack
-from mars_core.retrieval import relative_cutoff as cut
+from mars_core.retrieval import Hit
+from mars_core.storage.base import RecordStore
+from mars_core.storage.sqlite import SQLiteRecordStore
+from mars_core.summarise import ExtractiveSummariser, Summariser
 
 __all__ = ["MemoryStore"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound="MemoryStore")
 
-class MemoryStore(StoreCore):
-    """A typed, budgeted, audited memory store over a vector backend.
+
+def _call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """A public call: under the store's lock, refused once closed; the outermost call
+    lets the namespace cache drop what it holds beyond its capacity and check versions."""
+
+    @functools.wraps(method)
+    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError("this MemoryStore is closed; open it again to continue")
+            if not self._depth:
+                self._engine.cache.new_call()
+            self._depth += 1
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._depth -= 1
+
+    return wrapper
+
+
+def _default_index() -> VectorIndex:
+    """The index of ``MemoryStore()`` without one: numpy, in the process."""
+    return NumpyIndex()
+
+
+def _default_records() -> RecordStore:
+    """The records of ``MemoryStore()`` without any: SQLite in RAM."""
+    return SQLiteRecordStore()
+
+
+class MemoryStore:
+    """A typed, budgeted, audited memory store: a record store and a vector index.
 
     Args:
-        backend: where records live (default: an ephemeral in-memory backend).
+        records: the system of record (default: SQLite in RAM, nothing on disk).
+        index: the vector index (default: :class:`~mars_core.index.NumpyIndex`).
         embedder: text → vector (default: :class:`~mars_core.embeddings.HashingEmbedder`).
         config: a :class:`~mars_core.config.StoreConfig`; keyword overrides below win.
         clock: wall-clock source (default: the system clock).
-        audit_key: secret for keyed content hashes and the audit chain (default: random,
-            generated once and kept in the store's ``meta`` collection).
-        keys_path: a directory of its own for encryption keys (needs the ``crypto``
-            extra). When given, each memory's document is sealed with AES-256-GCM under a
-            key of its own, and ``erase`` destroys the keys (crypto-shredding, for
-            backends that cannot purge deleted data physically; see
-            :mod:`mars_core.privacy.crypto`). Chosen when the store is created and recorded
-            in its manifest: an encrypted store must always be opened with its keys.
-            Bytes on disk then differ between runs; the decrypted store does not.
+        audit_key: secret for keyed content hashes and the audit chains of a new store
+            (default: random; recorded in the store).
+        summariser: reflection and erasure summaries (default: extractive, no LLM).
         read_only: open an existing store to read it: nothing is ever written (every
             change raises :class:`~mars_core.errors.ConflictError`; ``retrieve``,
-            ``recall`` and ``render_context`` record no access; no collection is made or
-            tuned) and no writer lease is taken. What it shows is the store as of the
-            open: :meth:`refresh` (or reopen) to see later writes. (An embedded Chroma or
-            Qdrant directory, which one process holds at a time, still completes a
-            crashed batch when its backend opens it.)
-        lease_ttl: seconds a writer lease lasts without writes (at least 3), on a
-            shared backend (a Chroma or Qdrant server, or a client passed in): one writer
-            per store, any number of ``read_only`` readers; see docs/deployment.md.
+            ``recall`` and ``render_context`` record no access). Each call sees the store
+            as its writer last committed it.
+        cache_namespaces: how many namespaces stay loaded between calls (the least
+            recently used beyond that are dropped; they load again when touched).
         **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``.
 
     Examples:
@@ -98,30 +125,110 @@ class MemoryStore(StoreCore):
         >>> store.close()
     """
 
-    # --- public API: writing -----------------------------------------------------------------
+    def __init__(self, records: RecordStore | None = None, index: VectorIndex | None = None,
+                 embedder: Embedder | None = None, *, config: StoreConfig | None = None,
+                 clock: Clock | None = None, audit_key: bytes | None = None,
+                 summariser: Summariser | None = None, read_only: bool = False,
+                 cache_namespaces: int = 256, _note: str | None = None,
+                 **overrides: Any) -> None:
+        self._lock = threading.RLock()
+        self._closed, self._depth = False, 0
+        records = records if records is not None else _default_records()
+        if read_only and index is not None and not isinstance(index, NumpyIndex):
+            records.close()
+            raise ConfigError("a read_only store searches the records' vectors in the "
+                              "process (NumpyIndex); pass no index")
+        note = _note or (f"{index.name} (passed)" if index is not None
+                         else "numpy (the default of MemoryStore(): in the process)")
+        index = index if index is not None else _default_index()
+        try:
+            self._engine = Engine(
+                records, index, embedder if embedder is not None else HashingEmbedder(),
+                config=args.configure(config, overrides),
+                explicit=config is not None or bool(overrides),
+                clock=clock if clock is not None else SystemClock(), audit_key=audit_key,
+                summariser=summariser or ExtractiveSummariser(), read_only=bool(read_only),
+                cache_namespaces=cache_namespaces, note=note)
+        except BaseException:
+            index.close()
+            records.close()
+            raise
+        self._writer = Writer(self._engine)
+        self._reader = Reader(self._engine)
+        self._eraser = Eraser(self._engine, self._writer)
+        self._maintainer = Maintainer(self._engine, self._writer)
+        self.audit = AuditTrail(records, self._engine.chain)
 
-    @_op
-    def add(
-        self,
-        text: str,
-        *,
-        type: MemoryType | str = MemoryType.EPISODIC,
-        payload: Any = None,
-        sensitivity: float | None = None,
-        provenance: Provenance | Mapping[str, Any] | None = None,
-        namespace: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        pinned: bool = False,
-        expires_at: datetime | None = None,
-        links: Iterable[tuple[Predicate | str, str]] = (),
-    ) -> MemoryNode:
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *,
+             index: layout.IndexKind | VectorIndex = "auto", embedder: Embedder | None = None,
+             read_only: bool = False, lock_timeout: float = 5.0,
+             synchronous: Literal["full", "normal"] = "full", **kwargs: Any) -> Self:
+        """Open (or create) the store kept under the directory ``path``.
+
+        The records go to ``path/mars.sqlite3``; the vector index is Chroma on disk
+        (``path/index/chroma``) when ``chromadb`` is installed (:mod:`mars_core.layout`).
+        A new store takes the best embedder installed: all-MiniLM-L6-v2 with the
+        ``semantic`` extra, else the hashing embedder (``MARS_EMBEDDER=hashing|semantic``
+        overrides); a store reopens with the embedder it was built with. ``stats()``
+        says which.
+
+        Args:
+            path: a directory; created when missing (not with ``read_only``).
+            index: ``"auto"``, ``"chroma"``, ``"qdrant"`` (local mode), ``"numpy"``
+                (exact, in the process, no files), or an index instance (a Chroma or
+                Qdrant server). The index is derived: another choice rebuilds it.
+            embedder: the embedder (default: the one the store records).
+            read_only: read beside a writer: no lock, nothing written, exact search.
+            lock_timeout: seconds to wait for another process that writes the store
+                before :class:`~mars_core.errors.ConflictError`.
+            synchronous: ``"full"`` (a returned write survives a power cut) or
+                ``"normal"`` (it survives a crash of the process).
+            **kwargs: passed to :class:`MemoryStore` (``clock``, config fields ...).
+
+        Raises:
+            ConfigError: an unknown index, no store here and ``read_only``.
+            CorruptStoreError: a directory written by mars-memory 0.1, or damaged.
+            ExtraNotInstalledError: the chosen index or embedder is not installed.
+            ConflictError: another process writes the store (after ``lock_timeout``).
+        """
+        from mars_core.embedders import default_embedder, embedder_for
+
+        directory = Path(path)
+        layout.refuse_old_layout(directory)
+        records = SQLiteRecordStore(directory / layout.RECORDS_FILE, read_only=read_only,
+                                    lock_timeout=lock_timeout, synchronous=synchronous)
+        try:
+            with records.read() as tx:
+                manifest = tx.manifest()
+            if read_only and manifest is None:
+                raise ConfigError(f"read_only=True opens an existing store, and there is none "
+                                  f"at {directory}; open it once without read_only")
+            if embedder is None:
+                name = (manifest or {}).get("embedder", {}).get("name")
+                embedder = embedder_for(name) if isinstance(name, str) else default_embedder()
+            chosen, note = layout.open_index(directory, index, manifest, read_only=read_only)
+        except BaseException:
+            records.close()
+            raise
+        return cls(records, chosen, embedder, read_only=read_only, _note=note, **kwargs)
+
+    # --- writing -----------------------------------------------------------------------------
+
+    @_call
+    def add(self, text: str, *, type: MemoryType | str = MemoryType.EPISODIC,
+            payload: Any = None, sensitivity: float | None = None,
+            provenance: Provenance | Mapping[str, Any] | None = None,
+            namespace: str | None = None, metadata: Mapping[str, Any] | None = None,
+            pinned: bool = False, expires_at: datetime | None = None,
+            links: Iterable[tuple[Predicate | str, str]] = ()) -> MemoryNode:
         """Store a memory; evict by the policy if the namespace goes over budget.
 
         Args:
             text: the content (immutable once stored).
             type: ``episodic``, ``semantic``, ``social`` or ``task``.
             payload: the typed payload (a model or a mapping of its fields).
-            sensitivity: privacy sensitivity in [0, 1] (default 0).
+            sensitivity: privacy sensitivity in [0, 1] (default: detected).
             provenance: where it came from; ``derived_from`` ids become derivesFrom edges.
             namespace: tenant/user/session (default ``config.default_namespace``).
             metadata: JSON-compatible user metadata.
@@ -129,29 +236,43 @@ class MemoryStore(StoreCore):
             expires_at: TTL expiry (UTC).
             links: extra edges ``(predicate, target_id)`` from this memory.
 
-        Returns:
-            The stored memory.
-
         Raises:
             ValidationError: bad input (nothing is stored).
             BudgetExceededError: heavier than the namespace's whole budget.
-            NotFoundError: a linked memory does not exist.
+            NotFoundError: a linked memory does not exist in the namespace.
         """
-        ns = self._ns(namespace)
-        txn = self._begin()
-        step = self._step(txn, ns, advance=True)
-        node, vector = self._build(txn, text, type, ns, step, payload=payload,
-                                   sensitivity=sensitivity, provenance=provenance,
-                                   metadata=dict(metadata) if metadata is not None else None,
-                                   pinned=pinned, expires_at=expires_at)
-        self._stage_insert(txn, node, vector, self._edges_for(node, links))
-        self._enforce_budget(txn, ns, node.weight, [node.id])
-        self._commit(txn)
-        return node
+        return self._writer.add([args.item(
+            text, default_ns=self.config.default_namespace, type=type, payload=payload,
+            sensitivity=sensitivity, provenance=provenance, namespace_=namespace,
+            metadata=metadata, pinned=pinned, expires_at=expires_at, links=links)])[0]
 
-    @_op
-    def update(self, node_id: str, text: str, *,
-               metadata: Mapping[str, Any] | None = None,
+    @_call
+    def add_many(self, items: Iterable[str | Mapping[str, Any]], *,
+                 namespace: str | None = None,
+                 type: MemoryType | str = MemoryType.EPISODIC) -> builtins.list[MemoryNode]:
+        """Store many memories in one transaction, with one embedding call and one index
+        write; the budget is enforced after each as if they came one by one.
+
+        Args:
+            items: texts, or mappings of :meth:`add`'s arguments (``text`` and any of
+                ``type``, ``payload``, ``sensitivity``, ``provenance``, ``namespace``,
+                ``metadata``, ``pinned``, ``expires_at``, ``links``).
+            namespace: the namespace of items that name none.
+            type: the type of items that name none.
+
+        Returns:
+            The stored memories, in order (as they are once the call returns).
+
+        Raises:
+            ValidationError, BudgetExceededError, NotFoundError: a bad item (nothing of
+                the call is stored).
+        """
+        specs = args.items(items, default_ns=self.config.default_namespace,
+                           namespace_=namespace, type=type)
+        return self._writer.add(specs)
+
+    @_call
+    def update(self, node_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
                expires_at: datetime | Literal["keep"] | None = "keep") -> MemoryNode:
         """Replace a memory's content: a new memory derivesFrom and supersedes the old one,
         which goes to the archive.
@@ -165,93 +286,32 @@ class MemoryStore(StoreCore):
         Raises:
             NotFoundError: no such memory.
         """
-        old = self._state.get(node_id)
-        expiry = old.expires_at if expires_at == "keep" else expires_at
-        txn = self._begin()
-        step = self._step(txn, old.namespace, advance=True)
-        prov = old.provenance.model_copy(update={"derived_from": (old.id,)})
-        node, vector = self._build(txn, text, old.type, old.namespace, step, payload=old.payload,
-                                   sensitivity=old.sensitivity, provenance=prov,
-                                   metadata=dict(old.metadata if metadata is None else metadata),
-                                   pinned=old.pinned,
-                                   expires_at=expiry)
-        edges = self._edges_for(node, [(Predicate.SUPERSEDES, old.id)])
-        self._stage_put(txn, node, vector, edges=edges)
-        txn.audit.add(op=AuditOp.UPDATE, namespace=old.namespace, node_ids=[node.id, old.id],
-                      step=step, at=node.created_at, rationale=f"new version of {old.id}",
-                      contents={node.id: node.content})
-        if old.is_active:
-            self._stage_archive(txn, old.namespace, [Eviction(
-                old.id, old.weight, None, {}, f"superseded by its new version {node.id}")],
-                "update", {})
-        self._enforce_budget(txn, old.namespace, node.weight - (old.weight if old.is_active else 0),
-                             [node.id, old.id])
-        self._commit(txn)
-        return node
+        old = self._node(node_id)
+        return self._writer.update(old, text, metadata,
+                                   old.expires_at if expires_at == "keep" else expires_at)
 
-    @_op
+    @_call
     def forget(self, node_id: str, reason: str = "forgotten on request") -> MemoryNode:
         """Deliberately forget a memory: it moves to the archive (still explainable and
         searchable with ``include_archive=True``). Already archived: returned unchanged."""
-        node = self._state.get(node_id)
-        if not node.is_active:
-            return node
-        txn = self._begin()
-        self._stage_archive(txn, node.namespace, [Eviction(node.id, node.weight, None, {},
-                                                           f"forgotten by the user: {reason}")],
-                            "user", {})
-        self._commit(txn)
-        self.policy.on_forget(node, self._state.step(node.namespace))
-        return self._state.nodes[node_id]
+        return self._writer.forget(self._node(node_id), reason)
 
-    @_op
+    @_call
     def restore(self, node_id: str) -> MemoryNode:
         """Bring an archived memory back to the active store (the budget is enforced)."""
-        node = self._state.get(node_id)
-        if node.is_active:
-            return node
-        txn = self._begin()
-        txn.touch += 1
-        vec = self.backend.get(self._colls[MemoryStatus.ARCHIVED], [node_id],
-                               with_vectors=True)[0].vector
-        restored = node.model_copy(update={"status": MemoryStatus.ACTIVE,
-                                           "touch_seq": txn.touch, "activated_seq": txn.touch})
-        self._stage_put(txn, restored, vec, MemoryStatus.ARCHIVED)
-        txn.audit.add(op=AuditOp.RESTORE, namespace=node.namespace, node_ids=[node_id],
-                      step=self._step(txn, node.namespace), at=self.clock.now(),
-                      rationale="restored from the archive on request")
-        self._enforce_budget(txn, node.namespace, node.weight, [node_id])
-        self._commit(txn)
-        return restored
+        return self._writer.restore(self._node(node_id))
 
-    @_op
+    @_call
     def link(self, source: str, predicate: Predicate | str, target: str) -> Edge:
         """Add a typed edge between two memories of one namespace."""
-        node = self._state.get(source)
-        edges = self._edges_for(node, [(predicate, target)], implicit=False)
-        self._state.graph.check(edges[0])
-        txn = self._begin()
-        self._stage_put(txn, node, None, node.status, edges)
-        txn.audit.add(op=AuditOp.METADATA, namespace=node.namespace, node_ids=[source, target],
-                      step=self._step(txn, node.namespace), at=self.clock.now(),
-                      rationale=f"linked {source} {edges[0].predicate.value} {target}")
-        self._commit(txn)
-        return edges[0]
+        return self._writer.link(self._node(source), predicate, target)
 
-    @_op
-    def observe(
-        self,
-        role: str,
-        text: str,
-        *,
-        namespace: str | None = None,
-        conversation_id: str | None = None,
-        session_id: str | None = None,
-        turn: int | None = None,
-        speaker: str | None = None,
-        at: datetime | None = None,
-        external_id: str | None = None,
-    ) -> builtins.list[MemoryNode]:
+    @_call
+    def observe(self, role: str, text: str, *, namespace: str | None = None,
+                conversation_id: str | None = None, session_id: str | None = None,
+                turn: int | None = None, speaker: str | None = None,
+                at: datetime | None = None,
+                external_id: str | None = None) -> builtins.list[MemoryNode]:
         """Store one conversational turn and what it says about the user — no LLM call.
 
         Always one episodic memory per turn (linked ``temporalNext`` from the previous
@@ -259,8 +319,7 @@ class MemoryStore(StoreCore):
         relations and dated plans are extracted by deterministic cue rules
         (:mod:`mars_core.extract`), each ``derivesFrom`` the episode. A new value on a
         known topic supersedes (or, after a correction cue, corrects) the old memory,
-        which moves to the archive. Text signals and the DMF survival score are
-        computed once, here.
+        which moves to the archive.
 
         Args:
             role: ``user``, ``assistant``, ``tool``, ... (the provenance source).
@@ -274,83 +333,84 @@ class MemoryStore(StoreCore):
             external_id: the turn's id in the caller's system.
 
         Returns:
-            The stored memories: the episode first, then the extracted ones.
+            The stored memories: the episode first, then the extracted ones (none when
+            the namespace's preferences block the turn).
         """
-        if not isinstance(role, str) or not role.strip():
-            raise ValidationError("role must be a non-empty string such as 'user'")
-        ns = self._ns(namespace)
-        try:
-            prov = Provenance(source=role, conversation_id=conversation_id,
-                              session_id=session_id, turn=turn, external_id=external_id)
-        except pydantic.ValidationError as exc:
-            raise ValidationError.from_pydantic(exc, "turn provenance") from None
-        try:
-            self._check_allowed(text, ns, conversation_id)
-        except BlockedByPreferenceError:
-            return []  # the user asked for this never to be stored: a turn leaves no trace
-        txn = self._begin()
-        nodes = self._stage_observe(txn, ns, text, prov=prov, speaker=speaker, at=at)
-        self._enforce_budget(txn, ns, sum(n.weight for n in nodes), [n.id for n in nodes])
-        self._commit(txn)
-        return [self._state.nodes.get(n.id, n) for n in nodes]
+        return self._writer.observe([args.turn(
+            role, text, default_ns=self.config.default_namespace, namespace_=namespace,
+            conversation_id=conversation_id, session_id=session_id, turn=turn,
+            speaker=speaker, at=at, external_id=external_id)])[0]
 
-    # --- public API: reading -------------------------------------------------------------------
+    @_call
+    def observe_many(self, turns: Iterable[Mapping[str, Any]], *, namespace: str | None = None,
+                     conversation_id: str | None = None
+                     ) -> builtins.list[builtins.list[MemoryNode]]:
+        """Store many turns in one transaction, with one embedding call and one index
+        write, exactly as :meth:`observe` would one by one.
 
-    @_op
+        Args:
+            turns: mappings of :meth:`observe`'s arguments (``role`` and ``text``, and any
+                of ``namespace``, ``conversation_id``, ``session_id``, ``turn``,
+                ``speaker``, ``at``, ``external_id``).
+            namespace: the namespace of turns that name none.
+            conversation_id: the conversation of turns that name none.
+
+        Returns:
+            What each turn stored, in order.
+        """
+        specs = args.turns(turns, default_ns=self.config.default_namespace,
+                           namespace_=namespace, conversation_id=conversation_id)
+        return self._writer.observe(specs)
+
+    @_call
+    def set_metadata(self, node_id: str, metadata: Mapping[str, Any] | None = None, *,
+                     expires_at: datetime | Literal["keep"] | None = "keep",
+                     pinned: bool | None = None) -> MemoryNode:
+        """Change what is mutable about a memory — its metadata, TTL expiry, pin — in place.
+
+        Content is immutable (use :meth:`update`); one ``metadata`` audit event records the
+        change (field names, never values).
+
+        Raises:
+            NotFoundError: no such memory.
+            ValidationError: metadata that is not JSON-compatible.
+        """
+        old = self._node(node_id)
+        change: dict[str, Any] = {}
+        if metadata is not None:
+            change["metadata"] = dict(metadata)
+        if expires_at != "keep":
+            change["expires_at"] = expires_at
+        if pinned is not None:
+            change["pinned"] = pinned
+        return self._writer.set_metadata(old, change)
+
+    # --- reading -----------------------------------------------------------------------------
+
+    @_call
     def get(self, node_id: str) -> MemoryNode:
         """A memory by id (active or archived); not counted as an access."""
-        return self._state.get(node_id)
+        return self._node(node_id)
 
-    @_op
-    def list(
-        self,
-        namespace: str | None = None,
-        *,
-        type: MemoryType | str | None = None,
-        status: MemoryStatus | str | None = MemoryStatus.ACTIVE,
-    ) -> builtins.list[MemoryNode]:
+    @_call
+    def list(self, namespace: str | None = None, *, type: MemoryType | str | None = None,
+             status: MemoryStatus | str | None = MemoryStatus.ACTIVE) -> builtins.list[MemoryNode]:
         """Memories of a namespace, oldest first (``status=None``: active and archived)."""
-        ns = self._ns(namespace)
-        try:
-            statuses = list(MemoryStatus) if status is None else [MemoryStatus(status)]
-            mt = None if type is None else MemoryType(type)
-        except ValueError as exc:
-            raise ValidationError(str(exc)) from None
-        nodes = [self._state.nodes[i] for s in statuses for i in self._state.ids(ns, s)]
-        nodes = [n for n in nodes if mt is None or n.type is mt]
-        return sorted(nodes, key=lambda n: n.seq)
+        return self._reader.memories(self._engine.ns(self._ns(namespace)), type, status)
 
-    @_op
+    @_call
     def history(self, node_id: str) -> builtins.list[MemoryNode]:
         """All versions of a memory along ``supersedes`` edges, oldest first."""
-        self._state.get(node_id)
-        g, seen, todo = self._state.graph, {node_id}, [node_id]
-        while todo:
-            cur = todo.pop()
-            for e in g.out_edges(cur, Predicate.SUPERSEDES) + g.in_edges(cur, Predicate.SUPERSEDES):
-                for nxt in (e.source, e.target):
-                    if nxt not in seen and nxt in self._state.nodes:
-                        seen.add(nxt)
-                        todo.append(nxt)
-        return sorted((self._state.nodes[i] for i in seen), key=lambda n: n.seq)
+        return self._reader.history(self._engine.locate(node_id), node_id)
 
-    @_op
-    def retrieve(
-        self,
-        query: str,
-        *,
-        budget_tokens: int | None = None,
-        k: int | None = None,
-        types: Iterable[MemoryType | str] | None = None,
-        max_sensitivity: float | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        conversation: str | None = None,
-        namespace: str | None = None,
-        include_archive: bool = False,
-        read_only: bool = False,
-        relative_cutoff: float | None = None,
-    ) -> builtins.list[Hit]:
+    @_call
+    def retrieve(self, query: str, *, budget_tokens: int | None = None, k: int | None = None,
+                 types: Iterable[MemoryType | str] | None = None,
+                 max_sensitivity: float | None = None, since: datetime | None = None,
+                 until: datetime | None = None, conversation: str | None = None,
+                 namespace: str | None = None, include_archive: bool = False,
+                 read_only: bool = False,
+                 relative_cutoff: float | None = None) -> builtins.list[Hit]:
         """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget.
 
         The pipeline is the one measured on LoCoMo (docs/benchmarks/evidence.md), set by
@@ -383,36 +443,18 @@ class MemoryStore(StoreCore):
         Raises:
             ValidationError: bad query or filter values.
         """
-        q, budget = self._query(query, namespace=namespace, types=types,
-                                max_sensitivity=max_sensitivity, since=since, until=until,
-                                conversation=conversation, budget_tokens=budget_tokens, k=k)
-        ratio = self._cutoff(relative_cutoff)
-        qvec = embed_one(self.embedder, query)
-        hits = self._rank(MemoryStatus.ACTIVE, qvec, q)
-        if include_archive:
-            hits += [Hit(h.node, h.score * 0.9, h.dense, h.lexical, True)
-                     for h in self._rank(MemoryStatus.ARCHIVED, qvec, q)]
-            hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
-        recallable = self._recallable(q.namespace)  # private mode without consent
-        chosen = pack(cut([h for h in hits if recallable(h.node)], ratio, self._derivation),
-                      budget, k)
-        if not read_only and chosen:  # a read-only store records no access anyway
-            self.policy.on_retrieve(q.namespace, [h.node for h in chosen], budget,
-                                    self._state.step(q.namespace))
-            self._record_access(q.namespace, chosen, budget, query)
-        return chosen
+        q, budget = args.query(query, self.config, namespace_=namespace, types=types,
+                               max_sensitivity=max_sensitivity, since=since, until=until,
+                               conversation=conversation, budget_tokens=budget_tokens, k=k)
+        return self._reader.retrieve(q, budget, k=k,
+                                     ratio=args.cutoff(relative_cutoff, self.config),
+                                     include_archive=bool(include_archive),
+                                     read_only=bool(read_only))
 
-    @_op
-    def recall(
-        self,
-        entity: str | None = None,
-        *,
-        goal: str | None = None,
-        namespace: str | None = None,
-        k: int = 10,
-        max_hops: int = 2,
-        read_only: bool = False,
-    ) -> builtins.list[Hit]:
+    @_call
+    def recall(self, entity: str | None = None, *, goal: str | None = None,
+               namespace: str | None = None, k: int = 10, max_hops: int = 2,
+               read_only: bool = False) -> builtins.list[Hit]:
         """Memories around an entity or a goal: a walk of a small ball in the semantic and
         social graph, reranked by similarity to the goal (seed 000 §4.1). The hits count
         as an access unless ``read_only`` (always so in a store opened with
@@ -421,37 +463,19 @@ class MemoryStore(StoreCore):
         Raises:
             ValidationError: neither or both of ``entity`` and ``goal``.
         """
-        if (entity is None) == (goal is None) or not (entity or goal or "").strip():
+        if (entity is None) == (goal is None) or not isinstance(entity or goal, str) \
+                or not (entity or goal or "").strip():
             raise ValidationError("recall needs exactly one of entity= or goal=")
-        if not isinstance(k, int) or k <= 0:
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise ValidationError("k must be a positive integer")
-        ns = self._ns(namespace)
-        starts = assemble.recall_starts(self._state, ns, entity, goal, limit=k)
-        ball = recall_walk(self._state.graph, starts, self._state.is_active,
-                           max_hops=max_hops, max_nodes=4 * k)
-        ids = [i for i, _ in ball]
-        vecs = dict(zip(ids, self._vectors(ids), strict=True))
-        ranked = rank_recall(ball, vecs, embed_one(self.embedder, entity or goal or ""),
-                             allowed=self._purpose_filter(ns, goal), limit=k)
-        hits = [Hit(self._state.nodes[r.node_id], r.score, r.similarity or 0.0, 0.0)
-                for r in ranked]
-        if hits and not read_only:
-            self._record_access(ns, hits, sum(h.node.weight for h in hits), entity or goal or "")
-        return hits
+        return self._reader.recall(self._ns(namespace), entity=entity, goal=goal, k=k,
+                                   max_hops=max_hops, read_only=bool(read_only))
 
-    @_op
-    def render_context(
-        self,
-        query: str,
-        *,
-        budget_tokens: int | None = None,
-        namespace: str | None = None,
-        conversation: str | None = None,
-        active_turns: int = 6,
-        evidence: int = 5,
-        redact: bool = True,
-        evidence_only: bool = False,
-    ) -> str:
+    @_call
+    def render_context(self, query: str, *, budget_tokens: int | None = None,
+                       namespace: str | None = None, conversation: str | None = None,
+                       active_turns: int = 6, evidence: int = 5, redact: bool = True,
+                       evidence_only: bool = False) -> str:
         """Prompt-ready context: recalled evidence, its raw support, then the active
         conversation — the layout of DMF §9.3 step 6, within ``budget_tokens``.
 
@@ -466,38 +490,13 @@ class MemoryStore(StoreCore):
         an access (one audit event, with the redaction counts), except in a store opened
         with ``read_only=True``.
         """
-        q, budget = self._query(query, namespace=namespace, types=None, max_sensitivity=None,
-                                since=None, until=None, conversation=None,
-                                budget_tokens=budget_tokens, k=None)
-        active = assemble.active_turns(self._state, q.namespace, conversation, active_turns)
-        skip = frozenset(n.id for n in active)
-        recallable = self._recallable(q.namespace)
-        echo = " ".join(q.text.split()).casefold()  # the question is not its own evidence
-        hits = [h for h in self._rank(MemoryStatus.ACTIVE, embed_one(self.embedder, query),
-                                      Query(q.text, q.namespace))
-                if assemble.validity(self._state, h.id) is Validity.CURRENT
-                and recallable(h.node) and " ".join(h.node.content.split()).casefold() != echo]
-        # cut with the active turns still in: a fact drawn from a turn on screen stays
-        hits = [h for h in cut(hits, self.config.retrieval.relative_cutoff, self._derivation)
-                if h.id not in skip][:evidence]
-        cards = [(h.node, h.score, Validity.CURRENT) for h in hits]
-        support = assemble.support_for(self._state, [h.node for h in hits],
-                                       skip=skip | {h.id for h in hits})
-        text = render_context(assemble.evidence_items(cards), assemble.evidence_items(support),
-                              assemble.evidence_items([(n, float(i), Validity.CURRENT)
-                                                       for i, n in enumerate(active)]),
-                              budget, self.counter.count, evidence_only=evidence_only)
-        counts: dict[str, Any] = {}
-        if redact:
-            result = redact_text(text, protected=self._protected_phrases(q.namespace),
-                                 analyzer=self.enricher.analyzer)
-            text, counts = result.text, {"redacted": result.spans_redacted,
-                                         "redacted_kinds": sorted(k.value for k in result.kinds)}
-        if hits:
-            self._record_access(q.namespace, hits, budget, query, counts)
-        return text
+        q, budget = args.query(query, self.config, namespace_=namespace,
+                               budget_tokens=budget_tokens)
+        return self._reader.render(q, budget, conversation=conversation,
+                                   active_turns=active_turns, evidence=evidence,
+                                   redact=bool(redact), evidence_only=bool(evidence_only))
 
-    @_op
+    @_call
     def credit(self, used: Iterable[str], offered: Iterable[str],
                namespace: str | None = None) -> None:
         """Feedback after an answer: of the memories ``offered`` to it, ``used`` were used.
@@ -508,13 +507,13 @@ class MemoryStore(StoreCore):
         Raises:
             ValidationError: ``used`` is not a subset of ``offered``.
         """
-        ns = self._ns(namespace)
-        used_l, offered_l = list(used), list(offered)
+        state = self._engine.ns(self._ns(namespace))
+        used_l, offered_l = builtins.list(used), builtins.list(offered)
         if not set(used_l) <= set(offered_l):
             raise ValidationError("credited memories must be among those offered")
-        self.policy.on_credit(ns, used_l, offered_l, self._state.step(ns))
+        state.policy.on_credit(state.name, used_l, offered_l, state.step)
 
-    @_op
+    @_call
     def reinforce(self, ids: Iterable[str], namespace: str | None = None,
                   reason: str = "credited use", *, credit: bool = True) -> None:
         """Record a use of exactly these memories: an access each (statistics, LRU order,
@@ -523,145 +522,51 @@ class MemoryStore(StoreCore):
         LangGraph store search).
 
         Raises:
-            ValidationError: an id of another namespace, or an archived memory.
-            NotFoundError: an unknown id.
+            ValidationError: an archived memory.
+            NotFoundError: an id that is not a memory of the namespace.
         """
-        ns = self._ns(namespace)
-        nodes = [self._state.get(i) for i in dict.fromkeys(ids)]
-        for n in nodes:
-            if n.namespace != ns or not n.is_active:
-                raise ValidationError(f"memory {n.id} is not an active memory of {ns!r}")
-        if not nodes:
-            return
-        hits = [Hit(n, 1.0, 0.0, 0.0, False) for n in nodes]
-        self._record_access(ns, hits, sum(n.weight for n in nodes), "",
-                            {"reason": reason}, rationale=f"{reason}: {len(nodes)} memories")
-        if credit:
-            self.policy.on_credit(ns, [n.id for n in nodes], [n.id for n in nodes],
-                                  self._state.step(ns))
+        self._reader.reinforce(self._engine.ns(self._ns(namespace)), ids, reason, credit)
 
-    @_op
-    def set_metadata(self, node_id: str, metadata: Mapping[str, Any] | None = None, *,
-                     expires_at: datetime | Literal["keep"] | None = "keep",
-                     pinned: bool | None = None) -> MemoryNode:
-        """Change what is mutable about a memory — its metadata, TTL expiry, pin — in place.
-
-        Content is immutable (use :meth:`update`); one ``metadata`` audit event records the
-        change (field names, never values).
-
-        Raises:
-            NotFoundError: no such memory.
-            ValidationError: metadata that is not JSON-compatible.
-        """
-        old = self._state.get(node_id)
-        update: dict[str, Any] = {}
-        if metadata is not None:
-            update["metadata"] = dict(metadata)
-        if expires_at != "keep":
-            update["expires_at"] = expires_at
-        if pinned is not None:
-            update["pinned"] = pinned
-        try:
-            node = MemoryNode.model_validate({**old.model_dump(), **update})
-        except pydantic.ValidationError as exc:
-            raise ValidationError.from_pydantic(exc, "metadata change") from None
-        txn = self._begin()
-        step = self._step(txn, old.namespace)
-        self._stage_put(txn, node)
-        txn.audit.add(op=AuditOp.METADATA, namespace=old.namespace, node_ids=[node.id],
-                      step=step, at=self.clock.now(), params={"fields": sorted(update)},
-                      rationale=f"changed {', '.join(sorted(update)) or 'nothing'}")
-        self._commit(txn)
-        return node
-
-    @_op
+    @_call
     def namespaces(self) -> builtins.list[str]:
         """Every namespace that holds memories (active or archived), sorted."""
-        return sorted(ns for ns, by in self._state.by_ns.items() if any(by.values()))
+        with self._engine.records.read() as tx:
+            return builtins.list(tx.totals())
 
-    @_op
+    @_call
+    def policy_for(self, namespace: str | None = None) -> Policy:
+        """The policy instance that decides for a namespace (each has its own, so one
+        tenant's traffic never shapes another's forgetting)."""
+        return self._engine.ns(self._ns(namespace)).policy
+
+    @_call
     def explain(self, node_id: str) -> Explanation:
-        """The provenance chain and the audit rationale of a memory (also when forgotten)."""
-        return explain(self._state, self.audit, node_id)
+        """The provenance chain and the audit rationale of a memory (also when forgotten
+        or erased).
 
-    @_op
+        Raises:
+            NotFoundError: no memory ever had that id.
+        """
+        try:
+            state = self._engine.locate(node_id)
+        except NotFoundError:
+            state = None
+        return explain(state, self.audit.for_node(node_id) if isinstance(node_id, str) else [],
+                       node_id)
+
+    @_call
     def verify(self) -> VerifyReport:
-        """Verify the audit chain held in memory: hashes, order and links. (Its head was
-        checked against the store's state record when the store was opened.)"""
+        """Verify every namespace's audit chain: hashes, order, links and recorded head."""
         return self.audit.verify()
 
-    @_op
+    @_call
     def stats(self, namespace: str | None = None) -> dict[str, Any]:
         """Counts, token use and configuration (of one namespace, or of all)."""
-        st = self._state
-        names = [self._ns(namespace)] if namespace is not None else st.namespaces()
-        per = {}
-        for ns in names:
-            per[ns] = {
-                "active": st.count(ns, MemoryStatus.ACTIVE),
-                "archived": st.count(ns, MemoryStatus.ARCHIVED),
-                "tokens": st.ledger.used(ns), "budget": self.config.budget_for(ns),
-                "tokens_by_type": {t.value: v for t, v in st.ledger.by_type(ns).items()},
-                "step": st.step(ns),
-            }
-        return {"backend": self.backend.name, "backend_choice": self._backend_note,
-                "embedder": self.embedder.name, "dim": self.embedder.dim,
-                "encrypted": self._cipher is not None, "token_counter": self.counter.name,
-                "policy": self.policy.name, "audit_events": len(self.audit), "namespaces": per}
+        return self._engine.report(None if namespace is None else self._ns(namespace))
 
-    @_op
-    def reembed(self, embedder: Embedder, batch_size: int = 256) -> int:
-        """Move the store to a new embedder; returns how many memories were re-embedded.
+    # --- maintenance -------------------------------------------------------------------------
 
-        Vectors are written to new collections first; one atomic write then switches the
-        manifest (with a ``config`` audit event); only then are the old collections
-        emptied. A crash before the switch leaves the store on the old embedder, after
-        it on the new one; a failure deletes the copies made so far, and the next try
-        starts from empty new collections. Reopen the store with the new embedder
-        afterwards.
-        """
-        self._begin()  # refuses a read-only store before anything is written
-        if self._lease is not None:
-            self._lease.check()  # ... and a writer that lost its lease
-        new = self._reembed_targets()
-        try:
-            count = sum(self._copy_embedded(self._colls[status], name, embedder, batch_size)
-                        for status, name in new.items())
-        except ConflictError:
-            raise  # the lease is another writer's now: not ours to write (erasure purges)
-        except BaseException:
-            self._empty(new.values())  # no copy outlives the failure (an erased text!)
-            raise
-        txn = self._begin()
-        txn.batch.upsert(codec.META, [codec.meta_record("manifest", self._manifest(embedder, new))])
-        txn.audit.add(op=AuditOp.CONFIG, namespace=self.config.default_namespace, step=0,
-                      at=self.clock.now(), params={"embedder": embedder.name, "dim": embedder.dim},
-                      rationale=f"re-embedded {count} memories with {embedder.name}")
-        self._commit(txn)
-        old, self._colls, self.embedder = self._colls, new, embedder
-        self._empty(old.values())
-        return count
-
-    def _copy_embedded(self, source: str, target: str, embedder: Embedder,
-                       batch_size: int) -> int:
-        """Copy ``source``'s records into ``target`` (emptied first: a crashed earlier
-        try may have left copies, of memories erased since) with ``embedder``'s vectors."""
-        self.backend.ensure_collection(target, embedder.dim)
-        self._empty([target])
-        records = self.backend.get(source)
-        for i in range(0, len(records), batch_size):
-            chunk = records[i:i + batch_size]
-            texts = [codec.decode_node(r, self._unseal)[0].content for r in chunk]
-            vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
-            if vecs.shape != (len(chunk), embedder.dim):
-                raise ValidationError(f"embedder {embedder.name!r} returned {vecs.shape}")
-            if self._lease is not None:
-                self._lease.check()  # and renews it: a long re-embedding keeps the store
-            self.backend.upsert(target, [Record(r.id, v, r.document, r.metadata)
-                                         for r, v in zip(chunk, vecs, strict=True)])
-        return len(records)
-
-    @_op
+    @_call
     def maintain(self, namespace: str | None = None, *, ttl: bool = True,
                  graduated: bool = False, dedup: bool = True,
                  reflect: bool = True) -> dict[str, dict[str, int]]:
@@ -677,71 +582,68 @@ class MemoryStore(StoreCore):
            is above ``config.reflect_at`` of its budget.
 
         Pinned memories, active goals and their prerequisites are never touched. Each
-        namespace is one atomic write. Returns counts per namespace.
+        namespace is one transaction. Returns counts per namespace.
         """
-        names = [self._ns(namespace)] if namespace is not None else self._state.namespaces()
-        return {ns: self._maintain_namespace(ns, ttl=ttl, graduated=graduated, dedup=dedup,
-                                             reflect=reflect) for ns in names}
+        names = [self._ns(namespace)] if namespace is not None else self.namespaces()
+        return {ns: self._maintainer.maintain_namespace(ns, ttl=ttl, graduated=graduated,
+                                                        dedup=dedup, reflect=reflect)
+                for ns in names}
 
-    # --- privacy ---------------------------------------------------------------------------------
+    @_call
+    def reembed(self, embedder: Embedder, batch_size: int = 256) -> int:
+        """Move the store to a new embedder; returns how many memories were re-embedded.
 
-    @_op
-    def erase(
-        self,
-        node_id: str | None = None,
-        *,
-        entity: str | None = None,
-        conversation: str | None = None,
-        namespace: str | None = None,
-    ) -> ErasureReceipt:
+        Every memory gets its new vector in one transaction (with the manifest and a
+        ``config`` audit event): the store is on the old embedder or on the new one,
+        never between. The vector index is then rebuilt from the new vectors.
+        """
+        return self._maintainer.reembed(embedder, batch_size)
+
+    @_call
+    def reindex(self) -> int:
+        """Rebuild the vector index from the records; returns how many entries it holds.
+
+        The index is derived: this is what to run after deleting its files or when it
+        is suspected to lag (an index that loads on demand is simply dropped).
+        """
+        return self._engine.reindex()
+
+    # --- privacy -----------------------------------------------------------------------------
+
+    @_call
+    def erase(self, node_id: str | None = None, *, entity: str | None = None,
+              conversation: str | None = None, namespace: str | None = None) -> ErasureReceipt:
         """Right to be forgotten: remove memories and everything derived from them.
 
         Give exactly one selector — ``node_id``, ``entity`` (every memory mentioning it),
         ``conversation`` (every memory from it) — scoped to ``namespace``; or give only
         ``namespace`` to erase the whole namespace. Summaries built on erased memories
         are regenerated from what survives, or erased when too little does
-        (:mod:`mars_core.privacy.erasure`). The text leaves active memory, the archive
-        and every collection; backends that can rewrite their files are compacted.
-        The audit keeps one ``erase`` event per memory, with keyed hashes only.
-        Erasing a whole namespace also erases its privacy preferences. With encryption
-        on (``keys_path``), the keys of every erased record are then destroyed, so what
-        a backend keeps of deleted documents is ciphertext without a key.
+        (:mod:`mars_core.privacy.erasure`). The text leaves the record store (overwritten
+        in its file, its write-ahead log truncated) and the vector index deletes the
+        entries; the receipt says what was done on disk. The audit keeps one ``erase``
+        event per memory, with keyed hashes only. Erasing a whole namespace also erases
+        its privacy preferences.
 
         Raises:
             ValidationError: no selector, or several.
-            NotFoundError: ``node_id`` does not exist.
+            NotFoundError: ``node_id`` does not exist (in ``namespace``, if given).
         """
         if node_id is not None and namespace is None:
-            namespace = self._state.get(node_id).namespace
-        ns = self._ns(namespace)
-        whole = namespace is not None and node_id is entity is conversation is None
-        plan = plan_erasure(self._state, ns, node_id=node_id, entity=entity,
-                            conversation=conversation, namespace_all=whole)
-        request = ("node" if node_id is not None else "entity" if entity is not None
-                   else "conversation" if conversation is not None else "namespace")
-        selector = node_id or entity or conversation or ns
-        params = {"target_hash": self.audit.content_hash(selector)[:16]}
-        txn = self._begin()
-        first = len(self.audit)
-        by_type = Counter(self._state.nodes[i].type.value for i in plan.erased)
-        renamed = self._stage_erase(txn, ns, plan, request, params)
-        keys = [*plan.erased, *renamed, *(self._stage_prefs_erasure(txn, ns) if whole else [])]
-        self._commit(txn)
-        for gone in [*plan.erased, *renamed]:  # no erased phrase stays in memory either
-            self._phrases.pop(gone, None)
-        if whole:
-            self._prefs.pop(ns, None)
-        shredded = self._shred(keys)  # after the records are gone, never before
-        self._prime_centroids([n for n in self._state.nodes.values() if n.namespace == ns])
-        return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
-                              tuple(range(first, len(self.audit))), self._purge(shredded))
+            state = self._engine.locate(node_id)
+        else:
+            state = self._engine.ns(self._ns(namespace))
+        whole = namespace is not None and node_id is None and entity is None \
+            and conversation is None
+        return self._eraser.erase(state, node_id=node_id, entity=entity,
+                                  conversation=conversation, whole=whole)
 
-    @_op
+    @_call
     def preferences(self, namespace: str | None = None) -> PrivacyPreferences:
         """The namespace's privacy preferences (defaults when none were set)."""
-        return self._prefs.get(self._ns(namespace), PrivacyPreferences())
+        return self._engine.ns(self._ns(namespace)).prefs or PrivacyPreferences()
 
-    @_op
+    @_call
     def set_preferences(self, preferences: PrivacyPreferences | Mapping[str, Any],
                         namespace: str | None = None) -> PrivacyPreferences:
         """Set a namespace's privacy preferences and apply them to what it already holds.
@@ -751,71 +653,49 @@ class MemoryStore(StoreCore):
         included; every changed memory gets one ``metadata`` audit event. The change of
         preferences itself is one ``config`` event (counts only, no entity names).
         """
-        ns = self._ns(namespace)
+        state = self._engine.ns(self._ns(namespace))
         try:
             prefs = preferences if isinstance(preferences, PrivacyPreferences) else \
                 PrivacyPreferences.model_validate(preferences)
         except pydantic.ValidationError as exc:
             raise ValidationError.from_pydantic(exc, "privacy preferences") from None
-        txn = self._begin()
-        self._stage_preferences(txn, ns, prefs)
-        self._commit(txn)
-        self._prefs[ns] = prefs
+        self._eraser.set_preferences(state, prefs)
         return prefs
 
-    @_op
+    @_call
     def grant_consent(self, *, types: Iterable[MemoryType | str] = (),
                       entities: Iterable[str] = (), purpose: str = "",
                       expires_at: datetime | None = None,
                       namespace: str | None = None) -> ConsentGrant:
         """Allow private memories (by type and/or entity) to be recalled in private mode."""
-        ns = self._ns(namespace)
-        prefs = self._prefs.get(ns, PrivacyPreferences())
-        try:
-            grant = ConsentGrant(id=f"consent-{len(self.audit)}", types=tuple(
-                MemoryType(t) for t in types), entities=tuple(entities), purpose=purpose,
-                granted_at=self.clock.now(), expires_at=expires_at)
-        except (ValueError, pydantic.ValidationError) as exc:
-            raise ValidationError(f"invalid consent: {exc}") from None
-        self.set_preferences(prefs.model_copy(update={"consents": (*prefs.consents, grant)}),
-                             ns)
-        return grant
+        return self._eraser.grant(self._engine.ns(self._ns(namespace)), types=types,
+                                   entities=entities, purpose=purpose, expires_at=expires_at)
 
-    @_op
+    @_call
     def revoke_consent(self, consent_id: str, namespace: str | None = None) -> None:
         """Withdraw a consent grant (recorded in the audit)."""
-        ns = self._ns(namespace)
-        prefs = self._prefs.get(ns, PrivacyPreferences())
-        kept = tuple(c for c in prefs.consents if c.id != consent_id)
-        if len(kept) == len(prefs.consents):
-            raise NotFoundError(f"no consent {consent_id!r} in namespace {ns!r}")
-        self.set_preferences(prefs.model_copy(update={"consents": kept}), ns)
+        self._eraser.revoke(self._engine.ns(self._ns(namespace)), consent_id)
 
-    @_op
+    @_call
     def receipt(self, namespace: str | None = None) -> PrivacyReceipt:
         """The privacy receipt of a namespace: stored, summarised, removed, and why."""
         ns = self._ns(namespace)
         return build_receipt(ns, self.list(ns, status=None), self.audit.events(ns))
 
-    # --- export / import -------------------------------------------------------------------------
+    # --- export / import ---------------------------------------------------------------------
 
-    @_op
+    @_call
     def export_jsonld(self, path: str | os.PathLike[str] | None = None,
                       namespace: str | None = None) -> dict[str, Any]:
         """Export memories and edges as JSON-LD (to ``path`` when given); returns the document."""
-        from mars_core.io import to_jsonld, write_json
+        from mars_core.io import write_json
 
-        nodes = [n for n in sorted(self._state.nodes.values(), key=lambda n: n.seq)
-                 if namespace is None or n.namespace == namespace]
-        keep = {n.id for n in nodes}
-        edges = [e for e in self._state.graph.edges() if e.source in keep and e.target in keep]
-        doc = to_jsonld(nodes, edges, {ns: self._state.step(ns) for ns in
-                                       sorted({n.namespace for n in nodes})})
+        doc = self._engine.export(None if namespace is None else self._ns(namespace))
         if path is not None:
             write_json(Path(path), doc)
         return doc
 
-    @_op
+    @_call
     def import_jsonld(self, source: str | os.PathLike[str] | Mapping[str, Any]) -> int:
         """Import a JSON-LD export (ids preserved); returns how many memories were imported.
 
@@ -826,79 +706,61 @@ class MemoryStore(StoreCore):
         from mars_core.io import from_jsonld
 
         nodes, edges, steps = from_jsonld(source)
-        nodes = [n.model_copy(update={"weight": max(1, self.counter.count(n.content))})
-                 for n in nodes]  # weights are ours to count, whatever the document says
-        clash = [n.id for n in nodes if n.id in self._state.nodes]
-        if clash:
-            raise ConflictError(f"{len(clash)} imported ids already exist (first: {clash[0]})")
-        self._check_import_edges(nodes, edges)
         for ns in {n.namespace for n in nodes}:
-            if sum(n.weight for n in nodes if n.namespace == ns and n.is_active) > \
-                    self.config.budget_for(ns):
-                raise BudgetExceededError(f"active memories of {ns!r} exceed its budget")
-        vectors = self.embedder.embed([n.content for n in nodes]) if nodes else \
-            np.zeros((0, self.embedder.dim), dtype=np.float32)
-        by_source: dict[str, list[Edge]] = {}
-        for e in edges:
-            by_source.setdefault(e.source, []).append(e)
-        txn = self._begin()
-        for node, vec in zip(nodes, vectors, strict=True):
-            self._stage_put(txn, node, vec, edges=by_source.get(node.id, []))
-            txn.counter, txn.touch = max(txn.counter, node.seq), max(txn.touch, node.touch_seq)
-        for ns, step in steps.items():
-            txn.steps[ns] = max(step, self._state.step(ns))
-        for ns in sorted({n.namespace for n in nodes}):
-            ids = [n.id for n in nodes if n.namespace == ns]
-            txn.audit.add(op=AuditOp.IMPORT, namespace=ns, node_ids=ids, step=self._step(txn, ns),
-                          at=self.clock.now(), rationale=f"imported {len(ids)} memories")
-        self._commit(txn)
-        return len(nodes)
+            self._ns(ns)
+        return self._writer.import_nodes(nodes, edges, steps)
 
     @classmethod
     def from_jsonld(cls, source: str | os.PathLike[str] | Mapping[str, Any],
                     **kwargs: Any) -> MemoryStore:
-        """A new (in-memory unless ``backend=`` is given) store holding a JSON-LD export."""
+        """A new store (in RAM unless ``records=`` is given) holding a JSON-LD export."""
         store = cls(**kwargs)
         store.import_jsonld(source)
         return store
 
-    # --- lifecycle -------------------------------------------------------------------------------
+    # --- properties and lifecycle ------------------------------------------------------------
 
-    @_op
-    def refresh(self) -> bool:
-        """Read the store again if its writer changed it since this reader last read it.
+    @property
+    def config(self) -> StoreConfig:
+        """The configuration in force (the recorded one when reopened without one)."""
+        return self._engine.config
 
-        For a ``read_only`` store beside a writer (another process on a shared server):
-        one small read when nothing changed, otherwise the views are rebuilt as on open.
-        A writer's own store is always current (``False``).
+    @property
+    def clock(self) -> Clock:
+        """The store's clock."""
+        return self._engine.clock
 
-        Returns:
-            Whether anything was read again.
+    @property
+    def summariser(self) -> Summariser:
+        """What writes reflection and erasure summaries (extractive unless given)."""
+        return self._engine.summariser
 
-        Raises:
-            EmbeddingMismatchError, CorruptStoreError, MarsBackendError: as when opening
-                (the writer moved the store to another embedder, ...); the store then
-                stays as it was.
-        """
-        return self._refresh()
+    @property
+    def token_counter(self) -> TokenCounter:
+        """How the store weighs a text in tokens (recorded in the manifest)."""
+        return self._engine.counter
 
-    def close(self) -> None:
-        """Close the store and its backend (idempotent)."""
-        with self._lock:
-            if not self._closed:
-                try:
-                    self._flush_policy_state()
-                finally:  # closed whatever the flush met: no handle outlives close()
-                    self._closed = True
-                    self._release_lease()
-                    self.backend.close()
-                    if self._cipher is not None:
-                        self._cipher.close()
+    @property
+    def embedder(self) -> Embedder:
+        """The store's embedder."""
+        return self._engine.embedder
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened ``read_only=True`` (it then never writes)."""
+        return self._engine.read_only
 
     @property
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self._closed
+
+    def close(self) -> None:
+        """Save what the cached namespaces' policies learned and close (idempotent)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._engine.close()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -906,14 +768,24 @@ class MemoryStore(StoreCore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # --- validation --------------------------------------------------------------------------
+
+    def _ns(self, namespace: object) -> str:
+        return args.namespace(namespace, default=self.config.default_namespace)
+
+    def _node(self, node_id: object) -> MemoryNode:
+        return self._engine.locate(node_id).node(node_id)  # type: ignore[arg-type]
+
     # --- async twins (written once) ----------------------------------------------------------
 
     aadd = asyncify(add)
+    aadd_many = asyncify(add_many)
     aupdate = asyncify(update)
     aforget = asyncify(forget)
     arestore = asyncify(restore)
     alink = asyncify(link)
     aobserve = asyncify(observe)
+    aobserve_many = asyncify(observe_many)
     arecall = asyncify(recall)
     arender_context = asyncify(render_context)
     aget = asyncify(get)
@@ -921,11 +793,13 @@ class MemoryStore(StoreCore):
     ahistory = asyncify(history)
     aretrieve = asyncify(retrieve)
     acredit = asyncify(credit)
+    areinforce = asyncify(reinforce)
+    aset_metadata = asyncify(set_metadata)
     aexplain = asyncify(explain)
     astats = asyncify(stats)
     averify = asyncify(verify)
-    arefresh = asyncify(refresh)
     areembed = asyncify(reembed)
+    areindex = asyncify(reindex)
     amaintain = asyncify(maintain)
     aerase = asyncify(erase)
     areceipt = asyncify(receipt)
@@ -936,4 +810,3 @@ class MemoryStore(StoreCore):
     aexport_jsonld = asyncify(export_jsonld)
     aimport_jsonld = asyncify(import_jsonld)
     aclose = asyncify(close)
-

@@ -792,7 +792,7 @@ class VectorIndexConformance(abc.ABC):
     """
 
     dim: ClassVar[int] = 8
-    identity: ClassVar[str] = "conformance-store"
+    identity: ClassVar[str] = "conformance-store:v1"
 
     @abc.abstractmethod
     def make_index(self, path: pathlib.Path) -> VectorIndex:
@@ -1067,12 +1067,37 @@ class VectorIndexConformance(abc.ABC):
             assert self.applied == 12
             assert self.found(index, "ns-a") == [_uid(0)]
             assert self.found(index, "ns-a", ARCHIVED) == [_uid(1)]
-        with self.open_index(path, identity="another-store") as (index, _):
-            assert self.applied == 0
+        with self.open_index(path, identity="conformance-store:v2") as (index, _):
+            assert self.applied == 0  # the store's next version (embedder, generation)
             assert self.found(index, "ns-a") == self.found(index, "ns-a", ARCHIVED) == []
         with self.open_index(path) as (index, _):
             assert self.applied == 0
             assert self.found(index, "ns-a") == []
+
+    def test_another_stores_entries_are_refused_or_replaced(
+            self, tmp_path: pathlib.Path) -> None:
+        """A shared index (a server) refuses to wipe another store's entries; a private
+        one replaces them (the directory is this store's)."""
+        path = tmp_path / "index"
+        with self.open_index(path) as (index, source):
+            if not index.capabilities.persistent:
+                _skip("the index is not persistent")
+            self.write(index, source, [self.row(0)])
+            index.mark(3)
+            shared = index.capabilities.shared
+        other = self.make_index(path)
+        try:
+            if shared:
+                with _raises(ConflictError):
+                    other.bind("another-store:v1", self.dim, _Source())
+            else:
+                assert other.bind("another-store:v1", self.dim, _Source()) == 0
+                assert self.found(other, "ns-a") == []
+        finally:
+            other.close()
+        with self.open_index(path) as (index, _):
+            assert (self.applied, self.found(index, "ns-a")) == \
+                ((3, [_uid(0)]) if shared else (0, []))
 
     def test_clear_empties(self, tmp_path: pathlib.Path) -> None:
         path = tmp_path / "index"

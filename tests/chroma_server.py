@@ -11,10 +11,10 @@ port, with its data in a session temporary directory, awaited by heartbeat and
 terminated at the end of the session. Without the CLI the tests that need it are
 skipped, saying why.
 
-:func:`server_backend` connects a client to the session's server of a kind; tests import
-it from here, never from ``conftest`` (pytest registers every directory's ``conftest.py``
-under that one module name, so ``from conftest import ...`` finds whichever was loaded
-last: ``tests/llamaindex/conftest.py`` in a full run).
+:func:`server_index` connects a vector index to the session's server of a kind; tests
+import it from here, never from ``conftest`` (pytest registers every directory's
+``conftest.py`` under that one module name, so ``from conftest import ...`` finds
+whichever was loaded last: ``tests/llamaindex/conftest.py`` in a full run).
 """
 
 from __future__ import annotations
@@ -26,30 +26,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from mars_core.backends.base import VectorBackend
 from mars_core.bench.chroma_server import ChromaServer, chroma_cli, chroma_server
 from mars_core.errors import MarsBackendError
 from mars_core.index.base import VectorIndex
 
-__all__ = ["ChromaServer", "chroma_server_fixture", "prefix_for", "server_backend", "server_index"]
+__all__ = ["ChromaServer", "chroma_server_fixture", "prefix_for", "server_index"]
 
 
 def prefix_for(path: pathlib.Path) -> str:
     """A collection prefix unique to ``path``, so tests sharing the server are isolated."""
     return "t" + hashlib.sha1(str(path).encode()).hexdigest()[:12] + "_"
-
-
-def server_backend(kind: str, server: ChromaServer | None, prefix: str) -> VectorBackend:
-    """A client of the test session's server of ``kind`` (``chroma-http``, ``qdrant-url``)."""
-    if kind == "chroma-http":
-        from mars_core.backends.chroma import ChromaBackend
-
-        assert server is not None
-        return ChromaBackend(host=server.host, port=server.port, collection_prefix=prefix)
-    from mars_core.backends.qdrant import QdrantBackend
-
-    return QdrantBackend(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"),
-                         collection_prefix=prefix)
 
 
 def server_index(kind: str, server: ChromaServer | None, prefix: str) -> VectorIndex:

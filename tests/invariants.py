@@ -1,7 +1,7 @@
 """``check_invariants(store)``: the DESIGN §3 invariants, checked from the outside in.
 
-Uses the public API where it can, and the store's internal views (``_state``), audit
-log (``audit``) and backend (``backend``) where the public API does not reach.
+Uses the public API where it can, and the store's engine (its record store, its cached
+namespace views and its vector index) where the public API does not reach.
 Invariant 3 (task-safety) is a preference that yields to the budget, so it is not
 checked here.
 """
@@ -12,9 +12,10 @@ import json
 from collections import Counter
 from typing import Any
 
-from mars_core import codec
+import numpy as np
+
 from mars_core.audit import GENESIS, AuditOp
-from mars_core.model import MemoryStatus, Predicate
+from mars_core.model import Edge, MemoryNode, MemoryStatus, Predicate
 from mars_core.store import MemoryStore
 
 __all__ = ["check_invariants", "snapshot"]
@@ -35,8 +36,13 @@ def _created_ids(ev: Any) -> list[str]:
 def check_invariants(store: MemoryStore) -> None:
     """Assert invariants 1, 2, 4, 5, 6 and 7 of DESIGN §3 (and view/stat consistency)."""
     with store._lock:
-        st = store._state
-        nodes = dict(st.nodes)
+        engine = store._engine
+        nodes: dict[str, MemoryNode] = {}
+        edges: list[Edge] = []
+        with engine.records.read() as tx:
+            for ns in tx.namespace_names():
+                nodes.update((n.id, n) for n in tx.memories(ns))
+                edges += tx.edges(ns)
         events = store.audit.events()
         active = {i for i, n in nodes.items() if n.status is MemoryStatus.ACTIVE}
         archived = {i for i, n in nodes.items() if n.status is MemoryStatus.ARCHIVED}
@@ -55,19 +61,18 @@ def check_invariants(store: MemoryStore) -> None:
             assert per["archived"] == sum(
                 1 for n in nodes.values() if n.namespace == ns and not n.is_active)
         assert stats["audit_events"] == len(events)
-        assert (st.total(MemoryStatus.ACTIVE), st.total(MemoryStatus.ARCHIVED)) == (
-            len(active), len(archived))  # the running totals the dense channel's plan reads
 
         # (2) provenance closure: every derivesFrom target exists (active or archived)
-        for edge in st.graph.edges():
+        for edge in edges:
             assert edge.source in nodes, f"edge from a missing node: {edge.key}"
             assert edge.target in nodes, f"edge to a missing node: {edge.key}"
             assert nodes[edge.source].namespace == nodes[edge.target].namespace, edge.key
         for nid, node in nodes.items():
             for target in node.provenance.derived_from:
                 assert target in nodes, f"{nid} derives from missing {target}"
-            for edge in st.graph.out_edges(nid, Predicate.DERIVES_FROM):
-                assert edge.target in nodes, f"{nid} derives from missing {edge.target}"
+            for edge in edges:
+                if edge.source == nid and edge.predicate is Predicate.DERIVES_FROM:
+                    assert edge.target in nodes, f"{nid} derives from missing {edge.target}"
 
         # (4) archive before delete: created and never erased => still exists
         erased = {i for ev in events if ev.op is AuditOp.ERASE for i in ev.node_ids}
@@ -81,12 +86,14 @@ def check_invariants(store: MemoryStore) -> None:
             assert created[nid] == 1, f"{nid} has {created[nid]} creating events"
         for nid in archived:
             mine = store.audit.for_node(nid)
-            last_restore = max((ev.seq for ev in mine if ev.op is AuditOp.RESTORE), default=-1)
+            last_restore = max((i for i, ev in enumerate(mine) if ev.op is AuditOp.RESTORE),
+                               default=-1)
             # an evict event after the last restore (or the import that brought it archived)
-            assert any(ev.seq > last_restore and (
+            assert any(i > last_restore and (
                 (ev.op is AuditOp.EVICT and ev.node_ids[0] == nid) or ev.op is AuditOp.IMPORT
                 or (ev.op is AuditOp.SUMMARISE and nid in ev.node_ids[1:]))
-                for ev in mine), f"archived {nid} has no evict/summarise event after its restore"
+                for i, ev in enumerate(mine)), \
+                f"archived {nid} has no evict/summarise event after its restore"
         for ev in events:
             if ev.op is AuditOp.ACCESS:
                 assert ev.node_ids, "an access event lists no memory"
@@ -103,33 +110,36 @@ def check_invariants(store: MemoryStore) -> None:
         report = store.verify()
         assert report.ok, report
         assert report.checked == len(events)
-        # the persisted chain head agrees with the in-memory log
-        unseal = store._unseal  # None unless the store was opened with keys_path
-        meta = dict(codec.decode_meta(r, unseal) for r in store.backend.get(codec.META))
-        state = meta.get("state", {"audit_count": 0, "audit_head": GENESIS})
-        assert state["audit_count"] == len(store.audit)
-        assert state["audit_head"] == store.audit.head
-        persisted = sorted(codec.decode_audit(r).seq for r in store.backend.get(codec.AUDIT))
-        assert persisted == list(range(len(events)))
+        # every namespace's chain ends where its record says, seq by seq
+        with engine.records.read() as tx:
+            for ns in tx.namespace_names():
+                record = tx.namespace(ns)
+                chain = tx.audit(ns)
+                assert [e.seq for e in chain] == list(range(len(chain)))
+                assert record is not None and record.audit_count == len(chain)
+                assert record.audit_head == (chain[-1].hash if chain else GENESIS)
 
-        # (6) the views agree with the backend, the system of record
-        for coll, ids in ((codec.MEMORIES, active), (codec.ARCHIVE, archived)):
-            records = store.backend.get(coll)
-            assert {r.id for r in records} == ids, f"{coll} differs from the view"
-            assert len(records) == len(ids), f"{coll} holds duplicates"
-            for rec in records:
-                node, edges = codec.decode_node(rec, unseal)
-                assert node == nodes[rec.id], f"record {rec.id} differs from the view"
-                assert {e.key for e in edges} == {e.key for e in st.owned.get(rec.id, [])}, (
-                    f"edges of record {rec.id} differ from the view")
-                assert rec.metadata["namespace"] == node.namespace
-                assert rec.metadata["status"] == node.status.value
-        for nid, node in nodes.items():
-            assert nid in set(st.ids(node.namespace, node.status))
-            for edge in st.owned.get(nid, []):
-                # an edge is stored with the memory it was created with, one of its ends
-                # (observe() stores temporalNext with the newer turn)
-                assert nid in (edge.source, edge.target)
+        # (6) the cached views agree with the records, the system of record, and the
+        # index holds exactly the active and archived memories of each namespace
+        for state in engine.cache.states():
+            ns = state.name
+            mine = {i for i, n in nodes.items() if n.namespace == ns}
+            assert set(state.refs) == mine, f"the views of {ns!r} differ from the records"
+            for nid in mine:
+                assert state.refs[nid].status is nodes[nid].status
+                if nid in state.nodes:
+                    assert state.nodes[nid] == nodes[nid], f"view of {nid} differs"
+            assert set(state.ids(MemoryStatus.ACTIVE)) == active & mine
+            assert state.used == sum(nodes[i].weight for i in active & mine)
+            assert {e.key for e in state.graph.edges()} == {
+                e.key for e in edges if nodes[e.source].namespace == ns}
+        engine.sync.ensure_current()
+        for ns in namespaces:
+            probe = np.ones(engine.embedder.dim, dtype=np.float32)
+            for status, ids in ((MemoryStatus.ACTIVE, active), (MemoryStatus.ARCHIVED, archived)):
+                want = {i for i in ids if nodes[i].namespace == ns}
+                got = {i for i, _ in engine.index.query(ns, status, probe, len(want) + 10)}
+                assert got == want, f"the index's {status.value} entries of {ns!r} differ"
 
         # (7) isolation: a read of namespace A returns only memories of A, even when the
         # query is made of words from every namespace

@@ -280,9 +280,10 @@ CASES: list[tuple[str, type[MarsError], Callable[[World], Any]]] = [
      _add("ok text", provenance={"derived_from": ("00000000-0000-4000-8000-00000000dead",)})),
     ("add-dependency-missing-id", NotFoundError,
      _add("ok text", type="task", payload={"dependencies": ("no-such-id",)})),
-    ("add-link-other-namespace", ValidationError,
+    # another namespace's id is treated exactly as a missing one (DESIGN §3)
+    ("add-link-other-namespace", NotFoundError,
      _add_with(lambda w: {"links": [("isA", w.other)]})),
-    ("add-derived-from-other-namespace", ValidationError,
+    ("add-derived-from-other-namespace", NotFoundError,
      _add_with(lambda w: {"provenance": {"derived_from": (w.other,)}})),
     ("add-unknown-predicate", ValidationError, _add_with(lambda w: {"links": [("likes", w.a)]})),
     ("add-link-not-a-pair", ValidationError, _add("ok text", links=["isA"])),
@@ -314,7 +315,7 @@ CASES: list[tuple[str, type[MarsError], Callable[[World], Any]]] = [
     ("link-unknown-source", NotFoundError, lambda w: w.store.link("no-such-id", "isA", w.a)),
     ("link-unknown-target", NotFoundError, lambda w: w.store.link(w.a, "isA", "no-such-id")),
     ("link-cycle", ValidationError, lambda w: w.store.link(w.a, "derivesFrom", w.b)),
-    ("link-other-namespace", ValidationError, lambda w: w.store.link(w.a, "isA", w.other)),
+    ("link-other-namespace", NotFoundError, lambda w: w.store.link(w.a, "isA", w.other)),
     ("link-unknown-predicate", ValidationError, lambda w: w.store.link(w.a, "likes", w.task)),
     ("update-empty-text", ValidationError, lambda w: w.store.update(w.a, "")),
     ("update-too-heavy", BudgetExceededError,
@@ -356,11 +357,10 @@ def test_heavy_texts_that_fit_are_accepted(world: World) -> None:
     check_invariants(world.store)
 
 
-def test_explain_unknown_id_reports_unknown(world: World) -> None:
+def test_explain_unknown_id_is_not_found(world: World) -> None:
     before = snapshot(world.store)
-    exp = world.store.explain("no-such-id")
-    assert exp.status == "unknown"
-    assert exp.node is None and exp.events == ()
+    with pytest.raises(NotFoundError):  # no memory ever had it: nothing to explain
+        world.store.explain("no-such-id")
     assert snapshot(world.store) == before
     # and a known, archived one is explained, not refused
     assert world.store.explain(world.archived).status == "archived"

@@ -10,12 +10,7 @@ from typing import Any
 
 import pytest
 
-import mars_core.bench.backends as backends_bench
-import mars_core.bench.fifa as fifa_bench
-import mars_core.bench.policies as policies_bench
-from mars_core.bench import leakage, throughput
-from mars_core.bench import locomo as locomo_bench
-from mars_core.bench.backends import run_backends
+from mars_core.bench import leakage, storage
 from mars_core.bench.evidence import run_locomo, run_longmemeval
 from mars_core.bench.fifa import run_fifa
 from mars_core.bench.policies import main as run_policies
@@ -27,18 +22,15 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 def test_a_string_path_is_created_with_its_parents(tmp_path: Path) -> None:
     out = str(tmp_path / "a" / "b")
-    result = run_backends(sizes=(40,), backends=("inmemory",), out=out, quick=True,
-                          queries=3, singles=3, embedders=False, store_n=0)
-    written = json.loads((Path(out) / "backends.json").read_text(encoding="utf-8"))
-    assert written["rows"] == result["rows"] and len(written["rows"]) == 1
-    assert "| inmemory | 40 |" in (Path(out) / "backends.md").read_text(encoding="utf-8")
+    result = storage.main(out, n=120, big=0, quick=True, indexes=("numpy",))
+    written = json.loads((Path(out) / "storage.json").read_text(encoding="utf-8"))
+    assert written["cost"] == json.loads(json.dumps(result["cost"])) and len(written["cost"]) == 1
+    assert "| numpy | 120 |" in (Path(out) / "storage.md").read_text(encoding="utf-8")
 
 
 RUNS: dict[str, Callable[[Path], Any]] = {
-    "backends": lambda out: run_backends(sizes=(40,), backends=("inmemory",), out=out,
-                                         quick=True, embedders=False, store_n=0),
     "leakage": lambda out: leakage.main(out=out, turns=20),
-    "store": lambda out: throughput.main(n=50, out=out),
+    "store": lambda out: storage.main(out, n=50, big=0, quick=True, indexes=("numpy",)),
     "policies": lambda out: run_policies(out=out, quick=True, reference=False),
     "fifa": lambda out: run_fifa(out, quick=True, progress=False, plots=False),
     "locomo": lambda out: run_locomo(DATA / "locomo" / "locomo_dev7.json", out, quick=True,
@@ -47,11 +39,11 @@ RUNS: dict[str, Callable[[Path], Any]] = {
                                                out, quick=True, progress=False),
 }
 
-WORK = {  # the function that does each benchmark's measuring
-    "backends": (backends_bench, "_measure"), "leakage": (leakage, "run"),
-    "store": (throughput, "run"), "policies": (policies_bench, "_grid"),
-    "fifa": (fifa_bench, "run_grid"), "locomo": (locomo_bench, "prepare"),
-    "longmemeval": (locomo_bench, "prepare"),
+WORK = {  # the function that does each benchmark's measuring (imported by the case)
+    "leakage": "mars_core.bench.leakage.run", "store": "mars_core.bench.storage.run",
+    "policies": "mars_core.bench.policies._grid",
+    "fifa": "mars_core.bench.fifa.run_grid", "locomo": "mars_core.bench.locomo.prepare",
+    "longmemeval": "mars_core.bench.locomo.prepare",
 }
 
 
@@ -60,11 +52,9 @@ def test_an_output_path_that_is_a_file_is_refused_before_the_run(
         tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if name in ("locomo", "longmemeval") and not DATA.is_dir():
         pytest.skip(f"benchmark data not found at {DATA} (../shared/data is not vendored)")
-    module, attr = WORK[name]
-
     def ran(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"{name} measured before refusing its output directory")
-    monkeypatch.setattr(module, attr, ran)
+    monkeypatch.setattr(WORK[name], ran)
     blocker = tmp_path / "results"
     blocker.write_text("not a directory", encoding="utf-8")
     with pytest.raises(ValidationError, match="cannot write benchmark results"):

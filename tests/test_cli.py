@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from mars_core import MemoryStore
 from mars_core.cli import app, main
+from mars_core.model import MemoryStatus
 
 runner = CliRunner()
 
@@ -93,8 +94,11 @@ def test_a_directory_of_other_files_is_not_a_store(tmp_path: Path, command: str)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing created
     (tmp_path / "qdrant").mkdir()  # a folder of that name, but no store in it
     code, out = run(command, "--path", str(tmp_path))
-    assert code == 2 and "there is none" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "qdrant"]  # no keys/
+    assert code == 2 and "no store at" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "qdrant"]
+    (tmp_path / "qdrant" / "meta.json").write_text("{}")  # a store of mars-memory 0.1
+    code, out = run(command, "--path", str(tmp_path))
+    assert code == 2 and "mars-memory 0.1" in out and "mars export" in out
 
 
 def test_explain_by_prefix_and_bad_ids(store_path: Path) -> None:
@@ -229,17 +233,62 @@ def test_console_script_runs() -> None:
     assert "Usage" in out.stdout
 
 
-def test_reindex_moves_the_store_to_another_embedder(store_path: Path) -> None:
+def test_reembed_moves_the_store_to_another_embedder(store_path: Path) -> None:
     from mars_core import HashingEmbedder
 
     with MemoryStore.open(store_path) as store:
         before = store.stats()["embedder"]
         contents = sorted(n.content for n in store.list())
     assert before == HashingEmbedder().name  # the test run's embedder (MARS_EMBEDDER)
-    code, out = run("reindex", "--embedder", "semantic", "--path", str(store_path))
+    code, out = run("reembed", "--embedder", "semantic", "--path", str(store_path))
     assert code == 0 and "re-embedded" in out
     with MemoryStore.open(store_path) as store:  # reopens with the manifest's new embedder
         assert store.stats()["embedder"] != before
         assert sorted(n.content for n in store.list()) == contents
-    code, out = run("reindex", "--embedder", "nope", "--path", str(store_path))
+    code, out = run("reembed", "--embedder", "nope", "--path", str(store_path))
     assert code == 2 and "--embedder must be" in out
+
+
+def test_reindex_rebuilds_a_lost_index_from_the_records(store_path: Path) -> None:
+    import shutil
+
+    with MemoryStore.open(store_path) as store:
+        held = len(store.list(status=None))
+        index = store.stats()["index"]
+    shutil.rmtree(store_path / "index", ignore_errors=True)
+    code, out = run("reindex", "--path", str(store_path))
+    assert code == 0 and f"rebuilt the {index} index" in out and f": {held} entries" in out
+    with MemoryStore.open(store_path) as store:
+        first = store.list()[0]
+        assert store.retrieve(first.content, read_only=True)[0].id == first.id
+
+
+def test_writing_commands_reach_a_server_index_named_by_index(
+        tmp_path: Path, chroma_server: Any) -> None:
+    """A store whose index is a server: `--index chroma://HOST:PORT` reaches it; the path
+    alone is refused (it cannot name the server), and a bad `--index` is explained."""
+    from mars_core.index.chroma import ChromaIndex
+
+    path = tmp_path / "store"
+    server = f"chroma://{chroma_server.host}:{chroma_server.port}"
+    with MemoryStore.open(path, index=ChromaIndex(host=chroma_server.host,
+                                                  port=chroma_server.port)) as store:
+        store.add("the octopus tastes with its arms")
+        store.add("the octopus has three hearts")
+    code, out = run("reindex", "--path", str(path))
+    assert code == 2 and "index is a chroma server" in out and "--index" in out
+    assert not (path / "index").exists()  # no embedded index was built instead
+    code, out = run("reindex", "--path", str(path), "--index", server)
+    assert code == 0 and "rebuilt the chroma index" in out and ": 2 entries" in out
+    assert not (path / "index").exists()
+    for bad in ("chroma://", "http://localhost:1", "sqlite"):
+        code, out = run("reindex", "--path", str(path), "--index", bad)
+        assert code == 2 and ("--index" in out or "index must be one of" in out), out
+    code, out = run("erase", "--path", str(path), "--index", server, "--yes",
+                    "--namespace", "default")
+    assert code == 0 and "erased" in out.lower(), out
+    index = ChromaIndex(host=chroma_server.host, port=chroma_server.port)
+    with MemoryStore.open(path, index=index) as store:
+        assert store.list(status=None) == []
+        probe = store.embedder.embed(["the octopus"])[0]
+        assert index.query("default", MemoryStatus.ACTIVE, probe, 5) == []

@@ -34,8 +34,8 @@ def test_demo_runs_and_verifies(tmp_path: Path) -> None:
     assert tokens and int(tokens[2]) < int(tokens[1])  # the summary is smaller than its members
     # ...and the FiFA table compares policies
     assert "FiFA" in text and all(p in text for p in ("fifo", "lru", "hybrid"))
-    store = tmp_path / "store"  # the default of open(): Chroma on disk, encrypted
-    assert (store / "chroma").is_dir() and (store / "keys").is_dir()
+    store = tmp_path / "store"  # the default of open(): SQLite records, Chroma index
+    assert (store / "mars.sqlite3").is_file() and (store / "index" / "chroma").is_dir()
     files = [f for f in store.rglob("*") if f.is_file()]
     assert any(f.name == "chroma.sqlite3" for f in files)
     for f in files:  # the erased person left no bytes behind

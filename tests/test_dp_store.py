@@ -23,7 +23,7 @@ def mk(path: Path, **kw: object) -> MemoryStore:
 def test_dp_off_by_default_leaves_no_trace(tmp_path: Path) -> None:
     with mk(tmp_path / "a") as s:
         fill(s)
-        assert s.policy.dp is None
+        assert s.policy_for().dp is None
         assert all("dp" not in e.params for e in s.audit.events())
 
 
@@ -36,9 +36,11 @@ def test_dp_tiebreak_is_audited_and_charged(tmp_path: Path) -> None:
         assert dp_events, "with DP on, evictions at the boundary record the tie-break"
         assert all(e.params["dp"]["mode"] in {"deterministic", "exact", "sequential"}
                    for e in dp_events)
-        spent = s.policy.accountant.state() if s.policy.accountant else None
+        accountant = s.policy_for().accountant  # the namespace's policy's own accountant
+        spent = accountant.state() if accountant else None
         assert spent is not None
         assert any(e.params["dp"]["epsilon_spent"] > 0 for e in dp_events)
     with mk(tmp_path / "b", dp=cfg) as s2:  # the accountant survives a reopen
-        assert s2.policy.accountant is not None
-        assert s2.policy.accountant.state() == spent
+        reopened = s2.policy_for().accountant
+        assert reopened is not None
+        assert reopened.state() == spent

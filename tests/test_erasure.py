@@ -38,11 +38,10 @@ def summarise(store: MemoryStore, ids: Sequence[str]) -> str:
     """Make a summary the way Reflection would (through the store's staging path)."""
     from mars_core.policies import Summary
 
-    txn = store._begin()
     ns = store.get(ids[0]).namespace
-    node = store._stage_summary(txn, ns, Summary(tuple(ids), joiner(
-        [store.get(i).content for i in ids], target_tokens=0), 0.1, 0.0), "test", {})
-    store._commit(txn)
+    with store._engine.unit() as unit:
+        node = store._writer.summarise(unit, ns, Summary(tuple(ids), joiner(
+            [store.get(i).content for i in ids], target_tokens=0), 0.1, 0.0), "test", {})
     return node.id
 
 
@@ -64,19 +63,21 @@ def test_entity_erasure_cascades_and_leaves_no_bytes(tmp_path: Path) -> None:
         assert again.verify().ok
 
 
-def test_a_reopened_store_keeps_no_erased_text_for_its_centroid(tmp_path: Path) -> None:
-    """A reopened store holds the recent texts it will re-embed for a namespace's novelty
-    centroid until the next write; an erasure in that window drops the erased text there
-    too (the centroid is rebuilt from what survives)."""
+def test_an_erasure_takes_the_erased_vectors_out_of_the_novelty_centroid(tmp_path: Path) -> None:
+    """A namespace's novelty centroid (DMF's divergence D) is a moving average of its
+    recent vectors; after an erasure it is primed again from what survives, so no erased
+    memory goes on shaping the next memories' signals."""
     with mk(tmp_path / "db") as s:
         s.add("Ana's phone is 555-0199")
-        s.add("Bo likes jazz")
-    with mk(tmp_path / "db") as again:
-        pending = [t for texts in again._unprimed.values() for t in texts]
-        assert any("555-0199" in t for t in pending)  # the window this test is about
-        again.erase(entity="Ana")
-        pending = [t for texts in again._unprimed.values() for t in texts]
-        assert pending == ["Bo likes jazz"]
+        bo = s.add("Bo likes jazz")
+        state = s._engine.ns("default")
+        probe = s.embedder.embed(["a probe about phones"])[0]
+        before = s._engine.centroid(state).divergence(probe)
+        s.erase(entity="Ana")
+        after = s._engine.centroid(s._engine.ns("default")).divergence(probe)
+        with s._engine.records.read() as tx:
+            survivors = s._engine.enricher.tracker([tx.vectors([bo.id])[bo.id]])
+        assert after == survivors.divergence(probe) != before
 
 
 def test_summaries_are_regenerated_without_the_erased_member() -> None:
@@ -88,7 +89,7 @@ def test_summaries_are_regenerated_without_the_erased_member() -> None:
     (old, new), = receipt.regenerated
     assert old == summ and s.get(new).content == "the trail was steep / we saw goats"
     assert s.explain(summ).status == "erased"
-    assert [e.target for e in s._state.graph.out_edges(new)] == sorted(ids[1:])
+    assert [e.target for e in s._engine.ns('default').graph.out_edges(new)] == sorted(ids[1:])
     check_invariants(s)
 
 

@@ -13,7 +13,7 @@ import pytest
 from chroma_server import prefix_for, server_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from index_strategies import filter_strategies
+from index_strategies import assert_filters_agree, filter_strategies
 
 from mars_core.errors import ConflictError, ValidationError
 from mars_core.index.base import (
@@ -164,13 +164,7 @@ def test_translation_agrees_with_real_chroma(
     flts: list[Filter], metas: list[dict[str, MetaValue]]
 ) -> None:
     with ChromaIndex() as index:
-        index.bind("props", 2, lambda ns: [])
-        index.upsert([IndexRow(uid(i), "p", ACTIVE, vec(1.0, i, dim=2), m)
-                      for i, m in enumerate(metas)], new=True)
-        for flt in flts:
-            expected = {uid(i) for i, m in enumerate(metas) if matches(flt, m)}
-            hits = index.query("p", ACTIVE, vec(1.0, dim=2), k=len(metas), where=flt)
-            assert {i for i, _ in hits} == expected, flt
+        assert_filters_agree(index, flts, metas)
 
 
 # --- the conformance suite ----------------------------------------------------------------

@@ -203,7 +203,7 @@ def test_policy_ranks_by_expected_evidence_per_token(tmp_path: Path) -> None:
                      embedder=HashingEmbedder(dim=32)) as store:
         for text in [QUESTION, ANSWER, *CHAT[:4], FACTS[0], QUESTION, FACTS[1] + " " * 3]:
             store.add(text)
-        pol = store.policy
+        pol = store.policy_for()
         assert isinstance(pol, LearnedPolicy)
         space = pol._spaces[store.config.default_namespace]
         nodes = {n.id: n for n in store.list(status="active")}
@@ -236,7 +236,7 @@ def _retrieval_rows() -> list[Row]:
 
 
 def _policy_state(store: MemoryStore) -> dict[str, Any]:
-    pol = store.policy
+    pol = store.policy_for()
     assert isinstance(pol, LearnedPolicy)
     space = pol._spaces[store.config.default_namespace]
     return {"p": dict(space.p), "flag": dict(space.flag), "newest": (space.last_asks,
@@ -288,7 +288,7 @@ def test_policy_remembers_the_previous_input_across_forgetting_and_reopen(
         assert flags[ANSWER + " again"] is True  # after the forgotten newest question
         assert flags[FACTS[0]] is False and flags[CHAT[1]] is False
         assert "Ana lives in Lisbon" not in flags  # derived: not an input
-        pol = s2.policy
+        pol = s2.policy_for()
         assert isinstance(pol, LearnedPolicy)
         with pytest.raises(ValidationError):
             pol.load_state({"version": 1, "namespaces": {"default": {"newest": [1, "x"]}}})

@@ -31,8 +31,9 @@ def _check(n: int, data: st.DataObject, lam: float) -> None:
             store.retrieve(f"memory number {i:02d}", k=1)
         now = max(store.get(i).touch_seq for i in ids)
         age = {i: now - store.get(i).touch_seq for i in ids}  # time since last use
-        txn = store._begin()
-        plan = store.policy.apply(store._view(txn, "default"), (n - m) * weights.pop())
+        unit = store._engine.begin()  # planning only: nothing staged, nothing written
+        plan = store.policy_for().apply(store._engine.view(unit, "default"),
+                                        (n - m) * weights.pop())
 
     def utility(kept: tuple[str, ...]) -> float:
         return sum(math.exp(-lam * age[i]) for i in kept)  # v_i = 1 for all
@@ -43,8 +44,8 @@ def _check(n: int, data: st.DataObject, lam: float) -> None:
     assert utility(kept) >= best - 1e-12
 
 
-def test_lru_keeps_a_utility_maximising_set(store_backend: str) -> None:
-    @settings(max_examples=EXAMPLES if store_backend == "inmemory" else MATRIX_EXAMPLES)
+def test_lru_keeps_a_utility_maximising_set(store_kind: str) -> None:
+    @settings(max_examples=EXAMPLES if store_kind == "ram" else MATRIX_EXAMPLES)
     @given(n=st.integers(3, 8), data=st.data(), lam=st.floats(0.01, 2.0))
     def check(n: int, data: st.DataObject, lam: float) -> None:
         _check(n, data, lam)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
 from mars_core.errors import ValidationError
 from mars_core.maintenance import (
     DEDUP_THRESHOLD,
@@ -30,7 +31,6 @@ from mars_core.model import (
     default_payload,
 )
 from mars_core.scoring.retention import LifecycleConfig, PracticeKind
-from mars_core.state import NamespaceView, StoreState, ViewIO
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8
@@ -50,11 +50,7 @@ def node(i: int, *, mtype: MemoryType = MemoryType.EPISODIC, created: datetime =
 
 def make_view(nodes: Sequence[MemoryNode], vectors: Mapping[str, Any] | None = None,
               edges: Sequence[Edge] = (), now: datetime = T0) -> NamespaceView:
-    state = StoreState()
-    for n in nodes:
-        state.apply_put(n)
-    for e in edges:
-        state.add_edge(e.source, e)
+    state = NamespaceState.of("ns", nodes=nodes, edges=edges)
     rng = np.random.default_rng(0)
     vecs = {n.id: rng.normal(size=DIM) for n in nodes}
     vecs.update(vectors or {})
@@ -65,7 +61,7 @@ def make_view(nodes: Sequence[MemoryNode], vectors: Mapping[str, Any] | None = N
         return np.stack([unit[i] for i in ids]) if ids else np.zeros((0, DIM), np.float32)
 
     io = ViewIO(get, lambda texts: np.zeros((len(texts), DIM), np.float32), lambda t: 1)
-    return state.view("ns", 10_000, now, random.Random(0), io=io)
+    return state.view(10_000, now, random.Random(0), io=io)
 
 
 def at_cos(c: float, side: float = 1.0) -> list[float]:

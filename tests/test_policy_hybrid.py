@@ -16,11 +16,11 @@ from test_properties import MACHINE_SETTINGS, StoreMachine
 
 from mars_core.audit import AuditOp
 from mars_core.clock import FakeClock
+from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import ConfigError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, SemanticPayload
 from mars_core.policies import EvictStage, HybridPolicy, make_policy
 from mars_core.policies.hybrid import TieCandidate
-from mars_core.state import StoreState
 from mars_core.store import MemoryStore
 
 KEY = b"k" * 32
@@ -38,7 +38,9 @@ def mk(**kw: Any) -> MemoryStore:
 
 
 def view_of(store: MemoryStore, budget: int, ns: str = "default") -> Any:
-    return store._state.view(ns, budget, store.clock.now(), random.Random(0), io=store._io)
+    state = store._engine.ns(ns)
+    return state.view(budget, store.clock.now(), random.Random(0),
+                      io=store._engine.io(state))
 
 
 def evict_stage(policy: HybridPolicy, index: int) -> EvictStage:
@@ -159,16 +161,14 @@ def _synthetic_tie() -> Any:
     A (episodic, s = 0): 0.5·(0.4·e^{-0.7} + 0.2) ≈ 0.1993. B (semantic, s = 0.76, 3
     accesses): 0.1·e^{-0.05} + 0.25·ln4/ln11 + 0.15 − 0.25·0.76 ≈ 0.1996. Same weight.
     """
-    state = StoreState()
     at = datetime(2026, 1, 1, tzinfo=UTC)
     a = MemoryNode(id="a", type=MemoryType.EPISODIC, content="lunch was fine", weight=4,
                    step=5, seq=1, created_at=at)
     b = MemoryNode(id="b", type=MemoryType.SEMANTIC, content="Bruno's diagnosis is X",
                    weight=4, step=5, seq=2, sensitivity=0.76, access_count=3, created_at=at,
                    payload=SemanticPayload())
-    for n in (a, b):
-        state.apply_put(n)
-    return state.view("default", 4, at, random.Random(0), step=25)
+    state = NamespaceState.of("default", nodes=[a, b])
+    return state.view(4, at, random.Random(0), step=25)
 
 
 @pytest.mark.backend_neutral
@@ -214,7 +214,7 @@ def test_privacy_pass_on_a_real_store() -> None:
     facts = [store.add(f"fact {i}: topic{i} relates to subject{i * 7}", type="semantic")
              for i in range(10)]
     view = view_of(store, budget=5)
-    plan = store.policy.apply(view, need=1)
+    plan = store.policy_for().apply(view, need=1)
     ev = plan.evictions[0]
     assert ev.node_id == secret.id
     assert ev.rationale.startswith("evicted by hybrid/privacy: near tie of")
@@ -283,7 +283,7 @@ def test_incremental_skim_matches_a_full_scan() -> None:
             store.forget(rng.choice(ids))
         if rng.random() < 0.05:
             store.restore(rng.choice(ids))
-    policy = store.policy
+    policy = store.policy_for()
     assert isinstance(policy, HybridPolicy)
     view = view_of(store, 100_000)
     lam, threshold = policy.config.density.lambda_age, policy.config.stale_recency

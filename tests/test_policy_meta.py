@@ -39,7 +39,7 @@ def recency_workload(store: MemoryStore, steps: int, seed: int) -> None:
         target = ids[max(0, i - rng.randint(0, 6))]
         hits = store.retrieve(f"zq{ids.index(target)}x", k=2)
         offered = [h.id for h in hits]
-        store.policy.on_credit("default", [target] if target in offered else [], offered, i)
+        store.policy_for().on_credit("default", [target] if target in offered else [], offered, i)
 
 
 def decisions(store: MemoryStore) -> dict[int, str]:
@@ -136,7 +136,7 @@ def test_learns_to_prefer_recency_on_a_recency_stream(arms: list[str]) -> None:
     chosen = [arm for _, arm in sorted(decisions(store).items())]
     late = Counter(chosen[len(chosen) // 2:])
     assert late[arms[1]] >= 0.75 * sum(late.values()), late
-    meta = store.policy
+    meta = store.policy_for()
     assert isinstance(meta, MetaController)
     assert meta.bandit.plays[arms[1]] > meta.bandit.plays["random"]
     check_invariants(store)
@@ -153,7 +153,7 @@ def test_clearly_worse_arm_is_abandoned(newest_arm: str) -> None:
 def test_every_decision_is_audited_with_its_arm_and_scores() -> None:
     store = mk(budget=80, policy_params={"decision_interval": 3})
     recency_workload(store, 80, seed=2)
-    meta = store.policy
+    meta = store.policy_for()
     assert isinstance(meta, MetaController)
     audited = decisions(store)
     assert sorted(audited) == list(range(1, meta._decisions + 1))
@@ -179,7 +179,7 @@ def test_hooks_reach_every_arm_and_survive_reopen(tmp_path: Path) -> None:
     active = {n.id for n in store.list()}
 
     def indices(s: MemoryStore) -> dict[str, list[str]]:
-        meta = s.policy
+        meta = s.policy_for()
         assert isinstance(meta, MetaController)
         return {name: list(arm._order["default"])  # type: ignore[attr-defined]
                 for name, arm in meta.arms.items()}
@@ -196,15 +196,16 @@ def test_hooks_reach_every_arm_and_survive_reopen(tmp_path: Path) -> None:
 
 def test_context_features_are_observable() -> None:
     store = mk(budget=10_000, policy_params={"arms": ["lru"]})
-    meta = store.policy
+    meta = store.policy_for()
     assert isinstance(meta, MetaController)
     a = store.add("Ana is Bruno's sister", type="social")
     store.add("finish the report", type="task", payload={"status": "done"})
     store.add("it rained today")
     store.retrieve("Ana sister", budget_tokens=50)
     meta.on_forget(a, 3)
-    view = store._state.view("default", 10_000, store.clock.now(), random.Random(0),
-                             io=store._io)
+    state = store._engine.ns("default")
+    view = state.view(10_000, store.clock.now(), random.Random(0),
+                      io=store._engine.io(state))
     x = dict(zip(CONTEXT_FEATURES, meta.context(view).tolist(), strict=True))
     assert x["bias"] == 1.0
     assert x["arrival_rate"] == pytest.approx(3 / 4)

@@ -14,11 +14,12 @@ from invariants import check_invariants
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
-from mars_core.backends.memory import InMemoryBackend
 from mars_core.errors import ConfigError
+from mars_core.index.numpy import NumpyIndex
 from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.policies import PriorityDecayPolicy, make_policy
 from mars_core.scoring.density import DensityConfig, importance
+from mars_core.storage import SQLiteRecordStore
 
 KEY = b"k" * 32
 VOCAB = ["ana", "lisbon", "tea", "coffee", "meeting", "project", "deadline", "sister", "paris",
@@ -85,7 +86,7 @@ def test_key_is_density_importance_per_token_bit_for_bit() -> None:
     ids = [store.add(words(rng), type=rng.choice(PLAIN)).id for _ in range(30)]
     for _ in range(40):
         store.retrieve(words(rng, 2, 4), k=3)
-    policy = store.policy
+    policy = store.policy_for()
     assert isinstance(policy, PriorityDecayPolicy)
     now = step(store)
     for nid in ids:
@@ -151,7 +152,7 @@ def test_default_tolerance_keeps_the_stated_bound() -> None:
 
     assert random_workload(store, random.Random(5), 200, check) > 50
     assert worst < tol  # the bound held; record that the approximation did matter
-    policy = store.policy
+    policy = store.policy_for()
     assert isinstance(policy, PriorityDecayPolicy)
     # refreshes stay O(1) per memory: <= 1 + β/((α+β+γ)·tol) = 16 keys per insert or access
     events = sum(1 for e in store.audit.events() if e.op.value in ("insert", "access"))
@@ -196,7 +197,7 @@ def hysteresis_scenario(margin: float) -> tuple[str, str, str]:
             break
     # trigger 1: X had the lowest key but derives a summary, so Z went instead
     assert not store.get(z.id).is_active and store.get(x.id).is_active
-    policy = store.policy
+    policy = store.policy_for()
     assert isinstance(policy, PriorityDecayPolicy)
     assert policy._spaces["default"].examined.get(x.id) is not None
     store.forget(d.id)  # X is now a leaf
@@ -288,10 +289,10 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
            ops: int = 160) -> dict[str, Any]:
     """A seeded script (adds with pins, retrievals, forgets, restores, updates)."""
     def open_() -> MemoryStore:
-        if path is None:  # the same backend, never persisted
-            return mk(70, backend=InMemoryBackend())
+        if path is None:  # the same stores, never persisted
+            return mk(70, records=SQLiteRecordStore(), index=NumpyIndex())
         return MemoryStore.open(path, policy="priority", budget=70, clock=FakeClock(),
-                                audit_key=KEY, nlp="rules", backend="inmemory")
+                                audit_key=KEY, nlp="rules", index="numpy")
 
     def add(store: MemoryStore, rng: random.Random) -> str:
         return store.add(words(rng), type=rng.choice(TYPES), pinned=rng.random() < 0.05).id
@@ -334,7 +335,7 @@ def test_budget_holds_after_every_operation(plan: list[tuple[str, str, str, bool
                 store.restore(ids[pick % len(ids)])
             assert store.stats()["namespaces"].get("default", {"tokens": 0})["tokens"] <= 35
             assert sum(n.weight for n in store.list()) <= 35
-        policy = store.policy
+        policy = store.policy_for()
         assert isinstance(policy, PriorityDecayPolicy)
         assert set(policy._spaces.get("default", policy._space("default")).items) == {
             n.id for n in store.list(status=MemoryStatus.ACTIVE)}

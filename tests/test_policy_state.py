@@ -1,12 +1,15 @@
 """What policies learn survives a reopen: ``state_dict`` / ``load_state`` round trips.
 
-The store saves ``state_dict()`` in its ``meta`` collection whenever a trigger changed
-it and calls ``load_state`` after the replay on open; these tests reopen real on-disk
-stores and show the decisions then match an uninterrupted run.
+Each namespace has its own policy instance; the store saves its ``state_dict()`` in the
+namespace's record (with every commit that changed it, and at close) and calls
+``load_state`` after rebuilding the policy from the active memories when the namespace
+is loaded; these tests reopen real on-disk stores and show the decisions then match an
+uninterrupted run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
@@ -16,9 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mars_core import FakeClock, MemoryStore, codec
+from mars_core import FakeClock, MemoryStore, layout
 from mars_core.errors import MarsBackendError, ValidationError
 from mars_core.policies import MetaController, PriorityDecayPolicy, make_policy
+from mars_core.storage import SQLiteRecordStore
 
 KEY = b"k" * 32
 FILLERS = ["paris is in france", "berlin is in germany", "rome is in italy",
@@ -30,6 +34,29 @@ def _open(path: Path | None, policy: str, budget: int, **params: Any) -> MemoryS
     kw: dict[str, Any] = {"policy": policy, "budget": budget, "clock": FakeClock(),
                           "audit_key": KEY, "nlp": "rules", "policy_params": params}
     return MemoryStore.open(path, **kw) if path is not None else MemoryStore(**kw)
+
+
+def _saved_policy(store: MemoryStore, ns: str = "default") -> Any:
+    """The policy state the namespace's record holds (None: none saved)."""
+    with store._engine.records.read() as tx:
+        record = tx.namespace(ns)
+    assert record is not None
+    saved = record.state.get("policy")
+    return None if saved is None else saved["state"]
+
+
+def _drop_saved_policy(path: Path, ns: str = "default") -> None:
+    """Delete the policy state saved in a closed store's namespace record."""
+    records = SQLiteRecordStore(path / layout.RECORDS_FILE)
+    try:
+        with records.write() as tx:
+            record = tx.namespace(ns)
+            assert record is not None and "policy" in record.state
+            tx.put_namespace(dataclasses.replace(
+                record, version=record.version + 1,
+                state={k: v for k, v in record.state.items() if k != "policy"}))
+    finally:
+        records.close()
 
 
 # --- Priority-Decay hysteresis ---------------------------------------------------------------
@@ -72,14 +99,13 @@ def test_priority_hysteresis_survives_a_reopen(tmp_path: Path) -> None:
     path = tmp_path / "store"
     with _open(path, "priority", 34, **PARAMS) as store:
         x, d = _spare_x(store)
-        saved = json.loads(json.dumps(store.policy.state_dict()))
+        saved = json.loads(json.dumps(store.policy_for().state_dict()))
     assert saved["namespaces"]["default"]["examined"][x][1] >= 0
     shutil.copytree(path, tmp_path / "copy")
     with _open(path, "priority", 34, **PARAMS) as store:
-        assert store.policy.state_dict() == saved  # the store saved and reloaded it
+        assert store.policy_for().state_dict() == saved  # the store saved and reloaded it
         assert _finish(store, x, d) == x  # the same decision after the reopen
-    with _open(tmp_path / "copy", "priority", 34, **PARAMS) as store:
-        store.backend.delete(codec.META, [codec.meta_id("policy")])  # drop the saved state
+    _drop_saved_policy(tmp_path / "copy")  # drop the saved state
     with _open(tmp_path / "copy", "priority", 34, **PARAMS) as store:
         assert _finish(store, x, d) != x  # ... and the reopened store forgot the hysteresis
 
@@ -134,18 +160,18 @@ def test_meta_learning_survives_a_reopen(tmp_path: Path) -> None:
     with _open(None, "meta", 60, **META) as store:
         _drive(store, random.Random(1), 48)
         want = _arm_trace(store)
-        want_state = store.policy.state_dict()
+        want_state = store.policy_for().state_dict()
     assert len(set(want)) > 1 and want_state["decisions"] > 5
 
     path = tmp_path / "meta"
     with _open(path, "meta", 60, **META) as store:
         rng = random.Random(1)
         _drive(store, rng, 24)
-        saved = json.loads(json.dumps(store.policy.state_dict()))
+        saved = json.loads(json.dumps(store.policy_for().state_dict()))
         rng_state = rng.getstate()
     with _open(path, "meta", 60, **META) as store:
-        assert store.policy.state_dict()["decisions"] == saved["decisions"]
-        assert store.policy.state_dict() == saved  # all of it, from disk: flushed at close
+        assert store.policy_for().state_dict()["decisions"] == saved["decisions"]
+        assert store.policy_for().state_dict() == saved  # all of it, from disk: flushed at close
         rng = random.Random()
         rng.setstate(rng_state)
         for k in range(24, 48):  # the second half of the same workload
@@ -156,7 +182,7 @@ def test_meta_learning_survives_a_reopen(tmp_path: Path) -> None:
             if k % 3 == 0:
                 store.retrieve(rng.choice(words), k=2)
         assert _arm_trace(store) == want  # same arms, decision for decision
-        got = store.policy.state_dict()
+        got = store.policy_for().state_dict()
     assert got["decisions"] == want_state["decisions"]
     for arm in META["arms"]:
         assert np.allclose(got["bandit"]["A"][arm], want_state["bandit"]["A"][arm])
@@ -165,29 +191,38 @@ def test_meta_learning_survives_a_reopen(tmp_path: Path) -> None:
 
 def test_a_failed_commit_leaves_the_policy_state_unsaved(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """The policy state a batch carries counts as saved only once the batch lands: a
-    failed write leaves it for the next commit (here, close) to write."""
+    """Every commit carries what the namespace's policy learned, into its namespace
+    record. Learning no commit carried yet (a credit) counts as saved only once a write
+    lands: a failed write loses none of it and leaves it for the next commit (here,
+    close) to write."""
     path = tmp_path / "meta"
     with _open(path, "meta", 60, **META) as store:
         _drive(store, random.Random(1), 12)
-        apply = store.backend.apply
+        committed = _saved_policy(store)
+        assert committed == json.loads(json.dumps(store.policy_for().state_dict()))
+        offered = [n.id for n in store.list()][:3]
+        store.credit(offered[:1], offered)  # learned, not written yet
+        pending = json.loads(json.dumps(store.policy_for().state_dict()))
+        assert pending != committed
 
-        def fails(batch: Any) -> None:
+        def fails() -> Any:
             raise MarsBackendError("the disk is full")
 
-        store.backend.apply = fails  # type: ignore[method-assign]
-        with pytest.raises(MarsBackendError):
-            store.add("ana drinks tea 99")  # carried the policy state of the adds before
-        store.backend.apply = apply  # type: ignore[method-assign]
-        live = json.loads(json.dumps(store.policy.state_dict()))
+        with monkeypatch.context() as m:
+            m.setattr(store._engine.records, "write", fails)
+            with pytest.raises(MarsBackendError):
+                store.add("ana drinks tea 99")  # would have carried the credit
+        assert _saved_policy(store) == committed  # nothing was written
+        live = json.loads(json.dumps(store.policy_for().state_dict()))
+        assert live == pending  # the failed call dropped none of the earlier learning
     with _open(path, "meta", 60, **META) as store:
-        assert store.policy.state_dict() == live  # written at close after all
+        assert store.policy_for().state_dict() == live  # written at close after all
 
 
 def test_meta_state_round_trips_and_bad_state_changes_nothing() -> None:
     with _open(None, "meta", 60, **META) as store:
         _drive(store, random.Random(2), 30)
-        policy = store.policy
+        policy = store.policy_for()
         assert isinstance(policy, MetaController)
         saved = json.loads(json.dumps(policy.state_dict()))
         other = MetaController(**META)

@@ -116,7 +116,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert len(self.store.audit) > before
         self.ever[node.id] = ns
         if provenance:
-            derived = {e.target for e in self.store._state.graph.out_edges(
+            derived = {e.target for e in self.store._engine.ns(ns).graph.out_edges(
                 node.id, Predicate.DERIVES_FROM)}
             assert derived == set(provenance["derived_from"])
 
@@ -181,7 +181,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.store.get(nid).status is MemoryStatus.ARCHIVED
         assert [n.id for n in self.store.history(new.id)][-1] == new.id
         assert nid in [n.id for n in self.store.history(new.id)]
-        assert nid in self.store._state.graph.ancestors(new.id)
+        assert nid in self.store._engine.ns(new.namespace).graph.ancestors(new.id)
         self.ever[new.id] = new.namespace
 
     @precondition(lambda self: bool(self.ever))
@@ -200,7 +200,7 @@ class StoreMachine(RuleBasedStateMachine):
             return
         src, tgt = data.draw(st.lists(st.sampled_from(same), min_size=2, max_size=2,
                                       unique=True), label="pair")
-        graph = self.store._state.graph
+        graph = self.store._engine.ns(ns).graph
         cycle = pred is Predicate.DERIVES_FROM and src in graph.ancestors(tgt)
         before = self.store.export_jsonld()
         try:
@@ -250,8 +250,8 @@ the rules and invariants are the same, the backends are slower by 10-50x per wri
 @pytest.mark.parametrize("machine", [LruStoreMachine, FifoStoreMachine,
                                      ReflectionStoreMachine],
                          ids=["lru", "fifo", "reflection"])
-def test_state_machine(machine: type[StoreMachine], store_backend: str) -> None:
-    examples = MACHINE_SETTINGS.max_examples if store_backend == "inmemory" else MATRIX_EXAMPLES
+def test_state_machine(machine: type[StoreMachine], store_kind: str) -> None:
+    examples = MACHINE_SETTINGS.max_examples if store_kind == "ram" else MATRIX_EXAMPLES
     run_state_machine_as_test(machine, settings=settings(MACHINE_SETTINGS,
                                                          max_examples=examples))
 
@@ -329,7 +329,7 @@ def test_same_seed_same_store(tmp_path: Path, policy: str) -> None:
 
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
 def test_reopening_does_not_change_decisions(tmp_path: Path, policy: str,
-                                             store_backend: str) -> None:
+                                             store_kind: str) -> None:
     """The views rebuilt on open (policy order included) equal the incremental ones:
     the same script with a reopen every 7 steps ends in the same store and audit."""
     a = run_script(tmp_path / "a", 99, policy=policy)

@@ -13,6 +13,7 @@ import pytest
 from mars_core.budget import ApproxTokenCounter
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
+from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
 from mars_core.errors import ConfigError, PolicyError
 from mars_core.model import (
     Edge,
@@ -36,7 +37,6 @@ from mars_core.policies.reflection import (
     summary_sensitivity,
 )
 from mars_core.scoring.density import density_batch
-from mars_core.state import NamespaceView, StoreState, ViewIO
 from mars_core.store import MemoryStore
 from mars_core.summarise import (
     CallableSummariser,
@@ -86,11 +86,7 @@ def node(i: int, text: str, *, step: int | None = None, sensitivity: float = 0.0
 
 def make_view(nodes: Sequence[MemoryNode], edges: Sequence[Edge] = (), *,
               budget: int = 10_000, step: int | None = None) -> NamespaceView:
-    state = StoreState()
-    for n in nodes:
-        state.apply_put(n)
-    for e in edges:
-        state.add_edge(e.source, e)
+    state = NamespaceState.of("ns", nodes=nodes, edges=edges)
     vecs = {n.id: EMB.embed([n.content])[0] for n in nodes}
 
     def vectors(ids: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -98,7 +94,7 @@ def make_view(nodes: Sequence[MemoryNode], edges: Sequence[Edge] = (), *,
 
     io = ViewIO(vectors, lambda texts: EMB.embed(list(texts)), lambda t: max(1, COUNT(t)))
     last = max((n.step for n in nodes), default=0)
-    return state.view("ns", budget, T0, random.Random(0), step=step or last, io=io)
+    return state.view(budget, T0, random.Random(0), step=step or last, io=io)
 
 
 def coffee_nodes(k: int, start: int = 0, **kw: Any) -> list[MemoryNode]:

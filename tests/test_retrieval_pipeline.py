@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mars_core import RetrievalConfig, ValidationError, retrieval
-from mars_core.backends.base import Record, matches
-from mars_core.backends.memory import InMemoryBackend
+from mars_core import RetrievalConfig, ValidationError
 from mars_core.clock import FakeClock
-from mars_core.codec import node_metadata
-from mars_core.model import MemoryType
+from mars_core.index.base import In, matches
+from mars_core.index.numpy import NumpyIndex
+from mars_core.model import MemoryStatus, MemoryType
 from mars_core.retrieval import Query
+from mars_core.storage import index_fields
 from mars_core.store import MemoryStore
 
 FACTS = ["Ana moved to Lisbon in May", "Ana works as a nurse in Lisbon",
@@ -87,7 +87,7 @@ def test_render_context_never_offers_the_question_as_its_own_evidence(make_store
     assert "Where is my locker code?" not in text
 
 
-# --- the dense channel's plan: send the filter, or filter an unfiltered list here --------
+# --- the index: a namespace is a partition, filters are sent, scores are exact ----------
 
 TOPICS = ["trains", "cello", "Lisbon", "tea", "hills", "nurses", "cats", "weather"]
 
@@ -103,66 +103,60 @@ def _two_namespaces(make_store: Callable[..., MemoryStore], **kw: object) -> Mem
     return store
 
 
-def _record_queries(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """The ``where`` of every query the store sends its backend, in order."""
-    wheres: list[object] = []
-    query = store.backend.query
+def _record_queries(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """``(namespace, status, where)`` of every query the store sends its index, in order."""
+    sent: list[tuple[Any, ...]] = []
+    index = store._engine.index
+    query = index.query
 
-    def recording(collection: str, vector: object, k: int, where: object = None) -> object:
-        wheres.append(where)
-        return query(collection, vector, k, where)  # type: ignore[arg-type]
+    def recording(namespace: str, status: object, vector: object, k: int,
+                  where: object = None) -> object:
+        sent.append((namespace, status, where))
+        return query(namespace, status, vector, k, where)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store.backend, "query", recording)
-    return wheres
+    monkeypatch.setattr(index, "query", recording)
+    return sent
 
 
-def test_a_dominant_namespace_filters_the_nearest_records_itself(make_store, monkeypatch) -> None:
+def test_a_namespace_is_the_index_partition_never_a_filter(make_store, monkeypatch) -> None:
     store = _two_namespaces(make_store)
-    wheres = _record_queries(store, monkeypatch)
+    sent = _record_queries(store, monkeypatch)
     ask = {"k": 10, "read_only": True, "relative_cutoff": 0}
     big = store.retrieve("what about trains and tea?", namespace="big", **ask)
-    assert wheres == [None]  # 40 of 48 records: one unfiltered query, filtered here
-    assert big and {h.node.namespace for h in big} == {"big"}
     small = store.retrieve("what about trains and tea?", namespace="small", **ask)
-    assert len(wheres) == 2 and wheres[1] is not None  # 8 of 48: the backend filters
+    assert [(ns, where) for ns, _, where in sent] == [("big", None), ("small", None)]
+    assert big and {h.node.namespace for h in big} == {"big"}
     assert small and {h.node.namespace for h in small} == {"small"}
-    monkeypatch.setattr(retrieval, "POST_FILTER_SHARE", 2.0)  # always send the filter
-    assert [h.id for h in store.retrieve("what about trains and tea?", namespace="big",
-                                         **ask)] == [h.id for h in big]
-    assert wheres[2] is not None
 
 
-def test_too_few_admitted_neighbours_fall_back_to_the_filtered_query(
-        make_store, monkeypatch) -> None:
+def test_the_other_filters_are_sent_to_the_index(make_store, monkeypatch) -> None:
     store = _two_namespaces(make_store, retrieval=RetrievalConfig(candidates=4))
-    wheres = _record_queries(store, monkeypatch)
+    sent = _record_queries(store, monkeypatch)
     hits = store.retrieve("a note on the cello", namespace="big", types=["task"], read_only=True,
                           relative_cutoff=0)
-    # the 15 nearest (about the cello) hold fewer than 4 of the 5 tasks (about trains): the
-    # filter is sent after all
-    assert wheres[0] is None and wheres[1] is not None and len(wheres) == 2
+    assert sent == [("big", MemoryStatus.ACTIVE, In("type", ("task",)))]
     assert hits and {h.node.type.value for h in hits} == {"task"}
 
 
 @pytest.mark.backend_neutral
-@settings(max_examples=60)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), k=st.integers(1, 12),
-       share_of_a=st.floats(0.05, 1.0))
-def test_filtering_here_gives_the_filtered_query_on_an_exact_backend(
-        seed: int, n: int, k: int, share_of_a: float) -> None:
-    rng = np.random.default_rng(seed)
-    backend = InMemoryBackend()
-    backend.ensure_collection("m", 8)
-    spaces = ["a" if rng.random() < share_of_a else "b" for _ in range(n)]
-    backend.upsert("m", [Record(f"r{i}", rng.normal(size=8).astype(np.float32), "",
-                                {"namespace": ns}) for i, ns in enumerate(spaces)])
-    admitted = {f"r{i}" for i, ns in enumerate(spaces) if ns == "a"}
-    q, qvec = Query(text="", namespace="a"), rng.normal(size=8).astype(np.float32)
-    share = max(len(admitted) / n, retrieval.POST_FILTER_SHARE)  # always take the plan
-    here = retrieval.dense(backend, "m", qvec, q, k, share=share, admits=admitted.__contains__)
-    sent = retrieval.dense(backend, "m", qvec, q, k)
-    assert list(here) == list(sent)  # the same records in the same order
-    assert list(here.values()) == pytest.approx(list(sent.values()), abs=1e-6)  # float32 sums
+@pytest.mark.parametrize("other", ["chroma", "qdrant"])
+def test_scores_are_the_same_whichever_index_found_the_memory(other: str) -> None:
+    """The index proposes candidates; the store scores them from the vectors it keeps, so
+    an approximate index ranks exactly as the exact one wherever it finds the same."""
+    pytest.importorskip("chromadb" if other == "chroma" else "qdrant_client")
+    from mars_core.index.chroma import ChromaIndex
+    from mars_core.index.qdrant import QdrantIndex
+
+    indexes = {"numpy": NumpyIndex(), "chroma": ChromaIndex(), "qdrant": QdrantIndex()}
+    results = {}
+    for name in ("numpy", other):
+        with MemoryStore(index=indexes[name], clock=FakeClock(), budget=100_000) as store:
+            for i in range(40):
+                store.add(f"note {i}: we talked about {TOPICS[i % 8]} and {TOPICS[(3 * i) % 8]}")
+            results[name] = [(h.id, h.score, h.dense, h.lexical) for h in store.retrieve(
+                "trains and tea", k=12, read_only=True, relative_cutoff=0)]
+    indexes["numpy" if other == "chroma" else "chroma"].close()
+    assert results[other] == results["numpy"]
 
 
 # --- Query.admits is the twin of the filter the backend is sent --------------------------
@@ -199,16 +193,18 @@ _filters = st.fixed_dictionaries({}, optional={
 @pytest.mark.backend_neutral
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), filters=_filters)
-def test_query_admits_exactly_what_the_backend_filter_matches(
+def test_query_admits_exactly_what_the_index_filter_matches(
         seed: int, n: int, filters: dict[str, Any]) -> None:
     store = _random_store(np.random.default_rng(seed), n)
     try:
         types = filters.get("types")
         q = Query("trains", "a", **{**filters, "types": types and frozenset(
             MemoryType(t) for t in types)})
-        flt = q.backend_filter()
-        for node in store.list("a", status=None) + store.list("b", status=None):
-            assert q.admits(node) is matches(flt, node_metadata(node)), (node, filters)
+        flt = q.index_filter()
+        for node in store.list("a", status=None):
+            assert q.admits(node) is matches(flt, index_fields(node)), (node, filters)
+        for node in store.list("b", status=None):  # another namespace: another partition
+            assert not q.admits(node)
     finally:
         store.close()
 
@@ -217,22 +213,24 @@ def test_query_admits_exactly_what_the_backend_filter_matches(
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), k=st.integers(1, 8),
        filters=_filters)
-def test_the_plan_and_the_sent_filter_retrieve_the_same_on_an_exact_backend(
+def test_a_filtered_retrieve_is_the_unfiltered_one_filtered(
         seed: int, n: int, k: int, filters: dict[str, Any]) -> None:
+    """On the exact index a filter only removes what it does not admit: the filtered
+    ranking is the unfiltered one (all candidates) with the others left out."""
     store = _random_store(np.random.default_rng(seed), n)
-    ask = {"namespace": "a", "k": k, "read_only": True, "relative_cutoff": 0, **filters}
+    ask = {"namespace": "a", "read_only": True, "relative_cutoff": 0}
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(retrieval, "POST_FILTER_SHARE", 0.0)  # always filter here
-            here = store.retrieve("trains and tea in Lisbon", **ask)
-            patch.setattr(retrieval, "POST_FILTER_SHARE", 2.0)  # always send the filter
-            sent = store.retrieve("trains and tea in Lisbon", **ask)
-        assert [h.id for h in here] == [h.id for h in sent]
+        filtered = store.retrieve("trains and tea in Lisbon", k=k, **ask, **filters)
+        everything = store.retrieve("trains and tea in Lisbon", k=1000, **ask)
+        types = filters.get("types")
+        q = Query("trains and tea in Lisbon", "a", **{**filters, "types": types and frozenset(
+            MemoryType(t) for t in types)})
+        assert [h.id for h in filtered] == [h.id for h in everything if q.admits(h.node)][:k]
     finally:
         store.close()
 
 
-def test_no_conversation_and_naive_times_filter_like_the_backend(make_store) -> None:
+def test_no_conversation_and_naive_times_filter_like_the_index(make_store) -> None:
     store = make_store(budget=100_000)
     for i in range(10):  # a store smaller than the plan's width: no fallback query
         store.add(f"we talked about trains, part {i}",

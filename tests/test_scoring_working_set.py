@@ -253,10 +253,11 @@ def test_cached_scores_equal_the_exact_density_on_a_real_store(policy: str) -> N
     """n ≤ W: goal, centrality, novelty, urgency, sensitivity — the same ψ and order."""
     with _store(policy) as store:
         _populate(store, 60)
-        view = store._state.view("default", 100_000, store.clock.now(), random.Random(0),
-                                 io=store._io)
+        state = store._engine.ns("default")
+        view = state.view(100_000, store.clock.now(), random.Random(0),
+                          io=store._engine.io(state))
         want = {c.node_id: c for c in density_candidates(view, DensityConfig())}
-        sc = score_working_set(view, store.policy.working_set, DensityConfig())  # type: ignore[attr-defined]
+        sc = score_working_set(view, store.policy_for().working_set, DensityConfig())  # type: ignore[attr-defined]
         got = {n.id: i for i, n in enumerate(sc.nodes)}
         assert got.keys() == want.keys()
         for nid, i in got.items():
@@ -267,7 +268,7 @@ def test_cached_scores_equal_the_exact_density_on_a_real_store(policy: str) -> N
             assert feats["centrality"] == pytest.approx(float(sc.features[i, 3]), abs=1e-6)
         assert any(sc.features[:, 3] > 0) and any(sc.features[:, 2] > 0)  # really exercised
         cached = [c.node_id for c in density_candidates(
-            view, DensityConfig(), cache=store.policy.working_set)]  # type: ignore[attr-defined]
+            view, DensityConfig(), cache=store.policy_for().working_set)]  # type: ignore[attr-defined]
         assert cached == [c.node_id for c in density_candidates(view, DensityConfig())]
 
 
@@ -279,10 +280,11 @@ def test_cached_clusters_equal_the_uncached_ones() -> None:
             text = (f"we talked about the garden roses and tulips again {k % 2}" if k % 10 < 5
                     else f"unrelated chatter number {k} about trains")
             store.add(text, type="episodic")
-        view = store._state.view("default", 100_000, store.clock.now(), random.Random(0),
-                                 io=store._io)
+        state = store._engine.ns("default")
+        view = state.view(100_000, store.clock.now(), random.Random(0),
+                          io=store._engine.io(state))
         plain = find_clusters(view)
-        cached = find_clusters(view, cache=store.policy.working_set)  # type: ignore[attr-defined]
+        cached = find_clusters(view, cache=store.policy_for().working_set)  # type: ignore[attr-defined]
         assert plain and [c.ids for c in cached] == [c.ids for c in plain]
         assert [c.priority for c in cached] == pytest.approx([c.priority for c in plain])
 
@@ -296,9 +298,10 @@ def test_meta_arms_share_one_working_set_and_score_the_same() -> None:
     assert refl.working_set is hyb.working_set  # type: ignore[attr-defined]
     with _store("meta", policy_params={"arms": ["reflection", "hybrid"]}) as store:
         _populate(store, 30)
-        view = store._state.view("default", 100_000, store.clock.now(), random.Random(0),
-                                 io=store._io)
-        cache = store.policy.arms["hybrid"].working_set  # type: ignore[attr-defined]
+        state = store._engine.ns("default")
+        view = state.view(100_000, store.clock.now(), random.Random(0),
+                          io=store._engine.io(state))
+        cache = store.policy_for().arms["hybrid"].working_set  # type: ignore[attr-defined]
         sc = score_working_set(view, cache, DensityConfig())
         want = {c.node_id: c.score for c in density_candidates(view, DensityConfig())}
         assert {n.id: pytest.approx(float(d), abs=1e-7) for n, d in zip(

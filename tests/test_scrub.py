@@ -1,4 +1,4 @@
-"""The embedded Chroma's index files carry no freed process memory once the backend closes.
+"""The embedded Chroma's index files carry no freed process memory once the index closes.
 
 Chroma saves an HNSW segment's whole capacity; slots it never wrote hold whatever the
 allocator handed out — in an embedded store, fragments of our own plaintext (CI caught
@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mars_core.backends._scrub import scrub_index_files
-from mars_core.backends.base import Record
+from mars_core.index._scrub import scrub_index_files
+from mars_core.model import MemoryStatus
+from mars_core.storage.base import IndexRow
 
 pytest.importorskip("chromadb")
-from mars_core.backends.chroma import ChromaBackend
+from mars_core.index.chroma import ChromaIndex
 
 _HEAD = struct.Struct("<iQQQQ")
 DIM = 8
@@ -44,15 +45,24 @@ def _vectors() -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def _row(rid: str, namespace: str, vector: np.ndarray) -> IndexRow:
+    return IndexRow(rid, namespace, MemoryStatus.ACTIVE, vector, {"type": "episodic"})
+
+
+def _index(path: Path) -> ChromaIndex:
+    index = ChromaIndex(path=path)
+    index.bind("scrub-test", DIM, lambda ns: [])
+    return index
+
+
 def _fill(path: Path) -> np.ndarray:
     vectors = _vectors()
-    with ChromaBackend(path=path) as b:
-        b.ensure_collection("m", DIM)
+    with _index(path) as index:
         for start in range(0, N, 250):
-            b.upsert("m", [Record(f"r{i}", vectors[i], f"doc {i}")
-                           for i in range(start, min(N, start + 250))])
-        b.ensure_collection("small", DIM)  # saved empty, at its initial capacity, from
-        b.upsert("small", [Record("s0", vectors[0], "doc s0")])  # a well-used heap
+            index.upsert([_row(f"r{i}", "m", vectors[i])
+                          for i in range(start, min(N, start + 250))], new=True)
+        # saved empty, at its initial capacity, from a well-used heap
+        index.upsert([_row("s0", "small", vectors[0])], new=True)
     return vectors
 
 
@@ -66,25 +76,25 @@ def test_close_zeroes_exactly_the_never_used_slots_and_the_index_still_answers(
         assert not any(_unused_tail(segment, count, size)), segment
         used = (segment / "data_level0.bin").read_bytes()[:count * size]
         assert count == 0 or any(used)  # the used slots were kept
-    with ChromaBackend(path=tmp_path) as b:
+    with _index(tmp_path) as index:
         for i in (0, 17, 999, N - 1):
-            assert b.query("m", vectors[i], 1)[0].record.id == f"r{i}"
+            assert index.query("m", MemoryStatus.ACTIVE, vectors[i], 1)[0][0] == f"r{i}"
 
 
 def test_opening_scrubs_what_a_crash_left_behind(tmp_path: Path) -> None:
-    with ChromaBackend(path=tmp_path) as b:  # a small store: its index is saved empty
-        b.ensure_collection("m", DIM)
-        b.upsert("m", [Record("r0", _vectors()[0], "doc 0")])
-    [(segment, capacity, count, size)] = _segments(tmp_path)
+    with _index(tmp_path) as index:  # a small store: its index is saved empty
+        index.upsert([_row("r0", "m", _vectors()[0])], new=True)
+    # the partition's segment (8-d vectors), not the 1-d one of the index's own state
+    segment, capacity, count, size = max(_segments(tmp_path), key=lambda s: s[3])
     data = segment / "data_level0.bin"
     assert count == 0 and data.stat().st_size == capacity * size
     with data.open("r+b") as f:  # what an unscrubbed save leaves: heap bytes past the count
         f.seek(size)
         f.write(b'{"text": "Ines is a nurse"}' * 4)
     assert b"Ines" in data.read_bytes()
-    with ChromaBackend(path=tmp_path) as b:
+    with _index(tmp_path) as index:
         assert b"Ines" not in data.read_bytes()  # before any close
-        assert [r.id for r in b.get("m")] == ["r0"]
+        assert [i for i, _ in index.query("m", MemoryStatus.ACTIVE, _vectors()[0], 5)] == ["r0"]
 
 
 def test_an_unrecognised_layout_is_left_alone_and_reported(

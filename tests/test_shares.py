@@ -28,8 +28,9 @@ def mk(**kw: Any) -> MemoryStore:
 
 def view_of(store: MemoryStore, ns: str = "default", budget: int | None = None) -> Any:
     """A policy view of a store's namespace (as the store builds it for a trigger)."""
-    return store._state.view(ns, budget or store.config.budget_for(ns), store.clock.now(),
-                             random.Random(0), io=store._io)
+    state = store._engine.ns(ns)
+    return state.view(budget or store.config.budget_for(ns), store.clock.now(), random.Random(0),
+                      io=store._engine.io(state))
 
 
 # --- the dual update --------------------------------------------------------------------------
@@ -107,7 +108,7 @@ def test_store_observations_move_shares_towards_the_retrieved_type() -> None:
     """Criterion (a) end to end: retrievals of semantic facts, every write refreshes."""
     store = mk(budget=100_000, policy="lru")
     shares = TypeShares(window=5)
-    store.policy.type_shares = shares
+    store.policy_for().type_shares = shares
     for i in range(10):
         store.add(f"fact {i}: the zebra project uses database engine number {i}", type="semantic")
     trace = []
@@ -126,10 +127,10 @@ def test_store_observations_move_shares_towards_the_retrieved_type() -> None:
 def test_credits_count_for_their_type() -> None:
     store = mk(budget=100_000, policy="lru")
     shares = TypeShares(window=2)
-    store.policy.type_shares = shares
+    store.policy_for().type_shares = shares
     soc = store.add("Ana is Bruno's sister and lives in Porto", type="social")
     store.add("we talked about the rain", type="episodic")
-    store.policy.on_credit("default", [soc.id], [soc.id], 2)
+    store.policy_for().on_credit("default", [soc.id], [soc.id], 2)
     store.add("more rain today", type="episodic")
     store.add("rain again", type="episodic")
     s = shares.shares("default")
@@ -139,7 +140,7 @@ def test_credits_count_for_their_type() -> None:
 def test_over_share_type_loses_memories_first() -> None:
     """Criterion (b): LRU alone would evict the old episodes; semantic is over its share."""
     store = mk(budget=120, policy="lru")
-    store.policy.type_shares = TypeShares(initial={EPI: 0.9, SEM: 0.1}, window=10_000)
+    store.policy_for().type_shares = TypeShares(initial={EPI: 0.9, SEM: 0.1}, window=10_000)
     episodes = [store.add(f"episode {i} walked the dog", type="episodic") for i in range(5)]
     facts: list[Any] = []
     while store.stats()["namespaces"]["default"]["archived"] == 0:
@@ -187,7 +188,7 @@ def test_budget_invariant_holds_with_shares(policy: str, ops: list[tuple[str, in
                                             ) -> None:
     """Criterion (c): shares only reorder; the hard budget and every invariant still hold."""
     store = mk(budget=60, policy=policy)
-    store.policy.type_shares = TypeShares(window=3, initial={SOC: 1.0})
+    store.policy_for().type_shares = TypeShares(window=3, initial={SOC: 1.0})
     try:
         for k, (mtype, words, query) in enumerate(ops):
             payload = {"status": "done"} if mtype == "task" else None

@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from mars_core import (
@@ -22,7 +21,6 @@ from mars_core import (
     TaskStatus,
     ValidationError,
 )
-from mars_core.backends.base import Record
 
 KEY = b"k" * 32
 
@@ -120,7 +118,7 @@ def test_update_makes_a_new_version() -> None:
     assert s.get(old.id).status is MemoryStatus.ARCHIVED and new.content.endswith("Lisbon")
     assert [n.id for n in s.history(new.id)] == [old.id, new.id]
     assert [n.id for n in s.history(old.id)] == [old.id, new.id]
-    preds = {e.predicate for e in s._state.graph.out_edges(new.id)}
+    preds = {e.predicate for e in s._engine.ns('default').graph.out_edges(new.id)}
     assert preds == {Predicate.DERIVES_FROM, Predicate.SUPERSEDES}
     assert s.explain(new.id).provenance[0].node_id == old.id
 
@@ -159,7 +157,8 @@ def test_links_and_unknown_ids() -> None:
         s.get("missing")
     with pytest.raises(NotFoundError):
         s.add("x", links=[("derivesFrom", "missing")])
-    assert s.explain("missing").status == "unknown"
+    with pytest.raises(NotFoundError):  # nothing to explain: no memory ever had that id
+        s.explain("missing")
 
 
 def test_jsonld_round_trip_is_exact(tmp_path: Path) -> None:
@@ -247,7 +246,10 @@ def test_reembed_moves_the_store_to_a_new_embedder(tmp_path: Path) -> None:
         assert s2.export_jsonld() == before and s2.verify().ok
         assert s2.stats()["embedder"] == "hashing-v1-64-c3"
         assert s2.retrieve("octopus arms", include_archive=True)[0].id == a.id
-        assert all(not s2.backend.get(name) for name in ("memories", "archive"))
+        index = s2._engine.index  # rebuilt from the new vectors, nothing of the old
+        assert index.dim == 64 and index.query(
+            "default", MemoryStatus.ACTIVE, HashingEmbedder(dim=64).embed(["octopus arms"])[0],
+            1)[0][0] == a.id
 
 
 class _FailsOnThirdCall(HashingEmbedder):
@@ -264,40 +266,33 @@ class _FailsOnThirdCall(HashingEmbedder):
         return super().embed(texts)
 
 
-def test_a_failed_reembed_leaves_no_copy_and_an_erasure_stays_erased(tmp_path: Path) -> None:
-    """An interrupted re-embedding removes its copies; the next one starts from empty
-    collections, so a memory erased in between never comes back."""
-    with MemoryStore.open(tmp_path / "db", clock=FakeClock()) as s:
+def test_a_failed_reembed_changes_nothing(tmp_path: Path) -> None:
+    """A re-embedding is one transaction: interrupted, the store is as it was (vectors,
+    manifest, index), and the next one moves it whole."""
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock(), index="numpy") as s:
         a = s.add("Alice's bank PIN is 4821")
         s.add("Bob plays chess")
         s.add("Carol sings in a choir")
+        before = (s.export_jsonld(), len(s.audit), s.stats())
         with pytest.raises(RuntimeError, match="went away"):
             s.reembed(_FailsOnThirdCall(), batch_size=1)
-        assert not s.backend.get("memories_g1")  # the copies went with the failure
-        stale = np.full(64, 0.125, dtype=np.float32)  # what a crashed try would leave
-        s.backend.upsert("memories_g1", [Record(a.id, stale, "Alice's bank PIN is 4821", {})])
-        s.erase(a.id)
-        assert not s.backend.get("memories_g1")  # the erasure reached the leftover copy
-        s.backend.upsert("memories_g1", [Record(a.id, stale, "a copy from nowhere", {})])
+        assert (s.export_jsonld(), len(s.audit), s.stats()) == before
+        assert s.retrieve("bank PIN", read_only=True)[0].id == a.id
         flaky = _FailsOnThirdCall()
         flaky.calls = 10
-        assert s.reembed(flaky, batch_size=1) == 2
-        b = s.list()[0]  # a crash after the switch would leave the old generation's copy
-        s.backend.upsert("memories", [Record(b.id, np.ones(384, np.float32) / 20, "old", {})])
-        s.erase(b.id)
-        assert b.id not in {r.id for r in s.backend.get("memories")}
-    with MemoryStore.open(tmp_path / "db", clock=FakeClock(),
-                          embedder=HashingEmbedder(dim=64)) as s2:
-        assert sorted(n.content for n in s2.list(status=None)) == ["Carol sings in a choir"]
-        assert a.id not in {r.id for r in s2.backend.get("memories_g1")} and s2.verify().ok
+        assert s.reembed(flaky, batch_size=1) == 3
+        assert s.stats()["dim"] == 64
+    with MemoryStore.open(tmp_path / "db", clock=FakeClock()) as s2:
+        assert s2.embedder.dim == 64 and s2.verify().ok
+        assert s2.retrieve("bank PIN", read_only=True)[0].id == a.id
 
 
 def test_credit_feeds_the_policy_and_validates() -> None:
     s = mk(budget=200, type_shares={"semantic": 2, "episodic": 1, "social": 1, "task": 1})
-    assert s.policy.type_shares is not None
+    assert s.policy_for().type_shares is not None
     a = s.add("Ana likes tea", type="semantic")
     seen: list[tuple[list[str], list[str]]] = []
-    s.policy.on_credit = lambda ns, used, offered, step: seen.append(  # type: ignore[method-assign]
+    s.policy_for().on_credit = lambda ns, used, offered, step: seen.append(  # type: ignore[method-assign]
         (list(used), list(offered)))
     s.credit([a.id], [a.id, "other"])
     assert seen == [([a.id], [a.id, "other"])]
@@ -309,6 +304,6 @@ def test_forget_is_reported_to_the_policy_as_a_complaint() -> None:
     s = mk()
     a = s.add("something embarrassing")
     forgotten: list[str] = []
-    s.policy.on_forget = lambda node, step: forgotten.append(node.id)  # type: ignore[method-assign]
+    s.policy_for().on_forget = lambda node, step: forgotten.append(node.id)  # type: ignore[method-assign]
     s.forget(a.id)
     assert forgotten == [a.id]

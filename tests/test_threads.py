@@ -136,7 +136,8 @@ def _check_counts(store: MemoryStore, shared: Shared) -> None:
     for what in ("insert", "update", "access", "metadata"):
         assert ops[what] == shared.counts[what], (what, ops[what], shared.counts[what])
     assert ops[AuditOp.EVICT.value] > 0, "the budget never forced an eviction"
-    assert set(shared.ids) == set(store._state.nodes), "ids lost or invented"
+    held = {n.id for ns in store.namespaces() for n in store.list(ns, status=None)}
+    assert set(shared.ids) == held, "ids lost or invented"
     assert shared.counts["insert"] >= MIN_INSERTS, shared.counts
 
 
@@ -257,12 +258,12 @@ async def _task(store: MemoryStore, shared: Shared, n: int, ops: int) -> None:
             await asyncio.sleep(0)
 
 
-async def test_async_twins_concurrently(tmp_path: Path, store_backend: str) -> None:
+async def test_async_twins_concurrently(tmp_path: Path, store_kind: str) -> None:
     store = MemoryStore.open(tmp_path / "a", clock=FakeClock(), audit_key=AUDIT_KEY, **CONFIG)
     shared = Shared()
     try:
         started = time.monotonic()
-        ops = ASYNC_OPS if store_backend == "inmemory" else ASYNC_OPS_ON_DISK
+        ops = ASYNC_OPS if store_kind == "ram" else ASYNC_OPS_ON_DISK
         results = await asyncio.gather(*(_task(store, shared, n, ops) for n in range(WORKERS)),
                                        return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]

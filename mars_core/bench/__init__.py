@@ -1,7 +1,7 @@
 """Benchmarks run by ``mars bench ...`` (never inside timed tests).
 
 Examples:
-    >>> from mars_core.bench import throughput
-    >>> callable(throughput.run)
+    >>> from mars_core.bench import storage
+    >>> callable(storage.run)
     True
 """

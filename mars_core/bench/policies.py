@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from mars_core.bench.report import results_dir
-from mars_core.bench.throughput import _WORDS
+from mars_core.bench.storage import WORDS as _WORDS
 from mars_core.budget import make_counter
 from mars_core.clock import FakeClock
 from mars_core.config import StoreConfig
@@ -237,24 +237,25 @@ def hand_over(store: MemoryStore, policy: str, params: Mapping[str, Any] | None 
               ) -> Policy:
     """Give a filled store a new policy, as reopening it with ``policy=`` would.
 
-    The new policy replaces the old one (in the store and in the state's hook list) and
-    :meth:`~mars_core.policies.base.Policy.rebuild` replays the active memories into its
-    indices — what ``MemoryStore.open`` does on load. A benchmark helper, not public API.
+    The configuration names the new policy and the cached namespaces are dropped, so the
+    next call loads them again with it: :meth:`~mars_core.policies.base.Policy.rebuild`
+    replays the active memories into its indices, as ``MemoryStore.open`` does. A
+    benchmark helper, not public API.
 
     Examples:
         >>> store = MemoryStore(budget=100, policy="fifo")
         >>> _ = store.add("one memory")
-        >>> hand_over(store, "lru").name, store.policy.name
+        >>> hand_over(store, "lru").name, store.policy_for().name
         ('lru', 'lru')
     """
-    new = make_policy(policy, **dict(params or {}))
+    make_policy(policy, **dict(params or {}))  # refuse a bad one before anything changes
     with store._lock:
-        store.config = store.config.model_copy(
+        engine = store._engine
+        engine.config = engine.config.model_copy(
             update={"policy": policy, "policy_params": dict(params or {})})
-        store.policy = new
-        store._state.policies = [new]
-        new.rebuild(node for node in store._state.nodes.values() if node.is_active)
-    return new
+        for state in engine.cache.states():
+            engine.cache.drop(state.name)
+        return store.policy_for()
 
 
 # --- measuring ------------------------------------------------------------------------------
@@ -286,7 +287,7 @@ def _steady_plan(policy: str, n: int, steady_adds: int, slow_steady: int, slow_f
 def _measure(store: MemoryStore, texts: Sequence[str], warmup: int,
              max_steady_s: float | None) -> tuple[list[_Sample], list[_Sample]]:
     """Warm-up adds (the first triggers after a fill), then timed steady-state adds."""
-    meter = _Meter(store.policy).attach()
+    meter = _Meter(store.policy_for()).attach()
     try:
         warm = [meter.add(store, t) for t in texts[:warmup]]
         steady: list[_Sample] = []
@@ -306,7 +307,7 @@ def _row(store: MemoryStore, policy: str, n: int, *, warm: Sequence[_Sample],
     ns = store.stats()["namespaces"][store.config.default_namespace]
     trig = [s for s in steady if s.triggered]
     return {
-        "policy": policy, "n": n, "nlp": store.config.nlp, "signals": store.enricher.name,
+        "policy": policy, "n": n, "nlp": store.config.nlp, "signals": store.stats()["signals"],
         "params": dict(store.config.policy_params),
         "warmup_adds": len(warm),
         "first_trigger_us": 1e6 * warm[0].policy_s if warm else 0.0,

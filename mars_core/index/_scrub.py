@@ -5,14 +5,15 @@ Chroma's local HNSW segment (``<dir>/<segment-uuid>/``) saves its whole allocate
 ``length.bin`` one ``uint32`` per slot, however few elements are in use (a fresh index is
 saved at its initial capacity of 100; a grown one at least up to its count). The slots past
 ``cur_element_count`` were never written: they hold whatever the process's allocator handed
-out, i.e. fragments of freed memory. In an embedded store that memory is our own process's,
-so it can hold the *plaintext* of a memory we encrypted before writing (seen in CI: a
-fragment of a record's metadata in an index file of a freshly created store).
+out, i.e. fragments of freed memory. In an embedded index that memory is our own process's,
+so it can hold the text of a memory the index never received (seen in CI: a fragment of
+a record's metadata in an index file of a freshly created store) — text that an erasure
+must be able to remove from disk.
 
 :func:`scrub_index_files` overwrites exactly those never-used bytes with zeros. hnswlib never
 reads them (a slot is read only below ``cur_element_count``), so the index is unchanged. It is
-run with the writer lease held and no Chroma client on the directory: when the backend
-closes, and before it opens a directory (a crash skips the close). Files whose header does
+run while the index holds its directory's lock and no Chroma client is open on it: when
+the index closes, and before it opens a directory (a crash skips the close). Files whose header does
 not match the layout below are left alone and reported, so a future Chroma that changes the
 format costs the scrub, never the index.
 

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core._guard import guarded
-from mars_core.errors import EmbeddingMismatchError, ValidationError
+from mars_core.errors import ConflictError, EmbeddingMismatchError, ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.storage.base import IndexRow
 
@@ -248,8 +248,10 @@ class VectorIndex(Protocol):
         """Attach the index to a store.
 
         Args:
-            identity: names the store and its embedder; an index holding another
-                identity's entries empties itself.
+            identity: ``"<store id>:<version>"`` (the version names the embedder and
+                the index generation); an index holding another version's entries
+                empties itself, and a shared one (a server) holding another store's
+                entries refuses them (``ConflictError``) rather than wipe them.
             dim: the vector dimension.
             source: the record store's rows of a namespace (read on demand, if at all).
 
@@ -301,8 +303,8 @@ class IndexBase:
     run under the index's lock, refuse once closed, then call the ``_``-methods.
 
     An index implements ``_bind``, ``_upsert``, ``_delete``, ``_query``, ``_mark``,
-    ``_clear`` and ``_compact`` and sets ``_lock`` and ``_closed``; ``dim`` is known
-    once bound.
+    ``_clear``, ``_compact`` and ``_release`` (what ``close`` frees) and sets ``_lock``
+    and ``_closed``; ``dim`` is known once bound.
     """
 
     name: str
@@ -325,6 +327,23 @@ class IndexBase:
             raise ValidationError(f"dim must be a positive int, not {dim!r}")
         self.dim = dim
         return self._bind(identity, dim, source)
+
+    def _claims(self, recorded: object, identity: str) -> bool:
+        """Whether the entries recorded under ``recorded`` are ``identity``'s (else the
+        index empties itself).
+
+        Raises:
+            ConflictError: a shared index holds another store's entries.
+        """
+        if recorded == identity:
+            return True
+        if isinstance(recorded, str) and self.capabilities.shared and \
+                recorded.split(":", 1)[0] != identity.split(":", 1)[0]:
+            raise ConflictError(
+                f"the {self.name} index at {self.location} holds the entries of another "
+                "store; give this store an index of its own (prefix=), or, if that store "
+                "is gone, delete its collections on the server")
+        return False
 
     @guarded
     def upsert(self, rows: Sequence[IndexRow], *, new: bool = False) -> None:
@@ -407,7 +426,15 @@ class IndexBase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:  # pragma: no cover - every index defines it
+    def close(self) -> None:
+        """Release the index's resources (idempotent): ``_release`` runs once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._release()
+
+    def _release(self) -> None:  # pragma: no cover - every index defines it
         raise NotImplementedError
 
     def _bound(self) -> int:

@@ -318,6 +318,7 @@ class ChromaIndex(IndexBase):
         self._scrub_dir: Path | None = None
         self._source: IndexSource | None = None
         self._identity = ""
+        self._client: Any = None
         shared = path is None and (host is not None or client is not None)
         self.capabilities = IndexCapabilities(
             persistent=path is not None or shared, loads_on_demand=False, shared=shared,
@@ -403,7 +404,7 @@ class ChromaIndex(IndexBase):
         with _client_errors("list collections"):
             while True:
                 page = self._client.list_collections(limit=1000, offset=offset)
-                names += [getattr(c, "name", c) for c in page]
+                names += [c.name for c in page]
                 if len(page) < 1000:
                     break
                 offset += 1000
@@ -421,7 +422,7 @@ class ChromaIndex(IndexBase):
         with _client_errors("read the index state"):
             found = self._state().get(ids=[_STATE_ID], include=["metadatas"])
         meta = (found["metadatas"] or [None])[0] or {}
-        if meta.get("identity") == identity and isinstance(meta.get("applied"), int):
+        if self._claims(meta.get("identity"), identity) and isinstance(meta.get("applied"), int):
             return int(meta["applied"])
         self._clear()
         return 0
@@ -518,16 +519,9 @@ class ChromaIndex(IndexBase):
         return (f"chroma: {len(namespaces)} namespace collection(s) rebuilt without the erased "
                 f"vectors; no text was ever sent to {where}")
 
-    def close(self) -> None:
-        """Release the client (if this index created it) and the lock; idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._release()
-
     def _release(self) -> None:
-        client = getattr(self, "_client", None)
+        """Close the client (if this index created it) and the directory's lock."""
+        client = self._client
         if self._owns_client and client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 if self._database is not None:

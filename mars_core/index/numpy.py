@@ -170,11 +170,9 @@ class NumpyIndex(IndexBase):
             self._parts.pop(ns, None)
         return "numpy: in memory only, nothing on disk"
 
-    def close(self) -> None:
-        """Drop everything (idempotent)."""
-        with self._lock:
-            self._closed = True
-            self._parts = {}
+    def _release(self) -> None:
+        """Drop every loaded matrix."""
+        self._parts = {}
 
     def loaded(self) -> Sequence[str]:
         """The namespaces whose matrices this process holds (for tests and stats)."""

@@ -20,8 +20,8 @@ canonical UUID strings, which is what the store uses.
   replication, write consistency, ...), ``write_ordering`` to every write.
 * **What stays on disk.** A server drops a deleted point from search at once but keeps
   its bytes until the optimiser rewrites the segment; local mode with ``path`` keeps
-  them in free SQLite pages. No text is ever sent. :meth:`QdrantIndex.compact` asks a
-  server to vacuum by re-writing the namespace's points.
+  them in free SQLite pages. No text is ever sent. :meth:`QdrantIndex.compact` leaves
+  this to Qdrant's optimiser and says so in the erasure receipt.
 
 Local mode is an exhaustive scan in Python and loads the whole collection when it opens:
 fine for tests and small stores; use a server beyond that.
@@ -334,7 +334,7 @@ class QdrantIndex(IndexBase):
             found = self._client.retrieve(self._state_name, ids=[_STATE_ID], with_payload=True)
         payload = found[0].payload if found else {}
         self._ensure(self._entries, dim)
-        if (payload or {}).get("identity") == identity and \
+        if self._claims((payload or {}).get("identity"), identity) and \
                 isinstance((payload or {}).get("applied"), int):
             return int(payload["applied"])
         self._clear()
@@ -397,15 +397,8 @@ class QdrantIndex(IndexBase):
         return ("qdrant: erased points deleted; their vectors leave the files when Qdrant "
                 "vacuums the segment (no text was ever sent)")
 
-    def close(self) -> None:
-        """Release the client (if this index created it); idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._release()
-
     def _release(self) -> None:
+        """Close the client (if this index created it)."""
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()

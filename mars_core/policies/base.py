@@ -81,10 +81,14 @@ __all__ = [
 class PolicyView(Protocol):
     """What a policy may read about one namespace (never mutate)."""
 
-    namespace: str
     budget: int
     now: datetime
     rng: random.Random
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+        ...
 
     @property
     def step(self) -> int:

@@ -13,8 +13,8 @@ Hybrid}, and leaves the algorithm, the reward and the exploration constants unsp
   a deterministic function of the observed workload (same seed, same choices).
 * **Decisions** happen at budget triggers (``apply``), at most once every
   ``decision_interval`` steps per namespace; in between the chosen arm keeps deciding.
-  One bandit model serves every namespace (the context tells workloads apart); each
-  namespace has its own chosen arm and its own reward window.
+  The store makes one controller per namespace, so each namespace has its own bandit
+  model, chosen arm and reward window (tenants never learn from each other).
   The controller delegates its stages and sweep to the chosen arm (rationales read
   ``evicted by meta/lru: ...``) and forwards **every** hook to **all** arms, so each
   arm's incremental index stays current whichever arm is chosen — at the price of

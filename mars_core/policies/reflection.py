@@ -380,11 +380,11 @@ def find_clusters(view: PolicyView, taken: frozenset[str] = frozenset(), *,
     theirs) the slice is read from its columns and cached vectors; the result is the same.
 
     Examples:
-        >>> from mars_core.state import StoreState
+        >>> from mars_core.engine.namespace import NamespaceState
         >>> import random
         >>> from datetime import UTC, datetime
-        >>> empty = StoreState().view("ns", 100, datetime(2026, 1, 1, tzinfo=UTC),
-        ...                           random.Random(0))
+        >>> empty = NamespaceState.of("ns").view(100, datetime(2026, 1, 1, tzinfo=UTC),
+        ...                                      random.Random(0))
         >>> find_clusters(empty)
         []
     """

@@ -40,9 +40,6 @@ __all__ = [
 
 # other privacy modules are re-exported below
 
-# -- crypto-shredding (DESIGN §3 invariant 6): sealed documents, keys destroyed on erasure
-from mars_core.privacy.crypto import ContentCipher, KeyStore
-
 # -- sensitivity, detectors and redaction (seed 000 §4.3, §5.4)
 from mars_core.privacy.detectors import (
     CATEGORY_KINDS,
@@ -79,10 +76,8 @@ __all__ += [
     "ENTITY_KINDS",
     "IDENTIFIER_KINDS",
     "PATTERN_KINDS",
-    "ContentCipher",
     "Detection",
     "EntityPreferences",
-    "KeyStore",
     "Kind",
     "PreferencesLike",
     "RedactionResult",

@@ -19,8 +19,11 @@ The rules, as implemented here (a pure function of the store's views):
   content was produced from the erased text.
 
 Examples:
-    >>> from mars_core.state import StoreState
-    >>> plan_erasure(StoreState(), "ns", namespace_all=True).erased
+    >>> from mars_core.engine.namespace import NamespaceState
+    >>> from mars_core.policies import make_policy
+    >>> from mars_core.storage import NamespaceRecord
+    >>> state = NamespaceState(NamespaceRecord("ns"), [], [], [], make_policy("lru"))
+    >>> plan_erasure(state, namespace_all=True).erased
     ()
 """
 
@@ -30,6 +33,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.model import (
     EpisodicPayload,
@@ -38,7 +42,6 @@ from mars_core.model import (
     SocialPayload,
     TaskPayload,
 )
-from mars_core.state import StoreState
 
 __all__ = ["ErasurePlan", "mentions", "plan_erasure"]
 
@@ -81,20 +84,18 @@ def mentions(node: MemoryNode, entity: str) -> bool:
     return any(pattern.search(t.casefold()) for t in (node.content, *_payload_texts(node)))
 
 
-def _targets(state: StoreState, namespace: str, *, node_id: str | None, entity: str | None,
+def _targets(state: NamespaceState, *, node_id: str | None, entity: str | None,
              conversation: str | None, namespace_all: bool) -> list[str]:
     given = sum(x is not None for x in (node_id, entity, conversation)) + int(namespace_all)
     if given != 1:
         raise ValidationError("erase exactly one of: node_id, entity, conversation, namespace")
     if node_id is not None:
-        node = state.get(node_id)
-        if node.namespace != namespace:
-            raise NotFoundError(f"no memory {node_id!r} in namespace {namespace!r}")
+        if node_id not in state:
+            raise NotFoundError(f"no memory {node_id!r} in namespace {state.name!r}")
         return [node_id]
     if entity is not None and not entity.strip():
         raise ValidationError("the entity to erase must be a non-empty string")
-    nodes = (state.nodes[i] for s in list(state.by_ns.get(namespace, {}))
-             for i in state.ids(namespace, s))
+    nodes = state.all_nodes()
     if entity is not None:
         return [n.id for n in nodes if mentions(n, entity.strip())]
     if conversation is not None:
@@ -106,31 +107,30 @@ def _is_summary(node: MemoryNode) -> bool:
     return node.provenance.source == "summary"
 
 
-def _members(state: StoreState, node_id: str) -> list[str]:
+def _members(state: NamespaceState, node_id: str) -> list[str]:
     return [e.target for e in state.graph.out_edges(node_id)
             if e.predicate.value == "derivesFrom"]
 
 
 def plan_erasure(
-    state: StoreState,
-    namespace: str,
+    state: NamespaceState,
     *,
     node_id: str | None = None,
     entity: str | None = None,
     conversation: str | None = None,
     namespace_all: bool = False,
 ) -> ErasurePlan:
-    """Plan an erasure in ``namespace`` (exactly one selector).
+    """Plan an erasure in the namespace of ``state`` (exactly one selector).
 
     Raises:
         ValidationError: no selector or several.
         NotFoundError: ``node_id`` does not exist in the namespace.
     """
-    targets = _targets(state, namespace, node_id=node_id, entity=entity,
+    targets = _targets(state, node_id=node_id, entity=entity,
                        conversation=conversation, namespace_all=namespace_all)
     erased: dict[str, None] = dict.fromkeys(targets)
     order = sorted(_affected(state, targets) - set(targets),
-                   key=lambda i: (state.nodes[i].depth, state.nodes[i].seq))
+                   key=lambda i: (state.node(i).depth, state.node(i).seq))
     while True:  # erasing a summary can leave a deeper one without support: iterate
         regenerate: list[tuple[str, tuple[str, ...]]] = []
         grew = False
@@ -138,7 +138,7 @@ def plan_erasure(
             if nid in erased:
                 continue
             survivors = tuple(m for m in _members(state, nid) if m not in erased)
-            if _is_summary(state.nodes[nid]) and len(survivors) >= 2:
+            if _is_summary(state.node(nid)) and len(survivors) >= 2:
                 regenerate.append((nid, survivors))
             else:
                 erased[nid] = None
@@ -147,7 +147,7 @@ def plan_erasure(
             return ErasurePlan(tuple(targets), tuple(erased), tuple(regenerate))
 
 
-def _affected(state: StoreState, targets: Iterable[str]) -> set[str]:
+def _affected(state: NamespaceState, targets: Iterable[str]) -> set[str]:
     out: set[str] = set()
     for t in targets:
         out.update(state.graph.descendants(t))

@@ -120,8 +120,12 @@ def _products(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> npt.NDArray[Any]:
 class VectorSource(Protocol):
     """What the cache reads from a policy view: the namespace, its clock and vectors."""
 
-    namespace: str
     now: datetime
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+        ...
 
     @property
     def step(self) -> int:

@@ -487,6 +487,10 @@ class SQLiteRecordStore:
             exclusive_writer=True, purges_on_erase=True)
         try:
             self._conn = self._connect(float(lock_timeout), synchronous)
+        except BaseException:
+            self._unlock()
+            raise
+        try:
             self._prepare()
         except BaseException:
             self._release()
@@ -649,12 +653,13 @@ class SQLiteRecordStore:
             self._release()
 
     def _release(self) -> None:
-        conn: sqlite3.Connection | None = getattr(self, "_conn", None)
-        if conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                if self.path is not None and not self.read_only:
-                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                conn.close()
+        with contextlib.suppress(sqlite3.Error):
+            if self.path is not None and not self.read_only:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._conn.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)

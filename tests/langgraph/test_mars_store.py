@@ -29,11 +29,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
+from lg_helpers import indexed_ids, raw_text
 from typing_extensions import TypedDict
 
 from langchain_mars._keys import decode_namespace, encode_namespace
 from langchain_mars.store import MarsStore
-from mars_core import FakeClock, HashingEmbedder, MemoryStore, codec
+from mars_core import FakeClock, HashingEmbedder, MemoryStore
 from mars_core.errors import (
     BlockedByPreferenceError,
     BudgetExceededError,
@@ -51,13 +52,12 @@ NAMESPACES = [  # LangGraph's test_list_namespaces_basic
 ]
 
 
-BACKENDS = [k for k in ("inmemory", "chroma-ephemeral", "chroma-persistent", "chroma-http",
-                         "qdrant-memory", "qdrant-path",
-                         *(["qdrant-url"] if os.environ.get("QDRANT_URL") else []))
-            if not os.environ.get("MARS_TEST_BACKENDS")
-            or k in os.environ["MARS_TEST_BACKENDS"].split(",")]
-"""Every backend of the store matrix (``tests/conftest.py``'s ``store_backend``): the
-erasure test runs on all of them; the module's other tests on the kinds the conftest's
+KINDS = [k for k in ("ram", "sqlite", "chroma", "chroma-http", "qdrant",
+                      *(["qdrant-url"] if os.environ.get("QDRANT_URL") else []))
+         if not os.environ.get("MARS_TEST_BACKENDS")
+         or k in os.environ["MARS_TEST_BACKENDS"].split(",")]
+"""Every kind of the store matrix (``tests/conftest.py``'s ``store_kind``): the erasure
+test runs on all of them; the module's other tests on the kinds the conftest's
 ``MODULE_KINDS`` gives this module."""
 
 
@@ -74,14 +74,6 @@ def make() -> Iterator[Callable[..., MarsStore]]:
     yield factory
     for m in made:
         m.close()
-
-
-def _raw_text(memory: MemoryStore) -> str:
-    """Everything the backend holds, every collection, as one string."""
-    out = []
-    for name in (codec.MEMORIES, codec.ARCHIVE, codec.AUDIT, codec.META):
-        out += [f"{r.document} {json.dumps(r.metadata)}" for r in memory.backend.get(name)]
-    return "\n".join(out)
 
 
 # --- namespaces ------------------------------------------------------------------------------
@@ -211,20 +203,23 @@ def test_put_existing_key_is_a_new_version(make: Callable[..., MarsStore]) -> No
     assert [i.key for i in s.search(ns)] == ["city"]  # one item, whatever its history
 
 
-@pytest.mark.parametrize("store_backend", BACKENDS, indirect=True)
-def test_delete_is_an_erasure(make: Callable[..., MarsStore], store_backend: str) -> None:
+@pytest.mark.parametrize("store_kind", KINDS, indirect=True)
+def test_delete_is_an_erasure(make: Callable[..., MarsStore], store_kind: str) -> None:
     s = make()
     ns = ("users", "ana")
     s.put(ns, "secret", {"text": "Ana's locker code is Zanzibar-4471"})
     s.put(ns, "secret", {"text": "Ana's locker code is Quokka-9915"})
     s.put(ns, "keep", {"text": "Ana likes tea"})
-    assert "Zanzibar-4471" in _raw_text(s.memory)
+    assert "Zanzibar-4471" in raw_text(s.memory)
+    versions = {v.id for v in s.memory.history(s.node_id(ns, "secret") or "")}
+    assert len(versions) == 2 and versions <= indexed_ids(s.memory, "users/ana")
     receipts = s.erase(ns, "secret")
-    assert len({i for r in receipts for i in r.erased}) == 2  # both versions
+    assert {i for r in receipts for i in r.erased} == versions  # both versions
+    assert not versions & indexed_ids(s.memory, "users/ana")  # gone from the vector index
     assert s.get(ns, "secret") is None and s.search(ns, query="locker code")[0].key == "keep"
     export = json.dumps(s.memory.export_jsonld())
     for secret in ("Zanzibar-4471", "Quokka-9915"):
-        assert secret not in _raw_text(s.memory) and secret not in export
+        assert secret not in raw_text(s.memory) and secret not in export
         assert all(secret not in json.dumps(e.model_dump(mode="json"))
                    for e in s.memory.audit.events())
     s.delete(ns, "keep")  # the BaseStore path: PutOp(value=None)
@@ -491,10 +486,12 @@ def test_reopen_rebuilds_the_key_index(tmp_path: Path) -> None:
 @pytest.mark.backend_neutral
 def test_on_chroma_delete_purges_and_reopen_finds(tmp_path: Path) -> None:
     pytest.importorskip("chromadb")
-    from mars_core.backends.chroma import ChromaBackend
+    from mars_core.index.chroma import ChromaIndex
+    from mars_core.storage import SQLiteRecordStore
 
     def mars() -> MarsStore:
-        return MarsStore(MemoryStore(ChromaBackend(path=tmp_path / "chroma"), clock=FakeClock(),
+        return MarsStore(MemoryStore(SQLiteRecordStore(tmp_path / "mars.sqlite3"),
+                                     ChromaIndex(path=tmp_path / "chroma"), clock=FakeClock(),
                                      audit_key=KEY))
 
     s = mars()
@@ -502,10 +499,12 @@ def test_on_chroma_delete_purges_and_reopen_finds(tmp_path: Path) -> None:
     s.put(("u",), "tea", {"text": "I like oolong tea"})
     s.put(("u",), "tea", {"text": "I like jasmine tea"})
     assert s.search(("u",), query="bank PIN")[0].key == "pin"
+    pin = s.node_id(("u",), "pin")
+    assert pin in indexed_ids(s.memory, "u")
     s.delete(("u",), "pin")
-    assert "Marmoset-7731" not in _raw_text(s.memory)
+    assert "Marmoset-7731" not in raw_text(s.memory) and pin not in indexed_ids(s.memory, "u")
     s.memory.close()
-    s = mars()  # reopen: the key index is rebuilt from the Chroma records
+    s = mars()  # reopen: the key index is rebuilt from the records, over the Chroma index
     assert [(i.key, i.value) for i in s.search(("u",), query="bank PIN")] == \
         [("tea", {"text": "I like jasmine tea"})]
     assert s.get(("u",), "pin") is None and s.reindex() == 1

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp, TTLConfig
+from lg_helpers import indexed_ids, raw_text
 
 from langchain_mars.store import MARKER, MarsStore
-from mars_core import FakeClock, HashingEmbedder, MemoryStore, codec
+from mars_core import FakeClock, HashingEmbedder, MemoryStore
 from mars_core.audit import AuditOp
 from mars_core.errors import ConfigError, NotFoundError, ValidationError
 
@@ -57,13 +58,6 @@ def _expires(s: MarsStore, ns: tuple[str, ...], key: str) -> datetime | None:
 
 def _keys(s: MarsStore, prefix: tuple[str, ...] = NS, **kw: Any) -> list[str]:
     return [i.key for i in s.search(prefix, refresh_ttl=False, limit=100, **kw)]
-
-
-def _raw_text(memory: MemoryStore) -> str:
-    """Everything the backend holds, every collection, as one string."""
-    return "\n".join(f"{r.id} {r.document} {r.metadata}"
-                     for name in (codec.MEMORIES, codec.ARCHIVE, codec.AUDIT, codec.META)
-                     for r in memory.backend.get(name))
 
 
 # --- expiry ---------------------------------------------------------------------------------
@@ -248,6 +242,8 @@ def test_sweep_erases_expired_items_and_returns_the_count(
     s.put(("tmp",), "gone", {"text": "deleted while expired"}, ttl=1)
     tea_versions = [n.id for n in s.memory.history(s.node_id(NS, "tea") or "")]
     assert s.sweep_ttl() == 0 and len(tea_versions) == 2
+    swept = {*tea_versions, s.node_id(NS, "pin")}
+    assert swept <= indexed_ids(s.memory, "users/ana")
     clock.advance(minutes(2))
     s.delete(("tmp",), "gone")  # a delete erases an expired item at any time
     before = (_keys(s, ("users",)), _keys(s, query="tea"), s.list_namespaces(),
@@ -258,8 +254,9 @@ def test_sweep_erases_expired_items_and_returns_the_count(
     for node_id in tea_versions:
         with pytest.raises(NotFoundError):
             s.memory.get(node_id)
-    text = _raw_text(s.memory)
+    text = raw_text(s.memory)
     assert "Marmoset-7731" not in text and "oolong" not in text and "998877" not in text
+    assert not swept & indexed_ids(s.memory, "users/ana") and not indexed_ids(s.memory, "tmp")
     # what LangGraph sees does not depend on whether the sweep ran
     assert (_keys(s, ("users",)), _keys(s, query="tea"), s.list_namespaces(),
             s.get(NS, "pin")) == before

@@ -11,6 +11,7 @@ from llama_index.core.llms import ChatMessage, MockLLM
 import llamaindex_mars
 from llamaindex_mars import MarsMemory, embedder_from, open_store, summariser_from
 from mars_core import EmbeddingMismatchError, FakeClock, HashingEmbedder, ValidationError
+from mars_core.summarise import CallableSummariser
 
 
 @pytest.mark.backend_neutral
@@ -53,8 +54,10 @@ def test_llm_is_the_store_summariser(key: bytes) -> None:
         memory.put(ChatMessage(role="user", content="I drank coffee this morning."))
         memory.put(ChatMessage(role="user", content="Coffee again this morning."))
         texts = [n.content for n in store.list("s", type="episodic")]
-        assert store.summariser(texts, target_tokens=10) == "The user drinks coffee every morning."
-        assert store.summariser.name == "llamaindex:Recording"
+        summariser = store._engine.summariser  # what reflection and erasure summaries use
+        assert isinstance(summariser, CallableSummariser)
+        assert summariser(texts, target_tokens=10) == "The user drinks coffee every morning."
+        assert summariser.name == "llamaindex:Recording"
     assert len(calls) == 1 and all(t in calls[0] for t in texts)
 
 

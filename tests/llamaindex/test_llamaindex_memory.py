@@ -29,7 +29,7 @@ def _fill(memory: MarsMemory, turns: list[tuple[str, str]] = TURNS) -> None:
 
 
 def _tokens(store: MemoryStore, messages: list[ChatMessage]) -> int:
-    return sum(message_tokens(m, store.counter.count) for m in messages)
+    return sum(message_tokens(m, store.token_counter.count) for m in messages)
 
 
 def test_get_stays_within_the_token_limit_for_every_limit(mstore) -> None:

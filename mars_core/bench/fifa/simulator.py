@@ -242,7 +242,7 @@ def _answer(world: World, probe: Probe, store: MemoryStore, a: AgentStats,
     """The agent answers with its rendered context; the validators judge it."""
     context = store.render_context(probe.question, budget_tokens=st.prompt_tokens,
                                    active_turns=st.active_turns)
-    tokens = store.counter.count(context) if context else 0
+    tokens = store.token_counter.count(context) if context else 0
     a.answers += 1
     a.answer_tokens += tokens
     a.stored_tokens_at_answers += int(store.stats(store.config.default_namespace)

@@ -1,0 +1,406 @@
+"""``mars bench store``: what the storage layer costs, measured as users run it.
+
+Four sections, each a ratio against a baseline measured in the same run (medians; these
+machines are noisy, so compare ratios, not absolute numbers across runs):
+
+1. **Store cost at n memories** (precomputed vectors: a table embedder hands back the
+   vectors of the texts, so no model runs and only the store is timed). For each index,
+   a store opened by path with shipped defaults (``MemoryStore.open(path, index=...)``,
+   LRU, signals and sensitivity scoring on; only the budget is lifted so nothing is
+   forgotten) is filled with ``add_many``; a raw ``chromadb`` collection on the same
+   disk holds the same vectors. Then, in alternating blocks of ``block`` calls so both
+   see the same machine state: a raw ``collection.add`` of one vector and a store
+   ``add``; a raw ``collection.query`` (``k`` = what the store asks its index for) and
+   a store ``retrieve(read_only=True)``; a ``retrieve`` that records its access; an
+   ``observe`` of a turn. Ratios: add / raw add, read_only / raw query, access /
+   read_only, observe / add. A persistent index is written behind (its entries go in
+   one batch before the next query, :mod:`mars_core.engine.indexing`), so the
+   *alternating* row — one add then one query, again and again, the worst case for
+   that buffer — is reported too, against one raw add plus one raw query.
+2. **Bulk ingest**: ``add_many`` of n memories against n single ``add`` calls into a
+   fresh store (throughput ratio).
+3. **Scale**: a store of ``big`` memories over ``namespaces`` namespaces (hashing
+   embedder, bulk-loaded with signals and sensitivity scoring off, which only the load
+   needs), and a small one (1,000 memories, 10 namespaces): a fresh process times
+   ``MemoryStore.open`` + the first ``retrieve`` in one namespace (after importing the
+   libraries, which is timed apart) and reports its peak RSS. The RSS of a process that
+   serves one namespace should not grow with the store.
+4. **Memory at n in one namespace**: peak RSS of a process that opens the store and
+   retrieves once, against a process that opens the raw chromadb collection with the
+   same vectors and queries it once.
+
+Examples:
+    >>> r = run(n=150, block=5, rounds=2, big=0, indexes=("numpy",), quick=True)
+    >>> r["cost"][0]["index"], r["cost"][0]["add_ratio"] > 0
+    ('numpy', True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mars_core.bench.report import results_dir
+from mars_core.embeddings import Embedder, HashingEmbedder
+from mars_core.errors import MarsError
+from mars_core.layout import IndexKind
+from mars_core.store import MemoryStore
+
+__all__ = ["WORDS", "TableEmbedder", "main", "make_texts", "run"]
+
+Matrix = npt.NDArray[np.float32]
+
+WORDS = ("ana bo carla dev lisbon porto tea jazz river bridge meeting project deadline "
+         "birthday dinner vegetarian octopus documentary nurse sister job office train "
+         "museum painting guitar garden weekend holiday flight hotel doctor gym").split()
+"""The vocabulary of the synthetic memories (every run sees the same texts)."""
+
+
+def make_texts(n: int, seed: int = 7) -> list[str]:
+    """``n`` deterministic pseudo-sentences of 6-14 words.
+
+    Examples:
+        >>> make_texts(2) == make_texts(2) and len(make_texts(2)) == 2
+        True
+    """
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))) for _ in range(n)]
+_QUERY_K = 65
+"""What the store asks its index for: 64 candidates, and one more to see a tie."""
+
+
+class TableEmbedder:
+    """Hands back precomputed vectors (the hashing embedder's) for the texts it knows:
+    the store's cost measured without a model. Unknown texts are embedded on the fly.
+
+    Examples:
+        >>> e = TableEmbedder(["tea"], dim=8)
+        >>> e.embed(["tea"]).shape
+        (1, 8)
+    """
+
+    def __init__(self, texts: Sequence[str], dim: int = 384) -> None:
+        self._base = HashingEmbedder(dim=dim)
+        self.name, self.dim = self._base.name, dim
+        vectors = self._base.embed(list(texts)) if texts else np.zeros((0, dim), np.float32)
+        self._table = dict(zip(texts, vectors, strict=True))
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """The table's vectors (rows in order)."""
+        rows = [self._table.get(t) for t in texts]
+        if any(r is None for r in rows):
+            return self._base.embed(list(texts))
+        return np.stack([r for r in rows if r is not None]) if rows else \
+            np.zeros((0, self.dim), np.float32)
+
+
+def _median_ms(samples: Sequence[float]) -> float:
+    return 1000 * statistics.median(samples) if samples else 0.0
+
+
+def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
+    t0 = time.perf_counter()
+    fn(*args, **kwargs)
+    return time.perf_counter() - t0
+
+
+# --- 1. cost at n ----------------------------------------------------------------------------
+
+
+def _raw_collection(path: Path, vectors: Matrix) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(path), settings=Settings(
+        anonymized_telemetry=False))
+    col = client.get_or_create_collection("raw", embedding_function=None,
+                                          configuration={"hnsw": {"space": "cosine"}})
+    for i in range(0, len(vectors), 1000):
+        col.add(ids=[str(j) for j in range(i, min(len(vectors), i + 1000))],
+                embeddings=vectors[i:i + 1000])
+    return col
+
+
+def _fill(store: MemoryStore, texts: Sequence[str]) -> float:
+    """``add_many`` in chunks of 1,000; seconds taken."""
+    t0 = time.perf_counter()
+    for i in range(0, len(texts), 1000):
+        store.add_many(texts[i:i + 1000])
+    return time.perf_counter() - t0
+
+
+def cost(index: IndexKind, n: int, *, block: int, rounds: int,
+         workdir: Path) -> dict[str, Any]:
+    """Section 1 for one index (see the module)."""
+    texts = make_texts(n + 4 * block * rounds, seed=7)
+    turns = [f"I live in Porto and {t}" for t in make_texts(block * rounds, seed=13)]
+    emb = TableEmbedder([*texts, *turns])
+    vectors = emb.embed(texts)
+    raw = _raw_collection(workdir / f"raw-{index}", vectors[:n])
+    store = MemoryStore.open(workdir / f"store-{index}", index=index, embedder=emb,
+                             budget=10**9)
+    samples: dict[str, list[float]] = {k: [] for k in (
+        "raw_add", "add", "raw_query", "read_only", "access", "observe", "raw_mix", "mix")}
+
+    def raw_add(i: int) -> None:
+        raw.add(ids=[f"x{i}"], embeddings=vectors[i:i + 1])
+
+    def raw_query(i: int) -> None:
+        raw.query(query_embeddings=vectors[i:i + 1], n_results=_QUERY_K, include=["distances"])
+
+    def add_then_query(i: int) -> None:
+        store.add(texts[i])
+        store.retrieve(texts[i], read_only=True)
+
+    try:
+        fill_s = _fill(store, texts[:n])
+        nxt = n
+        for r in range(rounds):
+            for _ in range(block):  # adds, raw then ours, one block each
+                samples["raw_add"].append(_timed(raw_add, nxt))
+                nxt += 1
+            for _ in range(block):
+                samples["add"].append(_timed(store.add, texts[nxt]))
+                nxt += 1
+            for q in range(block):  # queries of texts already stored
+                qi = (r * block + q) * 7 % n
+                samples["raw_query"].append(_timed(raw_query, qi))
+                samples["read_only"].append(_timed(store.retrieve, texts[qi], read_only=True))
+                samples["access"].append(_timed(store.retrieve, texts[qi]))
+            for q in range(block):
+                samples["observe"].append(_timed(store.observe, "user", turns[r * block + q]))
+            for _ in range(block):  # the write-behind buffer's worst case: add, query
+                samples["raw_mix"].append(_timed(raw_add, nxt) + _timed(raw_query, nxt))
+                samples["mix"].append(_timed(add_then_query, nxt))
+                nxt += 1
+    finally:
+        store.close()
+    med = {k: _median_ms(v) for k, v in samples.items()}
+    return {"index": index, "n": n, "samples": block * rounds, "fill_s": fill_s,
+            **{f"{k}_ms": v for k, v in med.items()},
+            "add_ratio": med["add"] / med["raw_add"],
+            "read_only_ratio": med["read_only"] / med["raw_query"],
+            "access_ratio": med["access"] / med["read_only"],
+            "observe_ratio": med["observe"] / med["add"],
+            "mix_ratio": med["mix"] / med["raw_mix"]}
+
+
+# --- 2. bulk ingest --------------------------------------------------------------------------
+
+
+def bulk(index: IndexKind, n: int, *, workdir: Path,
+         embedder: Embedder | None = None) -> dict[str, Any]:
+    """Section 2: ``add_many`` of n memories against n single adds (fresh stores), with
+    precomputed vectors or with ``embedder`` (the model users run)."""
+    texts = make_texts(n, seed=23)
+    emb = embedder if embedder is not None else TableEmbedder(texts)
+    timed: dict[str, float] = {}
+    for kind in ("singles", "many"):
+        store = MemoryStore.open(workdir / f"{kind}-{index}", index=index, embedder=emb,
+                                 budget=10**9)
+        t0 = time.perf_counter()
+        if kind == "many":
+            store.add_many(texts)
+        else:
+            for text in texts:
+                store.add(text)
+        store.close()  # what the index's buffer still holds is part of the cost
+        timed[kind] = time.perf_counter() - t0
+    singles, many = timed["singles"], timed["many"]
+    return {"index": index, "n": n, "embedder": "precomputed" if embedder is None else emb.name,
+            "singles_per_s": n / singles, "add_many_per_s": n / many,
+            "throughput_ratio": singles / many}
+
+
+def _model() -> Embedder | None:
+    """all-MiniLM-L6-v2 when the ``semantic`` extra is installed."""
+    from mars_core.embedders import default_embedder
+
+    try:
+        return default_embedder("semantic")
+    except MarsError:
+        return None
+
+
+# --- 3. and 4. processes that open a store -----------------------------------------------------
+
+_PROBE = textwrap.dedent("""
+    import json, resource, sys, time
+    kind, path, namespace = sys.argv[1], sys.argv[2], sys.argv[3]
+    t0 = time.perf_counter()
+    if kind == "raw":
+        import chromadb
+        from chromadb.config import Settings
+        import numpy as np
+    else:
+        from mars_core import MemoryStore, HashingEmbedder
+        import chromadb  # the index's client: imported before the clock starts
+    imported = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if kind == "raw":
+        col = chromadb.PersistentClient(path=path, settings=Settings(
+            anonymized_telemetry=False)).get_collection("raw", embedding_function=None)
+        vec = np.asarray(col.get(ids=["0"], include=["embeddings"])["embeddings"][0])
+        hits = len(col.query(query_embeddings=[vec.tolist()], n_results=10)["ids"][0])
+    else:
+        store = MemoryStore.open(path, embedder=HashingEmbedder())
+        hits = len(store.retrieve("the weekend dinner at the museum", namespace=namespace,
+                                  read_only=True, relative_cutoff=0, k=10))
+    opened = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"import_s": imported, "open_retrieve_s": opened, "hits": hits,
+                      "peak_rss_mb": peak / 1024}))
+""")
+
+
+def _probe(kind: str, path: Path, namespace: str = "default") -> dict[str, Any]:
+    """Run the probe in a fresh process; its JSON report."""
+    env = {**os.environ, "MARS_EMBEDDER": "hashing"}
+    done = subprocess.run([sys.executable, "-c", _PROBE, kind, str(path), namespace],
+                          capture_output=True, text=True, env=env, check=False, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"the probe failed: {done.stderr[-2000:]}")
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def _bulk_load(path: Path, total: int, namespaces: int, index: IndexKind) -> float:
+    """A store of ``total`` memories over ``namespaces`` namespaces; seconds taken."""
+    per = max(1, total // namespaces)
+    texts = make_texts(per, seed=31)
+    t0 = time.perf_counter()
+    with MemoryStore.open(path, index=index, embedder=HashingEmbedder(), budget=10**9,
+                          nlp="off", sensitivity_scoring=False, cache_namespaces=8) as store:
+        for ns in range(namespaces):
+            store.add_many(texts, namespace=f"user-{ns:06d}")
+    return time.perf_counter() - t0
+
+
+def scale(big: int, namespaces: int, *, index: IndexKind, workdir: Path) -> dict[str, Any]:
+    """Section 3 (see the module)."""
+    small_path, big_path = workdir / f"small-{index}", workdir / f"big-{index}"
+    small_load = _bulk_load(small_path, 1_000, 10, index)
+    big_load = _bulk_load(big_path, big, namespaces, index)
+    small = _probe("store", small_path, "user-000003")
+    large = _probe("store", big_path, f"user-{namespaces // 2:06d}")
+    return {"index": index, "big": big, "namespaces": namespaces,
+            "small_load_s": small_load, "big_load_s": big_load, "small": small,
+            "large": large,
+            "open_ratio": large["open_retrieve_s"] / small["open_retrieve_s"],
+            "rss_ratio": large["peak_rss_mb"] / small["peak_rss_mb"]}
+
+
+def memory(n: int, *, workdir: Path) -> dict[str, Any]:
+    """Section 4: one namespace of n memories (Chroma index) against raw chromadb."""
+    texts = make_texts(n, seed=41)
+    emb = HashingEmbedder()
+    path = workdir / "rss-store"
+    with MemoryStore.open(path, index="chroma", embedder=emb, budget=10**9) as store:
+        _fill(store, texts)
+    _raw_collection(workdir / "rss-raw", emb.embed(texts))
+    ours, raw = _probe("store", path), _probe("raw", workdir / "rss-raw")
+    return {"n": n, "store": ours, "raw": raw,
+            "rss_ratio": ours["peak_rss_mb"] / raw["peak_rss_mb"]}
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+@contextmanager
+def _workdir(base: Path | None) -> Iterator[Path]:
+    if base is not None:
+        base.mkdir(parents=True, exist_ok=True)
+        yield base
+        return
+    with tempfile.TemporaryDirectory(prefix="mars-bench-store-") as tmp:
+        yield Path(tmp)
+
+
+def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_000,
+        namespaces: int = 10_000, indexes: Sequence[IndexKind] = ("chroma", "numpy"),
+        quick: bool = False, workdir: Path | None = None) -> dict[str, Any]:
+    """All four sections (``big=0`` skips the scale one; ``quick``: the memory section
+    runs at ``n`` too but the bulk section at n/4)."""
+    os.environ.setdefault("MARS_EMBEDDER", "hashing")
+    with _workdir(workdir) as base:
+        result: dict[str, Any] = {
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "cost": [cost(i, n, block=block, rounds=rounds, workdir=base) for i in indexes],
+            "bulk": [bulk(i, n // 4 if quick else n, workdir=base) for i in indexes]}
+        model = _model()
+        if model is not None and not quick:  # the default embedder, as users run it
+            result["bulk"] += [bulk(i, n // 5, workdir=base, embedder=model) for i in indexes]
+        if "chroma" in indexes:
+            result["memory"] = memory(n, workdir=base)
+        if big:
+            result["scale"] = [scale(big, namespaces, index=i, workdir=base) for i in indexes]
+    result["peak_rss_mb_of_the_run"] = resource.getrusage(
+        resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    """The result as markdown tables."""
+    lines = ["| index | n | add / raw add | read_only / raw query | access / read_only "
+             "| observe / add | add+query / raw | fill s |", "|---|---|---|---|---|---|---|---|"]
+    for c in result["cost"]:
+        lines.append(f"| {c['index']} | {c['n']} | {c['add_ratio']:.2f} ({c['add_ms']:.2f} / "
+                     f"{c['raw_add_ms']:.2f} ms) | {c['read_only_ratio']:.2f} "
+                     f"({c['read_only_ms']:.2f} / {c['raw_query_ms']:.2f} ms) | "
+                     f"{c['access_ratio']:.2f} | {c['observe_ratio']:.2f} | "
+                     f"{c['mix_ratio']:.2f} | {c['fill_s']:.1f} |")
+    lines += ["", "| index | embedder | n | add_many /s | single adds /s | ratio |",
+              "|---|---|---|---|---|---|"]
+    for b in result["bulk"]:
+        lines.append(f"| {b['index']} | {b['embedder']} | {b['n']} | "
+                     f"{b['add_many_per_s']:.0f} | {b['singles_per_s']:.0f} | "
+                     f"{b['throughput_ratio']:.1f} |")
+    if "memory" in result:
+        m = result["memory"]
+        lines += ["", f"One namespace of {m['n']} memories: peak RSS "
+                      f"{m['store']['peak_rss_mb']:.0f} MB (store, Chroma index) vs "
+                      f"{m['raw']['peak_rss_mb']:.0f} MB (raw chromadb): "
+                      f"{m['rss_ratio']:.2f}x"]
+    for s in result.get("scale", []):
+        lines += ["", f"{s['index']}: {s['big']} memories over {s['namespaces']} namespaces "
+                      f"(loaded in {s['big_load_s']:.0f} s): open + first retrieve "
+                      f"{s['large']['open_retrieve_s']:.3f} s vs "
+                      f"{s['small']['open_retrieve_s']:.3f} s on 1,000 memories "
+                      f"({s['open_ratio']:.2f}x); peak RSS "
+                      f"{s['large']['peak_rss_mb']:.0f} vs {s['small']['peak_rss_mb']:.0f} MB "
+                      f"({s['rss_ratio']:.2f}x); imports {s['large']['import_s']:.2f} s apart"]
+    return "\n".join(lines)
+
+
+def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int = 1_000_000,
+         namespaces: int = 10_000, quick: bool = False,
+         indexes: Sequence[IndexKind] = ("chroma", "numpy")) -> dict[str, Any]:
+    """Run and print (and write ``storage.json`` and ``storage.md`` to ``out``, made
+    before the run)."""
+    folder = None if out is None else results_dir(out)
+    if quick:
+        n, big, namespaces = min(n, 600), min(big, 4_000), min(namespaces, 40)
+    result = run(n, big=big, namespaces=namespaces, indexes=indexes, quick=quick,
+                 block=5 if quick else 20, rounds=2 if quick else 10)
+    text = table(result)
+    print(text)
+    if folder is not None:
+        (folder / "storage.json").write_text(json.dumps(result, indent=1))
+        (folder / "storage.md").write_text(text + "\n")
+    return result

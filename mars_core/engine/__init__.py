@@ -1,0 +1,24 @@
+"""The store's collaborators, under the :class:`~mars_core.store.MemoryStore` façade.
+
+* :mod:`~mars_core.engine.engine` — :class:`~mars_core.engine.engine.Engine`: opening,
+  namespaces on demand, units of work, the policies' views;
+* :mod:`~mars_core.engine.namespace` — one namespace's views;
+* :mod:`~mars_core.engine.cache` — namespaces loaded on demand, a bounded number kept;
+* :mod:`~mars_core.engine.unit` — the staged writes of one call, one transaction;
+* :mod:`~mars_core.engine.writer`, :mod:`~mars_core.engine.reader`,
+  :mod:`~mars_core.engine.eraser`, :mod:`~mars_core.engine.maintainer` — the operations;
+* :mod:`~mars_core.engine.indexing` — the vector index following the records;
+* :mod:`~mars_core.engine.trail` — the audit trail as users read it;
+* :mod:`~mars_core.engine.args` — the public calls' arguments, checked.
+
+Internal: the public API is :class:`~mars_core.store.MemoryStore`.
+
+Examples:
+    >>> from mars_core.engine import Engine
+    >>> Engine.__name__
+    'Engine'
+"""
+
+from mars_core.engine.engine import Engine
+
+__all__ = ["Engine"]

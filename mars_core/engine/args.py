@@ -1,0 +1,168 @@
+"""The public calls' arguments, checked before anything is read or written.
+
+Each function takes what a caller passed to :class:`~mars_core.store.MemoryStore` and
+returns the value object the collaborators work on (a namespace string, a
+:class:`~mars_core.engine.writer.NewMemory`, a :class:`~mars_core.engine.writer.Turn`, a
+:class:`~mars_core.retrieval.Query`), or raises
+:class:`~mars_core.errors.ValidationError`: a bad argument changes nothing.
+
+Examples:
+    >>> namespace("maya", default="default"), namespace(None, default="default")
+    ('maya', 'default')
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import pydantic
+
+from mars_core.config import StoreConfig
+from mars_core.engine.writer import NewMemory, Turn
+from mars_core.errors import ConfigError, ValidationError
+from mars_core.model import MemoryType, Provenance
+from mars_core.retrieval import Query
+
+__all__ = ["ADD_FIELDS", "TURN_FIELDS", "configure", "cutoff", "item", "items", "namespace",
+           "query", "turn", "turns"]
+
+ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
+                        "metadata", "pinned", "expires_at", "links"})
+"""What an ``add_many`` item may name (the arguments of ``add``)."""
+
+TURN_FIELDS = frozenset({"role", "text", "namespace", "conversation_id", "session_id", "turn",
+                         "speaker", "at", "external_id"})
+"""What an ``observe_many`` turn may name (the arguments of ``observe``)."""
+
+
+def configure(config: StoreConfig | None, overrides: Mapping[str, Any]) -> StoreConfig:
+    """A configuration with keyword overrides applied.
+
+    Raises:
+        ConfigError: an unknown field or a bad value.
+    """
+    base = config or StoreConfig()
+    try:
+        return base.model_validate({**base.model_dump(), **overrides})
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"invalid store configuration: {exc}") from exc
+
+
+def namespace(value: object, *, default: str) -> str:
+    """A namespace (``default`` when None)."""
+    ns = default if value is None else value
+    if not isinstance(ns, str) or not ns or len(ns) > 256:
+        raise ValidationError("namespace must be a non-empty string of at most 256 characters")
+    return ns
+
+
+def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
+         payload: Any = None, sensitivity: object = None, provenance: Any = None,
+         namespace_: str | None = None, metadata: Any = None, pinned: object = False,
+         expires_at: Any = None, links: object = ()) -> NewMemory:
+    """One memory to add (the arguments of ``add``)."""
+    if not isinstance(text, str):
+        raise ValidationError(f"memory text must be a str, not {builtins.type(text).__name__}")
+    if isinstance(links, str) or not isinstance(links, Iterable):
+        raise ValidationError("links must be (predicate, target id) pairs")
+    try:
+        pairs = tuple((p, t) for p, t in links)
+    except (TypeError, ValueError):
+        raise ValidationError("links must be (predicate, target id) pairs") from None
+    return NewMemory(text, type, payload, sensitivity,  # type: ignore[arg-type]
+                     provenance, namespace(namespace_, default=default_ns), metadata,
+                     pinned, expires_at, pairs)  # type: ignore[arg-type]
+
+
+def items(values: Iterable[object], *, default_ns: str, namespace_: str | None,
+          type: MemoryType | str) -> list[NewMemory]:
+    """The items of ``add_many``: texts, or mappings of ``add``'s arguments."""
+    out = []
+    for i, value in enumerate(values):
+        fields = {"text": value} if isinstance(value, str) else value
+        if not isinstance(fields, Mapping) or set(fields) - ADD_FIELDS or "text" not in fields:
+            raise ValidationError(f"item {i} must be a text or a mapping with 'text' and any "
+                                  f"of {sorted(ADD_FIELDS - {'text'})}")
+        extra = {k: v for k, v in fields.items() if k not in ("text", "namespace", "type")}
+        out.append(item(fields["text"], default_ns=default_ns, type=fields.get("type", type),
+                        namespace_=fields.get("namespace", namespace_), **extra))
+    return out
+
+
+def turn(role: object, text: object, *, default_ns: str, namespace_: str | None = None,
+         conversation_id: Any = None, session_id: Any = None, turn: Any = None,
+         speaker: Any = None, at: Any = None, external_id: Any = None) -> Turn:
+    """One conversational turn (the arguments of ``observe``)."""
+    if not isinstance(role, str) or not role.strip():
+        raise ValidationError("role must be a non-empty string such as 'user'")
+    if not isinstance(text, str):
+        raise ValidationError(f"turn text must be a str, not {builtins.type(text).__name__}")
+    if speaker is not None and not isinstance(speaker, str):
+        raise ValidationError("speaker must be a string or None")
+    if at is not None and not isinstance(at, datetime):
+        raise ValidationError("at must be a datetime (naive ones are UTC) or None")
+    try:
+        prov = Provenance(source=role, conversation_id=conversation_id, session_id=session_id,
+                          turn=turn, external_id=external_id)
+    except pydantic.ValidationError as exc:
+        raise ValidationError.from_pydantic(exc, "turn provenance") from None
+    return Turn(role, text, namespace(namespace_, default=default_ns), prov, speaker, at)
+
+
+def turns(values: Iterable[object], *, default_ns: str, namespace_: str | None,
+          conversation_id: str | None) -> list[Turn]:
+    """The turns of ``observe_many``: mappings of ``observe``'s arguments."""
+    out = []
+    for i, t in enumerate(values):
+        if not isinstance(t, Mapping) or set(t) - TURN_FIELDS or not {"role", "text"} <= set(t):
+            raise ValidationError(f"turn {i} must be a mapping with 'role' and 'text' and any "
+                                  f"of {sorted(TURN_FIELDS - {'role', 'text'})}")
+        extra = {k: v for k, v in t.items()
+                 if k not in ("role", "text", "namespace", "conversation_id")}
+        out.append(turn(t["role"], t["text"], default_ns=default_ns,
+                        namespace_=t.get("namespace", namespace_),
+                        conversation_id=t.get("conversation_id", conversation_id), **extra))
+    return out
+
+
+def cutoff(ratio: object, config: StoreConfig) -> float:
+    """A call's relative cut-off: the config's when None, else a number in [0, 1]."""
+    if ratio is None:
+        return config.retrieval.relative_cutoff
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0.0 <= ratio <= 1.0:
+        raise ValidationError("relative_cutoff must be a number in [0, 1] or None")
+    return float(ratio)
+
+
+def query(text: object, config: StoreConfig, *, namespace_: str | None,
+          types: Iterable[Any] | None = None, max_sensitivity: object = None,
+          since: object = None, until: object = None, conversation: object = None,
+          budget_tokens: object = None, k: object = None) -> tuple[Query, int]:
+    """A retrieval's query and token budget."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError("a query must be a non-empty string")
+    budget = config.retrieval.default_budget_tokens if budget_tokens is None else budget_tokens
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise ValidationError("budget_tokens must be a positive integer")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
+        raise ValidationError("k must be a positive integer")
+    if max_sensitivity is not None and (
+            isinstance(max_sensitivity, bool) or not isinstance(max_sensitivity, int | float)
+            or not 0.0 <= max_sensitivity <= 1.0):
+        raise ValidationError("max_sensitivity must be a number in [0, 1]")
+    for name, when in (("since", since), ("until", until)):
+        if when is not None and not isinstance(when, datetime):
+            raise ValidationError(f"{name} must be a datetime (naive ones are UTC) or None")
+    if conversation is not None and not isinstance(conversation, str):
+        raise ValidationError('conversation must be a string ("": no conversation) or None')
+    try:
+        tset = None if types is None else frozenset(MemoryType(t) for t in types)
+    except (ValueError, TypeError) as exc:
+        raise ValidationError(str(exc)) from None
+    ns = namespace(namespace_, default=config.default_namespace)
+    return Query(text, ns, tset, max_sensitivity, since, until,  # type: ignore[arg-type]
+                 conversation), budget
+

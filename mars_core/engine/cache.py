@@ -1,0 +1,100 @@
+"""Namespaces loaded on demand, a bounded number kept (least recently used dropped).
+
+Opening a store reads its manifest only; a namespace's views
+(:class:`~mars_core.engine.namespace.NamespaceState`) are read from the record store the
+first time a call touches it. At most ``capacity`` stay cached between calls; the least
+recently used ones beyond that are dropped when the next call starts (after their policy
+state is saved), so a process that serves a few namespaces of a large store holds only
+those.
+
+A store that is not the only writer of its records (a ``read_only`` reader beside a
+writer) checks a cached namespace's version once per public call (:meth:`new_call`) and
+reads it again when another process has changed it since.
+
+Examples:
+    >>> from mars_core.storage.base import NamespaceRecord
+    >>> from mars_core.engine.namespace import NamespaceState
+    >>> from mars_core.policies import make_policy
+    >>> cache = NamespaceCache(lambda name: NamespaceState(
+    ...     NamespaceRecord(name), [], [], [], make_policy("lru")), capacity=2)
+    >>> [cache.get(n).name for n in ("a", "b", "c")]
+    ['a', 'b', 'c']
+    >>> cache.new_call(); cache.names()
+    ['b', 'c']
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+from mars_core.engine.namespace import NamespaceState
+from mars_core.errors import ConfigError
+
+__all__ = ["NamespaceCache"]
+
+
+class NamespaceCache:
+    """Loads namespaces when first touched; keeps the ``capacity`` most recently used.
+
+    Args:
+        load: reads a namespace's views from the record store.
+        capacity: how many namespaces stay cached (at least 1).
+        on_evict: called with a namespace before it is dropped (saves what it learned).
+        version: reads a namespace's committed version; when given, a cached namespace
+            is checked against it once per call and read again if it changed.
+    """
+
+    def __init__(self, load: Callable[[str], NamespaceState], *, capacity: int = 256,
+                 on_evict: Callable[[NamespaceState], None] | None = None,
+                 version: Callable[[str], int] | None = None) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ConfigError(f"cache_namespaces must be an int >= 1, not {capacity!r}")
+        self._load = load
+        self._capacity = capacity
+        self._on_evict = on_evict
+        self._version = version
+        self._cache: OrderedDict[str, NamespaceState] = OrderedDict()
+        self._checked: set[str] = set()
+
+    def new_call(self) -> None:
+        """A public call starts: namespaces beyond ``capacity`` are dropped (never during
+        a call, which may hold their views), and cached ones are checked again before use."""
+        self._checked.clear()
+        while len(self._cache) > self._capacity:
+            _, state = self._cache.popitem(last=False)
+            if self._on_evict is not None:
+                self._on_evict(state)
+
+    def get(self, name: str) -> NamespaceState:
+        """The views of ``name`` (loaded, or reloaded when another process changed it)."""
+        state = self._cache.get(name)
+        if state is not None and self._version is not None and name not in self._checked \
+                and self._version(name) != state.record.version:
+            del self._cache[name]  # another process changed it: read it again
+            if self._on_evict is not None:
+                self._on_evict(state)
+            state = None
+        if state is None:
+            state = self._load(name)
+            self._cache[name] = state
+        self._checked.add(name)
+        self._cache.move_to_end(name)
+        return state
+
+    def peek(self, name: str) -> NamespaceState | None:
+        """The cached views of ``name``, if any (nothing is loaded)."""
+        return self._cache.get(name)
+
+    def drop(self, name: str) -> None:
+        """Forget a namespace's views (they are read again when next needed)."""
+        self._cache.pop(name, None)
+        self._checked.discard(name)
+
+    def names(self) -> list[str]:
+        """The cached namespaces, least recently used first."""
+        return list(self._cache)
+
+    def states(self) -> list[NamespaceState]:
+        """The cached views, least recently used first."""
+        return list(self._cache.values())

@@ -1,0 +1,578 @@
+"""The services every collaborator of the store shares: opening, namespaces, units.
+
+:class:`Engine` owns the record store, the vector index and the configuration, opens the
+store (the manifest, nothing else), loads namespaces on demand
+(:class:`~mars_core.engine.cache.NamespaceCache`), begins and commits units of work
+(:class:`~mars_core.engine.unit.Unit`: one record-store transaction each, then the views,
+then the index), and gives the policies their views. The operations themselves live in
+the collaborators (:mod:`mars_core.engine.writer`, ``reader``, ``eraser``,
+``maintainer``); :class:`~mars_core.store.MemoryStore` is the façade over them.
+
+Examples:
+    >>> from mars_core.engine.engine import FORMAT_VERSION
+    >>> FORMAT_VERSION
+    2
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pydantic
+
+from mars_core.audit import AuditChain, AuditOp
+from mars_core.budget import TokenCounter, make_counter
+from mars_core.clock import Clock
+from mars_core.config import StoreConfig
+from mars_core.embeddings import Embedder
+from mars_core.engine.cache import NamespaceCache
+from mars_core.engine.indexing import IndexSync
+from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
+from mars_core.engine.unit import Draft, Unit
+from mars_core.enrich import Enricher
+from mars_core.errors import (
+    ConfigError,
+    ConflictError,
+    CorruptStoreError,
+    EmbeddingMismatchError,
+    MarsError,
+    NotFoundError,
+    ValidationError,
+)
+from mars_core.index.base import VectorIndex
+from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
+from mars_core.policies import Policy, make_policy
+from mars_core.privacy.dp import PrivacyAccountant
+from mars_core.privacy.preferences import PrivacyPreferences
+from mars_core.privacy.sensitivity import SensitivityScorer
+from mars_core.scoring.dmf import CentroidTracker
+from mars_core.shares import TypeShares
+from mars_core.storage.base import (
+    IndexRow,
+    NamespaceRecord,
+    NamespaceTotals,
+    RecordStore,
+    RecordTxn,
+    Vector,
+)
+from mars_core.summarise import Summariser
+
+__all__ = ["FORMAT_VERSION", "Engine"]
+
+FORMAT_VERSION = 2
+"""The store format: 2 is the record store + derived index layout (1: vector collections)."""
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    """The store's shared machinery (internal; see the module).
+
+    Args:
+        records: the system of record.
+        index: the vector index.
+        embedder: text → vector.
+        config: the configuration (``explicit``: given by the caller, so it replaces a
+            reopened store's recorded one).
+        clock: wall-clock source.
+        audit_key: the audit HMAC key of a new store (default: random).
+        summariser: the reflection and erasure summariser.
+        read_only: a reader: nothing is ever written.
+        cache_namespaces: how many namespaces stay loaded between calls.
+        note: how the index was chosen (shown by ``stats()``).
+    """
+
+    def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, *,
+                 config: StoreConfig, explicit: bool, clock: Clock, audit_key: bytes | None,
+                 summariser: Summariser, read_only: bool, cache_namespaces: int,
+                 note: str) -> None:
+        self.records, self.index, self.embedder = records, index, embedder
+        self.config, self.clock, self.summariser = config, clock, summariser
+        self.read_only, self.note = read_only, note
+        self.counter: TokenCounter = make_counter(config.token_counter)
+        self.enricher = Enricher(config.nlp)
+        self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
+        exclusive = records.capabilities.exclusive_writer and not read_only
+        self.cache = NamespaceCache(self._load, capacity=cache_namespaces,
+                                    on_evict=self._evicted,
+                                    version=None if exclusive else self._version)
+        self.sync = IndexSync(records, index, writer=not read_only)
+        self.seq = 0
+        self.store_id = ""
+        self._open(audit_key, explicit)
+
+    # --- opening ---------------------------------------------------------------------------
+
+    def _open(self, audit_key: bytes | None, explicit: bool) -> None:
+        if self.read_only:
+            with self.records.read() as tx:
+                manifest = tx.manifest()
+                if manifest is None:
+                    raise ConfigError(f"read_only=True opens an existing store, and there is "
+                                      f"none at {self.records.location}; open it once "
+                                      "without read_only to create it")
+                self._adopt(manifest, explicit=False)
+                self.seq = tx.counter()
+        else:
+            with self.records.write() as tx:
+                manifest = tx.manifest()
+                if manifest is None:
+                    manifest = self._create(tx, audit_key)
+                else:
+                    self._adopt(manifest, explicit)
+                    self._record_changes(tx, manifest, explicit)
+                self.seq = tx.counter()
+        self.store_id = str(manifest["store_id"])
+        key = bytes.fromhex(str(manifest["audit_key"]))
+        self.chain = AuditChain(key)
+        index = manifest.get("index") or {}
+        self.sync.bind(f"{self.store_id}:{self.embedder.name}:{self.embedder.dim}:"
+                       f"{index.get('generation', 0)}", self.embedder.dim)
+        if not self.read_only:  # a crash may have left an erasure's WAL or index behind
+            pending = list(manifest.get("compact_pending") or [])
+            self.purge(pending) if pending else self.records.purge()
+
+    def _create(self, tx: RecordTxn, audit_key: bytes | None) -> dict[str, Any]:
+        self._policy(NamespaceRecord(self.config.default_namespace))  # refuse a bad one now
+        key = audit_key if audit_key is not None else os.urandom(32)
+        if not isinstance(key, bytes) or len(key) < 16:
+            raise ConfigError("audit_key must be bytes, at least 16 of them")
+        manifest = {**self.manifest(), "store_id": os.urandom(16).hex(), "audit_key": key.hex()}
+        tx.put_manifest(manifest)
+        return manifest
+
+    def manifest(self, generation: int = 0) -> dict[str, Any]:
+        """The manifest fields this store's configuration determines."""
+        return {"format_version": FORMAT_VERSION, "token_counter": self.config.token_counter,
+                "embedder": {"name": self.embedder.name, "dim": self.embedder.dim},
+                "index": {"name": self.index.name, "generation": generation,
+                          "choice": self.note, "server": self.index.capabilities.shared},
+                "records": self.records.name, "id_scheme": "uuid5(seed:counter)",
+                "signals": self.enricher.name, "config": self.config.model_dump(mode="json")}
+
+    def _adopt(self, manifest: Mapping[str, Any], explicit: bool) -> None:
+        """Check a reopened store's manifest; take its configuration unless given one."""
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise CorruptStoreError(
+                f"store format {manifest.get('format_version')} is not supported by this "
+                f"version (format {FORMAT_VERSION}); export it with the version that wrote "
+                "it (mars export) and import the JSON-LD")
+        emb = manifest.get("embedder", {})
+        if (emb.get("name"), emb.get("dim")) != (self.embedder.name, self.embedder.dim):
+            raise EmbeddingMismatchError(
+                f"this store was built with embedder {emb.get('name')!r} (dim "
+                f"{emb.get('dim')}), not {self.embedder.name!r} (dim {self.embedder.dim}); "
+                "open it with the original embedder, then call store.reembed(new_embedder)")
+        if not explicit:
+            try:
+                self.config = StoreConfig.model_validate(manifest.get("config", {}))
+            except pydantic.ValidationError as exc:
+                raise CorruptStoreError(f"the recorded configuration is invalid: {exc}") from exc
+            self.counter = make_counter(self.config.token_counter)
+            self.enricher = Enricher(self.config.nlp)
+            self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
+        if manifest.get("token_counter") != self.config.token_counter:
+            raise ConfigError(
+                f"this store counts tokens with {manifest.get('token_counter')!r}; "
+                f"token_counter={self.config.token_counter!r} would change every weight")
+        self._policy(NamespaceRecord(self.config.default_namespace))  # refuse a bad one now
+
+    def _record_changes(self, tx: RecordTxn, manifest: dict[str, Any], explicit: bool) -> None:
+        """Write a new configuration or index choice into the manifest (a new
+        configuration with a ``config`` audit event)."""
+        generation = int((manifest.get("index") or {}).get("generation", 0))
+        wanted = {**manifest, **self.manifest(generation)}
+        if wanted == manifest:
+            return
+        tx.put_manifest(wanted)
+        if explicit and manifest.get("config") != wanted["config"]:
+            chain = AuditChain(bytes.fromhex(str(manifest["audit_key"])))
+            ns = self.config.default_namespace
+            record = tx.namespace(ns) or NamespaceRecord(ns)
+            txn = chain.begin(ns, record.audit_count, record.audit_head)
+            txn.add(op=AuditOp.CONFIG, namespace=ns, params=wanted["config"], step=record.step,
+                    at=self.clock.now(), rationale="store reopened with a new configuration")
+            tx.append_audit(txn.events)
+            tx.put_namespace(NamespaceRecord(ns, record.version + 1, record.step, record.touch,
+                                             txn.next_seq, txn.head, record.state))
+        manifest.update(wanted)
+
+    # --- namespaces ----------------------------------------------------------------------
+
+    def ns(self, name: str) -> NamespaceState:
+        """A namespace's views (loaded on first touch)."""
+        return self.cache.get(name)
+
+    def locate(self, memory_id: object) -> NamespaceState:
+        """The views of the namespace that holds ``memory_id``.
+
+        Raises:
+            NotFoundError: no such memory (or not a string id).
+        """
+        if not isinstance(memory_id, str):
+            raise NotFoundError(f"no memory with id {memory_id!r}")
+        for state in self.cache.states():
+            if memory_id in state:
+                return self.ns(state.name)
+        with self.records.read() as tx:
+            node = tx.memory(memory_id)
+        if node is None:
+            raise NotFoundError(f"no memory with id {memory_id!r}")
+        return self.ns(node.namespace)
+
+    def _version(self, name: str) -> int:
+        with self.records.read() as tx:
+            record = tx.namespace(name)
+        return record.version if record is not None else 0
+
+    def _load(self, name: str) -> NamespaceState:
+        eager = self.read_only
+        with self.records.read() as tx:
+            record = tx.namespace(name) or NamespaceRecord(name)
+            refs, active, edges = tx.refs(name), tx.memories(name, MemoryStatus.ACTIVE), \
+                tx.edges(name)
+            archived = tx.memories(name, MemoryStatus.ARCHIVED) if eager else []
+        state = NamespaceState(record, refs, active, edges, self._policy(record),
+                               fetch=self._fetcher(name),
+                               bm25=(self.config.retrieval.bm25_k1, self.config.retrieval.bm25_b))
+        saved = record.state.get("policy") or {}
+        if saved.get("name") == state.policy.name and saved.get("state"):
+            state.policy.load_state(saved["state"])  # ValidationError on a corrupt record
+        state.saved_policy = state.policy.state_dict()
+        if record.state.get("prefs") is not None:
+            state.prefs = PrivacyPreferences.model_validate(record.state["prefs"])
+        for node in archived:
+            state.nodes[node.id] = node
+        if eager:
+            state.load_archive()
+        return state
+
+    def _policy(self, record: NamespaceRecord) -> Policy:
+        """A namespace's own policy instance, with its shares and DP accountant."""
+        spec = self.config.policy
+        name, _, arg = spec.partition(":")
+        policy = make_policy(name, **{**self.config.policy_params,
+                                      **({"path": arg} if arg else {})})
+        if self.config.type_shares is not None:
+            policy.type_shares = TypeShares(initial=self.config.type_shares)
+        if self.config.dp.enabled:
+            policy.dp = self.config.dp
+            state = record.state.get("dp")
+            policy.accountant = PrivacyAccountant.from_state(state) if state else \
+                PrivacyAccountant.from_config(self.config.dp)
+        return policy
+
+    def _fetcher(self, name: str) -> Any:
+        def fetch(ids: Sequence[str]) -> list[MemoryNode]:
+            with self.records.read() as tx:
+                if len(ids) > 32:
+                    wanted = set(ids)
+                    return [n for n in tx.memories(name, MemoryStatus.ARCHIVED)
+                            if n.id in wanted]
+                found = [tx.memory(i) for i in ids]
+            return [n for n in found if n is not None and n.namespace == name]
+        return fetch
+
+    def _evicted(self, state: NamespaceState) -> None:
+        """A namespace leaves the cache: save what its policy learned since its last
+        commit, and let the index drop what it holds of it in this process."""
+        self.save_policy(state)
+        self.index.forget(state.name)
+
+    def save_policy(self, state: NamespaceState) -> None:
+        """Write a namespace's policy state if it changed since its last commit."""
+        if self.read_only or state.policy.state_dict() == state.saved_policy:
+            return
+        with self.unit() as unit:  # the namespace may have left the cache already
+            d = unit.draft(state.record, state.record.state)
+            self._stage_policy(state, d)
+
+    def centroid(self, state: NamespaceState) -> CentroidTracker:
+        """The namespace's moving centroid, primed from its most recent stored vectors
+        (exactly the vectors written, so a reopened store scores as the live one did)."""
+        if state.centroid is None:
+            window = self.enricher.config.centroid_window
+            recent = [r.id for r in sorted(state.refs.values(), key=lambda r: r.seq)][-window:]
+            vecs = self.stored_vectors(state, recent)
+            state.centroid = self.enricher.tracker(vecs[i] for i in recent if i in vecs)
+        return state.centroid
+
+    # --- units of work ---------------------------------------------------------------------
+
+    def begin(self) -> Unit:
+        """Start staging one operation's writes.
+
+        Raises:
+            ConflictError: the store is read-only.
+        """
+        if self.read_only:
+            raise ConflictError("this store was opened with read_only=True; open it without "
+                                "read_only (one writer at a time) to change it")
+        return Unit(counter=self.seq, chain=self.chain)
+
+    def draft(self, unit: Unit, name: str) -> Draft:
+        """The unit's draft of a namespace (its counters and state as staged)."""
+        state = self.ns(name)
+        if name not in unit.drafts and state.policy.state_dict() != state.saved_policy:
+            unit.learned[name] = state.policy.state_dict()  # unsaved: kept if it fails
+        return unit.draft(state.record, state.record.state)
+
+    def step(self, unit: Unit, name: str, advance: bool = False) -> int:
+        """The namespace's interaction counter as staged (``advance``: one more)."""
+        d = self.draft(unit, name)
+        if advance:
+            d.step += 1
+        return d.step
+
+    def touch(self, unit: Unit, name: str) -> int:
+        """The namespace's next recency value."""
+        d = self.draft(unit, name)
+        d.touch += 1
+        return d.touch
+
+    def view(self, unit: Unit, name: str) -> NamespaceView:
+        """A policy view of a namespace at the unit's staged counters; its random
+        generator derives from the seed and persisted counters, so seeded choices are the
+        same whether or not the store was reopened."""
+        d = self.draft(unit, name)
+        rng = random.Random(f"{self.config.seed}:{name}:{unit.counter}:{d.touch}")
+        state = self.ns(name)
+        return state.view(self.config.budget_for(name), self.clock.now(), rng, step=d.step,
+                          io=self.io(state))
+
+    @contextlib.contextmanager
+    def unit(self) -> Iterator[Unit]:
+        """Stage one operation: committed when the block ends, abandoned if it raises
+        (the views of every namespace it touched are read again from the records)."""
+        unit = self.begin()
+        try:
+            yield unit
+            self.commit(unit)
+        except BaseException:
+            self.abandon(unit)
+            raise
+
+    def abandon(self, unit: Unit) -> None:
+        """Forget the views a failed unit changed (the records never saw it); what their
+        policies had learned before the unit began, and not saved yet, is kept."""
+        for name in unit.namespaces():
+            self.cache.drop(name)
+            self.index.forget(name)
+            learned = unit.learned.get(name)
+            if learned is not None:
+                with contextlib.suppress(MarsError):  # unreadable now: read when next used
+                    self.ns(name).policy.load_state(learned)
+
+    # --- staging: the records' ops and the views, together ------------------------------
+
+    def insert(self, unit: Unit, node: MemoryNode, vector: Vector,
+               edges: Sequence[Edge] = ()) -> None:
+        """Stage a new memory (and push its vector into the namespace's centroid)."""
+        self.draft(unit, node.namespace)
+        unit.insert(node, vector, edges)
+        state = self.ns(node.namespace)
+        state.vectors[node.id] = vector  # a policy planning in this unit reads it
+        state.apply_put(node, edges)
+        self.enricher.commit(vector, self.centroid(state))
+
+    def update(self, unit: Unit, node: MemoryNode, *, reindex: bool,
+               edges: Sequence[Edge] = ()) -> None:
+        """Stage new metadata (status, sensitivity, pin, ...) of a memory."""
+        self.draft(unit, node.namespace)
+        unit.update(node, reindex=reindex, edges=edges)
+        self.ns(node.namespace).apply_put(node, edges)
+
+    def stats(self, unit: Unit, node: MemoryNode) -> None:
+        """Stage new access statistics of a memory."""
+        self.draft(unit, node.namespace)
+        unit.stats(node)
+        self.ns(node.namespace).apply_put(node)
+
+    def delete(self, unit: Unit, node: MemoryNode) -> None:
+        """Stage an erasure."""
+        self.draft(unit, node.namespace)
+        unit.delete(node)
+        self.ns(node.namespace).apply_delete(node.id)
+
+    def commit(self, unit: Unit) -> None:
+        """Write the unit in one transaction, then the index."""
+        for name, d in unit.drafts.items():
+            state = self.cache.peek(name)
+            if state is not None:
+                self._stage_policy(state, d)
+        with self.records.write() as tx:
+            records = unit.write(tx, counter_before=self.seq)
+            last = tx.last_change()
+            changed = [n.id for n in unit.reindexed()]
+            rows: list[IndexRow] = list(tx.index_rows(ids=changed)) if changed else []
+        self.seq = unit.counter
+        for name, record in records.items():
+            state = self.cache.peek(name)
+            if state is not None:
+                state.record = record
+                policy = record.state.get("policy")
+                if policy is not None:
+                    state.saved_policy = policy["state"]
+        self.sync.after_commit(unit.inserted(), rows, unit.deleted(), last)
+
+    @staticmethod
+    def _stage_policy(state: NamespaceState, d: Draft) -> None:
+        """Save what the namespace's policy learned (and its DP accountant) with the unit,
+        when it changed. The state holds ids and numbers only, never memory text."""
+        learned = state.policy.state_dict()
+        if learned != state.saved_policy:
+            d.state["policy"] = {"name": state.policy.name, "state": learned}
+        if state.policy.accountant is not None:
+            d.state["dp"] = state.policy.accountant.state()
+
+    # --- vectors and text -----------------------------------------------------------------
+
+    def stored_vectors(self, state: NamespaceState, ids: Sequence[str]) -> dict[str, Vector]:
+        """The vectors the records keep for memories of ``state`` (read once, then kept
+        with the namespace's views; a vector never changes but by re-embedding)."""
+        cache = state.vectors
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            with self.records.read() as tx:
+                cache.update(tx.vectors(missing))
+        return {i: cache[i] for i in ids if i in cache}
+
+    def vectors(self, state: NamespaceState, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit-length stored vectors, one row per id (zero rows for unknown ids)."""
+        out = np.zeros((len(ids), self.embedder.dim), dtype=np.float32)
+        found = self.stored_vectors(state, ids)
+        for i, memory_id in enumerate(ids):
+            vec = found.get(memory_id)
+            if vec is not None:
+                norm = float(np.linalg.norm(vec))
+                out[i] = vec / norm if norm > 0 else vec
+        return out
+
+    def io(self, state: NamespaceState) -> ViewIO:
+        """What a view of ``state`` reads: its vectors, the embedder, the token counter."""
+        return ViewIO(lambda ids: self.vectors(state, ids), self.embed_rows, self.count_tokens)
+
+    def embed_rows(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed texts; rows L2-normalised.
+
+        Raises:
+            ValidationError: the embedder returned the wrong shape or non-finite values.
+        """
+        out = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+        if out.shape != (len(texts), self.embedder.dim) or not np.all(np.isfinite(out)):
+            raise ValidationError(f"embedder {self.embedder.name!r} returned shape "
+                                  f"{out.shape} or non-finite values for {len(texts)} texts")
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        unit: npt.NDArray[np.float32] = np.divide(out, norms, out=np.zeros_like(out),
+                                                  where=norms > 0)
+        return unit
+
+    def count_tokens(self, text: str) -> int:
+        """The weight of a text as a memory."""
+        return max(1, self.counter.count(text))
+
+    def reindex(self) -> int:
+        """Rebuild the vector index from the records; returns how many entries it holds
+        (an index that loads on demand is only dropped: it reads them when queried).
+
+        Raises:
+            ConfigError: a read-only store.
+        """
+        if self.read_only:
+            raise ConfigError("a read_only store has nothing to reindex")
+        for state in self.cache.states():
+            self.index.forget(state.name)
+        if self.index.capabilities.loads_on_demand:
+            with self.records.read() as tx:
+                return sum(t.active + t.archived for t in tx.totals().values())
+        return self.sync.rebuild()
+
+    # --- reports ------------------------------------------------------------------------------
+
+    def report(self, namespace: str | None) -> dict[str, Any]:
+        """Counts, token use and configuration (of one namespace, or of all), read in one
+        snapshot of the records."""
+        with self.records.read() as tx:
+            totals = tx.totals(namespace)
+            names = [namespace] if namespace is not None else list(totals)
+            per = {}
+            for ns in names:
+                t = totals.get(ns) or NamespaceTotals()
+                record = tx.namespace(ns)
+                per[ns] = {"active": t.active, "archived": t.archived, "tokens": t.tokens,
+                           "budget": self.config.budget_for(ns),
+                           "tokens_by_type": {m.value: t.tokens_by_type.get(m, 0)
+                                              for m in MemoryType},
+                           "step": record.step if record else 0}
+            events = tx.audit_size()
+        return {"records": self.records.name, "index": self.index.name,
+                "index_choice": self.note, "embedder": self.embedder.name,
+                "dim": self.embedder.dim, "token_counter": self.counter.name,
+                "signals": self.enricher.name, "policy": self.config.policy,
+                "audit_events": events, "namespaces": per}
+
+    def export(self, namespace: str | None) -> dict[str, Any]:
+        """The JSON-LD document of one namespace or of all, read in one snapshot of the
+        records (no namespace is loaded for it)."""
+        from mars_core.io import to_jsonld
+
+        nodes: list[MemoryNode] = []
+        edges: list[Edge] = []
+        steps: dict[str, int] = {}
+        with self.records.read() as tx:
+            for ns in [namespace] if namespace is not None else list(tx.totals()):
+                found = tx.memories(ns)
+                if not found:
+                    continue
+                nodes += found
+                edges += tx.edges(ns)
+                record = tx.namespace(ns)
+                steps[ns] = record.step if record else 0
+        nodes.sort(key=lambda n: n.seq)
+        return to_jsonld(nodes, sorted(edges, key=lambda e: e.key), dict(sorted(steps.items())))
+
+    # --- erasure's last steps ----------------------------------------------------------------
+
+    def purge(self, namespaces: Sequence[str]) -> str:
+        """After an erasure (or an open that finds one unfinished): make erased bytes
+        unrecoverable where the stores can — the record store's files, then the index
+        partitions of ``namespaces`` where the index keeps deleted vectors — and take the
+        namespaces off the manifest's pending list. Says what was done."""
+        done = [self.records.purge()]
+        self.sync.flush()
+        index = self.index
+        if self.sync.behind:
+            done.append(f"{index.name}: unreachable; its entries are deleted when it is caught "
+                        "up (no text was ever sent to it)")
+            return "; ".join(done)
+        if index.capabilities.keeps_deleted:
+            done.append(index.compact(list(namespaces)))
+        else:
+            done.append(f"{index.name}: entries deleted")
+        with self.records.write() as tx:
+            manifest = dict(tx.manifest() or {})
+            left = sorted(set(manifest.get("compact_pending") or []) - set(namespaces))
+            if left != manifest.get("compact_pending", []):
+                tx.put_manifest({**manifest, "compact_pending": left})
+        return "; ".join(done)
+
+    # --- closing ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Save what cached namespaces learned, mark the index, close both stores."""
+        try:
+            for state in self.cache.states():
+                self.save_policy(state)
+            self.sync.flush()
+        finally:
+            try:
+                self.index.close()
+            finally:
+                self.records.close()

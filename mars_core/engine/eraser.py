@@ -1,0 +1,183 @@
+"""The eraser: the right to be forgotten, and the privacy preferences that change sensitivity.
+
+An erasure (:meth:`Eraser.erase`) plans its cascade (:mod:`mars_core.privacy.erasure`),
+then in one transaction regenerates the summaries that survive, deletes every erased
+memory (its row, statistics and edges; SQLite overwrites them, ``secure_delete``) and
+appends one ``erase`` event per memory (keyed hashes only). Then the record store purges
+(the WAL is checkpointed and truncated) and the vector index deletes the entries and,
+where it keeps deleted vectors in its files, rebuilds the namespace's partitions. The
+receipt says what was done on disk.
+
+Examples:
+    >>> from mars_core.engine.eraser import Eraser
+    >>> Eraser.__name__
+    'Eraser'
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import pydantic
+
+from mars_core.audit import AuditOp
+from mars_core.engine.engine import Engine
+from mars_core.engine.namespace import NamespaceState
+from mars_core.engine.unit import Unit
+from mars_core.engine.writer import Embeddings, Writer
+from mars_core.errors import NotFoundError, ValidationError
+from mars_core.model import Edge, MemoryNode, MemoryType, Predicate, Provenance, SemanticPayload
+from mars_core.privacy.erasure import ErasurePlan, plan_erasure
+from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
+from mars_core.privacy.receipts import ErasureReceipt
+
+__all__ = ["Eraser"]
+
+
+class Eraser:
+    """Erases memories and applies privacy preferences (see the module)."""
+
+    def __init__(self, engine: Engine, writer: Writer) -> None:
+        self.e, self.w = engine, writer
+
+    def erase(self, state: NamespaceState, *, node_id: str | None = None,
+              entity: str | None = None, conversation: str | None = None,
+              whole: bool = False) -> ErasureReceipt:
+        """Erase memories of one namespace and everything derived from them."""
+        ns = state.name
+        plan = plan_erasure(state, node_id=node_id, entity=entity, conversation=conversation,
+                            namespace_all=whole)
+        request = ("node" if node_id is not None else "entity" if entity is not None
+                   else "conversation" if conversation is not None else "namespace")
+        selector = node_id or entity or conversation or ns
+        params = {"target_hash": self.e.chain.content_hash(selector)[:16]}
+        first = state.record.audit_count
+        by_type = Counter(state.node(i).type.value for i in plan.erased)
+        with self.e.unit() as unit:
+            renamed = self._stage(unit, state, plan, request, params)
+            if whole:
+                self._stage_prefs_erasure(unit, state)
+            if self.e.index.capabilities.keeps_deleted:
+                unit.compact.add(ns)
+        state = self.e.ns(ns)
+        state.centroid = None  # primed again from what survives: no erased vector in it
+        physical = self.e.purge([ns])
+        return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
+                              tuple(range(first, state.record.audit_count)), physical)
+
+    def _stage(self, unit: Unit, state: NamespaceState, plan: ErasurePlan, request: str,
+               params: dict[str, str]) -> dict[str, str]:
+        """Stage an erasure plan; returns ``{old summary id: regenerated id}``."""
+        ns = state.name
+        step = self.e.step(unit, ns)
+        renamed: dict[str, str] = {}
+        for old_id, members in plan.regenerate:
+            new = self._regenerate(unit, state, old_id, [renamed.get(m, m) for m in members])
+            renamed[old_id] = new.id
+        for nid in [*plan.erased, *renamed]:
+            node = state.node(nid)
+            why = (f"regenerated as {renamed[nid]} without the erased material" if nid in renamed
+                   else "erased on request" if nid in plan.targets
+                   else "erased: derived from erased material")
+            self.e.delete(unit, node)
+            unit.event(ns, op=AuditOp.ERASE, node_ids=[nid], policy="erasure",
+                       params={"request": request, **params}, step=step, at=self.e.clock.now(),
+                       rationale=why, contents={nid: node.content})
+        return renamed
+
+    def _regenerate(self, unit: Unit, state: NamespaceState, old_id: str,
+                    members: Sequence[str]) -> MemoryNode:
+        old = state.node(old_id)
+        nodes = [state.node(m) for m in members]
+        text = self.e.summariser([n.content for n in nodes], target_tokens=old.weight)
+        concept = old.payload.concept if isinstance(old.payload, SemanticPayload) else None
+        prov = Provenance(source="summary", derived_from=tuple(members),
+                          conversation_id=old.provenance.conversation_id)
+        vectors = Embeddings(self.e, [text])
+        node = self.w.build(unit, text, MemoryType.SEMANTIC, state.name,
+                            step=self.e.step(unit, state.name), vectors=vectors,
+                            provenance=prov,
+                            payload={"concept": concept},
+                            sensitivity=max(n.sensitivity for n in nodes), depth=old.depth)
+        node = node.model_copy(update={"status": old.status})
+        edges = [Edge(source=node.id, predicate=Predicate.DERIVES_FROM, target=m, step=node.step)
+                 for m in members]
+        self.e.insert(unit, node, vectors(text), edges)
+        unit.event(state.name, op=AuditOp.SUMMARISE, node_ids=[node.id, *members],
+                   policy="erasure", step=node.step, at=node.created_at,
+                   rationale=f"regenerated summary {old_id} from {len(members)} surviving "
+                             "memories, without the erased material",
+                   contents={node.id: node.content})
+        return node
+
+    def _stage_prefs_erasure(self, unit: Unit, state: NamespaceState) -> None:
+        """A whole-namespace erasure also erases its preferences (they name entities)."""
+        d = self.e.draft(unit, state.name)
+        if d.state.pop("prefs", None) is not None:
+            unit.event(state.name, op=AuditOp.CONFIG, step=self.e.step(unit, state.name),
+                       at=self.e.clock.now(),
+                       rationale="privacy preferences erased with the namespace")
+        state.prefs = None
+
+    # --- preferences ------------------------------------------------------------------------
+
+    def set_preferences(self, state: NamespaceState, prefs: PrivacyPreferences) -> None:
+        """New preferences, applied to what the namespace holds: every memory's
+        sensitivity is recomputed from what was detected at ingestion (one ``metadata``
+        event per change); the change itself is one ``config`` event (counts only)."""
+        ns = state.name
+        with self.e.unit() as unit:
+            state.prefs = prefs  # the views follow; a failure reloads them
+            step, now = self.e.step(unit, ns), self.e.clock.now()
+            for node in state.all_nodes():
+                detected = node.signals.get("sensitivity_detected", node.sensitivity)
+                new_s = self.w.user_sensitivity(node, detected)
+                if abs(new_s - node.sensitivity) > 1e-12:
+                    self.e.update(unit, node.model_copy(update={"sensitivity": new_s}),
+                                  reindex=True)
+                    unit.event(ns, op=AuditOp.METADATA, node_ids=[node.id], step=step, at=now,
+                               features={node.id: {"before": node.sensitivity,
+                                                   "after": new_s}},
+                               rationale=f"sensitivity {node.sensitivity:.2f} -> {new_s:.2f} "
+                                         "by the user's privacy preferences")
+            self.e.draft(unit, ns).state["prefs"] = prefs.model_dump(mode="json")
+            unit.event(ns, op=AuditOp.CONFIG, step=step, at=now, params={
+                "private_entities": len(prefs.private_entities),
+                "blocked_entities": len(prefs.blocked_entities),
+                "blocked_conversations": len(prefs.blocked_conversations),
+                "private_mode": prefs.private_mode, "consents": len(prefs.consents),
+                "retention_days": {t.value: d for t, d in prefs.retention_days.items()}},
+                rationale="privacy preferences updated by the user")
+
+    def grant(self, state: NamespaceState, *, types: Iterable[MemoryType | str],
+              entities: Iterable[str], purpose: str, expires_at: datetime | None
+              ) -> ConsentGrant:
+        """Add a consent grant to the namespace's preferences.
+
+        Raises:
+            ValidationError: a bad grant (nothing changes).
+        """
+        prefs = state.prefs or PrivacyPreferences()
+        try:
+            grant = ConsentGrant(id=f"consent-{state.record.audit_count}", types=tuple(
+                MemoryType(t) for t in types), entities=tuple(entities), purpose=purpose,
+                granted_at=self.e.clock.now(), expires_at=expires_at)
+        except (ValueError, pydantic.ValidationError) as exc:
+            raise ValidationError(f"invalid consent: {exc}") from None
+        self.set_preferences(state, prefs.model_copy(
+            update={"consents": (*prefs.consents, grant)}))
+        return grant
+
+    def revoke(self, state: NamespaceState, consent_id: str) -> None:
+        """Withdraw a consent grant.
+
+        Raises:
+            NotFoundError: no such grant in the namespace.
+        """
+        prefs = state.prefs or PrivacyPreferences()
+        kept = tuple(c for c in prefs.consents if c.id != consent_id)
+        if len(kept) == len(prefs.consents):
+            raise NotFoundError(f"no consent {consent_id!r} in namespace {state.name!r}")
+        self.set_preferences(state, prefs.model_copy(update={"consents": kept}))

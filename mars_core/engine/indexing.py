@@ -1,0 +1,258 @@
+"""Keeping the vector index in step with the record store.
+
+The record store commits first; the index follows (:meth:`IndexSync.after_commit`). The
+record store numbers every change of an index entry (its change log), and a persistent
+index remembers the number of the last one it applied (its *mark*, written every
+:data:`MARK_EVERY` changes, at close and after an erasure). So:
+
+* an index that loads on demand (numpy, in the process) is updated at once;
+* a persistent index (Chroma, Qdrant) is written behind: a commit's entries wait in a
+  buffer until the next query (which must see them), :data:`FLUSH_AT` of them, an
+  erasure or close, and then go in one batched write — a bulk of single adds costs the
+  index what one batch does. The buffer is only a cache: the commits are in the records;
+* a crash with entries still in the buffer, or between a commit and its index write,
+  loses nothing: the next open replays the changes after the mark (idempotent upserts
+  and deletes, vectors from the records);
+* an index write that fails (a server away) leaves the store usable: the commit stands,
+  the index is caught up from the change log before the next query;
+* an index that is empty, belongs to another store or embedder, is older than the kept
+  log, or is ahead of the records (a restored backup) is rebuilt from the records.
+
+The change log is pruned up to the mark (for an index that loads on demand: every
+:data:`MARK_EVERY` changes). Nothing here decides what a memory is; it copies.
+
+Examples:
+    >>> MARK_EVERY, FLUSH_AT
+    (1000, 256)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+
+from mars_core.errors import MarsBackendError
+from mars_core.index.base import VectorIndex
+from mars_core.model import MemoryNode
+from mars_core.storage.base import IndexRow, RecordStore, Vector, index_fields
+
+__all__ = ["FLUSH_AT", "MARK_EVERY", "IndexSync"]
+
+MARK_EVERY = 1000
+"""Changes between two marks of a persistent index (a crash replays at most this many)."""
+
+FLUSH_AT = 256
+"""Buffered entries that make a persistent index flush before any query asks it to."""
+
+_BATCH = 500
+log = logging.getLogger(__name__)
+
+
+class IndexSync:
+    """The index's follower of the record store (see the module).
+
+    Args:
+        records: the system of record.
+        index: the vector index.
+        writer: whether this store writes (a reader only queries, and leaves a lagging
+            index to its writer).
+    """
+
+    def __init__(self, records: RecordStore, index: VectorIndex, *, writer: bool) -> None:
+        self.records, self.index, self.writer = records, index, writer
+        self.applied = 0   # the last change the index holds
+        self.marked = 0    # the last change its mark says it holds
+        self.pruned = 0    # the last change pruned from the log
+        self.behind = False
+        self.rebuilt = False
+        self._rows: dict[str, IndexRow] = {}  # written behind: the newest row of each id
+        self._new: set[str] = set()  # ids of _rows the index has never held
+        self._gone: dict[str, str] = {}  # ids to delete, with their namespace
+        self._last = 0  # the change number the buffer reaches
+
+    # --- binding and catching up ----------------------------------------------------------
+
+    def bind(self, identity: str, dim: int) -> None:
+        """Attach the index; catch it up or rebuild it (a writer)."""
+        self._clear_buffer()  # what it held is in the records, which the index follows
+        applied = self.index.bind(identity, dim, self._rows_of)
+        with self.records.read() as tx:
+            last, first = tx.last_change(), tx.first_change()
+        self.applied = self.marked = self.pruned = last
+        caps = self.index.capabilities
+        if caps.loads_on_demand or not self.writer:
+            return
+        self.applied = self.marked = applied
+        if applied == last:
+            return
+        if applied == 0 or applied > last or (first and first > applied + 1) or not first:
+            self.rebuild()
+        else:
+            self.catch_up()
+
+    def rebuild(self) -> int:
+        """Empty the index and write every memory again from the records; returns how
+        many entries were written."""
+        self._clear_buffer()
+        self.index.clear()
+        count = 0
+        with self.records.read() as tx:
+            last = tx.last_change()
+            for chunk in _chunks(tx.index_rows()):
+                self.index.upsert(chunk, new=True)
+                count += len(chunk)
+        self.applied, self.behind, self.rebuilt = last, False, True
+        self.flush()
+        return count
+
+    def catch_up(self) -> int:
+        """Apply the changes after :attr:`applied`; returns how many memories changed."""
+        with self.records.read() as tx:
+            changes = tx.changes(self.applied)
+            if not changes:
+                self.behind = False
+                return 0
+            last = changes[-1].seq
+            latest = {c.memory_id: c.namespace for c in changes}
+            rows = {r.id: r for r in tx.index_rows(ids=list(latest))}
+        gone: dict[str, list[str]] = {}
+        for memory_id, ns in latest.items():
+            if memory_id not in rows:
+                gone.setdefault(ns, []).append(memory_id)
+        for chunk in _chunks(iter(rows.values())):
+            self.index.upsert(chunk)
+        for ns, ids in gone.items():
+            self.index.delete(ns, ids)
+        self.applied, self.behind = last, False
+        self._maybe_mark()
+        return len(latest)
+
+    def ensure_current(self) -> None:
+        """Bring the index up to the last commit: flush what is written behind, or catch
+        up after an index write that failed (before a query, an erasure's compaction,
+        a close)."""
+        if not self.writer:
+            return
+        if self.behind:
+            self._clear_buffer()
+            self.catch_up()
+        elif self._rows or self._gone:
+            self._flush_buffer()
+
+    # --- following commits ------------------------------------------------------------------
+
+    def after_commit(self, inserted: Sequence[tuple[MemoryNode, Vector]],
+                     changed: Sequence[IndexRow], deleted: Sequence[MemoryNode],
+                     last: int) -> None:
+        """Take a committed unit's index changes (``last``: its newest change number):
+        at once for an index that loads on demand, into the write-behind buffer for a
+        persistent one."""
+        if self.index.capabilities.loads_on_demand:
+            self._push(inserted, changed, deleted)
+            self.applied = last
+            if last - self.pruned >= MARK_EVERY:
+                self._prune(last)
+            return
+        if self.behind:  # a failed write: the change log has it all
+            return
+        for node, vector in inserted:
+            self._rows[node.id] = IndexRow(node.id, node.namespace, node.status, vector,
+                                           index_fields(node))
+            self._new.add(node.id)
+            self._gone.pop(node.id, None)
+        for row in changed:
+            self._rows[row.id] = row
+        for node in deleted:
+            self._rows.pop(node.id, None)
+            if node.id in self._new:  # never reached the index: nothing to delete there
+                self._new.discard(node.id)
+            else:
+                self._gone[node.id] = node.namespace
+        self._last = last
+        if len(self._rows) + len(self._gone) >= FLUSH_AT:
+            self._flush_buffer()
+
+    def _flush_buffer(self) -> None:
+        """Write the buffer in batches. A failure is logged, not raised: the commits
+        stand, and the index is caught up from the change log before the next query."""
+        rows, new, gone, last = self._rows, self._new, self._gone, self._last
+        self._clear_buffer()
+        try:
+            fresh = [r for r in rows.values() if r.id in new]
+            moved = [r for r in rows.values() if r.id not in new]
+            for chunk in _chunks(iter(fresh)):
+                self.index.upsert(chunk, new=True)
+            for chunk in _chunks(iter(moved)):
+                self.index.upsert(chunk)
+            by_ns: dict[str, list[str]] = {}
+            for memory_id, ns in gone.items():
+                by_ns.setdefault(ns, []).append(memory_id)
+            for ns, ids in by_ns.items():
+                self.index.delete(ns, ids)
+        except MarsBackendError as exc:
+            self.behind = True
+            log.warning("the vector index could not follow committed writes (%s); it is "
+                        "caught up from the records before the next query", exc)
+            return
+        self.applied = last
+        self._maybe_mark()
+
+    def _clear_buffer(self) -> None:
+        self._rows, self._new, self._gone = {}, set(), {}
+
+    def _push(self, inserted: Sequence[tuple[MemoryNode, Vector]],
+              changed: Sequence[IndexRow], deleted: Sequence[MemoryNode]) -> None:
+        if inserted:
+            self.index.upsert([IndexRow(n.id, n.namespace, n.status, v, index_fields(n))
+                               for n, v in inserted], new=True)
+        if changed:
+            self.index.upsert(changed)
+        by_ns: dict[str, list[str]] = {}
+        for node in deleted:
+            by_ns.setdefault(node.namespace, []).append(node.id)
+        for ns, ids in by_ns.items():
+            self.index.delete(ns, ids)
+
+    # --- marks ------------------------------------------------------------------------------
+
+    def _maybe_mark(self) -> None:
+        if self.applied - self.marked >= MARK_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        """Flush the buffer, write the index's mark and prune the log behind it (a writer
+        with a persistent index; at close, after an erasure, every :data:`MARK_EVERY`
+        changes)."""
+        if not self.writer:
+            return
+        if self._rows or self._gone:
+            self._flush_buffer()
+        if self.behind:
+            return
+        if self.index.capabilities.persistent and self.applied != self.marked:
+            self.index.mark(self.applied)
+            self.marked = self.applied
+        if self.applied > self.pruned:
+            self._prune(self.applied)
+
+    def _prune(self, through: int) -> None:
+        if not self.writer:
+            return
+        with self.records.write() as tx:
+            tx.prune_changes(through)
+        self.pruned = through
+
+    def _rows_of(self, namespace: str) -> list[IndexRow]:
+        with self.records.read() as tx:
+            return list(tx.index_rows(namespace=namespace))
+
+
+def _chunks(rows: Iterator[IndexRow]) -> Iterator[list[IndexRow]]:
+    chunk: list[IndexRow] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == _BATCH:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

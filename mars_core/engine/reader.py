@@ -1,0 +1,259 @@
+"""The reader: retrieval, recall, prompt context — and the one write a read makes.
+
+A read never rewrites a memory. Counting it as an access stages, for each hit, one small
+statistics row (count, last access, recency) and, for the call, one ``access`` audit
+event, in one transaction (:meth:`Reader.record_access`); a ``read_only`` call or store
+records nothing.
+
+Examples:
+    >>> from mars_core.engine.reader import Reader
+    >>> Reader.__name__
+    'Reader'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from mars_core import assemble
+from mars_core.audit import AuditOp
+from mars_core.context import Validity, rank_recall, recall_walk, render_context
+from mars_core.embeddings import embed_one
+from mars_core.engine.engine import Engine
+from mars_core.engine.namespace import NamespaceState
+from mars_core.errors import NotFoundError, ValidationError
+from mars_core.lexical import tokenize
+from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate
+from mars_core.privacy.redaction import redact as redact_text
+from mars_core.privacy.redaction import sensitive_phrases
+from mars_core.retrieval import Hit, Query, pack, rank
+from mars_core.retrieval import relative_cutoff as cut
+from mars_core.storage.base import Vector
+
+__all__ = ["Reader"]
+
+
+class Reader:
+    """Reads memories and records the accesses (see the module)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+
+    # --- ranking ----------------------------------------------------------------------------
+
+    def rank(self, state: NamespaceState, status: MemoryStatus, qvec: Vector,
+             q: Query) -> list[Hit]:
+        """Ranked hits of one namespace's active or archived memories."""
+        self.e.sync.ensure_current()
+        return rank(state, self.e.index, lambda ids: self.e.stored_vectors(state, ids),
+                    status=status, qvec=qvec, q=q, cfg=self.e.config.retrieval)
+
+    def retrieve(self, q: Query, budget: int, *, k: int | None, ratio: float,
+                 include_archive: bool, read_only: bool) -> list[Hit]:
+        """Hybrid retrieval, cut and packed; an access unless ``read_only``."""
+        state = self.e.ns(q.namespace)
+        qvec = embed_one(self.e.embedder, q.text)
+        hits = self.rank(state, MemoryStatus.ACTIVE, qvec, q)
+        if include_archive:
+            hits += [Hit(h.node, h.score * 0.9, h.dense, h.lexical, True)
+                     for h in self.rank(state, MemoryStatus.ARCHIVED, qvec, q)]
+            hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
+        recallable = self.recallable(state)  # private mode without consent
+        chosen = pack(cut([h for h in hits if recallable(h.node)], ratio,
+                          self.derivation(state)), budget, k)
+        if not read_only and chosen and not self.e.read_only:
+            state.policy.on_retrieve(q.namespace, [h.node for h in chosen], budget, state.step)
+            self.record_access(state, chosen, budget, q.text)
+        return chosen
+
+    def recall(self, ns: str, *, entity: str | None, goal: str | None, k: int, max_hops: int,
+               read_only: bool) -> list[Hit]:
+        """A walk of a small ball around an entity or a goal, reranked by similarity."""
+        state = self.e.ns(ns)
+        starts = assemble.recall_starts(state, entity, goal, limit=k)
+        ball = recall_walk(state.graph, starts, state.is_active, max_hops=max_hops,
+                           max_nodes=4 * k)
+        ids = [i for i, _ in ball]
+        vecs = dict(zip(ids, self.e.vectors(state, ids), strict=True))
+        ranked = rank_recall(ball, vecs, embed_one(self.e.embedder, entity or goal or ""),
+                             allowed=self.purpose_filter(state, goal), limit=k)
+        hits = [Hit(state.node(r.node_id), r.score, r.similarity or 0.0, 0.0) for r in ranked]
+        if hits and not read_only and not self.e.read_only:
+            self.record_access(state, hits, sum(h.node.weight for h in hits),
+                               entity or goal or "")
+        return hits
+
+    def render(self, q: Query, budget: int, *, conversation: str | None, active_turns: int,
+               evidence: int, redact: bool, evidence_only: bool) -> str:
+        """Prompt-ready context: evidence, its raw support, the active conversation."""
+        state = self.e.ns(q.namespace)
+        active = assemble.active_turns(state, conversation, active_turns)
+        skip = frozenset(n.id for n in active)
+        recallable = self.recallable(state)
+        echo = " ".join(q.text.split()).casefold()  # the question is not its own evidence
+        hits = [h for h in self.rank(state, MemoryStatus.ACTIVE,
+                                     embed_one(self.e.embedder, q.text),
+                                     Query(q.text, q.namespace))
+                if assemble.validity(state, h.id) is Validity.CURRENT
+                and recallable(h.node) and " ".join(h.node.content.split()).casefold() != echo]
+        # cut with the active turns still in: a fact drawn from a turn on screen stays
+        hits = [h for h in cut(hits, self.e.config.retrieval.relative_cutoff,
+                               self.derivation(state)) if h.id not in skip][:evidence]
+        cards = [(h.node, h.score, Validity.CURRENT) for h in hits]
+        support = assemble.support_for(state, [h.node for h in hits],
+                                       skip=skip | {h.id for h in hits})
+        text = render_context(assemble.evidence_items(cards), assemble.evidence_items(support),
+                              assemble.evidence_items([(n, float(i), Validity.CURRENT)
+                                                       for i, n in enumerate(active)]),
+                              budget, self.e.counter.count, evidence_only=evidence_only)
+        counts: dict[str, Any] = {}
+        if redact:
+            result = redact_text(text, protected=self.protected_phrases(state),
+                                 analyzer=self.e.enricher.analyzer)
+            text, counts = result.text, {"redacted": result.spans_redacted,
+                                         "redacted_kinds": sorted(k.value for k in result.kinds)}
+        if hits and not self.e.read_only:
+            self.record_access(state, hits, budget, q.text, counts)
+        return text
+
+    @staticmethod
+    def memories(state: NamespaceState, mtype: MemoryType | str | None,
+                 status: MemoryStatus | str | None) -> list[MemoryNode]:
+        """Memories of a namespace, oldest first (``status=None``: active and archived).
+
+        Raises:
+            ValidationError: an unknown type or status.
+        """
+        try:
+            statuses = list(MemoryStatus) if status is None else [MemoryStatus(status)]
+            mt = None if mtype is None else MemoryType(mtype)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        if MemoryStatus.ARCHIVED in statuses:
+            state.load_archive()
+        nodes = [state.node(i) for s in statuses for i in state.ids(s)]
+        return sorted((n for n in nodes if mt is None or n.type is mt), key=lambda n: n.seq)
+
+    @staticmethod
+    def history(state: NamespaceState, memory_id: str) -> list[MemoryNode]:
+        """All versions of a memory along ``supersedes`` edges, oldest first."""
+        g, seen, todo = state.graph, {memory_id}, [memory_id]
+        while todo:
+            cur = todo.pop()
+            for e in g.out_edges(cur, Predicate.SUPERSEDES) + g.in_edges(cur, Predicate.SUPERSEDES):
+                for nxt in (e.source, e.target):
+                    if nxt not in seen and nxt in state:
+                        seen.add(nxt)
+                        todo.append(nxt)
+        return sorted((state.node(i) for i in seen), key=lambda n: n.seq)
+
+    # --- accesses -----------------------------------------------------------------------------
+
+    def record_access(self, state: NamespaceState, hits: Sequence[Hit], budget: int,
+                      query: str, params: Mapping[str, Any] | None = None, *,
+                      rationale: str | None = None) -> None:
+        """One statistics row per hit and one ``access`` event, in one transaction."""
+        ns = state.name
+        with self.e.unit() as unit:
+            step, now = self.e.step(unit, ns), self.e.clock.now()
+            for h in reversed(hits):  # the best hit becomes the most recently used
+                node = state.node(h.node.id)
+                self.e.stats(unit, node.model_copy(update={
+                    "access_count": node.access_count + 1, "last_access_at": now,
+                    "last_access_step": step, "touch_seq": self.e.touch(unit, ns)}))
+            unit.event(ns, op=AuditOp.ACCESS, node_ids=[h.id for h in hits], step=step, at=now,
+                       features={h.id: {"score": h.score, "dense": h.dense,
+                                        "lexical": h.lexical} for h in hits},
+                       rationale=rationale or f"retrieved {len(hits)} memories "
+                                 f"({sum(h.node.weight for h in hits)} of {budget} tokens)",
+                       contents={"query": query}, params=params)
+
+    def reinforce(self, state: NamespaceState, ids: Iterable[str], reason: str,
+                  credit: bool) -> None:
+        """Record a use of exactly these memories (and credit them, if asked).
+
+        Raises:
+            NotFoundError: an id that is not a memory of the namespace.
+            ValidationError: an archived memory.
+        """
+        nodes = []
+        for i in dict.fromkeys(ids):
+            if not isinstance(i, str) or i not in state:
+                raise NotFoundError(f"no memory with id {i!r} in namespace {state.name!r}")
+            node = state.node(i)
+            if not node.is_active:
+                raise ValidationError(f"memory {i} is not an active memory of {state.name!r}")
+            nodes.append(node)
+        if not nodes:
+            return
+        hits = [Hit(n, 1.0, 0.0, 0.0, False) for n in nodes]
+        self.record_access(state, hits, sum(n.weight for n in nodes), "",
+                           {"reason": reason}, rationale=f"{reason}: {len(nodes)} memories")
+        if credit:
+            ids = [n.id for n in nodes]
+            state.policy.on_credit(state.name, ids, ids, state.step)
+
+    # --- what may be shown ------------------------------------------------------------------
+
+    @staticmethod
+    def derivation(state: NamespaceState) -> Callable[[str], list[str]]:
+        """A memory's derivation neighbours: what it derives from, what derives from it."""
+        def linked(node_id: str) -> list[str]:
+            g = state.graph
+            return [e.target for e in g.out_edges(node_id, Predicate.DERIVES_FROM)] + \
+                [e.source for e in g.in_edges(node_id, Predicate.DERIVES_FROM)]
+        return linked
+
+    def recallable(self, state: NamespaceState) -> Callable[[MemoryNode], bool]:
+        """Private mode: only what consent covers may be recalled."""
+        prefs, now = state.prefs, self.e.clock.now()
+        if prefs is None or not prefs.private_mode:
+            return lambda node: True
+        return lambda node: prefs.recallable(node, now)
+
+    def purpose_filter(self, state: NamespaceState, goal: str | None) -> Callable[[str], bool]:
+        """Purpose limitation (seed 000 §4.3): private mode hides what consent does not
+        cover; for a goal, social memories must be linked to a task of that goal."""
+        recallable = self.recallable(state)
+        goal_words = set(tokenize(goal or ""))
+
+        def linked_to_goal(nid: str) -> bool:
+            for e in state.graph.in_edges(nid) + state.graph.out_edges(nid):
+                other = state.get(e.target if e.source == nid else e.source)
+                if other is not None and other.type is MemoryType.TASK and \
+                        goal_words & set(tokenize(other.content)):
+                    return True
+            return False
+
+        def allowed(nid: str) -> bool:
+            node = state.node(nid)
+            if not recallable(node):
+                return False
+            return goal is None or node.type is not MemoryType.SOCIAL or linked_to_goal(nid)
+
+        return allowed
+
+    def protected_phrases(self, state: NamespaceState, threshold: float = 0.7) -> list[str]:
+        """What the second redaction pass protects: the sensitive phrases of the
+        namespace's high-sensitivity memories, and the user's private/blocked entities."""
+        phrases: list[str] = []
+        cache = state.phrases
+        for node in self._sensitive(state, threshold):
+            if node.id not in cache:  # content is immutable: detect once per memory
+                cache[node.id] = tuple(sensitive_phrases(
+                    node.content, self.e.scorer.detect(node.content)))
+            phrases += cache[node.id]
+        prefs = state.prefs
+        if prefs is not None:
+            phrases += [*prefs.private_entities, *prefs.blocked_entities]
+        return list(dict.fromkeys(phrases))
+
+    @staticmethod
+    def _sensitive(state: NamespaceState, threshold: float) -> Iterable[MemoryNode]:
+        """Memories at least ``threshold`` sensitive, active or archived (only those are
+        read from the archive)."""
+        for ref in sorted(state.refs.values(), key=lambda r: (r.status is MemoryStatus.ARCHIVED,
+                                                              r.seq)):
+            if ref.sensitivity >= threshold:
+                yield state.node(ref.id)

@@ -1,0 +1,207 @@
+"""The unit of work of one public call: staged writes, committed in one transaction.
+
+An operation stages everything it changes in a :class:`Unit` — new memories with their
+vectors and edges, changed metadata, access statistics, erasures, audit events (one hash
+chain per namespace), the namespaces' counters and state — and :meth:`Unit.write` hands
+the whole unit to one record-store transaction. The in-memory views follow each staged
+change as it is made (so a later step of the same call, or the next turn of a bulk
+ingest, sees the earlier ones); if anything fails before the transaction committed, the
+store drops the views of every namespace the unit touched and reads them again from the
+records, which the failed call never changed. A rejected input or a failed write
+therefore changes nothing, and a call that returned is durable.
+
+Examples:
+    >>> from mars_core.audit import AuditChain
+    >>> unit = Unit(counter=0, chain=AuditChain(b"k" * 32))
+    >>> unit.counter
+    0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from mars_core.audit import AuditChain, AuditEvent, AuditOp, AuditTxn
+from mars_core.model import Edge, MemoryNode
+from mars_core.storage.base import NamespaceRecord, RecordTxn, Vector
+
+__all__ = ["Draft", "Unit"]
+
+
+@dataclass
+class Draft:
+    """A namespace's counters and state as the unit will leave them."""
+
+    record: NamespaceRecord
+    step: int
+    touch: int
+    audit: AuditTxn
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Insert:
+    node: MemoryNode
+    vector: Vector
+    edges: tuple[Edge, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Update:
+    node: MemoryNode
+    reindex: bool
+    edges: tuple[Edge, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stats:
+    node: MemoryNode
+
+
+@dataclass(frozen=True, slots=True)
+class _Delete:
+    node: MemoryNode
+
+
+_Op = _Insert | _Update | _Stats | _Delete
+
+
+@dataclass
+class Unit:
+    """The staged writes of one operation.
+
+    Attributes:
+        counter: the store-wide memory counter as the unit leaves it.
+        chain: builds each namespace's audit events.
+        drafts: per namespace: counters, audit events and state to write.
+        ops: memory writes, in the order they were staged.
+        compact: namespaces whose index partitions must be rewritten once the unit is
+            committed (an erasure): recorded in the manifest with the unit, so a crash
+            before the rewrite finished is completed by the next open.
+        learned: per namespace, what its policy had learned and not saved when the unit
+            first touched it (restored if the unit fails).
+    """
+
+    counter: int
+    chain: AuditChain
+    drafts: dict[str, Draft] = field(default_factory=dict)
+    ops: list[_Op] = field(default_factory=list)
+    compact: set[str] = field(default_factory=set)
+    learned: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    # --- namespaces --------------------------------------------------------------------
+
+    def draft(self, record: NamespaceRecord, state: Mapping[str, Any]) -> Draft:
+        """The namespace's draft (made from its record on first use)."""
+        d = self.drafts.get(record.name)
+        if d is None:
+            d = Draft(record, record.step, record.touch,
+                      self.chain.begin(record.name, record.audit_count, record.audit_head),
+                      dict(state))
+            self.drafts[record.name] = d
+        return d
+
+    def event(self, namespace: str, *, op: AuditOp | str, node_ids: Iterable[str] = (),
+              rationale: str, step: int, at: datetime | None, policy: str | None = None,
+              params: Mapping[str, Any] | None = None,
+              features: Mapping[str, Mapping[str, float]] | None = None,
+              score: float | None = None,
+              contents: Mapping[str, str] | None = None) -> AuditEvent:
+        """Append an audit event to a namespace's chain (its draft must exist)."""
+        return self.drafts[namespace].audit.add(
+            op=op, namespace=namespace, node_ids=node_ids, rationale=rationale, step=step,
+            at=at, policy=policy, params=params, features=features, score=score,
+            contents=contents)
+
+    @property
+    def events(self) -> list[AuditEvent]:
+        """Every staged audit event."""
+        return [e for d in self.drafts.values() for e in d.audit.events]
+
+    # --- memories ----------------------------------------------------------------------
+
+    def insert(self, node: MemoryNode, vector: Vector, edges: Sequence[Edge] = ()) -> None:
+        """Stage a new memory with its vector and outgoing edges."""
+        self.ops.append(_Insert(node, vector, tuple(edges)))
+
+    def update(self, node: MemoryNode, *, reindex: bool, edges: Sequence[Edge] = ()) -> None:
+        """Stage new metadata of a memory (``reindex``: status or sensitivity changed),
+        with new edges of its own."""
+        self.ops.append(_Update(node, reindex, tuple(edges)))
+
+    def stats(self, node: MemoryNode) -> None:
+        """Stage new access statistics of a memory."""
+        self.ops.append(_Stats(node))
+
+    def delete(self, node: MemoryNode) -> None:
+        """Stage an erasure."""
+        self.ops.append(_Delete(node))
+
+    def _latest(self) -> dict[str, MemoryNode | None]:
+        """The newest staged version of each memory (``None``: erased)."""
+        out: dict[str, MemoryNode | None] = {}
+        for op in self.ops:
+            out[op.node.id] = None if isinstance(op, _Delete) else op.node
+        return out
+
+    def inserted(self) -> list[tuple[MemoryNode, Vector]]:
+        """The new memories (as the unit leaves them) and their vectors."""
+        latest = self._latest()
+        return [(node, op.vector) for op in self.ops if isinstance(op, _Insert)
+                and (node := latest[op.node.id]) is not None]
+
+    def reindexed(self) -> list[MemoryNode]:
+        """Memories whose index entry changes without being new (moves, sensitivity)."""
+        new = {op.node.id for op in self.ops if isinstance(op, _Insert)}
+        latest = self._latest()
+        ids = dict.fromkeys(op.node.id for op in self.ops
+                            if isinstance(op, _Update) and op.reindex and op.node.id not in new)
+        return [node for i in ids if (node := latest[i]) is not None]
+
+    def deleted(self) -> list[MemoryNode]:
+        """The erased memories."""
+        return [op.node for op in self.ops if isinstance(op, _Delete)]
+
+    def namespaces(self) -> list[str]:
+        """Every namespace the unit touched."""
+        return list(dict.fromkeys([*self.drafts, *(op.node.namespace for op in self.ops)]))
+
+    def __bool__(self) -> bool:
+        return bool(self.ops or self.events
+                    or any(d.step != d.record.step or d.state != dict(d.record.state)
+                           for d in self.drafts.values()))
+
+    # --- committing ----------------------------------------------------------------------
+
+    def write(self, tx: RecordTxn, *, counter_before: int) -> dict[str, NamespaceRecord]:
+        """Write the unit in ``tx``; returns the namespaces' new records."""
+        for op in self.ops:
+            ns = op.node.namespace
+            if isinstance(op, _Insert):
+                tx.insert_memory(op.node, op.vector)
+                tx.add_edges(ns, op.edges)
+            elif isinstance(op, _Update):  # a restore also moves its recency
+                tx.update_memory(op.node, reindex=op.reindex)
+                tx.update_stats(op.node)
+                tx.add_edges(ns, op.edges)
+            elif isinstance(op, _Stats):
+                tx.update_stats(op.node)
+            else:
+                tx.delete_memory(op.node.id)
+        if self.counter != counter_before:
+            tx.set_counter(self.counter)
+        if self.compact:
+            manifest = dict(tx.manifest() or {})
+            pending = set(manifest.get("compact_pending") or []) | self.compact
+            tx.put_manifest({**manifest, "compact_pending": sorted(pending)})
+        records = {}
+        for name, d in self.drafts.items():
+            tx.append_audit(d.audit.events)
+            records[name] = NamespaceRecord(
+                name, d.record.version + 1, d.step, d.touch, d.audit.next_seq, d.audit.head,
+                d.state)
+            tx.put_namespace(records[name])
+        return records

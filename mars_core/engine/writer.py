@@ -1,0 +1,566 @@
+"""The writer: every call that stores or changes memories.
+
+It builds memories (validation, ids, weights, write-time signals, sensitivity), stages
+them with their edges and audit events, and restores the budget after each one with the
+namespace's policy (sweep, then summaries and evictions, each archived with its
+rationale). ``add`` and ``observe`` take one item or many: a bulk call is one
+transaction and one batched embedding call, with the budget enforced after every item as
+if they had come one by one.
+
+Examples:
+    >>> NewMemory("Ana moved to Lisbon").type
+    <MemoryType.EPISODIC: 'episodic'>
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pydantic
+
+from mars_core.audit import AuditOp
+from mars_core.engine.engine import Engine
+from mars_core.engine.unit import Unit
+from mars_core.errors import (
+    BlockedByPreferenceError,
+    BudgetExceededError,
+    ConflictError,
+    ImportFormatError,
+    NotFoundError,
+    ValidationError,
+)
+from mars_core.extract import extract
+from mars_core.graph import MemoryGraph
+from mars_core.model import (
+    Edge,
+    MemoryNode,
+    MemoryStatus,
+    MemoryType,
+    Predicate,
+    Provenance,
+    TaskPayload,
+    default_payload,
+)
+from mars_core.policies import Eviction, Summary
+from mars_core.storage.base import Vector
+
+__all__ = ["NewMemory", "Turn", "Writer", "memory_id"]
+
+_IDS = uuid.UUID("6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f")
+
+
+def memory_id(seed: int, counter: int) -> str:
+    """The UUID of the ``counter``-th memory of a store with ``seed`` (Qdrant accepts
+    only UUIDs; a replay of the same store gives the same ids).
+
+    Examples:
+        >>> memory_id(0, 1) == memory_id(0, 1) != memory_id(1, 1)
+        True
+    """
+    return str(uuid.uuid5(_IDS, f"{seed}:{counter}"))
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """One memory to add (the arguments of :meth:`~mars_core.store.MemoryStore.add`)."""
+
+    text: str
+    type: MemoryType | str = MemoryType.EPISODIC
+    payload: Any = None
+    sensitivity: float | None = None
+    provenance: Provenance | Mapping[str, Any] | None = None
+    namespace: str = "default"
+    metadata: Mapping[str, Any] | None = None
+    pinned: bool = False
+    expires_at: datetime | None = None
+    links: tuple[tuple[Predicate | str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One conversational turn (the arguments of
+    :meth:`~mars_core.store.MemoryStore.observe`)."""
+
+    role: str
+    text: str
+    namespace: str = "default"
+    provenance: Provenance = field(default_factory=Provenance)
+    speaker: str | None = None
+    at: datetime | None = None
+
+
+class Embeddings:
+    """Embeddings of one call: fetched in one batch up front, missing ones on demand."""
+
+    def __init__(self, engine: Engine, texts: Iterable[str]) -> None:
+        self._engine = engine
+        wanted = list(dict.fromkeys(texts))
+        self._cache: dict[str, Vector] = {}
+        if wanted:
+            self._cache = dict(zip(wanted, self._embed(wanted), strict=True))
+
+    def _embed(self, texts: Sequence[str]) -> list[Vector]:
+        emb = self._engine.embedder
+        out = np.asarray(emb.embed(list(texts)), dtype=np.float32)
+        if out.shape != (len(texts), emb.dim) or not np.all(np.isfinite(out)):
+            raise ValidationError(f"embedder {emb.name!r} returned shape {out.shape} or "
+                                  f"non-finite values for {len(texts)} texts")
+        return list(out)
+
+    def __call__(self, text: str) -> Vector:
+        vec = self._cache.get(text)
+        if vec is None:
+            vec = self._cache[text] = self._embed([text])[0]
+        return vec
+
+
+class Writer:
+    """Stores and changes memories (see the module)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+
+    # --- adding ---------------------------------------------------------------------------
+
+    def add(self, items: Sequence[NewMemory]) -> list[MemoryNode]:
+        """Store memories in one transaction (the budget restored after each).
+
+        Raises:
+            ValidationError, BudgetExceededError, NotFoundError, BlockedByPreferenceError:
+                a bad item (nothing of the call is stored).
+        """
+        for item in items:
+            _check_text(item.text)
+            self._check_allowed(item.text, item.namespace, _conversation(item.provenance))
+        vectors = Embeddings(self.e, (i.text for i in items))
+        out = []
+        with self.e.unit() as unit:
+            for item in items:
+                ns = item.namespace
+                step = self.e.step(unit, ns, advance=True)
+                node = self.build(unit, item.text, item.type, ns, step=step,
+                                  vectors=vectors, payload=item.payload,
+                                  sensitivity=item.sensitivity,
+                                  provenance=item.provenance,
+                                  metadata=dict(item.metadata) if item.metadata is not None
+                                  else None, pinned=item.pinned, expires_at=item.expires_at)
+                self.insert(unit, node, vectors(node.content), self.edges_for(node, item.links))
+                self.enforce_budget(unit, ns, [node.id])
+                out.append(node)
+        return [self.e.ns(n.namespace).get(n.id) or n for n in out]
+
+    def observe(self, turns: Sequence[Turn]) -> list[list[MemoryNode]]:
+        """Store turns in one transaction: an episode each plus what is extracted from it.
+
+        Turns the namespace's preferences block leave no trace (an empty list).
+        """
+        kept = [t for t in turns if not self._blocked(t)]
+        vectors = Embeddings(self.e, self._likely_texts(kept))
+        out: dict[int, list[MemoryNode]] = {}
+        with self.e.unit() as unit:
+            for turn in kept:
+                nodes = self._stage_turn(unit, turn, vectors)
+                self.enforce_budget(unit, turn.namespace, [n.id for n in nodes])
+                out[id(turn)] = nodes
+        result = []
+        for turn in turns:
+            state = self.e.ns(turn.namespace)
+            result.append([state.get(n.id) or n for n in out.get(id(turn), [])])
+        return result
+
+    def _blocked(self, turn: Turn) -> bool:
+        try:
+            self._check_allowed(turn.text, turn.namespace, turn.provenance.conversation_id)
+        except BlockedByPreferenceError:
+            return True  # the user asked for this never to be stored: a turn leaves no trace
+        return False
+
+    def _likely_texts(self, turns: Sequence[Turn]) -> list[str]:
+        """The turns and the facts a dry run of extraction finds in them, so one
+        embedding call covers (nearly) all of a bulk call."""
+        texts: list[str] = []
+        known = {}
+        for turn in turns:
+            _check_text(turn.text)
+            texts.append(turn.text)
+            if turn.namespace not in known:
+                known[turn.namespace] = copy.deepcopy(self.e.ns(turn.namespace).known)
+            for item in extract(turn.role, turn.text, None, speaker=turn.speaker,
+                                known=known[turn.namespace], anchor=turn.at or self.e.clock.now()):
+                texts.append(item.text)
+        return texts
+
+    def _stage_turn(self, unit: Unit, turn: Turn, vectors: Embeddings) -> list[MemoryNode]:
+        """One turn: its episode, the memories extracted from it, their edges."""
+        ns, prov = turn.namespace, turn.provenance
+        state = self.e.ns(ns)
+        step = self.e.step(unit, ns, advance=True)
+        episode = self.build(unit, turn.text, MemoryType.EPISODIC, ns, step=step,
+                             vectors=vectors, provenance=prov, created_at=turn.at,
+                             payload={"participants": (turn.speaker,) if turn.speaker else ()})
+        prev = state.last_episode.get(prov.conversation_id or "")
+        links = [Edge(source=prev, predicate=Predicate.TEMPORAL_NEXT, target=episode.id,
+                      step=step)] if prev in state else []
+        self.insert(unit, episode, vectors(turn.text), links, f"; turn of {prov.source}")
+        out = [episode]
+        items = list(extract(prov.source, turn.text, None, speaker=turn.speaker,
+                             known=state.known, anchor=turn.at or self.e.clock.now()))
+        for item in items:
+            node = self.build(
+                unit, item.text, item.type, ns, step=step, vectors=vectors,
+                payload=dict(item.payload), created_at=turn.at,
+                provenance=prov.model_copy(update={"derived_from": (episode.id,)}))
+            edges = [Edge(source=node.id, predicate=p, target=t, step=step)
+                     for p, t in item.edges(episode.id) if t == episode.id or t in state]
+            self.insert(unit, node, vectors(item.text), edges,
+                        f"; {item.kind} extracted ({item.reason})")
+            old = state.get(item.replaces or "")
+            if old is not None and old.is_active:
+                verb = "corrected" if item.corrects else "superseded"
+                self.archive(unit, ns, [Eviction(old.id, old.weight, None, {},
+                                                 f"{verb} by the newer memory {node.id}")],
+                             "observe", {})
+            out.append(node)
+        return out
+
+    # --- changing --------------------------------------------------------------------------
+
+    def update(self, old: MemoryNode, text: str, metadata: Mapping[str, Any] | None,
+               expires_at: datetime | None) -> MemoryNode:
+        """A new version derivesFrom and supersedes ``old``, which is archived."""
+        _check_text(text)
+        ns = old.namespace
+        self._check_allowed(text, ns, old.provenance.conversation_id)
+        vectors = Embeddings(self.e, [text])
+        with self.e.unit() as unit:
+            step = self.e.step(unit, ns, advance=True)
+            prov = old.provenance.model_copy(update={"derived_from": (old.id,)})
+            node = self.build(unit, text, old.type, ns, step=step, vectors=vectors,
+                              payload=old.payload, sensitivity=old.sensitivity, provenance=prov,
+                              metadata=dict(old.metadata if metadata is None else metadata),
+                              pinned=old.pinned, expires_at=expires_at)
+            edges = self.edges_for(node, [(Predicate.SUPERSEDES, old.id)])
+            self.e.insert(unit, node, vectors(text), edges)
+            unit.event(ns, op=AuditOp.UPDATE, node_ids=[node.id, old.id], step=step,
+                       at=node.created_at, rationale=f"new version of {old.id}",
+                       contents={node.id: node.content})
+            if old.is_active:
+                self.archive(unit, ns, [Eviction(old.id, old.weight, None, {},
+                                                 f"superseded by its new version {node.id}")],
+                             "update", {})
+            self.enforce_budget(unit, ns, [node.id, old.id])
+        return self.e.ns(ns).node(node.id)
+
+    def forget(self, node: MemoryNode, reason: str) -> MemoryNode:
+        """Archive a memory on request (already archived: unchanged)."""
+        if not node.is_active:
+            return node
+        with self.e.unit() as unit:
+            self.archive(unit, node.namespace, [Eviction(node.id, node.weight, None, {},
+                                                         f"forgotten by the user: {reason}")],
+                         "user", {})
+        state = self.e.ns(node.namespace)
+        state.policy.on_forget(node, state.step)
+        return state.node(node.id)
+
+    def restore(self, node: MemoryNode) -> MemoryNode:
+        """Bring an archived memory back (the budget is enforced)."""
+        if node.is_active:
+            return node
+        ns = node.namespace
+        with self.e.unit() as unit:
+            touch = self.e.touch(unit, ns)
+            restored = node.model_copy(update={"status": MemoryStatus.ACTIVE,
+                                               "touch_seq": touch, "activated_seq": touch})
+            self.e.update(unit, restored, reindex=True)
+            unit.event(ns, op=AuditOp.RESTORE, node_ids=[node.id],
+                       step=self.e.step(unit, ns), at=self.e.clock.now(),
+                       rationale="restored from the archive on request")
+            self.enforce_budget(unit, ns, [node.id])
+        return self.e.ns(ns).node(node.id)
+
+    def link(self, node: MemoryNode, predicate: Predicate | str, target: str) -> Edge:
+        """Add a typed edge between two memories of one namespace."""
+        edges = self.edges_for(node, [(predicate, target)], implicit=False)
+        state = self.e.ns(node.namespace)
+        state.graph.check(edges[0])
+        with self.e.unit() as unit:
+            self.e.update(unit, node, reindex=False, edges=edges)
+            unit.event(node.namespace, op=AuditOp.METADATA, node_ids=[node.id, target],
+                       step=self.e.step(unit, node.namespace), at=self.e.clock.now(),
+                       rationale=f"linked {node.id} {edges[0].predicate.value} {target}")
+        return edges[0]
+
+    def set_metadata(self, old: MemoryNode, update: Mapping[str, Any]) -> MemoryNode:
+        """Change what is mutable about a memory in place (one ``metadata`` event)."""
+        try:
+            node = MemoryNode.model_validate({**old.model_dump(), **update})
+        except pydantic.ValidationError as exc:
+            raise ValidationError.from_pydantic(exc, "metadata change") from None
+        with self.e.unit() as unit:
+            self.e.update(unit, node, reindex=False)
+            unit.event(old.namespace, op=AuditOp.METADATA, node_ids=[node.id],
+                       step=self.e.step(unit, old.namespace), at=self.e.clock.now(),
+                       params={"fields": sorted(update)},
+                       rationale=f"changed {', '.join(sorted(update)) or 'nothing'}")
+        return node
+
+    def import_nodes(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge],
+                     steps: Mapping[str, int]) -> int:
+        """Store exported memories as they are (ids, statuses, statistics kept)."""
+        nodes = [n.model_copy(update={"weight": self.e.count_tokens(n.content)}) for n in nodes]
+        with self.e.records.read() as tx:
+            clash = sorted(tx.existing([n.id for n in nodes]))
+        if clash:
+            raise ConflictError(f"{len(clash)} imported ids already exist (first: {clash[0]})")
+        self._check_import_edges(nodes, edges)
+        for ns in {n.namespace for n in nodes}:
+            if sum(n.weight for n in nodes if n.namespace == ns and n.is_active) > \
+                    self.e.config.budget_for(ns):
+                raise BudgetExceededError(f"active memories of {ns!r} exceed its budget")
+        vectors = Embeddings(self.e, (n.content for n in nodes))
+        by_source: dict[str, list[Edge]] = {}
+        for e in edges:
+            by_source.setdefault(e.source, []).append(e)
+        with self.e.unit() as unit:
+            for node in nodes:
+                self.e.insert(unit, node, vectors(node.content), by_source.get(node.id, []))
+                unit.counter = max(unit.counter, node.seq)
+                d = self.e.draft(unit, node.namespace)
+                d.touch = max(d.touch, node.touch_seq)
+            for ns, step in steps.items():
+                if ns in unit.drafts:
+                    unit.drafts[ns].step = max(step, unit.drafts[ns].step)
+            for ns in sorted({n.namespace for n in nodes}):
+                ids = [n.id for n in nodes if n.namespace == ns]
+                unit.event(ns, op=AuditOp.IMPORT, node_ids=ids, step=self.e.step(unit, ns),
+                           at=self.e.clock.now(), rationale=f"imported {len(ids)} memories")
+        return len(nodes)
+
+    def _check_import_edges(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge]) -> None:
+        known = {n.id: n for n in nodes}
+        scratch = MemoryGraph()
+        for e in edges:
+            src = known.get(e.source)
+            tgt = known.get(e.target)
+            if tgt is None and src is not None:
+                tgt = self.e.ns(src.namespace).get(e.target)
+            if src is None or tgt is None:
+                raise ImportFormatError(f"edge {e.key} names a memory that is not in the export")
+            if src.namespace != tgt.namespace:
+                raise ImportFormatError(f"edge {e.key} crosses namespaces")
+            try:
+                scratch.add(e)
+            except ValidationError as exc:
+                raise ImportFormatError(str(exc)) from None
+
+    # --- building ----------------------------------------------------------------------
+
+    def build(self, unit: Unit, text: str, mtype: object, ns: str, *, step: int,
+              vectors: Embeddings, **fields: Any) -> MemoryNode:
+        """A new memory: validated, weighed, scored (signals, sensitivity), with an id.
+
+        Raises:
+            ValidationError: a bad type, payload or field.
+            BudgetExceededError: heavier than the namespace's whole budget.
+        """
+        _check_text(text)
+        try:
+            mt = MemoryType(str(mtype))
+        except ValueError:
+            raise ValidationError(
+                f"unknown memory type {mtype!r}; use one of {[t.value for t in MemoryType]}"
+            ) from None
+        payload = fields.pop("payload", None)
+        if payload is None:
+            payload = default_payload(mt)
+        elif isinstance(payload, Mapping):
+            payload = {"kind": mt.value, **payload}
+        sens = fields.pop("sensitivity", None)
+        fields = {k: v for k, v in fields.items() if v is not None}
+        touch = self.e.touch(unit, ns)
+        try:
+            node = MemoryNode(
+                id=self._new_id(unit), type=mt, content=text, payload=payload, namespace=ns,
+                created_at=fields.pop("created_at", None) or self.e.clock.now(), step=step,
+                seq=unit.counter, sensitivity=0.0 if sens is None else sens,
+                weight=self.e.count_tokens(text), touch_seq=touch, activated_seq=touch,
+                **fields)
+        except pydantic.ValidationError as exc:
+            raise ValidationError.from_pydantic(exc, "memory") from None
+        budget = self.e.config.budget_for(ns)
+        if node.weight > budget:
+            raise BudgetExceededError(
+                f"this memory needs {node.weight} tokens but namespace {ns!r} has a budget of "
+                f"{budget}; split the text or raise the budget")
+        vector = vectors(text)
+        state = self.e.ns(ns)
+        sig = self.e.enricher.analyze(text)
+        signals = self.e.enricher.compute(text, vector, self.e.centroid(state),
+                                          node.provenance.source, sig)
+        detected = node.sensitivity
+        if sens is None and self.e.config.sensitivity_scoring:
+            detected = self.e.scorer.score(text, provenance=node.provenance, type=mt,
+                                           signals=sig).score
+        signals["sensitivity_detected"] = detected
+        node = node.model_copy(update={"signals": signals})
+        return node.model_copy(update={"sensitivity": self.user_sensitivity(node, detected)})
+
+    def _new_id(self, unit: Unit) -> str:
+        while True:
+            unit.counter += 1
+            nid = memory_id(self.e.config.seed, unit.counter)
+            with self.e.records.read() as tx:
+                if not tx.existing([nid]):
+                    return nid
+
+    def user_sensitivity(self, node: MemoryNode, detected: float) -> float:
+        """Sensitivity after the namespace's preferences, with private inheritance."""
+        state = self.e.ns(node.namespace)
+        prefs = state.prefs
+        if prefs is None:
+            return detected
+        s = prefs.adjust(detected, (), node.content)
+        ancestors = set(node.provenance.derived_from)
+        for parent in node.provenance.derived_from:
+            ancestors.update(state.graph.ancestors(parent))
+        if any((a_node := state.get(a)) is not None and prefs.mentions_private(a_node.content)
+               for a in ancestors):
+            s = max(s, prefs.private_floor)  # what derives from a private memory inherits it
+        return s
+
+    def _check_allowed(self, text: str, ns: str, conversation: str | None) -> None:
+        prefs = self.e.ns(ns).prefs
+        if prefs is not None and prefs.blocks(text, conversation):
+            raise BlockedByPreferenceError(
+                f"namespace {ns!r} blocks this entity or conversation from long-term storage")
+
+    def edges_for(self, node: MemoryNode, links: Iterable[tuple[Predicate | str, str]],
+                  implicit: bool = True) -> list[Edge]:
+        """The edges a memory owns: its derivations, its task's prerequisites, ``links``.
+
+        Raises:
+            ValidationError: a malformed link.
+            NotFoundError: a target that is not a memory of the node's namespace.
+        """
+        pairs: list[tuple[Predicate, str]] = []
+        if implicit:
+            pairs += [(Predicate.DERIVES_FROM, t) for t in node.provenance.derived_from]
+            if isinstance(node.payload, TaskPayload):
+                pairs += [(Predicate.REQUIRES, t) for t in node.payload.dependencies]
+        try:
+            pairs += [(Predicate(p), t) for p, t in links]
+        except (ValueError, TypeError):
+            raise ValidationError(
+                f"links must be (predicate, target id) pairs; predicates: "
+                f"{[p.value for p in Predicate]}") from None
+        state = self.e.ns(node.namespace)
+        edges = []
+        for pred, target in dict.fromkeys(pairs):
+            if not isinstance(target, str) or target not in state:
+                raise NotFoundError(f"linked memory {target!r} does not exist in namespace "
+                                    f"{node.namespace!r}")
+            try:
+                edges.append(Edge(source=node.id, predicate=pred, target=target, step=node.step))
+            except pydantic.ValidationError as exc:
+                raise ValidationError.from_pydantic(exc, "edge") from None
+        return edges
+
+    # --- staging -------------------------------------------------------------------------
+
+    def insert(self, unit: Unit, node: MemoryNode, vector: Vector, edges: Sequence[Edge],
+               why: str = "") -> None:
+        """Stage a new memory with its edges and its ``insert`` audit event."""
+        ns = node.namespace
+        used = self.e.ns(ns).used
+        self.e.insert(unit, node, vector, edges)
+        unit.event(ns, op=AuditOp.INSERT, node_ids=[node.id], step=node.step, at=node.created_at,
+                   features={node.id: {"weight": node.weight, "sensitivity": node.sensitivity}},
+                   rationale=f"stored {node.type.value} memory of {node.weight} tokens "
+                             f"({used + node.weight} of {self.e.config.budget_for(ns)} tokens "
+                             f"before forgetting){why}",
+                   contents={node.id: node.content})
+
+    def archive(self, unit: Unit, ns: str, evictions: Sequence[Eviction], policy: str,
+                params: Mapping[str, Any]) -> None:
+        """Move memories to the archive, one ``evict`` event each."""
+        state = self.e.ns(ns)
+        step = self.e.step(unit, ns)
+        for ev in evictions:
+            node = state.node(ev.node_id)
+            self.e.update(unit, node.model_copy(update={"status": MemoryStatus.ARCHIVED}),
+                          reindex=True)
+            unit.event(ns, op=AuditOp.EVICT, node_ids=[node.id], policy=policy, params=params,
+                       features={node.id: dict(ev.features)}, score=ev.score,
+                       rationale=ev.rationale, step=step, at=self.e.clock.now(),
+                       contents={node.id: node.content})
+
+    def summarise(self, unit: Unit, ns: str, summary: Summary, policy: str,
+                  params: Mapping[str, Any]) -> MemoryNode:
+        """Replace a cluster by a summary memory; the members go to the archive."""
+        state = self.e.ns(ns)
+        members = [state.node(i) for i in summary.member_ids]
+        convs = {m.provenance.conversation_id for m in members}
+        prov = Provenance(source="summary", derived_from=summary.member_ids,
+                          conversation_id=convs.pop() if len(convs) == 1 else None)
+        step = self.e.step(unit, ns)
+        vectors = Embeddings(self.e, [summary.text])
+        node = self.build(unit, summary.text, MemoryType.SEMANTIC, ns, step=step,
+                          vectors=vectors, provenance=prov, payload={
+                              "concept": summary.concept,
+                              "confidence": min(1.0, max(0.0, 1.0 - summary.distortion))},
+                          sensitivity=summary.sensitivity,
+                          depth=max(m.depth for m in members) + 1)
+        self.e.insert(unit, node, vectors(summary.text), self.edges_for(node, ()))
+        for m in members:
+            self.e.update(unit, state.node(m.id).model_copy(
+                update={"status": MemoryStatus.ARCHIVED}), reindex=True)
+        unit.event(ns, op=AuditOp.SUMMARISE, node_ids=[node.id, *summary.member_ids],
+                   policy=policy, params=params, score=summary.distortion,
+                   features={node.id: {"distortion": summary.distortion,
+                                       "sensitivity": summary.sensitivity,
+                                       "members": float(len(members)),
+                                       "tokens_saved": float(sum(m.weight for m in members)
+                                                             - node.weight),
+                                       **summary.features}},
+                   rationale=summary.rationale or f"summarised {len(members)} memories",
+                   step=step, at=node.created_at,
+                   contents={n.id: n.content for n in [node, *members]})
+        return node
+
+    def enforce_budget(self, unit: Unit, ns: str, exclude: Iterable[str]) -> None:
+        """Sweep (hygiene the policy does at every write), then restore the budget."""
+        state = self.e.ns(ns)
+        policy = state.policy
+        view, taken = self.e.view(unit, ns), frozenset(exclude)
+        swept = policy.sweep(view, taken)
+        self.archive(unit, ns, swept.evictions, policy.name, policy.params())
+        need = state.used - view.budget
+        if need <= 0:
+            return
+        plan = policy.apply(view, need, taken | {e.node_id for e in swept.evictions})
+        params = policy.params()
+        for summary in plan.summaries:
+            self.summarise(unit, ns, summary, policy.name, params)
+        if plan.dp is not None and policy.accountant is not None:
+            params = {**params, "dp": plan.dp, "accountant": policy.accountant.totals(ns)}
+        self.archive(unit, ns, plan.evictions, policy.name, params)
+
+
+def _check_text(text: object) -> None:
+    if not isinstance(text, str):
+        raise ValidationError(f"memory text must be a str, not {type(text).__name__}")
+
+
+def _conversation(prov: object) -> str | None:
+    if isinstance(prov, Mapping):
+        conv = prov.get("conversation_id")
+        return conv if isinstance(conv, str) else None
+    return prov.conversation_id if isinstance(prov, Provenance) else None
+

@@ -1,0 +1,152 @@
+"""How ``MemoryStore.open(path)`` lays a store out on disk, and which index it uses.
+
+=========================  ==============================================================
+``path/mars.sqlite3``      the record store, the system of record (and its ``-wal``,
+                           ``-shm`` and ``-writer.lock`` files)
+``path/index/chroma/``     the embedded Chroma index (``index="chroma"``, the default when
+                           ``chromadb`` is installed)
+``path/index/qdrant/``     Qdrant's local mode (``index="qdrant"``)
+=========================  ==============================================================
+
+The index is derived: deleting ``path/index/`` loses nothing (the next open rebuilds it
+from the records), and opening a store with another ``index=`` rebuilds that one.
+``index="numpy"`` keeps no index files (exact search in the process, read from the
+records on demand); a ``read_only`` store always uses it, so readers never open the
+writer's embedded index (which one process holds at a time).
+
+A directory written by mars-memory 0.1 (vector collections as the system of record:
+``path/chroma/``, ``path/qdrant/`` or ``snapshot.json``/``journal.log``, and no
+``mars.sqlite3``) is refused with the way to move it: export it to JSON-LD with the
+release that wrote it, then import that here.
+
+Examples:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> holds_store(d)
+    False
+    >>> index, note = open_index(d, "numpy", None, read_only=False)
+    >>> index.name, note
+    ('numpy', 'numpy (asked for)')
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from mars_core.errors import ConfigError, CorruptStoreError
+from mars_core.index.base import VectorIndex
+from mars_core.index.numpy import NumpyIndex
+
+__all__ = ["INDEX_DIR", "RECORDS_FILE", "IndexKind", "holds_store", "open_index",
+           "refuse_old_layout"]
+
+IndexKind = Literal["auto", "chroma", "numpy", "qdrant"]
+"""What ``MemoryStore.open(path, index=...)`` accepts besides an index instance."""
+
+RECORDS_FILE = "mars.sqlite3"
+"""The record store of a store opened by path."""
+
+INDEX_DIR = "index"
+"""Where an embedded index keeps its files."""
+
+_KINDS = ("auto", "chroma", "numpy", "qdrant")
+_OLD = ("chroma/chroma.sqlite3", "qdrant/meta.json", "qdrant/collection", "snapshot.json",
+        "journal.log")
+"""What a store of mars-memory 0.1 left at the top of its directory."""
+log = logging.getLogger(__name__)
+
+
+def holds_store(directory: Path) -> bool:
+    """Whether ``directory`` holds a store (its record store file)."""
+    return (directory / RECORDS_FILE).is_file()
+
+
+def refuse_old_layout(directory: Path) -> None:
+    """Refuse a directory written by mars-memory 0.1 (the vector collections were the
+    system of record there).
+
+    Raises:
+        CorruptStoreError: the directory holds the old layout and no record store.
+    """
+    if holds_store(directory):
+        return
+    found = [name.split("/")[0] for name in _OLD if (directory / name).exists()]
+    if found:
+        raise CorruptStoreError(
+            f"{directory} holds a store written by mars-memory 0.1 ({', '.join(found)}), "
+            "whose vector collections were its system of record; this version keeps a "
+            "record store instead. Move it: with mars-memory 0.1, `mars export "
+            f"memories.jsonld --path {directory}`; then, with this version, `mars import "
+            "memories.jsonld --path NEW_DIRECTORY`")
+
+
+def open_index(directory: Path, kind: IndexKind | VectorIndex,
+               manifest: Mapping[str, Any] | None, *,
+               read_only: bool) -> tuple[VectorIndex, str]:
+    """The vector index of the store at ``directory``: ``(index, note for stats())``.
+
+    ``"auto"`` takes the index the store was last opened with, else Chroma when
+    ``chromadb`` is installed, else numpy (with a warning on this module's logger).
+
+    Raises:
+        ConfigError: an unknown kind; an index for a ``read_only`` store; ``"auto"``
+            for a store whose index is a server.
+        ExtraNotInstalledError: the chosen index's client is not installed.
+        ConflictError: another process holds the embedded index's directory.
+    """
+    if not isinstance(kind, VectorIndex) and kind not in _KINDS:
+        raise ConfigError(f"index must be one of {list(_KINDS)} or a VectorIndex, not {kind!r}")
+    if read_only:
+        if kind not in ("auto", "numpy"):
+            raise ConfigError("a read_only store searches the records' vectors in the "
+                              f"process (numpy); pass no index, not {_shown(kind)}")
+        return NumpyIndex(), "numpy (read_only: exact search over the records' vectors)"
+    if not isinstance(kind, str):
+        return kind, f"{kind.name} (instance passed)"
+    concrete: str = kind
+    note = f"{kind} (asked for)"
+    if kind == "auto":
+        concrete, note = _auto((manifest or {}).get("index") or {})
+    if concrete == "chroma":
+        from mars_core.index.chroma import ChromaIndex
+
+        return ChromaIndex(path=directory / INDEX_DIR / "chroma"), note
+    if concrete == "qdrant":
+        from mars_core.index.qdrant import QdrantIndex
+
+        return QdrantIndex(path=directory / INDEX_DIR / "qdrant"), note
+    return NumpyIndex(), note
+
+
+def _shown(kind: str | VectorIndex) -> str:
+    return repr(kind) if isinstance(kind, str) else f"a {type(kind).__name__}"
+
+
+def _auto(recorded: Mapping[str, Any]) -> tuple[str, str]:
+    """The index ``"auto"`` picks: the one the manifest records (with the reason it was
+    chosen then) when its client is installed, else the embedded default.
+
+    Raises:
+        ConfigError: the store's index is a server, which a path cannot name.
+    """
+    name = recorded.get("name")
+    if recorded.get("server"):
+        raise ConfigError(
+            f"this store's index is a {name} server, which its directory cannot name: pass "
+            "it (index=ChromaIndex(host=...) or QdrantIndex(url=...); `mars ... --index "
+            "chroma://HOST:PORT` or `--index qdrant+http://HOST:PORT`), or an embedded "
+            "index=\"chroma\", \"qdrant\" or \"numpy\", which is rebuilt from the records")
+    if name in ("chroma", "qdrant", "numpy"):
+        package = {"chroma": "chromadb", "qdrant": "qdrant_client"}.get(str(name))
+        if package is None or importlib.util.find_spec(package) is not None:
+            return str(name), str(recorded.get("choice") or f"{name} (the store's last index)")
+    if importlib.util.find_spec("chromadb") is not None:
+        return "chroma", "chroma (auto: the embedded default)"
+    log.warning("chromadb is not installed: the store searches with the in-process numpy "
+                "index (pip install 'mars-memory[chroma]' for the embedded Chroma default)")
+    return "numpy", "numpy (auto: chromadb is not installed)"

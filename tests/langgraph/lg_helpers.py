@@ -1,0 +1,32 @@
+"""Helpers of the LangGraph store tests: what a store holds underneath, read raw."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mars_core import MemoryStore
+from mars_core.model import MemoryStatus
+from mars_core.storage import SQLiteRecordStore
+
+__all__ = ["indexed_ids", "raw_text"]
+
+
+def raw_text(memory: MemoryStore) -> str:
+    """Everything the store's system of record holds, as one string: every row of every
+    table of its SQLite record store (memories, statistics, edges, audit events,
+    namespace records with their policy state and preferences, the manifest, the change
+    log), dumped as SQL."""
+    records = memory._engine.records
+    assert isinstance(records, SQLiteRecordStore), records
+    with memory._lock, records._lock:
+        return "\n".join(records._conn.iterdump())
+
+
+def indexed_ids(memory: MemoryStore, namespace: str) -> set[str]:
+    """Every id the store's vector index holds in a namespace (active and archived)."""
+    e = memory._engine
+    probe = np.ones(e.embedder.dim, dtype=np.float32)
+    with memory._lock:
+        e.sync.ensure_current()
+        return {i for status in MemoryStatus
+                for i, _ in e.index.query(namespace, status, probe, 10_000)}
