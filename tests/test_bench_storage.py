@@ -14,15 +14,20 @@ from mars_core.bench import storage
 @pytest.mark.slow
 def test_every_section_runs_and_reports_its_ratios(tmp_path: Path) -> None:
     pytest.importorskip("chromadb")
+    model = storage.HashingEmbedder(dim=48)  # stands for MiniLM: another embedder
     result = storage.run(n=200, block=4, rounds=2, big=400, namespaces=8,
-                         indexes=("chroma", "numpy"), quick=True, workdir=tmp_path)
+                         indexes=("chroma", "numpy"), quick=True, workdir=tmp_path,
+                         model=model)
     assert [c["index"] for c in result["cost"]] == ["chroma", "numpy"]
     for c in result["cost"]:
         assert c["samples"] == 8 and c["n"] == 200
         for key in ("add_ratio", "read_only_ratio", "access_ratio", "observe_ratio",
                     "mix_ratio"):
             assert c[key] > 0, (c["index"], key)
-    assert all(b["throughput_ratio"] > 0 and b["n"] == 50 for b in result["bulk"])
+    assert [(b["index"], b["embedder"], b["n"]) for b in result["bulk"]] == [
+        ("chroma", "precomputed", 50), ("numpy", "precomputed", 50),
+        ("chroma", model.name, 40), ("numpy", model.name, 40)]
+    assert all(b["throughput_ratio"] > 0 for b in result["bulk"])
     memory = result["memory"]
     assert memory["store"]["hits"] > 0 and memory["raw"]["hits"] > 0  # real retrievals
     assert memory["rss_ratio"] > 0

@@ -211,9 +211,10 @@ def bulk(index: IndexKind, n: int, *, workdir: Path,
     texts = make_texts(n, seed=23)
     emb = embedder if embedder is not None else TableEmbedder(texts)
     timed: dict[str, float] = {}
+    label = "precomputed" if embedder is None else "model"
     for kind in ("singles", "many"):
-        store = MemoryStore.open(workdir / f"{kind}-{index}", index=index, embedder=emb,
-                                 budget=10**9)
+        store = MemoryStore.open(workdir / f"bulk-{label}-{kind}-{index}", index=index,
+                                 embedder=emb, budget=10**9)
         t0 = time.perf_counter()
         if kind == "many":
             store.add_many(texts)
@@ -223,7 +224,7 @@ def bulk(index: IndexKind, n: int, *, workdir: Path,
         store.close()  # what the index's buffer still holds is part of the cost
         timed[kind] = time.perf_counter() - t0
     singles, many = timed["singles"], timed["many"]
-    return {"index": index, "n": n, "embedder": "precomputed" if embedder is None else emb.name,
+    return {"index": index, "n": n, "embedder": label if embedder is None else emb.name,
             "singles_per_s": n / singles, "add_many_per_s": n / many,
             "throughput_ratio": singles / many}
 
@@ -334,17 +335,18 @@ def _workdir(base: Path | None) -> Iterator[Path]:
 
 def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_000,
         namespaces: int = 10_000, indexes: Sequence[IndexKind] = ("chroma", "numpy"),
-        quick: bool = False, workdir: Path | None = None) -> dict[str, Any]:
+        quick: bool = False, workdir: Path | None = None,
+        model: Embedder | None = None) -> dict[str, Any]:
     """All four sections (``big=0`` skips the scale one; ``quick``: the memory section
-    runs at ``n`` too but the bulk section at n/4)."""
+    runs at ``n`` too but the bulk section at n/4; ``model``: the bulk section runs
+    again at n/5 with it)."""
     os.environ.setdefault("MARS_EMBEDDER", "hashing")
     with _workdir(workdir) as base:
         result: dict[str, Any] = {
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "cost": [cost(i, n, block=block, rounds=rounds, workdir=base) for i in indexes],
             "bulk": [bulk(i, n // 4 if quick else n, workdir=base) for i in indexes]}
-        model = _model()
-        if model is not None and not quick:  # the default embedder, as users run it
+        if model is not None:
             result["bulk"] += [bulk(i, n // 5, workdir=base, embedder=model) for i in indexes]
         if "chroma" in indexes:
             result["memory"] = memory(n, workdir=base)
@@ -397,7 +399,8 @@ def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int
     if quick:
         n, big, namespaces = min(n, 600), min(big, 4_000), min(namespaces, 40)
     result = run(n, big=big, namespaces=namespaces, indexes=indexes, quick=quick,
-                 block=5 if quick else 20, rounds=2 if quick else 10)
+                 block=5 if quick else 20, rounds=2 if quick else 10,
+                 model=None if quick else _model())  # the default embedder, as users run it
     text = table(result)
     print(text)
     if folder is not None:
