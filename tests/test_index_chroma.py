@@ -180,6 +180,13 @@ class TestChromaPersistent(VectorIndexConformance):
         return ChromaIndex(path=path)
 
 
+class TestChromaPersistentReopening(VectorIndexConformance):
+    """On disk with a client reopened before nearly every call (one loaded collection)."""
+
+    def make_index(self, path: pathlib.Path) -> VectorIndex:
+        return ChromaIndex(path=path, max_loaded_collections=1)
+
+
 class TestChromaHTTP(VectorIndexConformance):
     """Against the session's ``chroma run`` server; each test path gets its own prefix."""
 
@@ -203,6 +210,31 @@ def test_ephemeral_indexes_are_isolated() -> None:
         a.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})])
         assert b.query("u1", ACTIVE, vec(1.0), 3) == []
         assert [i for i, _ in a.query("u1", ACTIVE, vec(1.0), 3)] == [uid(1)]
+
+
+def test_loaded_collections_are_freed_by_reopening_the_client(
+        tmp_path: pathlib.Path) -> None:
+    """A writer touching many namespaces reopens its client every few collections;
+    every entry stays where it was written, moved or deleted."""
+    rows = [IndexRow(uid(n), f"user-{n % 12}", ACTIVE, vec(1.0, n), {}) for n in range(48)]
+    with ChromaIndex(path=tmp_path, max_loaded_collections=4) as index:
+        index.bind("s:v1", 4, lambda ns: [])
+        for row in rows:
+            index.upsert([row], new=True)
+        moved = [IndexRow(r.id, r.namespace, MemoryStatus.ARCHIVED, r.vector, {})
+                 for r in rows[:12]]
+        index.upsert(moved)
+        index.delete("user-1", [uid(13)])
+        assert index.reopens >= 5
+        for ns in range(12):
+            expected = {r.id for r in rows if r.namespace == f"user-{ns}"} - {uid(13)}
+            active = {i for i, _ in index.query(f"user-{ns}", ACTIVE, vec(1.0), 10)}
+            archived = {i for i, _ in index.query(f"user-{ns}", MemoryStatus.ARCHIVED,
+                                                  vec(1.0), 10)}
+            assert active | archived == expected and active.isdisjoint(archived)
+            assert archived == {uid(ns)}
+    with pytest.raises(ValidationError):
+        ChromaIndex(max_loaded_collections=0)
 
 
 def test_a_directory_is_used_by_one_index_at_a_time(tmp_path: pathlib.Path) -> None:
