@@ -107,7 +107,8 @@ def clear_session(store: MemoryStore, session_id: str, namespace: str | None = N
         return
     active = store.list(namespace, type=MemoryType.EPISODIC, status=MemoryStatus.ACTIVE)
     for node in _session_turns(active, session_id):
-        store.forget(node.id, reason=f"chat session {session_id!r} cleared")
+        store.forget(node.id, reason=f"chat session {session_id!r} cleared",
+                     namespace=node.namespace)
 
 
 class MarsChatMessageHistory(BaseChatMessageHistory):

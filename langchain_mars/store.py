@@ -391,7 +391,7 @@ class MarsStore(BaseStore):
         if node_id is None:
             return None
         try:
-            return self.memory.get(node_id)
+            return self.memory.get(node_id, namespace=encode_namespace(namespace))
         except NotFoundError:  # erased by another path (an entity erasure, a cascade)
             self._index.drop(namespace, key)
             return None
@@ -413,7 +413,7 @@ class MarsStore(BaseStore):
         expires = _expiry(now, ttl)
         if node.expires_at == expires:
             return node
-        return self.memory.set_metadata(node.id, expires_at=expires)
+        return self.memory.set_metadata(node.id, expires_at=expires, namespace=node.namespace)
 
     def _put(self, namespace: Namespace, key: str, value: Mapping[str, Any],
              index: Literal[False] | list[str] | None, ttl: float | None) -> None:
@@ -429,15 +429,15 @@ class MarsStore(BaseStore):
         if old is not None and old_rec is not None and \
                 (old_rec["value"], old_rec["index"]) == (data, fields):
             if not old.is_active:  # put again: the item is current, bring it back
-                old = self.memory.restore(old.id)
+                old = self.memory.restore(old.id, namespace=old.namespace)
             if old_rec.get("ttl") != ttl:  # a put sets (or clears) the ttl, and refreshes it
                 rec = {k: v for k, v in old_rec.items() if k != "ttl"}
                 if ttl is not None:
                     rec["ttl"] = ttl
                 self.memory.set_metadata(old.id, {**old.metadata, MARKER: rec},
-                                         expires_at=expires)
+                                         expires_at=expires, namespace=old.namespace)
             elif old.expires_at != expires:
-                self.memory.set_metadata(old.id, expires_at=expires)
+                self.memory.set_metadata(old.id, expires_at=expires, namespace=old.namespace)
             return  # unchanged: content is immutable, a new version would only grow the archive
         text, indexed = _text(data, fields)
         created = old_rec["created_at"] if old_rec else now.isoformat()
@@ -446,7 +446,8 @@ class MarsStore(BaseStore):
         if ttl is not None:
             rec["ttl"] = ttl
         if old is not None:  # one transaction: new version derivesFrom + supersedes the old
-            node = self.memory.update(old.id, text, metadata={MARKER: rec}, expires_at=expires)
+            node = self.memory.update(old.id, text, metadata={MARKER: rec}, expires_at=expires,
+                                      namespace=old.namespace)
         else:
             node = self.memory.add(
                 text, type=self.memory_type, namespace=encode_namespace(namespace),
@@ -460,12 +461,14 @@ class MarsStore(BaseStore):
         if node is None:
             return ()
         receipts = []
-        for version in self.memory.history(node.id):  # oldest first: erasure cascades forward
+        # oldest first: erasure cascades forward
+        for version in self.memory.history(node.id, namespace=node.namespace):
             rec = _record(version)
             if rec is None or (tuple(rec["namespace"]), rec["key"]) != (namespace, key):
                 continue  # a dedup link to another item: not ours to erase
             try:
-                receipts.append(self.memory.erase(node_id=version.id))
+                receipts.append(self.memory.erase(node_id=version.id,
+                                                  namespace=version.namespace))
             except NotFoundError:
                 continue  # already gone with an earlier version's cascade
         self._index.drop(namespace, key)

@@ -37,7 +37,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
-from mars_core.errors import ExtraNotInstalledError, MarsError, NotFoundError, ValidationError
+from mars_core.errors import ExtraNotInstalledError, MarsError, ValidationError
 from mars_core.store import MemoryStore
 
 try:
@@ -96,11 +96,8 @@ class _Tools:
     def forget(self, memory_id: str) -> str:
         """Forget a memory by its id (as shown by recall) when it is wrong or outdated."""
         def run() -> str:
-            ns = self._ns()
-            node = self.store.get(memory_id)
-            if node.namespace != (ns or self.store.config.default_namespace):
-                raise NotFoundError(f"no memory with id {memory_id!r}")
-            self.store.forget(memory_id, reason="forgotten by the agent's forget tool")
+            self.store.forget(memory_id, reason="forgotten by the agent's forget tool",
+                              namespace=self._ns())
             return f"Forgot {memory_id}."
         return self._guard(run)
 

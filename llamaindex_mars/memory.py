@@ -262,13 +262,13 @@ class MarsMemory(BaseMemory):
         sessions are untouched; use :meth:`erase` to remove the data for good."""
         self._clear()
         for node in self.store.list(self.session_id):
-            self.store.forget(node.id, reason=_RESET_REASON)
+            self.store.forget(node.id, reason=_RESET_REASON, namespace=node.namespace)
 
     async def areset(self) -> None:
         """Async :meth:`reset`."""
         self._clear()
         for node in await self.store.alist(self.session_id):
-            await self.store.aforget(node.id, reason=_RESET_REASON)
+            await self.store.aforget(node.id, reason=_RESET_REASON, namespace=node.namespace)
 
     def erase(self) -> ErasureReceipt:
         """Right to be forgotten for this session: clear the working history and erase

@@ -171,11 +171,13 @@ def _namespace_hint(ns: str, known: list[str], path: Path, *, default: bool) -> 
 def explain(node_id: Annotated[str, typer.Argument(
                 help="a memory id, or a unique prefix of 4+ characters (`mars inspect` "
                 "shows 8)")],
-            path: PathOpt = DEFAULT_PATH) -> None:
+            path: PathOpt = DEFAULT_PATH, namespace: Annotated[str | None, typer.Option(
+                "--namespace", "-n", help="the memory's namespace (default: search every "
+                "namespace)")] = None) -> None:
     """Why a memory is where it is: provenance chain and audit rationales (no text)."""
     with _open(path, read_only=True) as store:
-        node_id = _resolve_id(store, node_id)
-        console.print(store.explain(node_id).render(), highlight=False)
+        ns, node_id = _resolve_id(store, node_id, namespace)
+        console.print(store.explain(node_id, namespace=ns).render(), highlight=False)
 
 
 @app.command()
@@ -204,7 +206,7 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
         raise typer.Exit(1)
     with _open(path, index=index) as store:
         if node_id is not None:
-            node_id = _resolve_id(store, node_id)
+            namespace, node_id = _resolve_id(store, node_id, namespace)
         try:
             receipt = store.erase(node_id, entity=entity, conversation=conversation,
                                   namespace=namespace)
@@ -294,15 +296,24 @@ def _remove_created(created: tuple[Path, bool]) -> None:
 
 
 @app.command()
-def verify(path: PathOpt = DEFAULT_PATH) -> None:
-    """Check the audit log's HMAC hash chain, event by event (exit code 1 if broken)."""
+def verify(path: PathOpt = DEFAULT_PATH, head: Annotated[str | None, typer.Option(
+        "--head", help="a head printed by an earlier `mars verify` (keep it outside the "
+        "store): the trail up to it must be unchanged")] = None) -> None:
+    """Check the audit log's HMAC hash chain, event by event (exit code 1 if broken), and
+    print its head to keep. A store created with ``audit_key=`` needs ``$MARS_AUDIT_KEY``."""
     with _open(path, read_only=True) as store:
-        report = store.verify()
+        try:
+            report = store.verify(expected_head=head)
+        except MarsError as exc:
+            raise _fail(str(exc)) from exc
+        current = store.audit.head
     if report.ok:
-        console.print(f"audit chain ok: {report.checked} events verified", highlight=False)
+        console.print(f"audit chain ok: {report.checked} events verified"
+                      f"{' (the anchored head holds)' if head else ''}\nhead: {current}",
+                      highlight=False)
         return
-    console.print(f"[bold red]audit chain BROKEN[/] at event #{report.first_bad_seq}: "
-                  f"{report.reason}", highlight=False)
+    where = f" at event #{report.first_bad_seq}" if report.first_bad_seq is not None else ""
+    console.print(f"[bold red]audit chain BROKEN[/]{where}: {report.reason}", highlight=False)
     raise typer.Exit(1)
 
 
@@ -344,12 +355,12 @@ def reembed(path: PathOpt = DEFAULT_PATH,
     console.print(f"re-embedded {n} memories in {path} with {target.name}")
 
 
-def _resolve_id(store: Any, prefix: str) -> str:
-    """Full id from a unique prefix (``mars inspect`` shows 8 characters)."""
+def _resolve_id(store: Any, prefix: str, namespace: str | None) -> tuple[str, str]:
+    """Namespace and full id from a unique prefix (``mars inspect`` shows 8 characters)."""
     from mars_core.inspect import resolve_id
 
     try:
-        return resolve_id(store, prefix)
+        return resolve_id(store, prefix, namespace)
     except MarsError as exc:
         raise _fail(f"{exc}; list ids with `mars inspect`") from exc
 

@@ -90,8 +90,11 @@ class StoreConfig(BaseModel):
         None, description="Opt-in soft per-type budget shares (seed 000 §3.2.7), updated by the "
         "dual step from observed hits per token (mars_core.shares); None: no shares."
     )
-    seed: int = Field(
-        0, ge=0, description="Seed for ids and every seeded random choice (same seed, same store)."
+    seed: int | None = Field(
+        None, ge=0, description="Seed of a new store's ids and seeded random choices (same "
+        "seed and inputs, same store). None: a random secret drawn at creation and recorded "
+        "in the manifest, so ids cannot be guessed across stores; a reopened store keeps "
+        "its own."
     )
     token_counter: str = Field(
         "approx-v1", description="Token counter name: 'approx-v1', 'whitespace' or 'tiktoken-*'."

@@ -176,12 +176,13 @@ def _summaries(store: MemoryStore, out: TextIO) -> tuple[int, set[str]]:
     if not made:
         _line(out, "   nothing this run (no redundant cluster reached the reflection threshold)")
     for node in made:
-        why = [e.rationale for e in store.explain(node.id).events if e.op.value == "summarise"]
+        explained = store.explain(node.id, namespace=NAMESPACE)
+        why = [e.rationale for e in explained.events if e.op.value == "summarise"]
         _line(out, f"   summary ({node.status.value}): {_redacted(store, node.id)}")
         for member in node.provenance.derived_from:
             replaced.add(member)
             _line(out, f"      from: {_redacted(store, member)}")
-        _line(out, f"      why: {why[0] if why else store.explain(node.id).rationale}")
+        _line(out, f"      why: {why[0] if why else explained.rationale}")
     return len(made), replaced
 
 
@@ -203,7 +204,7 @@ def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
                      if n.provenance.source == "summary"}
         for r in archived:
             _line(out, f"   {'summary' if r.id in summaries else r.type:<9} {r.text}")
-            _line(out, f"      why: {store.explain(r.id).rationale}")
+            _line(out, f"      why: {store.explain(r.id, namespace=NAMESPACE).rationale}")
         receipt = store.erase(entity="Ines", namespace=NAMESPACE)
         _line(out, "── right to be forgotten: erase(entity='Ines')")
         _line(out, "   " + receipt.render().replace("\n", "\n   "))

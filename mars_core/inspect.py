@@ -8,7 +8,7 @@ Examples:
     >>> with MemoryStore(budget=200) as store:
     ...     node = store.add("My email is ana@example.com", type="semantic")
     ...     row = inspect_rows(store)[0]
-    ...     (row.type, "ana@example.com" in row.text, resolve_id(store, node.id[:8]) == node.id)
+    ...     (row.type, "ana@example.com" in row.text, resolve_id(store, node.id[:8])[1] == node.id)
     ('semantic', False, True)
 """
 
@@ -90,8 +90,12 @@ def inspect_rows(store: MemoryStore, namespace: str | None = None, *,
     return rows
 
 
-def resolve_id(store: MemoryStore, prefix: str) -> str:
-    """The one memory id (active or archived, any namespace) starting with ``prefix``.
+def resolve_id(store: MemoryStore, prefix: str,
+               namespace: str | None = None) -> tuple[str, str]:
+    """The one memory (active or archived) whose id starts with ``prefix``, as
+    ``(namespace, id)``: searched in ``namespace``, or in every namespace when None (the
+    operator's command line holds the whole store; the library's id calls never cross
+    namespaces).
 
     Raises:
         ValidationError: the prefix is shorter than 4 characters or matches several ids.
@@ -100,7 +104,8 @@ def resolve_id(store: MemoryStore, prefix: str) -> str:
     prefix = prefix.strip().lower()
     if len(prefix) < 4:
         raise ValidationError(f"id prefix {prefix!r} is too short (give at least 4 characters)")
-    matches = [n.id for ns in store.stats()["namespaces"] for n in store.list(ns, status=None)
+    names = [namespace] if namespace is not None else store.namespaces()
+    matches = [(n.namespace, n.id) for ns in names for n in store.list(ns, status=None)
                if n.id.startswith(prefix)]
     if not matches:
         raise NotFoundError(f"no memory with an id starting {prefix!r}")

@@ -70,11 +70,23 @@ def refuse_old_layout(directory: Path) -> None:
     """Refuse a directory written by mars-memory 0.1 (the vector collections were the
     system of record there).
 
+    Also refuse a store whose record store file is gone while its index or write-ahead
+    log is still there: opening would create an empty store over the remains.
+
     Raises:
-        CorruptStoreError: the directory holds the old layout and no record store.
+        CorruptStoreError: the directory holds the old layout, or the remains of a store,
+            and no record store.
     """
     if holds_store(directory):
         return
+    remains = [name for name in (INDEX_DIR, f"{RECORDS_FILE}-wal", f"{RECORDS_FILE}-shm")
+               if (directory / name).exists()]
+    if remains:
+        raise CorruptStoreError(
+            f"the record store {directory / RECORDS_FILE} is missing, but {directory} holds "
+            f"the rest of a store ({', '.join(remains)}): restore {RECORDS_FILE} from a "
+            "backup (the index is derived from it and cannot replace it); nothing was "
+            "created")
     found = [name.split("/")[0] for name in _OLD if (directory / name).exists()]
     if found:
         raise CorruptStoreError(

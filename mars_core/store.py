@@ -40,6 +40,7 @@ from mars_core.engine import args
 from mars_core.engine.engine import Engine
 from mars_core.engine.eraser import Eraser
 from mars_core.engine.maintainer import Maintainer
+from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.reader import Reader
 from mars_core.engine.trail import AuditTrail
 from mars_core.engine.writer import Writer
@@ -273,7 +274,8 @@ class MemoryStore:
 
     @_call
     def update(self, node_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
-               expires_at: datetime | Literal["keep"] | None = "keep") -> MemoryNode:
+               expires_at: datetime | Literal["keep"] | None = "keep",
+               namespace: str | None = None) -> MemoryNode:
         """Replace a memory's content: a new memory derivesFrom and supersedes the old one,
         which goes to the archive.
 
@@ -282,29 +284,34 @@ class MemoryStore:
             text: the new content.
             metadata: the new version's metadata (default: a copy of the old one's).
             expires_at: the new version's expiry (default: the old one's; None: none).
+            namespace: the memory's namespace (an id of another one is not found).
 
         Raises:
-            NotFoundError: no such memory.
+            NotFoundError: no such memory in the namespace.
         """
-        old = self._node(node_id)
+        old = self._node(node_id, namespace)
         return self._writer.update(old, text, metadata,
                                    old.expires_at if expires_at == "keep" else expires_at)
 
     @_call
-    def forget(self, node_id: str, reason: str = "forgotten on request") -> MemoryNode:
-        """Deliberately forget a memory: it moves to the archive (still explainable and
-        searchable with ``include_archive=True``). Already archived: returned unchanged."""
-        return self._writer.forget(self._node(node_id), reason)
+    def forget(self, node_id: str, reason: str = "forgotten on request", *,
+               namespace: str | None = None) -> MemoryNode:
+        """Deliberately forget a memory of ``namespace``: it moves to the archive (still
+        explainable and searchable with ``include_archive=True``). Already archived:
+        returned unchanged."""
+        return self._writer.forget(self._node(node_id, namespace), reason)
 
     @_call
-    def restore(self, node_id: str) -> MemoryNode:
-        """Bring an archived memory back to the active store (the budget is enforced)."""
-        return self._writer.restore(self._node(node_id))
+    def restore(self, node_id: str, *, namespace: str | None = None) -> MemoryNode:
+        """Bring an archived memory of ``namespace`` back to the active store (the budget
+        is enforced)."""
+        return self._writer.restore(self._node(node_id, namespace))
 
     @_call
-    def link(self, source: str, predicate: Predicate | str, target: str) -> Edge:
-        """Add a typed edge between two memories of one namespace."""
-        return self._writer.link(self._node(source), predicate, target)
+    def link(self, source: str, predicate: Predicate | str, target: str, *,
+             namespace: str | None = None) -> Edge:
+        """Add a typed edge between two memories of ``namespace``."""
+        return self._writer.link(self._node(source, namespace), predicate, target)
 
     @_call
     def observe(self, role: str, text: str, *, namespace: str | None = None,
@@ -365,17 +372,17 @@ class MemoryStore:
     @_call
     def set_metadata(self, node_id: str, metadata: Mapping[str, Any] | None = None, *,
                      expires_at: datetime | Literal["keep"] | None = "keep",
-                     pinned: bool | None = None) -> MemoryNode:
+                     pinned: bool | None = None, namespace: str | None = None) -> MemoryNode:
         """Change what is mutable about a memory — its metadata, TTL expiry, pin — in place.
 
         Content is immutable (use :meth:`update`); one ``metadata`` audit event records the
         change (field names, never values).
 
         Raises:
-            NotFoundError: no such memory.
+            NotFoundError: no such memory in ``namespace``.
             ValidationError: metadata that is not JSON-compatible.
         """
-        old = self._node(node_id)
+        old = self._node(node_id, namespace)
         change: dict[str, Any] = {}
         if metadata is not None:
             change["metadata"] = dict(metadata)
@@ -388,9 +395,14 @@ class MemoryStore:
     # --- reading -----------------------------------------------------------------------------
 
     @_call
-    def get(self, node_id: str) -> MemoryNode:
-        """A memory by id (active or archived); not counted as an access."""
-        return self._node(node_id)
+    def get(self, node_id: str, *, namespace: str | None = None) -> MemoryNode:
+        """A memory of ``namespace`` by id (active or archived); not counted as an access.
+
+        Raises:
+            NotFoundError: no such memory in the namespace (another namespace's id is
+                not found either: ids never cross namespaces).
+        """
+        return self._node(node_id, namespace)
 
     @_call
     def list(self, namespace: str | None = None, *, type: MemoryType | str | None = None,
@@ -399,9 +411,11 @@ class MemoryStore:
         return self._reader.memories(self._engine.ns(self._ns(namespace)), type, status)
 
     @_call
-    def history(self, node_id: str) -> builtins.list[MemoryNode]:
-        """All versions of a memory along ``supersedes`` edges, oldest first."""
-        return self._reader.history(self._engine.locate(node_id), node_id)
+    def history(self, node_id: str, *, namespace: str | None = None
+                ) -> builtins.list[MemoryNode]:
+        """All versions of a memory of ``namespace`` along ``supersedes`` edges, oldest
+        first."""
+        return self._reader.history(self._holder(node_id, namespace), node_id)
 
     @_call
     def retrieve(self, query: str, *, budget_tokens: int | None = None, k: int | None = None,
@@ -511,6 +525,9 @@ class MemoryStore:
         used_l, offered_l = builtins.list(used), builtins.list(offered)
         if not set(used_l) <= set(offered_l):
             raise ValidationError("credited memories must be among those offered")
+        # an id that is not (or no longer) the namespace's is left out, whoever's it is
+        used_l = [i for i in used_l if i in state]
+        offered_l = [i for i in offered_l if i in state]
         state.policy.on_credit(state.name, used_l, offered_l, state.step)
 
     @_call
@@ -540,24 +557,31 @@ class MemoryStore:
         return self._engine.ns(self._ns(namespace)).policy
 
     @_call
-    def explain(self, node_id: str) -> Explanation:
-        """The provenance chain and the audit rationale of a memory (also when forgotten
-        or erased).
+    def explain(self, node_id: str, *, namespace: str | None = None) -> Explanation:
+        """The provenance chain and the audit rationale of a memory of ``namespace``
+        (also when forgotten or erased).
 
         Raises:
-            NotFoundError: no memory ever had that id.
+            NotFoundError: no memory of the namespace ever had that id.
         """
-        try:
-            state = self._engine.locate(node_id)
-        except NotFoundError:
-            state = None
-        return explain(state, self.audit.for_node(node_id) if isinstance(node_id, str) else [],
-                       node_id)
+        state = self._engine.ns(self._ns(namespace))
+        node_id = args.memory_id(node_id)
+        events = [e for e in self.audit.for_node(node_id) if e.namespace == state.name]
+        return explain(state, events, node_id)
 
     @_call
-    def verify(self) -> VerifyReport:
-        """Verify every namespace's audit chain: hashes, order, links and recorded head."""
-        return self.audit.verify()
+    def verify(self, *, expected_head: str | None = None) -> VerifyReport:
+        """Verify every namespace's audit chain: hashes, order, links and recorded head.
+
+        Args:
+            expected_head: a ``store.audit.head`` kept outside the store earlier: the
+                trail up to it must be the one anchored (a rewrite by someone holding
+                the audit key is found too).
+
+        Raises:
+            ValidationError: ``expected_head`` is not a head the store gave.
+        """
+        return self.audit.verify(expected_head)
 
     @_call
     def stats(self, namespace: str | None = None) -> dict[str, Any]:
@@ -627,12 +651,10 @@ class MemoryStore:
 
         Raises:
             ValidationError: no selector, or several.
-            NotFoundError: ``node_id`` does not exist (in ``namespace``, if given).
+            NotFoundError: ``node_id`` is not a memory of ``namespace`` (default: the
+                default namespace; ids never cross namespaces).
         """
-        if node_id is not None and namespace is None:
-            state = self._engine.locate(node_id)
-        else:
-            state = self._engine.ns(self._ns(namespace))
+        state = self._engine.ns(self._ns(namespace))
         whole = namespace is not None and node_id is None and entity is None \
             and conversation is None
         return self._eraser.erase(state, node_id=node_id, entity=entity,
@@ -773,8 +795,16 @@ class MemoryStore:
     def _ns(self, namespace: object) -> str:
         return args.namespace(namespace, default=self.config.default_namespace)
 
-    def _node(self, node_id: object) -> MemoryNode:
-        return self._engine.locate(node_id).node(node_id)  # type: ignore[arg-type]
+    def _holder(self, node_id: object, namespace: object) -> NamespaceState:
+        """The namespace's views, if it holds ``node_id`` (ids never cross namespaces)."""
+        state = self._engine.ns(self._ns(namespace))
+        memory_id = args.memory_id(node_id)
+        if memory_id not in state:
+            raise NotFoundError(f"no memory with id {memory_id!r} in namespace {state.name!r}")
+        return state
+
+    def _node(self, node_id: object, namespace: object) -> MemoryNode:
+        return self._holder(node_id, namespace).node(node_id)  # type: ignore[arg-type]
 
     # --- async twins (written once) ----------------------------------------------------------
 

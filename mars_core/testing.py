@@ -496,6 +496,26 @@ class RecordStoreConformance(abc.ABC):
                 assert tx.audit_size() == 5
                 assert AuditChain(_AUDIT_KEY).verify(tx.audit("ns-a"), (3, a[-1].hash)).ok
 
+    def test_audit_heads_at_commit_positions(self, tmp_path: pathlib.Path) -> None:
+        a, b = self.audit_events()
+        marks = []
+        with self.open_records(tmp_path / "records") as records:
+            with records.read() as tx:
+                marks.append(tx.audit_heads())
+            for batch in (a[:2], b[:1], [a[2], b[1]]):
+                with records.write() as tx:
+                    tx.append_audit(batch)
+                with records.read() as tx:
+                    marks.append(tx.audit_heads())
+            with records.read() as tx:
+                positions = [m[0] for m in marks]
+                assert positions == sorted(set(positions))  # grows with every commit
+                assert marks[0][1] == {}
+                assert marks[1][1] == {"ns-a": (2, a[1].hash)}
+                assert marks[2][1] == {"ns-a": (2, a[1].hash), "ns-b": (1, b[0].hash)}
+                assert marks[3][1] == {"ns-a": (3, a[2].hash), "ns-b": (2, b[1].hash)}
+                assert [tx.audit_heads(p) for p in positions] == marks  # the past, again
+
     def test_change_log(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
             self.insert(records, self.node(0), self.node(1, "ns-b"), self.node(2))

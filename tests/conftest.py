@@ -44,7 +44,8 @@ picks; modules that build no store, the examples, the benchmarks, ``test_cli``,
 ``test_demo``, ``test_docs`` and ``test_learn`` are not on the matrix.
 
 New stores default to the hashing embedder in tests (``MARS_EMBEDDER=hashing``, which
-the subprocesses of the tests inherit); tests of the MiniLM default unset it.
+the subprocesses of the tests inherit); tests of the MiniLM default unset it. Audit keys
+go to a key ring of the run (``MARS_KEY_DIR``, a temporary directory).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ __all__ = ["ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MA
            "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds"]
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
+# the audit keys of the stores the tests create go to a key ring of the run (the
+# subprocesses inherit it), never to the user's own (mars_core.keys)
+os.environ.setdefault("MARS_KEY_DIR", tempfile.mkdtemp(prefix="mars-test-keys-"))
 
 # CI runs must not depend on luck: every property test explores the same examples each
 # run (set HYPOTHESIS_PROFILE=explore locally to search new ones).

@@ -26,8 +26,8 @@ from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryType, Provenance
 from mars_core.retrieval import Query
 
-__all__ = ["ADD_FIELDS", "TURN_FIELDS", "configure", "cutoff", "item", "items", "namespace",
-           "query", "turn", "turns"]
+__all__ = ["ADD_FIELDS", "TURN_FIELDS", "configure", "cutoff", "item", "items", "memory_id",
+           "namespace", "query", "turn", "turns"]
 
 ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
                         "metadata", "pinned", "expires_at", "links"})
@@ -57,6 +57,19 @@ def namespace(value: object, *, default: str) -> str:
     if not isinstance(ns, str) or not ns or len(ns) > 256:
         raise ValidationError("namespace must be a non-empty string of at most 256 characters")
     return ns
+
+
+def memory_id(value: object) -> str:
+    """A memory id as a caller gives it (a string; which memory it names is the
+    namespace's business).
+
+    Raises:
+        ValidationError: not a non-empty string of at most 128 characters.
+    """
+    if not isinstance(value, str) or not value or len(value) > 128:
+        raise ValidationError(f"a memory id is a string such as the 'id' of a stored memory, "
+                              f"not {builtins.type(value).__name__} {str(value)[:40]!r}")
+    return value
 
 
 def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,

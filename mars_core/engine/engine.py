@@ -43,10 +43,10 @@ from mars_core.errors import (
     CorruptStoreError,
     EmbeddingMismatchError,
     MarsError,
-    NotFoundError,
     ValidationError,
 )
 from mars_core.index.base import VectorIndex
+from mars_core.keys import KEY_ENV, KeyRing, check_key, env_key, key_id
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
 from mars_core.policies import Policy, make_policy
 from mars_core.privacy.dp import PrivacyAccountant
@@ -82,7 +82,8 @@ class Engine:
         config: the configuration (``explicit``: given by the caller, so it replaces a
             reopened store's recorded one).
         clock: wall-clock source.
-        audit_key: the audit HMAC key of a new store (default: random).
+        audit_key: the audit HMAC key (default: `$MARS_AUDIT_KEY`, else the key ring of a
+            durable store, else random in RAM; :mod:`mars_core.keys`). Never persisted.
         summariser: the reflection and erasure summariser.
         read_only: a reader: nothing is ever written.
         cache_namespaces: how many namespaces stay loaded between calls.
@@ -105,12 +106,14 @@ class Engine:
                                     version=None if exclusive else self._version)
         self.sync = IndexSync(records, index, writer=not read_only)
         self.seq = 0
-        self.store_id = ""
+        self.store_id = self.secret = ""
+        self.ring = KeyRing() if records.capabilities.durable else None
         self._open(audit_key, explicit)
 
     # --- opening ---------------------------------------------------------------------------
 
     def _open(self, audit_key: bytes | None, explicit: bool) -> None:
+        given = check_key(audit_key) if audit_key is not None else env_key()
         if self.read_only:
             with self.records.read() as tx:
                 manifest = tx.manifest()
@@ -119,18 +122,21 @@ class Engine:
                                       f"none at {self.records.location}; open it once "
                                       "without read_only to create it")
                 self._adopt(manifest, explicit=False)
+                key = self._key(manifest, given, None)
                 self.seq = tx.counter()
         else:
             with self.records.write() as tx:
                 manifest = tx.manifest()
                 if manifest is None:
-                    manifest = self._create(tx, audit_key)
+                    _refuse_headless(tx, self.records.location)
+                    manifest, key = self._create(tx, given)
                 else:
                     self._adopt(manifest, explicit)
-                    self._record_changes(tx, manifest, explicit)
+                    key = self._key(manifest, given, tx)
+                    self._record_changes(tx, manifest, explicit, key)
                 self.seq = tx.counter()
         self.store_id = str(manifest["store_id"])
-        key = bytes.fromhex(str(manifest["audit_key"]))
+        self.secret = str(manifest.get("id_secret", self.config.seed or 0))
         self.chain = AuditChain(key)
         index = manifest.get("index") or {}
         self.sync.bind(f"{self.store_id}:{self.embedder.name}:{self.embedder.dim}:"
@@ -139,14 +145,49 @@ class Engine:
             pending = list(manifest.get("compact_pending") or [])
             self.purge(pending) if pending else self.records.purge()
 
-    def _create(self, tx: RecordTxn, audit_key: bytes | None) -> dict[str, Any]:
+    def _create(self, tx: RecordTxn, given: bytes | None) -> tuple[dict[str, Any], bytes]:
+        """A new store's manifest: a random store id and id secret (the seed's, when
+        configured), and the audit key's id — the key itself goes to the key ring, or
+        nowhere when the caller gave it (:mod:`mars_core.keys`)."""
         self._policy(NamespaceRecord(self.config.default_namespace))  # refuse a bad one now
-        key = audit_key if audit_key is not None else os.urandom(32)
-        if not isinstance(key, bytes) or len(key) < 16:
-            raise ConfigError("audit_key must be bytes, at least 16 of them")
-        manifest = {**self.manifest(), "store_id": os.urandom(16).hex(), "audit_key": key.hex()}
+        store_id = os.urandom(16).hex()
+        seed = self.config.seed
+        key = given if given is not None else \
+            self.ring.create(store_id) if self.ring is not None else os.urandom(32)
+        manifest = {**self.manifest(), "store_id": store_id,
+                    "id_secret": str(seed) if seed is not None else os.urandom(16).hex(),
+                    "audit_key_id": key_id(key),
+                    "audit_key": "caller" if given is not None or self.ring is None else "ring"}
         tx.put_manifest(manifest)
-        return manifest
+        return manifest, key
+
+    def _key(self, manifest: dict[str, Any], given: bytes | None,
+             tx: RecordTxn | None) -> bytes:
+        """The audit key of a reopened store: the caller's, else the key ring's; a key
+        recorded in the manifest by an earlier build moves to the ring (when writing).
+
+        Raises:
+            ConfigError: no key, or another store's.
+        """
+        store_id, recorded = str(manifest["store_id"]), manifest.get("audit_key")
+        legacy = bytes.fromhex(recorded) if isinstance(recorded, str) and \
+            recorded not in ("caller", "ring") else None
+        key = given or legacy or (self.ring.load(store_id) if self.ring is not None else None)
+        if key is None:
+            where = f"in {self.ring.path(store_id)}" if self.ring is not None else "here"
+            raise ConfigError(
+                f"the audit key of this store is not {where}: pass audit_key= (or set "
+                f"${KEY_ENV}) if the store was created with one, else copy its key file from "
+                "the machine that created it (mars_core.keys)")
+        if manifest.get("audit_key_id", key_id(key)) != key_id(key):
+            raise ConfigError("this audit key is not the one this store was created with "
+                              f"(key id {manifest.get('audit_key_id')}); nothing was changed")
+        if legacy is not None and tx is not None and self.ring is not None and given is None:
+            if self.ring.load(store_id) is None:
+                self.ring.save(store_id, legacy)
+            manifest.update(audit_key="ring", audit_key_id=key_id(legacy))
+            tx.put_manifest(manifest)
+        return key
 
     def manifest(self, generation: int = 0) -> dict[str, Any]:
         """The manifest fields this store's configuration determines."""
@@ -154,7 +195,7 @@ class Engine:
                 "embedder": {"name": self.embedder.name, "dim": self.embedder.dim},
                 "index": {"name": self.index.name, "generation": generation,
                           "choice": self.note, "server": self.index.capabilities.shared},
-                "records": self.records.name, "id_scheme": "uuid5(seed:counter)",
+                "records": self.records.name, "id_scheme": "uuid5(id_secret:counter)",
                 "signals": self.enricher.name, "config": self.config.model_dump(mode="json")}
 
     def _adopt(self, manifest: Mapping[str, Any], explicit: bool) -> None:
@@ -184,7 +225,8 @@ class Engine:
                 f"token_counter={self.config.token_counter!r} would change every weight")
         self._policy(NamespaceRecord(self.config.default_namespace))  # refuse a bad one now
 
-    def _record_changes(self, tx: RecordTxn, manifest: dict[str, Any], explicit: bool) -> None:
+    def _record_changes(self, tx: RecordTxn, manifest: dict[str, Any], explicit: bool,
+                        key: bytes) -> None:
         """Write a new configuration or index choice into the manifest (a new
         configuration with a ``config`` audit event)."""
         generation = int((manifest.get("index") or {}).get("generation", 0))
@@ -193,7 +235,7 @@ class Engine:
             return
         tx.put_manifest(wanted)
         if explicit and manifest.get("config") != wanted["config"]:
-            chain = AuditChain(bytes.fromhex(str(manifest["audit_key"])))
+            chain = AuditChain(key)
             ns = self.config.default_namespace
             record = tx.namespace(ns) or NamespaceRecord(ns)
             txn = chain.begin(ns, record.audit_count, record.audit_head)
@@ -209,23 +251,6 @@ class Engine:
     def ns(self, name: str) -> NamespaceState:
         """A namespace's views (loaded on first touch)."""
         return self.cache.get(name)
-
-    def locate(self, memory_id: object) -> NamespaceState:
-        """The views of the namespace that holds ``memory_id``.
-
-        Raises:
-            NotFoundError: no such memory (or not a string id).
-        """
-        if not isinstance(memory_id, str):
-            raise NotFoundError(f"no memory with id {memory_id!r}")
-        for state in self.cache.states():
-            if memory_id in state:
-                return self.ns(state.name)
-        with self.records.read() as tx:
-            node = tx.memory(memory_id)
-        if node is None:
-            raise NotFoundError(f"no memory with id {memory_id!r}")
-        return self.ns(node.namespace)
 
     def _version(self, name: str) -> int:
         with self.records.read() as tx:
@@ -342,7 +367,7 @@ class Engine:
         generator derives from the seed and persisted counters, so seeded choices are the
         same whether or not the store was reopened."""
         d = self.draft(unit, name)
-        rng = random.Random(f"{self.config.seed}:{name}:{unit.counter}:{d.touch}")
+        rng = random.Random(f"{self.secret}:{name}:{unit.counter}:{d.touch}")
         state = self.ns(name)
         return state.view(self.config.budget_for(name), self.clock.now(), rng, step=d.step,
                           io=self.io(state))
@@ -576,3 +601,16 @@ class Engine:
                 self.index.close()
             finally:
                 self.records.close()
+
+
+def _refuse_headless(tx: RecordTxn, location: str) -> None:
+    """Refuse a record store that holds records but no manifest (it was damaged: a new
+    manifest would claim them for another store, with another key).
+
+    Raises:
+        CorruptStoreError: records without a manifest.
+    """
+    if tx.audit_size() or tx.namespace_names():
+        raise CorruptStoreError(
+            f"the record store at {location} holds records but its manifest is missing: it "
+            "is damaged; restore it from a backup (nothing was changed)")

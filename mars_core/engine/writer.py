@@ -55,15 +55,16 @@ __all__ = ["NewMemory", "Turn", "Writer", "memory_id"]
 _IDS = uuid.UUID("6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f")
 
 
-def memory_id(seed: int, counter: int) -> str:
-    """The UUID of the ``counter``-th memory of a store with ``seed`` (Qdrant accepts
-    only UUIDs; a replay of the same store gives the same ids).
+def memory_id(secret: str, counter: int) -> str:
+    """The UUID of the ``counter``-th memory of a store with id secret ``secret`` (a
+    random one per store, or the configured seed): Qdrant accepts only UUIDs, a replay of
+    the same store gives the same ids, another store's cannot be guessed.
 
     Examples:
-        >>> memory_id(0, 1) == memory_id(0, 1) != memory_id(1, 1)
+        >>> memory_id("0", 1) == memory_id("0", 1) != memory_id("1", 1)
         True
     """
-    return str(uuid.uuid5(_IDS, f"{seed}:{counter}"))
+    return str(uuid.uuid5(_IDS, f"{secret}:{counter}"))
 
 
 @dataclass(frozen=True)
@@ -415,7 +416,7 @@ class Writer:
     def _new_id(self, unit: Unit) -> str:
         while True:
             unit.counter += 1
-            nid = memory_id(self.e.config.seed, unit.counter)
+            nid = memory_id(self.e.secret, unit.counter)
             with self.e.records.read() as tx:
                 if not tx.existing([nid]):
                     return nid

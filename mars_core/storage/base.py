@@ -237,6 +237,12 @@ class RecordTxn(Protocol):
         """How many audit events the store holds."""
         ...
 
+    def audit_heads(self, upto: int | None = None) -> tuple[int, dict[str, tuple[int, str]]]:
+        """Each namespace's chain head at a commit position: ``(position, {namespace:
+        (events up to it, hash of the last)})``. The position grows with every appended
+        event and is never reused; ``None``: now (the latest position)."""
+        ...
+
     def changes(self, after: int) -> list[Change]:
         """Change-log entries after ``after``, oldest first."""
         ...

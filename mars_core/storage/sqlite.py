@@ -338,6 +338,14 @@ class _Txn:
     def audit_size(self) -> int:
         return int(self._rows("SELECT count(*) FROM audit")[0][0])
 
+    def audit_heads(self, upto: int | None = None) -> tuple[int, dict[str, tuple[int, str]]]:
+        at = int(self._rows("SELECT coalesce(max(ordinal), 0) FROM audit")[0][0]) \
+            if upto is None else upto
+        rows = self._rows("SELECT a.namespace, a.seq, a.body FROM audit a JOIN (SELECT "
+                          "max(ordinal) AS o FROM audit WHERE ordinal <= ? GROUP BY namespace) "
+                          "m ON a.ordinal = m.o", (at,))
+        return at, {ns: (int(seq) + 1, self._event(body).hash) for ns, seq, body in rows}
+
     def changes(self, after: int) -> list[Change]:
         return [Change(s, n, m) for s, n, m in self._rows(
             "SELECT seq, namespace, memory_id FROM changes WHERE seq > ? ORDER BY seq", (after,))]
