@@ -6,10 +6,14 @@ its ``{placeholders}`` are filled, per call, from the LangGraph runtime context
 config (``config["configurable"]``), the context winning when both give a key.
 ``thread_id`` also comes from ``runtime.execution_info`` when a checkpointer is used.
 
-The filled parts are joined into one MaRS namespace string with ``/``; inside a part,
-``%`` and ``/`` are percent-encoded, so two different tuples never map to the same
-string (``("a/b",)`` → ``"a%2Fb"``, ``("a", "b")`` → ``"a/b"``). A placeholder with no
-value is a :class:`~mars_core.errors.ValidationError` naming the key and where to set it.
+The filled parts are joined into one MaRS namespace string by the core's encoding
+(:mod:`mars_core.namespaces`): ``/`` between parts, and ``%`` and ``/`` percent-encoded
+inside a part, so two different tuples never map to the same string (``("a/b",)`` →
+``"a%2Fb"``, ``("a", "b")`` → ``"a/b"``). A filled value is always *inside* one part: a
+``user_id`` of ``"bo/2"`` gives ``"memories/bo%2F2"``, never a third part. A string
+template is a namespace path like any namespace string: ``"memories/{user_id}"`` is the
+template ``("memories", "{user_id}")``. A placeholder with no value is a
+:class:`~mars_core.errors.ValidationError` naming the key and where to set it.
 
 Examples:
     >>> t = NamespaceTemplate(("memories", "{user_id}"))
@@ -28,8 +32,8 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
-from langchain_mars._keys import encode_namespace
 from mars_core.errors import ValidationError
+from mars_core.namespaces import canonical_namespace, decode_namespace, encode_namespace
 
 __all__ = [
     "NamespaceLike",
@@ -46,12 +50,13 @@ __all__ = [
 def join_namespace(parts: Sequence[str]) -> str:
     """Join namespace parts into one MaRS namespace string.
 
-    The same encoding as :class:`~langchain_mars.store.MarsStore` uses for LangGraph
-    namespace tuples (:func:`langchain_mars._keys.encode_namespace`), so a template and
-    the store name the same namespace alike.
+    The core's encoding (:func:`mars_core.namespaces.encode_namespace`), which
+    :class:`~langchain_mars.store.MarsStore` uses for LangGraph namespace tuples too, so
+    a template and the store name the same namespace alike.
 
     Raises:
-        ValidationError: no parts, an empty part, or longer than 256 characters encoded.
+        ValidationError: no parts, a part that is empty, only whitespace or holds a
+            control character, or longer than 256 characters encoded.
 
     Examples:
         >>> join_namespace(("memories", "ana"))
@@ -89,19 +94,24 @@ class NamespaceTemplate:
     """Maps framework identifiers (``user_id``, ``thread_id``, ...) to a MaRS namespace.
 
     Args:
-        template: the parts, e.g. ``("memories", "{user_id}")``; a string is one part.
+        template: the parts, e.g. ``("memories", "{user_id}")``; a string is a namespace
+            path (``"memories/{user_id}"`` is the same template; ``%2F`` writes a ``/``
+            inside a part, ``%25`` a ``%``).
 
     Raises:
-        ValidationError: an empty template or a malformed placeholder.
+        ValidationError: an empty template, an empty part, a string that is not a valid
+            namespace path, or a malformed placeholder.
 
     Examples:
         >>> NamespaceTemplate("chat-{thread_id}").resolve(
         ...     context={"thread_id": "t1"}, config={"configurable": {"thread_id": "t9"}})
         'chat-t1'
+        >>> NamespaceTemplate("memories/{user_id}").parts
+        ('memories', '{user_id}')
     """
 
     def __init__(self, template: str | Sequence[str] = ("memories", "{user_id}")) -> None:
-        parts = (template,) if isinstance(template, str) else tuple(template)
+        parts = decode_namespace(template) if isinstance(template, str) else tuple(template)
         if not parts or not all(isinstance(p, str) and p for p in parts):
             raise ValidationError("a namespace template needs non-empty string parts")
         self.parts: tuple[str, ...] = parts
@@ -156,17 +166,21 @@ NamespaceLike: TypeAlias = "str | NamespaceTemplate | tuple[str, ...] | None"
 
 def as_template(namespace: object) -> NamespaceTemplate | str | None:
     """Normalise a :data:`NamespaceLike`: tuples, lists and strings with placeholders
-    become templates; other strings are fixed namespaces.
+    become templates; other strings are fixed namespaces, checked here (a namespace
+    string is a path: :mod:`mars_core.namespaces`).
 
     Raises:
-        ValidationError: anything else.
+        ValidationError: an invalid namespace string, or anything else.
 
     Examples:
         >>> as_template(("memories", "{user_id}"))
         NamespaceTemplate(('memories', '{user_id}'))
+        >>> as_template("memories/ana")
+        'memories/ana'
     """
     if isinstance(namespace, str):
-        return NamespaceTemplate(namespace) if _fields(namespace) else namespace
+        return NamespaceTemplate(namespace) if _fields(namespace) else \
+            canonical_namespace(namespace)
     if namespace is None or isinstance(namespace, NamespaceTemplate):
         return namespace
     if isinstance(namespace, tuple | list):

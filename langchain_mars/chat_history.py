@@ -43,6 +43,7 @@ from typing import Literal
 
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
+from mars_core.namespaces import NamespaceArg, canonical_namespace
 from mars_core.store import MemoryStore
 
 try:
@@ -90,7 +91,7 @@ def _session_turns(nodes: Sequence[MemoryNode], session_id: str) -> list[MemoryN
     return [n for n in nodes if n.provenance.conversation_id == session_id]
 
 
-def clear_session(store: MemoryStore, session_id: str, namespace: str | None = None,
+def clear_session(store: MemoryStore, session_id: str, namespace: NamespaceArg | None = None,
                   mode: Literal["forget", "erase"] = "forget") -> None:
     """Forget (archive) a session's turns, or erase the session and what derives from it.
 
@@ -116,14 +117,17 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
 
     Args:
         store: the memory store.
-        session_id: the session (stored as each turn's ``conversation_id``).
-        namespace: the user/tenant namespace (default: the store's default).
+        session_id: the session (stored as each turn's ``conversation_id``; it is not a
+            namespace, so ``"memories/bob"`` is just a session name).
+        namespace: the user/tenant namespace (default: the store's default): a namespace
+            string or a tuple of parts (:mod:`mars_core.namespaces`).
         budget_tokens: the most tokens ``messages`` returns.
         max_messages: the most messages ``messages`` returns (None: no limit).
         clear_mode: ``"forget"`` (archive the session's turns) or ``"erase"``.
 
     Raises:
-        ValidationError: an empty session id, a bad budget or clear mode.
+        ValidationError: an empty session id, an invalid namespace, a bad budget or
+            clear mode.
 
     Examples:
         >>> import warnings; warnings.simplefilter("ignore")
@@ -136,7 +140,8 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         ['five six seven']
     """
 
-    def __init__(self, store: MemoryStore, session_id: str, *, namespace: str | None = None,
+    def __init__(self, store: MemoryStore, session_id: str, *,
+                 namespace: NamespaceArg | None = None,
                  budget_tokens: int = 2000, max_messages: int | None = None,
                  clear_mode: Literal["forget", "erase"] = "forget") -> None:
         super().__init__()
@@ -150,7 +155,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
             raise ValidationError("clear_mode must be 'forget' or 'erase'")
         self.store = store
         self.session_id = session_id
-        self.namespace = namespace
+        self.namespace = None if namespace is None else canonical_namespace(namespace)
         self.budget_tokens = budget_tokens
         self.max_messages = max_messages
         self.clear_mode = clear_mode

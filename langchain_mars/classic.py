@@ -40,12 +40,13 @@ from typing import Any, Literal
 
 from mars_core.context import HEADER_ACTIVE
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.namespaces import canonical_namespace
 from mars_core.store import MemoryStore
 
 try:
     import pydantic
     from langchain_classic.base_memory import BaseMemory
-    from pydantic import Field
+    from pydantic import Field, field_validator
 except ImportError as exc:
     raise ExtraNotInstalledError("langchain-classic", "langchain-classic") from exc
 
@@ -67,8 +68,10 @@ class MarsMemory(BaseMemory):
 
     Args:
         store: the memory store.
-        session_id: the conversation these turns belong to.
-        namespace: the user/tenant namespace (default: the store's default).
+        session_id: the conversation these turns belong to (a conversation id, not a
+            namespace).
+        namespace: the user/tenant namespace (default: the store's default): a namespace
+            string or a tuple of parts (:mod:`mars_core.namespaces`), kept as the string.
         memory_key: the prompt variable filled with the context.
         input_key: the input holding the user's text (default: the only other input).
         output_key: the output holding the answer (default: the only output).
@@ -97,6 +100,11 @@ class MarsMemory(BaseMemory):
     active_turns: int = Field(6, ge=0, strict=True)
     evidence: int = Field(5, ge=0, strict=True)
     clear_mode: Literal["forget", "erase"] = "forget"
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _namespace(cls, value: object) -> object:
+        return None if value is None else canonical_namespace(value)
 
     def __init__(self, **data: Any) -> None:
         try:

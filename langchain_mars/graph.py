@@ -52,6 +52,7 @@ from mars_core.control import (
     Turn,
 )
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.namespaces import NamespaceArg, canonical_namespace
 from mars_core.store import MemoryStore
 
 try:
@@ -73,8 +74,10 @@ __all__ = [
     "with_mars_memory",
 ]
 
-NamespaceFn = Callable[[RunnableConfig], str]
-"""Picks the MaRS namespace of a run from its config (e.g. ``configurable.user_id``)."""
+NamespaceFn = Callable[[RunnableConfig], NamespaceArg]
+"""Picks the MaRS namespace of a run from its config (e.g. ``configurable.user_id``): a
+namespace string or a tuple of parts (:mod:`mars_core.namespaces`); an opaque id such as
+a user id is one part, ``(config["configurable"]["user_id"],)``."""
 
 
 _NEW_TURN = "\x00new turn"
@@ -137,15 +140,16 @@ def _last(state: MarsMemoryState, kind: str) -> str:
 class _Executors:
     """One Executor per namespace, built on first use."""
 
-    def __init__(self, store: MemoryStore, namespace: str | NamespaceFn,
+    def __init__(self, store: MemoryStore, namespace: NamespaceArg | NamespaceFn,
                  factory: Callable[[str], Executor]) -> None:
-        self.store, self.namespace, self.factory = store, namespace, factory
+        self.store, self.factory = store, factory
+        self.namespace = namespace if callable(namespace) else canonical_namespace(namespace)
         self._made: dict[str, Executor] = {}
         self._lock = threading.Lock()
 
     def get(self, config: RunnableConfig | None) -> Executor:
-        ns = self.namespace if isinstance(self.namespace, str) else \
-            self.namespace(config or RunnableConfig())
+        ns = canonical_namespace(self.namespace(config or RunnableConfig())) \
+            if callable(self.namespace) else self.namespace
         with self._lock:
             if ns not in self._made:
                 self._made[ns] = self.factory(ns)
@@ -228,7 +232,7 @@ def with_mars_memory(
     agent: Callable[..., Any],
     store: MemoryStore,
     *,
-    namespace: str | NamespaceFn = "default",
+    namespace: NamespaceArg | NamespaceFn = "default",
     config: ControlConfig | None = None,
     max_iterations: int | None = None,
     judge: Judge | None = None,
@@ -243,7 +247,8 @@ def with_mars_memory(
         agent: the user's node (``state -> update``); it should read ``mars_context``
             (see :func:`memory_messages`) and append its answer to ``messages``.
         store: the memory store.
-        namespace: a namespace, or a function of the run config choosing one.
+        namespace: a namespace (a string such as ``"memories/ana"`` or a tuple of parts),
+            or a function of the run config choosing one (see :data:`NamespaceFn`).
         config: control-loop configuration.
         max_iterations: overrides ``config.max_iterations`` (Decayer→Activator rounds).
         judge: optional uncertainty judge (see :mod:`langchain_mars.models`).
@@ -253,7 +258,8 @@ def with_mars_memory(
         state_schema: the graph state (extend :class:`MarsMemoryState` to add keys).
 
     Raises:
-        ValidationError: ``max_iterations`` is not a positive integer.
+        ValidationError: ``max_iterations`` is not a positive integer, or an invalid
+            namespace.
     """
     cfg = config or ControlConfig()
     if max_iterations is not None:

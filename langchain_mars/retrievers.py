@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Hit
 from mars_core.store import MemoryStore
 
@@ -186,6 +187,7 @@ class MarsRetriever(BaseRetriever):
         opts = {name: overrides.get(name, getattr(self, name)) for name in _OPTIONS}
         k = overrides.get("k", self.k)
         ns = overrides.get("namespace")
+        ns = None if ns is None else canonical_namespace(ns)
         if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
             raise ValidationError("k must be a positive integer")
         budget = opts["budget_tokens"]

@@ -4,10 +4,13 @@ Give it to a graph (``builder.compile(store=...)``) or to ``create_agent(..., st
 and every ``put`` becomes a budgeted, audited, erasable memory, while the graph keeps
 LangGraph's key-value contract:
 
-* **Namespaces.** A tuple maps onto one MaRS namespace string by the reversible encoding
-  of :mod:`langchain_mars._keys` (labels joined by ``/``; ``%`` and ``/`` escaped). Budgets
-  and statistics are per tuple. ``search(namespace_prefix)`` is the only read that spans
-  namespaces, and only because LangGraph's contract asks for it.
+* **Namespaces.** A tuple maps onto one MaRS namespace string by the core's reversible
+  encoding (:mod:`mars_core.namespaces`: labels joined by ``/``; ``%`` and ``/`` escaped).
+  Budgets and statistics are per tuple. A plain string (``put("users", ...)``) is refused
+  with a :class:`~mars_core.errors.ValidationError` and changes nothing: LangGraph would
+  read it label by label, as ``("u", "s", "e", "r", "s")``. ``search(namespace_prefix)``
+  is the only read that spans namespaces, and only because LangGraph's contract asks
+  for it.
 * **Items.** ``put(namespace, key, value, index=...)`` stores one memory whose text is the
   indexed fields of the value (LangGraph's ``fields`` paths; default ``["$"]``, the whole
   value as JSON) and whose metadata keeps the value, the key and the namespace. A put on
@@ -215,10 +218,11 @@ class MarsStore(BaseStore):
 
         Raises:
             InvalidNamespaceError: a bad namespace label (LangGraph's error).
-            ValidationError: any other bad operation (a ``ttl`` that is not a number of
-                minutes in ``[0, 1e9]`` included); nothing ran.
+            ValidationError: any other bad operation (a namespace that is a string, not
+                a tuple, and a ``ttl`` that is not a number of minutes in ``[0, 1e9]``
+                included); nothing ran.
         """
-        todo = list(ops)
+        todo = [_tuple_namespaces(op) for op in ops]
         for op in todo:
             _check(op)
         with self._lock:
@@ -315,6 +319,7 @@ class MarsStore(BaseStore):
 
         A missing item erases nothing and returns ``()``.
         """
+        namespace = _as_tuple(namespace)
         _check(PutOp(namespace, key, None))
         with self._lock:
             return self._erase(namespace, key)
@@ -327,13 +332,14 @@ class MarsStore(BaseStore):
             >>> MarsStore.mars_namespace(("memories", "ana"))
             'memories/ana'
         """
-        return encode_namespace(tuple(namespace))
+        return encode_namespace(_as_tuple(namespace))
 
     def node_id(self, namespace: tuple[str, ...], key: str) -> str | None:
         """The id of the memory holding an item's current value (for ``explain``) — also of
         an expired item, until a sweep or a delete erases it."""
+        namespace = _as_tuple(namespace)
         with self._lock:
-            node = self._node(tuple(namespace), key)
+            node = self._node(namespace, key)
             return None if node is None else node.id
 
     def reindex(self) -> int:
@@ -558,6 +564,37 @@ def _index_fields(index: IndexConfig | None, dim: int) -> list[str]:
     if not all(isinstance(f, str) and f for f in fields):
         raise ConfigError("index fields must be non-empty path strings")
     return fields
+
+
+def _as_tuple(namespace: object, what: str = "namespace") -> Namespace:
+    """A LangGraph namespace as a tuple (a list is accepted); a string is refused.
+
+    LangGraph's stores take tuples; a string would be read label by label (``"users"``
+    as ``("u", "s", "e", "r", "s")``), so it is refused before anything runs.
+    """
+    if isinstance(namespace, tuple):
+        return namespace
+    if isinstance(namespace, list):
+        return tuple(namespace)
+    if isinstance(namespace, str):
+        raise ValidationError(f"a MarsStore {what} is a tuple of labels, not the string "
+                              f"{namespace[:60]!r}: pass a tuple such as {(namespace[:60],)!r} "
+                              "or ('memories', 'ana')")
+    raise ValidationError(f"a MarsStore {what} is a tuple of string labels such as "
+                          f"('memories', 'ana'), not {type(namespace).__name__}")
+
+
+def _tuple_namespaces(op: Op) -> Op:
+    """``op`` with its namespaces as tuples (see :func:`_as_tuple`)."""
+    if isinstance(op, GetOp | PutOp):
+        return op._replace(namespace=_as_tuple(op.namespace))
+    if isinstance(op, SearchOp):
+        return op._replace(namespace_prefix=_as_tuple(op.namespace_prefix, "namespace prefix"))
+    if isinstance(op, ListNamespacesOp) and op.match_conditions:
+        return op._replace(match_conditions=tuple(
+            c._replace(path=_as_tuple(c.path, f"{c.match_type} path"))
+            for c in op.match_conditions))
+    return op
 
 
 def _check(op: object) -> None:

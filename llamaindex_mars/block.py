@@ -7,7 +7,9 @@ its limit. This block:
 
 * ``_aput``: observes the flushed user and assistant messages into the store
   (``store.aobserve``), in the namespace of the ``Memory``'s ``session_id`` (or of a
-  fixed ``namespace``), one conversation per session;
+  fixed ``namespace``), one conversation per session. The session id is an opaque id,
+  so it is **one** namespace part (:func:`mars_core.namespaces.id_namespace`):
+  ``"memories/bob"`` is the namespace ``"memories%2Fbob"``, not ``("memories", "bob")``;
 * ``_aget``: renders what MaRS recalls for the latest user message
   (``store.arender_context``: redacted, ranked, within ``budget_tokens``);
 * ``atruncate``: drops the items MaRS ranked lowest first (supporting turns, then the
@@ -41,6 +43,7 @@ from pydantic import Field
 
 from llamaindex_mars import _text
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
 from mars_core.store import MemoryStore
 
 try:
@@ -59,7 +62,8 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
     Args:
         store: the memory store.
         name: the block name (the XML tag ``Memory`` wraps its content in).
-        namespace: a fixed namespace; ``None`` (default): the ``Memory``'s ``session_id``.
+        namespace: a fixed namespace (a namespace string or a tuple of parts, kept as the
+            string); ``None`` (default): the ``Memory``'s ``session_id`` as one part.
         budget_tokens: the most tokens the block returns (store's token counter).
         evidence: the most memories recalled per read.
         priority: LlamaIndex truncation priority (0: never truncated).
@@ -92,7 +96,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         store: MemoryStore,
         *,
         name: str = "mars_memory",
-        namespace: str | None = None,
+        namespace: NamespaceArg | None = None,
         budget_tokens: int = 512,
         evidence: int = 5,
         priority: int = 1,
@@ -105,8 +109,8 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("name must be a non-empty string")
-        if namespace is not None and (not isinstance(namespace, str) or not namespace.strip()):
-            raise ValidationError("namespace must be a non-empty string or None")
+        if namespace is not None:
+            namespace = canonical_namespace(namespace)
         for what, value, low in (("evidence", evidence, 1), ("priority", priority, 0),
                                  ("budget_tokens", budget_tokens, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -126,7 +130,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         if self.namespace is not None:
             return self.namespace
         if isinstance(session_id, str) and session_id:
-            return session_id
+            return id_namespace(session_id, what="session_id")
         return self.store.config.default_namespace
 
     async def _aget(self, messages: list[ChatMessage] | None = None,

@@ -6,7 +6,7 @@ messages of the current conversation (the *working history*, with tool calls int
 as LlamaIndex's own buffers do) and:
 
 * ``put`` observes each user and assistant message into the store
-  (``store.observe(role, text, namespace=session_id, conversation_id=...)``): an episode
+  (``store.observe(role, text, namespace=(session_id,), conversation_id=...)``): an episode
   per turn plus the facts, preferences and relations MaRS extracts — no LLM call;
 * ``get(input)`` returns one system message with what MaRS recalls for the query
   (``store.render_context``: redacted, ranked, budgeted — the turns already in the
@@ -19,8 +19,11 @@ as LlamaIndex's own buffers do) and:
   namespace's memories are removed for good, with a receipt. Neither touches another
   session.
 
-Sessions map onto namespaces one to one (``session_id`` *is* the namespace), so two
-sessions on one store never see each other's memories. A new ``MarsMemory`` for a
+Sessions map onto namespaces one to one: the session id is an opaque identifier and
+becomes **one** namespace part (:func:`mars_core.namespaces.id_namespace`), so
+``"alice"`` is the namespace ``"alice"`` and ``"memories/bob"`` the namespace
+``"memories%2Fbob"`` — never the LangGraph namespace ``("memories", "bob")``. Two sessions
+on one store never see each other's memories. A new ``MarsMemory`` for a
 known session starts a new conversation with an empty working history, and recalls
 what earlier conversations of the session left in the store — in this process or an
 earlier one, when the store is on disk.
@@ -55,6 +58,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from llamaindex_mars import _text
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode
+from mars_core.namespaces import id_namespace
 from mars_core.privacy.receipts import ErasureReceipt
 from mars_core.store import MemoryStore
 
@@ -92,8 +96,9 @@ class MarsMemory(BaseMemory):
 
     Args:
         store: the memory store (shared by any number of sessions).
-        session_id: the session, i.e. the store namespace (default: the store's default
-            namespace).
+        session_id: the session; its store namespace is the id as one namespace part
+            (``"memories/bob"`` → ``"memories%2Fbob"``; default: the store's default
+            namespace). ``MarsMemory.namespace`` is that namespace.
         conversation_id: this conversation (default: ``"<session_id>/<n>"``, n one more
             than the conversations the session already has in the store).
         token_limit: the most tokens ``get`` returns (store's token counter).
@@ -120,12 +125,16 @@ class MarsMemory(BaseMemory):
         >>> m.put(ChatMessage(role="user", content="hi"))
         >>> [x.content for x in m.get_all()], m.conversation_id
         (['hi'], 's1/1')
+        >>> MarsMemory(MemoryStore(), session_id="memories/bob").namespace  # one part
+        'memories%2Fbob'
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     store: MemoryStore = Field(exclude=True, description="The MaRS memory store.")
-    session_id: str = Field(description="The session: the store namespace it reads and writes.")
+    session_id: str = Field(description="The session (an opaque id).")
+    namespace: str = Field(description="The store namespace it reads and writes: the session "
+                           "id as one namespace part.")
     conversation_id: str = Field(description="This conversation within the session.")
     token_limit: int = Field(description="Most tokens `get` returns (store's counter).")
     recall_tokens: int = Field(description="Tokens reserved for recalled memories.")
@@ -152,8 +161,10 @@ class MarsMemory(BaseMemory):
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
-        session = store.config.default_namespace if session_id is None else session_id
-        _check_name("session_id", session)
+        if session_id is None:
+            session, namespace = store.config.default_namespace, store.config.default_namespace
+        else:
+            session, namespace = session_id, id_namespace(session_id, what="session_id")
         _check_int("token_limit", token_limit, 1)
         if recall_tokens is None:
             recall_tokens = min(512, token_limit // 2)
@@ -165,9 +176,10 @@ class MarsMemory(BaseMemory):
             raise ValidationError("observe_roles must be a sequence of role names")
         if insert not in ("system", "user"):
             raise ValidationError("insert must be 'system' or 'user'")
-        conversation = conversation_id or _next_conversation(store, session)
+        conversation = conversation_id or _next_conversation(store, namespace, session)
         _check_name("conversation_id", conversation)
-        super().__init__(store=store, session_id=session, conversation_id=conversation,
+        super().__init__(store=store, session_id=session, namespace=namespace,
+                         conversation_id=conversation,
                          token_limit=token_limit, recall_tokens=recall_tokens,
                          evidence=evidence, observe_roles=tuple(observe_roles),
                          redact=bool(redact), insert=insert)
@@ -261,25 +273,25 @@ class MarsMemory(BaseMemory):
         of its namespace to the archive (restorable with ``store.restore``). Other
         sessions are untouched; use :meth:`erase` to remove the data for good."""
         self._clear()
-        for node in self.store.list(self.session_id):
+        for node in self.store.list(self.namespace):
             self.store.forget(node.id, reason=_RESET_REASON, namespace=node.namespace)
 
     async def areset(self) -> None:
         """Async :meth:`reset`."""
         self._clear()
-        for node in await self.store.alist(self.session_id):
+        for node in await self.store.alist(self.namespace):
             await self.store.aforget(node.id, reason=_RESET_REASON, namespace=node.namespace)
 
     def erase(self) -> ErasureReceipt:
         """Right to be forgotten for this session: clear the working history and erase
         the namespace's memories, archive and preferences (``store.erase``)."""
         self._clear()
-        return self.store.erase(namespace=self.session_id)
+        return self.store.erase(namespace=self.namespace)
 
     async def aerase(self) -> ErasureReceipt:
         """Async :meth:`erase`."""
         self._clear()
-        return await self.store.aerase(namespace=self.session_id)
+        return await self.store.aerase(namespace=self.namespace)
 
     # --- the shared (sync/async) steps ----------------------------------------------------
 
@@ -302,7 +314,7 @@ class MarsMemory(BaseMemory):
         if not text.strip() or recall_budget < self._count(_text.MIN_RECALL):
             return _Plan([e.message for e in window], recall_budget, None)
         episodes = [e for e in window if e.episode is not None]
-        render = {"query": text, "namespace": self.session_id,
+        render = {"query": text, "namespace": self.namespace,
                   "conversation": self.conversation_id, "active_turns": len(episodes),
                   "evidence": self.evidence, "redact": self.redact,
                   "budget_tokens": recall_budget + self._active_estimate(episodes)}
@@ -336,7 +348,7 @@ class MarsMemory(BaseMemory):
             return None
         with self._lock:
             turn = len(self._entries)
-        return {"role": message.role.value, "text": text, "namespace": self.session_id,
+        return {"role": message.role.value, "text": text, "namespace": self.namespace,
                 "conversation_id": self.conversation_id, "turn": turn}
 
     def _append(self, message: ChatMessage, nodes: Sequence[MemoryNode]) -> None:
@@ -383,9 +395,9 @@ def _window(entries: Sequence[_Entry], limit: int, count: Callable[[str], int]
     return list(entries[start:])
 
 
-def _next_conversation(store: MemoryStore, session: str) -> str:
+def _next_conversation(store: MemoryStore, namespace: str, session: str) -> str:
     """``<session>/<n>``: one more than the conversations the session has stored."""
-    seen = {n.provenance.conversation_id for n in store.list(session, status=None)
+    seen = {n.provenance.conversation_id for n in store.list(namespace, status=None)
             if n.provenance.conversation_id}
     return f"{session}/{len(seen) + 1}"
 

@@ -24,6 +24,8 @@ Examples:
     ('semantic', True)
     >>> MarsRetriever(store, namespace="bob").retrieve("When is Ana's birthday?")
     []
+    >>> MarsRetriever(store, session_id="team/ana").namespace  # a session id is one part
+    'team%2Fana'
     >>> store.close()
 """
 
@@ -34,6 +36,7 @@ from typing import Any
 
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
+from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
 from mars_core.retrieval import Hit
 from mars_core.store import MemoryStore
 
@@ -80,7 +83,12 @@ class MarsRetriever(BaseRetriever):
 
     Args:
         store: the memory store.
-        namespace: the namespace (session/user) to read; default: the store's default.
+        namespace: the namespace to read: a namespace string (``"memories/ana"``) or a
+            tuple of parts (``("memories", "ana")``); default: the store's default.
+        session_id: instead of ``namespace``, the session of a :class:`MarsMemory` (or a
+            ``Memory`` with a :class:`MarsMemoryBlock`) whose memories to read: the id is
+            one namespace part, as those adapters map it (``"team/ana"`` →
+            ``"team%2Fana"``).
         budget_tokens: token budget of the results (default: the store's retrieval default).
         k: the most results.
         score_cutoff: a relative cut-off in (0, 1]: keep only the results scoring at least
@@ -94,7 +102,8 @@ class MarsRetriever(BaseRetriever):
         callback_manager: LlamaIndex callbacks.
 
     Raises:
-        ValidationError: bad arguments (checked here, before any retrieval).
+        ValidationError: bad arguments (checked here, before any retrieval), or both
+            ``namespace`` and ``session_id``.
 
     Examples:
         >>> from mars_core import MemoryStore
@@ -106,8 +115,9 @@ class MarsRetriever(BaseRetriever):
     def __init__(
         self,
         store: MemoryStore,
-        namespace: str | None = None,
+        namespace: NamespaceArg | None = None,
         *,
+        session_id: str | None = None,
         budget_tokens: int | None = None,
         k: int | None = None,
         score_cutoff: float | None = None,
@@ -134,7 +144,7 @@ class MarsRetriever(BaseRetriever):
             raise ValidationError("score_cutoff is relative to the best score: use (0, 1]")
         super().__init__(callback_manager=callback_manager)
         self.store = store
-        self.namespace = namespace if namespace is not None else store.config.default_namespace
+        self.namespace = _namespace(store, namespace, session_id)
         self._kwargs: dict[str, Any] = {
             "budget_tokens": budget_tokens, "k": k, "types": kinds,
             "max_sensitivity": max_sensitivity, "namespace": self.namespace,
@@ -150,3 +160,13 @@ class MarsRetriever(BaseRetriever):
         """Async :meth:`_retrieve` (through ``store.aretrieve``)."""
         hits = await self.store.aretrieve(query_bundle.query_str, **self._kwargs)
         return [to_node(h) for h in hits]
+
+
+def _namespace(store: MemoryStore, namespace: object, session_id: object) -> str:
+    """The namespace a retriever reads: ``namespace``, or ``session_id`` as one part."""
+    if namespace is not None and session_id is not None:
+        raise ValidationError("give namespace or session_id, not both")
+    if session_id is not None:
+        return id_namespace(session_id, what="session_id")
+    return canonical_namespace(store.config.default_namespace if namespace is None
+                               else namespace)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mars_core.model import MemoryType
+from mars_core.namespaces import canonical_namespace
 from mars_core.privacy.dp import DPConfig
 
 __all__ = ["RetrievalConfig", "StoreConfig"]
@@ -77,7 +78,8 @@ class StoreConfig(BaseModel):
         description="Global token budget B of each namespace: Σ w_i of active nodes ≤ B.",
     )
     namespace_budgets: dict[str, int] = Field(
-        default_factory=dict, description="Per-namespace overrides of `budget`."
+        default_factory=dict, description="Per-namespace overrides of `budget` (keys are "
+        "namespace strings, parts joined by '/': see mars_core.namespaces)."
     )
     policy: str = Field(
         "lru", min_length=1,
@@ -100,7 +102,8 @@ class StoreConfig(BaseModel):
         "approx-v1", description="Token counter name: 'approx-v1', 'whitespace' or 'tiktoken-*'."
     )
     default_namespace: str = Field(
-        "default", min_length=1, description="Namespace used when a call names none."
+        "default", min_length=1, description="Namespace used when a call names none (a "
+        "namespace string: see mars_core.namespaces)."
     )
     nlp: Literal["auto", "rules", "spacy", "off"] = Field(
         "auto", description="Write-time text signals (DMF): 'auto' uses spaCy when a trained "
@@ -127,6 +130,18 @@ class StoreConfig(BaseModel):
     retrieval: RetrievalConfig = Field(
         default_factory=RetrievalConfig, description="Ranking and packing of `retrieve`."
     )
+
+    @field_validator("default_namespace")
+    @classmethod
+    def _namespace(cls, v: str) -> str:
+        return canonical_namespace(v)
+
+    @field_validator("namespace_budgets")
+    @classmethod
+    def _budget_keys(cls, v: dict[str, int]) -> dict[str, int]:
+        for ns in v:
+            canonical_namespace(ns)
+        return v
 
     def budget_for(self, namespace: str) -> int:
         """The budget of ``namespace`` (its override, or the global budget)."""

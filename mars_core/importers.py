@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from mars_core.errors import ImportFormatError, ValidationError
 from mars_core.model import MAX_CONTENT_CHARS
-from mars_core.namespaces import ITEM_KEY, encode_namespace
+from mars_core.namespaces import (
+    ITEM_KEY,
+    NamespaceArg,
+    canonical_namespace,
+    encode_namespace,
+    id_namespace,
+)
 
 if TYPE_CHECKING:
     from mars_core.store import MemoryStore
@@ -47,7 +53,7 @@ class _Row:
 
 
 def import_file(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jsonld",
-                namespace: str | None = None) -> int:
+                namespace: NamespaceArg | None = None) -> int:
     """Import a file: a MaRS JSON-LD export, or a JSON dump of mem0 / LangGraph records.
 
     Returns:
@@ -70,18 +76,22 @@ def import_file(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jso
 
 
 def import_mem0(store: MemoryStore, records: Mapping[str, Any] | Sequence[Any], *,
-                namespace: str | None = None) -> int:
+                namespace: NamespaceArg | None = None) -> int:
     """Import mem0 memories (``Memory.get_all()`` output, or its ``results`` list).
 
     Each mem0 memory becomes a ``semantic`` MaRS memory in ``namespace`` (default: its
-    ``user_id``, else ``agent_id``/``run_id``, else the store's default namespace).
+    ``user_id``, else ``agent_id``/``run_id``, as one namespace part —
+    :func:`mars_core.namespaces.id_namespace`, so ``"team/ana"`` is the namespace
+    ``"team%2Fana"`` —, else the store's default namespace).
     """
+    namespace = None if namespace is None else canonical_namespace(namespace)
     items = records.get("results", []) if isinstance(records, Mapping) else records
     rows = [_mem0_row(i, r, namespace) for i, r in enumerate(_as_list(items, "mem0"))]
     return _write(store, rows, "mem0", "semantic")
 
 
-def import_langgraph(store: MemoryStore, items: Iterable[Any], *, namespace: str | None = None,
+def import_langgraph(store: MemoryStore, items: Iterable[Any], *,
+                     namespace: NamespaceArg | None = None,
                      namespace_of: Callable[[tuple[str, ...]], str] | None = None,
                      text_of: Callable[[Mapping[str, Any]], str] | None = None) -> int:
     """Import LangGraph store items (``Item`` objects or their ``dict()`` form).
@@ -98,6 +108,7 @@ def import_langgraph(store: MemoryStore, items: Iterable[Any], *, namespace: str
         text_of: the memory text of a value (default: its ``"content"``, ``"text"``,
             ``"memory"`` or ``"data"`` field, else the JSON of the whole value).
     """
+    namespace = None if namespace is None else canonical_namespace(namespace)
     to_ns = namespace_of or encode_namespace
     as_items = namespace is None and namespace_of is None  # where MarsStore looks for them
     rows = [_langgraph_row(i, it, namespace, to_ns, text_of or _default_text,
@@ -108,10 +119,11 @@ def import_langgraph(store: MemoryStore, items: Iterable[Any], *, namespace: str
 
 def _write(store: MemoryStore, rows: list[_Row], origin: str, type_: str) -> int:
     for i, row in enumerate(rows):  # everything checked before the first write
-        ns = row.namespace or store.config.default_namespace
-        budget = store.config.namespace_budgets.get(ns, store.config.budget)
-        if len(ns) > 256:
-            raise ImportFormatError(f"{origin} record {i}: namespace longer than 256 characters")
+        try:
+            ns = canonical_namespace(row.namespace or store.config.default_namespace)
+        except ValidationError as exc:
+            raise ImportFormatError(f"{origin} record {i}: {exc}") from None
+        budget = store.config.budget_for(ns)
         if len(row.text) > MAX_CONTENT_CHARS or store.token_counter.count(row.text) > budget:
             raise ImportFormatError(f"{origin} record {i} is larger than the budget of "
                                     f"namespace {ns!r}; nothing was imported")
@@ -135,8 +147,11 @@ def _mem0_row(i: int, rec: Any, namespace: str | None) -> _Row:
     owner = rec.get("user_id") or rec.get("agent_id") or rec.get("run_id")
     meta = {k: rec[k] for k in ("created_at", "updated_at") if rec.get(k)}
     meta.update({"origin": "mem0", **dict(rec.get("metadata") or {})})
-    return _Row(rec["memory"], namespace or (str(owner) if owner else None),
-                _jsonable(meta, i), str(rec.get("id", i)))
+    try:
+        ns = namespace or (id_namespace(str(owner), what="user_id") if owner else None)
+    except ValidationError as exc:
+        raise ImportFormatError(f"mem0 record {i}: {exc}") from None
+    return _Row(rec["memory"], ns, _jsonable(meta, i), str(rec.get("id", i)))
 
 
 def _langgraph_row(i: int, item: Any, namespace: str | None,
@@ -159,8 +174,11 @@ def _langgraph_row(i: int, item: Any, namespace: str | None,
         meta[ITEM_KEY] = {"namespace": list(ns), "key": str(rec["key"]),
                           "value": dict(rec["value"]), "index": None, "indexed": True,
                           **({"created_at": meta["created_at"]} if "created_at" in meta else {})}
-    return _Row(text, namespace or (to_ns(ns) if ns else None), _jsonable(meta, i),
-                f"{'/'.join(ns)}:{rec['key']}")
+    try:
+        row_ns = namespace or (to_ns(ns) if ns else None)
+    except ValidationError as exc:
+        raise ImportFormatError(f"LangGraph item {i}: {exc}") from None
+    return _Row(text, row_ns, _jsonable(meta, i), f"{'/'.join(ns)}:{rec['key']}")
 
 
 def _default_text(value: Mapping[str, Any]) -> str:

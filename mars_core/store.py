@@ -54,6 +54,7 @@ from mars_core.explain import Explanation, explain
 from mars_core.index.base import VectorIndex
 from mars_core.index.numpy import NumpyIndex
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, Predicate, Provenance
+from mars_core.namespaces import NamespaceArg
 from mars_core.policies import Policy
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
@@ -220,7 +221,7 @@ class MemoryStore:
     def add(self, text: str, *, type: MemoryType | str = MemoryType.EPISODIC,
             payload: Any = None, sensitivity: float | None = None,
             provenance: Provenance | Mapping[str, Any] | None = None,
-            namespace: str | None = None, metadata: Mapping[str, Any] | None = None,
+            namespace: NamespaceArg | None = None, metadata: Mapping[str, Any] | None = None,
             pinned: bool = False, expires_at: datetime | None = None,
             links: Iterable[tuple[Predicate | str, str]] = ()) -> MemoryNode:
         """Store a memory; evict by the policy if the namespace goes over budget.
@@ -231,7 +232,10 @@ class MemoryStore:
             payload: the typed payload (a model or a mapping of its fields).
             sensitivity: privacy sensitivity in [0, 1] (default: detected).
             provenance: where it came from; ``derived_from`` ids become derivesFrom edges.
-            namespace: tenant/user/session (default ``config.default_namespace``).
+            namespace: tenant/user/session (default ``config.default_namespace``): a
+                path string such as ``"memories/ana"`` or a tuple of parts such as
+                ``("memories", "ana")`` — the same namespace (:mod:`mars_core.namespaces`).
+                Every call that takes a namespace takes both forms.
             metadata: JSON-compatible user metadata.
             pinned: evict only when forced by the budget.
             expires_at: TTL expiry (UTC).
@@ -249,7 +253,7 @@ class MemoryStore:
 
     @_call
     def add_many(self, items: Iterable[str | Mapping[str, Any]], *,
-                 namespace: str | None = None,
+                 namespace: NamespaceArg | None = None,
                  type: MemoryType | str = MemoryType.EPISODIC) -> builtins.list[MemoryNode]:
         """Store many memories in one transaction, with one embedding call and one index
         write; the budget is enforced after each as if they came one by one.
@@ -275,7 +279,7 @@ class MemoryStore:
     @_call
     def update(self, node_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
                expires_at: datetime | Literal["keep"] | None = "keep",
-               namespace: str | None = None) -> MemoryNode:
+               namespace: NamespaceArg | None = None) -> MemoryNode:
         """Replace a memory's content: a new memory derivesFrom and supersedes the old one,
         which goes to the archive.
 
@@ -295,26 +299,26 @@ class MemoryStore:
 
     @_call
     def forget(self, node_id: str, reason: str = "forgotten on request", *,
-               namespace: str | None = None) -> MemoryNode:
+               namespace: NamespaceArg | None = None) -> MemoryNode:
         """Deliberately forget a memory of ``namespace``: it moves to the archive (still
         explainable and searchable with ``include_archive=True``). Already archived:
         returned unchanged."""
         return self._writer.forget(self._node(node_id, namespace), reason)
 
     @_call
-    def restore(self, node_id: str, *, namespace: str | None = None) -> MemoryNode:
+    def restore(self, node_id: str, *, namespace: NamespaceArg | None = None) -> MemoryNode:
         """Bring an archived memory of ``namespace`` back to the active store (the budget
         is enforced)."""
         return self._writer.restore(self._node(node_id, namespace))
 
     @_call
     def link(self, source: str, predicate: Predicate | str, target: str, *,
-             namespace: str | None = None) -> Edge:
+             namespace: NamespaceArg | None = None) -> Edge:
         """Add a typed edge between two memories of ``namespace``."""
         return self._writer.link(self._node(source, namespace), predicate, target)
 
     @_call
-    def observe(self, role: str, text: str, *, namespace: str | None = None,
+    def observe(self, role: str, text: str, *, namespace: NamespaceArg | None = None,
                 conversation_id: str | None = None, session_id: str | None = None,
                 turn: int | None = None, speaker: str | None = None,
                 at: datetime | None = None,
@@ -349,7 +353,8 @@ class MemoryStore:
             speaker=speaker, at=at, external_id=external_id)])[0]
 
     @_call
-    def observe_many(self, turns: Iterable[Mapping[str, Any]], *, namespace: str | None = None,
+    def observe_many(self, turns: Iterable[Mapping[str, Any]], *,
+                     namespace: NamespaceArg | None = None,
                      conversation_id: str | None = None
                      ) -> builtins.list[builtins.list[MemoryNode]]:
         """Store many turns in one transaction, with one embedding call and one index
@@ -372,7 +377,8 @@ class MemoryStore:
     @_call
     def set_metadata(self, node_id: str, metadata: Mapping[str, Any] | None = None, *,
                      expires_at: datetime | Literal["keep"] | None = "keep",
-                     pinned: bool | None = None, namespace: str | None = None) -> MemoryNode:
+                     pinned: bool | None = None,
+                     namespace: NamespaceArg | None = None) -> MemoryNode:
         """Change what is mutable about a memory — its metadata, TTL expiry, pin — in place.
 
         Content is immutable (use :meth:`update`); one ``metadata`` audit event records the
@@ -395,7 +401,7 @@ class MemoryStore:
     # --- reading -----------------------------------------------------------------------------
 
     @_call
-    def get(self, node_id: str, *, namespace: str | None = None) -> MemoryNode:
+    def get(self, node_id: str, *, namespace: NamespaceArg | None = None) -> MemoryNode:
         """A memory of ``namespace`` by id (active or archived); not counted as an access.
 
         Raises:
@@ -405,13 +411,13 @@ class MemoryStore:
         return self._node(node_id, namespace)
 
     @_call
-    def list(self, namespace: str | None = None, *, type: MemoryType | str | None = None,
+    def list(self, namespace: NamespaceArg | None = None, *, type: MemoryType | str | None = None,
              status: MemoryStatus | str | None = MemoryStatus.ACTIVE) -> builtins.list[MemoryNode]:
         """Memories of a namespace, oldest first (``status=None``: active and archived)."""
         return self._reader.memories(self._engine.ns(self._ns(namespace)), type, status)
 
     @_call
-    def history(self, node_id: str, *, namespace: str | None = None
+    def history(self, node_id: str, *, namespace: NamespaceArg | None = None
                 ) -> builtins.list[MemoryNode]:
         """All versions of a memory of ``namespace`` along ``supersedes`` edges, oldest
         first."""
@@ -422,7 +428,7 @@ class MemoryStore:
                  types: Iterable[MemoryType | str] | None = None,
                  max_sensitivity: float | None = None, since: datetime | None = None,
                  until: datetime | None = None, conversation: str | None = None,
-                 namespace: str | None = None, include_archive: bool = False,
+                 namespace: NamespaceArg | None = None, include_archive: bool = False,
                  read_only: bool = False,
                  relative_cutoff: float | None = None) -> builtins.list[Hit]:
         """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget.
@@ -467,7 +473,7 @@ class MemoryStore:
 
     @_call
     def recall(self, entity: str | None = None, *, goal: str | None = None,
-               namespace: str | None = None, k: int = 10, max_hops: int = 2,
+               namespace: NamespaceArg | None = None, k: int = 10, max_hops: int = 2,
                read_only: bool = False) -> builtins.list[Hit]:
         """Memories around an entity or a goal: a walk of a small ball in the semantic and
         social graph, reranked by similarity to the goal (seed 000 §4.1). The hits count
@@ -487,7 +493,7 @@ class MemoryStore:
 
     @_call
     def render_context(self, query: str, *, budget_tokens: int | None = None,
-                       namespace: str | None = None, conversation: str | None = None,
+                       namespace: NamespaceArg | None = None, conversation: str | None = None,
                        active_turns: int = 6, evidence: int = 5, redact: bool = True,
                        evidence_only: bool = False) -> str:
         """Prompt-ready context: recalled evidence, its raw support, then the active
@@ -512,7 +518,7 @@ class MemoryStore:
 
     @_call
     def credit(self, used: Iterable[str], offered: Iterable[str],
-               namespace: str | None = None) -> None:
+               namespace: NamespaceArg | None = None) -> None:
         """Feedback after an answer: of the memories ``offered`` to it, ``used`` were used.
 
         It feeds the policies' observable rewards (the meta-controller, the per-type
@@ -531,7 +537,7 @@ class MemoryStore:
         state.policy.on_credit(state.name, used_l, offered_l, state.step)
 
     @_call
-    def reinforce(self, ids: Iterable[str], namespace: str | None = None,
+    def reinforce(self, ids: Iterable[str], namespace: NamespaceArg | None = None,
                   reason: str = "credited use", *, credit: bool = True) -> None:
         """Record a use of exactly these memories: an access each (statistics, LRU order,
         Oblivion's frequency), one audit event, and — with ``credit`` — the policies'
@@ -546,18 +552,20 @@ class MemoryStore:
 
     @_call
     def namespaces(self) -> builtins.list[str]:
-        """Every namespace that holds memories (active or archived), sorted."""
+        """Every namespace that holds memories (active or archived), sorted: the encoded
+        strings (:mod:`mars_core.namespaces`), which every call takes back unchanged."""
         with self._engine.records.read() as tx:
             return builtins.list(tx.totals())
 
     @_call
-    def policy_for(self, namespace: str | None = None) -> Policy:
+    def policy_for(self, namespace: NamespaceArg | None = None) -> Policy:
         """The policy instance that decides for a namespace (each has its own, so one
         tenant's traffic never shapes another's forgetting)."""
         return self._engine.ns(self._ns(namespace)).policy
 
     @_call
-    def explain(self, node_id: str, *, namespace: str | None = None) -> Explanation:
+    def explain(self, node_id: str, *,
+                namespace: NamespaceArg | None = None) -> Explanation:
         """The provenance chain and the audit rationale of a memory of ``namespace``
         (also when forgotten or erased).
 
@@ -584,14 +592,14 @@ class MemoryStore:
         return self.audit.verify(expected_head)
 
     @_call
-    def stats(self, namespace: str | None = None) -> dict[str, Any]:
+    def stats(self, namespace: NamespaceArg | None = None) -> dict[str, Any]:
         """Counts, token use and configuration (of one namespace, or of all)."""
         return self._engine.report(None if namespace is None else self._ns(namespace))
 
     # --- maintenance -------------------------------------------------------------------------
 
     @_call
-    def maintain(self, namespace: str | None = None, *, ttl: bool = True,
+    def maintain(self, namespace: NamespaceArg | None = None, *, ttl: bool = True,
                  graduated: bool = False, dedup: bool = True,
                  reflect: bool = True) -> dict[str, dict[str, int]]:
         """Background hygiene, off the ``add`` path (seed 003, seed 000 §5.1):
@@ -636,7 +644,8 @@ class MemoryStore:
 
     @_call
     def erase(self, node_id: str | None = None, *, entity: str | None = None,
-              conversation: str | None = None, namespace: str | None = None) -> ErasureReceipt:
+              conversation: str | None = None,
+              namespace: NamespaceArg | None = None) -> ErasureReceipt:
         """Right to be forgotten: remove memories and everything derived from them.
 
         Give exactly one selector — ``node_id``, ``entity`` (every memory mentioning it),
@@ -661,13 +670,13 @@ class MemoryStore:
                                   conversation=conversation, whole=whole)
 
     @_call
-    def preferences(self, namespace: str | None = None) -> PrivacyPreferences:
+    def preferences(self, namespace: NamespaceArg | None = None) -> PrivacyPreferences:
         """The namespace's privacy preferences (defaults when none were set)."""
         return self._engine.ns(self._ns(namespace)).prefs or PrivacyPreferences()
 
     @_call
     def set_preferences(self, preferences: PrivacyPreferences | Mapping[str, Any],
-                        namespace: str | None = None) -> PrivacyPreferences:
+                        namespace: NamespaceArg | None = None) -> PrivacyPreferences:
         """Set a namespace's privacy preferences and apply them to what it already holds.
 
         Sensitivities are recomputed from each memory's detected sensitivity (kept in its
@@ -688,18 +697,18 @@ class MemoryStore:
     def grant_consent(self, *, types: Iterable[MemoryType | str] = (),
                       entities: Iterable[str] = (), purpose: str = "",
                       expires_at: datetime | None = None,
-                      namespace: str | None = None) -> ConsentGrant:
+                      namespace: NamespaceArg | None = None) -> ConsentGrant:
         """Allow private memories (by type and/or entity) to be recalled in private mode."""
         return self._eraser.grant(self._engine.ns(self._ns(namespace)), types=types,
                                    entities=entities, purpose=purpose, expires_at=expires_at)
 
     @_call
-    def revoke_consent(self, consent_id: str, namespace: str | None = None) -> None:
+    def revoke_consent(self, consent_id: str, namespace: NamespaceArg | None = None) -> None:
         """Withdraw a consent grant (recorded in the audit)."""
         self._eraser.revoke(self._engine.ns(self._ns(namespace)), consent_id)
 
     @_call
-    def receipt(self, namespace: str | None = None) -> PrivacyReceipt:
+    def receipt(self, namespace: NamespaceArg | None = None) -> PrivacyReceipt:
         """The privacy receipt of a namespace: stored, summarised, removed, and why."""
         ns = self._ns(namespace)
         return build_receipt(ns, self.list(ns, status=None), self.audit.events(ns))
@@ -708,7 +717,7 @@ class MemoryStore:
 
     @_call
     def export_jsonld(self, path: str | os.PathLike[str] | None = None,
-                      namespace: str | None = None) -> dict[str, Any]:
+                      namespace: NamespaceArg | None = None) -> dict[str, Any]:
         """Export memories and edges as JSON-LD (to ``path`` when given); returns the document."""
         from mars_core.io import write_json
 

@@ -26,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from mars_core.model import MemoryNode
+from mars_core.namespaces import canonical_namespace
 from mars_core.scoring.retention import OblivionConfig, RetentionState, state_retention
 from mars_core.store import MemoryStore
 
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 def current_step(store: MemoryStore, namespace: str) -> int:
     """The namespace's interaction counter (0 for a namespace that holds nothing yet)."""
     per = store.stats(namespace)["namespaces"]
-    return int(per.get(namespace, {}).get("step", 0))
+    return int(per.get(canonical_namespace(namespace), {}).get("step", 0))
 
 
 class TurnClock:

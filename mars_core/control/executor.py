@@ -36,6 +36,7 @@ from mars_core.control.manager import MemoryManager, Persisted, Rewriter
 from mars_core.control.memory import Buffer, Turn, WorkingMemory
 from mars_core.control.recognizer import Recognizer
 from mars_core.model import MemoryNode
+from mars_core.namespaces import NamespaceArg, canonical_namespace
 from mars_core.store import MemoryStore
 
 __all__ = ["Executor", "Prompt", "ReadResult", "TurnResult"]
@@ -91,7 +92,7 @@ class Executor:
 
     Args:
         store: the memory store.
-        namespace: whose memory.
+        namespace: whose memory (a namespace string or tuple, :mod:`mars_core.namespaces`).
         config: every component's parameters.
         judge: optional LLM-style uncertainty judge (True = buffer suffices).
         decomposer: optional sub-query generator.
@@ -99,17 +100,18 @@ class Executor:
         conversation_id: groups turns into a conversation.
     """
 
-    def __init__(self, store: MemoryStore, namespace: str = "default", *,
+    def __init__(self, store: MemoryStore, namespace: NamespaceArg = "default", *,
                  config: ControlConfig | None = None, judge: Judge | None = None,
                  decomposer: Decomposer | None = None, rewrite: Rewriter | None = None,
                  conversation_id: str = "main") -> None:
-        self.store, self.namespace = store, namespace
+        ns = canonical_namespace(namespace)
+        self.store, self.namespace = store, ns
         self.config = cfg = config or ControlConfig()
-        self.clusters = ClusterBook(store, namespace, cfg.clusters, cfg.retention)
+        self.clusters = ClusterBook(store, ns, cfg.clusters, cfg.retention)
         self.decayer = Decayer(store.embedder, cfg.decayer, judge)
-        self.activator = Activator(store, namespace, cfg.activator, decomposer, cfg.retention)
+        self.activator = Activator(store, ns, cfg.activator, decomposer, cfg.retention)
         self.recognizer = Recognizer(cfg.recognizer)
-        self.manager = MemoryManager(store, namespace, conversation_id=conversation_id,
+        self.manager = MemoryManager(store, ns, conversation_id=conversation_id,
                                      episode_turns=cfg.episode_turns, rewrite=rewrite,
                                      clusters=self.clusters)
         self.memory = WorkingMemory()

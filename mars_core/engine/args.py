@@ -9,6 +9,8 @@ returns the value object the collaborators work on (a namespace string, a
 Examples:
     >>> namespace("maya", default="default"), namespace(None, default="default")
     ('maya', 'default')
+    >>> namespace(("memories", "a/b"), default="default")
+    'memories/a%2Fb'
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from mars_core.config import StoreConfig
 from mars_core.engine.writer import NewMemory, Turn
 from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryType, Provenance
+from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Query
 
 __all__ = ["ADD_FIELDS", "TURN_FIELDS", "configure", "cutoff", "item", "items", "memory_id",
@@ -52,11 +55,9 @@ def configure(config: StoreConfig | None, overrides: Mapping[str, Any]) -> Store
 
 
 def namespace(value: object, *, default: str) -> str:
-    """A namespace (``default`` when None)."""
-    ns = default if value is None else value
-    if not isinstance(ns, str) or not ns or len(ns) > 256:
-        raise ValidationError("namespace must be a non-empty string of at most 256 characters")
-    return ns
+    """The canonical namespace string of a path string or a tuple of parts (``default``
+    when None); see :mod:`mars_core.namespaces` for the rules."""
+    return canonical_namespace(default if value is None else value)
 
 
 def memory_id(value: object) -> str:
@@ -74,7 +75,7 @@ def memory_id(value: object) -> str:
 
 def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
          payload: Any = None, sensitivity: object = None, provenance: Any = None,
-         namespace_: str | None = None, metadata: Any = None, pinned: object = False,
+         namespace_: object = None, metadata: Any = None, pinned: object = False,
          expires_at: Any = None, links: object = ()) -> NewMemory:
     """One memory to add (the arguments of ``add``)."""
     if not isinstance(text, str):
@@ -90,7 +91,7 @@ def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
                      pinned, expires_at, pairs)  # type: ignore[arg-type]
 
 
-def items(values: Iterable[object], *, default_ns: str, namespace_: str | None,
+def items(values: Iterable[object], *, default_ns: str, namespace_: object,
           type: MemoryType | str) -> list[NewMemory]:
     """The items of ``add_many``: texts, or mappings of ``add``'s arguments."""
     out = []
@@ -105,7 +106,7 @@ def items(values: Iterable[object], *, default_ns: str, namespace_: str | None,
     return out
 
 
-def turn(role: object, text: object, *, default_ns: str, namespace_: str | None = None,
+def turn(role: object, text: object, *, default_ns: str, namespace_: object = None,
          conversation_id: Any = None, session_id: Any = None, turn: Any = None,
          speaker: Any = None, at: Any = None, external_id: Any = None) -> Turn:
     """One conversational turn (the arguments of ``observe``)."""
@@ -125,7 +126,7 @@ def turn(role: object, text: object, *, default_ns: str, namespace_: str | None 
     return Turn(role, text, namespace(namespace_, default=default_ns), prov, speaker, at)
 
 
-def turns(values: Iterable[object], *, default_ns: str, namespace_: str | None,
+def turns(values: Iterable[object], *, default_ns: str, namespace_: object,
           conversation_id: str | None) -> list[Turn]:
     """The turns of ``observe_many``: mappings of ``observe``'s arguments."""
     out = []
@@ -150,7 +151,7 @@ def cutoff(ratio: object, config: StoreConfig) -> float:
     return float(ratio)
 
 
-def query(text: object, config: StoreConfig, *, namespace_: str | None,
+def query(text: object, config: StoreConfig, *, namespace_: object,
           types: Iterable[Any] | None = None, max_sensitivity: object = None,
           since: object = None, until: object = None, conversation: object = None,
           budget_tokens: object = None, k: object = None) -> tuple[Query, int]:
