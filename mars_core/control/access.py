@@ -86,7 +86,7 @@ def record_use(store: MemoryStore, ids: Sequence[str], namespace: str) -> list[s
     One access each and one audit event (:meth:`MemoryStore.reinforce`); memories that
     left active memory meanwhile are skipped.
     """
-    active = [i for i in dict.fromkeys(ids) if store.get(i).is_active]
+    active = [i for i in dict.fromkeys(ids) if store.get(i, namespace=namespace).is_active]
     store.reinforce(active, namespace=namespace)
     return active
 

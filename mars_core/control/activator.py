@@ -253,7 +253,7 @@ class Activator:
 
     def _source(self, node_id: str) -> MemoryNode | None:
         try:
-            return self.store.get(node_id)
+            return self.store.get(node_id, namespace=self.namespace)
         except NotFoundError:
             return None
 
@@ -304,14 +304,14 @@ class Activator:
         for neighbours in links(self.store, self.namespace, list(ids)).values():
             for n in neighbours:
                 if n not in nodes:
-                    nodes[n] = self.store.get(n)
+                    nodes[n] = self.store.get(n, namespace=self.namespace)
                 out.append(n)
         return list(dict.fromkeys(out))
 
     def _cached(self, query: str, buffer: Buffer, nodes: dict[str, MemoryNode]) -> list[str]:
         live = []
         for item in buffer.items:
-            node = nodes.get(item.id) or self.store.get(item.id)
+            node = nodes.get(item.id) or self.store.get(item.id, namespace=self.namespace)
             if node.is_active:
                 nodes[item.id] = node
                 live.append(item)

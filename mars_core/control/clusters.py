@@ -208,5 +208,6 @@ class ClusterBook:
                               metadata=cluster.metadata(), pinned=True,
                               links=links)
         if previous:
-            self.store.forget(previous, reason=f"superseded by cluster version {node.id}")
+            self.store.forget(previous, reason=f"superseded by cluster version {node.id}",
+                              namespace=self.namespace)
         return replace(cluster, id=node.id)

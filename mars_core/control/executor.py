@@ -207,5 +207,5 @@ class Executor:
         return Buffer(tuple(keep))
 
     def _node(self, node_id: str) -> MemoryNode | None:
-        node = self.store.get(node_id)
+        node = self.store.get(node_id, namespace=self.namespace)
         return node if node.is_active else None
