@@ -23,6 +23,7 @@ from types import MappingProxyType
 
 __all__ = [
     "ACK_LIKE_STARTERS",
+    "COMMON_NAME_WORDS",
     "CONSTRAINT_CUES",
     "CORRECTION_CUES",
     "CURRENT_STATE_CUES",
@@ -32,6 +33,10 @@ __all__ = [
     "LY_NOT_ADVERBS",
     "MONTHS",
     "NAME_CONNECTORS",
+    "NAME_LEADS",
+    "NAME_PARTICLES",
+    "NAME_SUFFIXES",
+    "NAME_TITLES",
     "NEGATION_WORDS",
     "NUMBER_WORDS",
     "PAST_STATE_CUES",
@@ -249,3 +254,62 @@ SENTIMENT_LEXICON = MappingProxyType({
     "anxious": -1.0, "nervous": -1.1, "depressed": -2.3,
 })
 """[ours; valences copied from the MIT-licensed VADER lexicon] The fallback sentiment lexicon."""
+
+# --- personal names, for entity erasure ([ours]; mars_core.privacy.names) ------------------
+
+NAME_TITLES: frozenset[str] = frozenset({
+    "mr", "mrs", "ms", "miss", "mx", "mister", "missus", "dr", "doctor", "prof",
+    "professor", "sir", "dame", "lady", "lord", "madam", "madame", "mme", "mlle", "rev",
+    "revd", "reverend", "herr", "frau", "sr", "sra", "srta", "señor", "señora", "senhor",
+    "senhora", "dona", "signor", "signora", "monsieur", "mademoiselle",
+})
+"""[ours] Titles written before a name ("Mr Doe", "Dr. Jane Doe"), lower case, no dot."""
+
+NAME_SUFFIXES: frozenset[str] = frozenset({
+    "jr", "sr", "snr", "jnr", "ii", "iii", "iv", "phd", "md", "esq",
+})
+"""[ours] Suffixes written after a name ("Jane Doe Jr."): not a part of the name."""
+
+NAME_PARTICLES: frozenset[str] = frozenset({
+    "de", "da", "das", "do", "dos", "del", "della", "di", "du", "des", "la", "le", "van",
+    "der", "den", "von", "zu", "bin", "ibn", "bint", "al", "el", "y", "e", "and", "of", "&",
+})
+"""[ours] Particles inside a name ("Ludwig van Beethoven"): never erased on their own."""
+
+NAME_LEADS: frozenset[str] = frozenset({
+    "dear", "call", "ask", "tell", "text", "email", "message", "ping", "phone", "ring",
+    "meet", "see", "visit", "invite", "remind", "thank", "congratulate", "send", "give",
+    "let", "help", "hug", "cc", "attn", "re", "fwd", "fw",
+}) | SOCIAL_KEYWORDS
+"""[ours] Words that open a sentence before a name ("Dear Jane", "Call Jane"): a capitalised
+run that starts with one of them is a name without it."""
+
+COMMON_NAME_WORDS: frozenset[str] = frozenset({
+    # given names that are everyday words
+    "amber", "art", "autumn", "basil", "bill", "brook", "buck", "candy", "carol", "chase",
+    "chip", "cliff", "crystal", "dale", "daisy", "dawn", "drew", "faith", "fern", "frank",
+    "ginger", "glen", "grace", "grant", "guy", "hazel", "heath", "heather", "herb", "holly",
+    "honey", "hope", "iris", "ivy", "jack", "jade", "joy", "lily", "mark", "max", "olive",
+    "pat", "pearl", "penny", "rain", "ray", "rob", "rose", "ruby", "rusty", "sage", "sandy",
+    "sky", "star", "sue", "summer", "sunny", "violet",
+    # surnames that are everyday words
+    "archer", "baker", "banks", "barber", "bass", "bell", "bird", "bishop", "black", "bond",
+    "bridge", "bright", "brown", "burns", "bush", "butler", "cash", "church", "cook",
+    "cooper", "crane", "cross", "day", "drake", "duke", "east", "farmer", "field", "fields",
+    "finch", "fish", "fisher", "forest", "fox", "frost", "gardener", "gates", "good",
+    "gray", "green", "grey", "grove", "hall", "hardy", "hawk", "head", "hill", "hills",
+    "house", "hunt", "hunter", "judge", "king", "knight", "lake", "lamb", "lane", "law",
+    "little", "long", "love", "marsh", "mason", "miles", "mill", "miller", "mills", "moss",
+    "noble", "north", "page", "painter", "park", "parker", "pike", "pope", "porter",
+    "potter", "power", "price", "prince", "rice", "rich", "rivers", "rush", "sharp",
+    "short", "singer", "snow", "south", "stone", "storm", "street", "strong", "swan",
+    "sweet", "turner", "walker", "wall", "ward", "waters", "weaver", "wells", "west",
+    "white", "winter", "wise", "wolf", "wood", "woods", "young",
+})
+"""[ours] Everyday English words that are also given names or surnames ("Rose", "Baker").
+
+A judgement call, not exhaustive: stopwords ("Will", "May"), months, weekdays and date
+units are treated the same way without being repeated here. Entity erasure counts a
+partial mention by one of these words only where it is written as a name (see
+:mod:`mars_core.privacy.names`).
+"""
