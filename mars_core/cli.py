@@ -185,7 +185,10 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
           node_id: Annotated[str | None, typer.Option(
               "--id", help="one memory (an id or a unique prefix)")] = None,
           entity: Annotated[str | None, typer.Option(
-              help="every memory mentioning this name (whole words)")] = None,
+              help="every memory mentioning this name (whole words), and those naming the "
+              "person by an unambiguous part of it (Mr Doe, Jane)")] = None,
+          exact: Annotated[bool, typer.Option(
+              "--exact", help="with --entity: the whole name only, not its parts")] = False,
           conversation: Annotated[str | None, typer.Option(
               help="every memory from this conversation id")] = None,
           namespace: Annotated[str | None, typer.Option(
@@ -197,6 +200,8 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
     """Right to be forgotten: erase memories and what derives from them; print the receipt.
 
     Give one of --id, --entity, --conversation; --namespace alone erases the namespace.
+    Memories that may name an erased person by a part of the name shared with someone
+    else are kept and listed in the receipt, for review.
     """
     if sum(x is not None for x in (node_id, entity, conversation)) > 1 or \
             (node_id is entity is conversation is namespace is None):
@@ -209,7 +214,7 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
             namespace, node_id = _resolve_id(store, node_id, namespace)
         try:
             receipt = store.erase(node_id, entity=entity, conversation=conversation,
-                                  namespace=namespace)
+                                  namespace=namespace, partial=not exact)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
         console.print(receipt.render(), highlight=False)

@@ -645,18 +645,22 @@ class MemoryStore:
     @_call
     def erase(self, node_id: str | None = None, *, entity: str | None = None,
               conversation: str | None = None,
-              namespace: NamespaceArg | None = None) -> ErasureReceipt:
+              namespace: NamespaceArg | None = None,
+              partial: bool = True) -> ErasureReceipt:
         """Right to be forgotten: remove memories and everything derived from them.
 
         Give exactly one selector — ``node_id``, ``entity`` (every memory mentioning it),
         ``conversation`` (every memory from it) — scoped to ``namespace``; or give only
-        ``namespace`` to erase the whole namespace. Summaries built on erased memories
-        are regenerated from what survives, or erased when too little does
-        (:mod:`mars_core.privacy.erasure`). The text leaves the record store (overwritten
-        in its file, its write-ahead log truncated) and the vector index deletes the
-        entries; the receipt says what was done on disk. The audit keeps one ``erase``
-        event per memory, with keyed hashes only. Erasing a whole namespace also erases
-        its privacy preferences.
+        ``namespace`` to erase the whole namespace. A name of two parts or more also
+        reaches memories naming the person by a part ("Mr Doe", "Jane's") that no other
+        person of the namespace shares; the ambiguous ones are kept and listed in the
+        receipt for review (:mod:`mars_core.privacy.names`; ``partial=False``: the whole
+        entity only). Summaries built on erased memories are regenerated from what
+        survives, or erased when too little does (:mod:`mars_core.privacy.erasure`). The
+        text leaves the record store (overwritten in its file, its write-ahead log
+        truncated) and the vector index; the receipt says what was done on disk. The
+        audit keeps one ``erase`` event per memory, with keyed hashes only. Erasing a
+        whole namespace also erases its privacy preferences.
 
         Raises:
             ValidationError: no selector, or several.
@@ -667,7 +671,7 @@ class MemoryStore:
         whole = namespace is not None and node_id is None and entity is None \
             and conversation is None
         return self._eraser.erase(state, node_id=node_id, entity=entity,
-                                  conversation=conversation, whole=whole)
+                                  conversation=conversation, whole=whole, partial=partial)
 
     @_call
     def preferences(self, namespace: NamespaceArg | None = None) -> PrivacyPreferences:

@@ -1,12 +1,13 @@
 """The eraser: the right to be forgotten, and the privacy preferences that change sensitivity.
 
-An erasure (:meth:`Eraser.erase`) plans its cascade (:mod:`mars_core.privacy.erasure`),
-then in one transaction regenerates the summaries that survive, deletes every erased
-memory (its row, statistics and edges; SQLite overwrites them, ``secure_delete``) and
-appends one ``erase`` event per memory (keyed hashes only). Then the record store purges
-(the WAL is checkpointed and truncated) and the vector index deletes the entries and,
-where it keeps deleted vectors in its files, rebuilds the namespace's partitions. The
-receipt says what was done on disk.
+An erasure (:meth:`Eraser.erase`) plans its cascade (:mod:`mars_core.privacy.erasure`;
+an entity's partial mentions: :mod:`mars_core.privacy.names`), then in one transaction
+regenerates the summaries that survive, deletes every erased memory (its row,
+statistics and edges; SQLite overwrites them, ``secure_delete``) and appends one
+``erase`` event per memory (keyed hashes only). Then the record store purges (the WAL is
+checkpointed and truncated) and the vector index deletes the entries and, where it keeps
+deleted vectors in its files, rebuilds the namespace's partitions. The receipt says what
+was done on disk, and lists the memories an entity erasure left for review.
 
 Examples:
     >>> from mars_core.engine.eraser import Eraser
@@ -29,9 +30,9 @@ from mars_core.engine.unit import Unit
 from mars_core.engine.writer import Embeddings, Writer
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.model import Edge, MemoryNode, MemoryType, Predicate, Provenance, SemanticPayload
-from mars_core.privacy.erasure import ErasurePlan, plan_erasure
+from mars_core.privacy.erasure import ErasurePlan, ambiguous_mentions, plan_erasure
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
-from mars_core.privacy.receipts import ErasureReceipt
+from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
 
 __all__ = ["Eraser"]
 
@@ -44,11 +45,15 @@ class Eraser:
 
     def erase(self, state: NamespaceState, *, node_id: str | None = None,
               entity: str | None = None, conversation: str | None = None,
-              whole: bool = False) -> ErasureReceipt:
-        """Erase memories of one namespace and everything derived from them."""
+              whole: bool = False, partial: bool = True) -> ErasureReceipt:
+        """Erase memories of one namespace and everything derived from them.
+
+        ``partial``: an entity erasure also reaches partial mentions of a person's name
+        (:mod:`mars_core.privacy.names`); the ambiguous ones are listed in the receipt.
+        """
         ns = state.name
         plan = plan_erasure(state, node_id=node_id, entity=entity, conversation=conversation,
-                            namespace_all=whole)
+                            namespace_all=whole, partial=partial)
         request = ("node" if node_id is not None else "entity" if entity is not None
                    else "conversation" if conversation is not None else "namespace")
         selector = node_id or entity or conversation or ns
@@ -65,7 +70,19 @@ class Eraser:
         state.centroid = None  # primed again from what survives: no erased vector in it
         physical = self.e.purge([ns])
         return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
-                              tuple(range(first, state.record.audit_count)), physical)
+                              tuple(range(first, state.record.audit_count)), physical,
+                              self._ambiguous(state, plan, renamed.values()))
+
+    @staticmethod
+    def _ambiguous(state: NamespaceState, plan: ErasurePlan,
+                   regenerated: Iterable[str]) -> tuple[AmbiguousMention, ...]:
+        """The plan's memories for review, and the regenerated summaries that inherit an
+        ambiguous mention from a surviving member."""
+        if plan.name is None:
+            return plan.ambiguous
+        name = plan.name
+        return (*plan.ambiguous,
+                *(a for nid in regenerated for a in ambiguous_mentions(name, state.node(nid))))
 
     def _stage(self, unit: Unit, state: NamespaceState, plan: ErasurePlan, request: str,
                params: dict[str, str]) -> dict[str, str]:
@@ -79,6 +96,8 @@ class Eraser:
         for nid in [*plan.erased, *renamed]:
             node = state.node(nid)
             why = (f"regenerated as {renamed[nid]} without the erased material" if nid in renamed
+                   else "erased on request: names the person by part of the name"
+                   if nid in plan.partial
                    else "erased on request" if nid in plan.targets
                    else "erased: derived from erased material")
             self.e.delete(unit, node)

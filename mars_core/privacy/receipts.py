@@ -2,7 +2,9 @@
 
 Seed 000 §4.3: the system returns "privacy receipts" summarising what was stored,
 summarised or removed and why. Receipts hold ids, counts and rationales from the
-audit — never memory text.
+audit — never memory text. An entity erasure's receipt also lists the memories it left
+for review (:class:`AmbiguousMention`): their ids and the part of the erased name they
+use, which the caller supplied — nothing else of their text.
 
 Examples:
     >>> r = ErasureReceipt("entity", "u1", ("a", "b"), (), {"episodic": 2}, (7, 8), "compacted")
@@ -18,8 +20,35 @@ from dataclasses import dataclass, field
 
 from mars_core.audit import AuditEvent, AuditOp
 from mars_core.model import MemoryNode, MemoryStatus
+from mars_core.privacy.names import Reason
 
-__all__ = ["ErasureReceipt", "PrivacyReceipt", "build_receipt"]
+__all__ = ["AmbiguousMention", "ErasureReceipt", "PrivacyReceipt", "build_receipt"]
+
+_WHY: Mapping[str, str] = {
+    "shared": "another person in the namespace has this name part",
+    "common word": "an everyday word, capitalised at the start of a sentence",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AmbiguousMention:
+    """A kept memory that may name the erased person by part of the name: for review.
+
+    Entity erasure erases a partial mention ("Mr Doe", "Jane") only when the namespace
+    makes the referent unambiguous (:mod:`mars_core.privacy.names`); these it did not.
+
+    Attributes:
+        node_id: the memory, still stored.
+        part: the part of the erased name it uses, as the request spelled it (the
+            receipt repeats no other text of the memory).
+        reason: ``shared`` — another person known in the namespace has this part;
+            ``common word`` — the part is an everyday word ("Rose") written capitalised
+            at the start of a sentence, where it may be the word or the name.
+    """
+
+    node_id: str
+    part: str
+    reason: Reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +63,9 @@ class ErasureReceipt:
         by_type: how many erased memories of each type.
         audit_seqs: the audit events that record it (hashes only).
         physical: what happened on disk (compaction, or what the backend keeps).
+        ambiguous: memories kept for review, that may name the erased person by part of
+            the name (entity erasure; see :class:`AmbiguousMention`). Erase them with
+            ``erase(node_id=...)`` once reviewed.
     """
 
     request: str
@@ -43,6 +75,7 @@ class ErasureReceipt:
     by_type: Mapping[str, int]
     audit_seqs: tuple[int, ...]
     physical: str
+    ambiguous: tuple[AmbiguousMention, ...] = ()
 
     def render(self) -> str:
         """A human-readable receipt (ids and counts; no memory text)."""
@@ -52,6 +85,11 @@ class ErasureReceipt:
         lines += [f"  {t}: {n}" for t, n in sorted(self.by_type.items())]
         lines += [f"  summary {old} -> {new}" for old, new in self.regenerated]
         lines.append(f"  storage: {self.physical}")
+        if self.ambiguous:
+            kept = len({a.node_id for a in self.ambiguous})
+            lines.append(f"  to review (kept): {kept} memories may name the person by part "
+                         "of the name")
+            lines += [f"    {a.node_id}: {a.part!r}: {_WHY[a.reason]}" for a in self.ambiguous]
         if self.audit_seqs:
             lines.append(f"  audit events #{self.audit_seqs[0]}..#{self.audit_seqs[-1]}")
         return "\n".join(lines)
