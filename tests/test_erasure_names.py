@@ -192,7 +192,8 @@ def test_erase_by_full_name_leaves_no_part_of_it_anywhere(tmp_path: Path, index:
         receipt = store.erase(entity="Jane Doe")
         assert set(ids) <= set(receipt.erased) and receipt.ambiguous == ()
         (old, new), = receipt.regenerated
-        assert old == summary and store.get(new).content == "the trail was steep / we saw goats"
+        assert old == summary  # members in id order, and ids are random per store
+        assert set(store.get(new).content.split(" / ")) == {"the trail was steep", "we saw goats"}
         assert bo not in receipt.erased and store.get(bo).content == "Bo likes jazz"
         assert "Does the printer work?" in [n.content for n in store.list()]
         assert store.explain(ids[1]).rationale == \
@@ -288,12 +289,12 @@ def test_partial_erasure_and_its_ambiguity_are_per_namespace() -> None:
     store.add("Jane Doe is a client", namespace="u1")
     receipt = store.erase(entity="Jane Doe", namespace="u1")
     assert mine.id in receipt.erased and receipt.ambiguous == ()  # u2's John is not u1's
-    assert store.get(other.id).content == "Mr Doe phoned"
+    assert store.get(other.id, namespace="u2").content == "Mr Doe phoned"
 
 
 def test_cli_exact_flag(tmp_path: Path) -> None:
     path = tmp_path / "store"
-    with mk(path) as store:
+    with MemoryStore.open(path) as store:  # its audit key in the run's key ring, for the CLI
         store.add("Mr Doe phoned")
     runner = CliRunner()
     out = runner.invoke(app, ["erase", "--entity", "Jane Doe", "--exact", "--path", str(path),
