@@ -37,7 +37,7 @@ from typing import Any
 
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.namespaces import canonical_namespace
-from mars_core.retrieval import Hit
+from mars_core.retrieval import Hit, check_max_sensitivity
 from mars_core.store import MemoryStore
 
 try:
@@ -129,10 +129,14 @@ class MarsRetriever(BaseRetriever):
     namespace: Any = Field(None, description="Namespace string, template, or None.")
     types: Sequence[str] | None = Field(None, description="Memory types to keep.")
     max_sensitivity: float | None = Field(None, description="Sensitivity cap in [0, 1].")
-    budget_tokens: int | None = Field(None, description="Token budget (None: off).")
-    score_cutoff: float | None = Field(None, description="Relative score cut-off (None: off).")
-    include_archive: bool = Field(False, description="Also search archived memories.")
-    read_only: bool = Field(False, description="Do not count the retrieval as an access.")
+    budget_tokens: int | None = Field(None, strict=True,
+                                      description="Token budget (None: off).")
+    score_cutoff: float | None = Field(None, strict=True,
+                                       description="Relative score cut-off (None: off).")
+    include_archive: bool = Field(False, strict=True,
+                                  description="Also search archived memories.")
+    read_only: bool = Field(False, strict=True,
+                            description="Do not count the retrieval as an access.")
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -146,6 +150,11 @@ class MarsRetriever(BaseRetriever):
         if isinstance(value, bool) or value <= 0:
             raise ValidationError("k must be a positive integer")
         return value
+
+    @field_validator("max_sensitivity", mode="before")
+    @classmethod
+    def _check_max_sensitivity(cls, value: object) -> float | None:
+        return check_max_sensitivity(value)
 
     @field_validator("score_cutoff")
     @classmethod
@@ -190,6 +199,10 @@ class MarsRetriever(BaseRetriever):
         ns = None if ns is None else canonical_namespace(ns)
         if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
             raise ValidationError("k must be a positive integer")
+        opts["max_sensitivity"] = check_max_sensitivity(opts["max_sensitivity"])
+        for flag in ("include_archive", "read_only"):
+            if not isinstance(opts[flag], bool):
+                raise ValidationError(f"{flag} must be True or False")
         budget = opts["budget_tokens"]
         if budget is None:  # off: the namespace's budget holds every active memory
             budget = _UNBOUNDED if opts["include_archive"] else \

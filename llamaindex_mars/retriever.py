@@ -37,7 +37,7 @@ from typing import Any
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
-from mars_core.retrieval import Hit
+from mars_core.retrieval import Hit, check_max_sensitivity
 from mars_core.store import MemoryStore
 
 try:
@@ -96,7 +96,8 @@ class MarsRetriever(BaseRetriever):
             whatever the store's own ``RetrievalConfig.relative_cutoff``; LlamaIndex's
             ``similarity_top_k`` contract).
         types: only these memory types (e.g. ``["semantic", "social"]``).
-        max_sensitivity: leave out memories more sensitive than this.
+        max_sensitivity: leave out memories more sensitive than this (a number in
+            [0, 1], or None for no cap).
         include_archive: also search forgotten (archived) memories, ranked after active ones.
         read_only: do not count the retrieval as an access.
         callback_manager: LlamaIndex callbacks.
@@ -137,8 +138,10 @@ class MarsRetriever(BaseRetriever):
             kinds = None if types is None else tuple(MemoryType(t) for t in types)
         except ValueError as exc:
             raise ValidationError(f"unknown memory type: {exc}") from None
-        if max_sensitivity is not None and not 0.0 <= max_sensitivity <= 1.0:
-            raise ValidationError("max_sensitivity must lie in [0, 1]")
+        cap = check_max_sensitivity(max_sensitivity)
+        for flag, value in (("include_archive", include_archive), ("read_only", read_only)):
+            if not isinstance(value, bool):
+                raise ValidationError(f"{flag} must be True or False")
         if score_cutoff is not None and (isinstance(score_cutoff, bool) or not isinstance(
                 score_cutoff, int | float) or not 0.0 < score_cutoff <= 1.0):
             raise ValidationError("score_cutoff is relative to the best score: use (0, 1]")
@@ -147,7 +150,7 @@ class MarsRetriever(BaseRetriever):
         self.namespace = _namespace(store, namespace, session_id)
         self._kwargs: dict[str, Any] = {
             "budget_tokens": budget_tokens, "k": k, "types": kinds,
-            "max_sensitivity": max_sensitivity, "namespace": self.namespace,
+            "max_sensitivity": cap, "namespace": self.namespace,
             "include_archive": include_archive, "read_only": read_only,
             "relative_cutoff": score_cutoff or 0.0,
         }

@@ -16,6 +16,8 @@ Examples:
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 import threading
 from collections import defaultdict
@@ -26,14 +28,20 @@ from mars_core.errors import ConfigError, ExtraNotInstalledError
 from mars_core.model import MemoryType
 
 __all__ = [
+    "SHARES_TOLERANCE",
     "ApproxTokenCounter",
     "BudgetLedger",
     "TiktokenCounter",
     "TokenCounter",
     "WhitespaceTokenCounter",
+    "check_budget",
+    "check_shares",
     "make_counter",
     "normalise_shares",
 ]
+
+SHARES_TOLERANCE = 1e-6
+"""How far from 1 the sum of configured type shares may be (float rounding only)."""
 
 _TOKEN = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+|[^\w\s]|_",
@@ -131,18 +139,103 @@ def make_counter(name: str) -> TokenCounter:
         f"unknown token counter {name!r}; use 'approx-v1', 'whitespace' or 'tiktoken-<encoding>'")
 
 
-def normalise_shares(shares: Mapping[MemoryType, float] | None) -> dict[MemoryType, float]:
-    """Soft per-type shares that sum to one (equal shares when ``shares`` is None).
+def check_budget(value: object, what: str = "budget") -> int:
+    """A token budget as configured: a whole number of tokens above zero.
+
+    Integers of any integral type (``numpy.int64`` too) are taken as they are; a bool, a
+    float (even ``100.0``), a string (even ``"100"``), zero or a negative number is
+    refused, never converted.
+
+    Args:
+        value: the budget given.
+        what: its name in the message (``budget``, ``namespace_budgets['a']``).
+
+    Returns:
+        The budget as an ``int``.
 
     Raises:
-        ConfigError: a negative share or an all-zero mapping.
+        ConfigError: anything but an integer > 0; the message says what to pass.
+
+    Examples:
+        >>> check_budget(8000)
+        8000
+        >>> check_budget(True)  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        mars_core.errors.ConfigError: budget must be a whole number of tokens ...
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(
+            f"{what} must be a whole number of tokens (an int > 0, e.g. {what}=8000), "
+            f"not a {type(value).__name__}; pass the number itself, not a string or a bool")
+    if value <= 0:
+        raise ConfigError(
+            f"{what} must be at least 1 token, not {int(value)}; a namespace cannot hold "
+            "memories in a budget of 0 or less (to stop storing, erase or forget instead)")
+    return int(value)
+
+
+def check_shares(shares: object) -> dict[MemoryType, float]:
+    """Per-type budget shares as configured: fractions of ``B`` that add up to ``B``.
+
+    Seed 000 §3.2.7 splits the budget as ``B^(epi) + B^(sem) + B^(soc) + B^(task) = B``,
+    so shares are given as fractions of the budget: each a finite number in [0, 1] (not a
+    bool or a string), keyed by a memory type (``MemoryType`` or its name), summing to 1
+    (within ``SHARES_TOLERANCE``). A type left out has share 0 (the dual update's floor
+    still gives it a minimum; see :mod:`mars_core.shares`).
+
+    Returns:
+        The shares given, keyed by ``MemoryType`` (types left out are not added).
+
+    Raises:
+        ConfigError: not a mapping, an unknown type name, a share outside [0, 1] or not a
+            number, or a sum other than 1.
+
+    Examples:
+        >>> check_shares({"episodic": 0.5, "semantic": 0.5})[MemoryType.SEMANTIC]
+        0.5
+        >>> check_shares({"episodic": 0.9, "semantic": 0.9})  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        mars_core.errors.ConfigError: type shares must add up to 1 ...
+    """
+    names = [t.value for t in MemoryType]
+    if not isinstance(shares, Mapping):
+        raise ConfigError(f"type shares must be a mapping of memory type to a fraction of the "
+                          f"budget, e.g. {{'episodic': 0.5, 'semantic': 0.5}}; types: {names}")
+    out: dict[MemoryType, float] = {}
+    for key, value in shares.items():
+        try:
+            mtype = MemoryType(key)
+        except ValueError:
+            raise ConfigError(f"unknown memory type {key!r} in type shares; use {names}") from None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
+            raise ConfigError(f"the share of {mtype.value!r} must be a number in [0, 1] (a "
+                              f"fraction of the budget), not {value!r}")
+        out[mtype] = float(value)
+    total = sum(out.values())
+    if abs(total - 1.0) > SHARES_TOLERANCE:
+        raise ConfigError(
+            f"type shares must add up to 1 (B_epi + B_sem + B_soc + B_task = B, seed 000 "
+            f"§3.2.7), not {total:g}; give each type its fraction of the budget, e.g. "
+            "{'episodic': 0.4, 'semantic': 0.3, 'social': 0.15, 'task': 0.15}")
+    return out
+
+
+def normalise_shares(shares: Mapping[MemoryType, float] | None) -> dict[MemoryType, float]:
+    """All four types' shares, summing to exactly one (equal shares when ``shares`` is None).
+
+    Raises:
+        ConfigError: shares that :func:`check_shares` refuses.
+
+    Examples:
+        >>> normalise_shares({"semantic": 1.0})[MemoryType.TASK]
+        0.0
     """
     if shares is None:
         return {t: 1.0 / len(MemoryType) for t in MemoryType}
-    raw = {t: float(shares.get(t, 0.0)) for t in MemoryType}
-    if any(v < 0 for v in raw.values()) or sum(raw.values()) <= 0:
-        raise ConfigError("per-type shares must be non-negative with a positive sum")
-    total = sum(raw.values())
+    given = check_shares(shares)
+    raw = {t: given.get(t, 0.0) for t in MemoryType}
+    total = sum(raw.values())  # within SHARES_TOLERANCE of 1: divide out the rounding
     return {t: v / total for t, v in raw.items()}
 
 

@@ -1,29 +1,94 @@
-"""Configuration objects: every field documented, unknown keys rejected.
+"""Configuration objects: every field documented, unknown keys rejected, nothing coerced.
+
+Every field is strict: a number is never read from a string (``"100"``) or a bool
+(``True``), a bool never from ``"yes"`` or ``1``, and NaN and infinities are refused.
+Budgets are whole numbers of tokens above zero, per namespace as globally; type shares
+are fractions of the budget that add up to 1 (:func:`~mars_core.budget.check_shares`).
+The same checks run wherever a configuration enters: ``StoreConfig(...)``,
+``MemoryStore(..., **overrides)``, ``MemoryStore.open(...)`` and the configuration a
+store recorded, when it is reopened. A refused configuration raises
+:class:`~mars_core.errors.ConfigError` (a ``ValidationError``) that says what to pass,
+and changes nothing.
 
 Examples:
     >>> StoreConfig(budget=2000, policy="lru").budget
     2000
-    >>> StoreConfig.model_validate({"budgett": 1})  # doctest: +IGNORE_EXCEPTION_DETAIL
+    >>> StoreConfig(budgett=1)  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
-    pydantic_core._pydantic_core.ValidationError: ...
+    mars_core.errors.ConfigError: invalid store configuration: budgett: ...
+    >>> StoreConfig(budget="100")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    mars_core.errors.ConfigError: invalid store configuration: budget: ...
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
+from mars_core.budget import check_budget, check_shares
+from mars_core.errors import ConfigError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
 from mars_core.privacy.dp import DPConfig
 
-__all__ = ["RetrievalConfig", "StoreConfig"]
+__all__ = ["RetrievalConfig", "StoreConfig", "parse_config"]
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-class RetrievalConfig(BaseModel):
+def parse_config(data: Mapping[str, Any]) -> StoreConfig:
+    """A :class:`StoreConfig` from a mapping of its fields (a manifest's, a caller's).
+
+    Raises:
+        ConfigError: an unknown field or a bad value; the message names each field and
+            says what it takes (input values are not echoed: they may be sensitive).
+
+    Examples:
+        >>> parse_config({"budget": 100}).budget
+        100
+    """
+    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+        raise ConfigError("a store configuration is a mapping of StoreConfig field names to "
+                          "values")
+    return StoreConfig(**data)
+
+
+def _explain(exc: pydantic.ValidationError, what: str) -> ConfigError:
+    """Ours from pydantic's: each field with what it takes, no input values echoed; the
+    message of one of our checks (a nested configuration's too) is kept as it is."""
+    parts = []
+    for err in exc.errors(include_input=False, include_url=False):
+        loc = ".".join(map(str, err["loc"]))
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, ValueError):
+            msg = str(cause)
+        elif err["type"] == "extra_forbidden":
+            msg = "not a field (the fields and what each takes are documented on the class)"
+        elif err["type"].endswith("_type"):
+            msg = f"{err['msg']} (nothing is converted: give a value of the field's own type)"
+        else:
+            msg = err["msg"]
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return ConfigError(f"invalid {what}: " + "; ".join(parts))
+
+
+class _Config(BaseModel):
+    """A configuration object whose constructor raises :class:`ConfigError`."""
+
+    _what: ClassVar[str] = "configuration"
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except pydantic.ValidationError as exc:
+            raise _explain(exc, self._what) from None
+
+
+class RetrievalConfig(_Config):
     """How ``retrieve`` and ``render_context`` rank, cut and pack memories.
 
     The defaults are the pipeline measured best on LoCoMo (7 conversations, 1,033
@@ -39,6 +104,7 @@ class RetrievalConfig(BaseModel):
     """
 
     model_config = _STRICT
+    _what: ClassVar[str] = "retrieval configuration"
     dense_weight: float = Field(
         0.3, ge=0.0, le=1.0,
         description="Weight of cosine similarity in the hybrid score; the rest goes to BM25.",
@@ -58,28 +124,40 @@ class RetrievalConfig(BaseModel):
         64, ge=1, le=10_000,
         description="How many candidates each channel (dense, lexical) proposes before fusion.",
     )
-    bm25_k1: float = Field(1.2, gt=0.0, description="BM25 term-frequency saturation k1.")
+    bm25_k1: float = Field(1.2, gt=0.0, allow_inf_nan=False,
+                           description="BM25 term-frequency saturation k1.")
     bm25_b: float = Field(0.75, ge=0.0, le=1.0, description="BM25 length normalisation b.")
     default_budget_tokens: int = Field(
         512, gt=0, description="Token budget of a retrieval when the caller gives none."
     )
 
 
-class StoreConfig(BaseModel):
+class StoreConfig(_Config):
     """Configuration of a :class:`~mars_core.store.MemoryStore`.
 
     It is recorded in the store manifest; reopening a store uses the recorded values
     unless the caller passes new ones (which are then recorded, with an audit event).
+    A reopened namespace that uses more tokens than its (new) budget is brought under it
+    when the store opens: its policy archives memories, each with an ``evict`` audit
+    event, after a ``config`` event in that namespace says why (nothing is deleted; see
+    docs/concepts/budget.md).
+
+    Fields are strict (see the module): ``budget=True``, ``budget="100"``,
+    ``budget=100.0``, ``namespace_budgets={"a": 0}``, type shares that do not add up to
+    1 and ``sensitivity_scoring="yes"`` are all refused with a :class:`ConfigError`.
     """
 
     model_config = _STRICT
+    _what: ClassVar[str] = "store configuration"
     budget: int = Field(
         8000, gt=0,
-        description="Global token budget B of each namespace: Σ w_i of active nodes ≤ B.",
+        description="Global token budget B of each namespace: Σ w_i of active nodes ≤ B "
+        "(an int ≥ 1; not a bool, a float or a string).",
     )
     namespace_budgets: dict[str, int] = Field(
-        default_factory=dict, description="Per-namespace overrides of `budget` (keys are "
-        "namespace strings, parts joined by '/': see mars_core.namespaces)."
+        default_factory=dict, description="Per-namespace overrides of `budget`: namespace "
+        "(a string, parts joined by '/': see mars_core.namespaces) → an int ≥ 1, checked as "
+        "`budget` is."
     )
     policy: str = Field(
         "lru", min_length=1,
@@ -88,9 +166,11 @@ class StoreConfig(BaseModel):
     policy_params: dict[str, Any] = Field(
         default_factory=dict, description="Keyword parameters passed to the policy."
     )
-    type_shares: dict[MemoryType, float] | None = Field(
+    type_shares: dict[Annotated[MemoryType, Strict(False)], float] | None = Field(
         None, description="Opt-in soft per-type budget shares (seed 000 §3.2.7), updated by the "
-        "dual step from observed hits per token (mars_core.shares); None: no shares."
+        "dual step from observed hits per token (mars_core.shares); None: no shares. Each "
+        "share is a fraction of the budget in [0, 1], keyed by memory type, and they add up "
+        "to 1 (B_epi + B_sem + B_soc + B_task = B); a type left out has share 0."
     )
     seed: int | None = Field(
         None, ge=0, description="Seed of a new store's ids and seeded random choices (same "
@@ -136,12 +216,30 @@ class StoreConfig(BaseModel):
     def _namespace(cls, v: str) -> str:
         return canonical_namespace(v)
 
-    @field_validator("namespace_budgets")
+    @field_validator("budget", mode="before")
     @classmethod
-    def _budget_keys(cls, v: dict[str, int]) -> dict[str, int]:
-        for ns in v:
-            canonical_namespace(ns)
-        return v
+    def _check_budget(cls, value: object) -> int:
+        return check_budget(value)
+
+    @field_validator("namespace_budgets", mode="before")
+    @classmethod
+    def _check_namespace_budgets(cls, value: object) -> dict[str, int]:
+        if not isinstance(value, Mapping):
+            raise ConfigError("namespace_budgets must map namespace names to budgets, e.g. "
+                              "{'alice': 4000}")
+        out = {}
+        for ns, budget in value.items():
+            if not isinstance(ns, str):
+                raise ConfigError("namespace_budgets keys must be namespace strings (parts "
+                                  "joined by '/', see mars_core.namespaces)")
+            canonical_namespace(ns)  # a ValidationError that says how to write it
+            out[ns] = check_budget(budget, f"namespace_budgets[{ns!r}]")
+        return out
+
+    @field_validator("type_shares", mode="before")
+    @classmethod
+    def _check_type_shares(cls, value: object) -> dict[MemoryType, float] | None:
+        return None if value is None else check_shares(value)
 
     def budget_for(self, namespace: str) -> int:
         """The budget of ``namespace`` (its override, or the global budget)."""

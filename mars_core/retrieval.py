@@ -24,6 +24,8 @@ Examples:
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -35,15 +37,42 @@ import numpy.typing as npt
 
 from mars_core.config import RetrievalConfig
 from mars_core.engine.namespace import NamespaceState
+from mars_core.errors import ValidationError
 from mars_core.index.base import And, Eq, Filter, In, Range, VectorIndex, exact_cosines
 from mars_core.lexical import STOPWORDS
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, utc
 
-__all__ = ["Answerability", "Hit", "Query", "answerability", "cue_score", "pack", "rank",
-           "relative_cutoff"]
+__all__ = ["Answerability", "Hit", "Query", "answerability", "check_max_sensitivity",
+           "cue_score", "pack", "rank", "relative_cutoff"]
 
 _EPS = 1e-6
 """Scores at or below this are "nothing in common" (float noise of a reopened index)."""
+
+
+def check_max_sensitivity(value: object) -> float | None:
+    """A sensitivity cap as every retrieval path takes it: None (no cap) or a finite
+    number in [0, 1] — not a bool, not a string, not NaN.
+
+    The core ``retrieve`` and the LangChain and LlamaIndex retrievers all check with it.
+
+    Raises:
+        ValidationError: anything else.
+
+    Examples:
+        >>> check_max_sensitivity(0.5), check_max_sensitivity(None)
+        (0.5, None)
+        >>> check_max_sensitivity(2.0)  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        mars_core.errors.ValidationError: max_sensitivity must be a number in [0, 1] ...
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
+        shown = type(value).__name__ if isinstance(value, bool | str) else repr(value)
+        raise ValidationError(f"max_sensitivity must be a number in [0, 1] (sensitivities lie "
+                              f"in [0, 1]) or None for no cap, not {shown}")
+    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +92,7 @@ class Query:
     conversation: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "max_sensitivity", check_max_sensitivity(self.max_sensitivity))
         for name in ("since", "until"):
             value = getattr(self, name)
             if value is not None:

@@ -46,12 +46,12 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
-from mars_core.budget import normalise_shares
+from mars_core.budget import check_shares, normalise_shares
 from mars_core.errors import ConfigError, NotFoundError
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.policies.base import Candidate, Plan, PolicyView
@@ -69,7 +69,7 @@ class TypeSharesConfig(BaseModel):
         0.05
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     window: int = Field(
         20, ge=1,
         description="Interaction steps between two dual updates (the 'moving window' of "
@@ -84,24 +84,21 @@ class TypeSharesConfig(BaseModel):
         "swing the shares, while a steady difference moves them within a few windows.",
     )
     floor: float = Field(
-        0.05, ge=0.0, le=0.25,
+        0.05, ge=0.0, le=0.25, allow_inf_nan=False,
         description="Minimum share of every type ('no type starves'; 5% of B as Z-A3 "
         "suggests). At most 1/K = 0.25 so the floors fit in the budget.",
     )
-    initial: dict[MemoryType, float] | None = Field(
+    initial: dict[Annotated[MemoryType, Strict(False)], float] | None = Field(
         None,
-        description="Starting shares (normalised to sum to one; None = equal shares, the "
-        "same default as StoreConfig.type_shares). Values below the floor start at it.",
+        description="Starting shares: fractions of the budget in [0, 1] that add up to 1 "
+        "(mars_core.budget.check_shares; None = equal shares, the same default as "
+        "StoreConfig.type_shares). Values below the floor start at it.",
     )
 
-    @model_validator(mode="after")
-    def _check_initial(self) -> TypeSharesConfig:
-        if self.initial is not None:
-            try:
-                normalise_shares(self.initial)
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
-        return self
+    @field_validator("initial", mode="before")
+    @classmethod
+    def _check_initial(cls, value: object) -> dict[MemoryType, float] | None:
+        return None if value is None else check_shares(value)
 
 
 @dataclass
@@ -156,7 +153,7 @@ class TypeShares:
         try:
             self.config = TypeSharesConfig.model_validate({**base.model_dump(), **params})
         except pydantic.ValidationError as exc:
-            raise ConfigError(f"bad type-share parameters: {exc}") from None
+            raise ConfigError.from_pydantic(exc, "type-share parameters") from None
         self._weights: dict[str, dict[MemoryType, float]] = {}
         self._windows: dict[str, _Window] = {}
         self.updates = 0

@@ -120,6 +120,11 @@ class MemoryStore:
             recently used beyond that are dropped; they load again when touched).
         **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``.
 
+    Raises:
+        ConfigError: a configuration that :class:`~mars_core.config.StoreConfig` refuses
+            (nothing coerced: ``budget=True`` or ``budget="100"`` is refused, not read as
+            1 or 100), or one the store cannot take; nothing was changed.
+
     Examples:
         >>> store = MemoryStore(budget=100, policy="fifo")
         >>> store.add("I prefer window seats", type="semantic").type.value
@@ -189,13 +194,18 @@ class MemoryStore:
             **kwargs: passed to :class:`MemoryStore` (``clock``, config fields ...).
 
         Raises:
-            ConfigError: an unknown index, no store here and ``read_only``.
+            ConfigError: an unknown index, no store here and ``read_only``, a refused
+                configuration (checked before anything is created or changed), or a
+                recorded configuration that is no longer valid (reopen with a valid one).
             CorruptStoreError: a directory written by mars-memory 0.1, or damaged.
             ExtraNotInstalledError: the chosen index or embedder is not installed.
             ConflictError: another process writes the store (after ``lock_timeout``).
         """
         from mars_core.embedders import default_embedder, embedder_for
 
+        fields = {k: v for k, v in kwargs.items() if k in StoreConfig.model_fields}
+        if fields or kwargs.get("config") is not None:  # refuse before touching the disk
+            args.configure(kwargs.get("config"), fields)
         directory = Path(path)
         layout.refuse_old_layout(directory)
         records = SQLiteRecordStore(directory / layout.RECORDS_FILE, read_only=read_only,
@@ -230,19 +240,22 @@ class MemoryStore:
             text: the content (immutable once stored).
             type: ``episodic``, ``semantic``, ``social`` or ``task``.
             payload: the typed payload (a model or a mapping of its fields).
-            sensitivity: privacy sensitivity in [0, 1] (default: detected).
+            sensitivity: privacy sensitivity, a number in [0, 1] (default: detected).
             provenance: where it came from; ``derived_from`` ids become derivesFrom edges.
             namespace: tenant/user/session (default ``config.default_namespace``): a
                 path string such as ``"memories/ana"`` or a tuple of parts such as
                 ``("memories", "ana")`` — the same namespace (:mod:`mars_core.namespaces`).
                 Every call that takes a namespace takes both forms.
             metadata: JSON-compatible user metadata.
-            pinned: evict only when forced by the budget.
-            expires_at: TTL expiry (UTC).
+            pinned: evict only when forced by the budget (``True`` or ``False``).
+            expires_at: TTL expiry (a datetime; naive ones are UTC).
             links: extra edges ``(predicate, target_id)`` from this memory.
 
         Raises:
-            ValidationError: bad input (nothing is stored).
+            ValidationError: bad input (nothing is stored). Nothing is coerced: a bool or
+                a string where a number goes (``sensitivity=True``, a payload's
+                ``"priority": "0.9"``, a provenance ``"turn": "3"``), anything but a bool
+                for ``pinned`` (``"yes"``), anything but a datetime for ``expires_at``.
             BudgetExceededError: heavier than the namespace's whole budget.
             NotFoundError: a linked memory does not exist in the namespace.
         """
@@ -338,7 +351,7 @@ class MemoryStore:
             namespace: the user/tenant/session.
             conversation_id: groups turns into a conversation.
             session_id: a session within it.
-            turn: turn index.
+            turn: turn index (an int ≥ 0; not a bool or a string).
             speaker: who "I" is in the text (e.g. a LoCoMo speaker name).
             at: when the turn happened (default: the store's clock).
             external_id: the turn's id in the caller's system.
@@ -451,7 +464,7 @@ class MemoryStore:
             budget_tokens: token budget (the config's ``default_budget_tokens`` if None).
             k: at most this many hits (no limit if None).
             types: only memories of these types.
-            max_sensitivity: only memories at most this sensitive.
+            max_sensitivity: only memories at most this sensitive (a number in [0, 1]).
             since: only memories created at or after this time.
             until: only memories created before this time.
             conversation: only memories of this conversation.

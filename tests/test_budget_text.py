@@ -33,10 +33,12 @@ def test_counters_are_deterministic_and_named() -> None:
 def test_shares_normalise() -> None:
     eq = normalise_shares(None)
     assert sum(eq.values()) == pytest.approx(1.0)
-    sh = normalise_shares({MemoryType.SEMANTIC: 3, MemoryType.TASK: 1})
+    sh = normalise_shares({MemoryType.SEMANTIC: 0.75, MemoryType.TASK: 0.25})
     assert sh[MemoryType.SEMANTIC] == pytest.approx(0.75) and sh[MemoryType.EPISODIC] == 0
     with pytest.raises(ConfigError):
         normalise_shares({MemoryType.TASK: -1})
+    with pytest.raises(ConfigError, match="add up to 1"):  # fractions of B, not weights
+        normalise_shares({MemoryType.SEMANTIC: 0.6, MemoryType.TASK: 0.6})
 
 
 def test_ledger() -> None:

@@ -288,7 +288,7 @@ def test_a_failed_reembed_changes_nothing(tmp_path: Path) -> None:
 
 
 def test_credit_feeds_the_policy_and_validates() -> None:
-    s = mk(budget=200, type_shares={"semantic": 2, "episodic": 1, "social": 1, "task": 1})
+    s = mk(budget=200, type_shares={"semantic": 0.4, "episodic": 0.2, "social": 0.2, "task": 0.2})
     assert s.policy_for().type_shares is not None
     a = s.add("Ana likes tea", type="semantic")
     seen: list[tuple[list[str], list[str]]] = []

@@ -6,6 +6,10 @@ returns the value object the collaborators work on (a namespace string, a
 :class:`~mars_core.retrieval.Query`), or raises
 :class:`~mars_core.errors.ValidationError`: a bad argument changes nothing.
 
+Nothing is coerced: a number is never read from a bool or a string (``sensitivity=True``,
+``turn="3"``, a payload's ``"priority": "0.9"``), a flag never from anything but a bool
+(``pinned="yes"``), a time never from a number or a string; each is refused instead.
+
 Examples:
     >>> namespace("maya", default="default"), namespace(None, default="default")
     ('maya', 'default')
@@ -16,21 +20,25 @@ Examples:
 from __future__ import annotations
 
 import builtins
+import math
+import numbers
+import types as pytypes
+import typing
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 import pydantic
 
-from mars_core.config import StoreConfig
+from mars_core.config import StoreConfig, parse_config
 from mars_core.engine.writer import NewMemory, Turn
 from mars_core.errors import ConfigError, ValidationError
-from mars_core.model import MemoryType, Provenance
+from mars_core.model import MemoryType, Provenance, default_payload
 from mars_core.namespaces import canonical_namespace
-from mars_core.retrieval import Query
+from mars_core.retrieval import Query, check_max_sensitivity
 
 __all__ = ["ADD_FIELDS", "TURN_FIELDS", "configure", "cutoff", "item", "items", "memory_id",
-           "namespace", "query", "turn", "turns"]
+           "namespace", "query", "turn", "turns", "unit_number"]
 
 ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
                         "metadata", "pinned", "expires_at", "links"})
@@ -40,18 +48,28 @@ TURN_FIELDS = frozenset({"role", "text", "namespace", "conversation_id", "sessio
                          "speaker", "at", "external_id"})
 """What an ``observe_many`` turn may name (the arguments of ``observe``)."""
 
+_TYPE_NAMES = frozenset(t.value for t in MemoryType)
 
-def configure(config: StoreConfig | None, overrides: Mapping[str, Any]) -> StoreConfig:
-    """A configuration with keyword overrides applied.
+
+def configure(config: object, overrides: Mapping[str, Any]) -> StoreConfig:
+    """A configuration with keyword overrides applied, validated as a whole.
 
     Raises:
-        ConfigError: an unknown field or a bad value.
+        ConfigError: not a ``StoreConfig``, an unknown field or a bad value (strict:
+            nothing is coerced; see :mod:`mars_core.config`).
+
+    Examples:
+        >>> configure(None, {"budget": 100}).budget
+        100
+        >>> configure(None, {"budget": True})  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        mars_core.errors.ConfigError: invalid store configuration: budget: ...
     """
+    if config is not None and not isinstance(config, StoreConfig):
+        raise ConfigError(f"config must be a StoreConfig (or None), not "
+                          f"{builtins.type(config).__name__}; pass fields as keywords instead")
     base = config or StoreConfig()
-    try:
-        return base.model_validate({**base.model_dump(), **overrides})
-    except pydantic.ValidationError as exc:
-        raise ConfigError(f"invalid store configuration: {exc}") from exc
+    return parse_config({**base.model_dump(), **overrides})
 
 
 def namespace(value: object, *, default: str) -> str:
@@ -77,7 +95,15 @@ def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
          payload: Any = None, sensitivity: object = None, provenance: Any = None,
          namespace_: object = None, metadata: Any = None, pinned: object = False,
          expires_at: Any = None, links: object = ()) -> NewMemory:
-    """One memory to add (the arguments of ``add``)."""
+    """One memory to add (the arguments of ``add``), nothing coerced.
+
+    Examples:
+        >>> item("x", default_ns="d", sensitivity=0.5).sensitivity
+        0.5
+        >>> item("x", default_ns="d", pinned="yes")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        mars_core.errors.ValidationError: pinned must be True or False ...
+    """
     if not isinstance(text, str):
         raise ValidationError(f"memory text must be a str, not {builtins.type(text).__name__}")
     if isinstance(links, str) or not isinstance(links, Iterable):
@@ -86,9 +112,67 @@ def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
         pairs = tuple((p, t) for p, t in links)
     except (TypeError, ValueError):
         raise ValidationError("links must be (predicate, target id) pairs") from None
+    if sensitivity is not None:
+        sensitivity = unit_number(sensitivity, "sensitivity", "or None (detected)")
+    if not isinstance(pinned, bool):
+        raise ValidationError(f"pinned must be True or False, not a "
+                              f"{builtins.type(pinned).__name__}")
+    if expires_at is not None and not isinstance(expires_at, datetime):
+        raise ValidationError("expires_at must be a datetime (naive ones are UTC) or None")
+    if isinstance(provenance, Mapping):
+        _no_coercion(provenance, Provenance, "provenance")
+    if isinstance(payload, Mapping) and str(type) in _TYPE_NAMES:  # else the writer refuses
+        _no_coercion(payload, builtins.type(default_payload(MemoryType(str(type)))), "payload")
     return NewMemory(text, type, payload, sensitivity,  # type: ignore[arg-type]
                      provenance, namespace(namespace_, default=default_ns), metadata,
-                     pinned, expires_at, pairs)  # type: ignore[arg-type]
+                     pinned, expires_at, pairs)
+
+
+def unit_number(value: object, what: str, otherwise: str = "") -> float:
+    """A finite number in [0, 1] (an int or a float, not a bool or a string).
+
+    Raises:
+        ValidationError: anything else; ``otherwise`` completes the message
+            (e.g. "or None").
+
+    Examples:
+        >>> unit_number(1, "sensitivity")
+        1.0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
+        shown = builtins.type(value).__name__ if isinstance(value, bool | str) else repr(value)
+        tail = f" {otherwise}" if otherwise else ""
+        raise ValidationError(f"{what} must be a number in [0, 1]{tail}, not {shown}")
+    return float(value)
+
+
+def _scalar(annotation: object) -> builtins.type | None:
+    """``bool``, ``int`` or ``float`` when a field holds one of them (or None), else None."""
+    options = typing.get_args(annotation) if isinstance(annotation, pytypes.UnionType) \
+        or typing.get_origin(annotation) is typing.Union else (annotation,)
+    kinds = [t for t in options if t in (bool, int, float)]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def _no_coercion(fields: Mapping[object, object], model: builtins.type[pydantic.BaseModel],
+                 what: str) -> None:
+    """Refuse a bool or a string given for a number field of ``model`` (and anything but
+    a bool for a bool field), which pydantic would otherwise convert."""
+    for key, value in fields.items():
+        field = model.model_fields.get(key) if isinstance(key, str) else None
+        kind = None if field is None else _scalar(field.annotation)
+        if kind is None or value is None:
+            continue
+        if kind is bool:
+            ok = isinstance(value, bool)
+        elif kind is int:
+            ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not ok:
+            raise ValidationError(f"{what} field {key!r} must be a {kind.__name__}, not a "
+                                  f"{builtins.type(value).__name__} (nothing is converted)")
 
 
 def items(values: Iterable[object], *, default_ns: str, namespace_: object,
@@ -118,6 +202,8 @@ def turn(role: object, text: object, *, default_ns: str, namespace_: object = No
         raise ValidationError("speaker must be a string or None")
     if at is not None and not isinstance(at, datetime):
         raise ValidationError("at must be a datetime (naive ones are UTC) or None")
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, numbers.Integral)):
+        raise ValidationError(f"turn must be an int or None, not a {builtins.type(turn).__name__}")
     try:
         prov = Provenance(source=role, conversation_id=conversation_id, session_id=session_id,
                           turn=turn, external_id=external_id)
@@ -163,10 +249,7 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
         raise ValidationError("budget_tokens must be a positive integer")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
         raise ValidationError("k must be a positive integer")
-    if max_sensitivity is not None and (
-            isinstance(max_sensitivity, bool) or not isinstance(max_sensitivity, int | float)
-            or not 0.0 <= max_sensitivity <= 1.0):
-        raise ValidationError("max_sensitivity must be a number in [0, 1]")
+    cap = check_max_sensitivity(max_sensitivity)
     for name, when in (("since", since), ("until", until)):
         if when is not None and not isinstance(when, datetime):
             raise ValidationError(f"{name} must be a datetime (naive ones are UTC) or None")
@@ -177,6 +260,6 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
     except (ValueError, TypeError) as exc:
         raise ValidationError(str(exc)) from None
     ns = namespace(namespace_, default=config.default_namespace)
-    return Query(text, ns, tset, max_sensitivity, since, until,  # type: ignore[arg-type]
+    return Query(text, ns, tset, cap, since, until,  # type: ignore[arg-type]
                  conversation), budget
 

@@ -25,12 +25,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pydantic
 
 from mars_core.audit import AuditChain, AuditOp
 from mars_core.budget import TokenCounter, make_counter
 from mars_core.clock import Clock
-from mars_core.config import StoreConfig
+from mars_core.config import StoreConfig, parse_config
 from mars_core.embeddings import Embedder
 from mars_core.engine.cache import NamespaceCache
 from mars_core.engine.indexing import IndexSync
@@ -64,12 +63,30 @@ from mars_core.storage.base import (
 )
 from mars_core.summarise import Summariser
 
-__all__ = ["FORMAT_VERSION", "Engine"]
+__all__ = ["FORMAT_VERSION", "Engine", "recorded_config"]
 
 FORMAT_VERSION = 2
 """The store format: 2 is the record store + derived index layout (1: vector collections)."""
 
 log = logging.getLogger(__name__)
+
+
+def recorded_config(manifest: Mapping[str, Any]) -> StoreConfig:
+    """The configuration a store recorded, checked as strictly as a caller's.
+
+    Raises:
+        ConfigError: it is not valid (a store written by a version that accepted a value
+            now refused, such as a namespace budget of 0, or an edited manifest); the
+            message says how to replace it.
+    """
+    try:
+        return parse_config(manifest.get("config", {}))
+    except ConfigError as exc:
+        raise ConfigError(
+            f"the configuration recorded in this store is refused ({exc}); reopen the "
+            "store once, not read-only, with a valid configuration (e.g. "
+            "MemoryStore.open(path, budget=8000, namespace_budgets={...})): it replaces "
+            "the recorded one") from None
 
 
 class Engine:
@@ -212,10 +229,7 @@ class Engine:
                 f"{emb.get('dim')}), not {self.embedder.name!r} (dim {self.embedder.dim}); "
                 "open it with the original embedder, then call store.reembed(new_embedder)")
         if not explicit:
-            try:
-                self.config = StoreConfig.model_validate(manifest.get("config", {}))
-            except pydantic.ValidationError as exc:
-                raise CorruptStoreError(f"the recorded configuration is invalid: {exc}") from exc
+            self.config = recorded_config(manifest)
             self.counter = make_counter(self.config.token_counter)
             self.enricher = Enricher(self.config.nlp)
             self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)

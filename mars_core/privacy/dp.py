@@ -118,7 +118,7 @@ class DPConfig(BaseModel):
         pydantic_core._pydantic_core.ValidationError: ...
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)  # no "yes" → True
     enabled: bool = Field(
         False,
         description="Randomise near-ties at the eviction boundary (seed 000 §3.3 invariant 4, "

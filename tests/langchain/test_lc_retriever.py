@@ -153,7 +153,13 @@ async def test_async_matches_sync(store: MemoryStore) -> None:
 
 @pytest.mark.parametrize("bad", [{"k": 0}, {"k": True}, {"score_cutoff": 0.0},
                                  {"score_cutoff": 1.5}, {"namespace": 3},
-                                 {"namespace": ("{user id}",)}])
+                                 {"namespace": ("{user id}",)},
+                                 # issue 19: nothing coerced, max_sensitivity in [0, 1]
+                                 {"max_sensitivity": 2.0}, {"max_sensitivity": -0.1},
+                                 {"max_sensitivity": True}, {"max_sensitivity": "0.5"},
+                                 {"max_sensitivity": float("nan")}, {"score_cutoff": "0.5"},
+                                 {"budget_tokens": "100"}, {"budget_tokens": True},
+                                 {"include_archive": "yes"}, {"read_only": 1}])
 def test_bad_constructor_arguments_are_typed_errors(store: MemoryStore,
                                                     bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
@@ -163,7 +169,8 @@ def test_bad_constructor_arguments_are_typed_errors(store: MemoryStore,
 def test_bad_call_arguments_change_nothing(store: MemoryStore) -> None:
     retriever = MarsRetriever(store=store)
     before = len(store.audit)
-    for kwargs in ({"k": -1}, {"types": ["dream"]}, {"max_sensitivity": 2.0}, {"top": 3}):
+    for kwargs in ({"k": -1}, {"types": ["dream"]}, {"max_sensitivity": 2.0}, {"top": 3},
+                   {"max_sensitivity": True}, {"include_archive": "yes"}, {"read_only": 1}):
         with pytest.raises(ValidationError):
             retriever.invoke("Ana", **kwargs)
     with pytest.raises(ValidationError):

@@ -72,7 +72,12 @@ def test_top_k_whatever_the_stores_cutoff_unless_asked(mstore) -> None:
 
 @pytest.mark.parametrize("kwargs", [{"k": 0}, {"budget_tokens": -3}, {"types": ["nope"]},
                                     {"max_sensitivity": 2.0}, {"score_cutoff": 0.0},
-                                    {"score_cutoff": 1.5}])
+                                    {"score_cutoff": 1.5},
+                                    # issue 19: nothing coerced, max_sensitivity in [0, 1]
+                                    {"max_sensitivity": -0.1}, {"max_sensitivity": True},
+                                    {"max_sensitivity": "0.5"},
+                                    {"max_sensitivity": float("nan")},
+                                    {"include_archive": "yes"}, {"read_only": 1}])
 def test_bad_arguments_are_typed_errors(mstore, kwargs: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         MarsRetriever(mstore(), **kwargs)  # type: ignore[arg-type]
