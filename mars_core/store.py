@@ -125,6 +125,12 @@ class MemoryStore:
             (nothing coerced: ``budget=True`` or ``budget="100"`` is refused, not read as
             1 or 100), or one the store cannot take; nothing was changed.
 
+    Reopening a store with smaller budgets (``budget`` or ``namespace_budgets``) brings
+    every namespace over its new budget under it before the constructor returns: its
+    policy archives memories (audited ``evict`` events after a ``config`` event; nothing
+    is deleted). The new budgets and a pending mark are recorded in one transaction, so an
+    open interrupted half-way is finished by the next one.
+
     Examples:
         >>> store = MemoryStore(budget=100, policy="fifo")
         >>> store.add("I prefer window seats", type="semantic").type.value
@@ -165,6 +171,11 @@ class MemoryStore:
         self._eraser = Eraser(self._engine, self._writer)
         self._maintainer = Maintainer(self._engine, self._writer)
         self.audit = AuditTrail(records, self._engine.chain)
+        try:
+            self._writer.fit_budgets()  # smaller budgets on reopen: fit before any call
+        except BaseException:
+            self._engine.close()
+            raise
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *,

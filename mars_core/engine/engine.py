@@ -63,12 +63,23 @@ from mars_core.storage.base import (
 )
 from mars_core.summarise import Summariser
 
-__all__ = ["FORMAT_VERSION", "Engine", "recorded_config"]
+__all__ = ["FIT_PENDING", "FORMAT_VERSION", "Engine", "recorded_config"]
 
 FORMAT_VERSION = 2
 """The store format: 2 is the record store + derived index layout (1: vector collections)."""
 
+FIT_PENDING = "fit_pending"
+"""Manifest key set, in the transaction that records new budgets, until every namespace
+is within its budget again: an open that finds it brings them under (a crash in between
+is finished by the next open)."""
+
 log = logging.getLogger(__name__)
+
+
+def _budgets(config: object) -> tuple[object, object]:
+    """The budget fields of a recorded configuration (a dict), for comparison."""
+    cfg = config if isinstance(config, Mapping) else {}
+    return cfg.get("budget"), cfg.get("namespace_budgets")
 
 
 def recorded_config(manifest: Mapping[str, Any]) -> StoreConfig:
@@ -125,6 +136,8 @@ class Engine:
         self.seq = 0
         self.store_id = self.secret = ""
         self.ring = KeyRing() if records.capabilities.durable else None
+        self.fit_pending = False
+        """The budgets changed on reopen and some namespace may not fit yet."""
         self._open(audit_key, explicit)
 
     # --- opening ---------------------------------------------------------------------------
@@ -152,6 +165,7 @@ class Engine:
                     key = self._key(manifest, given, tx)
                     self._record_changes(tx, manifest, explicit, key)
                 self.seq = tx.counter()
+            self.fit_pending = bool(manifest.get(FIT_PENDING))
         self.store_id = str(manifest["store_id"])
         self.secret = str(manifest.get("id_secret", self.config.seed or 0))
         self.chain = AuditChain(key)
@@ -206,6 +220,14 @@ class Engine:
             tx.put_manifest(manifest)
         return key
 
+    def budgets_fitted(self) -> None:
+        """Every namespace is within its budget: take the pending mark off the manifest."""
+        with self.records.write() as tx:
+            manifest = dict(tx.manifest() or {})
+            if manifest.pop(FIT_PENDING, None) is not None:
+                tx.put_manifest(manifest)
+        self.fit_pending = False
+
     def manifest(self, generation: int = 0) -> dict[str, Any]:
         """The manifest fields this store's configuration determines."""
         return {"format_version": FORMAT_VERSION, "token_counter": self.config.token_counter,
@@ -245,6 +267,8 @@ class Engine:
         configuration with a ``config`` audit event)."""
         generation = int((manifest.get("index") or {}).get("generation", 0))
         wanted = {**manifest, **self.manifest(generation)}
+        if explicit and _budgets(manifest.get("config")) != _budgets(wanted["config"]):
+            wanted[FIT_PENDING] = True  # cleared once every namespace fits (Writer.fit_budgets)
         if wanted == manifest:
             return
         tx.put_manifest(wanted)

@@ -535,6 +535,38 @@ class Writer:
                    contents={n.id: n.content for n in [node, *members]})
         return node
 
+    def fit_budgets(self) -> dict[str, int]:
+        """Bring every namespace over its budget under it (a store reopened with smaller
+        budgets); a no-op unless the manifest says budgets changed.
+
+        Each namespace over its budget is one transaction: a ``config`` audit event in
+        that namespace records its budget and what its active memories used, then its
+        policy restores the budget as after any write — memories go to the archive, each
+        with an ``evict`` event and the policy's rationale; nothing is deleted, and
+        ``restore`` or ``retrieve(include_archive=True)`` still reach them.
+
+        Returns:
+            The namespaces brought under their budgets, with the tokens they used before.
+        """
+        if not self.e.fit_pending:
+            return {}
+        with self.e.records.read() as tx:
+            totals = tx.totals()
+        over = {ns: t.tokens for ns, t in totals.items()
+                if t.tokens > self.e.config.budget_for(ns)}
+        for ns, used in over.items():
+            budget = self.e.config.budget_for(ns)
+            self.e.cache.new_call()  # as between calls: at most `capacity` stay loaded
+            with self.e.unit() as unit:
+                unit.event(ns, op=AuditOp.CONFIG, step=self.e.step(unit, ns),
+                           at=self.e.clock.now(), params={"budget": budget, "used": used},
+                           rationale=f"the budget of {ns!r} is now {budget} tokens and its "
+                                     f"active memories use {used}: the policy archives "
+                                     "memories until they fit")
+                self.enforce_budget(unit, ns, ())
+        self.e.budgets_fitted()
+        return over
+
     def enforce_budget(self, unit: Unit, ns: str, exclude: Iterable[str]) -> None:
         """Sweep (hygiene the policy does at every write), then restore the budget."""
         state = self.e.ns(ns)
