@@ -295,7 +295,13 @@ def _open(path: Path, key: bytes, **kwargs: Any) -> MemoryStore:
     return MemoryStore.open(path, index="numpy", clock=FakeClock(), audit_key=key, **kwargs)
 
 
+def _ns(ids: list[str], memory_id: str) -> str:
+    """The namespace of a memory :func:`_fill` stored (the last three are in "b")."""
+    return "b" if memory_id in ids[-3:] else "a"
+
+
 def _fill(path: Path, key: bytes, n: int = 20, **config: Any) -> list[str]:
+    """``n`` notes of 9 tokens in namespace "a", then three short ones in "b"."""
     with _open(path, key, budget=1000, **config) as s:
         ids = [s.add(NOTE.format(i), namespace="a").id for i in range(n)]
         ids += [s.add(f"Bo likes tea number {i}", namespace="b").id for i in range(3)]
@@ -363,7 +369,7 @@ def test_reopen_with_a_smaller_budget_brings_each_namespace_under_it(tmp_path: P
     with _open(tmp_path / "s", key, budget=50) as s:
         assert _used(s, "a") <= 50 and _used(s, "b") <= 50
         # nothing deleted: every memory is still there, the evicted ones in the archive
-        statuses = {i: s.get(i).status for i in ids}
+        statuses = {i: s.get(i, namespace=_ns(ids, i)).status for i in ids}
         archived = [i for i, st in statuses.items() if st is MemoryStatus.ARCHIVED]
         assert len(archived) >= 10 and all(statuses[i] is MemoryStatus.ACTIVE
                                            for i in ids[-3:])  # "b" fitted already
@@ -384,7 +390,7 @@ def test_reopen_with_a_smaller_budget_brings_each_namespace_under_it(tmp_path: P
         hits = s.retrieve(NOTE.format(ids.index(gone)), namespace="a", include_archive=True,
                           read_only=True, relative_cutoff=0, k=30)
         assert gone in {h.id for h in hits if h.archived}
-        assert s.restore(gone).status is MemoryStatus.ACTIVE
+        assert s.restore(gone, namespace="a").status is MemoryStatus.ACTIVE
         assert _used(s, "a") <= 50
         check_invariants(s)
         n_events = len(s.audit)
@@ -401,7 +407,7 @@ def test_a_smaller_namespace_budget_fits_only_that_namespace(tmp_path: Path,
     ids = _fill(tmp_path / "s", key)
     with _open(tmp_path / "s", key, budget=1000, namespace_budgets={"a": 30}) as s:
         assert _used(s, "a") <= 30
-        assert all(s.get(i).is_active for i in ids[-3:])  # "b" is untouched
+        assert all(s.get(i, namespace="b").is_active for i in ids[-3:])  # "b" is untouched
         assert [e.op for e in s.audit.events() if e.namespace == "b"] == [AuditOp.INSERT] * 3
         assert any(e.op is AuditOp.CONFIG and e.namespace == "a" for e in s.audit.events())
         assert s.verify().ok
@@ -416,7 +422,8 @@ def test_a_memory_heavier_than_the_new_budget_goes_to_the_archive(tmp_path: Path
     with _open(tmp_path / "s", key, budget=1000) as s:
         heavy = s.add("a long memory " * 10, namespace="a").id  # 30 tokens
     with _open(tmp_path / "s", key, budget=1000, namespace_budgets={"a": 5}) as s:
-        assert s.get(heavy).status is MemoryStatus.ARCHIVED and _used(s, "a") == 0
+        assert s.get(heavy, namespace="a").status is MemoryStatus.ARCHIVED
+        assert _used(s, "a") == 0
         assert s.verify().ok
         check_invariants(s)
 
