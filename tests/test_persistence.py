@@ -44,6 +44,7 @@ from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
 KEY_HEX = bytes(range(32)).hex()
+KEY = bytes.fromhex(KEY_HEX)  # the children's audit key: the parent passes it too
 ROOT = Path(__file__).resolve().parents[1]
 
 WRITER = textwrap.dedent("""
@@ -141,7 +142,7 @@ def test_reopen_after_another_process_wrote(tmp_path: Path, mode: str, index: st
     summary = json.loads(line)
     ids = summary["ids"]
 
-    with MemoryStore.open(path, clock=FakeClock()) as store:  # the manifest names the index
+    with MemoryStore.open(path, clock=FakeClock(), audit_key=KEY) as store:  # index: manifest
         assert store.stats()["index"] == index
         # memories, edges, access statistics and archive: the whole export
         assert store.export_jsonld() == summary["export"]
@@ -161,10 +162,10 @@ def test_reopen_after_another_process_wrote(tmp_path: Path, mode: str, index: st
         assert ids["b"] in store._engine.ns("default").graph.ancestors(ids["upd"])
         assert store.get(ids["a"]).access_count >= 1
         assert store.get(ids["a"]).provenance.conversation_id == "c1"
-        assert store.get(ids["s"]).payload.attributes == {"city": "Porto"}
+        assert store.get(ids["s"], namespace="bob").payload.attributes == {"city": "Porto"}
         assert store.get(ids["old"]).is_active  # forgotten, then restored
         assert summary["stats"]["namespaces"]["bob"]["archived"] > 0  # the policy evicted
-        assert store.get(ids["s"]).metadata == {"k": [1, "two"]}
+        assert store.get(ids["s"], namespace="bob").metadata == {"k": [1, "two"]}
         # and the reopened store keeps working and keeps the same id sequence
         nxt = store.add("one more after reopen")
         assert nxt.id not in json.dumps(summary["export"])
@@ -206,14 +207,14 @@ CRASHER = textwrap.dedent("""
             store.retrieve(text, namespace=ns, budget_tokens=20)
         elif roll < 0.76:
             victim = rng.choice(live)
-            store.forget(victim)
+            store.forget(victim, namespace=ns)
             print("FORGET", victim, flush=True)
         elif roll < 0.84:
-            node = store.update(rng.choice(live), text)
+            node = store.update(rng.choice(live), text, namespace=ns)
             ids.append(node.id)
             print("ADD", node.id, flush=True)
         elif roll < 0.94:
-            victim = store.get(rng.choice(live))
+            victim = store.get(rng.choice(live), namespace=ns)
             receipt = store.erase(victim.id, namespace=ns)
             for gone in receipt.erased:
                 print("ERASED", gone, flush=True)
@@ -245,7 +246,7 @@ def crash_runs(request: pytest.FixtureRequest,
     for it in range(ITERATIONS[index]):
         # every second iteration reopens the store the previous child was killed in
         path = base / f"store{it // 2}"
-        target = rng.randint(0, 24)  # acknowledged lines before the kill
+        target = rng.randint(0, 40)  # acknowledged lines before the kill
         lines = _run_until_killed(script, [str(path), str(it), KEY_HEX, index], target, base)
         acked = [ln.split() for ln in lines]
         erased_texts.setdefault(path, []).extend(p[1] for p in acked if p[0] == "ERASE_TEXT")
@@ -258,7 +259,7 @@ def crash_runs(request: pytest.FixtureRequest,
             "maintained": sum(1 for p in acked if p[0] == "MAINTAINED")}
         runs.append(run)
         try:  # the parent reopens right away (the next child may reopen the same directory)
-            with MemoryStore.open(path, clock=FakeClock()) as store:
+            with MemoryStore.open(path, clock=FakeClock(), audit_key=KEY) as store:
                 assert store.stats()["index"] == index
                 check_invariants(store)
                 nodes = {n.id: n for ns in ("a", "b") for n in store.list(ns, status=None)}
@@ -356,11 +357,11 @@ def _lost(run: dict[str, Any]) -> str:
 def test_crashed_store_keeps_working(crash_runs: list[dict[str, Any]]) -> None:
     """After the last crash the store accepts writes, and they survive a clean reopen."""
     path = crash_runs[-1]["path"]
-    with MemoryStore.open(path, clock=FakeClock()) as store:
+    with MemoryStore.open(path, clock=FakeClock(), audit_key=KEY) as store:
         node = store.add("written after all the crashes", namespace="a")
         export = store.export_jsonld()
-    with MemoryStore.open(path, clock=FakeClock()) as store:
-        assert store.get(node.id).content == "written after all the crashes"
+    with MemoryStore.open(path, clock=FakeClock(), audit_key=KEY) as store:
+        assert store.get(node.id, namespace="a").content == "written after all the crashes"
         assert store.export_jsonld() == export
         check_invariants(store)
 
