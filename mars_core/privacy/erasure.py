@@ -170,8 +170,12 @@ def _is_summary(node: MemoryNode) -> bool:
 
 
 def _members(state: NamespaceState, node_id: str) -> list[str]:
-    return [e.target for e in state.graph.out_edges(node_id)
-            if e.predicate.value == "derivesFrom"]
+    """What ``node_id`` derives from, in the order its provenance lists them (so a
+    regenerated summary reads in its original order, whatever the ids), any other after."""
+    listed = {m: i for i, m in enumerate(state.node(node_id).provenance.derived_from)}
+    return sorted((e.target for e in state.graph.out_edges(node_id)
+                   if e.predicate.value == "derivesFrom"),
+                  key=lambda m: listed.get(m, len(listed)))
 
 
 def plan_erasure(
