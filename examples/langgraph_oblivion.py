@@ -56,7 +56,7 @@ def main() -> dict[str, Any]:
             if line.startswith(("Procedures", "- always", "Relevant", "- [L")):
                 print("  model saw:", line)
         print("  answer:", state["messages"][-1].content)
-        used = [store.get(u) for u in state["mars_used"]]
+        used = [store.get(u, namespace="demo") for u in state["mars_used"]]
         print("  used & reinforced:", [f"{n.content[:40]} (accesses {n.access_count})"
                                        for n in used])
         if feedback:

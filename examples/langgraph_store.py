@@ -78,13 +78,13 @@ def main(directory: Path) -> None:
         print(f"1. answer from the store: {out['reply']!r}")
 
         store.put(ns, "m0", {"text": "I moved to Lisbon last spring"})  # an update
-        versions = store.memory.history(store.node_id(ns, "m0") or "")
+        versions = store.memory.history(store.node_id(ns, "m0") or "", namespace=ns)
         print(f"   update of m0 -> {store.get(ns, 'm0').value['text']!r}; "  # type: ignore[union-attr]
               f"versions: {[v.status.value for v in versions]}")
 
         for i in range(4):  # more memories than the 60-token budget holds
             store.put(ns, f"hobby{i}", {"text": f"Ana practises hobby number {i} on weekends"})
-        state = {k: store.memory.get(store.node_id(ns, k) or "").status.value
+        state = {k: store.memory.get(store.node_id(ns, k) or "", namespace=ns).status.value
                  for k in ("m0", "m1", "m2", "hobby3")}
         print(f"2. after the budget forced forgetting: {state}")
         print(f"   get(m1) still reads through the archive: "

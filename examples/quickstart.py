@@ -22,7 +22,7 @@ with tempfile.TemporaryDirectory() as path, MemoryStore.open(path, budget=120,
           f"{stats['tokens']}/{stats['budget']} tokens")
 
     forgotten = store.list("maya", status="archived")[0]
-    print("why:", store.explain(forgotten.id).rationale)
+    print("why:", store.explain(forgotten.id, namespace="maya").rationale)
 
     receipt = store.erase(entity="Ines", namespace="maya")  # right to be forgotten
     print(receipt.render().splitlines()[0])

@@ -26,7 +26,7 @@ Examples:
     >>> recall.invoke({"query": "When is Ana's flight?"}).split(") ", 1)[1]
     "Ana's flight is on Friday"
     >>> forget.invoke({"memory_id": "nope"})
-    "no memory with id 'nope'"
+    "no memory with id 'nope' in namespace 'default'"
     >>> store.close()
 """
 

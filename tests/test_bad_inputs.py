@@ -499,15 +499,15 @@ def test_unicode_is_accepted_and_round_trips_exactly(tmp_path: Path, key: bytes)
         ids["ns"] = store.add("namespace test", namespace="名前空間 ✨").id
         for name, nid in ids.items():
             if name != "ns":
-                assert store.get(nid).content == UNICODE_TEXTS[name]
+                assert store.get(nid, namespace="uni").content == UNICODE_TEXTS[name]
         export = store.export_jsonld(tmp_path / "u.jsonld")
         check_invariants(store)
     # reopen: byte-exact contents
     with MemoryStore.open(path, clock=FakeClock(), audit_key=key) as store:
         for name, text in UNICODE_TEXTS.items():
-            got = store.get(ids[name]).content
+            got = store.get(ids[name], namespace="uni").content
             assert got == text and got.encode("utf-8") == text.encode("utf-8"), name
-        assert store.get(ids["ns"]).namespace == "名前空間 ✨"
+        assert store.get(ids["ns"], namespace="名前空間 ✨").namespace == "名前空間 ✨"
         assert store.export_jsonld() == export
         hits = store.retrieve("東京で寿司を食べた", namespace="uni", read_only=True)
         assert hits and hits[0].id == ids["cjk"]
@@ -515,7 +515,7 @@ def test_unicode_is_accepted_and_round_trips_exactly(tmp_path: Path, key: bytes)
     with MemoryStore(clock=FakeClock(), audit_key=key, budget=10_000) as fresh:
         assert fresh.import_jsonld(tmp_path / "u.jsonld") == len(ids)
         for name, text in UNICODE_TEXTS.items():
-            assert fresh.get(ids[name]).content == text, name
+            assert fresh.get(ids[name], namespace="uni").content == text, name
         assert fresh.export_jsonld() == export
         check_invariants(fresh)
     raw = (tmp_path / "u.jsonld").read_text(encoding="utf-8")

@@ -226,10 +226,10 @@ def test_used_memories_are_reinforced_unused_decay(make_store: Store) -> None:
         ex.turn("How is the weather today?", lambda p: "Sunny.")
     clock = TurnClock(store, "u1")
     cfg = ex.config.retention
-    used_r = [memory_retention(store.get(i), clock, cfg) for i in r.used]
-    assert all(store.get(i).access_count >= 1 for i in r.used)
-    assert all(store.get(i).access_count == 0 for i in unused)
-    unused_r = [memory_retention(store.get(i), clock, cfg) for i in unused]
+    used_r = [memory_retention(store.get(i, namespace="u1"), clock, cfg) for i in r.used]
+    assert all(store.get(i, namespace="u1").access_count >= 1 for i in r.used)
+    assert all(store.get(i, namespace="u1").access_count == 0 for i in unused)
+    unused_r = [memory_retention(store.get(i, namespace="u1"), clock, cfg) for i in unused]
     assert unused_r and max(unused_r) < min(used_r)
 
 
@@ -249,7 +249,8 @@ def test_procedure_learned_from_feedback_changes_next_prompt(make_store: Store) 
     assert prompts[1].procedures == ("always give temperatures in Celsius.",)
     assert "- always give temperatures in Celsius." in prompts[1].system
     cluster = ex.clusters.route("weather trip tomorrow", create=False)
-    assert cluster is not None and len(store.history(cluster.id)) >= 2  # versions audited
+    assert cluster is not None
+    assert len(store.history(cluster.id, namespace="u1")) >= 2  # versions audited
 
 
 def test_newer_fact_supersedes_older(make_store: Store) -> None:
@@ -331,7 +332,7 @@ def test_bad_input_changes_nothing(make_store: Store) -> None:
 
 def test_same_inputs_same_store(make_store: Store) -> None:
     def run() -> list[str]:
-        store = make_store()
+        store = make_store(seed=0)  # same seed and inputs, same store (ids included)
         ex = Executor(store, "u1")
         for q in ("I live in Porto", "Where do I live?", "My sister is Marta"):
             ex.turn(q, lambda p: "You live in Porto.")

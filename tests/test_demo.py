@@ -43,10 +43,11 @@ def test_demo_runs_and_verifies(tmp_path: Path) -> None:
     with MemoryStore.open(store, read_only=True) as opened:  # the summary is the store's own
         [summary] = [n for n in opened.list(demo.NAMESPACE, status=None)
                      if n.provenance.source == "summary"]
-        members = [opened.get(i) for i in summary.provenance.derived_from]
+        members = [opened.get(i, namespace=demo.NAMESPACE) for i in summary.provenance.derived_from]
         assert summary.depth == 1 and len(members) == 3
         assert all(m.status.value == "archived" and "traffic" in m.content for m in members)
-        events = [e for e in opened.explain(summary.id).events if e.op.value == "summarise"]
+        events = [e for e in opened.explain(summary.id, namespace=demo.NAMESPACE).events
+                  if e.op.value == "summarise"]
         assert len(events) == 1 and set(events[0].node_ids) == {summary.id, *[
             m.id for m in members]}
     assert demo.main(["--path", str(tmp_path / "again"), "--fresh", "--no-fifa"]) == 0

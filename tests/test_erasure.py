@@ -108,7 +108,7 @@ def test_conversation_and_namespace_erasure_are_scoped() -> None:
     b = s.add("second chat", provenance={"conversation_id": "c2"}, namespace="u1")
     c = s.add("first chat", provenance={"conversation_id": "c1"}, namespace="u2")
     assert s.erase(conversation="c1", namespace="u1").erased == (a.id,)
-    assert s.get(c.id).content == "first chat"  # another tenant's conversation id
+    assert s.get(c.id, namespace="u2").content == "first chat"  # another tenant's conversation id
     assert s.erase(namespace="u1").erased == (b.id,)
     assert [n.id for n in s.list("u2")] == [c.id]
 

@@ -111,7 +111,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert node.sensitivity == (node.signals["sensitivity_detected"] if sens is None
                                     else sens)
         assert 0.0 <= node.sensitivity <= 1.0
-        assert self.store.get(node.id) == node
+        assert self.store.get(node.id, namespace=ns) == node
         assert node.is_active, "a memory that fits the budget must be active after add"
         assert len(self.store.audit) > before
         self.ever[node.id] = ns
@@ -132,7 +132,7 @@ class StoreMachine(RuleBasedStateMachine):
     def retrieve_known(self, data: st.DataObject, read_only: bool) -> None:
         """Query with the text of an existing memory of its own namespace."""
         nid = data.draw(st.sampled_from(self._ids()), label="query_of")
-        node = self.store.get(nid)
+        node = self.store.get(nid, namespace=self.ever[nid])
         self.retrieve(text=node.content, ns=node.namespace, read_only=read_only,
                       include_archive=True, budget=100, k=None)
 
@@ -141,7 +141,7 @@ class StoreMachine(RuleBasedStateMachine):
           k=st.none() | st.integers(1, 5))
     def retrieve(self, *, text: str, ns: str, read_only: bool, include_archive: bool,
                  budget: int, k: int | None) -> None:
-        counts = {i: self.store.get(i).access_count for i in self.ever}
+        counts = {i: self.store.get(i, namespace=n).access_count for i, n in self.ever.items()}
         audit_len = len(self.store.audit)
         hits = self.store.retrieve(text, namespace=ns, read_only=read_only, budget_tokens=budget,
                                    k=k, include_archive=include_archive)
@@ -159,28 +159,29 @@ class StoreMachine(RuleBasedStateMachine):
             assert set(self.store.audit.events()[-1].node_ids) == hit_ids
         for nid, before in counts.items():
             bump = 1 if nid in hit_ids and not read_only else 0
-            assert self.store.get(nid).access_count == before + bump, nid
+            assert self.store.get(nid, namespace=self.ever[nid]).access_count == before + bump, nid
 
     @precondition(lambda self: bool(self.ever))
     @rule(data=st.data())
     def forget(self, data: st.DataObject) -> None:
         nid = data.draw(st.sampled_from(self._ids()), label="forget")
-        node = self.store.forget(nid, reason="test")
+        node = self.store.forget(nid, reason="test", namespace=self.ever[nid])
         assert node.status is MemoryStatus.ARCHIVED
-        assert self.store.get(nid).status is MemoryStatus.ARCHIVED
+        assert self.store.get(nid, namespace=node.namespace).status is MemoryStatus.ARCHIVED
         assert nid not in {n.id for n in self.store.list(node.namespace)}
 
     @precondition(lambda self: bool(self.ever))
     @rule(data=st.data(), text=texts)
     def update(self, data: st.DataObject, text: str) -> None:
         nid = data.draw(st.sampled_from(self._ids()), label="update")
-        old = self.store.get(nid)
-        new = self.store.update(nid, text)
+        ns = self.ever[nid]
+        old = self.store.get(nid, namespace=ns)
+        new = self.store.update(nid, text, namespace=ns)
         assert new.id != nid and new.content == text and new.namespace == old.namespace
         assert new.is_active
-        assert self.store.get(nid).status is MemoryStatus.ARCHIVED
-        assert [n.id for n in self.store.history(new.id)][-1] == new.id
-        assert nid in [n.id for n in self.store.history(new.id)]
+        assert self.store.get(nid, namespace=ns).status is MemoryStatus.ARCHIVED
+        assert [n.id for n in self.store.history(new.id, namespace=ns)][-1] == new.id
+        assert nid in [n.id for n in self.store.history(new.id, namespace=ns)]
         assert nid in self.store._engine.ns(new.namespace).graph.ancestors(new.id)
         self.ever[new.id] = new.namespace
 
@@ -188,8 +189,8 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def restore(self, data: st.DataObject) -> None:
         nid = data.draw(st.sampled_from(self._ids()), label="restore")
-        node = self.store.restore(nid)
-        assert node.is_active and self.store.get(nid).is_active
+        node = self.store.restore(nid, namespace=self.ever[nid])
+        assert node.is_active and self.store.get(nid, namespace=node.namespace).is_active
 
     @precondition(lambda self: len(self.ever) >= 2)
     @rule(data=st.data(), pred=st.sampled_from(list(Predicate)))
@@ -204,7 +205,7 @@ class StoreMachine(RuleBasedStateMachine):
         cycle = pred is Predicate.DERIVES_FROM and src in graph.ancestors(tgt)
         before = self.store.export_jsonld()
         try:
-            edge = self.store.link(src, pred, tgt)
+            edge = self.store.link(src, pred, tgt, namespace=ns)
         except ValidationError:
             assert cycle, "link refused without a derivesFrom cycle"
             assert self.store.export_jsonld() == before
@@ -227,7 +228,7 @@ class StoreMachine(RuleBasedStateMachine):
     def invariants_hold(self) -> None:
         check_invariants(self.store)
         for nid, ns in self.ever.items():
-            assert self.store.get(nid).namespace == ns
+            assert self.store.get(nid, namespace=ns).namespace == ns
 
 
 class FifoStoreMachine(StoreMachine):
@@ -261,15 +262,18 @@ def test_state_machine(machine: type[StoreMachine], store_kind: str) -> None:
 
 def run_script(path: Path, seed: int, *, steps: int = 120, policy: str = "lru",
                reopen_every: int | None = None) -> dict[str, Any]:
-    """Replay a seeded random script on a fresh store under ``path``; return its outcome."""
+    """Replay a seeded random script on a fresh store under ``path`` (the store seeded
+    with the same seed: its ids are the seed's); return its outcome."""
     rng = random.Random(seed)
     clock = FakeClock(tick=timedelta(seconds=7))
 
     def open_() -> MemoryStore:
-        return MemoryStore.open(path, clock=clock, audit_key=AUDIT_KEY, policy=policy, **CONFIG)
+        return MemoryStore.open(path, clock=clock, audit_key=AUDIT_KEY, policy=policy,
+                                seed=seed, **CONFIG)
 
     store = open_()
     ids: list[str] = []
+    owner: dict[str, str] = {}  # id -> its namespace (ids never cross namespaces)
     returned: list[Any] = []
     try:
         for step in range(steps):
@@ -279,7 +283,7 @@ def run_script(path: Path, seed: int, *, steps: int = 120, policy: str = "lru",
             roll = rng.random()
             words = " ".join(rng.choice(VOCAB) for _ in range(rng.randint(1, 8)))
             ns = rng.choice(NAMESPACES)
-            same = [i for i in ids if store.get(i).namespace == ns]
+            same = [i for i in ids if store.get(i, namespace=owner[i]).namespace == ns]
             if roll < 0.45 or not ids:
                 prov = None
                 if same and rng.random() < 0.3:
@@ -288,19 +292,24 @@ def run_script(path: Path, seed: int, *, steps: int = 120, policy: str = "lru",
                                  sensitivity=round(rng.random(), 3), provenance=prov,
                                  pinned=rng.random() < 0.1)
                 ids.append(node.id)
+                owner[node.id] = node.namespace
                 returned.append(("add", node.id))
             elif roll < 0.7:
                 hits = store.retrieve(words, namespace=ns, read_only=rng.random() < 0.3,
                                       budget_tokens=rng.randint(5, 40))
                 returned.append(("retrieve", [(h.id, round(h.score, 9)) for h in hits]))
             elif roll < 0.8:
-                returned.append(("forget", store.forget(rng.choice(ids)).id))
+                nid = rng.choice(ids)
+                returned.append(("forget", store.forget(nid, namespace=owner[nid]).id))
             elif roll < 0.9:
-                node = store.update(rng.choice(ids), words)
+                nid = rng.choice(ids)
+                node = store.update(nid, words, namespace=owner[nid])
                 ids.append(node.id)
+                owner[node.id] = node.namespace
                 returned.append(("update", node.id))
             else:
-                returned.append(("restore", store.restore(rng.choice(ids)).id))
+                nid = rng.choice(ids)
+                returned.append(("restore", store.restore(nid, namespace=owner[nid]).id))
         check_invariants(store)
         return {"export": store.export_jsonld(),
                 "audit": [e.model_dump(mode="json") for e in store.audit.events()],

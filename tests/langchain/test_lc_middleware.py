@@ -73,7 +73,7 @@ def test_answer_reinforces_only_used_memories(lc_store: MemoryStore, recorder: M
     assert credits == []  # nothing was offered to the first answer
     _run(agent, "Which foods am I allergic to?", "t2", "ana", recorder)
     (used, offered, ns), = credits
-    texts = {lc_store.get(i).content for i in used}
+    texts = {lc_store.get(i, namespace=ns).content for i in used}
     assert ns == "memories/ana"
     assert "The user is allergic to peanuts" in texts
     assert set(used) < set(offered)  # the sister, for one, was shown but not used

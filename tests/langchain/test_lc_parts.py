@@ -63,13 +63,14 @@ async def test_forget_tool_is_scoped_to_its_namespace(lc_store: MemoryStore) -> 
     remember, recall, forget = memory_tools(lc_store, namespace="m/ana")
     mine = lc_store.list("m/ana")
     assert mine == []
-    assert await forget.ainvoke({"memory_id": theirs.id}) == f"no memory with id {theirs.id!r}"
-    assert lc_store.get(theirs.id).is_active  # nothing changed
+    assert (await forget.ainvoke({"memory_id": theirs.id})
+            == f"no memory with id {theirs.id!r} in namespace 'm/ana'")
+    assert lc_store.get(theirs.id, namespace="m/bo").is_active  # nothing changed
     text = await remember.ainvoke({"content": "Ana takes the 8:10 train",
                                    "memory_type": "episodic"})
     ana_id = text.split("=")[1].rstrip(").")
     assert await forget.ainvoke({"memory_id": ana_id}) == f"Forgot {ana_id}."
-    assert not lc_store.get(ana_id).is_active
+    assert not lc_store.get(ana_id, namespace="m/ana").is_active
     assert await recall.ainvoke({"query": "train"}) == "No memories found."
 
 

@@ -167,7 +167,7 @@ def test_put_get_roundtrip_and_metadata(make: Callable[..., MarsStore]) -> None:
     assert s.get(("users", "ana"), "home").value["n"] == 3  # type: ignore[union-attr]
     assert s.get(("users", "ana"), "nope") is None
     assert s.get(("users", "bo"), "home") is None
-    node = s.memory.get(s.node_id(("users", "ana"), "home") or "")
+    node = s.memory.get(s.node_id(("users", "ana"), "home") or "", namespace=("users", "ana"))
     assert node.namespace == "users/ana" and node.type.value == "semantic"
     assert "Lisbon" in node.content and node.metadata["langgraph"]["value"] == value
 
@@ -180,7 +180,8 @@ def test_update_in_a_full_namespace_evicts_nothing_else(make: Callable[..., Mars
     used = s.memory.stats()["namespaces"]["u"]["tokens"]
     assert used + used // 3 > 60  # one more item of this size would not fit
     s.put(ns, "k2", {"text": "Ana fact 2: she collects item9 stamps"})  # FIFO: k0 is next
-    assert all(s.memory.get(s.node_id(ns, f"k{i}") or "").is_active for i in range(3))
+    assert all(s.memory.get(s.node_id(ns, f"k{i}") or "", namespace=ns).is_active
+               for i in range(3))
 
 
 def test_put_existing_key_is_a_new_version(make: Callable[..., MarsStore]) -> None:
@@ -195,10 +196,10 @@ def test_put_existing_key_is_a_new_version(make: Callable[..., MarsStore]) -> No
     assert item is not None and first is not None and old_id and new_id and new_id != old_id
     assert item.value == {"text": "Ana lives in Lisbon"}
     assert item.created_at == first.created_at and item.updated_at > first.updated_at
-    versions = s.memory.history(new_id)
+    versions = s.memory.history(new_id, namespace=ns)
     assert [v.id for v in versions] == [old_id, new_id]
     assert [v.status.value for v in versions] == ["archived", "active"]
-    assert old_id in {link.node_id for link in s.memory.explain(new_id).provenance}
+    assert old_id in {link.node_id for link in s.memory.explain(new_id, namespace=ns).provenance}
     s.put(ns, "city", {"text": "Ana lives in Lisbon"})  # unchanged: nothing new is stored
     assert s.node_id(ns, "city") == new_id and len(s.memory.list("users/ana", status=None)) == 2
     assert [i.key for i in s.search(ns)] == ["city"]  # one item, whatever its history
@@ -212,7 +213,7 @@ def test_delete_is_an_erasure(make: Callable[..., MarsStore], store_kind: str) -
     s.put(ns, "secret", {"text": "Ana's locker code is Quokka-9915"})
     s.put(ns, "keep", {"text": "Ana likes tea"})
     assert "Zanzibar-4471" in raw_text(s.memory)
-    versions = {v.id for v in s.memory.history(s.node_id(ns, "secret") or "")}
+    versions = {v.id for v in s.memory.history(s.node_id(ns, "secret") or "", namespace=ns)}
     assert len(versions) == 2 and versions <= indexed_ids(s.memory, "users/ana")
     receipts = s.erase(ns, "secret")
     assert {i for r in receipts for i in r.erased} == versions  # both versions
@@ -235,7 +236,7 @@ def test_index_fields_and_index_false(make: Callable[..., MarsStore]) -> None:
     s.put(ns, "b", {"title": "TypeScript guide", "body": "python python"})
     s.put(ns, "c", {"title": "Python cookbook"}, index=False)
     s.put(ns, "d", {"body": "python"}, index=["body"])
-    texts = {k: s.memory.get(s.node_id(ns, k) or "").content for k in "abcd"}
+    texts = {k: s.memory.get(s.node_id(ns, k) or "", namespace=ns).content for k in "abcd"}
     assert texts["a"] == "Python tutorial" and texts["d"] == "python"
     hits = s.search(ns, query="python", limit=10)
     assert [h.key for h in hits][-1] == "c" and hits[-1].score is None  # not indexed: last
@@ -343,7 +344,7 @@ def test_eviction_reads_through_and_ranks_archived_last(make: Callable[..., Mars
     ns = ("users", "ana")
     for i in range(10):
         s.put(ns, f"k{i}", {"text": f"Ana fact {i}: she collects item{i} stamps"})
-    statuses = {f"k{i}": s.memory.get(s.node_id(ns, f"k{i}") or "").status.value
+    statuses = {f"k{i}": s.memory.get(s.node_id(ns, f"k{i}") or "", namespace=ns).status.value
                 for i in range(10)}
     assert statuses["k0"] == "archived" and statuses["k9"] == "active"  # FIFO forgot the first
     assert s.get(ns, "k0").value["text"].startswith("Ana fact 0")  # type: ignore[union-attr]
@@ -353,7 +354,8 @@ def test_eviction_reads_through_and_ranks_archived_last(make: Callable[..., Mars
     assert "k0" in [h.key for h in hits]
     assert s.memory.stats()["namespaces"][MarsStore.mars_namespace(ns)]["tokens"] <= 60
     s.put(ns, "k0", {"text": "Ana fact 0: she collects item0 stamps"})  # put again, unchanged
-    assert s.memory.get(s.node_id(ns, "k0") or "").is_active  # restored, not duplicated
+    # restored, not duplicated
+    assert s.memory.get(s.node_id(ns, "k0") or "", namespace=ns).is_active
     assert len(s.memory.list("users/ana", status=None)) == 10
 
 
@@ -364,7 +366,7 @@ def test_maintenance_dedup_keeps_both_keys_and_erases_one(make: Callable[..., Ma
     s.put(ns, "b", {"text": "Ana likes green tea a lot"})  # a duplicate under another key
     counts = s.memory.maintain(MarsStore.mars_namespace(ns))
     assert sum(counts["u"].values()) >= 1
-    status = {k: s.memory.get(s.node_id(ns, k) or "").status.value for k in "ab"}
+    status = {k: s.memory.get(s.node_id(ns, k) or "", namespace=ns).status.value for k in "ab"}
     assert sorted(status.values()) == ["active", "archived"]  # MaRS merged the duplicate
     assert all(s.get(ns, k).value == {"text": "Ana likes green tea a lot"}  # type: ignore[union-attr]
                for k in "ab")
@@ -394,7 +396,7 @@ def test_query_search_is_an_access_and_get_is_not(make: Callable[..., MarsStore]
         s.put(ns, w, {"text": f"Ana likes {w}"})
 
     def count(key: str) -> int:
-        return s.memory.get(s.node_id(ns, key) or "").access_count
+        return s.memory.get(s.node_id(ns, key) or "", namespace=ns).access_count
 
     s.get(ns, "tea")
     s.search(ns)
@@ -404,7 +406,7 @@ def test_query_search_is_an_access_and_get_is_not(make: Callable[..., MarsStore]
     quiet = make(search_access=False)
     quiet.put(ns, "tea", {"text": "Ana likes tea"})
     quiet.search(ns, query="tea")
-    assert quiet.memory.get(quiet.node_id(ns, "tea") or "").access_count == 0
+    assert quiet.memory.get(quiet.node_id(ns, "tea") or "", namespace=ns).access_count == 0
 
 
 # --- bad input: typed errors, nothing changed ---------------------------------------------------
@@ -439,16 +441,17 @@ def test_bad_batches_change_nothing(make: Callable[..., MarsStore]) -> None:
     with pytest.raises(BudgetExceededError):  # an update too heavy: the old value stays
         s.put(("u",), "a", {"text": "word " * 200})
     assert (s.node_id(("u",), "a"), len(s.memory.audit)) == before
-    assert s.memory.get(before[0] or "").is_active
+    assert s.memory.get(before[0] or "", namespace=("u",)).is_active
     s.memory.set_preferences({"blocked_entities": ["Zorro"]}, namespace="u")
     with pytest.raises(BlockedByPreferenceError):  # refused by the user's preferences
         s.put(("u",), "a", {"text": "Zorro was here"})
     assert s.get(("u",), "a").value == {"text": "fine"}  # type: ignore[union-attr]
-    assert s.memory.get(before[0] or "").is_active
+    assert s.memory.get(before[0] or "", namespace=("u",)).is_active
     with pytest.raises(ValidationError, match="ttl"):  # TTL is supported; a bad ttl is refused
         s.put(("u",), "a", {"x": 1}, ttl=-1.0)
     assert s.get(("u",), "a").value == {"text": "fine"}  # type: ignore[union-attr]
-    assert s.memory.get(before[0] or "").expires_at is None and s.supports_ttl is True
+    assert s.memory.get(before[0] or "", namespace=("u",)).expires_at is None
+    assert s.supports_ttl is True
 
 
 def test_config_errors() -> None:

@@ -53,7 +53,7 @@ def make() -> Iterator[Callable[..., tuple[MarsStore, FakeClock]]]:
 def _expires(s: MarsStore, ns: tuple[str, ...], key: str) -> datetime | None:
     node_id = s.node_id(ns, key)
     assert node_id is not None
-    return s.memory.get(node_id).expires_at
+    return s.memory.get(node_id, namespace=ns).expires_at
 
 
 def _keys(s: MarsStore, prefix: tuple[str, ...] = NS, **kw: Any) -> list[str]:
@@ -72,10 +72,10 @@ def test_put_with_ttl_expires_for_get_search_and_listing(
     s.put(("tmp",), "code", {"text": "door code 4321"}, ttl=10)
     tea_id = s.node_id(NS, "tea")
     assert tea_id is not None
-    node = s.memory.get(tea_id)
+    node = s.memory.get(tea_id, namespace=NS)
     assert node.expires_at == T0 + minutes(10) and node.metadata[MARKER]["ttl"] == 10  # type: ignore[index,call-overload]
     assert _expires(s, NS, "jazz") is None and MARKER in node.metadata
-    assert "ttl" not in s.memory.get(s.node_id(NS, "jazz") or "").metadata[MARKER]  # type: ignore[operator]
+    assert "ttl" not in s.memory.get(s.node_id(NS, "jazz") or "", namespace=NS).metadata[MARKER]  # type: ignore[operator]
 
     clock.advance(minutes(10))  # at the expiry: not past it yet
     assert s.get(NS, "tea", refresh_ttl=False) is not None
@@ -87,8 +87,9 @@ def test_put_with_ttl_expires_for_get_search_and_listing(
     assert s.list_namespaces() == [("users", "ana")]
     assert s.batch([GetOp(NS, "tea"), ListNamespacesOp()]) == [None, [("users", "ana")]]
     # gone for LangGraph, but still held by the core until a sweep (or a delete) erases it
-    assert s.memory.get(tea_id).is_active and s.node_id(NS, "tea") == tea_id
-    assert s.memory.get(tea_id).access_count == 0  # an expired item is never "accessed"
+    assert s.memory.get(tea_id, namespace=NS).is_active and s.node_id(NS, "tea") == tea_id
+    # an expired item is never "accessed"
+    assert s.memory.get(tea_id, namespace=NS).access_count == 0
 
 
 def test_core_maintain_archives_expired_items_and_they_stay_gone(
@@ -97,12 +98,12 @@ def test_core_maintain_archives_expired_items_and_they_stay_gone(
     s.put(NS, "tea", {"text": "Ana drinks green tea"}, ttl=10)
     clock.advance(minutes(11))
     report = s.memory.maintain(MarsStore.mars_namespace(NS))
-    tea = s.memory.get(s.node_id(NS, "tea") or "")
+    tea = s.memory.get(s.node_id(NS, "tea") or "", namespace=NS)
     assert report[MarsStore.mars_namespace(NS)]["expired"] == 1 and not tea.is_active
     assert s.get(NS, "tea") is None and _keys(s) == []  # archived is not revived
     assert s.sweep_ttl() == 1  # the sweep erases what the core archived
     with pytest.raises(NotFoundError):
-        s.memory.get(tea.id)
+        s.memory.get(tea.id, namespace=NS)
 
 
 # --- refresh ------------------------------------------------------------------------------
@@ -192,17 +193,17 @@ def test_put_sets_refreshes_and_clears_the_ttl(
     assert s.node_id(NS, "tea") == first and _expires(s, NS, "tea") == T0 + minutes(15)
     s.put(NS, "tea", {"text": "Ana drinks green tea"}, ttl=2)  # a new ttl, same memory
     assert s.node_id(NS, "tea") == first and _expires(s, NS, "tea") == T0 + minutes(7)
-    assert s.memory.get(first or "").metadata[MARKER]["ttl"] == 2  # type: ignore[index,call-overload]
+    assert s.memory.get(first or "", namespace=NS).metadata[MARKER]["ttl"] == 2  # type: ignore[index,call-overload]
     assert s.memory.audit.events()[-1].params == {"fields": ["expires_at", "metadata"]}
     s.put(NS, "tea", {"text": "Ana drinks green tea"}, ttl=None)  # cleared
     assert _expires(s, NS, "tea") is None
-    assert "ttl" not in s.memory.get(first or "").metadata[MARKER]  # type: ignore[operator]
+    assert "ttl" not in s.memory.get(first or "", namespace=NS).metadata[MARKER]  # type: ignore[operator]
     clock.advance(minutes(5))
     s.put(NS, "tea", {"text": "Ana drinks oolong tea"}, ttl=3)  # a new version with a ttl
     second = s.node_id(NS, "tea")
     assert second != first and _expires(s, NS, "tea") == T0 + minutes(13)
-    assert [n.id for n in s.memory.history(second or "")] == [first, second]
-    assert s.memory.get(second or "").metadata[MARKER]["ttl"] == 3  # type: ignore[index,call-overload]
+    assert [n.id for n in s.memory.history(second or "", namespace=NS)] == [first, second]
+    assert s.memory.get(second or "", namespace=NS).metadata[MARKER]["ttl"] == 3  # type: ignore[index,call-overload]
     # update(expires_at=) writes the version with its expiry in one transaction
     assert [(e.op, e.params) for e in s.memory.audit.events()[-2:]] == [
         (AuditOp.UPDATE, {}), (AuditOp.EVICT, {})]
@@ -215,7 +216,7 @@ def test_put_on_an_expired_key_starts_a_fresh_item(
     s, clock = make()
     s.put(NS, "tea", {"text": "Ana drinks green tea"}, ttl=1)
     s.put(NS, "tea", {"text": "Ana drinks oolong tea"}, ttl=1)
-    old = [n.id for n in s.memory.history(s.node_id(NS, "tea") or "")]
+    old = [n.id for n in s.memory.history(s.node_id(NS, "tea") or "", namespace=NS)]
     clock.advance(minutes(2))
     s.put(NS, "tea", {"text": "Ana drinks oolong tea"})  # same value: yet a new item
     item = s.get(NS, "tea")
@@ -223,7 +224,7 @@ def test_put_on_an_expired_key_starts_a_fresh_item(
     assert _expires(s, NS, "tea") is None and len(old) == 2
     for node_id in old:  # the expired versions were erased, as a sweep would have
         with pytest.raises(NotFoundError):
-            s.memory.get(node_id)
+            s.memory.get(node_id, namespace=NS)
     assert s.sweep_ttl() == 0
 
 
@@ -240,7 +241,7 @@ def test_sweep_erases_expired_items_and_returns_the_count(
     s.put(NS, "jazz", {"text": "Ana likes jazz"}, ttl=60)
     s.put(("tmp",), "otp", {"text": "one-time code 998877"}, ttl=1)
     s.put(("tmp",), "gone", {"text": "deleted while expired"}, ttl=1)
-    tea_versions = [n.id for n in s.memory.history(s.node_id(NS, "tea") or "")]
+    tea_versions = [n.id for n in s.memory.history(s.node_id(NS, "tea") or "", namespace=NS)]
     assert s.sweep_ttl() == 0 and len(tea_versions) == 2
     swept = {*tea_versions, s.node_id(NS, "pin")}
     assert swept <= indexed_ids(s.memory, "users/ana")
@@ -253,7 +254,7 @@ def test_sweep_erases_expired_items_and_returns_the_count(
     assert [e.op for e in s.memory.audit.events()[audit:]] == [AuditOp.ERASE] * 4
     for node_id in tea_versions:
         with pytest.raises(NotFoundError):
-            s.memory.get(node_id)
+            s.memory.get(node_id, namespace=NS)
     text = raw_text(s.memory)
     assert "Marmoset-7731" not in text and "oolong" not in text and "998877" not in text
     assert not swept & indexed_ids(s.memory, "users/ana") and not indexed_ids(s.memory, "tmp")
@@ -336,7 +337,8 @@ def test_expiry_survives_reopen(tmp_path: Path) -> None:
     with open_at(T0 + minutes(20)) as s:  # past tea's expiry, never swept
         assert s.get(NS, "tea") is None and sorted(_keys(s)) == ["cat", "jazz"]
         assert s.get(NS, "jazz") is not None  # refreshed: t0 + 50
-    memory = MemoryStore.open(path, clock=FakeClock(T0 + minutes(40)), read_only=True)
+    memory = MemoryStore.open(path, clock=FakeClock(T0 + minutes(40)), read_only=True,
+                              audit_key=KEY)  # the key it was created with
     try:  # a read-only store reads, and never writes a refresh
         ro = MarsStore(memory)
         assert ro.get(NS, "jazz") is not None and _expires(ro, NS, "jazz") == T0 + minutes(50)

@@ -86,8 +86,8 @@ def test_used_memories_reinforced_unused_decay(make_store: Store) -> None:
     assert used
     accessed = {i for e in store.audit.events("u1") if e.op is AuditOp.ACCESS for i in e.node_ids}
     assert accessed == used  # reinforcement strictly tied to credited use
-    assert all(store.get(i).access_count >= 1 for i in used)
-    assert all(store.get(i).access_count == 0 for i in offered - used)
+    assert all(store.get(i, namespace="u1").access_count >= 1 for i in used)
+    assert all(store.get(i, namespace="u1").access_count == 0 for i in offered - used)
 
 
 def test_procedure_from_feedback_changes_what_the_model_receives(make_store: Store) -> None:

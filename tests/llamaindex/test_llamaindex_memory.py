@@ -136,7 +136,8 @@ def test_reset_forgets_only_its_session(mstore) -> None:
     alice.reset()
     assert alice.get_all() == [] and store.list("alice") == []
     archived = store.list("alice", status=MemoryStatus.ARCHIVED)
-    assert archived and all("reset" in store.explain(n.id).rationale for n in archived[:1])
+    assert archived and all("reset" in store.explain(n.id, namespace="alice").rationale
+                        for n in archived[:1])
     assert [n.id for n in store.list("bob")] == bob_before
     assert len(bob.get_all()) == 2
     later = MarsMemory(store, session_id="bob")

@@ -24,7 +24,7 @@ def test_nodes_carry_type_sensitivity_and_ids(mstore) -> None:
     hits = MarsRetriever(store, "alice").retrieve("Ana birthday sister diagnosis")
     assert {h.node.metadata["namespace"] for h in hits} == {"alice"}
     for hit in hits:
-        node = store.get(hit.node.node_id)
+        node = store.get(hit.node.node_id, namespace="alice")
         meta = hit.node.metadata
         assert meta["memory_id"] == node.id and meta["memory_type"] == node.type.value
         assert meta["sensitivity"] == node.sensitivity and hit.score is not None
@@ -55,7 +55,7 @@ def test_read_only_does_not_count_as_an_access(mstore) -> None:
 def test_archived_memories_only_on_request(mstore) -> None:
     store = _store(mstore)
     [node] = [n for n in store.list("alice") if "birthday" in n.content]
-    store.forget(node.id)
+    store.forget(node.id, namespace="alice")
     active = MarsRetriever(store, "alice").retrieve("birthday")
     assert all(h.node.node_id != node.id for h in active)
     hits = MarsRetriever(store, "alice", include_archive=True).retrieve("birthday")
