@@ -118,7 +118,9 @@ class MemoryStore:
             as its writer last committed it.
         cache_namespaces: how many namespaces stay loaded between calls (the least
             recently used beyond that are dropped; they load again when touched).
-        **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``.
+        **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``. A
+            reopened store applies them on top of the configuration it recorded; a whole
+            ``config=`` replaces that instead.
 
     Raises:
         ConfigError: a configuration that :class:`~mars_core.config.StoreConfig` refuses
@@ -161,7 +163,8 @@ class MemoryStore:
                 explicit=config is not None or bool(overrides),
                 clock=clock if clock is not None else SystemClock(), audit_key=audit_key,
                 summariser=summariser or ExtractiveSummariser(), read_only=bool(read_only),
-                cache_namespaces=cache_namespaces, note=note)
+                cache_namespaces=cache_namespaces, note=note,
+                overrides=dict(overrides) if config is None and overrides else None)
         except BaseException:
             index.close()
             records.close()

@@ -457,3 +457,20 @@ def test_an_interrupted_fit_is_finished_by_the_next_open(tmp_path: Path, key: by
         check_invariants(s)
     assert FIT_PENDING not in _state(tmp_path / "s")[0]
 
+
+
+def test_keywords_alone_apply_on_top_of_the_recorded_configuration(tmp_path: Path) -> None:
+    """Reopening with ``budget=`` alone changes the budget and keeps the rest (the policy,
+    the retrieval settings) as recorded; a whole ``config=`` replaces it."""
+    path = tmp_path / "s"
+    with MemoryStore.open(path, index="numpy", clock=FakeClock(), policy="lru", budget=500,
+                          dedup_threshold=0.8) as store:
+        store.add("Ana likes tea")
+    with MemoryStore.open(path, index="numpy", clock=FakeClock(), budget=400) as store:
+        assert (store.config.policy, store.config.budget, store.config.dedup_threshold) == \
+            ("lru", 400, 0.8)
+    with MemoryStore.open(path, index="numpy", clock=FakeClock()) as store:
+        assert (store.config.policy, store.config.budget) == ("lru", 400)
+    with MemoryStore.open(path, index="numpy", clock=FakeClock(),
+                          config=StoreConfig(budget=300)) as store:
+        assert (store.config.policy, store.config.budget) == (StoreConfig().policy, 300)

@@ -82,8 +82,10 @@ def _budgets(config: object) -> tuple[object, object]:
     return cfg.get("budget"), cfg.get("namespace_budgets")
 
 
-def recorded_config(manifest: Mapping[str, Any]) -> StoreConfig:
-    """The configuration a store recorded, checked as strictly as a caller's.
+def recorded_config(manifest: Mapping[str, Any],
+                    overrides: Mapping[str, Any] | None = None) -> StoreConfig:
+    """The configuration a store recorded (with a caller's keyword ``overrides`` on top),
+    checked as strictly as a caller's.
 
     Raises:
         ConfigError: it is not valid (a store written by a version that accepted a value
@@ -91,7 +93,7 @@ def recorded_config(manifest: Mapping[str, Any]) -> StoreConfig:
             message says how to replace it.
     """
     try:
-        return parse_config(manifest.get("config", {}))
+        return parse_config({**manifest.get("config", {}), **(overrides or {})})
     except ConfigError as exc:
         raise ConfigError(
             f"the configuration recorded in this store is refused ({exc}); reopen the "
@@ -116,15 +118,17 @@ class Engine:
         read_only: a reader: nothing is ever written.
         cache_namespaces: how many namespaces stay loaded between calls.
         note: how the index was chosen (shown by ``stats()``).
+        overrides: keyword fields given without a config object: a reopened store
+            applies them on top of its recorded configuration (None: ``config`` whole).
     """
 
     def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, *,
                  config: StoreConfig, explicit: bool, clock: Clock, audit_key: bytes | None,
                  summariser: Summariser, read_only: bool, cache_namespaces: int,
-                 note: str) -> None:
+                 note: str, overrides: Mapping[str, Any] | None = None) -> None:
         self.records, self.index, self.embedder = records, index, embedder
         self.config, self.clock, self.summariser = config, clock, summariser
-        self.read_only, self.note = read_only, note
+        self.read_only, self.note, self.overrides = read_only, note, overrides
         self.counter: TokenCounter = make_counter(config.token_counter)
         self.enricher = Enricher(config.nlp)
         self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
@@ -250,8 +254,9 @@ class Engine:
                 f"this store was built with embedder {emb.get('name')!r} (dim "
                 f"{emb.get('dim')}), not {self.embedder.name!r} (dim {self.embedder.dim}); "
                 "open it with the original embedder, then call store.reembed(new_embedder)")
-        if not explicit:
-            self.config = recorded_config(manifest)
+        if not explicit or self.overrides is not None:
+            # keywords alone apply on top of what the store recorded, not of the defaults
+            self.config = recorded_config(manifest, self.overrides if explicit else None)
             self.counter = make_counter(self.config.token_counter)
             self.enricher = Enricher(self.config.nlp)
             self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
