@@ -289,7 +289,7 @@ class Writer:
         """Add a typed edge between two memories of one namespace."""
         edges = self.edges_for(node, [(predicate, target)], implicit=False)
         state = self.e.ns(node.namespace)
-        state.graph.check(edges[0])
+        state.graph.check_link(edges[0])
         with self.e.unit() as unit:
             self.e.update(unit, node, reindex=False, edges=edges)
             unit.event(node.namespace, op=AuditOp.METADATA, node_ids=[node.id, target],
