@@ -8,38 +8,37 @@ bounds are chosen so that a store keeps working after any accepted import: every
 counter it adopts leaves room for more writes, every date survives date arithmetic,
 every float is a real number.
 
-=========================  =================================================================
-What                       Bound
-=========================  =================================================================
-counters                   integers (not booleans), ``0 <= x <= MAX_COUNTER`` (2**53 - 1):
-                           ``step``, ``seq``, ``touch_seq``, ``activated_seq``,
-                           ``access_count``, ``last_access_step``, ``depth``, ``weight``,
-                           provenance ``turn``, an edge's ``step``, a namespace's ``step``
-any other integer          within a signed 64-bit integer (``|x| <= MAX_INT``)
-dates                      ISO 8601 date-times in ``[MIN_DATE, MAX_DATE)``, i.e. from
-                           1900-01-01 up to (excluding) 2200-01-01 UTC: ``created_at``,
-                           ``last_access_at``, ``expires_at``, a task's ``deadline``
-floats                     finite everywhere (no NaN, no infinity); sensitivity,
-                           reliability, confidence, generality, priority in [0, 1],
-                           valence in [-1, 1], an edge's weight in (0, 1e6], a signal
-                           in ``[-MAX_SIGNAL, MAX_SIGNAL]``
-text                       content: 1 to 200,000 characters; no string anywhere with a
-                           lone surrogate; namespaces 1 to 256 characters without NUL
-metadata, payload          at most ``MAX_NESTING`` (32) levels deep and ``MAX_JSON_CHARS``
-                           (1 MiB) characters of JSON each, per memory
-signals                    at most ``MAX_SIGNALS`` (64), names of 1 to 64 characters
-the document               at most ``MAX_DOC_NESTING`` (40) levels deep anywhere; JSON
-                           values only (objects with string keys, arrays, strings,
-                           numbers, booleans, null); a file at most 512 MiB
-ids                        canonical UUID strings, each memory once in the document
-``derived_from``           at most ``MAX_REFS`` (10,000) distinct ids, never the memory
-                           itself, each a memory of the same namespace (in the document
-                           or already in the store) with the matching ``derivesFrom``
-                           edge in the document
-edges                      from a memory of the document to one of the same namespace (in
-                           the document or the store); ``derivesFrom`` edges form no
-                           cycle, nor do ``supersedes`` and ``corrects`` edges together
-=========================  =================================================================
+* **Counters** — ``step``, ``seq``, ``touch_seq``, ``activated_seq``, ``access_count``,
+  ``last_access_step``, ``depth``, ``weight``, provenance ``turn``, an edge's ``step``, a
+  namespace's ``step``: integers (not booleans) from 0 to ``MAX_COUNTER`` = 2**53 - 1.
+  Any other integer: within a signed 64-bit integer (``MAX_INT``).
+* **Dates** — ``created_at``, ``last_access_at``, ``expires_at``, a task's ``deadline``:
+  ISO 8601 date-times from ``MIN_DATE`` (1900-01-01, included) to ``MAX_DATE``
+  (2200-01-01 UTC, excluded).
+* **Floats** — finite everywhere (no NaN, no infinity); sensitivity, reliability,
+  confidence, generality and priority in [0, 1], valence in [-1, 1], an edge's weight in
+  (0, 1e6], a signal within ±``MAX_SIGNAL`` (1e9).
+* **Text** — content of 1 to 200,000 characters; namespaces of 1 to 256 characters
+  without NUL; no string or key anywhere with a lone surrogate.
+* **Metadata and payload** — each at most ``MAX_NESTING`` (32) levels deep and
+  ``MAX_JSON_CHARS`` (1 MiB) characters of JSON, per memory; at most ``MAX_SIGNALS`` (64)
+  signals, named by 1 to 64 characters.
+* **The document** — at most ``MAX_DOC_NESTING`` (40) levels deep anywhere; JSON values
+  only (objects with string keys, arrays, strings, numbers, booleans, null); no unknown
+  keys; a file of at most 512 MiB.
+* **Ids** — canonical UUID strings; each memory once in a document and not already in
+  the store.
+* **Provenance** — ``derived_from`` lists at most ``MAX_REFS`` (10,000) distinct ids, never
+  the memory itself, each a memory of the same namespace (in the document or already in
+  the store) with the matching ``derivesFrom`` edge in the document.
+* **Edges** — each once, from a memory of the document to one of the same namespace (in
+  the document or already in the store); ``derivesFrom`` edges form no cycle, nor do
+  ``supersedes`` and ``corrects`` edges together.
+
+After an accepted import, a namespace's interaction counter is the largest of its own, the
+document's ``mars:namespaces`` step and the steps of the memories imported into it; the
+store's counters move past the imported ``seq``, ``touch_seq`` and ``activated_seq``. All
+are at most 2**53 - 1, so later writes never overflow the record store's 64-bit integers.
 
 Examples:
     >>> check_tree({"a": [1, 2.5, "x", None, True]})
