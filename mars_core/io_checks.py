@@ -18,8 +18,9 @@ every float is a real number.
 * **Floats** — finite everywhere (no NaN, no infinity); sensitivity, reliability,
   confidence, generality and priority in [0, 1], valence in [-1, 1], an edge's weight in
   (0, 1e6], a signal within ±``MAX_SIGNAL`` (1e9).
-* **Text** — content of 1 to 200,000 characters; namespaces of 1 to 256 characters
-  without NUL; no string or key anywhere with a lone surrogate.
+* **Text** — content of 1 to 200,000 characters; namespaces valid paths as
+  :mod:`mars_core.namespaces` defines them (1 to 256 characters, no empty or blank part,
+  no control character); no string or key anywhere with a lone surrogate.
 * **Metadata and payload** — each at most ``MAX_NESTING`` (32) levels deep and
   ``MAX_JSON_CHARS`` (1 MiB) characters of JSON, per memory; at most ``MAX_SIGNALS`` (64)
   signals, named by 1 to 64 characters.
@@ -59,8 +60,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mars_core.errors import ImportFormatError
+from mars_core.errors import ImportFormatError, ValidationError
 from mars_core.model import Edge, MemoryNode, Predicate, TaskPayload
+from mars_core.namespaces import canonical_namespace
 
 __all__ = [
     "LINEAGE_GROUPS",
@@ -308,10 +310,15 @@ def check_uuid(value: object, what: str) -> str:
 
 
 def check_namespace(value: object, what: str) -> str:
-    """A namespace: 1 to 256 characters, no NUL."""
-    if not isinstance(value, str) or not 1 <= len(value) <= 256 or "\x00" in value:
-        raise ImportFormatError(f"{what}: a namespace is 1 to 256 characters without NUL")
-    return value
+    """A namespace as the store keeps it: a valid path string (the rules of
+    :mod:`mars_core.namespaces`: 1 to 256 characters, no empty or blank part, no control
+    character, ``%`` only as ``%25`` or ``%2F``)."""
+    if not isinstance(value, str):
+        raise ImportFormatError(f"{what}: a namespace is a string, not {type(value).__name__}")
+    try:
+        return canonical_namespace(value)
+    except ValidationError as exc:
+        raise ImportFormatError(f"{what}: {exc}") from None
 
 
 def _check_date(value: datetime | None, what: str) -> None:

@@ -32,6 +32,7 @@ from mars_core.errors import BlockedByPreferenceError, ImportFormatError, Valida
 from mars_core.importers import import_langgraph, import_mem0
 from mars_core.io_checks import MAX_COUNTER, MAX_JSON_CHARS, MAX_NESTING, MAX_REFS
 from mars_core.model import MAX_CONTENT_CHARS
+from mars_core.namespaces import canonical_namespace
 from mars_core.store import MemoryStore
 
 KEY = bytes(range(32))
@@ -119,7 +120,14 @@ def _doc_namespaces(source: object) -> set[str]:
     for item in source.get("@graph") or []:
         if isinstance(item, Mapping) and isinstance(item.get("namespace"), str):
             found.add(item["namespace"])
-    return {ns for ns in found if 0 < len(ns) <= 256 and "\x00" not in ns}
+    return {ns for ns in found if _valid_namespace(ns)}
+
+
+def _valid_namespace(ns: str) -> bool:
+    try:
+        return canonical_namespace(ns) == ns
+    except ValidationError:
+        return False
 
 
 def assert_unchanged_and_writable(w: World, before: dict[str, Any],
@@ -131,7 +139,7 @@ def assert_unchanged_and_writable(w: World, before: dict[str, Any],
     touched = sorted(set(NAMESPACES) | namespaces)
     for ns in touched:
         node = w.store.add(f"a write to {ns} after the refusal", namespace=ns)
-        assert w.store.get(node.id).content == node.content
+        assert w.store.get(node.id, namespace=ns).content == node.content
     after_writes = capture(w.store)
     w.store.close()
     w.store = _open(w.path)
@@ -390,6 +398,8 @@ CASES: list[tuple[str, str, Build]] = [
     ("namespace-number", "namespace", set_field(7, "namespace")),
     ("namespace-nul", "namespace", set_field("default\x00x", "namespace")),
     ("namespace-257", "namespace", set_field("n" * 257, "namespace")),
+    ("namespace-empty-part", "namespace", set_field("memories//ana", "namespace")),
+    ("namespace-bad-escape", "namespace", set_field("100%", "namespace")),
     ("version-bool", "version", top("mars:formatVersion", True)),
     ("id-not-uuid", "UUID", set_field(MEM + "abc", "@id")),
     ("id-uppercase-uuid", "UUID",
@@ -523,7 +533,8 @@ def test_mars_import_refuses_the_same_documents(world: World, source_doc: Doc,
     before = capture(world.store)
     world.store.close()
     result = runner.invoke(app, ["import", str(path), "--path", str(world.path),
-                                 "--index", "numpy"], catch_exceptions=False)
+                                 "--index", "numpy"], env={"MARS_AUDIT_KEY": KEY.hex()},
+                           catch_exceptions=False)
     assert result.exit_code == 2 and fragment in result.output.replace("\n", ""), result.output
     world.store = _open(world.path)
     assert_unchanged_and_writable(world, before, set(NAMESPACES))
