@@ -31,6 +31,7 @@ from mars_core.model import Edge, Predicate
 __all__ = ["MemoryGraph"]
 
 _DEP = Predicate.DERIVES_FROM
+_REPLACES = frozenset({Predicate.SUPERSEDES, Predicate.CORRECTS})
 
 
 class MemoryGraph:
@@ -54,6 +55,26 @@ class MemoryGraph:
             raise ValidationError(
                 f"derivesFrom {edge.source} -> {edge.target} would create a provenance cycle"
             )
+
+    def check_link(self, edge: Edge) -> None:
+        """Raise ``ValidationError`` if a new link would close a cycle of ``derivesFrom``
+        edges, or of ``supersedes``/``corrects`` edges (a memory replacing what replaces
+        it); an import refuses the same cycles.
+
+        Examples:
+            >>> g = MemoryGraph()
+            >>> g.add(Edge(source="new", predicate=Predicate.SUPERSEDES, target="old"))
+            >>> g.check_link(Edge(source="old", predicate=Predicate.CORRECTS, target="new"))
+            Traceback (most recent call last):
+            ...
+            mars_core.errors.ValidationError: corrects old -> new would create a replacement cycle
+        """
+        self.check(edge)
+        if edge.predicate in _REPLACES and edge.source in self._walk(
+                edge.target, lambda n: (e.target for e in self.out_edges(n)
+                                        if e.predicate in _REPLACES)):
+            raise ValidationError(f"{edge.predicate.value} {edge.source} -> {edge.target} "
+                                  f"would create a replacement cycle")
 
     def add(self, edge: Edge) -> None:
         """Add (or replace) an edge; validates acyclicity of derivesFrom."""

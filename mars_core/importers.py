@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mars_core.errors import ImportFormatError, ValidationError
+from mars_core.io_checks import check_json_value, check_nesting, check_tree
 from mars_core.model import MAX_CONTENT_CHARS
 from mars_core.namespaces import (
     ITEM_KEY,
@@ -118,19 +119,21 @@ def import_langgraph(store: MemoryStore, items: Iterable[Any], *,
 
 
 def _write(store: MemoryStore, rows: list[_Row], origin: str, type_: str) -> int:
+    """Check every row, then store them all in one transaction (``add_many``)."""
     for i, row in enumerate(rows):  # everything checked before the first write
         try:
             ns = canonical_namespace(row.namespace or store.config.default_namespace)
         except ValidationError as exc:
             raise ImportFormatError(f"{origin} record {i}: {exc}") from None
         budget = store.config.budget_for(ns)
+        check_tree(row.text, path=(f"{origin} record {i}", "text"))
         if len(row.text) > MAX_CONTENT_CHARS or store.token_counter.count(row.text) > budget:
             raise ImportFormatError(f"{origin} record {i} is larger than the budget of "
                                     f"namespace {ns!r}; nothing was imported")
-    for row in rows:
-        store.add(row.text, type=type_, namespace=row.namespace, metadata=row.metadata,
-                  provenance={"source": "import", "external_id": row.external_id[:256],
-                              "reliability": 1.0})
+    store.add_many([{"text": row.text, "type": type_, "namespace": row.namespace,
+                     "metadata": row.metadata,
+                     "provenance": {"source": "import", "external_id": row.external_id[:256],
+                                    "reliability": 1.0}} for row in rows])
     return len(rows)
 
 
@@ -145,8 +148,11 @@ def _mem0_row(i: int, rec: Any, namespace: str | None) -> _Row:
             or not rec["memory"].strip():
         raise ImportFormatError(f"mem0 record {i} has no 'memory' text")
     owner = rec.get("user_id") or rec.get("agent_id") or rec.get("run_id")
+    extra = rec.get("metadata") or {}
+    if not isinstance(extra, Mapping):
+        raise ImportFormatError(f"mem0 record {i}: 'metadata' must be an object")
     meta = {k: rec[k] for k in ("created_at", "updated_at") if rec.get(k)}
-    meta.update({"origin": "mem0", **dict(rec.get("metadata") or {})})
+    meta.update({"origin": "mem0", **extra})
     try:
         ns = namespace or (id_namespace(str(owner), what="user_id") if owner else None)
     except ValidationError as exc:
@@ -161,18 +167,22 @@ def _langgraph_row(i: int, item: Any, namespace: str | None,
     if not isinstance(rec, Mapping) or not isinstance(rec.get("value"), Mapping) \
             or "key" not in rec:
         raise ImportFormatError(f"LangGraph item {i} needs 'namespace', 'key' and a dict 'value'")
-    ns = tuple(str(p) for p in rec.get("namespace") or ())
+    labels = rec.get("namespace") or ()
+    if isinstance(labels, str | bytes) or not isinstance(labels, Sequence):
+        raise ImportFormatError(f"LangGraph item {i}: 'namespace' must be a list of labels")
+    ns = tuple(str(p) for p in labels)
     if any(not p for p in ns):
         raise ImportFormatError(f"LangGraph item {i} has an empty namespace label")
-    text = text_of(rec["value"])
-    if not text.strip():
+    value = _jsonable(rec["value"], i)  # plain JSON within the bounds, before any use
+    text = text_of(value)
+    if not isinstance(text, str) or not text.strip():
         raise ImportFormatError(f"LangGraph item {i} has an empty text")
     meta: dict[str, Any] = {
-        "origin": "langgraph", "key": str(rec["key"]), "value": dict(rec["value"]),
+        "origin": "langgraph", "key": str(rec["key"]), "value": value,
         **{k: str(rec[k]) for k in ("created_at", "updated_at") if rec.get(k)}}
     if as_item and ns:  # the record langchain_mars.MarsStore reads an item from
         meta[ITEM_KEY] = {"namespace": list(ns), "key": str(rec["key"]),
-                          "value": dict(rec["value"]), "index": None, "indexed": True,
+                          "value": value, "index": None, "indexed": True,
                           **({"created_at": meta["created_at"]} if "created_at" in meta else {})}
     try:
         row_ns = namespace or (to_ns(ns) if ns else None)
@@ -188,8 +198,17 @@ def _default_text(value: Mapping[str, Any]) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _jsonable(meta: dict[str, Any], i: int) -> dict[str, Any]:
+def _jsonable(meta: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """Metadata as plain JSON (dates and other objects as their text) within the bounds
+    an import of the store's own export keeps (:mod:`mars_core.io_checks`: nesting,
+    size, finite numbers, valid Unicode), so what is imported can be exported and
+    imported again."""
+    check_nesting(meta, f"record {i}: metadata")
     try:
-        return dict(json.loads(json.dumps(meta, default=str)))
-    except (TypeError, ValueError) as exc:
-        raise ImportFormatError(f"record {i} has metadata that is not JSON: {exc}") from exc
+        text = json.dumps(meta, default=str, allow_nan=False, ensure_ascii=False)
+        out = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:  # a cycle, NaN, nested too deep
+        raise ImportFormatError(f"record {i} has metadata that is not JSON: "
+                                f"{str(exc)[:200] or type(exc).__name__}") from None
+    check_json_value(out, f"record {i}: metadata")
+    return dict(out)

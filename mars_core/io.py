@@ -26,9 +26,18 @@ from typing import Any
 import pydantic
 
 from mars_core.errors import ImportFormatError
-from mars_core.model import Edge, MemoryNode, MemoryType
+from mars_core.io_checks import (
+    check_lineage,
+    check_namespace,
+    check_node,
+    check_tree,
+    check_uuid,
+    counter,
+)
+from mars_core.model import Edge, MemoryNode, MemoryType, Predicate
 
-__all__ = ["CONTEXT", "JSONLD_VERSION", "from_jsonld", "to_jsonld", "write_json"]
+__all__ = ["CONTEXT", "JSONLD_VERSION", "MAX_IMPORT_BYTES", "from_jsonld", "to_jsonld",
+           "write_json"]
 
 JSONLD_VERSION = 1
 _VOCAB = "https://mars-memory.dev/ns#"
@@ -44,6 +53,11 @@ _FROM_TYPE = {v: k for k, v in _TYPES.items()}
 _MEM = "mars:memory/"
 _PRED = "mars:"
 MAX_IMPORT_BYTES = 512 * 1024 * 1024
+"""Largest JSON-LD file an import reads."""
+_DOC_KEYS = frozenset({"@context", "@type", "mars:formatVersion", "mars:namespaces", "@graph"})
+_EDGE_KEYS = frozenset({"@type", "rdf:subject", "rdf:predicate", "rdf:object", "weight",
+                        "step"})
+_PREDICATES = frozenset(p.value for p in Predicate)
 
 
 def _node_doc(node: MemoryNode) -> dict[str, Any]:
@@ -84,51 +98,116 @@ def write_json(path: Path, doc: Mapping[str, Any]) -> None:
         raise
 
 
-def _load(source: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
-    if isinstance(source, Mapping):
-        return source
-    path = Path(source)
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read(path: Path) -> Any:
     try:
-        if path.stat().st_size > MAX_IMPORT_BYTES:
-            raise ImportFormatError(f"{path} is larger than {MAX_IMPORT_BYTES} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        size = path.stat().st_size
+    except OSError as exc:
         raise ImportFormatError(f"cannot read JSON-LD from {path}: {exc}") from exc
+    if size > MAX_IMPORT_BYTES:
+        raise ImportFormatError(f"{path} is larger than {MAX_IMPORT_BYTES} bytes")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # ValueError: bad JSON, NaN/Infinity, an integer of more than 4300 digits;
+        # RecursionError: arrays or objects nested thousands deep
+        raise ImportFormatError(f"cannot read JSON-LD from {path}: "
+                                f"{str(exc)[:200] or type(exc).__name__}") from exc
+
+
+def _load(source: object) -> Mapping[str, Any]:
+    if isinstance(source, Mapping):
+        data: Any = source
+    elif isinstance(source, str | os.PathLike):
+        data = _read(Path(source))
+    else:
+        raise ImportFormatError(f"cannot import an object of type {type(source).__name__}: "
+                                f"give the path of a JSON-LD file or its parsed document "
+                                f"(a mapping)")
     if not isinstance(data, Mapping):
         raise ImportFormatError("a JSON-LD export must be a JSON object")
+    check_tree(data)
     return data
 
 
 def _ref(value: Any, prefix: str, what: str) -> str:
-    if not isinstance(value, Mapping) or not isinstance(value.get("@id"), str) \
-            or not value["@id"].startswith(prefix):
+    if not isinstance(value, Mapping) or set(value) != {"@id"} \
+            or not isinstance(value["@id"], str) or not value["@id"].startswith(prefix):
         raise ImportFormatError(f"{what} must be {{'@id': '{prefix}…'}}")
     return str(value["@id"])[len(prefix):]
 
 
-def _parse_node(item: Mapping[str, Any]) -> MemoryNode:
+def _pydantic_message(exc: pydantic.ValidationError) -> str:
+    errors = exc.errors(include_input=False, include_url=False)
+    parts = [f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in errors[:5]]
+    more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+    return "; ".join(parts) + more
+
+
+def _parse_node(i: int, item: Mapping[str, Any]) -> MemoryNode:
     raw_id = item.get("@id")
     if not isinstance(raw_id, str) or not raw_id.startswith(_MEM):
-        raise ImportFormatError(f"a memory's @id must start with {_MEM!r}")
+        raise ImportFormatError(f"@graph[{i}]: a memory's @id must start with {_MEM!r}")
+    nid = check_uuid(raw_id[len(_MEM):], f"@graph[{i}]: @id")
+    where = f"@graph[{i}] (memory {nid})"
+    unknown = sorted(k for k in item if k in ("id", "type") or
+                     (k.startswith("@") and k not in ("@id", "@type")))
+    if unknown:
+        raise ImportFormatError(f"{where}: unknown field {unknown[0]!r} (the id and type "
+                                f"are @id and @type)")
     body = {k: v for k, v in item.items() if not k.startswith("@")}
-    try:
-        return MemoryNode.model_validate(
-            {**body, "id": raw_id[len(_MEM):], "type": _FROM_TYPE[item["@type"]]})
+    body.update(id=nid, type=_FROM_TYPE[item["@type"]].value)
+    try:  # strict: no "3" for 3, no true for 1, no 1 for true; dates as ISO 8601 text
+        node = MemoryNode.model_validate_json(json.dumps(body, allow_nan=False), strict=True)
     except pydantic.ValidationError as exc:
-        msgs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
-                         for e in exc.errors(include_input=False, include_url=False))
-        raise ImportFormatError(f"invalid memory {raw_id}: {msgs}") from None
+        raise ImportFormatError(f"{where}: {_pydantic_message(exc)}") from None
+    check_node(node, where)
+    return node
 
 
-def _parse_edge(item: Mapping[str, Any]) -> Edge:
+def _parse_edge(i: int, item: Mapping[str, Any]) -> Edge:
+    where = f"@graph[{i}] (edge)"
+    unknown = sorted(set(item) - _EDGE_KEYS)
+    if unknown:
+        raise ImportFormatError(f"{where}: unknown field {unknown[0]!r}")
+    source = check_uuid(_ref(item.get("rdf:subject"), _MEM, f"{where}: rdf:subject"),
+                        f"{where}: rdf:subject")
+    target = check_uuid(_ref(item.get("rdf:object"), _MEM, f"{where}: rdf:object"),
+                        f"{where}: rdf:object")
+    predicate = _ref(item.get("rdf:predicate"), _PRED, f"{where}: rdf:predicate")
+    if predicate not in _PREDICATES:
+        raise ImportFormatError(f"{where}: unknown predicate {predicate[:64]!r}; use one of "
+                                f"{sorted(_PREDICATES)}")
+    weight = item.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, int | float):
+        raise ImportFormatError(f"{where}: weight must be a number")
+    step = counter(item.get("step", 0), f"{where}: step")
     try:
-        return Edge(source=_ref(item.get("rdf:subject"), _MEM, "rdf:subject"),
-                    predicate=_ref(item.get("rdf:predicate"), _PRED, "rdf:predicate"),
-                    target=_ref(item.get("rdf:object"), _MEM, "rdf:object"),
-                    weight=item.get("weight", 1.0), step=item.get("step", 0))
+        edge = Edge(source=source, predicate=Predicate(predicate), target=target,
+                    weight=weight, step=step)
     except pydantic.ValidationError as exc:
-        msgs = "; ".join(e["msg"] for e in exc.errors(include_input=False, include_url=False))
-        raise ImportFormatError(f"invalid edge: {msgs}") from None
+        raise ImportFormatError(f"{where}: {_pydantic_message(exc)}") from None
+    return edge
+
+
+def _header(doc: Mapping[str, Any]) -> list[Any]:
+    unknown = sorted(set(doc) - _DOC_KEYS)
+    if unknown:
+        raise ImportFormatError(f"unknown top-level key {unknown[0][:64]!r}; an export has "
+                                f"{sorted(_DOC_KEYS)}")
+    if doc.get("@type") != "mars:MemoryExport":
+        raise ImportFormatError("not a mars-memory export (@type must be 'mars:MemoryExport')")
+    version = doc.get("mars:formatVersion")
+    if type(version) is not int or version != JSONLD_VERSION:
+        raise ImportFormatError(f"unsupported export version {str(version)[:20]!r} "
+                                f"(mars:formatVersion must be {JSONLD_VERSION})")
+    graph = doc.get("@graph")
+    if not isinstance(graph, list):
+        raise ImportFormatError("@graph must be a list")
+    return graph
 
 
 def from_jsonld(
@@ -136,35 +215,63 @@ def from_jsonld(
 ) -> tuple[list[MemoryNode], list[Edge], dict[str, int]]:
     """Parse and validate an export: ``(nodes, edges, steps)``.
 
+    The document is hostile input: it must keep every bound of :mod:`mars_core.io_checks`
+    (counters, dates, floats, sizes, nesting, ids), and the references it can check on its
+    own: each memory once, each edge from a memory of the document, to one of the same
+    namespace when the target is in the document, each ``derived_from`` id matched by a
+    ``derivesFrom`` edge, no cycle of ``derivesFrom`` (or of ``supersedes``/``corrects``)
+    edges. What needs the store (targets outside the document, id clashes,
+    budgets) is checked by the store before it writes.
+
     Raises:
-        ImportFormatError: anything malformed, unknown, duplicated or dangling.
+        ImportFormatError: the first thing malformed, out of bounds, unknown, duplicated
+            or dangling, with where it is (``@graph[i]``, the memory's id, the field).
     """
     doc = _load(source)
-    if doc.get("@type") != "mars:MemoryExport":
-        raise ImportFormatError("not a mars-memory export (@type must be 'mars:MemoryExport')")
-    if doc.get("mars:formatVersion") != JSONLD_VERSION:
-        raise ImportFormatError(f"unsupported export version {doc.get('mars:formatVersion')!r}")
-    graph = doc.get("@graph")
-    if not isinstance(graph, list):
-        raise ImportFormatError("@graph must be a list")
-    nodes: list[MemoryNode] = []
-    edges: list[Edge] = []
-    for item in graph:
+    graph = _header(doc)
+    steps = _steps(doc.get("mars:namespaces", {}))
+    nodes: dict[str, tuple[int, MemoryNode]] = {}
+    edges: dict[tuple[str, str, str], tuple[int, Edge]] = {}
+    for i, item in enumerate(graph):
         if not isinstance(item, Mapping):
-            raise ImportFormatError("every @graph item must be an object")
+            raise ImportFormatError(f"@graph[{i}]: every @graph item must be an object")
         kind = item.get("@type")
-        if kind in _FROM_TYPE:
-            nodes.append(_parse_node(item))
+        if isinstance(kind, str) and kind in _FROM_TYPE:
+            node = _parse_node(i, item)
+            if node.id in nodes:
+                raise ImportFormatError(f"@graph[{i}]: memory {node.id} appears twice (first "
+                                        f"at @graph[{nodes[node.id][0]}])")
+            nodes[node.id] = (i, node)
         elif kind == "rdf:Statement":
-            edges.append(_parse_edge(item))
+            edge = _parse_edge(i, item)
+            if edge.key in edges:
+                raise ImportFormatError(f"@graph[{i}]: duplicate edge (first at "
+                                        f"@graph[{edges[edge.key][0]}])")
+            edges[edge.key] = (i, edge)
         else:
-            raise ImportFormatError(f"unknown @type {kind!r} in @graph")
-    ids = [n.id for n in nodes]
-    if len(set(ids)) != len(ids):
-        raise ImportFormatError("duplicate memory @id in the export")
-    if len({e.key for e in edges}) != len(edges):
-        raise ImportFormatError("duplicate edge in the export")
-    return nodes, edges, _steps(doc.get("mars:namespaces", {}))
+            raise ImportFormatError(f"@graph[{i}]: unknown @type {str(kind)[:64]!r}")
+    _check_references(nodes, edges)
+    check_lineage([e for _, e in edges.values()])
+    return [n for _, n in nodes.values()], [e for _, e in edges.values()], steps
+
+
+def _check_references(nodes: Mapping[str, tuple[int, MemoryNode]],
+                      edges: Mapping[tuple[str, str, str], tuple[int, Edge]]) -> None:
+    """What the document says about itself: edges start at its memories and stay in a
+    namespace, derivations have their edges."""
+    for i, e in edges.values():
+        if e.source not in nodes:
+            raise ImportFormatError(f"@graph[{i}] (edge): rdf:subject {e.source} is not a "
+                                    f"memory of the document")
+        if e.target in nodes and nodes[e.target][1].namespace != nodes[e.source][1].namespace:
+            raise ImportFormatError(f"@graph[{i}] (edge): {e.source} {e.predicate.value} "
+                                    f"{e.target} crosses namespaces")
+    for i, node in nodes.values():
+        where = f"@graph[{i}] (memory {node.id})"
+        for target in node.provenance.derived_from:
+            if (node.id, Predicate.DERIVES_FROM.value, target) not in edges:
+                raise ImportFormatError(f"{where}: provenance.derived_from names {target} but "
+                                        f"the document has no derivesFrom edge to it")
 
 
 def _steps(raw: Any) -> dict[str, int]:
@@ -172,9 +279,9 @@ def _steps(raw: Any) -> dict[str, int]:
         raise ImportFormatError("mars:namespaces must be an object")
     steps = {}
     for ns, data in raw.items():
-        step = data.get("step") if isinstance(data, Mapping) else None
-        if not isinstance(ns, str) or not isinstance(step, int) or isinstance(step, bool) \
-                or step < 0:
-            raise ImportFormatError(f"bad namespace entry {ns!r}")
-        steps[ns] = step
+        where = f"mars:namespaces[{str(ns)[:64]!r}]"
+        check_namespace(ns, where)
+        if not isinstance(data, Mapping) or set(data) != {"step"}:
+            raise ImportFormatError(f"{where}: must be {{'step': <counter>}}")
+        steps[ns] = counter(data["step"], f"{where}.step")
     return steps

@@ -761,9 +761,20 @@ class MemoryStore:
     def import_jsonld(self, source: str | os.PathLike[str] | Mapping[str, Any]) -> int:
         """Import a JSON-LD export (ids preserved); returns how many memories were imported.
 
+        The document is treated as hostile input and imported all or nothing: counters
+        are integers in ``[0, 2**53)``, dates lie in the years 1900 to 2199, floats are
+        finite and in their ranges, metadata and payloads nest at most 32 levels and
+        hold at most 1 MiB of JSON, ids are UUIDs found once, and ``derived_from`` and
+        edges name memories of the same namespace — in the document or already here —
+        without cycles (every bound: :mod:`mars_core.io_checks`). A refused document
+        changes nothing, and every namespace stays writable.
+
         Raises:
-            ImportFormatError: malformed document (nothing imported).
+            ImportFormatError: malformed or out-of-bounds document, saying where
+                (nothing imported).
             ConflictError: an id already exists here (nothing imported).
+            BudgetExceededError: a namespace's imported active memories exceed its
+                budget (nothing imported).
         """
         from mars_core.io import from_jsonld
 

@@ -33,6 +33,7 @@ from invariants import check_invariants
 
 from mars_core.clock import FakeClock
 from mars_core.errors import ValidationError
+from mars_core.graph import MemoryGraph
 from mars_core.model import MemoryStatus, Predicate
 from mars_core.store import MemoryStore
 
@@ -46,6 +47,21 @@ TYPES = ["episodic", "semantic", "social", "task"]
 
 texts = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=8).map(" ".join)
 sensitivities = st.none() | st.floats(0.0, 1.0, allow_nan=False) | st.sampled_from([0.0, 1.0])
+
+_REPLACES = (Predicate.SUPERSEDES, Predicate.CORRECTS)
+
+
+def _replaced(graph: MemoryGraph, node_id: str) -> set[str]:
+    """What ``node_id`` replaces, transitively (supersedes and corrects edges)."""
+    seen: set[str] = set()
+    todo = [node_id]
+    while todo:
+        for e in graph.out_edges(todo.pop()):
+            if e.predicate in _REPLACES and e.target not in seen:
+                seen.add(e.target)
+                todo.append(e.target)
+    return seen
+
 
 MACHINE_SETTINGS = settings(max_examples=25, stateful_step_count=30, deadline=None,
                             derandomize=True, database=None,
@@ -202,15 +218,16 @@ class StoreMachine(RuleBasedStateMachine):
         src, tgt = data.draw(st.lists(st.sampled_from(same), min_size=2, max_size=2,
                                       unique=True), label="pair")
         graph = self.store._engine.ns(ns).graph
-        cycle = pred is Predicate.DERIVES_FROM and src in graph.ancestors(tgt)
+        cycle = (pred is Predicate.DERIVES_FROM and src in graph.ancestors(tgt)) or \
+            (pred in _REPLACES and src in _replaced(graph, tgt))
         before = self.store.export_jsonld()
         try:
             edge = self.store.link(src, pred, tgt, namespace=ns)
         except ValidationError:
-            assert cycle, "link refused without a derivesFrom cycle"
+            assert cycle, "link refused without a derivesFrom or replacement cycle"
             assert self.store.export_jsonld() == before
             return
-        assert not cycle, "a derivesFrom cycle was accepted"
+        assert not cycle, "a derivesFrom or replacement cycle was accepted"
         assert edge.key == (src, pred.value, tgt)
         assert edge.key in {e.key for e in graph.out_edges(src)}
 

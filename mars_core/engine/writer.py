@@ -36,7 +36,6 @@ from mars_core.errors import (
     ValidationError,
 )
 from mars_core.extract import extract
-from mars_core.graph import MemoryGraph
 from mars_core.model import (
     Edge,
     MemoryNode,
@@ -290,7 +289,7 @@ class Writer:
         """Add a typed edge between two memories of one namespace."""
         edges = self.edges_for(node, [(predicate, target)], implicit=False)
         state = self.e.ns(node.namespace)
-        state.graph.check(edges[0])
+        state.graph.check_link(edges[0])
         with self.e.unit() as unit:
             self.e.update(unit, node, reindex=False, edges=edges)
             unit.event(node.namespace, op=AuditOp.METADATA, node_ids=[node.id, target],
@@ -314,13 +313,30 @@ class Writer:
 
     def import_nodes(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge],
                      steps: Mapping[str, int]) -> int:
-        """Store exported memories as they are (ids, statuses, statistics kept)."""
+        """Store exported memories as they are (ids, statuses, statistics kept), all or
+        nothing.
+
+        ``nodes``, ``edges`` and ``steps`` come from :func:`mars_core.io.from_jsonld`, which
+        checked the document on its own; here what needs the store is checked before
+        anything is staged: no id exists yet, every edge target outside the document is
+        a memory of the edge's namespace here, the active memories fit each budget. A
+        namespace's interaction counter becomes the largest of its own, the document's
+        and its imported memories' steps; the store's memory counter and the namespace's
+        recency counter move past the imported ``seq`` and ``touch_seq``/``activated_seq``
+        (all bounded by :data:`mars_core.io_checks.MAX_COUNTER`, so writes go on).
+
+        Raises:
+            ConflictError: an imported id already exists.
+            ImportFormatError: an edge names a memory that is neither in the document
+                nor in its namespace here.
+            BudgetExceededError: a namespace's imported active memories exceed its budget.
+        """
         nodes = [n.model_copy(update={"weight": self.e.count_tokens(n.content)}) for n in nodes]
         with self.e.records.read() as tx:
             clash = sorted(tx.existing([n.id for n in nodes]))
         if clash:
             raise ConflictError(f"{len(clash)} imported ids already exist (first: {clash[0]})")
-        self._check_import_edges(nodes, edges)
+        self._check_import_targets(nodes, edges)
         for ns in {n.namespace for n in nodes}:
             if sum(n.weight for n in nodes if n.namespace == ns and n.is_active) > \
                     self.e.config.budget_for(ns):
@@ -334,7 +350,8 @@ class Writer:
                 self.e.insert(unit, node, vectors(node.content), by_source.get(node.id, []))
                 unit.counter = max(unit.counter, node.seq)
                 d = self.e.draft(unit, node.namespace)
-                d.touch = max(d.touch, node.touch_seq)
+                d.touch = max(d.touch, node.touch_seq, node.activated_seq)
+                d.step = max(d.step, node.step, node.last_access_step or 0)
             for ns, step in steps.items():
                 if ns in unit.drafts:
                     unit.drafts[ns].step = max(step, unit.drafts[ns].step)
@@ -344,22 +361,19 @@ class Writer:
                            at=self.e.clock.now(), rationale=f"imported {len(ids)} memories")
         return len(nodes)
 
-    def _check_import_edges(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge]) -> None:
-        known = {n.id: n for n in nodes}
-        scratch = MemoryGraph()
-        for e in edges:
-            src = known.get(e.source)
-            tgt = known.get(e.target)
-            if tgt is None and src is not None:
-                tgt = self.e.ns(src.namespace).get(e.target)
-            if src is None or tgt is None:
-                raise ImportFormatError(f"edge {e.key} names a memory that is not in the export")
-            if src.namespace != tgt.namespace:
-                raise ImportFormatError(f"edge {e.key} crosses namespaces")
-            try:
-                scratch.add(e)
-            except ValidationError as exc:
-                raise ImportFormatError(str(exc)) from None
+    def _check_import_targets(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge]) -> None:
+        """Edge targets outside the document must be memories of the edge's namespace here
+        (the document checked the rest; ``derived_from`` ids all have their edge)."""
+        namespace = {n.id: n.namespace for n in nodes}
+        outside = [e for e in edges if e.target not in namespace]
+        with self.e.records.read() as tx:
+            for e in outside:
+                found = tx.memory(e.target)
+                if found is None or found.namespace != namespace[e.source]:
+                    raise ImportFormatError(
+                        f"edge {e.source} {e.predicate.value} {e.target}: {e.target} is "
+                        f"neither in the document nor a memory of namespace "
+                        f"{namespace[e.source]!r} in this store")
 
     # --- building ----------------------------------------------------------------------
 
