@@ -57,7 +57,7 @@ def test_one_episode_per_turn_and_extracted_memories() -> None:
     # every extracted memory derives from its episode
     for turn in ids:
         for nid in turn[1:]:
-            assert s.explain(nid).provenance[0].node_id == turn[0]
+            assert s.explain(nid, namespace="maya").provenance[0].node_id == turn[0]
     check_invariants(s)
 
 
@@ -68,7 +68,7 @@ def test_a_correction_archives_the_old_fact() -> None:
     assert lisbon.status is MemoryStatus.ARCHIVED
     porto = next(n for n in s.list("maya") if n.content == "Maya lives in Porto")
     assert graph_of(s, porto.namespace).out_edges(porto.id, Predicate.CORRECTS)
-    assert "corrected by the newer memory" in s.explain(lisbon.id).rationale
+    assert "corrected by the newer memory" in s.explain(lisbon.id, namespace="maya").rationale
 
 
 def test_recall_walks_around_an_entity_and_a_goal() -> None:

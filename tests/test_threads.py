@@ -67,6 +67,11 @@ class Shared:
             ids = sorted(i for i, n in self.ids.items() if ns is None or n == ns)
         return rng.choice(ids) if ids else None
 
+    def namespace_of(self, nid: str) -> str:
+        """The namespace of an id seen (ids never cross namespaces)."""
+        with self.lock:
+            return self.ids[nid]
+
     def count(self, what: str) -> None:
         with self.lock:
             self.counts[what] += 1
@@ -101,26 +106,27 @@ def _one_op(store: MemoryStore, shared: Shared, rng: random.Random, tag: str) ->
     elif roll < 0.63:
         nid = shared.pick(rng)
         if nid is not None:
-            assert not store.forget(nid).is_active
+            assert not store.forget(nid, namespace=shared.namespace_of(nid)).is_active
     elif roll < 0.71:
         nid = shared.pick(rng)
         if nid is not None:
-            node = store.update(nid, _text(rng, tag))
+            node = store.update(nid, _text(rng, tag), namespace=shared.namespace_of(nid))
             shared.add_id(node.id, node.namespace)
             shared.count("update")
     elif roll < 0.77:
         nid = shared.pick(rng)
         if nid is not None:
-            assert store.restore(nid).is_active or True  # may be evicted again later
+            # may be evicted again later
+            assert store.restore(nid, namespace=shared.namespace_of(nid)).is_active or True
     elif roll < 0.83:
         src, tgt = shared.pick(rng, ns), shared.pick(rng, ns)
         if src is not None and tgt is not None and src != tgt:
-            store.link(src, rng.choice(["isA", "friendOf", "temporalNext"]), tgt)
+            store.link(src, rng.choice(["isA", "friendOf", "temporalNext"]), tgt, namespace=ns)
             shared.count("metadata")
     elif roll < 0.9:
         nid = shared.pick(rng)
         if nid is not None:
-            exp = store.explain(nid)
+            exp = store.explain(nid, namespace=shared.namespace_of(nid))
             assert exp.status in ("active", "archived") and exp.events
     elif roll < 0.95:
         stats = store.stats()
@@ -231,26 +237,27 @@ async def _task(store: MemoryStore, shared: Shared, n: int, ops: int) -> None:
         elif roll < 0.68:
             nid = shared.pick(rng)
             if nid is not None:
-                assert not (await store.aforget(nid)).is_active
+                assert not (await store.aforget(nid, namespace=shared.namespace_of(nid))).is_active
         elif roll < 0.76:
             nid = shared.pick(rng)
             if nid is not None:
-                node = await store.aupdate(nid, _text(rng, tag))
+                node = await store.aupdate(nid, _text(rng, tag),
+                                           namespace=shared.namespace_of(nid))
                 shared.add_id(node.id, node.namespace)
                 shared.count("update")
         elif roll < 0.82:
             nid = shared.pick(rng)
             if nid is not None:
-                await store.arestore(nid)
+                await store.arestore(nid, namespace=shared.namespace_of(nid))
         elif roll < 0.88:
             src, tgt = shared.pick(rng, ns), shared.pick(rng, ns)
             if src is not None and tgt is not None and src != tgt:
-                await store.alink(src, "isA", tgt)
+                await store.alink(src, "isA", tgt, namespace=ns)
                 shared.count("metadata")
         elif roll < 0.94:
             nid = shared.pick(rng)
             if nid is not None:
-                assert (await store.aexplain(nid)).events
+                assert (await store.aexplain(nid, namespace=shared.namespace_of(nid))).events
         else:
             stats = await store.astats()
             assert all(p["tokens"] <= p["budget"] for p in stats["namespaces"].values())
