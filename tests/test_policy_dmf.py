@@ -329,9 +329,9 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
            ops: int = 300) -> dict[str, Any]:
     def open_() -> MemoryStore:
         if path is None:  # the same stores, never persisted
-            return mk(170, records=SQLiteRecordStore(), index=NumpyIndex())
+            return mk(170, records=SQLiteRecordStore(), index=NumpyIndex(), seed=seed)
         return MemoryStore.open(path, policy="dmf", budget=170, clock=FakeClock(),
-                                audit_key=KEY, nlp="rules", index="numpy")
+                                audit_key=KEY, nlp="rules", index="numpy", seed=seed)
 
     def add(store: MemoryStore, rng: random.Random) -> str:
         act = [n.id for n in store.list()]

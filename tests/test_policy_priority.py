@@ -290,9 +290,9 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
     """A seeded script (adds with pins, retrievals, forgets, restores, updates)."""
     def open_() -> MemoryStore:
         if path is None:  # the same stores, never persisted
-            return mk(70, records=SQLiteRecordStore(), index=NumpyIndex())
+            return mk(70, records=SQLiteRecordStore(), index=NumpyIndex(), seed=seed)
         return MemoryStore.open(path, policy="priority", budget=70, clock=FakeClock(),
-                                audit_key=KEY, nlp="rules", index="numpy")
+                                audit_key=KEY, nlp="rules", index="numpy", seed=seed)
 
     def add(store: MemoryStore, rng: random.Random) -> str:
         return store.add(words(rng), type=rng.choice(TYPES), pinned=rng.random() < 0.05).id

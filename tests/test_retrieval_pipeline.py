@@ -150,7 +150,8 @@ def test_scores_are_the_same_whichever_index_found_the_memory(other: str) -> Non
     indexes = {"numpy": NumpyIndex(), "chroma": ChromaIndex(), "qdrant": QdrantIndex()}
     results = {}
     for name in ("numpy", other):
-        with MemoryStore(index=indexes[name], clock=FakeClock(), budget=100_000) as store:
+        with MemoryStore(index=indexes[name], clock=FakeClock(), budget=100_000,
+                         seed=0) as store:  # the same ids in both stores
             for i in range(40):
                 store.add(f"note {i}: we talked about {TOPICS[i % 8]} and {TOPICS[(3 * i) % 8]}")
             results[name] = [(h.id, h.score, h.dense, h.lexical) for h in store.retrieve(
