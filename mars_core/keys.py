@@ -14,15 +14,15 @@ rewrite history and re-chain it. So the key is never written into the store's ow
   volume, a copied backup) cannot.
 * a store in RAM keeps its random key in RAM.
 
-Even a key holder cannot rewrite what was anchored: keep ``store.audit.anchor()`` outside
+Even a key holder cannot rewrite what was anchored: keep ``store.audit.head`` outside
 the store and check it later with ``store.verify(expected_head=...)`` (``mars verify
 --head``).
 
 Examples:
     >>> import tempfile
     >>> ring = KeyRing(tempfile.mkdtemp())
-    >>> key = ring.create("a1b2")
-    >>> ring.load("a1b2") == key and len(key) == 32
+    >>> key = ring.create("a1b2c3d4")
+    >>> ring.load("a1b2c3d4") == key and len(key) == 32
     True
     >>> key_id(key) == key_id(key) != key_id(bytes(32))
     True
