@@ -107,17 +107,19 @@ def test_skim_only_removes_clearly_stale_leaves() -> None:
 
 
 def test_stage_order_visible_in_one_trigger(tmp_path: Path) -> None:
-    """Reopen a full store with a small budget: one add runs all the stages, in order."""
+    """Reopen a full store with a small budget: the fit at open (one trigger) runs all
+    the stages, in order, and a later add keeps the namespace within the budget."""
     clock = FakeClock()
     store = MemoryStore.open(tmp_path, clock=clock, audit_key=KEY, nlp="rules",
                              policy="hybrid", budget=100_000)
     ids = fill_scenario(store)
+    before = len(store.audit)
     store.close()
     store = MemoryStore.open(tmp_path, clock=clock, audit_key=KEY, nlp="rules",
                              policy="hybrid", budget=600)
-    before = len(store.audit)
-    store.add("a new note that pushes the namespace over its budget")
     events = store.audit.events()[before:]
+    assert events[0].op is AuditOp.CONFIG  # the new budget, then what it takes to fit
+    store.add("a new note that pushes the namespace over its budget")
     summaries = [e for e in events if e.op is AuditOp.SUMMARISE]
     evictions = [e for e in events if e.op is AuditOp.EVICT]
     assert len(summaries) == 1 and set(summaries[0].node_ids[1:]) == set(ids["cluster"])
