@@ -116,6 +116,11 @@ class NamespaceTemplate:
             raise ValidationError("a namespace template needs non-empty string parts")
         self.parts: tuple[str, ...] = parts
         self.keys: tuple[str, ...] = tuple(dict.fromkeys(k for p in parts for k in _fields(p)))
+        try:  # the fixed text must follow the part rules too (no NUL, not blank ...)
+            sample = tuple(p.format(**dict.fromkeys(self.keys, "x")) for p in parts)
+        except (ValueError, IndexError, KeyError) as exc:
+            raise ValidationError(f"bad namespace template {parts!r}: {exc}") from None
+        encode_namespace(sample)
 
     def __repr__(self) -> str:
         return f"NamespaceTemplate({self.parts!r})"

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
+from mars_core.engine.args import collection, label
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace
@@ -145,8 +146,11 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
                  budget_tokens: int = 2000, max_messages: int | None = None,
                  clear_mode: Literal["forget", "erase"] = "forget") -> None:
         super().__init__()
+        if not isinstance(store, MemoryStore):
+            raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValidationError("session_id must be a non-empty string")
+        label(session_id, "session_id")  # it is every turn's conversation_id
         for name, value in (("budget_tokens", budget_tokens), ("max_messages", max_messages)):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                       or value <= 0):
@@ -181,7 +185,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
                       first_turn: int) -> list[tuple[str, str, int]]:
         """``(role, text, turn)`` of each message with text."""
         out: list[tuple[str, str, int]] = []
-        for message in messages:
+        for message in collection(messages, "messages"):
             if not isinstance(message, BaseMessage):
                 raise ValidationError(f"expected LangChain messages, got "
                                       f"{type(message).__name__}")
@@ -200,23 +204,31 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         """Async :attr:`messages`."""
         return self._window(await self.store.alist(self.namespace, type=MemoryType.EPISODIC))
 
+    def _turns_of(self, observations: Sequence[tuple[str, str, int]]) -> list[dict[str, Any]]:
+        """``observe_many``'s turns: all of the messages are stored in one call, or none."""
+        return [{"role": role, "text": text, "turn": turn}
+                for role, text, turn in observations]
+
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Observe each message into the store (see the module docstring).
+        """Observe each message into the store (see the module docstring), in one call.
 
         Raises:
-            ValidationError: something that is not a LangChain message (nothing stored).
+            ValidationError: something that is not a LangChain message, or a message the
+                store refuses (nothing of the call is stored).
         """
         stored = self.store.list(self.namespace, type=MemoryType.EPISODIC, status=None)
-        for role, text, turn in self._observations(messages, len(self._turns(stored))):
-            self.store.observe(role, text, namespace=self.namespace,
-                               conversation_id=self.session_id, turn=turn)
+        turns = self._turns_of(self._observations(messages, len(self._turns(stored))))
+        if turns:
+            self.store.observe_many(turns, namespace=self.namespace,
+                                    conversation_id=self.session_id)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Async :meth:`add_messages` (uses the store's ``aobserve``)."""
+        """Async :meth:`add_messages` (uses the store's ``aobserve_many``)."""
         stored = await self.store.alist(self.namespace, type=MemoryType.EPISODIC, status=None)
-        for role, text, turn in self._observations(messages, len(self._turns(stored))):
-            await self.store.aobserve(role, text, namespace=self.namespace,
-                                      conversation_id=self.session_id, turn=turn)
+        turns = self._turns_of(self._observations(messages, len(self._turns(stored))))
+        if turns:
+            await self.store.aobserve_many(turns, namespace=self.namespace,
+                                           conversation_id=self.session_id)
 
     def clear(self) -> None:
         """Forget (or erase, by ``clear_mode``) this session's turns; other sessions keep

@@ -36,6 +36,7 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from mars_core.context import HEADER_ACTIVE
@@ -56,6 +57,8 @@ __all__ = ["MarsMemory"]
 
 
 def _only_key(mapping: dict[str, Any], exclude: list[str], what: str) -> str:
+    if not isinstance(mapping, Mapping):
+        raise ValidationError(f"MarsMemory {what}s must be a dict, not {type(mapping).__name__}")
     keys = [k for k in mapping if k not in exclude and k != "stop"]
     if len(keys) != 1:
         raise ValidationError(f"MarsMemory expected one {what} key, got {sorted(keys)}; "
@@ -119,6 +122,8 @@ class MarsMemory(BaseMemory):
 
     def _text(self, inputs: dict[str, Any]) -> str:
         key = self.input_key or _only_key(inputs, self.memory_variables, "input")
+        if not isinstance(inputs, Mapping):
+            raise ValidationError(f"MarsMemory inputs must be a dict, not {type(inputs).__name__}")
         value = inputs.get(key)
         if not isinstance(value, str):
             raise ValidationError(f"MarsMemory input {key!r} must be a string")
@@ -140,13 +145,17 @@ class MarsMemory(BaseMemory):
         """
         question = self._text(inputs)
         out_key = self.output_key or _only_key(outputs, [], "output")
+        if not isinstance(outputs, Mapping):
+            raise ValidationError(f"MarsMemory outputs must be a dict, not "
+                                  f"{type(outputs).__name__}")
         answer = outputs.get(out_key)
         if not isinstance(answer, str):
             raise ValidationError(f"MarsMemory output {out_key!r} must be a string")
-        for role, text in (("user", question), ("assistant", answer)):
-            if text.strip():
-                self.store.observe(role, text, namespace=self.namespace,
-                                   conversation_id=self.session_id)
+        turns = [{"role": role, "text": text}
+                 for role, text in (("user", question), ("assistant", answer)) if text.strip()]
+        if turns:  # both or neither: one call
+            self.store.observe_many(turns, namespace=self.namespace,
+                                    conversation_id=self.session_id)
 
     def clear(self) -> None:
         """Forget (or erase, by ``clear_mode``) this session's turns."""

@@ -158,11 +158,19 @@ class MarsMemoryMiddleware(AgentMiddleware):
                  evidence: int = 5, observe: bool = True, reinforce: bool = True,
                  min_overlap: float = 0.5, preamble: str = PREAMBLE) -> None:
         super().__init__()
+        if not isinstance(store, MemoryStore):
+            raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
         for name, value in (("budget_tokens", budget_tokens), ("evidence", evidence)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValidationError(f"{name} must be a positive integer")
-        if not 0.0 < min_overlap <= 1.0:
-            raise ValidationError("min_overlap must lie in (0, 1]")
+        if isinstance(min_overlap, bool) or not isinstance(min_overlap, int | float) \
+                or not 0.0 < min_overlap <= 1.0:
+            raise ValidationError("min_overlap must be a number in (0, 1]")
+        for name, flag in (("observe", observe), ("reinforce", reinforce)):
+            if not isinstance(flag, bool):
+                raise ValidationError(f"{name} must be True or False")
+        if not isinstance(preamble, str):
+            raise ValidationError("preamble must be a string")
         self.store = store
         self.namespace: NamespaceTemplate | str | None = as_template(namespace)
         self.budget_tokens = budget_tokens

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Hit, check_max_sensitivity
 from mars_core.store import MemoryStore
@@ -122,14 +123,14 @@ class MarsRetriever(BaseRetriever):
         ['u/ana']
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     store: MemoryStore
     k: int = Field(4, strict=True, description="The most documents returned.")
     namespace: Any = Field(None, description="Namespace string, template, or None.")
     types: Sequence[str] | None = Field(None, description="Memory types to keep.")
     max_sensitivity: float | None = Field(None, description="Sensitivity cap in [0, 1].")
-    budget_tokens: int | None = Field(None, strict=True,
+    budget_tokens: int | None = Field(None, strict=True, gt=0,
                                       description="Token budget (None: off).")
     score_cutoff: float | None = Field(None, strict=True,
                                        description="Relative score cut-off (None: off).")
@@ -155,6 +156,19 @@ class MarsRetriever(BaseRetriever):
     @classmethod
     def _check_max_sensitivity(cls, value: object) -> float | None:
         return check_max_sensitivity(value)
+
+    @field_validator("types")
+    @classmethod
+    def _check_types(cls, value: Sequence[str] | None) -> Sequence[str] | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            raise ValidationError(f"types is a list of memory types such as [{value!r}]")
+        try:
+            return [MemoryType(t).value for t in value]
+        except ValueError:
+            raise ValidationError(f"unknown memory type in {list(value)!r}; use "
+                                  f"{[t.value for t in MemoryType]}") from None
 
     @field_validator("score_cutoff")
     @classmethod

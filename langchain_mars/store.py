@@ -78,14 +78,16 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
 from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
+from mars_core.engine.args import collection, phrase
 from mars_core.errors import (
     ConfigError,
     ExtraNotInstalledError,
+    MarsError,
     NotFoundError,
     ValidationError,
 )
@@ -97,12 +99,16 @@ from mars_core.store import MemoryStore
 
 try:
     from langgraph.store.base import (
+        NOT_PROVIDED,
         BaseStore,
         GetOp,
         IndexConfig,
+        InvalidNamespaceError,
         Item,
         ListNamespacesOp,
         MatchCondition,
+        NamespacePath,
+        NotProvided,
         Op,
         PutOp,
         Result,
@@ -115,7 +121,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("langgraph", "langgraph") from exc
 
-__all__ = ["MarsStore"]
+__all__ = ["InvalidNamespaceLabelError", "MarsStore"]
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +135,25 @@ _MAX_TTL = 1e9  # minutes (about 1,900 years): any expiry stays a valid datetime
 _TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes",
                        "omit_expired"})
 _SWEEP_MINUTES = 5.0  # the sweeper's interval when neither the call nor the config gives one
+
+
+class InvalidNamespaceLabelError(ValidationError, InvalidNamespaceError):
+    """A namespace label LangGraph's rules refuse (empty, not a string, holding a ``.`` or
+    a NUL, or the reserved root ``"langgraph"`` in a put): LangGraph's
+    ``InvalidNamespaceError`` and our :class:`~mars_core.errors.ValidationError` at once,
+    so either ``except`` clause catches it."""
+
+
+@contextlib.contextmanager
+def _langgraph_errors() -> Iterator[None]:
+    """LangGraph's namespace refusals, raised as :class:`InvalidNamespaceLabelError`."""
+    try:
+        yield
+    except InvalidNamespaceError as exc:
+        if isinstance(exc, MarsError):
+            raise
+        raise InvalidNamespaceLabelError(f"{exc} Use labels such as ('memories', 'ana').") \
+            from None
 
 
 class MarsStore(BaseStore):
@@ -174,6 +199,8 @@ class MarsStore(BaseStore):
     ) -> None:
         if not isinstance(memory, MemoryStore):
             raise ConfigError("MarsStore needs a mars_core.MemoryStore")
+        if not isinstance(search_access, bool):
+            raise ConfigError("search_access must be True or False")
         try:
             self.memory_type = MemoryType(memory_type)
         except ValueError:
@@ -222,11 +249,90 @@ class MarsStore(BaseStore):
                 a tuple, and a ``ttl`` that is not a number of minutes in ``[0, 1e9]``
                 included); nothing ran.
         """
+        if isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Iterable):
+            raise ValidationError(f"a batch is a list of store operations (GetOp, PutOp, "
+                                  f"SearchOp, ListNamespacesOp), not {type(ops).__name__}")
         todo = [_tuple_namespaces(op) for op in ops]
-        for op in todo:
-            _check(op)
+        with _langgraph_errors():
+            for op in todo:
+                _check(op)
         with self._lock:
             return [self._run(op) for op in todo]
+
+    # --- the public calls: a namespace of the wrong kind is our error, not a TypeError ----
+
+    def get(self, namespace: tuple[str, ...], key: str, *,
+            refresh_ttl: bool | None = None) -> Item | None:
+        """LangGraph's ``get`` (see :class:`~langgraph.store.base.BaseStore`)."""
+        with _langgraph_errors():
+            return super().get(_as_tuple(namespace), key, refresh_ttl=refresh_ttl)
+
+    def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+               filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
+               refresh_ttl: bool | None = None) -> list[SearchItem]:
+        """LangGraph's ``search`` (see :class:`~langgraph.store.base.BaseStore`)."""
+        with _langgraph_errors():
+            return super().search(_as_tuple(namespace_prefix, "namespace prefix"), query=query,
+                                  filter=filter, limit=limit, offset=offset,
+                                  refresh_ttl=refresh_ttl)
+
+    def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
+            index: Literal[False] | list[str] | None = None, *,
+            ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
+        """LangGraph's ``put`` (see :class:`~langgraph.store.base.BaseStore`)."""
+        with _langgraph_errors():
+            super().put(_as_tuple(namespace), key, value, index, ttl=ttl)
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        """LangGraph's ``delete``: an erasure (see the module)."""
+        with _langgraph_errors():
+            super().delete(_as_tuple(namespace), key)
+
+    def list_namespaces(self, *, prefix: NamespacePath | None = None,
+                        suffix: NamespacePath | None = None, max_depth: int | None = None,
+                        limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
+        """LangGraph's ``list_namespaces`` (see :class:`~langgraph.store.base.BaseStore`)."""
+        with _langgraph_errors():
+            return super().list_namespaces(
+                prefix=_optional_tuple(prefix, "prefix"), suffix=_optional_tuple(suffix, "suffix"),
+                max_depth=max_depth, limit=limit, offset=offset)
+
+    async def aget(self, namespace: tuple[str, ...], key: str, *,
+                   refresh_ttl: bool | None = None) -> Item | None:
+        """Async :meth:`get`."""
+        with _langgraph_errors():
+            return await super().aget(_as_tuple(namespace), key, refresh_ttl=refresh_ttl)
+
+    async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+                      filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
+                      refresh_ttl: bool | None = None) -> list[SearchItem]:
+        """Async :meth:`search`."""
+        with _langgraph_errors():
+            return await super().asearch(
+                _as_tuple(namespace_prefix, "namespace prefix"), query=query, filter=filter,
+                limit=limit, offset=offset, refresh_ttl=refresh_ttl)
+
+    async def aput(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any],
+                   index: Literal[False] | list[str] | None = None, *,
+                   ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
+        """Async :meth:`put`."""
+        with _langgraph_errors():
+            await super().aput(_as_tuple(namespace), key, value, index, ttl=ttl)
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Async :meth:`delete`."""
+        with _langgraph_errors():
+            await super().adelete(_as_tuple(namespace), key)
+
+    async def alist_namespaces(self, *, prefix: NamespacePath | None = None,
+                               suffix: NamespacePath | None = None,
+                               max_depth: int | None = None, limit: int = 100,
+                               offset: int = 0) -> list[tuple[str, ...]]:
+        """Async :meth:`list_namespaces`."""
+        with _langgraph_errors():
+            return await super().alist_namespaces(
+                prefix=_optional_tuple(prefix, "prefix"), suffix=_optional_tuple(suffix, "suffix"),
+                max_depth=max_depth, limit=limit, offset=offset)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """The async twin of :meth:`batch` (the same code, in a worker thread)."""
@@ -320,7 +426,8 @@ class MarsStore(BaseStore):
         A missing item erases nothing and returns ``()``.
         """
         namespace = _as_tuple(namespace)
-        _check(PutOp(namespace, key, None))
+        with _langgraph_errors():
+            _check(PutOp(namespace, key, None))
         with self._lock:
             return self._erase(namespace, key)
 
@@ -552,6 +659,9 @@ class MarsStore(BaseStore):
 def _index_fields(index: IndexConfig | None, dim: int) -> list[str]:
     if index is None:
         return ["$"]
+    if not isinstance(index, Mapping):
+        raise ConfigError("index must be a langgraph IndexConfig (a mapping such as "
+                          "{'fields': ['text']})")
     unknown = set(index) - {"fields", "dims", "embed"}
     if unknown:
         raise ConfigError(f"unknown index keys {sorted(unknown)}; MarsStore reads 'fields'")
@@ -584,6 +694,10 @@ def _as_tuple(namespace: object, what: str = "namespace") -> Namespace:
                           f"('memories', 'ana'), not {type(namespace).__name__}")
 
 
+def _optional_tuple(namespace: object, what: str) -> Namespace | None:
+    return None if namespace is None else _as_tuple(namespace, what)
+
+
 def _tuple_namespaces(op: Op) -> Op:
     """``op`` with its namespaces as tuples (see :func:`_as_tuple`)."""
     if isinstance(op, GetOp | PutOp):
@@ -591,6 +705,9 @@ def _tuple_namespaces(op: Op) -> Op:
     if isinstance(op, SearchOp):
         return op._replace(namespace_prefix=_as_tuple(op.namespace_prefix, "namespace prefix"))
     if isinstance(op, ListNamespacesOp) and op.match_conditions:
+        if not all(isinstance(c, MatchCondition)
+                   for c in collection(op.match_conditions, "match_conditions")):
+            raise ValidationError("match_conditions must be MatchCondition objects")
         return op._replace(match_conditions=tuple(
             c._replace(path=_as_tuple(c.path, f"{c.match_type} path"))
             for c in op.match_conditions))
@@ -612,10 +729,13 @@ def _check(op: object) -> None:
         _check_page(op.limit, op.offset)
         if op.query is not None and not isinstance(op.query, str):
             raise ValidationError("a search query must be a string")
+        if op.query and op.query.strip():  # what MemoryStore.retrieve takes
+            phrase(op.query, "a search query")
         _check_filter(op.filter)
     elif isinstance(op, ListNamespacesOp):
         _check_page(op.limit, op.offset)
-        if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 1):
+        if op.max_depth is not None and (isinstance(op.max_depth, bool)
+                                         or not isinstance(op.max_depth, int) or op.max_depth < 1):
             raise ValidationError("max_depth must be a positive integer")
         if any(c.match_type not in ("prefix", "suffix") for c in op.match_conditions or ()):
             raise ValidationError("a namespace match type is 'prefix' or 'suffix'")
@@ -691,8 +811,8 @@ def _check_page(limit: object, offset: object) -> None:
 def _check_filter(flt: object) -> None:
     if flt is None:
         return
-    if not isinstance(flt, Mapping):
-        raise ValidationError("a search filter must be a mapping of value fields")
+    if not isinstance(flt, Mapping) or not all(isinstance(k, str) for k in flt):
+        raise ValidationError("a search filter must be a mapping of value fields (string keys)")
     for cond in flt.values():
         if isinstance(cond, Mapping) and any(str(k).startswith("$") for k in cond):
             for op, operand in cond.items():
@@ -710,6 +830,9 @@ def _json(value: Mapping[str, Any]) -> dict[str, Any]:
     """A deep, JSON-clean copy of a value (the store never shares the caller's objects)."""
     try:
         data = json.loads(json.dumps(dict(value), allow_nan=False, ensure_ascii=False))
+    except RecursionError:
+        raise ValidationError("an item value is nested too deeply to store; flatten it") \
+            from None
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"an item value must be JSON-serialisable: {exc}") from None
     assert isinstance(data, dict)

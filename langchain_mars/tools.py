@@ -13,9 +13,10 @@
 The namespace is fixed or a template filled from the run (``config["configurable"]``
 and the LangGraph runtime context; see :mod:`langchain_mars._namespace`). Errors of ours
 (:class:`~mars_core.errors.MarsError`) become ``ToolException`` s, which the tools hand
-back to the model as their result (``handle_tool_error=True``); with
-``raise_errors=True`` the typed error propagates instead. Async calls run the same
-code in a worker thread.
+back to the model as their result (``handle_tool_error=True``), and so do arguments the
+tool's schema refuses (``content=5``: the message names the argument); with
+``raise_errors=True`` the typed error (a :class:`~mars_core.errors.ValidationError` for
+bad arguments) propagates instead. Async calls run the same code in a worker thread.
 
 Examples:
     >>> from mars_core import MemoryStore
@@ -37,10 +38,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
+from mars_core.engine.args import collection
 from mars_core.errors import ExtraNotInstalledError, MarsError, ValidationError
 from mars_core.store import MemoryStore
 
 try:
+    import pydantic
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("langchain", "langchain-core") from exc
@@ -102,13 +105,23 @@ class _Tools:
         return self._guard(run)
 
 
-def _tool(fn: Callable[..., str]) -> StructuredTool:
+def _tool(fn: Callable[..., str], raise_errors: bool) -> StructuredTool:
     async def coroutine(*args: Any, **kwargs: Any) -> str:
         return await asyncio.to_thread(fn, *args, **kwargs)
 
+    def bad_arguments(exc: pydantic.ValidationError | Any) -> str:
+        """Arguments the tool's schema refuses: our error, or its message for the model."""
+        error = ValidationError.from_pydantic(exc, f"{fn.__name__} arguments") \
+            if isinstance(exc, pydantic.ValidationError) else \
+            ValidationError(f"invalid {fn.__name__} arguments")
+        if raise_errors:
+            raise error
+        return str(error)
+
     coroutine.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
     return StructuredTool.from_function(func=fn, coroutine=coroutine, name=fn.__name__,
-                                        description=fn.__doc__, handle_tool_error=True)
+                                        description=fn.__doc__, handle_tool_error=True,
+                                        handle_validation_error=bad_arguments)
 
 
 def memory_tools(store: MemoryStore, *, namespace: Any = None, k: int = 5,
@@ -128,10 +141,18 @@ def memory_tools(store: MemoryStore, *, namespace: Any = None, k: int = 5,
     Raises:
         ValidationError: bad ``k``, namespace or tool names.
     """
+    if not isinstance(store, MemoryStore):
+        raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
     if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
         raise ValidationError("k must be a positive integer")
-    unknown = set(include) - set(TOOL_NAMES)
+    if budget_tokens is not None and (not isinstance(budget_tokens, int)
+                                      or isinstance(budget_tokens, bool) or budget_tokens <= 0):
+        raise ValidationError("budget_tokens must be a positive integer or None")
+    names = collection(include, "include")
+    if not all(isinstance(n, str) for n in names):
+        raise ValidationError(f"include must name some of {TOOL_NAMES}, got {include!r}")
+    unknown = set(names) - set(TOOL_NAMES)
     if unknown or not include:
         raise ValidationError(f"include must name some of {TOOL_NAMES}, got {include!r}")
     bodies = _Tools(store, namespace, k, budget_tokens, raise_errors)
-    return [_tool(getattr(bodies, name)) for name in include]
+    return [_tool(getattr(bodies, name), raise_errors) for name in names]

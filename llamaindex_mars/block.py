@@ -42,6 +42,7 @@ from typing import Any
 from pydantic import Field
 
 from llamaindex_mars import _text
+from mars_core.engine.args import collection
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
 from mars_core.store import MemoryStore
@@ -147,15 +148,22 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         return _text.fit_recalled(_text.recalled_part(rendered), self.budget_tokens, count)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        """Observe flushed messages into the store (their session's namespace)."""
+        """Observe flushed messages into the store (their session's namespace), in one
+        call: a message the store refuses stores none of them."""
+        if not all(isinstance(m, ChatMessage) for m in collection(messages, "messages")):
+            raise ValidationError("a memory block takes a list of ChatMessage")
+        turns = []
         for message in messages:
             text = _text.message_text(message)
             if message.role.value not in self.observe_roles or not text:
                 continue
             session = message.additional_kwargs.get("session_id")
-            await self.store.aobserve(
-                message.role.value, text, namespace=self._namespace(session),
-                conversation_id=session if isinstance(session, str) and session else None)
+            turns.append({"role": message.role.value, "text": text,
+                          "namespace": self._namespace(session),
+                          "conversation_id": session if isinstance(session, str) and session
+                          else None})
+        if turns:
+            await self.store.aobserve_many(turns)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Drop the lowest-ranked recalled items until ``tokens_to_truncate`` are saved.

@@ -56,6 +56,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from llamaindex_mars import _text
+from mars_core.engine.args import collection, phrase
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode
 from mars_core.namespaces import id_namespace
@@ -176,6 +177,8 @@ class MarsMemory(BaseMemory):
             raise ValidationError("observe_roles must be a sequence of role names")
         if insert not in ("system", "user"):
             raise ValidationError("insert must be 'system' or 'user'")
+        if not isinstance(redact, bool):
+            raise ValidationError("redact must be True or False")
         conversation = conversation_id or _next_conversation(store, namespace, session)
         _check_name("conversation_id", conversation)
         super().__init__(store=store, session_id=session, namespace=namespace,
@@ -239,32 +242,38 @@ class MarsMemory(BaseMemory):
 
     def put(self, message: ChatMessage) -> None:
         """Append a message to the working history and observe it into the store."""
-        kwargs = self._observe_kwargs(message)
-        nodes = self.store.observe(**kwargs) if kwargs else []
-        self._append(message, nodes)
+        self.put_messages([message])
 
     async def aput(self, message: ChatMessage) -> None:
-        """Async :meth:`put` (through ``store.aobserve``)."""
-        kwargs = self._observe_kwargs(message)
-        nodes = await self.store.aobserve(**kwargs) if kwargs else []
-        self._append(message, nodes)
+        """Async :meth:`put` (through ``store.aobserve_many``)."""
+        await self.aput_messages([message])
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        """Append messages in order and observe them into the store in one call: a
+        message the store refuses stores none of them."""
+        _, turns = self._stage(messages, None)
+        self._commit(None, messages, turns, self.store.observe_many(
+            [t for t in turns if t is not None]) if any(turns) else [])
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
-        """Async :meth:`put_messages`, in order."""
-        for message in messages:
-            await self.aput(message)
+        """Async :meth:`put_messages` (through ``store.aobserve_many``)."""
+        _, turns = self._stage(messages, None)
+        self._commit(None, messages, turns, await self.store.aobserve_many(
+            [t for t in turns if t is not None]) if any(turns) else [])
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the working history; messages past the common prefix with the current
-        history are observed (so passing the history back with one new turn stores only
-        that turn)."""
-        for message in self._begin_set(messages):
-            self.put(message)
+        history are observed, in one call (so passing the history back with one new turn
+        stores only that turn; a message the store refuses changes nothing)."""
+        keep, turns = self._stage(messages, "set")
+        self._commit(messages[:keep], messages[keep:], turns, self.store.observe_many(
+            [t for t in turns if t is not None]) if any(turns) else [])
 
     async def aset(self, messages: list[ChatMessage]) -> None:
         """Async :meth:`set`."""
-        for message in self._begin_set(messages):
-            await self.aput(message)
+        keep, turns = self._stage(messages, "set")
+        self._commit(messages[:keep], messages[keep:], turns, await self.store.aobserve_many(
+            [t for t in turns if t is not None]) if any(turns) else [])
 
     # --- forgetting ---------------------------------------------------------------------
 
@@ -301,6 +310,8 @@ class MarsMemory(BaseMemory):
     def _plan(self, query: str | None, initial_tokens: object) -> _Plan:
         if query is not None and not isinstance(query, str):
             raise ValidationError("input must be a string or None")
+        if query is not None and query.strip():
+            phrase(query, "input")  # what the store's recall takes
         if not isinstance(initial_tokens, int) or isinstance(initial_tokens, bool) \
                 or initial_tokens < 0:
             raise ValidationError("initial_token_count must be a non-negative int")
@@ -340,37 +351,50 @@ class MarsMemory(BaseMemory):
         out[last] = out[last].model_copy(update={"blocks": blocks})
         return out
 
-    def _observe_kwargs(self, message: ChatMessage) -> dict[str, Any] | None:
-        if not isinstance(message, ChatMessage):
-            raise ValidationError(f"expected a ChatMessage, got {type(message).__name__}")
-        text = _text.message_text(message)
-        if message.role.value not in self.observe_roles or not text:
-            return None
+    def _stage(self, messages: Sequence[ChatMessage], replace: str | None
+               ) -> tuple[int, list[dict[str, Any] | None]]:
+        """What a put (``replace`` None: after the whole history) or a ``set`` (after the
+        prefix it shares with the history) observes: ``(kept entries, turn per new
+        message)``, a turn None for a message that is only kept in the history.
+        Nothing changes here."""
+        wrong = [type(m).__name__ for m in collection(messages, "messages")
+                 if not isinstance(m, ChatMessage)]
+        if wrong:
+            raise ValidationError(f"expected a list of ChatMessage, got a {wrong[0]}")
         with self._lock:
-            turn = len(self._entries)
-        return {"role": message.role.value, "text": text, "namespace": self.namespace,
-                "conversation_id": self.conversation_id, "turn": turn}
+            keep = len(self._entries)
+            if replace is not None:
+                keep = 0
+                for old, given in zip(self._entries, messages, strict=False):
+                    if (old.message.role, _text.message_text(old.message)) != \
+                            (given.role, _text.message_text(given)):
+                        break
+                    keep += 1
+        added = messages[keep:] if replace is not None else messages
+        turns: list[dict[str, Any] | None] = []
+        for i, message in enumerate(added):
+            text = _text.message_text(message)
+            turns.append({"role": message.role.value, "text": text, "namespace": self.namespace,
+                          "conversation_id": self.conversation_id, "turn": keep + i}
+                         if message.role.value in self.observe_roles and text else None)
+        return keep, turns
 
-    def _append(self, message: ChatMessage, nodes: Sequence[MemoryNode]) -> None:
-        episode = nodes[0].id if nodes else None
+    def _commit(self, prefix: Sequence[ChatMessage] | None, messages: Sequence[ChatMessage],
+                turns: Sequence[dict[str, Any] | None],
+                stored: Sequence[Sequence[MemoryNode]]) -> None:
+        """The working history once the store took ``turns``: ``messages`` appended, each
+        with the episode stored for it — after the history (a put, ``prefix`` None) or
+        after ``prefix``, the messages a ``set`` shares with it (their episodes kept)."""
+        episodes = iter(stored)
+        new = []
+        for message, turn in zip(messages, turns, strict=True):
+            nodes = next(episodes) if turn is not None else []
+            new.append(_Entry(message, nodes[0].id if nodes else None))
         with self._lock:
-            self._entries.append(_Entry(message, episode))
-
-    def _begin_set(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-        """Keep the common prefix of the old and new history; return the rest to put."""
-        if not isinstance(messages, Sequence) or \
-                not all(isinstance(m, ChatMessage) for m in messages):
-            raise ValidationError("set() takes a list of ChatMessage")
-        with self._lock:
-            keep = 0
-            for old, new in zip(self._entries, messages, strict=False):
-                if (old.message.role, _text.message_text(old.message)) != \
-                        (new.role, _text.message_text(new)):
-                    break
-                keep += 1
-            self._entries = [_Entry(m, e.episode)
-                             for m, e in zip(messages[:keep], self._entries, strict=False)]
-        return list(messages[keep:])
+            if prefix is not None:
+                self._entries = [_Entry(m, e.episode)
+                                 for m, e in zip(prefix, self._entries, strict=False)]
+            self._entries.extend(new)
 
     def _clear(self) -> None:
         with self._lock:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from mars_core.engine.args import phrase
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
@@ -43,7 +44,7 @@ from mars_core.store import MemoryStore
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
     from llama_index.core.callbacks import CallbackManager
-    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType, TextNode
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("llamaindex", "llama-index-core") from exc
 
@@ -134,6 +135,8 @@ class MarsRetriever(BaseRetriever):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                       or value < 1):
                 raise ValidationError(f"{what} must be an int >= 1 or None")
+        if types is not None and (isinstance(types, str) or not isinstance(types, Iterable)):
+            raise ValidationError("types must be a list of memory types such as ['semantic']")
         try:
             kinds = None if types is None else tuple(MemoryType(t) for t in types)
         except ValueError as exc:
@@ -155,6 +158,14 @@ class MarsRetriever(BaseRetriever):
             "relative_cutoff": score_cutoff or 0.0,
         }
 
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """LlamaIndex's ``retrieve``, refusing a query that is neither text nor a bundle."""
+        return super().retrieve(_query(str_or_query_bundle))
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """Async :meth:`retrieve`."""
+        return await super().aretrieve(_query(str_or_query_bundle))
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Hits of ``store.retrieve`` as scored nodes, best first."""
         return [to_node(h) for h in self.store.retrieve(query_bundle.query_str, **self._kwargs)]
@@ -163,6 +174,19 @@ class MarsRetriever(BaseRetriever):
         """Async :meth:`_retrieve` (through ``store.aretrieve``)."""
         hits = await self.store.aretrieve(query_bundle.query_str, **self._kwargs)
         return [to_node(h) for h in hits]
+
+
+def _query(query: object) -> QueryType:
+    """A retrieval's query: a string or a ``QueryBundle`` (checked as the store checks it).
+
+    Raises:
+        ValidationError: anything else, or text the store's retrieval refuses.
+    """
+    if not isinstance(query, str | QueryBundle):
+        raise ValidationError(f"a query must be a string or a QueryBundle, not "
+                              f"{type(query).__name__}")
+    phrase(query if isinstance(query, str) else query.query_str, "a query")
+    return query
 
 
 def _namespace(store: MemoryStore, namespace: object, session_id: object) -> str:

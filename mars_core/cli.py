@@ -117,8 +117,14 @@ def demo(path: Annotated[Path, typer.Option("--path", help="demo store directory
     """
     from mars_core import demo as demo_mod
 
-    raise typer.Exit(demo_mod.main(["--path", str(path)] + (["--fresh"] if fresh else [])
-                                   + ([] if fifa else ["--no-fifa"])))
+    if path.exists() and not path.is_dir():
+        raise _fail(f"--path {path} is a file; the demo writes its store to a directory")
+    try:
+        code = demo_mod.main(["--path", str(path)] + (["--fresh"] if fresh else [])
+                             + ([] if fifa else ["--no-fifa"]))
+    except (MarsError, OSError) as exc:
+        raise _fail(f"the demo cannot use {path}: {exc}") from exc
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -225,7 +231,10 @@ def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
            path: PathOpt = DEFAULT_PATH) -> None:
     """Export the whole store (memories, edges, archive) as JSON-LD; `mars import` reads it."""
     with _open(path, read_only=True) as store:
-        store.export_jsonld(out)
+        try:
+            store.export_jsonld(out)
+        except MarsError as exc:
+            raise _fail(str(exc)) from exc
     console.print(f"exported {path} to {out}")
 
 

@@ -801,7 +801,12 @@ def _date_of(kind: str, m: re.Match[str], today: date | None) -> date | None:
         return _month_day(_month(m.group(2)), int(m.group(1)), m.group(3), today)
     if kind == "mdy":
         return _month_day(_month(m.group(1)), int(m.group(2)), m.group(3), today)
-    return None if today is None else _relative(kind, m, today)
+    if today is None:
+        return None
+    try:
+        return _relative(kind, m, today)
+    except OverflowError:  # "tomorrow" on 31 December 9999: a day no calendar holds
+        return None
 
 
 def _time_of(m: re.Match[str]) -> time | None:
@@ -843,9 +848,12 @@ def _find_when(text: str, anchor: datetime | None) -> _When | None:
         return _When(phrase, spans, None, not loose)
     tz = local.tzinfo if local is not None else UTC
     deadline = datetime.combine(day, clock or _END_OF_DAY, tzinfo=tz)
-    if found is None and local is not None and deadline <= local:
-        deadline += timedelta(days=1)  # a bare time already past today means tomorrow
-    return _When(phrase, spans, utc(deadline), not loose)
+    try:
+        if found is None and local is not None and deadline <= local:
+            deadline += timedelta(days=1)  # a bare time already past today means tomorrow
+        return _When(phrase, spans, utc(deadline), not loose)
+    except OverflowError:  # past the end of the calendar (or before its start in UTC)
+        return _When(phrase, spans, None, not loose)
 
 
 def parse_deadline(text: str, anchor: datetime | None) -> datetime | None:

@@ -71,7 +71,9 @@ def import_file(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jso
         raise ValidationError(f"unknown import kind {kind!r}: use jsonld, mem0 or langgraph")
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise ImportFormatError(f"{path} is nested too deeply to hold {kind} records") from None
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON, a NUL in the path
         raise ImportFormatError(f"cannot read {path} as JSON: {exc}") from exc
     return readers[kind](store, data, namespace=namespace)
 

@@ -105,7 +105,7 @@ def _no_constant(name: str) -> Any:
 def _read(path: Path) -> Any:
     try:
         size = path.stat().st_size
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise ImportFormatError(f"cannot read JSON-LD from {path}: {exc}") from exc
     if size > MAX_IMPORT_BYTES:
         raise ImportFormatError(f"{path} is larger than {MAX_IMPORT_BYTES} bytes")

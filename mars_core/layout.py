@@ -42,8 +42,8 @@ from mars_core.errors import ConfigError, CorruptStoreError
 from mars_core.index.base import VectorIndex
 from mars_core.index.numpy import NumpyIndex
 
-__all__ = ["INDEX_DIR", "RECORDS_FILE", "IndexKind", "holds_store", "open_index",
-           "refuse_old_layout"]
+__all__ = ["INDEX_DIR", "RECORDS_FILE", "IndexKind", "check_kind", "holds_store",
+           "open_index", "refuse_old_layout"]
 
 IndexKind = Literal["auto", "chroma", "numpy", "qdrant"]
 """What ``MemoryStore.open(path, index=...)`` accepts besides an index instance."""
@@ -97,6 +97,19 @@ def refuse_old_layout(directory: Path) -> None:
             "memories.jsonld --path NEW_DIRECTORY`")
 
 
+def check_kind(kind: object) -> None:
+    """Refuse an ``index=`` that names no index kind and is no index.
+
+    Raises:
+        ConfigError: anything but a kind of :data:`IndexKind` or a ``VectorIndex``.
+
+    Examples:
+        >>> check_kind("numpy")
+    """
+    if not isinstance(kind, VectorIndex) and (not isinstance(kind, str) or kind not in _KINDS):
+        raise ConfigError(f"index must be one of {list(_KINDS)} or a VectorIndex, not {kind!r}")
+
+
 def open_index(directory: Path, kind: IndexKind | VectorIndex,
                manifest: Mapping[str, Any] | None, *,
                read_only: bool) -> tuple[VectorIndex, str]:
@@ -111,8 +124,7 @@ def open_index(directory: Path, kind: IndexKind | VectorIndex,
         ExtraNotInstalledError: the chosen index's client is not installed.
         ConflictError: another process holds the embedded index's directory.
     """
-    if not isinstance(kind, VectorIndex) and kind not in _KINDS:
-        raise ConfigError(f"index must be one of {list(_KINDS)} or a VectorIndex, not {kind!r}")
+    check_kind(kind)
     if read_only:
         if kind not in ("auto", "numpy"):
             raise ConfigError("a read_only store searches the records' vectors in the "

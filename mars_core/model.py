@@ -57,8 +57,18 @@ MAX_CONTENT_CHARS = 200_000
 
 
 def utc(dt: datetime) -> datetime:
-    """Return ``dt`` as an aware UTC datetime (naive datetimes are taken as UTC)."""
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    """Return ``dt`` as an aware UTC datetime (naive datetimes are taken as UTC).
+
+    Raises:
+        ValueError: ``dt`` lies outside the calendar once moved to UTC (the last day of
+            year 9999 at UTC-5, say).
+    """
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    try:
+        return dt.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{dt.isoformat()} is outside the calendar once in UTC") from None
 
 
 class MemoryType(StrEnum):
@@ -278,8 +288,10 @@ class MemoryNode(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _json_metadata(cls, v: dict[str, JSONValue]) -> dict[str, JSONValue]:
-        try:
-            json.dumps(v, allow_nan=False)
+        try:  # and storable: no lone surrogate, not nested past the recursion limit
+            json.dumps(v, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except RecursionError:
+            raise ValueError("metadata is nested too deeply to store; flatten it") from None
         except (TypeError, ValueError) as exc:
             raise ValueError(f"metadata must be JSON-serialisable without NaN/inf: {exc}") from None
         return v

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import builtins
 import functools
+import numbers
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar, cast
 
 import pydantic
 
@@ -148,6 +149,8 @@ class MemoryStore:
                  **overrides: Any) -> None:
         self._lock = threading.RLock()
         self._closed, self._depth = False, 0
+        _check_parts(records=records, index=index, embedder=embedder, clock=clock,
+                     summariser=summariser)
         records = records if records is not None else _default_records()
         if read_only and index is not None and not isinstance(index, NumpyIndex):
             records.close()
@@ -208,9 +211,10 @@ class MemoryStore:
             **kwargs: passed to :class:`MemoryStore` (``clock``, config fields ...).
 
         Raises:
-            ConfigError: an unknown index, no store here and ``read_only``, a refused
-                configuration (checked before anything is created or changed), or a
-                recorded configuration that is no longer valid (reopen with a valid one).
+            ConfigError: an unknown index, no store here and ``read_only``, a ``path``
+                that is a file, a refused configuration or collaborator (checked before
+                anything is created or changed), or a recorded configuration that is no
+                longer valid (reopen with a valid one).
             CorruptStoreError: a directory written by mars-memory 0.1, or damaged.
             ExtraNotInstalledError: the chosen index or embedder is not installed.
             ConflictError: another process writes the store (after ``lock_timeout``).
@@ -220,7 +224,9 @@ class MemoryStore:
         fields = {k: v for k, v in kwargs.items() if k in StoreConfig.model_fields}
         if fields or kwargs.get("config") is not None:  # refuse before touching the disk
             args.configure(kwargs.get("config"), fields)
-        directory = Path(path)
+        directory = _directory(path)
+        layout.check_kind(index)
+        _precheck(embedder, **kwargs)
         layout.refuse_old_layout(directory)
         records = SQLiteRecordStore(directory / layout.RECORDS_FILE, read_only=read_only,
                                     lock_timeout=lock_timeout, synchronous=synchronous)
@@ -321,16 +327,24 @@ class MemoryStore:
             NotFoundError: no such memory in the namespace.
         """
         old = self._node(node_id, namespace)
-        return self._writer.update(old, text, metadata,
-                                   old.expires_at if expires_at == "keep" else expires_at)
+        metadata = args.mapping(metadata, "metadata")
+        keep = isinstance(expires_at, str) and expires_at == "keep"
+        return self._writer.update(old, text, metadata, old.expires_at if keep
+                                   else args.moment(expires_at, "expires_at"))
 
     @_call
     def forget(self, node_id: str, reason: str = "forgotten on request", *,
                namespace: NamespaceArg | None = None) -> MemoryNode:
         """Deliberately forget a memory of ``namespace``: it moves to the archive (still
         explainable and searchable with ``include_archive=True``). Already archived:
-        returned unchanged."""
-        return self._writer.forget(self._node(node_id, namespace), reason)
+        returned unchanged.
+
+        Raises:
+            NotFoundError: no such memory in the namespace.
+            ValidationError: a ``reason`` that is not text (at most 1,000 characters).
+        """
+        node = self._node(node_id, namespace)
+        return self._writer.forget(node, args.phrase(reason, "reason", max_chars=1000))
 
     @_call
     def restore(self, node_id: str, *, namespace: NamespaceArg | None = None) -> MemoryNode:
@@ -341,8 +355,14 @@ class MemoryStore:
     @_call
     def link(self, source: str, predicate: Predicate | str, target: str, *,
              namespace: NamespaceArg | None = None) -> Edge:
-        """Add a typed edge between two memories of ``namespace``."""
-        return self._writer.link(self._node(source, namespace), predicate, target)
+        """Add a typed edge between two memories of ``namespace``.
+
+        Raises:
+            NotFoundError: either memory is not one of the namespace.
+            ValidationError: an unknown predicate, a self-loop or a derivation cycle.
+        """
+        node = self._node(source, namespace)
+        return self._writer.link(node, predicate, args.memory_id(target))
 
     @_call
     def observe(self, role: str, text: str, *, namespace: NamespaceArg | None = None,
@@ -418,9 +438,9 @@ class MemoryStore:
         old = self._node(node_id, namespace)
         change: dict[str, Any] = {}
         if metadata is not None:
-            change["metadata"] = dict(metadata)
-        if expires_at != "keep":
-            change["expires_at"] = expires_at
+            change["metadata"] = args.mapping(metadata, "metadata")
+        if not (isinstance(expires_at, str) and expires_at == "keep"):
+            change["expires_at"] = args.moment(expires_at, "expires_at")
         if pinned is not None:
             change["pinned"] = pinned
         return self._writer.set_metadata(old, change)
@@ -495,8 +515,9 @@ class MemoryStore:
                                conversation=conversation, budget_tokens=budget_tokens, k=k)
         return self._reader.retrieve(q, budget, k=k,
                                      ratio=args.cutoff(relative_cutoff, self.config),
-                                     include_archive=bool(include_archive),
-                                     read_only=bool(read_only))
+                                     include_archive=args.flag(include_archive,
+                                                               "include_archive"),
+                                     read_only=args.flag(read_only, "read_only"))
 
     @_call
     def recall(self, entity: str | None = None, *, goal: str | None = None,
@@ -513,10 +534,12 @@ class MemoryStore:
         if (entity is None) == (goal is None) or not isinstance(entity or goal, str) \
                 or not (entity or goal or "").strip():
             raise ValidationError("recall needs exactly one of entity= or goal=")
+        args.phrase(entity or goal, "entity" if goal is None else "goal", max_chars=1000)
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise ValidationError("k must be a positive integer")
         return self._reader.recall(self._ns(namespace), entity=entity, goal=goal, k=k,
-                                   max_hops=max_hops, read_only=bool(read_only))
+                                   max_hops=args.count(max_hops, "max_hops"),
+                                   read_only=args.flag(read_only, "read_only"))
 
     @_call
     def render_context(self, query: str, *, budget_tokens: int | None = None,
@@ -539,9 +562,13 @@ class MemoryStore:
         """
         q, budget = args.query(query, self.config, namespace_=namespace,
                                budget_tokens=budget_tokens)
+        if conversation is not None and not isinstance(conversation, str):
+            raise ValidationError("conversation must be a string or None")
         return self._reader.render(q, budget, conversation=conversation,
-                                   active_turns=active_turns, evidence=evidence,
-                                   redact=bool(redact), evidence_only=bool(evidence_only))
+                                   active_turns=args.count(active_turns, "active_turns"),
+                                   evidence=args.count(evidence, "evidence"),
+                                   redact=args.flag(redact, "redact"),
+                                   evidence_only=args.flag(evidence_only, "evidence_only"))
 
     @_call
     def credit(self, used: Iterable[str], offered: Iterable[str],
@@ -555,7 +582,7 @@ class MemoryStore:
             ValidationError: ``used`` is not a subset of ``offered``.
         """
         state = self._engine.ns(self._ns(namespace))
-        used_l, offered_l = builtins.list(used), builtins.list(offered)
+        used_l, offered_l = args.id_list(used, "used"), args.id_list(offered, "offered")
         if not set(used_l) <= set(offered_l):
             raise ValidationError("credited memories must be among those offered")
         # an id that is not (or no longer) the namespace's is left out, whoever's it is
@@ -572,10 +599,13 @@ class MemoryStore:
         LangGraph store search).
 
         Raises:
-            ValidationError: an archived memory.
+            ValidationError: an archived memory, or ``ids`` that are not a list of ids.
             NotFoundError: an id that is not a memory of the namespace.
         """
-        self._reader.reinforce(self._engine.ns(self._ns(namespace)), ids, reason, credit)
+        state = self._engine.ns(self._ns(namespace))
+        self._reader.reinforce(state, args.id_list(ids, "ids"),
+                               args.phrase(reason, "reason", max_chars=1000),
+                               args.flag(credit, "credit"))
 
     @_call
     def namespaces(self) -> builtins.list[str]:
@@ -644,9 +674,9 @@ class MemoryStore:
         namespace is one transaction. Returns counts per namespace.
         """
         names = [self._ns(namespace)] if namespace is not None else self.namespaces()
-        return {ns: self._maintainer.maintain_namespace(ns, ttl=ttl, graduated=graduated,
-                                                        dedup=dedup, reflect=reflect)
-                for ns in names}
+        phases = {name: args.flag(value, name) for name, value in (
+            ("ttl", ttl), ("graduated", graduated), ("dedup", dedup), ("reflect", reflect))}
+        return {ns: self._maintainer.maintain_namespace(ns, **phases) for ns in names}
 
     @_call
     def reembed(self, embedder: Embedder, batch_size: int = 256) -> int:
@@ -655,8 +685,13 @@ class MemoryStore:
         Every memory gets its new vector in one transaction (with the manifest and a
         ``config`` audit event): the store is on the old embedder or on the new one,
         never between. The vector index is then rebuilt from the new vectors.
+
+        Raises:
+            ConfigError: ``embedder`` is not an embedder (``name``, ``dim``, ``embed``).
+            ValidationError: a bad ``batch_size``, or an embedder whose vectors are not
+                ``dim`` finite numbers each (nothing changes).
         """
-        return self._maintainer.reembed(embedder, batch_size)
+        return self._maintainer.reembed(_embedder(embedder), batch_size)
 
     @_call
     def reindex(self) -> int:
@@ -695,6 +730,12 @@ class MemoryStore:
                 default namespace; ids never cross namespaces).
         """
         state = self._engine.ns(self._ns(namespace))
+        if node_id is not None:
+            node_id = args.memory_id(node_id)
+        if entity is not None:
+            args.phrase(entity, "entity", max_chars=1000)
+        if conversation is not None:
+            args.phrase(conversation, "conversation", max_chars=256)
         whole = namespace is not None and node_id is None and entity is None \
             and conversation is None
         return self._eraser.erase(state, node_id=node_id, entity=entity,
@@ -729,14 +770,27 @@ class MemoryStore:
                       entities: Iterable[str] = (), purpose: str = "",
                       expires_at: datetime | None = None,
                       namespace: NamespaceArg | None = None) -> ConsentGrant:
-        """Allow private memories (by type and/or entity) to be recalled in private mode."""
-        return self._eraser.grant(self._engine.ns(self._ns(namespace)), types=types,
-                                   entities=entities, purpose=purpose, expires_at=expires_at)
+        """Allow private memories (by type and/or entity) to be recalled in private mode.
+
+        Raises:
+            ValidationError: a bad grant (nothing changes).
+        """
+        state = self._engine.ns(self._ns(namespace))
+        return self._eraser.grant(state, types=args.collection(types, "types"),
+                                  entities=args.collection(entities, "entities"),
+                                  purpose=purpose,
+                                  expires_at=args.moment(expires_at, "expires_at"))
 
     @_call
     def revoke_consent(self, consent_id: str, namespace: NamespaceArg | None = None) -> None:
-        """Withdraw a consent grant (recorded in the audit)."""
-        self._eraser.revoke(self._engine.ns(self._ns(namespace)), consent_id)
+        """Withdraw a consent grant (recorded in the audit).
+
+        Raises:
+            NotFoundError: no such grant in the namespace.
+            ValidationError: ``consent_id`` is not a consent id.
+        """
+        state = self._engine.ns(self._ns(namespace))
+        self._eraser.revoke(state, args.label(consent_id, "consent_id"))
 
     @_call
     def receipt(self, namespace: NamespaceArg | None = None) -> PrivacyReceipt:
@@ -749,12 +803,23 @@ class MemoryStore:
     @_call
     def export_jsonld(self, path: str | os.PathLike[str] | None = None,
                       namespace: NamespaceArg | None = None) -> dict[str, Any]:
-        """Export memories and edges as JSON-LD (to ``path`` when given); returns the document."""
+        """Export memories and edges as JSON-LD (to ``path`` when given); returns the document.
+
+        Raises:
+            ValidationError: a bad namespace, or a ``path`` that cannot be written (a
+                directory, under a file, ...); nothing is written then.
+        """
         from mars_core.io import write_json
 
+        target = None if path is None else args.path(path, "the export path")
         doc = self._engine.export(None if namespace is None else self._ns(namespace))
-        if path is not None:
-            write_json(Path(path), doc)
+        if target is not None:
+            try:
+                write_json(target, doc)
+            except OSError as exc:
+                raise ValidationError(f"cannot write the export to {target}: "
+                                      f"{exc.strerror or exc}; pass a writable file path"
+                                      ) from exc
         return doc
 
     @_call
@@ -891,3 +956,71 @@ class MemoryStore:
     aexport_jsonld = asyncify(export_jsonld)
     aimport_jsonld = asyncify(import_jsonld)
     aclose = asyncify(close)
+
+
+def _directory(path: object) -> Path:
+    """The directory ``MemoryStore.open`` takes, checked before anything is created.
+
+    Raises:
+        ConfigError: not a path, empty, holding a NUL, or a file (or under one).
+    """
+    directory = args.path(path, "a store path", ConfigError)
+    for where in (directory, *directory.parents):
+        if where.exists():
+            if not where.is_dir():
+                raise ConfigError(f"cannot open a store at {directory}: {where} is a file, "
+                                  "not a directory; pass a directory")
+            break
+    return directory
+
+
+def _precheck(embedder: object, *, clock: object = None, audit_key: object = None,
+              summariser: object = None, **_: Any) -> None:
+    """What ``MemoryStore.open`` checks before it creates a directory, besides the
+    configuration: the collaborators and the audit key the constructor would refuse.
+
+    Raises:
+        ConfigError: a bad one.
+    """
+    from mars_core.keys import check_key
+
+    _check_parts(records=None, index=None, embedder=embedder, clock=clock,
+                 summariser=summariser)
+    if audit_key is not None:
+        check_key(audit_key)
+
+
+def _embedder(value: object) -> Embedder:
+    """An embedder, checked (``name``, a positive ``dim``, a callable ``embed``).
+
+    Raises:
+        ConfigError: anything else.
+    """
+    name, dim = getattr(value, "name", None), getattr(value, "dim", None)
+    if not callable(getattr(value, "embed", None)) or not isinstance(name, str) or not name \
+            or isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim <= 0:
+        raise ConfigError(f"embedder must be an Embedder (a name, a positive dim and "
+                          f"embed(texts)), such as mars_core.HashingEmbedder(), not "
+                          f"{builtins.type(value).__name__}")
+    return cast(Embedder, value)
+
+
+def _check_parts(*, records: object, index: object, embedder: object, clock: object,
+                 summariser: object) -> None:
+    """Refuse a collaborator of the wrong kind before anything is built.
+
+    Raises:
+        ConfigError: a collaborator that lacks what the store calls.
+    """
+    wanted = {"records": (records, ("read", "write", "close")),
+              "index": (index, ("bind", "upsert", "query", "close")),
+              "clock": (clock, ("now",))}
+    for what, (value, methods) in wanted.items():
+        if value is not None and not all(callable(getattr(value, m, None)) for m in methods):
+            raise ConfigError(f"{what} must provide {', '.join(methods)}(), not a "
+                              f"{builtins.type(value).__name__}")
+    if embedder is not None:
+        _embedder(embedder)
+    if summariser is not None and not callable(summariser):
+        raise ConfigError(f"summariser must be callable (texts, *, target_tokens) -> str, "
+                          f"not {builtins.type(summariser).__name__}")

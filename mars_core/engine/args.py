@@ -22,10 +22,13 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+import os
+import re
 import types as pytypes
 import typing
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -33,12 +36,13 @@ import pydantic
 from mars_core.config import StoreConfig, parse_config
 from mars_core.engine.writer import NewMemory, Turn
 from mars_core.errors import ConfigError, ValidationError
-from mars_core.model import MemoryType, Provenance, default_payload
+from mars_core.model import MAX_CONTENT_CHARS, MemoryType, Provenance, default_payload, utc
 from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Query, check_max_sensitivity
 
-__all__ = ["ADD_FIELDS", "TURN_FIELDS", "configure", "cutoff", "item", "items", "memory_id",
-           "namespace", "query", "turn", "turns", "unit_number"]
+__all__ = ["ADD_FIELDS", "TURN_FIELDS", "collection", "configure", "count", "cutoff", "flag",
+           "id_list", "item", "items", "label", "mapping", "memory_id", "moment", "namespace",
+           "path", "phrase", "query", "turn", "turns", "unit_number"]
 
 ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
                         "metadata", "pinned", "expires_at", "links"})
@@ -49,6 +53,145 @@ TURN_FIELDS = frozenset({"role", "text", "namespace", "conversation_id", "sessio
 """What an ``observe_many`` turn may name (the arguments of ``observe``)."""
 
 _TYPE_NAMES = frozenset(t.value for t in MemoryType)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _shown(value: object) -> str:
+    """What a message says about a bad value: its type, and a short repr of a short one."""
+    kind = builtins.type(value).__name__
+    shown = repr(value)
+    return kind if len(shown) > 40 else f"{kind} {shown}"
+
+
+def phrase(value: object, what: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str:
+    """Visible text a call reads (a query, an entity, a reason): memory text's rules.
+
+    Raises:
+        ValidationError: not a string, empty or only whitespace, with a NUL or a lone
+            surrogate, or longer than ``max_chars``.
+
+    Examples:
+        >>> phrase("where does Ana live?", "a query")
+        'where does Ana live?'
+    """
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string, not {_shown(value)}")
+    if not value.strip():
+        raise ValidationError(f"{what} must contain non-whitespace text")
+    if "\x00" in value:
+        raise ValidationError(f"{what} must not contain NUL characters")
+    if _SURROGATE.search(value) is not None:
+        raise ValidationError(f"{what} must be valid Unicode (no lone surrogates)")
+    if len(value) > max_chars:
+        raise ValidationError(f"{what} is {len(value)} characters long; the limit is {max_chars}")
+    return value
+
+
+def label(value: object, what: str, *, max_chars: int = 256) -> str:
+    """An identifier or a name a caller gives (a role, a conversation, a consent id): a
+    non-empty string without control characters or lone surrogates.
+
+    Raises:
+        ValidationError: anything else.
+    """
+    phrase(value, what, max_chars=max_chars)
+    assert isinstance(value, str)
+    if (bad := _CONTROL.search(value)) is not None:
+        raise ValidationError(f"{what} contains the control character U+{ord(bad.group()):04X}")
+    return value
+
+
+def flag(value: object, what: str) -> bool:
+    """A yes/no option: ``True`` or ``False`` (``"no"`` is not false).
+
+    Raises:
+        ValidationError: anything but a bool.
+    """
+    if not isinstance(value, bool):
+        raise ValidationError(f"{what} must be True or False, not {_shown(value)}")
+    return value
+
+
+def count(value: object, what: str, *, low: int = 0) -> int:
+    """A whole number of at least ``low`` (a bool is not a number).
+
+    Raises:
+        ValidationError: anything else.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValidationError(f"{what} must be an integer >= {low}, not {_shown(value)}")
+    return value
+
+
+def moment(value: object, what: str) -> datetime | None:
+    """A point in time or None (a number or a string is not a datetime here), one that
+    has a UTC time.
+
+    Raises:
+        ValidationError: anything else.
+    """
+    if value is not None and not isinstance(value, datetime):
+        raise ValidationError(f"{what} must be a datetime (naive ones are UTC) or None, "
+                              f"not {_shown(value)}")
+    if value is not None:
+        try:
+            utc(value)
+        except ValueError as exc:  # the last day of 9999 at UTC-5 has no UTC
+            raise ValidationError(f"{what}: {exc}") from None
+    return value
+
+
+def mapping(value: object, what: str) -> dict[str, Any] | None:
+    """A mapping a call copies (metadata), or None.
+
+    Raises:
+        ValidationError: anything else.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{what} must be a mapping of JSON values such as "
+                              f"{{'colour': 'red'}}, not {_shown(value)}")
+    return dict(value)
+
+
+def collection(values: object, what: str) -> list[Any]:
+    """The items of a list argument (a string is not a list of its characters).
+
+    Raises:
+        ValidationError: a string, a mapping, or something that is not iterable.
+    """
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise ValidationError(f"{what} must be a list, not {_shown(values)}")
+    return list(values)
+
+
+def id_list(values: object, what: str) -> list[str]:
+    """Memory ids given as a list (a string is one id, not a list of them).
+
+    Raises:
+        ValidationError: not a collection of ids, or an item that is not an id.
+    """
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise ValidationError(f"{what} must be a list of memory ids, not {_shown(values)}")
+    return [memory_id(v) for v in values]
+
+
+def path(value: object, what: str, error: type[ValidationError] = ValidationError) -> Path:
+    """A file-system path a call reads or writes.
+
+    Raises:
+        ``error``: not a string or path, empty, or holding a NUL.
+    """
+    if not isinstance(value, str | os.PathLike):
+        raise error(f"{what} must be a path (a str or a pathlib.Path), not {_shown(value)}")
+    raw = os.fspath(value)
+    if not isinstance(raw, str) or not raw:
+        raise error(f"{what} must be a non-empty path")
+    if "\x00" in raw:
+        raise error(f"{what} must not contain NUL characters")
+    return Path(raw)
 
 
 def configure(config: object, overrides: Mapping[str, Any]) -> StoreConfig:
@@ -83,11 +226,13 @@ def memory_id(value: object) -> str:
     namespace's business).
 
     Raises:
-        ValidationError: not a non-empty string of at most 128 characters.
+        ValidationError: not a non-empty string of at most 128 characters, or one with a
+            NUL or a lone surrogate (no memory can have such an id).
     """
-    if not isinstance(value, str) or not value or len(value) > 128:
+    if not isinstance(value, str) or not value or len(value) > 128 or "\x00" in value \
+            or _SURROGATE.search(value) is not None:
         raise ValidationError(f"a memory id is a string such as the 'id' of a stored memory, "
-                              f"not {builtins.type(value).__name__} {str(value)[:40]!r}")
+                              f"not {_shown(value)}")
     return value
 
 
@@ -112,20 +257,21 @@ def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
         pairs = tuple((p, t) for p, t in links)
     except (TypeError, ValueError):
         raise ValidationError("links must be (predicate, target id) pairs") from None
+    for _, target in pairs:
+        memory_id(target)
     if sensitivity is not None:
         sensitivity = unit_number(sensitivity, "sensitivity", "or None (detected)")
     if not isinstance(pinned, bool):
         raise ValidationError(f"pinned must be True or False, not a "
                               f"{builtins.type(pinned).__name__}")
-    if expires_at is not None and not isinstance(expires_at, datetime):
-        raise ValidationError("expires_at must be a datetime (naive ones are UTC) or None")
+    moment(expires_at, "expires_at")
     if isinstance(provenance, Mapping):
         _no_coercion(provenance, Provenance, "provenance")
     if isinstance(payload, Mapping) and str(type) in _TYPE_NAMES:  # else the writer refuses
         _no_coercion(payload, builtins.type(default_payload(MemoryType(str(type)))), "payload")
     return NewMemory(text, type, payload, sensitivity,  # type: ignore[arg-type]
-                     provenance, namespace(namespace_, default=default_ns), metadata,
-                     pinned, expires_at, pairs)
+                     provenance, namespace(namespace_, default=default_ns),
+                     mapping(metadata, "metadata"), pinned, expires_at, pairs)
 
 
 def unit_number(value: object, what: str, otherwise: str = "") -> float:
@@ -178,6 +324,9 @@ def _no_coercion(fields: Mapping[object, object], model: builtins.type[pydantic.
 def items(values: Iterable[object], *, default_ns: str, namespace_: object,
           type: MemoryType | str) -> list[NewMemory]:
     """The items of ``add_many``: texts, or mappings of ``add``'s arguments."""
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise ValidationError(f"add_many takes a list of texts or of mappings of add()'s "
+                              f"arguments, not {_shown(values)}")
     out = []
     for i, value in enumerate(values):
         fields = {"text": value} if isinstance(value, str) else value
@@ -196,12 +345,14 @@ def turn(role: object, text: object, *, default_ns: str, namespace_: object = No
     """One conversational turn (the arguments of ``observe``)."""
     if not isinstance(role, str) or not role.strip():
         raise ValidationError("role must be a non-empty string such as 'user'")
+    label(role, "role", max_chars=64)
     if not isinstance(text, str):
         raise ValidationError(f"turn text must be a str, not {builtins.type(text).__name__}")
     if speaker is not None and not isinstance(speaker, str):
         raise ValidationError("speaker must be a string or None")
     if at is not None and not isinstance(at, datetime):
         raise ValidationError("at must be a datetime (naive ones are UTC) or None")
+    moment(at, "at")
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, numbers.Integral)):
         raise ValidationError(f"turn must be an int or None, not a {builtins.type(turn).__name__}")
     try:
@@ -215,6 +366,9 @@ def turn(role: object, text: object, *, default_ns: str, namespace_: object = No
 def turns(values: Iterable[object], *, default_ns: str, namespace_: object,
           conversation_id: str | None) -> list[Turn]:
     """The turns of ``observe_many``: mappings of ``observe``'s arguments."""
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise ValidationError(f"observe_many takes a list of mappings of observe()'s "
+                              f"arguments, not {_shown(values)}")
     out = []
     for i, t in enumerate(values):
         if not isinstance(t, Mapping) or set(t) - TURN_FIELDS or not {"role", "text"} <= set(t):
@@ -244,6 +398,7 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
     """A retrieval's query and token budget."""
     if not isinstance(text, str) or not text.strip():
         raise ValidationError("a query must be a non-empty string")
+    phrase(text, "a query")
     budget = config.retrieval.default_budget_tokens if budget_tokens is None else budget_tokens
     if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
         raise ValidationError("budget_tokens must be a positive integer")
@@ -253,6 +408,7 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
     for name, when in (("since", since), ("until", until)):
         if when is not None and not isinstance(when, datetime):
             raise ValidationError(f"{name} must be a datetime (naive ones are UTC) or None")
+        moment(when, name)
     if conversation is not None and not isinstance(conversation, str):
         raise ValidationError('conversation must be a string ("": no conversation) or None')
     try:

@@ -100,8 +100,9 @@ class PrivacyPreferences(BaseModel):
     retention_days: dict[MemoryType, int] = Field(
         default_factory=dict, description="Per-type retention horizon in days: maintenance "
         "archives older memories of that type.")
-    private_mode: bool = Field(False, description="Hide memories above private_threshold from "
-                               "retrieval and recall unless a consent grant covers them.")
+    private_mode: bool = Field(False, strict=True, description="Hide memories above "
+                               "private_threshold from retrieval and recall unless a consent "
+                               "grant covers them.")
     private_threshold: float = Field(0.5, ge=0.0, le=1.0,
                                      description="σ of private mode.")
     consents: tuple[ConsentGrant, ...] = Field((), description="Active consent grants.")

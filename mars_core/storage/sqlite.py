@@ -132,6 +132,9 @@ def _errors(location: str) -> Iterator[None]:
         yield
     except MarsError:
         raise
+    except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 text holds it
+        raise ValidationError(f"a value written to the record store at {location} is not "
+                              "valid Unicode (a lone surrogate); nothing was written") from exc
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             raise ConflictError(
