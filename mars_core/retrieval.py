@@ -24,13 +24,13 @@ Examples:
 
 from __future__ import annotations
 
-import math
 import numbers
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -67,9 +67,11 @@ def check_max_sensitivity(value: object) -> float | None:
     """
     if value is None:
         return None
+    # compared exactly, not through float(): 10**400 is out of range, not an OverflowError
     if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
-        shown = type(value).__name__ if isinstance(value, bool | str) else repr(value)
+            or not 0 <= cast(float, value) <= 1:
+        shown = type(value).__name__ if isinstance(value, bool | str) or (
+            isinstance(value, int) and abs(value) > 10**40) else repr(value)
         raise ValidationError(f"max_sensitivity must be a number in [0, 1] (sensitivities lie "
                               f"in [0, 1]) or None for no cap, not {shown}")
     return float(value)

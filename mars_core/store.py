@@ -442,7 +442,7 @@ class MemoryStore:
         if not (isinstance(expires_at, str) and expires_at == "keep"):
             change["expires_at"] = args.moment(expires_at, "expires_at")
         if pinned is not None:
-            change["pinned"] = pinned
+            change["pinned"] = args.flag(pinned, "pinned")
         return self._writer.set_metadata(old, change)
 
     # --- reading -----------------------------------------------------------------------------

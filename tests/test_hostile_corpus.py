@@ -223,6 +223,7 @@ CORE: list[Case] = [
     *_cases_for("add-sensitivity", {
         "negative": -0.1, "above-one": 1.1, "nan": NAN, "inf": INF, "minus-inf": -INF,
         "string": "high", "list": [0.5], "object": OPAQUE, "huge-int": 10**400,
+        "giant-int": 10**5000,
     }, V, lambda w, v: w.store.add("fine text", sensitivity=v)),
     *_cases_for("add-payload", {
         "string": "urgent", "int": 5, "list": [1, 2], "object": OPAQUE,
@@ -430,6 +431,7 @@ READ: list[Case] = [
     }, V, lambda w, v: w.store.retrieve("Ana", types=v)),
     *_cases_for("retrieve-max-sensitivity", {
         "two": 2.0, "negative": -0.5, "nan": NAN, "inf": INF, "string": "0.5", "bool": True,
+        "huge-int": 10**400, "giant-int": 10**5000,
     }, V, lambda w, v: w.store.retrieve("Ana", max_sensitivity=v)),
     *_cases_for("retrieve-since", {"string": "yesterday", "int": 5, "date-string": "2026-01-01",
                                    "past-the-calendar": PAST_END},

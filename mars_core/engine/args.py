@@ -20,7 +20,6 @@ Examples:
 from __future__ import annotations
 
 import builtins
-import math
 import numbers
 import os
 import re
@@ -60,7 +59,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def _shown(value: object) -> str:
     """What a message says about a bad value: its type, and a short repr of a short one."""
     kind = builtins.type(value).__name__
-    shown = repr(value)
+    try:
+        shown = repr(value)
+    except ValueError:  # an int of more than 4,300 digits has no repr
+        return kind
     return kind if len(shown) > 40 else f"{kind} {shown}"
 
 
@@ -285,9 +287,11 @@ def unit_number(value: object, what: str, otherwise: str = "") -> float:
         >>> unit_number(1, "sensitivity")
         1.0
     """
+    # compared exactly, not through float(): 10**400 is out of range, not an OverflowError
     if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
-        shown = builtins.type(value).__name__ if isinstance(value, bool | str) else repr(value)
+            or not 0 <= typing.cast(float, value) <= 1:
+        shown = builtins.type(value).__name__ if isinstance(value, bool | str) \
+            else _shown(value)
         tail = f" {otherwise}" if otherwise else ""
         raise ValidationError(f"{what} must be a number in [0, 1]{tail}, not {shown}")
     return float(value)
