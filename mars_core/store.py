@@ -38,7 +38,7 @@ from mars_core.clock import Clock, SystemClock
 from mars_core.config import StoreConfig
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.engine import args
-from mars_core.engine.engine import Engine
+from mars_core.engine.engine import Engine, build_policy
 from mars_core.engine.eraser import Eraser
 from mars_core.engine.maintainer import Maintainer
 from mars_core.engine.namespace import NamespaceState
@@ -60,7 +60,7 @@ from mars_core.policies import Policy
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
 from mars_core.retrieval import Hit
-from mars_core.storage.base import RecordStore
+from mars_core.storage.base import NamespaceRecord, RecordStore
 from mars_core.storage.sqlite import SQLiteRecordStore
 from mars_core.summarise import ExtractiveSummariser, Summariser
 
@@ -223,7 +223,8 @@ class MemoryStore:
 
         fields = {k: v for k, v in kwargs.items() if k in StoreConfig.model_fields}
         if fields or kwargs.get("config") is not None:  # refuse before touching the disk
-            args.configure(kwargs.get("config"), fields)
+            given = args.configure(kwargs.get("config"), fields)
+            build_policy(given, NamespaceRecord(given.default_namespace))
         directory = _directory(path)
         layout.check_kind(index)
         _precheck(embedder, **kwargs)

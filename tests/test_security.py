@@ -348,3 +348,12 @@ def test_a_record_store_without_its_manifest_is_refused_unchanged(tmp_path: Path
     assert [db.execute(f"SELECT count(*) FROM {t}").fetchone()
             for t in ("meta", "memories", "audit")] == counts
     db.close()
+
+
+@pytest.mark.parametrize("kw", [{"policy": "nonsense"}, {"policy": "lru", "budget": 0},
+                                {"policy": "priority", "policy_params": {"no_such": 1}}])
+def test_a_refused_open_of_a_new_directory_creates_nothing(kw: dict[str, Any],
+                                                           tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        _open(tmp_path / "new", **kw)
+    assert not (tmp_path / "new").exists()

@@ -63,7 +63,7 @@ from mars_core.storage.base import (
 )
 from mars_core.summarise import Summariser
 
-__all__ = ["FIT_PENDING", "FORMAT_VERSION", "Engine", "recorded_config"]
+__all__ = ["FIT_PENDING", "FORMAT_VERSION", "Engine", "build_policy", "recorded_config"]
 
 FORMAT_VERSION = 2
 """The store format: 2 is the record store + derived index layout (1: vector collections)."""
@@ -100,6 +100,25 @@ def recorded_config(manifest: Mapping[str, Any],
             "store once, not read-only, with a valid configuration (e.g. "
             "MemoryStore.open(path, budget=8000, namespace_budgets={...})): it replaces "
             "the recorded one") from None
+
+
+def build_policy(config: StoreConfig, record: NamespaceRecord) -> Policy:
+    """A namespace's own policy instance under ``config``, with its shares and DP
+    accountant.
+
+    Raises:
+        ConfigError: an unknown policy or bad policy parameters.
+    """
+    name, _, arg = config.policy.partition(":")
+    policy = make_policy(name, **{**config.policy_params, **({"path": arg} if arg else {})})
+    if config.type_shares is not None:
+        policy.type_shares = TypeShares(initial=config.type_shares)
+    if config.dp.enabled:
+        policy.dp = config.dp
+        state = record.state.get("dp")
+        policy.accountant = PrivacyAccountant.from_state(state) if state else \
+            PrivacyAccountant.from_config(config.dp)
+    return policy
 
 
 class Engine:
@@ -324,18 +343,7 @@ class Engine:
 
     def _policy(self, record: NamespaceRecord) -> Policy:
         """A namespace's own policy instance, with its shares and DP accountant."""
-        spec = self.config.policy
-        name, _, arg = spec.partition(":")
-        policy = make_policy(name, **{**self.config.policy_params,
-                                      **({"path": arg} if arg else {})})
-        if self.config.type_shares is not None:
-            policy.type_shares = TypeShares(initial=self.config.type_shares)
-        if self.config.dp.enabled:
-            policy.dp = self.config.dp
-            state = record.state.get("dp")
-            policy.accountant = PrivacyAccountant.from_state(state) if state else \
-                PrivacyAccountant.from_config(self.config.dp)
-        return policy
+        return build_policy(self.config, record)
 
     def _fetcher(self, name: str) -> Any:
         def fetch(ids: Sequence[str]) -> list[MemoryNode]:
