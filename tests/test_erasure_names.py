@@ -15,25 +15,13 @@ from pathlib import Path
 
 import pytest
 from invariants import check_invariants
+from test_erasure import mk  # one store maker for the erasure tests
 from typer.testing import CliRunner
 
-from mars_core import FakeClock, MemoryStore
+from mars_core import MemoryStore
 from mars_core.cli import app
 from mars_core.privacy.names import PersonName, name_words
 from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
-
-KEY = bytes(range(32))
-
-
-def joiner(texts: Sequence[str], *, target_tokens: int) -> str:
-    """A transparent summariser: the summary is its members' texts joined."""
-    return " / ".join(texts)
-
-
-def mk(path: Path | None = None, **kw: object) -> MemoryStore:
-    args = {"clock": FakeClock(), "audit_key": KEY, "nlp": "rules", "summariser": joiner,
-            "budget": 100_000, **kw}
-    return MemoryStore.open(path, **args) if path else MemoryStore(**args)  # type: ignore[arg-type]
 
 
 def summarise(store: MemoryStore, ids: Sequence[str], text: str) -> str:

@@ -92,7 +92,7 @@ def _store(conv: Conversation, embedder: Embedder, category: int = 1) -> MemoryS
     texts = [t.text for t in conv.turns]
     texts += [q.question for q in conv.questions if q.category == category]
     store = MemoryStore(budget=10_000_000, embedder=_Primed(embedder, texts), clock=FakeClock(),
-                        sensitivity_scoring=False, nlp="off")
+                        sensitivity_scoring=False, nlp="off", seed=0)  # same ids, same ties
     for t in conv.turns:
         store.add(t.text, type="episodic", namespace=conv.sample_id,
                   provenance={"source": "user", "conversation_id": conv.sample_id,

@@ -129,7 +129,7 @@ def _store_latency(cd: L.ConvData, emb: L.CachedEmbedder) -> dict[str, float]:
 
     emb.embed([q.question for q in cd.questions])
     with tempfile.TemporaryDirectory(prefix="mars-lat-") as tmp, \
-            MemoryStore.open(tmp, embedder=emb, budget=10**7) as store:
+            MemoryStore.open(tmp, embedder=emb, budget=10**7, seed=0) as store:
         for t in cd.conv.turns:
             store.add(t.text)
         lat = []

@@ -515,7 +515,7 @@ def store_retrieval_task(data: Sequence[ConvData], embedder: Embedder, *,
     for name, params in pipelines.items():
         for cd in data:
             with MemoryStore(budget=10**9, embedder=embedder, nlp="rules",
-                             sensitivity_scoring=False,
+                             sensitivity_scoring=False, seed=0,
                              retrieval=RetrievalConfig(**params)) as store:
                 turn_of = {store.add(t.text).id: t.dia_id for t in cd.conv.turns}
                 for q in cd.questions:
@@ -587,7 +587,7 @@ def _stream(cd: ConvData, embedder: Embedder, policy: str, params: dict[str, Any
                  int(cd.cost["store"].max()))
     by_node: dict[str, str] = {}
     with MemoryStore(budget=budget, policy=policy, policy_params=params, embedder=embedder,
-                     nlp="rules", sensitivity_scoring=False) as store:
+                     nlp="rules", sensitivity_scoring=False, seed=0) as store:
         for turn in cd.conv.turns:
             by_node[store.add(turn.text).id] = turn.dia_id
         active = {by_node[n.id] for n in store.list(status="active") if n.id in by_node}
