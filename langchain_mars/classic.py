@@ -7,12 +7,23 @@ without it raises :class:`~mars_core.errors.ExtraNotInstalledError` naming the e
 * ``load_memory_variables(inputs)`` returns ``{memory_key: text}`` where ``text`` is
   ``store.render_context(input, conversation=session_id, ...)``: the recalled memories of
   the namespace (any session), their raw support, then this session's last
-  ``active_turns`` turns — within ``budget_tokens``, redacted. With nothing recalled and
-  no earlier turn it is ``""``.
+  ``active_turns`` active turns — within ``budget_tokens``, redacted. With nothing
+  recalled and no earlier turn it is ``""``.
+* With ``return_messages=True`` (for a ``MessagesPlaceholder``, as LangChain's classic
+  memories) it returns ``{memory_key: messages}`` instead: the recalled memories (the
+  same sections, redacted) as one ``SystemMessage`` when there are any, then this
+  session's last ``active_turns`` active turns as ``HumanMessage``/``AIMessage``, oldest
+  first; the turns take the budget first, the memories get what is left.
 * ``save_context(inputs, outputs)`` observes the input as a ``user`` turn and the output
   as an ``assistant`` turn of the session.
 * ``clear()`` is scoped to the session (see
-  :func:`~langchain_mars.chat_history.clear_session`).
+  :func:`~langchain_mars.chat_history.clear_session`): the session's turns leave what the
+  chain sees — archived with ``clear_mode="forget"`` (the default: the long-term
+  memories the namespace learnt from them are still recalled), erased with
+  ``clear_mode="erase"`` together with everything derived from them. Turns saved after
+  ``clear()`` are the session's conversation again.
+* Unknown keyword arguments (a typo such as ``sesion_id=``) are refused with a
+  :class:`~mars_core.errors.ValidationError` naming them and the known ones.
 
 The input key is ``input_key`` or, when unset, the only input that is not a memory
 variable (LangChain's usual rule); the output key likewise.
@@ -41,17 +52,19 @@ from typing import Any, Literal
 
 from mars_core.context import HEADER_ACTIVE
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.namespaces import canonical_namespace
 from mars_core.store import MemoryStore
 
 try:
     import pydantic
     from langchain_classic.base_memory import BaseMemory
-    from pydantic import Field, field_validator
+    from langchain_core.messages import BaseMessage, SystemMessage
+    from pydantic import ConfigDict, Field, field_validator
 except ImportError as exc:
     raise ExtraNotInstalledError("langchain-classic", "langchain-classic") from exc
 
-from langchain_mars.chat_history import clear_session
+from langchain_mars.chat_history import clear_session, turn_message
 
 __all__ = ["MarsMemory"]
 
@@ -82,16 +95,29 @@ class MarsMemory(BaseMemory):
         active_turns: the most turns of this session shown.
         evidence: the most recalled memories shown.
         clear_mode: ``"forget"`` (archive the session's turns) or ``"erase"``.
+        return_messages: return LangChain messages (for a ``MessagesPlaceholder``)
+            instead of one string.
 
     Raises:
-        ValidationError: bad arguments (a pydantic error is re-raised as ours).
+        ValidationError: bad or unknown arguments (a pydantic error is re-raised as ours).
 
     Examples:
+        >>> import warnings; warnings.simplefilter("ignore")
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as store:
-        ...     MarsMemory(store=store, memory_key="context").memory_variables
-        ['context']
+        ...     memory = MarsMemory(store=store, memory_key="context", return_messages=True)
+        ...     memory.save_context({"input": "Hello"}, {"output": "Hi!"})
+        ...     print([(m.type, m.text)
+        ...            for m in memory.load_memory_variables({"input": "x"})["context"]])
+        ...     try:
+        ...         MarsMemory(store=store, sesion_id="s1")
+        ...     except ValidationError as exc:
+        ...         print(str(exc).split(";")[0])
+        [('human', 'Hello'), ('ai', 'Hi!')]
+        invalid MarsMemory argument: unknown argument 'sesion_id'
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     store: MemoryStore
     session_id: str = Field("default", min_length=1)
@@ -103,6 +129,7 @@ class MarsMemory(BaseMemory):
     active_turns: int = Field(6, ge=0, strict=True)
     evidence: int = Field(5, ge=0, strict=True)
     clear_mode: Literal["forget", "erase"] = "forget"
+    return_messages: bool = Field(False, strict=True)
 
     @field_validator("namespace", mode="before")
     @classmethod
@@ -110,6 +137,12 @@ class MarsMemory(BaseMemory):
         return None if value is None else canonical_namespace(value)
 
     def __init__(self, **data: Any) -> None:
+        unknown = sorted(k for k in data if k not in type(self).model_fields)
+        if unknown:
+            raise ValidationError(
+                f"invalid MarsMemory argument: unknown argument "
+                f"{', '.join(map(repr, unknown))}; the known ones are "
+                f"{', '.join(sorted(type(self).model_fields))}")
         try:
             super().__init__(**data)
         except pydantic.ValidationError as exc:
@@ -129,8 +162,37 @@ class MarsMemory(BaseMemory):
             raise ValidationError(f"MarsMemory input {key!r} must be a string")
         return value
 
+    def _messages(self, query: str) -> list[BaseMessage]:
+        """The recalled memories as a system message, then this session's active turns."""
+        active = self.store.list(self.namespace, type=MemoryType.EPISODIC,
+                                 status=MemoryStatus.ACTIVE)
+        kept: list[MemoryNode] = []
+        used = 0
+        for node in reversed(active):
+            if len(kept) == self.active_turns:
+                break
+            if node.provenance.conversation_id != self.session_id:
+                continue
+            if used + node.weight > self.budget_tokens:
+                break
+            kept.append(node)
+            used += node.weight
+        turns = [turn_message(n) for n in reversed(kept)]
+        left = self.budget_tokens - used
+        if left <= 0 or self.evidence == 0:
+            return turns
+        recalled = self.store.render_context(
+            query, budget_tokens=left, namespace=self.namespace,
+            conversation=self.session_id, active_turns=self.active_turns,
+            evidence=self.evidence, evidence_only=True).strip()
+        has_evidence = any(line.startswith("- ") for line in recalled.splitlines())
+        return [SystemMessage(recalled), *turns] if has_evidence else turns
+
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """The rendered context for this input (see the module docstring)."""
+        """The context for this input: a string, or messages with ``return_messages``
+        (see the module docstring)."""
+        if self.return_messages:
+            return {self.memory_key: self._messages(self._text(inputs))}
         text = self.store.render_context(
             self._text(inputs), budget_tokens=self.budget_tokens, namespace=self.namespace,
             conversation=self.session_id, active_turns=self.active_turns,

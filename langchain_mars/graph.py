@@ -19,6 +19,15 @@ The buffer lives in the graph state (``mars_buffer``), so with a checkpointer it
 from one turn of a thread to the next, as Oblivion's working memory does. The agent node
 reads ``mars_context`` — :func:`memory_messages` prepends it as a system message.
 
+Each turn is stored under the LangGraph thread as its conversation
+(``config["configurable"]["thread_id"]``), so two threads are two conversations of the
+namespace (L3 episodes never span them); a run without a thread id uses the builder's
+``conversation_id``. The namespace is any form the rest of the library accepts: a
+namespace string path (``"memories/ana"``), a tuple of parts, a template such as
+``("memories", "{user_id}")`` or ``"memories/{user_id}"`` filled per run from the
+runtime context and ``config["configurable"]`` (see
+:class:`~langchain_mars._namespace.NamespaceTemplate`), or a function of the run config.
+
 Examples:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> from langgraph.checkpoint.memory import InMemorySaver
@@ -51,6 +60,7 @@ from mars_core.control import (
     Rewriter,
     Turn,
 )
+from mars_core.engine.args import label
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.namespaces import NamespaceArg, canonical_namespace
 from mars_core.store import MemoryStore
@@ -62,6 +72,13 @@ try:
     from langgraph.graph.message import add_messages
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("langgraph", exc.name or "langgraph") from exc
+
+from langchain_mars._namespace import (
+    NamespaceTemplate,
+    as_template,
+    resolve_namespace,
+    run_runtime,
+)
 
 __all__ = [
     "ActivatorNode",
@@ -137,23 +154,45 @@ def _last(state: MarsMemoryState, kind: str) -> str:
     raise ValidationError(f"the graph state holds no {kind!r} message")
 
 
-class _Executors:
-    """One Executor per namespace, built on first use."""
+def _conversation(config: RunnableConfig, default: str) -> str:
+    """The run's LangGraph thread id (the conversation of its turns), else ``default``."""
+    thread = (config.get("configurable") or {}).get("thread_id")
+    if thread is None or thread == "":
+        return default
+    return label(str(thread), "thread_id")
 
-    def __init__(self, store: MemoryStore, namespace: NamespaceArg | NamespaceFn,
-                 factory: Callable[[str], Executor]) -> None:
+
+class _Executors:
+    """One Executor per namespace and conversation (LangGraph thread), built on first use."""
+
+    def __init__(self, store: MemoryStore,
+                 namespace: NamespaceArg | NamespaceTemplate | NamespaceFn,
+                 factory: Callable[[str, str], Executor], conversation_id: str) -> None:
         self.store, self.factory = store, factory
-        self.namespace = namespace if callable(namespace) else canonical_namespace(namespace)
-        self._made: dict[str, Executor] = {}
+        self.conversation_id = label(conversation_id, "conversation_id")
+        self.namespace: NamespaceFn | NamespaceTemplate | str
+        if callable(namespace):
+            self.namespace = namespace
+        else:
+            fixed = as_template(namespace)
+            self.namespace = "default" if fixed is None else fixed
+        self._made: dict[tuple[str, str], Executor] = {}
         self._lock = threading.Lock()
 
     def get(self, config: RunnableConfig | None) -> Executor:
-        ns = canonical_namespace(self.namespace(config or RunnableConfig())) \
-            if callable(self.namespace) else self.namespace
+        cfg = config or RunnableConfig()
+        if isinstance(self.namespace, NamespaceTemplate):
+            ns = resolve_namespace(self.namespace, config=cfg, runtime=run_runtime()) \
+                or "default"
+        elif callable(self.namespace):
+            ns = canonical_namespace(self.namespace(cfg))
+        else:
+            ns = self.namespace
+        key = (ns, _conversation(cfg, self.conversation_id))
         with self._lock:
-            if ns not in self._made:
-                self._made[ns] = self.factory(ns)
-            return self._made[ns]
+            if key not in self._made:
+                self._made[key] = self.factory(*key)
+            return self._made[key]
 
 
 class DecayerNode:
@@ -232,7 +271,7 @@ def with_mars_memory(
     agent: Callable[..., Any],
     store: MemoryStore,
     *,
-    namespace: NamespaceArg | NamespaceFn = "default",
+    namespace: NamespaceArg | NamespaceTemplate | NamespaceFn = "default",
     config: ControlConfig | None = None,
     max_iterations: int | None = None,
     judge: Judge | None = None,
@@ -247,28 +286,32 @@ def with_mars_memory(
         agent: the user's node (``state -> update``); it should read ``mars_context``
             (see :func:`memory_messages`) and append its answer to ``messages``.
         store: the memory store.
-        namespace: a namespace (a string such as ``"memories/ana"`` or a tuple of parts),
+        namespace: a namespace (a string path such as ``"memories/ana"`` or a tuple of
+            parts), a template filled per run from the runtime context and
+            ``config["configurable"]`` (``("memories", "{user_id}")``,
+            ``"memories/{user_id}"`` or a :class:`~langchain_mars._namespace.NamespaceTemplate`),
             or a function of the run config choosing one (see :data:`NamespaceFn`).
         config: control-loop configuration.
         max_iterations: overrides ``config.max_iterations`` (Decayer→Activator rounds).
         judge: optional uncertainty judge (see :mod:`langchain_mars.models`).
         decomposer: optional sub-query generator (see :mod:`langchain_mars.models`).
         rewrite: optional L3 episode rewriter.
-        conversation_id: groups the turns into a conversation in the store.
+        conversation_id: the conversation of a run without a LangGraph thread; a run with
+            ``config["configurable"]["thread_id"]`` stores its turns under that thread.
         state_schema: the graph state (extend :class:`MarsMemoryState` to add keys).
 
     Raises:
         ValidationError: ``max_iterations`` is not a positive integer, or an invalid
-            namespace.
+            namespace (a template missing its value fails when the graph runs).
     """
     cfg = config or ControlConfig()
     if max_iterations is not None:
         if not isinstance(max_iterations, int) or max_iterations < 1:
             raise ValidationError("max_iterations must be a positive integer")
         cfg = cfg.model_copy(update={"max_iterations": max_iterations})
-    executors = _Executors(store, namespace, lambda ns: Executor(
+    executors = _Executors(store, namespace, lambda ns, conversation: Executor(
         store, ns, config=cfg, judge=judge, decomposer=decomposer, rewrite=rewrite,
-        conversation_id=conversation_id))
+        conversation_id=conversation), conversation_id)
     graph: StateGraph[Any] = StateGraph(state_schema)
     graph.add_node("decayer", DecayerNode(executors))
     graph.add_node("activator", ActivatorNode(executors))

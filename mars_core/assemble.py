@@ -30,14 +30,19 @@ def validity(state: NamespaceState, node_id: str) -> Validity:
 
 
 def active_turns(state: NamespaceState, conversation: str | None, n: int) -> list[MemoryNode]:
-    """The last ``n`` episodes of a conversation, oldest first (along temporalNext)."""
+    """The last ``n`` active episodes of a conversation, oldest first (along temporalNext).
+
+    An archived turn (a cleared chat session, or one the policy forgot) is not part of the
+    active conversation: it is skipped, and the walk goes on to the turns before it.
+    """
     out: list[MemoryNode] = []
     cur = state.last_episode.get(conversation or "")
     while cur is not None and len(out) < n:
         node = state.get(cur)
         if node is None:
             break
-        out.append(node)
+        if node.is_active:
+            out.append(node)
         prev = state.graph.in_edges(cur, Predicate.TEMPORAL_NEXT)
         cur = prev[0].source if prev else None
     return out[::-1]

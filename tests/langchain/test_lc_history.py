@@ -109,3 +109,16 @@ def test_bad_input_is_a_typed_error_and_stores_nothing(lc_store: MemoryStore) ->
     with pytest.raises(ValidationError):
         history.add_messages([HumanMessage("ok"), "not a message"])  # type: ignore[list-item]
     assert lc_store.list() == []
+
+
+def test_clear_empties_what_the_chain_sees_and_new_turns_follow(
+        lc_store: MemoryStore, recorder: ModelInputs) -> None:
+    chain = _chain(lc_store, ["Hello Ana.", "Hi.", "Noted."])
+    config: Any = {"configurable": {"session_id": "s1"}, "callbacks": [recorder]}
+    chain.invoke({"input": "I live in Porto."}, config)
+    MarsChatMessageHistory(lc_store, "s1", namespace="ana").clear()
+    chain.invoke({"input": "Hello again."}, config)
+    chain.invoke({"input": "I like jazz."}, config)
+    assert [m.text for m in recorder.calls[1]] == ["You are terse.", "Hello again."]
+    assert [m.text for m in recorder.calls[2]] == ["You are terse.", "Hello again.", "Hi.",
+                                                   "I like jazz."]

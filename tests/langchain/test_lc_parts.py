@@ -186,3 +186,88 @@ def test_classic_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(ExtraNotInstalledError, match=r"mars-memory\[langchain-classic\]"):
         importlib.import_module("langchain_mars.classic")
     monkeypatch.delitem(sys.modules, "langchain_mars.classic", raising=False)
+
+
+def _chain_with(memory: Any, answers: list[str]) -> Any:
+    from langchain_classic.chains import ConversationChain
+
+    return ConversationChain(llm=FakeListChatModel(responses=answers), memory=memory)
+
+
+def test_mars_memory_clear_erase_leaves_the_chain_nothing(lc_store: MemoryStore,
+                                                           recorder: ModelInputs) -> None:
+    from langchain_mars.classic import MarsMemory
+
+    memory = MarsMemory(store=lc_store, session_id="s1", namespace="ana", clear_mode="erase")
+    chain = _chain_with(memory, ["Noted.", "I do not know.", "Jazz, then."])
+    chain.invoke({"input": "I live in Porto"}, {"callbacks": [recorder]})
+    memory.clear()
+    assert memory.load_memory_variables({"input": "Where do I live?"}) == {"history": ""}
+    chain.invoke({"input": "Where do I live?"}, {"callbacks": [recorder]})
+    assert "Porto" not in recorder.calls[1][0].text  # what the model received
+    chain.invoke({"input": "What music do I like?"}, {"callbacks": [recorder]})
+    after = recorder.calls[2][0].text  # the turn after clear() is part of the session
+    assert "Where do I live?" in after and "I do not know." in after
+    assert "Porto" not in after
+
+
+def test_mars_memory_clear_forget_archives_the_turns_out_of_view(
+        lc_store: MemoryStore) -> None:
+    from langchain_mars.classic import MarsMemory
+    from mars_core.context import HEADER_ACTIVE
+
+    memory = MarsMemory(store=lc_store, session_id="s1", namespace="ana")
+    memory.save_context({"input": "I am learning the cello"}, {"response": "Lovely."})
+    memory.clear()
+    def active(text: str) -> str:
+        return text.split(HEADER_ACTIVE)[1] if HEADER_ACTIVE in text else ""
+
+    text = memory.load_memory_variables({"input": "hello"})["history"]
+    assert "Lovely." not in text and "cello" not in active(text)
+    assert [n.content for n in lc_store.list("ana", type="episodic", status="archived")] \
+        == ["I am learning the cello", "Lovely."]
+    memory.save_context({"input": "Book a table for two"}, {"response": "Done."})
+    after = active(memory.load_memory_variables({"input": "hello"})["history"])
+    assert [line.rsplit("] ", 1)[1] for line in after.strip().splitlines()] \
+        == ["Book a table for two", "Done."]
+
+
+def test_mars_memory_refuses_unknown_arguments(lc_store: MemoryStore) -> None:
+    from langchain_mars.classic import MarsMemory
+
+    with pytest.raises(ValidationError, match=r"sesion_id.*session_id"):
+        MarsMemory(store=lc_store, sesion_id="s1")
+    assert lc_store.list(status=None) == []
+
+
+def test_mars_memory_return_messages_fills_a_messages_placeholder(
+        lc_store: MemoryStore, recorder: ModelInputs) -> None:
+    from langchain_classic.chains import ConversationChain
+    from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+    from langchain_mars.classic import MarsMemory
+
+    prompt = ChatPromptTemplate.from_messages([
+        ("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{input}")])
+    memory = MarsMemory(store=lc_store, session_id="s1", namespace="ana",
+                        return_messages=True)
+    chain = ConversationChain(llm=FakeListChatModel(responses=["Hi Ana!", "In Porto."]),
+                              prompt=prompt, memory=memory)
+    chain.invoke({"input": "Hello, I'm Ana and I live in Porto."}, {"callbacks": [recorder]})
+    out = chain.invoke({"input": "Where do I live?"}, {"callbacks": [recorder]})
+    assert out["response"] == "In Porto."
+    sent = recorder.calls[1]
+    assert [type(m) for m in sent] == [SystemMessage, SystemMessage, HumanMessage,
+                                       AIMessage, HumanMessage]
+    assert "The user lives in Porto" in sent[1].text  # the recalled memories
+    assert [m.text for m in sent[2:]] == ["Hello, I'm Ana and I live in Porto.", "Hi Ana!",
+                                          "Where do I live?"]
+    loaded = memory.load_memory_variables({"input": "x"})["history"]
+    assert isinstance(loaded, list) and all(isinstance(m, BaseMessage) for m in loaded)
+    text = MarsMemory(store=lc_store, session_id="s1", namespace="ana",
+                      return_messages=False).load_memory_variables({"input": "x"})["history"]
+    assert isinstance(text, str) and "Hi Ana!" in text
+    memory.clear()
+    left = memory.load_memory_variables({"input": "Where do I live?"})["history"]
+    assert [m.type for m in left] == ["system"]  # forget: long-term memories stay, turns go

@@ -176,3 +176,50 @@ def test_example_runs_and_shows_what_it_claims(capsys: pytest.CaptureFixture[str
         out["prompts"][4]
     printed = capsys.readouterr().out
     assert "retrieval: skipped (buffer suffices)" in printed and "model saw:" in printed
+
+
+def test_turns_are_stored_under_the_langgraph_thread(make_store: Store) -> None:
+    store, rec = make_store(), Recorder()
+    app = _app(store, ["Noted.", "Noted.", "Sure."], rec)
+    _turn(app, "I live in Porto", thread="t1")
+    _turn(app, "I play the cello", thread="t2")
+    _turn(app, "I like green tea", thread="t1")
+    turns = [(n.provenance.conversation_id, n.content)
+             for n in store.list("u1", type="episodic") if n.provenance.source == "user"]
+    assert turns == [("t1", "I live in Porto"), ("t2", "I play the cello"),
+                     ("t1", "I like green tea")]
+    # without a thread id (no checkpointer) the builder's conversation_id is used
+    model = GenericFakeChatModel(messages=iter([AIMessage("Ok.")]))
+    plain = with_mars_memory(lambda s: {"messages": [model.invoke(memory_messages(s))]},
+                             store, namespace="u2", conversation_id="main").compile()
+    plain.invoke({"messages": [("user", "Hello there")]})
+    assert {n.provenance.conversation_id for n in store.list("u2", type="episodic")} == {"main"}
+
+
+@pytest.mark.parametrize(("namespace", "configurable", "expected"), [
+    (("memories", "{user_id}"), {"user_id": "ana"}, "memories/ana"),
+    ("memories/{user_id}", {"user_id": "bo/2"}, "memories/bo%2F2"),
+    (("memories", "ana"), {}, "memories/ana"),
+    ("memories/ana", {}, "memories/ana"),
+])
+def test_namespace_forms_of_the_library(make_store: Store, namespace: Any,
+                                        configurable: dict[str, str], expected: str) -> None:
+    store, rec = make_store(), Recorder()
+    model = GenericFakeChatModel(messages=iter([AIMessage("Noted.")]))
+
+    def agent(state: MarsMemoryState) -> dict[str, Any]:
+        return {"messages": [model.invoke(memory_messages(state), {"callbacks": [rec]})]}
+
+    app = with_mars_memory(agent, store, namespace=namespace).compile(
+        checkpointer=InMemorySaver())
+    app.invoke({"messages": [("user", "I live in Porto")]},
+               {"configurable": {"thread_id": "t9", **configurable}})
+    stored = store.list(expected, type="episodic")
+    assert [n.content for n in stored] == ["I live in Porto", "Noted."]
+    assert {n.provenance.conversation_id for n in stored} == {"t9"}
+
+
+def test_namespace_template_without_its_value_is_a_typed_error(make_store: Store) -> None:
+    app = with_mars_memory(lambda s: s, make_store(), namespace=("memories", "{user_id}"))
+    with pytest.raises(ValidationError, match="user_id"):
+        app.compile().invoke({"messages": [("user", "hi")]})
