@@ -52,7 +52,7 @@ async def main(path: str) -> None:
             reply = str(answer).split("Answer:")[-1].strip()
             print(f"{name} ({memory.conversation_id}) answers: {reply}")
             bob = MarsMemory(store, session_id=f"bob-{name}")
-            recalled = bob.get(input="Where does Ana live?")
+            recalled = await bob.aget(input="Where does Ana live?")
             print(f"{name} bob's session knows about Ana: "
                   f"{any('Ana' in (m.content or '') for m in recalled)}")
 

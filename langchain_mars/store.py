@@ -83,6 +83,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
 from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
+from mars_core._async import refuse_in_loop, sync_in_loop_allowed
 from mars_core.engine.args import collection, phrase
 from mars_core.errors import (
     ConfigError,
@@ -215,7 +216,8 @@ class MarsStore(BaseStore):
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
         self._sweeper_future: concurrent.futures.Future[None] | None = None
-        self.reindex()
+        with sync_in_loop_allowed():  # a constructor cannot await; built once
+            self.reindex()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, index: IndexConfig | None = None,
@@ -249,6 +251,7 @@ class MarsStore(BaseStore):
                 a tuple, and a ``ttl`` that is not a number of minutes in ``[0, 1e9]``
                 included); nothing ran.
         """
+        self._refuse_in_loop("batch")
         if isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Iterable):
             raise ValidationError(f"a batch is a list of store operations (GetOp, PutOp, "
                                   f"SearchOp, ListNamespacesOp), not {type(ops).__name__}")
@@ -264,6 +267,7 @@ class MarsStore(BaseStore):
     def get(self, namespace: tuple[str, ...], key: str, *,
             refresh_ttl: bool | None = None) -> Item | None:
         """LangGraph's ``get`` (see :class:`~langgraph.store.base.BaseStore`)."""
+        self._refuse_in_loop("get")
         with _langgraph_errors():
             return super().get(_as_tuple(namespace), key, refresh_ttl=refresh_ttl)
 
@@ -271,6 +275,7 @@ class MarsStore(BaseStore):
                filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
                refresh_ttl: bool | None = None) -> list[SearchItem]:
         """LangGraph's ``search`` (see :class:`~langgraph.store.base.BaseStore`)."""
+        self._refuse_in_loop("search")
         with _langgraph_errors():
             return super().search(_as_tuple(namespace_prefix, "namespace prefix"), query=query,
                                   filter=filter, limit=limit, offset=offset,
@@ -280,11 +285,13 @@ class MarsStore(BaseStore):
             index: Literal[False] | list[str] | None = None, *,
             ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
         """LangGraph's ``put`` (see :class:`~langgraph.store.base.BaseStore`)."""
+        self._refuse_in_loop("put")
         with _langgraph_errors():
             super().put(_as_tuple(namespace), key, value, index, ttl=ttl)
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """LangGraph's ``delete``: an erasure (see the module)."""
+        self._refuse_in_loop("delete")
         with _langgraph_errors():
             super().delete(_as_tuple(namespace), key)
 
@@ -292,10 +299,20 @@ class MarsStore(BaseStore):
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[tuple[str, ...]]:
         """LangGraph's ``list_namespaces`` (see :class:`~langgraph.store.base.BaseStore`)."""
+        self._refuse_in_loop("list_namespaces")
         with _langgraph_errors():
             return super().list_namespaces(
                 prefix=_optional_tuple(prefix, "prefix"), suffix=_optional_tuple(suffix, "suffix"),
                 max_depth=max_depth, limit=limit, offset=offset)
+
+    def _refuse_in_loop(self, method: str) -> None:
+        """LangGraph's check: a synchronous call on the event loop's thread raises
+        (:class:`~mars_core.errors.SyncInAsyncError`, an ``asyncio.InvalidStateError``
+        as LangGraph's async stores raise) naming the async method, unless the
+        :class:`MemoryStore` was built with ``allow_sync_in_loop=True``."""
+        if not self.memory.allow_sync_in_loop:
+            refuse_in_loop("MarsStore", method, " (or build the MemoryStore with "
+                           "allow_sync_in_loop=True)")
 
     async def aget(self, namespace: tuple[str, ...], key: str, *,
                    refresh_ttl: bool | None = None) -> Item | None:
@@ -347,6 +364,7 @@ class MarsStore(BaseStore):
         Items are erased in namespace then key order; the audit keeps one ``erase`` event
         per memory. Without expired items nothing is written.
         """
+        self._refuse_in_loop("sweep_ttl")
         with self._lock:
             now = self.memory.clock.now()
             expired = [(ns, key) for ns in self._index.namespaces()

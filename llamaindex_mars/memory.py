@@ -56,6 +56,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from llamaindex_mars import _text
+from mars_core._async import sync_in_loop_allowed
 from mars_core.engine.args import collection, phrase
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode
@@ -179,7 +180,10 @@ class MarsMemory(BaseMemory):
             raise ValidationError("insert must be 'system' or 'user'")
         if not isinstance(redact, bool):
             raise ValidationError("redact must be True or False")
-        conversation = conversation_id or _next_conversation(store, namespace, session)
+        if not conversation_id:
+            with sync_in_loop_allowed():  # a constructor cannot await; one brief read
+                conversation_id = _next_conversation(store, namespace, session)
+        conversation = conversation_id
         _check_name("conversation_id", conversation)
         super().__init__(store=store, session_id=session, namespace=namespace,
                          conversation_id=conversation,

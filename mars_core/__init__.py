@@ -32,6 +32,7 @@ from mars_core.errors import (
     NotFoundError,
     PolicyError,
     StoreClosedError,
+    SyncInAsyncError,
     ValidationError,
 )
 from mars_core.explain import ChainLink, Explanation
@@ -117,6 +118,7 @@ __all__ = [
     "SocialPayload",
     "StoreClosedError",
     "StoreConfig",
+    "SyncInAsyncError",
     "SystemClock",
     "TaskPayload",
     "TaskStatus",

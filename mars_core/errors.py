@@ -13,6 +13,7 @@ Examples:
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "NotFoundError",
     "PolicyError",
     "StoreClosedError",
+    "SyncInAsyncError",
     "ValidationError",
 ]
 
@@ -107,6 +109,17 @@ class CorruptStoreError(MarsBackendError):
 
 class StoreClosedError(MarsError):
     """The store was closed; open it again with ``MemoryStore.open(path)``."""
+
+
+class SyncInAsyncError(MarsError, asyncio.InvalidStateError, RuntimeError):
+    """A synchronous store call was made on a thread that runs an event loop.
+
+    It would block the loop for the whole call; the message names the async twin to
+    await instead (``await store.aadd(...)`` for ``store.add(...)``). It is also
+    :class:`asyncio.InvalidStateError`, what LangGraph's stores raise for the same
+    mistake, and a :class:`RuntimeError`. Opt out with
+    ``MemoryStore(..., allow_sync_in_loop=True)``.
+    """
 
 
 class ExtraNotInstalledError(MarsError, ImportError):

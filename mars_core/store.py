@@ -31,12 +31,12 @@ from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar, cast
 import pydantic
 
 from mars_core import layout
-from mars_core._async import asyncify
+from mars_core._async import asyncify, refuse_in_loop
 from mars_core.audit import VerifyReport
 from mars_core.budget import TokenCounter
 from mars_core.clock import Clock, SystemClock
 from mars_core.config import StoreConfig
-from mars_core.embeddings import Embedder, HashingEmbedder
+from mars_core.embeddings import Embedder
 from mars_core.engine import args
 from mars_core.engine.engine import Engine, build_policy
 from mars_core.engine.eraser import Eraser
@@ -71,12 +71,19 @@ R = TypeVar("R")
 S = TypeVar("S", bound="MemoryStore")
 
 
+_OPT_OUT = " (or build the store with MemoryStore(..., allow_sync_in_loop=True))"
+
+
 def _call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """A public call: under the store's lock, refused once closed; the outermost call
-    lets the namespace cache drop what it holds beyond its capacity and check versions."""
+    """A public call: refused on a thread that runs an event loop (unless the store
+    allows it; its async twin runs it in a worker thread), under the store's lock,
+    refused once closed; the outermost call lets the namespace cache drop what it holds
+    beyond its capacity and check versions."""
 
     @functools.wraps(method)
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if not self._allow_sync_in_loop:
+            refuse_in_loop("MemoryStore", method.__name__, _OPT_OUT)
         with self._lock:
             if self._closed:
                 raise StoreClosedError("this MemoryStore is closed; open it again to continue")
@@ -88,6 +95,7 @@ def _call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P],
             finally:
                 self._depth -= 1
 
+    wrapper.__mars_call__ = True  # type: ignore[attr-defined]  # guarded, has a twin
     return wrapper
 
 
@@ -107,7 +115,11 @@ class MemoryStore:
     Args:
         records: the system of record (default: SQLite in RAM, nothing on disk).
         index: the vector index (default: :class:`~mars_core.index.NumpyIndex`).
-        embedder: text → vector (default: :class:`~mars_core.embeddings.HashingEmbedder`).
+        embedder: text → vector (default: the one ``records`` recorded, else for a new
+            store the one :meth:`open` takes, :func:`~mars_core.embedders.default_embedder`:
+            all-MiniLM-L6-v2 when installed, else the hashing embedder;
+            ``MARS_EMBEDDER=hashing|semantic`` overrides). ``stats()["embedder_choice"]``
+            says which and why.
         config: a :class:`~mars_core.config.StoreConfig`; keyword overrides below win.
         clock: wall-clock source (default: the system clock).
         audit_key: secret for keyed content hashes and the audit chains of a new store
@@ -119,6 +131,10 @@ class MemoryStore:
             as its writer last committed it.
         cache_namespaces: how many namespaces stay loaded between calls (the least
             recently used beyond that are dropped; they load again when touched).
+        allow_sync_in_loop: allow the synchronous methods on a thread that runs an
+            event loop (default False: they raise
+            :class:`~mars_core.errors.SyncInAsyncError` naming the async twin to await,
+            ``aadd`` for ``add``, since they would block the loop for the whole call).
         **overrides: any ``StoreConfig`` field, e.g. ``budget=8000, policy="lru"``. A
             reopened store applies them on top of the configuration it recorded; a whole
             ``config=`` replaces that instead.
@@ -145,13 +161,24 @@ class MemoryStore:
                  embedder: Embedder | None = None, *, config: StoreConfig | None = None,
                  clock: Clock | None = None, audit_key: bytes | None = None,
                  summariser: Summariser | None = None, read_only: bool = False,
-                 cache_namespaces: int = 256, _note: str | None = None,
-                 **overrides: Any) -> None:
+                 cache_namespaces: int = 256, allow_sync_in_loop: bool = False,
+                 _note: str | None = None, **overrides: Any) -> None:
         self._lock = threading.RLock()
         self._closed, self._depth = False, 0
+        if not isinstance(allow_sync_in_loop, bool):
+            raise ConfigError(f"allow_sync_in_loop must be True or False, not "
+                              f"{builtins.type(allow_sync_in_loop).__name__}")
+        self._allow_sync_in_loop = allow_sync_in_loop
         _check_parts(records=records, index=index, embedder=embedder, clock=clock,
                      summariser=summariser)
         records = records if records is not None else _default_records()
+        try:
+            embedder, embedder_note = _choose_embedder(records, embedder)
+        except BaseException:
+            if index is not None:
+                index.close()
+            records.close()
+            raise
         if read_only and index is not None and not isinstance(index, NumpyIndex):
             records.close()
             raise ConfigError("a read_only store searches the records' vectors in the "
@@ -161,7 +188,7 @@ class MemoryStore:
         index = index if index is not None else _default_index()
         try:
             self._engine = Engine(
-                records, index, embedder if embedder is not None else HashingEmbedder(),
+                records, index, embedder, embedder_note=embedder_note,
                 config=args.configure(config, overrides),
                 explicit=config is not None or bool(overrides),
                 clock=clock if clock is not None else SystemClock(), audit_key=audit_key,
@@ -219,8 +246,6 @@ class MemoryStore:
             ExtraNotInstalledError: the chosen index or embedder is not installed.
             ConflictError: another process writes the store (after ``lock_timeout``).
         """
-        from mars_core.embedders import default_embedder, embedder_for
-
         fields = {k: v for k, v in kwargs.items() if k in StoreConfig.model_fields}
         if fields or kwargs.get("config") is not None:  # refuse before touching the disk
             given = args.configure(kwargs.get("config"), fields)
@@ -237,9 +262,6 @@ class MemoryStore:
             if read_only and manifest is None:
                 raise ConfigError(f"read_only=True opens an existing store, and there is none "
                                   f"at {directory}; open it once without read_only")
-            if embedder is None:
-                name = (manifest or {}).get("embedder", {}).get("name")
-                embedder = embedder_for(name) if isinstance(name, str) else default_embedder()
             chosen, note = layout.open_index(directory, index, manifest, read_only=read_only)
         except BaseException:
             records.close()
@@ -885,6 +907,13 @@ class MemoryStore:
         return self._engine.embedder
 
     @property
+    def allow_sync_in_loop(self) -> bool:
+        """Whether the synchronous methods run on a thread that runs an event loop
+        (``MemoryStore(..., allow_sync_in_loop=True)``) instead of raising
+        :class:`~mars_core.errors.SyncInAsyncError`."""
+        return self._allow_sync_in_loop
+
+    @property
     def read_only(self) -> bool:
         """Whether the store was opened ``read_only=True`` (it then never writes)."""
         return self._engine.read_only
@@ -956,7 +985,33 @@ class MemoryStore:
     arevoke_consent = asyncify(revoke_consent)
     aexport_jsonld = asyncify(export_jsonld)
     aimport_jsonld = asyncify(import_jsonld)
+    anamespaces = asyncify(namespaces)
+    apolicy_for = asyncify(policy_for)
     aclose = asyncify(close)
+
+
+def _choose_embedder(records: RecordStore, embedder: Embedder | None
+                     ) -> tuple[Embedder, str]:
+    """The embedder of ``MemoryStore(...)`` and why (``stats()["embedder_choice"]``): the
+    one passed, else the one the records' manifest names, else for a new store the one
+    ``MemoryStore.open`` takes (:func:`~mars_core.embedders.default_embedder`).
+
+    Raises:
+        ConfigError, ExtraNotInstalledError: the recorded embedder (or the one
+            ``MARS_EMBEDDER`` asks for) is not installed.
+    """
+    from mars_core import embedders
+
+    if embedder is not None:
+        return embedder, "passed"
+    with records.read() as tx:
+        manifest = tx.manifest()
+    name = (manifest or {}).get("embedder", {}).get("name")
+    if isinstance(name, str):
+        chosen = embedders.embedder_for(name)
+        return chosen, "recorded by the store"
+    chosen = embedders.default_embedder()
+    return chosen, "the default of a new store"
 
 
 def _directory(path: object) -> Path:

@@ -24,6 +24,7 @@ from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ConfigError, CorruptStoreError, ExtraNotInstalledError
 from mars_core.index.numpy import NumpyIndex
 from mars_core.model import MemoryStatus
+from mars_core.storage import SQLiteRecordStore
 from mars_core.store import MemoryStore
 
 pytest.importorskip("chromadb")
@@ -58,7 +59,10 @@ def test_default_is_sqlite_with_chroma_on_disk_and_reopens(tmp_path: Path) -> No
     assert sorted(p.name for p in path.iterdir()) == ["index", "mars.sqlite3",
                                                       "mars.sqlite3-writer.lock"]
     with _open(path) as store:  # no argument needed: the manifest names the rest
-        assert store.stats() == stats  # the choice made at creation, from the manifest
+        again = store.stats()  # the choice made at creation, from the manifest
+        assert again.pop("embedder_choice") == "hashing-v1-384-c3 (recorded by the store)"
+        assert stats.pop("embedder_choice") == "hashing-v1-384-c3 (the default of a new store)"
+        assert again == stats
         assert store.get(a.id).content == "Ana moved to Lisbon in May"
         assert store.retrieve("where is Ana", read_only=True)[0].id == a.id
 
@@ -214,3 +218,25 @@ def test_auto_refuses_a_store_whose_index_is_a_server(tmp_path: Path) -> None:
         assert store.stats()["index_choice"] == "numpy (asked for)"
     with _open(path) as store:  # and auto follows the last index again
         assert store.stats()["index"] == "numpy"
+
+
+def test_a_new_store_gets_the_same_embedder_whatever_the_constructor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mars_core.embedders
+
+    chosen = HashingEmbedder(dim=64)  # stands for "the best installed" without loading MiniLM
+    monkeypatch.setattr(mars_core.embedders, "default_embedder", lambda: chosen)
+    with MemoryStore() as in_ram, _open(tmp_path / "s", index="numpy") as on_disk:
+        assert in_ram.embedder is chosen and on_disk.embedder is chosen
+        assert in_ram.stats()["embedder"] == on_disk.stats()["embedder"] == chosen.name
+        assert in_ram.stats()["embedder_choice"] == f"{chosen.name} (the default of a new store)"
+    given = HashingEmbedder(dim=32)
+    with MemoryStore(embedder=given) as store:
+        assert store.stats()["embedder_choice"] == f"{given.name} (passed)"
+    records = SQLiteRecordStore(tmp_path / "r.sqlite3")
+    with MemoryStore(records, embedder=given) as store:
+        store.add("Ana moved to Lisbon")
+    # reopened by the constructor: the embedder the store recorded, not today's default
+    with MemoryStore(SQLiteRecordStore(tmp_path / "r.sqlite3")) as store:
+        assert store.embedder.name == given.name
+        assert store.stats()["embedder_choice"] == f"{given.name} (recorded by the store)"

@@ -277,9 +277,9 @@ async def test_async_twins_concurrently(tmp_path: Path, store_kind: str) -> None
         if errors:
             raise errors[0]
         assert time.monotonic() - started < 60
-        check_invariants(store)
+        await asyncio.to_thread(check_invariants, store)  # synchronous: off the loop
         assert (await store.averify()).ok
-        _check_counts(store, shared)
+        await asyncio.to_thread(_check_counts, store, shared)
         export = await store.aexport_jsonld()
     finally:
         await store.aclose()
@@ -290,6 +290,9 @@ async def test_async_twins_concurrently(tmp_path: Path, store_kind: str) -> None
         assert type(exc).__name__ == "StoreClosedError"
     else:
         raise AssertionError("a closed store accepted a write")
-    with MemoryStore.open(tmp_path / "a", clock=FakeClock(), audit_key=AUDIT_KEY) as again:
-        assert again.export_jsonld() == export
-        check_invariants(again)
+    def reopened() -> None:  # synchronous, so off the event loop
+        with MemoryStore.open(tmp_path / "a", clock=FakeClock(), audit_key=AUDIT_KEY) as again:
+            assert again.export_jsonld() == export
+            check_invariants(again)
+
+    await asyncio.to_thread(reopened)

@@ -137,6 +137,8 @@ class Engine:
         read_only: a reader: nothing is ever written.
         cache_namespaces: how many namespaces stay loaded between calls.
         note: how the index was chosen (shown by ``stats()``).
+        embedder_note: how the embedder was chosen (shown by ``stats()``), e.g.
+            ``"passed"``.
         overrides: keyword fields given without a config object: a reopened store
             applies them on top of its recorded configuration (None: ``config`` whole).
     """
@@ -144,8 +146,10 @@ class Engine:
     def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, *,
                  config: StoreConfig, explicit: bool, clock: Clock, audit_key: bytes | None,
                  summariser: Summariser, read_only: bool, cache_namespaces: int,
-                 note: str, overrides: Mapping[str, Any] | None = None) -> None:
+                 note: str, embedder_note: str = "passed",
+                 overrides: Mapping[str, Any] | None = None) -> None:
         self.records, self.index, self.embedder = records, index, embedder
+        self.embedder_note = embedder_note
         self.config, self.clock, self.summariser = config, clock, summariser
         self.read_only, self.note, self.overrides = read_only, note, overrides
         self.counter: TokenCounter = make_counter(config.token_counter)
@@ -590,6 +594,7 @@ class Engine:
             events = tx.audit_size()
         return {"records": self.records.name, "index": self.index.name,
                 "index_choice": self.note, "embedder": self.embedder.name,
+                "embedder_choice": f"{self.embedder.name} ({self.embedder_note})",
                 "dim": self.embedder.dim, "token_counter": self.counter.name,
                 "signals": self.enricher.name, "policy": self.config.policy,
                 "audit_events": events, "namespaces": per}

@@ -151,6 +151,7 @@ class Maintainer:
                        rationale=f"re-embedded {count} memories with {embedder.name}")
             unit.write(tx, counter_before=unit.counter)
         self.e.embedder = embedder
+        self.e.embedder_note = "passed to reembed"
         for state in self.e.cache.states():  # their centroids hold the old vectors
             self.e.cache.drop(state.name)
             self.e.index.forget(state.name)

@@ -88,7 +88,7 @@ async def test_async_agent_recalls_and_observes(lc_store: MemoryStore,
                             {"configurable": {"thread_id": thread}, "callbacks": [recorder]},
                             context={"user_id": "ana"})
     assert "The user is allergic to peanuts" in recorder.system_texts(1)[0]
-    assert len(lc_store.list("memories/ana", type="episodic")) == 4
+    assert len(await lc_store.alist("memories/ana", type="episodic")) == 4
 
 
 def test_tool_call_steps_are_not_observed(lc_store: MemoryStore) -> None:

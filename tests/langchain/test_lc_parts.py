@@ -59,18 +59,18 @@ def test_agent_calls_remember_then_recall(lc_store: MemoryStore,
 
 
 async def test_forget_tool_is_scoped_to_its_namespace(lc_store: MemoryStore) -> None:
-    theirs = lc_store.add("Bo's PIN hint is his dog's name", namespace="m/bo")
+    theirs = await lc_store.aadd("Bo's PIN hint is his dog's name", namespace="m/bo")
     remember, recall, forget = memory_tools(lc_store, namespace="m/ana")
-    mine = lc_store.list("m/ana")
+    mine = await lc_store.alist("m/ana")
     assert mine == []
     assert (await forget.ainvoke({"memory_id": theirs.id})
             == f"no memory with id {theirs.id!r} in namespace 'm/ana'")
-    assert lc_store.get(theirs.id, namespace="m/bo").is_active  # nothing changed
+    assert (await lc_store.aget(theirs.id, namespace="m/bo")).is_active  # nothing changed
     text = await remember.ainvoke({"content": "Ana takes the 8:10 train",
                                    "memory_type": "episodic"})
     ana_id = text.split("=")[1].rstrip(").")
     assert await forget.ainvoke({"memory_id": ana_id}) == f"Forgot {ana_id}."
-    assert not lc_store.get(ana_id, namespace="m/ana").is_active
+    assert not (await lc_store.aget(ana_id, namespace="m/ana")).is_active
     assert await recall.ainvoke({"query": "train"}) == "No memories found."
 
 

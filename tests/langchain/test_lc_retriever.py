@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -145,7 +146,7 @@ def test_namespace_template_from_run_config() -> None:
 
 async def test_async_matches_sync(store: MemoryStore) -> None:
     retriever = MarsRetriever(store=store, k=3, read_only=True, score_cutoff=0.3)
-    sync = retriever.invoke("jazz drums")
+    sync = await asyncio.to_thread(retriever.invoke, "jazz drums")  # not on the loop
     asynchronous = await retriever.ainvoke("jazz drums")
     assert [d.id for d in asynchronous] == [d.id for d in sync]
     assert all(isinstance(d, Document) for d in asynchronous)

@@ -535,6 +535,26 @@ async def test_async_api(make: Callable[..., MarsStore]) -> None:
     assert results[0].key == "tea" and len(results[1]) == 1  # type: ignore[union-attr,arg-type]
 
 
+async def test_a_sync_call_on_the_loop_raises_as_langgraphs_async_stores_do(
+        make: Callable[..., MarsStore]) -> None:
+    s = make()  # building it in a loop is fine: the constructor reads the store once
+    for call, twin in ((lambda: s.put(("u",), "k", {"v": 1}), "aput"),
+                       (lambda: s.get(("u",), "k"), "aget"),
+                       (lambda: s.search(("u",)), "asearch"),
+                       (lambda: s.delete(("u",), "k"), "adelete"),
+                       (s.list_namespaces, "alist_namespaces"),
+                       (lambda: s.batch([GetOp(("u",), "k")]), "abatch"),
+                       (s.sweep_ttl, "asweep_ttl")):
+        with pytest.raises(asyncio.InvalidStateError, match=rf"await store\.{twin}\("):
+            call()
+    await s.aput(("u",), "k", {"v": 1})  # nothing was written by the refused calls
+    assert [i.value for i in await s.asearch(("u",))] == [{"v": 1}]
+    allowed = MarsStore(MemoryStore(clock=FakeClock(), audit_key=KEY, allow_sync_in_loop=True))
+    allowed.put(("u",), "k", {"v": 2})  # the documented opt-out
+    assert allowed.get(("u",), "k").value == {"v": 2}  # type: ignore[union-attr]
+    allowed.memory.close()
+
+
 # --- in a graph and an agent ----------------------------------------------------------------------
 
 

@@ -82,7 +82,8 @@ async def test_function_agent_keeps_tool_calls_in_the_working_history(mstore) ->
     await agent.run(user_msg="What is the weather?", memory=memory)
     roles = [m.role.value for m in memory.get_all()]
     assert roles == ["user", "assistant", "tool", "assistant"]
-    observed = [(n.provenance.source, n.content) for n in store.list("dave", type="episodic")]
+    observed = [(n.provenance.source, n.content)
+                for n in await store.alist("dave", type="episodic")]
     assert observed == [("user", "What is the weather?"),
                         ("assistant", "Tool calls complete.")]
 
@@ -91,7 +92,7 @@ async def test_react_agent_without_system_prompt_needs_insert_user(mstore) -> No
     """A ReActAgent without a system_prompt drops a leading system message (LlamaIndex
     behaviour); ``insert="user"`` carries the recall inside the user message instead."""
     store = mstore()
-    MarsMemory(store, session_id="eve").put(
+    await MarsMemory(store, session_id="eve").aput(
         ChatMessage(role="user", content="My locker code is behind the blue door."))
     for insert, expected in (("system", False), ("user", True)):
         rec = Recorder()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from llama_index.core.chat_engine import CondensePlusContextChatEngine, SimpleChatEngine
 from llama_index.core.llms.mock import MockLLMWithChatMemoryOfLastCall
 
@@ -16,15 +18,17 @@ async def test_simple_chat_engine_recalls_across_conversations(mstore) -> None:
     store = mstore()
     llm = MockLLMWithChatMemoryOfLastCall(max_tokens=2, is_chat_model=True)
     first = SimpleChatEngine.from_defaults(llm=llm, memory=MarsMemory(store, session_id="al"))
-    assert first.chat("My dog is called Rex and he is a beagle.").response == "text text"
-    first.chat("I live in Porto.")
+    # the synchronous chat leaves the event loop (its store calls would block it)
+    reply = await asyncio.to_thread(first.chat, "My dog is called Rex and he is a beagle.")
+    assert reply.response == "text text"
+    await asyncio.to_thread(first.chat, "I live in Porto.")
     assert "My dog is called Rex" in _seen(llm)  # working history of the conversation
 
     later = SimpleChatEngine.from_defaults(llm=llm, memory=MarsMemory(store, session_id="al"))
     await later.achat("What breed is my dog?")
     assert "beagle" in _seen(llm)
     other = SimpleChatEngine.from_defaults(llm=llm, memory=MarsMemory(store, session_id="zo"))
-    other.chat("What breed is my dog?")
+    await asyncio.to_thread(other.chat, "What breed is my dog?")
     assert "beagle" not in _seen(llm)
 
 

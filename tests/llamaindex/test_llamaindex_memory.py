@@ -3,6 +3,8 @@ async twins, isolation and bad input."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from llama_index.core.llms import ChatMessage
 
@@ -176,19 +178,22 @@ async def test_async_twins_match_the_sync_methods(mstore) -> None:
             await memory.aset(msgs)
             got = await memory.aget(input="peanuts")
             everything = await memory.aget_all()
-        else:
-            memory.put_messages(msgs[:6])
-            memory.set(msgs)
-            got = memory.get(input="peanuts")
-            everything = memory.get_all()
+        else:  # the synchronous methods, off the event loop
+            def run(memory: MarsMemory = memory, msgs: list[ChatMessage] = msgs
+                    ) -> tuple[list[ChatMessage], list[ChatMessage]]:
+                memory.put_messages(msgs[:6])
+                memory.set(msgs)
+                return memory.get(input="peanuts"), memory.get_all()
+
+            got, everything = await asyncio.to_thread(run)
         results.append(([(m.role.value, m.content) for m in got], len(everything),
-                         [n.content for n in store.list("alice")]))
+                         [n.content for n in await store.alist("alice")]))
     assert results[0] == results[1]
     store = mstore()
     memory = MarsMemory(store, session_id="alice")
-    _fill(memory)
+    await asyncio.to_thread(_fill, memory)
     await memory.areset()
-    assert store.list("alice") == [] and memory.get_all() == []
+    assert await store.alist("alice") == [] and memory.get_all() == []
     assert (await memory.aerase()).namespace == "alice"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from llama_index.core.schema import MetadataMode
 
@@ -34,13 +36,13 @@ def test_nodes_carry_type_sensitivity_and_ids(mstore) -> None:
 
 
 async def test_filters_and_async(mstore) -> None:
-    store = _store(mstore)
+    store = await asyncio.to_thread(_store, mstore)  # synchronous calls leave the loop
     safe = MarsRetriever(store, "alice", max_sensitivity=0.5)
     texts = [h.node.get_content() for h in await safe.aretrieve("Ana diagnosis birthday")]
     assert texts and not any("diagnosis" in t for t in texts)
-    social = MarsRetriever(store, "alice", types=["social"]).retrieve("Ana")
+    social = await MarsRetriever(store, "alice", types=["social"]).aretrieve("Ana")
     assert [h.node.metadata["memory_type"] for h in social] == ["social"]
-    assert len(MarsRetriever(store, "alice", k=1).retrieve("Ana")) == 1
+    assert len(await MarsRetriever(store, "alice", k=1).aretrieve("Ana")) == 1
 
 
 def test_read_only_does_not_count_as_an_access(mstore) -> None:
