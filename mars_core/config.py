@@ -173,10 +173,10 @@ class StoreConfig(_Config):
         "to 1 (B_epi + B_sem + B_soc + B_task = B); a type left out has share 0."
     )
     seed: int | None = Field(
-        None, ge=0, description="Seed of a new store's ids and seeded random choices (same "
-        "seed and inputs, same store). None: a random secret drawn at creation and recorded "
-        "in the manifest, so ids cannot be guessed across stores; a reopened store keeps "
-        "its own."
+        None, ge=0, description="Seed of a new store's ids and of every seeded random choice "
+        "(same seed and inputs, same store). None: random choices use seed 0, and the ids "
+        "come from a random secret drawn at creation and recorded in the manifest, so they "
+        "cannot be guessed across stores; a reopened store keeps its own."
     )
     token_counter: str = Field(
         "approx-v1", description="Token counter name: 'approx-v1', 'whitespace' or 'tiktoken-*'."

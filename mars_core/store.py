@@ -119,7 +119,7 @@ class MemoryStore:
             store the one :meth:`open` takes, :func:`~mars_core.embedders.default_embedder`:
             all-MiniLM-L6-v2 when installed, else the hashing embedder;
             ``MARS_EMBEDDER=hashing|semantic`` overrides). ``stats()["embedder_choice"]``
-            says which and why.
+            says which, and how it was chosen when the store was created.
         config: a :class:`~mars_core.config.StoreConfig`; keyword overrides below win.
         clock: wall-clock source (default: the system clock).
         audit_key: secret for keyed content hashes and the audit chains of a new store

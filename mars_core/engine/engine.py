@@ -137,8 +137,8 @@ class Engine:
         read_only: a reader: nothing is ever written.
         cache_namespaces: how many namespaces stay loaded between calls.
         note: how the index was chosen (shown by ``stats()``).
-        embedder_note: how the embedder was chosen (shown by ``stats()``), e.g.
-            ``"passed"``.
+        embedder_note: how the embedder of a new store was chosen (recorded in the
+            manifest and shown by ``stats()``), e.g. ``"passed"``.
         overrides: keyword fields given without a config object: a reopened store
             applies them on top of its recorded configuration (None: ``config`` whole).
     """
@@ -258,7 +258,8 @@ class Engine:
     def manifest(self, generation: int = 0) -> dict[str, Any]:
         """The manifest fields this store's configuration determines."""
         return {"format_version": FORMAT_VERSION, "token_counter": self.config.token_counter,
-                "embedder": {"name": self.embedder.name, "dim": self.embedder.dim},
+                "embedder": {"name": self.embedder.name, "dim": self.embedder.dim,
+                             "choice": self.embedder_note},
                 "index": {"name": self.index.name, "generation": generation,
                           "choice": self.note, "server": self.index.capabilities.shared},
                 "records": self.records.name, "id_scheme": "uuid5(id_secret:counter)",
@@ -277,6 +278,9 @@ class Engine:
                 f"this store was built with embedder {emb.get('name')!r} (dim "
                 f"{emb.get('dim')}), not {self.embedder.name!r} (dim {self.embedder.dim}); "
                 "open it with the original embedder, then call store.reembed(new_embedder)")
+        # how the store's embedder was chosen when it was created (or re-embedded): a
+        # reopen does not change it, so stats() reads the same before and after one
+        self.embedder_note = str(emb.get("choice", self.embedder_note))
         if not explicit or self.overrides is not None:
             # keywords alone apply on top of what the store recorded, not of the defaults
             self.config = recorded_config(manifest, self.overrides if explicit else None)
@@ -422,7 +426,10 @@ class Engine:
         generator derives from the seed and persisted counters, so seeded choices are the
         same whether or not the store was reopened."""
         d = self.draft(unit, name)
-        rng = random.Random(f"{self.secret}:{name}:{unit.counter}:{d.touch}")
+        # the configured seed (0 without one), not the id secret: random choices stay
+        # the same from store to store by default; only the ids are the store's own
+        seed = self.config.seed if self.config.seed is not None else 0
+        rng = random.Random(f"{seed}:{name}:{unit.counter}:{d.touch}")
         state = self.ns(name)
         return state.view(self.config.budget_for(name), self.clock.now(), rng, step=d.step,
                           io=self.io(state))

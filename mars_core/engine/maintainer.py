@@ -139,7 +139,8 @@ class Maintainer:
                     count += len(chunk)
             manifest = dict(tx.manifest() or {})
             generation = int((manifest.get("index") or {}).get("generation", 0)) + 1
-            manifest.update(embedder={"name": embedder.name, "dim": embedder.dim},
+            manifest.update(embedder={"name": embedder.name, "dim": embedder.dim,
+                                      "choice": "passed to reembed"},
                             index={"name": self.e.index.name, "generation": generation,
                                    "choice": self.e.note})
             tx.put_manifest(manifest)
