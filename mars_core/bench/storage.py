@@ -264,7 +264,11 @@ _PROBE = textwrap.dedent("""
         hits = len(store.retrieve("the weekend dinner at the museum", namespace=namespace,
                                   read_only=True, relative_cutoff=0, k=10))
     opened = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # this process's own high-water mark (VmHWM, kB): ru_maxrss would include the RSS
+    # of the parent at the fork, which Linux carries across exec
+    with open("/proc/self/status") as status:
+        peak = next((int(line.split()[1]) for line in status if line.startswith("VmHWM:")),
+                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     print(json.dumps({"import_s": imported, "open_retrieve_s": opened, "hits": hits,
                       "peak_rss_mb": peak / 1024}))
 """)
