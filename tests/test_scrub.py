@@ -124,3 +124,18 @@ def test_a_recognised_segment_is_zeroed_past_its_count_only(tmp_path: Path) -> N
     assert report.segments == 1 and report.bytes_zeroed == 24 + 12
     assert (segment / "data_level0.bin").read_bytes() == b"\x07" * 8 + bytes(24)
     assert (segment / "length.bin").read_bytes() == b"\x09" * 4 + bytes(12)
+
+
+def test_a_segment_untouched_since_its_scrub_is_skipped_and_a_written_one_is_not(
+        tmp_path: Path) -> None:
+    _fill(tmp_path)  # closed: every segment scrubbed and recorded
+    assert scrub_index_files(tmp_path).segments == 0  # nothing written since
+    segment, _, count, size = max(_segments(tmp_path), key=lambda s: s[3])
+    data = segment / "data_level0.bin"
+    with data.open("r+b") as f:  # written since (as a save after a crash would be)
+        f.seek(count * size)
+        f.write(b"Ines is a nurse")
+    report = scrub_index_files(tmp_path)
+    assert report.segments == 1 and b"Ines" not in data.read_bytes()
+    (tmp_path / "mars-scrubbed.json").write_text("not json")  # a damaged record: scrub all
+    assert scrub_index_files(tmp_path).segments == len(_segments(tmp_path))

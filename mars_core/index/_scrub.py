@@ -15,7 +15,8 @@ reads them (a slot is read only below ``cur_element_count``), so the index is un
 run while the index holds its directory's lock and no Chroma client is open on it: when
 the index closes, and before it opens a directory (a crash skips the close). Files whose header does
 not match the layout below are left alone and reported, so a future Chroma that changes the
-format costs the scrub, never the index.
+format costs the scrub, never the index. A segment whose files have not changed (size and
+modification time) since its last scrub is skipped (``mars-scrubbed.json``).
 
 ``header.bin`` (little-endian, 100 bytes): ``int32`` persist version, then ``uint64``
 ``offsetLevel0``, ``max_elements``, ``cur_element_count``, ``size_data_per_element``, ...
@@ -23,6 +24,7 @@ format costs the scrub, never the index.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import struct
@@ -69,18 +71,60 @@ def scrub_index_files(directory: Path) -> ScrubReport:
     """
     segments = zeroed = 0
     skipped: list[str] = []
+    seen, clean = _scrubbed(directory), {}
     for header in sorted(directory.glob("*/header.bin")):
+        name, stamp = header.parent.name, _stamp(header.parent)
+        if stamp is not None and seen.get(name) == stamp:
+            clean[name] = stamp  # untouched since it was scrubbed: nothing new in its tail
+            continue
         try:
             done = _scrub_segment(header.parent)
         except OSError:
             done = None
         if done is None:
-            skipped.append(header.parent.name)
+            skipped.append(name)
             _log.warning("left the index files in %s alone: unreadable or layout not recognised",
-                         header.parent.name)
-        else:
-            segments, zeroed = segments + 1, zeroed + done
+                         name)
+            continue
+        segments, zeroed = segments + 1, zeroed + done
+        after = _stamp(header.parent)
+        if after is not None:
+            clean[name] = after
+    if clean != seen:
+        _record_scrubbed(directory, clean)
     return ScrubReport(segments, zeroed, tuple(skipped))
+
+
+_SCRUBBED = "mars-scrubbed.json"
+"""Beside the segments: each scrubbed segment's file sizes and modification times, so an
+open skips the segments no one wrote since (scrubbing every segment of a store with many
+namespaces at every open cost ~0.35 ms a segment, 9 s at 20,000)."""
+
+
+def _stamp(segment: Path) -> list[int] | None:
+    """Sizes and modification times (ns) of a segment's data and length files."""
+    try:
+        data, lengths = (segment / "data_level0.bin").stat(), (segment / "length.bin").stat()
+    except OSError:
+        return None
+    return [data.st_size, data.st_mtime_ns, lengths.st_size, lengths.st_mtime_ns]
+
+
+def _scrubbed(directory: Path) -> dict[str, list[int]]:
+    try:
+        found = json.loads((directory / _SCRUBBED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _record_scrubbed(directory: Path, clean: dict[str, list[int]]) -> None:
+    tmp = directory / (_SCRUBBED + ".tmp")
+    try:
+        tmp.write_text(json.dumps(clean, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, directory / _SCRUBBED)
+    except OSError:  # only an optimisation: the next open scrubs everything again
+        _log.warning("could not record the scrubbed segments in %s", directory)
 
 
 def _scrub_segment(segment: Path) -> int | None:
