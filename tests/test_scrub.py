@@ -8,6 +8,7 @@ one). ``scrub_index_files`` zeroes exactly those slots on close and before an op
 from __future__ import annotations
 
 import logging
+import os
 import struct
 from pathlib import Path
 
@@ -129,13 +130,12 @@ def test_a_recognised_segment_is_zeroed_past_its_count_only(tmp_path: Path) -> N
 def test_a_segment_untouched_since_its_scrub_is_skipped_and_a_written_one_is_not(
         tmp_path: Path) -> None:
     _fill(tmp_path)  # closed: every segment scrubbed and recorded
+    segments = _segments(tmp_path)
     assert scrub_index_files(tmp_path).segments == 0  # nothing written since
-    segment, _, count, size = max(_segments(tmp_path), key=lambda s: s[3])
-    data = segment / "data_level0.bin"
-    with data.open("r+b") as f:  # written since (as a save after a crash would be)
-        f.seek(count * size)
-        f.write(b"Ines is a nurse")
-    report = scrub_index_files(tmp_path)
-    assert report.segments == 1 and b"Ines" not in data.read_bytes()
+    data = segments[0][0] / "data_level0.bin"
+    stat = data.stat()  # written since (a save changes the mtime): scrubbed again
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert scrub_index_files(tmp_path).segments == 1
+    assert scrub_index_files(tmp_path).segments == 0
     (tmp_path / "mars-scrubbed.json").write_text("not json")  # a damaged record: scrub all
-    assert scrub_index_files(tmp_path).segments == len(_segments(tmp_path))
+    assert scrub_index_files(tmp_path).segments == len(segments)
