@@ -441,13 +441,12 @@ def test_a_crash_at_any_step_of_an_erasure_leaves_it_whole_or_undone(
 # --- one writer, any number of readers ------------------------------------------------------
 
 HOLDER = textwrap.dedent("""
-    import sys, time
-    from pathlib import Path
+    import sys
     from mars_core.clock import FakeClock
     from mars_core.errors import ConflictError
     from mars_core.store import MemoryStore
 
-    path, index, name, release = sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])
+    path, index, name = sys.argv[1], sys.argv[2], sys.argv[3]
     print("STARTED", flush=True)
     try:
         store = MemoryStore.open(path, index=index, clock=FakeClock(), lock_timeout=1.0)
@@ -457,8 +456,7 @@ HOLDER = textwrap.dedent("""
     for i in range(5):
         store.add(f"{name} wrote memory {i}")
     print("WROTE", flush=True)
-    while not release.exists():  # hold the store until the test has seen both answers
-        time.sleep(0.02)
+    sys.stdin.read()  # hold the store until the test has seen both answers (EOF)
     store.close()
     print("CLOSED", flush=True)
 """)
@@ -473,9 +471,9 @@ def test_two_processes_opening_one_store_at_once_one_writes(
         pytest.importorskip("chromadb")
     script = tmp_path / "holder.py"
     script.write_text(HOLDER, encoding="utf-8")
-    path, release = tmp_path / "s", tmp_path / "release"
+    path = tmp_path / "s"
     procs = {name: subprocess.Popen(
-        [sys.executable, str(script), str(path), index, name, str(release)],
+        [sys.executable, str(script), str(path), index, name], stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
         for name, index in (("one", first), ("two", second))}
     try:
@@ -488,8 +486,7 @@ def test_two_processes_opening_one_store_at_once_one_writes(
         loser = next(a for a in answers.values() if a.startswith("CONFLICT"))
         assert "is writing the store" in loser and "read_only=True" in loser
     finally:
-        release.touch()
-        for proc in procs.values():
+        for proc in procs.values():  # closing their stdin releases them
             proc.communicate(timeout=60)
     with MemoryStore.open(path, clock=FakeClock()) as store:
         assert len(store.list()) == 5  # the winner's writes, nothing of the other
