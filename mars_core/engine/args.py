@@ -325,12 +325,20 @@ def _no_coercion(fields: Mapping[object, object], model: builtins.type[pydantic.
                                   f"{builtins.type(value).__name__} (nothing is converted)")
 
 
+def _listed(values: object, what: str) -> None:
+    """Refuse what is not a list of items (a text or a mapping would be read item by item).
+
+    Raises:
+        ValidationError: ``what``, and what was given instead.
+    """
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise ValidationError(f"{what}, not {_shown(values)}")
+
+
 def items(values: Iterable[object], *, default_ns: str, namespace_: object,
           type: MemoryType | str) -> list[NewMemory]:
     """The items of ``add_many``: texts, or mappings of ``add``'s arguments."""
-    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
-        raise ValidationError(f"add_many takes a list of texts or of mappings of add()'s "
-                              f"arguments, not {_shown(values)}")
+    _listed(values, "add_many takes a list of texts or of mappings of add()'s arguments")
     out = []
     for i, value in enumerate(values):
         fields = {"text": value} if isinstance(value, str) else value
@@ -370,9 +378,7 @@ def turn(role: object, text: object, *, default_ns: str, namespace_: object = No
 def turns(values: Iterable[object], *, default_ns: str, namespace_: object,
           conversation_id: str | None) -> list[Turn]:
     """The turns of ``observe_many``: mappings of ``observe``'s arguments."""
-    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
-        raise ValidationError(f"observe_many takes a list of mappings of observe()'s "
-                              f"arguments, not {_shown(values)}")
+    _listed(values, "observe_many takes a list of mappings of observe()'s arguments")
     out = []
     for i, t in enumerate(values):
         if not isinstance(t, Mapping) or set(t) - TURN_FIELDS or not {"role", "text"} <= set(t):
