@@ -1,4 +1,5 @@
-"""Reports of the evidence benchmarks: results.json, a markdown page and PNG plots.
+"""Reports of the evidence benchmarks: results.json, a markdown page and PNG plots
+(drawn by :mod:`mars_core.bench.plots`).
 
 Examples:
     >>> rows = [{"method": "a", "task": "retrieval", "counter": "words", "budget": 128,
@@ -16,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.bench.plots import plot_evidence, plot_retention, plot_retrieval
+from mars_core.errors import ValidationError
 
 __all__ = ["plot_retention", "plot_retrieval", "results_dir", "retention_table",
            "retrieval_table", "write_report"]
@@ -98,77 +100,32 @@ def retention_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def _plt() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - bench extra
-        raise ExtraNotInstalledError("bench", "matplotlib") from exc
-    return plt
-
-
-def plot_retrieval(rows: Sequence[Row], counter: str, path: Path) -> None:
-    """F1 and recall against the budget, one line per method."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for m in sorted({r["method"] for r in _sel(rows, task="retrieval")}):
-        pts = sorted(_sel(rows, task="retrieval", counter=counter, category="all", method=m),
-                     key=lambda r: r["budget"])
-        for ax, key in zip(axes, ("f1", "recall"), strict=True):
-            ax.plot([p["budget"] for p in pts], [p[key] for p in pts], marker="o", label=m)
-    for ax, key in zip(axes, ("F1", "recall"), strict=True):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel(f"context budget ({counter} tokens)")
-        ax.set_ylabel(f"evidence {key}")
-        ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_retention(rows: Sequence[Row], path: Path) -> None:
-    """Evidence survival against the store share, one line per policy."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for m in sorted({r["method"] for r in _sel(rows, task="retention")}):
-        pts = sorted(_sel(rows, task="retention", category="all", method=m),
-                     key=lambda r: r["budget"])
-        ax.plot([100 * p["budget"] for p in pts], [p["survival"] for p in pts], marker="o",
-                label=m)
-    ax.set_xlabel("active store budget (% of conversation tokens)")
-    ax.set_ylabel("evidence survival")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def write_report(out: str | os.PathLike[str], title: str, rows: Sequence[Row],
                  meta: Mapping[str, Any], *,
                  headline: int = 128, low: int | None = 64, prefix: str = "evidence") -> Path:
-    """Write ``results.json``, plots and ``report.md`` into ``out``; return the report path."""
+    """Write ``results.json``, plots and ``report.md`` into ``out``; return the report path.
+
+    The plots are :func:`mars_core.bench.plots.plot_evidence`'s, named ``{prefix}_*.png``;
+    ``results.json`` records the prefix, so ``mars bench plot`` redraws the same files.
+    """
     folder = results_dir(out)
-    (folder / "results.json").write_text(json.dumps({"meta": dict(meta), "rows": list(rows)},
-                                                    indent=1), encoding="utf-8")
+    (folder / "results.json").write_text(json.dumps(
+        {"meta": dict(meta), "rows": list(rows), "prefix": prefix}, indent=1), encoding="utf-8")
+    drawn = {p.name for p in plot_evidence(rows, folder, prefix)}
     parts = [f"# {title}", "", "```", json.dumps(dict(meta), indent=1), "```", ""]
     for counter in ("words", "store"):
         if not _sel(rows, task="retrieval", counter=counter):
             continue
         img = f"{prefix}_retrieval_{counter}.png"
-        plot_retrieval(rows, counter, folder / img)
         parts += [f"## Retrieval under a context budget ({counter} tokens)", "",
                   retrieval_table(rows, counter, headline, low), "",
                   f"F1 per category at {headline}:", "",
-                  category_table(rows, counter, headline), "", f"![]({img})", ""]
+                  category_table(rows, counter, headline), ""]
+        parts += [f"![]({img})", ""] if img in drawn else []
     if _sel(rows, task="retention"):
         img = f"{prefix}_retention.png"
-        plot_retention(rows, folder / img)
-        parts += ["## Retention under a store budget", "", retention_table(rows), "",
-                  f"![]({img})", ""]
+        parts += ["## Retention under a store budget", "", retention_table(rows), ""]
+        parts += [f"![]({img})", ""] if img in drawn else []
     errors = meta.get("peer_errors") or {}
     if errors:
         parts += ["## Peers that could not run", ""] + [f"- {k}: `{v}`" for k, v in

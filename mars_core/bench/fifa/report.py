@@ -28,6 +28,7 @@ from typing import Any
 from mars_core.bench.fifa.metrics import METRICS
 from mars_core.bench.fifa.scenarios import SCENARIOS
 from mars_core.bench.fifa.stats import bootstrap_ci, effect_size, holm, wilcoxon
+from mars_core.bench.plots import pyplot, save
 
 __all__ = ["TESTED", "aggregate", "controls", "pairwise", "plot", "render_markdown",
            "write_json"]
@@ -230,11 +231,7 @@ def _pressure(results: Mapping[str, Any]) -> list[str]:
 def plot(results: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
     """Fig. 4 (budget × policy heatmap of the composite) and Fig. 3 (per-metric
     distributions by policy with 95% intervals), as PNG files in ``out``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     ov, by = results["summary"]["overall"], results["summary"]["by_budget"]
     pols = sorted(ov, key=lambda p: -(ov[p]["composite"]["mean"] or 0.0))
     budgets = results["grid"]["budgets"]
@@ -249,10 +246,7 @@ def plot(results: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], out: Pa
     ax.set_xlabel("budget (tokens)")
     ax.set_title("FiFA composite by policy and budget")
     fig.colorbar(im)
-    fig.tight_layout()
-    heat = out / "fifa_heatmap.png"
-    fig.savefig(heat, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    heat = save(fig, out / "fifa_heatmap.png")
     return [heat, _distributions(plt, results, cells, pols, out)]
 
 
@@ -269,8 +263,4 @@ def _distributions(plt: Any, results: Mapping[str, Any], cells: Sequence[Mapping
                     yerr=[i["half"] or 0.0 for i in iv], fmt="o", color="crimson", ms=3)
         ax.set_xticks(range(1, len(pols) + 1), pols, rotation=60, fontsize=7)
         ax.set_title(m)
-    fig.tight_layout()
-    path = out / "fifa_metrics.png"
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return save(fig, out / "fifa_metrics.png")
