@@ -419,6 +419,26 @@ def bench_policies(
              policies.split(",") if policies else None, out, quick=quick)
 
 
+@bench_app.command("plot")
+def bench_plot(results: Annotated[Path, typer.Argument(
+                   help="policies.json, storage.json, or an evidence or FiFA results.json, "
+                        "as a benchmark's --out wrote it")],
+               out: Annotated[Path | None, typer.Option(
+                   "--out", help="directory for the PNG files (default: the results "
+                                 "file's directory)")] = None) -> None:
+    """Redraw a benchmark's plots from its results file, with the code the run uses (no
+    benchmark runs): `mars bench plot docs/benchmarks/policies.json --out
+    docs/benchmarks/img`."""
+    from mars_core.bench.plots import replot
+
+    try:
+        paths = replot(results, out)
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+    for path in paths:
+        console.print(f"wrote {path}", highlight=False, soft_wrap=True)
+
+
 @bench_app.command("leakage")
 def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")] = 120,
                   seed: Annotated[int, typer.Option(help="generator seed")] = 7,

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mars_core.bench.plots import plot_policies, pyplot
 from mars_core.bench.report import results_dir
 from mars_core.bench.storage import WORDS as _WORDS
 from mars_core.budget import make_counter
@@ -553,12 +554,17 @@ n = 10k on, after one warm-up add that fills their working-set cache), and every
 after the time cap; capped rows say "measured of requested"."""
 
 
-def _markdown(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
+def _markdown(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any],
+              plots: Sequence[str] = ()) -> str:
     runs = "".join(f"\n- run {k}: {v}" for k, v in dict(meta.get("runs", {})).items())
+    images = "".join(f"![{name.removesuffix('.png').replace('_', ' ')}]({name})\n\n"
+                     for name in plots)
     return (f"# Policy cost against store size\n\n{_NOTES}\n\nMachine: {meta['machine']}; "
             f"Python {meta['python']}; {meta['cpus']} CPUs; steady adds {meta['steady_adds']}, "
             f"time cap {meta['max_steady_s']} s per row.{runs}\n\n{format_table(rows)}\n\n"
-            f"## Fill, invariant and memory\n\n{_details(rows)}\n")
+            + (f"## Plots (grid rows; reference rows are in the tables)\n\n{images}"
+               if images else "")
+            + f"## Fill, invariant and memory\n\n{_details(rows)}\n")
 
 
 def _grid(ns: Sequence[int], big: int | None, policies: Sequence[str], *, quick: bool,
@@ -600,11 +606,13 @@ def _references(n: int, *, quick: bool, **kw: Any) -> list[dict[str, Any]]:
 
 def write_results(rows: list[dict[str, Any]], meta: Mapping[str, Any],
                   out: str | os.PathLike[str]) -> None:
-    """Annotate ``rows`` and write ``policies.json`` and ``policies.md`` under ``out``."""
+    """Annotate ``rows`` and write ``policies.json``, the plots of
+    :func:`mars_core.bench.plots.plot_policies` and ``policies.md`` under ``out``."""
     annotate(rows)
     folder = results_dir(out)
     (folder / "policies.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    (folder / "policies.md").write_text(_markdown(rows, meta))
+    plots = [p.name for p in plot_policies(rows, folder, goal_policies=GOAL_POLICIES)]
+    (folder / "policies.md").write_text(_markdown(rows, meta, plots))
 
 
 def merge_results(parts: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
@@ -643,7 +651,8 @@ def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_00
         ns: sizes at which every policy runs.
         big: the size at which FIFO, LRU, Priority and DMF also run (None: skip).
         policies: policy names (default: every registered policy).
-        out: directory for the two files, made before the run (None: print only).
+        out: directory for ``policies.json``, ``policies.md`` and the plots, made before
+            the run (None: print only).
         quick: the smoke configuration: n = 500 and 2,000, 200 steady adds (10 for the
             slow policies), a 5 s cap per row, no 1M, shared fills, all in this process.
         steady_adds: adds measured per configuration.
@@ -657,6 +666,7 @@ def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_00
     """
     if out is not None:
         results_dir(out)  # refused now rather than after the run
+        pyplot()  # and the plots' library (the bench extra) checked
     kw: dict[str, Any] = {"steady_adds": steady_adds, "max_steady_s": max_steady_s}
     if quick:
         ns, big = (500, 2000), None

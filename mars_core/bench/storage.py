@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mars_core.bench.plots import plot_storage, pyplot
 from mars_core.bench.report import results_dir
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import MarsError
@@ -297,10 +298,14 @@ def _bulk_load(path: Path, total: int, namespaces: int, index: IndexKind) -> flo
     return time.perf_counter() - t0
 
 
+_SMALL = 1_000
+"""Memories of the scale section's small store (over 10 namespaces)."""
+
+
 def scale(big: int, namespaces: int, *, index: IndexKind, workdir: Path) -> dict[str, Any]:
     """Section 3 (see the module)."""
     small_path, big_path = workdir / f"small-{index}", workdir / f"big-{index}"
-    small_load = _bulk_load(small_path, 1_000, 10, index)
+    small_load = _bulk_load(small_path, _SMALL, 10, index)
     big_load = _bulk_load(big_path, big, namespaces, index)
     # the first open after a bulk load may pay an index's one-time work on its own write
     # log (Chroma); the second is what every later process pays: both are reported
@@ -308,7 +313,7 @@ def scale(big: int, namespaces: int, *, index: IndexKind, workdir: Path) -> dict
     first_large = _probe("store", big_path, f"user-{namespaces // 2:06d}")
     small = _probe("store", small_path, "user-000003")
     large = _probe("store", big_path, f"user-{namespaces // 2:06d}")
-    return {"index": index, "big": big, "namespaces": namespaces,
+    return {"index": index, "big": big, "small_n": _SMALL, "namespaces": namespaces,
             "small_load_s": small_load, "big_load_s": big_load, "small": small,
             "large": large, "first_small": first_small, "first_large": first_large,
             "open_ratio": large["open_retrieve_s"] / small["open_retrieve_s"],
@@ -403,9 +408,12 @@ def table(result: dict[str, Any]) -> str:
 def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int = 1_000_000,
          namespaces: int = 10_000, quick: bool = False,
          indexes: Sequence[IndexKind] = ("chroma", "numpy")) -> dict[str, Any]:
-    """Run and print (and write ``storage.json`` and ``storage.md`` to ``out``, made
-    before the run)."""
+    """Run and print (and write ``storage.json``, the plots of
+    :func:`mars_core.bench.plots.plot_storage` and ``storage.md`` to ``out``, made before
+    the run)."""
     folder = None if out is None else results_dir(out)
+    if folder is not None:
+        pyplot()  # the plots' library (the bench extra), checked before the run
     if quick:
         n, big, namespaces = min(n, 600), min(big, 4_000), min(namespaces, 40)
     result = run(n, big=big, namespaces=namespaces, indexes=indexes, quick=quick,
@@ -415,5 +423,7 @@ def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int
     print(text)
     if folder is not None:
         (folder / "storage.json").write_text(json.dumps(result, indent=1))
-        (folder / "storage.md").write_text(text + "\n")
+        images = "".join(f"\n![{p.stem.replace('_', ' ')}]({p.name})\n"
+                         for p in plot_storage(result, folder))
+        (folder / "storage.md").write_text(text + "\n" + images)
     return result
