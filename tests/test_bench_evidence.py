@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pngs import assert_plots
 
 from mars_core.bench import locomo as L
 from mars_core.bench.evidence import run_locomo, run_longmemeval
 from mars_core.bench.locomo_data import load_locomo
 from mars_core.bench.peers import rank_scores
+from mars_core.bench.plots import replot
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
 from mars_core.learn import asks_question
@@ -54,7 +56,14 @@ def test_run_locomo_writes_results_report_and_plots(locomo_file: Path, tmp_path:
                      peers=["langgraph-store", "chroma"], policies=("fifo", "learned"))
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert (out / "report.md").exists() and (out / "evidence_retrieval_words.png").exists()
-    assert (out / "evidence_retention.png").stat().st_size > 1000
+    plots = ("evidence_retrieval_words.png", "evidence_retrieval_store.png",
+             "evidence_retention.png")
+    assert_plots(out, plots)
+    report = (out / "report.md").read_text()
+    assert all(f"![]({name})" in report for name in plots)  # beside their tables
+    redrawn = replot(out / "results.json", tmp_path / "img")
+    assert sorted(p.name for p in redrawn) == sorted(plots)
+    assert all((tmp_path / "img" / n).read_bytes() == (out / n).read_bytes() for n in plots)
     assert res["meta"]["peer_errors"] == {}
 
     def get(method: str, task: str = "retrieval", budget: float = 128) -> dict[str, Any]:

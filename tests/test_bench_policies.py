@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pngs import assert_plots
 
 from mars_core.bench import policies as bench
 from mars_core.cli import main as cli_main
 from mars_core.errors import ValidationError
 from mars_core.policies import available
+
+PLOTS = ("policies_per_add.png", "policies_per_trigger.png", "policies_rss.png")
 
 KEYS = {"policy", "n", "nlp", "params", "fill", "fill_s", "warmup_adds", "first_trigger_us",
         "steady_requested", "steady_adds", "capped", "steady_s", "per_add_us",
@@ -101,3 +104,23 @@ def test_merge_joins_runs_and_recomputes_ratios(quick: tuple[Path, dict[str, Any
     bad.write_text("{}")
     with pytest.raises(ValidationError, match=r"not a policies\.json"):
         bench.merge_results([bad], tmp_path / "x")
+
+
+def test_the_run_writes_its_plots_and_links_them(quick: tuple[Path, dict[str, Any]]) -> None:
+    out, _doc = quick
+    assert_plots(out, PLOTS)
+    md = (out / "policies.md").read_text()
+    assert all(f"]({name})" in md for name in PLOTS)
+
+
+def test_mars_bench_plot_redraws_the_runs_plots_byte_for_byte(
+        quick: tuple[Path, dict[str, Any]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The docs' images are redrawn from a committed policies.json with the run's code."""
+    out, _doc = quick
+    again = tmp_path / "img"
+    assert cli_main(["bench", "plot", str(out / "policies.json"), "--out", str(again)]) == 0
+    assert sorted(p.name for p in again.iterdir()) == sorted(PLOTS)
+    for name in PLOTS:
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name
+    assert f"wrote {again / PLOTS[0]}" in capsys.readouterr().out

@@ -4,11 +4,15 @@ figures; no assertion here depends on how fast the machine is)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from pngs import assert_plots
 
 from mars_core.bench import storage
+from mars_core.bench.plots import replot
+from mars_core.cli import main as cli_main
 
 
 @pytest.mark.slow
@@ -43,3 +47,30 @@ def test_the_table_embedder_hands_back_the_hashing_vectors() -> None:
     emb = storage.TableEmbedder(texts, dim=32)
     assert emb.embed(texts).tolist() == storage.HashingEmbedder(dim=32).embed(texts).tolist()
     assert emb.embed(["not in the table"]).shape == (1, 32)
+
+
+@pytest.mark.slow
+def test_a_quick_run_with_out_writes_its_plots_and_the_json_redraws_them(
+        tmp_path: Path) -> None:
+    """``mars bench store --quick --out`` draws the cost ratios and the scale section
+    against size; ``mars bench plot`` redraws the same bytes from storage.json, also from
+    a file written before the small store's size was recorded (the fallback: 1,000)."""
+    out = tmp_path / "run"
+    assert cli_main(["bench", "store", "--quick", "--n", "120", "--big", "400",
+                     "--namespaces", "4", "--indexes", "numpy", "--out", str(out)]) == 0
+    names = ("storage_cost.png", "storage_scale.png")
+    assert_plots(out, names)
+    md = (out / "storage.md").read_text()
+    assert all(f"]({name})" in md for name in names)
+    doc = json.loads((out / "storage.json").read_text())
+    assert [s["small_n"] for s in doc["scale"]] == [1_000]
+    redrawn = replot(out / "storage.json", tmp_path / "img")
+    assert [p.name for p in redrawn] == list(names)
+    for name in names:
+        assert (tmp_path / "img" / name).read_bytes() == (out / name).read_bytes(), name
+    for s in doc["scale"]:
+        del s["small_n"]
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    replot(tmp_path / "old.json", tmp_path / "old")
+    assert (tmp_path / "old" / "storage_scale.png").read_bytes() == (
+        out / "storage_scale.png").read_bytes()

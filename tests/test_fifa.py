@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pngs import assert_plots
 
 from mars_core.bench.fifa import FIFA_VERSION, run_fifa
 from mars_core.bench.fifa.metrics import score
@@ -23,6 +24,7 @@ from mars_core.bench.fifa.simulator import simulate
 from mars_core.bench.fifa.stats import bootstrap_ci, effect_size, holm, wilcoxon
 from mars_core.bench.fifa.validators import judge
 from mars_core.bench.fifa.world import Phrase, WorldConfig, generate_world
+from mars_core.bench.plots import replot
 from mars_core.errors import ValidationError
 
 SMALL = WorldConfig(scale=0.4)
@@ -219,5 +221,8 @@ def test_same_seed_gives_byte_identical_reports(tmp_path: Path) -> None:
     for name in ("results.json", "report.md"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     assert a["fifa_version"] == FIFA_VERSION
-    assert (tmp_path / "a" / "fifa_heatmap.png").stat().st_size > 1000
+    assert_plots(tmp_path / "a", ("fifa_heatmap.png", "fifa_metrics.png"))
+    replot(tmp_path / "b" / "results.json")  # the run without plots, redrawn beside it
+    for name in ("fifa_heatmap.png", "fifa_metrics.png"):
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
     assert "| Policy |" in (tmp_path / "a" / "report.md").read_text()
