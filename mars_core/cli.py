@@ -112,7 +112,8 @@ def demo(path: Annotated[Path, typer.Option("--path", help="demo store directory
     """Play a multi-session conversation through a LangGraph agent and show what is
     remembered, decayed, summarised, forgotten and why, an erasure and its receipt.
 
-    No API key, no network (a scripted model). Afterwards, look around with
+    No API key, no network: the model is a deterministic fake that answers only by
+    quoting the memories recalled for it. Afterwards, look around with
     `mars inspect --path mars_data/demo -n memories/maya` (add `--status archived`).
     """
     from mars_core import demo as demo_mod

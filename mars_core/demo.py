@@ -2,11 +2,18 @@
 
 Each session reopens the store from disk (the embedded default: Chroma on local disk
 with the best installed embedder), builds a LangChain/LangGraph agent
-(``langchain.agents.create_agent``, a fake chat model — no API key, no network) with
-:class:`langchain_mars.MarsMemoryMiddleware`, and talks to it. Before each model call
-the middleware injects what MaRS recalls; after each run it observes the turn (an
-episode plus facts, people and plans extracted by rules) and reinforces the memories
-the answer used. The store keeps a small token budget with the hybrid policy.
+(``langchain.agents.create_agent`` with :class:`langchain_mars.MarsMemoryMiddleware`),
+and talks to it. Before each model call the middleware injects what MaRS recalls; after
+each run it observes the turn (an episode plus facts, people and plans extracted by
+rules) and reinforces the memories the answer used. The store keeps a small token budget
+with the hybrid policy.
+
+The model is :class:`langchain_mars.quoting.QuotingChatModel`, a deterministic fake (no
+API key, no network) that answers a question only by quoting the memory lines it
+received in that call, and gives an empty reply to a statement (so only the user's turn
+is stored): every claim of an answer is a memory that was recalled, so what the demo
+shows is what the memory did — a fact memory did not recall is not claimed, even when
+the store holds it.
 
 After each session ``store.maintain()`` runs (TTL, dedup, reflection): in session 2 the
 user complains about the same traffic three times, the store is near its budget, and
@@ -26,6 +33,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -34,40 +42,57 @@ from mars_core.inspect import inspect_rows
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
-__all__ = ["SESSIONS", "main", "run"]
+__all__ = ["SESSIONS", "SYSTEM_PROMPT", "Exchange", "ask", "main", "run"]
 
 USER = ("memories", "maya")
 NAMESPACE = "memories/maya"
 _MARK = ".mars-demo"  # marks a directory this demo created
-BUDGET = 240
+BUDGET = 200
 """Tokens the demo store keeps: full by the end of session 2, so ``maintain()`` reflects
 (at ``reflect_at`` = 90% of the budget) and session 3 forgets under pressure."""
-# Per session: (user message, the fake model's answer) turns, then a question and its answer.
-SESSIONS: list[tuple[list[tuple[str, str]], tuple[str, str]]] = [
+SYSTEM_PROMPT = "You are Maya's assistant."
+# Per session: what the user tells the agent, then a question. The agent's model is
+# langchain_mars.quoting.QuotingChatModel: an empty reply to a statement, and to a
+# question only quotes of the memory lines it was given in that call.
+SESSIONS: list[tuple[list[str], str]] = [
     ([
-        ("Hi, I'm Maya. I live in Lisbon and I work at Tidewave.", "Welcome, Maya!"),
-        ("The weather was lovely today, we walked along the river.", "Sounds lovely."),
-        ("My sister Ines is a nurse in Porto.", "Noted: Ines, nurse, Porto."),
-        ("I love green tea and I am vegetarian.", "Green tea and vegetarian food, noted."),
-    ], ("Where do I work?", "At Tidewave.")),
+        "Hi, I'm Maya. I live in Lisbon and I work at Tidewave.",
+        "The weather was lovely today, we walked along the river.",
+        "My sister Ines is a nurse in Porto.",
+        "I love green tea and I am vegetarian.",
+    ], "Where do I work?"),
     ([
-        ("Remind me to book a table for Ines's birthday on Friday.", "I'll remind you."),
+        "Remind me to book a table for Ines's birthday on Friday.",
         # the same complaint three times: a redundant cluster for reflection to consolidate
-        ("The traffic on the bridge was terrible again on Friday, and I was late for dinner "
-         "again.", "Sorry to hear that."),
-        ("The traffic on the bridge was terrible again on Monday, and I was late for the "
-         "meeting again.", "Again? Ugh."),
-        ("The traffic on the bridge was terrible again this morning, and I was late for work "
-         "again.", "Have you tried the ferry?"),
-    ], ("What should I remember for the birthday dinner?",
-        "Book a table for Friday; Maya is vegetarian.")),
+        "The traffic on the bridge was terrible again on Friday, and I was late for dinner "
+        "again.",
+        "The traffic on the bridge was terrible again on Monday, and I was late for the "
+        "meeting again.",
+        "The traffic on the bridge was terrible again this morning, and I was late for work "
+        "again.",
+    ], "What should I remember for Ines's birthday?"),
     ([
-        ("My card number is 4111 1111 1111 1111, keep it safe.",
-         "I would rather not keep card numbers; please don't share them."),
-        ("Actually, I live in Porto now, I moved last week.", "Congratulations on the move!"),
-        ("I watched a documentary about octopuses.", "They taste with their arms!"),
-    ], ("Where do I live and what do I eat?", "In Porto; vegetarian food.")),
+        "My card number is 4111 1111 1111 1111, keep it safe.",
+        "Actually, I live in Porto now, I moved last week.",
+        "I watched a documentary about octopuses.",
+    ], "Where do I live and what do I eat?"),
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One question to the demo's agent.
+
+    Attributes:
+        question: what the user asked.
+        memory: the memory block the model received in that call (its system message
+            after :data:`SYSTEM_PROMPT`; empty when nothing was recalled).
+        answer: the model's answer (quotes of ``memory`` lines only).
+    """
+
+    question: str
+    memory: str
+    answer: str
 
 
 def _line(out: TextIO, text: str = "") -> None:
@@ -78,50 +103,82 @@ def _open(path: Path, budget: int) -> MemoryStore:
     return MemoryStore.open(path, budget=budget, policy="hybrid")
 
 
-def _agent(store: MemoryStore, answers: list[str], seen: list[str]) -> Any:
-    """A LangGraph agent (create_agent) with MaRS memory and a scripted fake model."""
-    try:
-        from langchain.agents import create_agent
-        from langchain_core.callbacks import BaseCallbackHandler
-        from langchain_core.language_models.fake_chat_models import FakeListChatModel
-        from langgraph.checkpoint.memory import InMemorySaver
+class _Agent:
+    """A LangGraph agent (create_agent) with MaRS memory and the quoting fake model."""
 
-        from langchain_mars.middleware import MarsMemoryMiddleware
-    except ImportError as exc:
-        raise ExtraNotInstalledError("langchain", "the demo's agent (and langgraph)") from exc
+    def __init__(self, store: MemoryStore, thread: str) -> None:
+        try:
+            from langchain.agents import create_agent
+            from langchain_core.callbacks import BaseCallbackHandler
+            from langgraph.checkpoint.memory import InMemorySaver
 
-    class SeeSystem(BaseCallbackHandler):
-        def on_chat_model_start(self, serialized: Any, messages: Any, **kw: Any) -> None:
-            seen.extend(m.text for m in messages[0] if m.type == "system")
+            from langchain_mars.middleware import MarsMemoryMiddleware
+            from langchain_mars.quoting import QuotingChatModel
+        except ImportError as exc:
+            raise ExtraNotInstalledError("langchain", "the demo's agent (and langgraph)") from exc
+        systems: list[str] = []
 
-    agent = create_agent(FakeListChatModel(responses=answers),
-                         system_prompt="You are Maya's assistant.",
-                         middleware=[MarsMemoryMiddleware(store, namespace=NAMESPACE,
-                                                          budget_tokens=160)],
-                         checkpointer=InMemorySaver())
-    return agent, SeeSystem()
+        class SeeSystem(BaseCallbackHandler):
+            """Records the system message of every model call (what the model received)."""
+
+            def on_chat_model_start(self, serialized: Any, messages: Any, **kw: Any) -> None:
+                systems.append("\n".join(m.text for m in messages[0] if m.type == "system"))
+
+        self.systems = systems
+        memory = MarsMemoryMiddleware(store, namespace=NAMESPACE, budget_tokens=160)
+        self.graph: Any = create_agent(QuotingChatModel(acknowledgement=""),
+                                  system_prompt=SYSTEM_PROMPT, middleware=[memory],
+                                  checkpointer=InMemorySaver())
+        self.config: dict[str, Any] = {"configurable": {"thread_id": thread},
+                                       "callbacks": [SeeSystem()]}
+
+    def say(self, text: str) -> Exchange:
+        """One user message through the agent; what the model received and answered."""
+        self.systems.clear()
+        result = self.graph.invoke({"messages": [("user", text)]}, self.config)
+        system = self.systems[-1] if self.systems else ""
+        memory = system.removeprefix(SYSTEM_PROMPT).strip()
+        return Exchange(text, memory, str(result["messages"][-1].text))
 
 
-def _session(store: MemoryStore, number: int, turns: list[tuple[str, str]],
-             question: tuple[str, str], out: TextIO) -> None:
-    answers = [a for _, a in turns] + [question[1]]
-    seen: list[str] = []
-    agent, callback = _agent(store, answers, seen)
-    config = {"configurable": {"thread_id": f"session-{number}"}, "callbacks": [callback]}
-    for user, _ in turns:
+def ask(store: MemoryStore, question: str, thread: str = "ask") -> Exchange:
+    """Ask the demo's agent one question over ``store`` (namespace :data:`NAMESPACE`).
+
+    The agent recalls, answers by quoting what it recalled, and observes the turn, as in
+    the demo's sessions.
+
+    Examples:
+        >>> from mars_core import MemoryStore
+        >>> with MemoryStore(budget=500) as store:
+        ...     _ = store.observe("user", "I work at Tidewave.", namespace=NAMESPACE)
+        ...     ask(store, "Where do I work?").answer
+        'From memory: "The user works at Tidewave".'
+    """
+    return _Agent(store, thread).say(question)
+
+
+def _session(store: MemoryStore, number: int, turns: list[str], question: str,
+             out: TextIO) -> Exchange:
+    agent = _Agent(store, f"session-{number}")
+    for user in turns:
         before = {n.id for n in store.list(NAMESPACE)}
-        agent.invoke({"messages": [("user", user)]}, config)
+        agent.say(user)
         _line(out, f"   user: {user}")
         for n in store.list(NAMESPACE):
-            if n.id not in before and n.type.value != "episodic":
+            if n.id in before or n.type.value == "episodic":
+                continue
+            if n.provenance.source == "summary":  # the write's budget pressure reflected
+                _line(out, f"      ⇢ summary of {len(n.provenance.derived_from)} episodes: "
+                           f"{_redacted(store, n.id)}")
+            else:
                 _line(out, f"      + {n.type.value}: {n.content}")
     _maintain(store, out)
-    seen.clear()
-    agent.invoke({"messages": [("user", question[0])]}, config)
-    _line(out, f"   Q: {question[0]}")
-    recalled = seen[-1].split("\n", 1)[-1] if seen else ""
-    _line(out, "   the model received:\n      " + recalled.replace("\n", "\n      "))
-    _line(out, f"   A (scripted fake model): {question[1]}")
+    asked = agent.say(question)
+    _line(out, f"   Q: {question}")
+    _line(out, "   the model received:\n      "
+               + (asked.memory or "(nothing recalled)").replace("\n", "\n      "))
+    _line(out, f"   A (quoting model: it only quotes the memory lines above): {asked.answer}")
+    return asked
 
 
 def _maintain(store: MemoryStore, out: TextIO) -> None:
@@ -202,9 +259,14 @@ def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
                    "`mars inspect` shows it):")
         summaries = {n.id for n in store.list(NAMESPACE, status=None)
                      if n.provenance.source == "summary"}
+        alike: dict[tuple[str, str], list[str]] = {}  # the same text forgotten many times
         for r in archived:
-            _line(out, f"   {'summary' if r.id in summaries else r.type:<9} {r.text}")
-            _line(out, f"      why: {store.explain(r.id, namespace=NAMESPACE).rationale}")
+            alike.setdefault(("summary" if r.id in summaries else r.type, r.text), []).append(r.id)
+        for (kind, text), ids in alike.items():
+            times = f"  (×{len(ids)})" if len(ids) > 1 else ""
+            _line(out, f"   {kind:<9} {text}{times}")
+            first = " (the first)" if len(ids) > 1 else ""
+            _line(out, f"      why{first}: {store.explain(ids[0], namespace=NAMESPACE).rationale}")
         receipt = store.erase(entity="Ines", namespace=NAMESPACE)
         _line(out, "── right to be forgotten: erase(entity='Ines')")
         _line(out, "   " + receipt.render().replace("\n", "\n   "))
