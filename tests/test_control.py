@@ -349,3 +349,20 @@ def test_async_twin_runs_the_same_turn(make_store: Store) -> None:
     asyncio.run(ex.aturn("I live in Porto", lambda p: "Noted."))
     r = asyncio.run(ex.aturn("Where do I live?", lambda p: "In Porto."))
     assert "Porto" in r.prompt.system and r.used
+
+
+def test_a_kept_activator_sees_a_forget_as_a_fresh_one_does(make_store: Store) -> None:
+    """What the Activator caches (speakers, word frequencies) follows a forget, which does
+    not advance the namespace's step: a kept Executor and a rebuilt one agree."""
+    store = make_store()
+    bo = store.observe("user", "I like jazz and old maps", speaker="Bo", namespace="u")
+    store.observe("user", "I like green tea", speaker="Ana", namespace="u")
+    kept = Activator(store, "u")
+    assert any(q.speaker == "Bo" for q in kept.activate("What does Bo like?", Buffer(()),
+                                                        10, 500).dag)
+    for node in bo:
+        store.forget(node.id, namespace="u", reason="user asked")
+    again = kept.activate("What does Bo like?", Buffer(()), 10, 500)
+    fresh = Activator(store, "u").activate("What does Bo like?", Buffer(()), 10, 500)
+    assert again.dag == fresh.dag
+    assert not any(q.speaker == "Bo" for q in again.dag)  # Bo's statements are gone

@@ -21,7 +21,14 @@ Examples:
     True
 """
 
-from mars_core.control.access import TurnClock, current_step, links, memory_retention, record_use
+from mars_core.control.access import (
+    TurnClock,
+    current_step,
+    links,
+    memory_retention,
+    namespace_version,
+    record_use,
+)
 from mars_core.control.activator import Activation, Activator, Decomposer, SubQuery
 from mars_core.control.clusters import Cluster, ClusterBook, learn_procedure
 from mars_core.control.config import (
@@ -82,5 +89,6 @@ __all__ = [
     "learn_procedure",
     "links",
     "memory_retention",
+    "namespace_version",
     "record_use",
 ]

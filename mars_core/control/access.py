@@ -2,6 +2,8 @@
 
 * :func:`current_step` — the namespace's interaction counter Δn (DESIGN §3), the clock of
   retention: ``n`` of ``R = exp(-n/S)`` counts interactions since the last credited use.
+* :func:`namespace_version` — a value that changes with every write that can change what
+  a namespace holds (the key of what the control loop derives from it and caches).
 * :func:`memory_retention` — R of one memory from the statistics the store keeps
   (``access_count``, ``last_access_step``), with the initial utility U₀ of seed 002 (the
   store keeps no per-memory utility; cluster utility lives in L1 metadata).
@@ -30,7 +32,8 @@ from mars_core.namespaces import canonical_namespace
 from mars_core.scoring.retention import OblivionConfig, RetentionState, state_retention
 from mars_core.store import MemoryStore
 
-__all__ = ["TurnClock", "current_step", "links", "memory_retention", "record_use"]
+__all__ = ["TurnClock", "current_step", "links", "memory_retention", "namespace_version",
+           "record_use"]
 
 CONTROL_KEY = "mars_control"
 
@@ -41,6 +44,32 @@ def current_step(store: MemoryStore, namespace: str) -> int:
     """The namespace's interaction counter (0 for a namespace that holds nothing yet)."""
     per = store.stats(namespace)["namespaces"]
     return int(per.get(canonical_namespace(namespace), {}).get("step", 0))
+
+
+def namespace_version(store: MemoryStore, namespace: str) -> tuple[int, int]:
+    """``(step, audit events)``, read in one snapshot: it changes whenever what
+    ``namespace`` holds may have changed.
+
+    The step alone does not: only adds and observed turns advance it, while a forget, an
+    eviction, a reflection or an erasure leaves it where it was. Every change writes an
+    audit event, and the audit log only grows, so the pair is a version of the namespace
+    (the count is store-wide: a write elsewhere changes it too, which only costs a
+    recomputation). What is derived from a namespace and cached under its version is
+    the same as what a fresh reader derives.
+
+    Examples:
+        >>> from mars_core import MemoryStore, FakeClock
+        >>> with MemoryStore(clock=FakeClock()) as store:
+        ...     n = store.add("Ana keeps bees in Porto", namespace="u")
+        ...     before = namespace_version(store, "u")
+        ...     _ = store.forget(n.id, namespace="u", reason="wrong")
+        ...     after = namespace_version(store, "u")
+        ...     before[0] == after[0], before != after
+        (True, True)
+    """
+    report = store.stats(namespace)
+    per = report["namespaces"].get(canonical_namespace(namespace), {})
+    return int(per.get("step", 0)), int(report["audit_events"])
 
 
 class TurnClock:

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mars_core.control.access import TurnClock, current_step, links, memory_retention
+from mars_core.control.access import TurnClock, links, memory_retention, namespace_version
 from mars_core.control.config import ActivatorConfig
 from mars_core.control.memory import CONTROL_KEY, Buffer, BufferItem, Layer, layer_of
 from mars_core.control.text import (
@@ -152,8 +152,10 @@ class Activator:
         self.config = config or ActivatorConfig()
         self.decomposer = decomposer
         self.retention = retention or OblivionConfig()
-        self._df: tuple[int, dict[str, int], int] | None = None
-        self._speakers: tuple[int, frozenset[str]] | None = None
+        # derived from the namespace, cached under its version (so exactly what a fresh
+        # Activator computes: one rebuilt after its owner was evicted behaves the same)
+        self._df: tuple[tuple[int, int], dict[str, int], int] | None = None
+        self._speakers: tuple[tuple[int, int], frozenset[str]] | None = None
 
     def plan(self, query: str) -> list[str]:
         """The DAG roots: the query first, then its sub-queries (deduplicated)."""
@@ -259,10 +261,10 @@ class Activator:
 
     def _namespace_speakers(self) -> frozenset[str]:
         """Speakers of the namespace's memories, recomputed when it changed."""
-        step = current_step(self.store, self.namespace)
-        if self._speakers is None or self._speakers[0] != step:
+        version = namespace_version(self.store, self.namespace)
+        if self._speakers is None or self._speakers[0] != version:
             found = (_own_speaker(n) for n in self.store.list(self.namespace))
-            self._speakers = (step, frozenset(w for w in found if w is not None))
+            self._speakers = (version, frozenset(w for w in found if w is not None))
         return self._speakers[1]
 
     def _search(self, text: str, nodes: dict[str, MemoryNode], deep: bool = False
@@ -293,10 +295,10 @@ class Activator:
 
     def _frequencies(self) -> tuple[dict[str, int], int]:
         """Document frequencies of the namespace, recomputed when it changed."""
-        step = current_step(self.store, self.namespace)
-        if self._df is None or self._df[0] != step:
+        version = namespace_version(self.store, self.namespace)
+        if self._df is None or self._df[0] != version:
             df, docs = document_frequencies(n.content for n in self.store.list(self.namespace))
-            self._df = (step, df, docs)
+            self._df = (version, df, docs)
         return self._df[1], self._df[2]
 
     def _linked(self, ids: Sequence[str], nodes: dict[str, MemoryNode]) -> list[str]:
