@@ -22,7 +22,10 @@ reads ``mars_context`` — :func:`memory_messages` prepends it as a system messa
 Each turn is stored under the LangGraph thread as its conversation
 (``config["configurable"]["thread_id"]``), so two threads are two conversations of the
 namespace (L3 episodes never span them); a run without a thread id uses the builder's
-``conversation_id``. The namespace is any form the rest of the library accepts: a
+``conversation_id``. The graph keeps one :class:`~mars_core.control.Executor` per
+(namespace, thread) for at most ``max_executors`` pairs (least recently used idle ones are
+dropped): an Executor holds no state of its own, so a thread whose Executor was dropped
+resumes exactly as if it had been kept. The namespace is any form the rest of the library accepts: a
 namespace string path (``"memories/ana"``), a tuple of parts, a template such as
 ``("memories", "{user_id}")`` or ``"memories/{user_id}"`` filled per run from the
 runtime context and ``config["configurable"]`` (see
@@ -48,7 +51,9 @@ Examples:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, TypedDict
 
 from mars_core.control import (
@@ -81,6 +86,7 @@ from langchain_mars._namespace import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_EXECUTORS",
     "ActivatorNode",
     "DecayerNode",
     "MarsMemoryState",
@@ -96,6 +102,10 @@ NamespaceFn = Callable[[RunnableConfig], NamespaceArg]
 namespace string or a tuple of parts (:mod:`mars_core.namespaces`); an opaque id such as
 a user id is one part, ``(config["configurable"]["user_id"],)``."""
 
+
+DEFAULT_MAX_EXECUTORS = 1024
+"""How many (namespace, thread) pairs a graph keeps an Executor for, by default (see
+``with_mars_memory(max_executors=...)``): each is a few small objects, rebuilt on demand."""
 
 _NEW_TURN = "\x00new turn"
 
@@ -163,12 +173,23 @@ def _conversation(config: RunnableConfig, default: str) -> str:
 
 
 class _Executors:
-    """One Executor per namespace and conversation (LangGraph thread), built on first use."""
+    """The Executors of the (namespace, conversation) pairs in use: at most ``limit`` kept.
+
+    An Executor holds nothing a turn needs from an earlier one: the buffer is in the
+    graph state (with the checkpointer), the turns, facts and L1 clusters are in the
+    store, and what it caches is keyed by the namespace's version
+    (:func:`~mars_core.control.access.namespace_version`). So dropping one costs only
+    its rebuilding, and a thread whose Executor was dropped resumes exactly as if it had
+    been kept. When a new pair would exceed ``limit``, the least recently used *idle*
+    Executors are dropped; one a node is running is kept until the node returns (the
+    count may exceed ``limit`` while more pairs than that run at once).
+    """
 
     def __init__(self, store: MemoryStore,
                  namespace: NamespaceArg | NamespaceTemplate | NamespaceFn,
-                 factory: Callable[[str, str], Executor], conversation_id: str) -> None:
-        self.store, self.factory = store, factory
+                 factory: Callable[[str, str], Executor], conversation_id: str,
+                 limit: int) -> None:
+        self.store, self.factory, self.limit = store, factory, limit
         self.conversation_id = label(conversation_id, "conversation_id")
         self.namespace: NamespaceFn | NamespaceTemplate | str
         if callable(namespace):
@@ -176,10 +197,18 @@ class _Executors:
         else:
             fixed = as_template(namespace)
             self.namespace = "default" if fixed is None else fixed
-        self._made: dict[tuple[str, str], Executor] = {}
+        self._made: OrderedDict[tuple[str, str], Executor] = OrderedDict()  # oldest use first
+        self._busy: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
+        self.built = 0
+        """How many Executors were built (a dropped pair that comes back is built again)."""
 
-    def get(self, config: RunnableConfig | None) -> Executor:
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._made)
+
+    def key(self, config: RunnableConfig | None) -> tuple[str, str]:
+        """The (namespace, conversation) of a run."""
         cfg = config or RunnableConfig()
         if isinstance(self.namespace, NamespaceTemplate):
             ns = resolve_namespace(self.namespace, config=cfg, runtime=run_runtime()) \
@@ -188,11 +217,35 @@ class _Executors:
             ns = canonical_namespace(self.namespace(cfg))
         else:
             ns = self.namespace
-        key = (ns, _conversation(cfg, self.conversation_id))
+        return ns, _conversation(cfg, self.conversation_id)
+
+    @contextmanager
+    def use(self, config: RunnableConfig | None) -> Iterator[Executor]:
+        """The run's Executor (built on first use), kept while the block runs."""
+        key = self.key(config)
         with self._lock:
-            if key not in self._made:
-                self._made[key] = self.factory(*key)
-            return self._made[key]
+            executor = self._made.get(key)
+            if executor is None:
+                executor = self._made[key] = self.factory(*key)
+                self.built += 1
+            self._made.move_to_end(key)
+            self._busy[key] += 1
+            self._trim()
+        try:
+            yield executor
+        finally:
+            with self._lock:
+                self._busy[key] -= 1
+                if self._busy[key] <= 0:
+                    del self._busy[key]
+                self._trim()
+
+    def _trim(self) -> None:
+        """Drop the least recently used idle Executors beyond ``limit`` (lock held)."""
+        for key in [k for k in self._made if k not in self._busy]:
+            if len(self._made) <= self.limit:
+                return
+            del self._made[key]
 
 
 class DecayerNode:
@@ -202,7 +255,10 @@ class DecayerNode:
         self.executors = executors
 
     def __call__(self, state: MarsMemoryState, config: RunnableConfig) -> dict[str, Any]:
-        ex = self.executors.get(config)
+        with self.executors.use(config) as ex:
+            return self._run(ex, state)
+
+    def _run(self, ex: Executor, state: MarsMemoryState) -> dict[str, Any]:
         query, buffer = _last(state, "human"), Buffer.from_list(state.get("mars_buffer", []))
         rnd = state.get("mars_round", 0)
         fresh = [_NEW_TURN] if rnd == 0 else []
@@ -227,7 +283,10 @@ class ActivatorNode:
         self.executors = executors
 
     def __call__(self, state: MarsMemoryState, config: RunnableConfig) -> dict[str, Any]:
-        ex = self.executors.get(config)
+        with self.executors.use(config) as ex:
+            return self._run(ex, state)
+
+    def _run(self, ex: Executor, state: MarsMemoryState) -> dict[str, Any]:
         act = ex.activator.activate(_last(state, "human"),
                                     Buffer.from_list(state.get("mars_buffer", [])),
                                     ex.config.buffer.max_items, ex.config.buffer.max_tokens)
@@ -243,7 +302,10 @@ class RecognizerNode:
         self.executors = executors
 
     def __call__(self, state: MarsMemoryState, config: RunnableConfig) -> dict[str, Any]:
-        ex = self.executors.get(config)
+        with self.executors.use(config) as ex:
+            return self._run(ex, state)
+
+    def _run(self, ex: Executor, state: MarsMemoryState) -> dict[str, Any]:
         used = ex.credit(_last(state, "human"), _last(state, "ai"),
                          Buffer.from_list(state.get("mars_buffer", [])))
         return {"mars_used": list(used)}
@@ -256,7 +318,10 @@ class MemoryManagerNode:
         self.executors = executors
 
     def __call__(self, state: MarsMemoryState, config: RunnableConfig) -> dict[str, Any]:
-        ex = self.executors.get(config)
+        with self.executors.use(config) as ex:
+            return self._run(ex, state)
+
+    def _run(self, ex: Executor, state: MarsMemoryState) -> dict[str, Any]:
         _, buffer = ex.commit(_last(state, "human"), _last(state, "ai"),
                               Buffer.from_list(state.get("mars_buffer", [])),
                               state.get("mars_used", []), state.get("mars_feedback"))
@@ -279,6 +344,7 @@ def with_mars_memory(
     rewrite: Rewriter | None = None,
     conversation_id: str = "main",
     state_schema: type[Any] = MarsMemoryState,
+    max_executors: int = DEFAULT_MAX_EXECUTORS,
 ) -> StateGraph[Any]:
     """Wrap an agent node with Oblivion's memory nodes; returns the uncompiled graph.
 
@@ -299,19 +365,29 @@ def with_mars_memory(
         conversation_id: the conversation of a run without a LangGraph thread; a run with
             ``config["configurable"]["thread_id"]`` stores its turns under that thread.
         state_schema: the graph state (extend :class:`MarsMemoryState` to add keys).
+        max_executors: the most (namespace, thread) pairs whose control-loop
+            :class:`~mars_core.control.Executor` the graph keeps built (default
+            :data:`DEFAULT_MAX_EXECUTORS`). Past it the least recently used idle one is
+            dropped; it holds no state of its own (the buffer is in the graph state,
+            the rest in the store), so its thread, when it comes back, gets a new one
+            and continues exactly as before.
 
     Raises:
-        ValidationError: ``max_iterations`` is not a positive integer, or an invalid
-            namespace (a template missing its value fails when the graph runs).
+        ValidationError: ``max_iterations`` or ``max_executors`` is not a positive
+            integer, or an invalid namespace (a template missing its value fails when
+            the graph runs).
     """
     cfg = config or ControlConfig()
     if max_iterations is not None:
         if not isinstance(max_iterations, int) or max_iterations < 1:
             raise ValidationError("max_iterations must be a positive integer")
         cfg = cfg.model_copy(update={"max_iterations": max_iterations})
+    if not isinstance(max_executors, int) or isinstance(max_executors, bool) \
+            or max_executors < 1:
+        raise ValidationError(f"max_executors must be a positive integer, got {max_executors!r}")
     executors = _Executors(store, namespace, lambda ns, conversation: Executor(
         store, ns, config=cfg, judge=judge, decomposer=decomposer, rewrite=rewrite,
-        conversation_id=conversation), conversation_id)
+        conversation_id=conversation), conversation_id, max_executors)
     graph: StateGraph[Any] = StateGraph(state_schema)
     graph.add_node("decayer", DecayerNode(executors))
     graph.add_node("activator", ActivatorNode(executors))
