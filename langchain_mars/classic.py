@@ -38,7 +38,6 @@ Examples:
     === LONG-TERM MEMORY (RECALLED) ===
     === STRUCTURED EVIDENCE ===
     - [semantic | 2026-01-01 00:00 UTC | user] The user lives in Porto
-    === RAW SUPPORTING EVIDENCE ===
     === ACTIVE CONVERSATION ===
     - [episodic | 2026-01-01 00:00 UTC | user] I live in Porto
     - [episodic | 2026-01-01 00:00 UTC | assistant] Noted.
@@ -50,7 +49,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from mars_core.context import HEADER_ACTIVE
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.namespaces import canonical_namespace
@@ -197,7 +195,7 @@ class MarsMemory(BaseMemory):
             self._text(inputs), budget_tokens=self.budget_tokens, namespace=self.namespace,
             conversation=self.session_id, active_turns=self.active_turns,
             evidence=self.evidence)
-        return {self.memory_key: "" if text.strip() == HEADER_ACTIVE else text}
+        return {self.memory_key: text}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Observe the input (``user``) and the output (``assistant``) of one turn.

@@ -30,7 +30,6 @@ Examples:
     === LONG-TERM MEMORY (RECALLED) ===
     === STRUCTURED EVIDENCE ===
     - [semantic] Ana is my sister
-    === RAW SUPPORTING EVIDENCE ===
 """
 
 from __future__ import annotations
@@ -64,8 +63,7 @@ __all__ = [
 _HEADERS = (HEADER_RECALLED, HEADER_STRUCTURED, HEADER_SUPPORT, HEADER_ACTIVE)
 
 MIN_RECALL = "\n".join([HEADER_RECALLED, HEADER_STRUCTURED,
-                        "- [semantic | 0000-00-00 00:00 UTC | user] a short memory",
-                        HEADER_SUPPORT])
+                        "- [semantic | 0000-00-00 00:00 UTC | user] a short memory"])
 """The smallest recall worth asking for: the section headers and one short memory."""
 
 
@@ -148,7 +146,10 @@ def drop_lowest(text: str, n: int) -> str:
     if n >= len(items):
         return ""
     gone = set(items[len(items) - n:]) if n > 0 else set()
-    return "\n".join(line for i, line in enumerate(lines) if i not in gone)
+    kept = [line for i, line in enumerate(lines) if i not in gone]
+    if kept and kept[-1] == HEADER_SUPPORT:  # its last supporting turn went: no empty header
+        kept.pop()
+    return "\n".join(kept)
 
 
 def fit_recalled(text: str, budget: int, count: Callable[[str], int]) -> str:

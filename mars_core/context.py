@@ -28,7 +28,9 @@ purpose-limitation hook ``allowed(node_id) -> bool``.
     === ACTIVE CONVERSATION ===
     <visible turns, oldest first>
 
-The first three headers are omitted when no evidence survives. Each item is one line:
+The first two headers are omitted when no evidence survives, and a section with no
+items loses its header too (an empty header would cost prompt tokens on every call and
+say nothing; the paper's layout prints all four). Each item is one line:
 ``- [type | YYYY-MM-DD HH:MM UTC | source | superseded] text`` (date, source and a
 non-current validity only when known). To fit ``budget_tokens`` whole items are dropped,
 lowest-ranked first: supporting turns, then evidence, then the active conversation
@@ -43,7 +45,6 @@ Examples:
     === LONG-TERM MEMORY (RECALLED) ===
     === STRUCTURED EVIDENCE ===
     - [semantic] Ana lives in Lisbon
-    === RAW SUPPORTING EVIDENCE ===
     === ACTIVE CONVERSATION ===
     - [episodic | user] Where does Ana live?
 """
@@ -59,7 +60,7 @@ from typing import Final
 
 import numpy.typing as npt
 
-from mars_core.errors import BudgetExceededError, ValidationError
+from mars_core.errors import ValidationError
 from mars_core.graph import MemoryGraph
 from mars_core.model import MemoryNode, MemoryType, Predicate, utc
 from mars_core.scoring.density import cosine
@@ -321,9 +322,10 @@ def _layout(sections: Sequence[Sequence[EvidenceItem]], evidence_only: bool) -> 
     evidence, support, active = sections[_EVIDENCE], sections[_SUPPORT], sections[_ACTIVE]
     lines: list[str] = []
     if evidence:
-        lines += [HEADER_RECALLED, HEADER_STRUCTURED, *(e.line() for e in evidence),
-                  HEADER_SUPPORT, *(s.line() for s in support)]
-    if not evidence_only:
+        lines += [HEADER_RECALLED, HEADER_STRUCTURED, *(e.line() for e in evidence)]
+        if support:
+            lines += [HEADER_SUPPORT, *(s.line() for s in support)]
+    if active and not evidence_only:
         lines += [HEADER_ACTIVE, *(a.line() for a in active)]
     return "\n".join(lines)
 
@@ -361,11 +363,10 @@ def render_context(
             that render the conversation themselves; seed digest Z-E10).
 
     Returns:
-        The context text; ``""`` when ``evidence_only`` and no evidence fits.
+        The context text; ``""`` when nothing fits (or there is nothing to show).
 
     Raises:
         ValidationError: ``budget_tokens`` is not a positive integer.
-        BudgetExceededError: even the bare section headers do not fit.
     """
     if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or \
             budget_tokens <= 0:
@@ -382,11 +383,7 @@ def render_context(
     def fits(dropped: int) -> bool:
         return count_tokens(render(dropped)) <= budget_tokens
 
-    if not fits(len(order)):
-        raise BudgetExceededError(
-            f"budget_tokens={budget_tokens} cannot hold even the empty context layout; "
-            "raise the budget")
-    lo, hi = 0, len(order)  # fits(hi) holds; find the fewest drops that fit
+    lo, hi = 0, len(order)  # fits(hi): the empty layout is ""; find the fewest drops
     while lo < hi:
         mid = (lo + hi) // 2
         if fits(mid):

@@ -13,6 +13,7 @@ from lc_helpers import FakeToolModel, ModelInputs
 
 from langchain_mars.middleware import MarsMemoryMiddleware, used_memories
 from mars_core import MemoryStore, ValidationError
+from mars_core.context import HEADER_RECALLED, HEADER_STRUCTURED
 
 ALLERGY = "I am allergic to peanuts and my sister is called Maria."
 
@@ -48,6 +49,19 @@ def test_fact_told_in_thread_a_reaches_thread_b(lc_store: MemoryStore,
     assert [(t.provenance.source, t.provenance.conversation_id) for t in turns] == [
         ("user", "thread-a"), ("assistant", "thread-a"),
         ("user", "thread-b"), ("assistant", "thread-b")]
+
+
+def test_recalled_block_has_no_empty_section(lc_store: MemoryStore,
+                                              recorder: ModelInputs) -> None:
+    """Every section header the middleware injects is followed by at least one item."""
+    agent = _agent(lc_store, ["Noted.", "Peanuts."])
+    _run(agent, ALLERGY, "thread-a", "ana", recorder)
+    _run(agent, "Which foods am I allergic to?", "thread-b", "ana", recorder)
+    lines = recorder.system_texts(1)[0].splitlines()
+    headers = [i for i, line in enumerate(lines) if line.startswith("=== ")]
+    assert lines[headers[0]] == HEADER_RECALLED and lines[headers[0] + 1] == HEADER_STRUCTURED
+    for i in headers[1:]:  # each section opens on an item of its own
+        assert i + 1 < len(lines) and lines[i + 1].startswith("- "), lines[i:]
 
 
 def test_memories_stay_with_their_user(lc_store: MemoryStore, recorder: ModelInputs) -> None:
