@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BlockedByPreferenceError",
     "BudgetExceededError",
+    "ConcurrentWriteError",
     "ConfigError",
     "ConflictError",
     "CorruptStoreError",
@@ -32,6 +33,7 @@ __all__ = [
     "MarsError",
     "NotFoundError",
     "PolicyError",
+    "StorageUnavailableError",
     "StoreClosedError",
     "SyncInAsyncError",
     "ValidationError",
@@ -80,7 +82,14 @@ class BlockedByPreferenceError(MarsError):
 
 
 class ConflictError(MarsError):
-    """The operation conflicts with existing state (duplicate id, held writer lease)."""
+    """The operation conflicts with existing state (duplicate id, a writer lock held
+    past the wait allowed); nothing was written."""
+
+
+class ConcurrentWriteError(ConflictError):
+    """Another process changed a namespace this call had read (or the database broke a
+    deadlock between two writers); nothing was written, and the call can be repeated as
+    it is. ``MemoryStore`` repeats such a call itself a few times before raising this."""
 
 
 class BudgetExceededError(ValidationError):
@@ -105,6 +114,13 @@ class MarsBackendError(MarsError):
 
 class CorruptStoreError(MarsBackendError):
     """Persisted state on disk is unreadable in a way recovery cannot repair."""
+
+
+class StorageUnavailableError(MarsBackendError):
+    """The record store's server cannot be reached (down, refused, wrong address or
+    credentials, connection lost). A call that raised it before committing changed
+    nothing and can be repeated once the server is back; the message says when a lost
+    connection leaves a commit's outcome unknown."""
 
 
 class StoreClosedError(MarsError):

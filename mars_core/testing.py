@@ -325,6 +325,35 @@ class RecordStoreConformance(abc.ABC):
             with records.read() as tx:
                 assert (tx.namespace("maya"), tx.namespace("gone")) == (second, None)
 
+    def test_lock_namespaces_returns_committed_versions(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:
+                tx.put_namespace(NamespaceRecord("ns-a", version=3))
+                tx.put_namespace(NamespaceRecord("ns-c", version=1))
+            with records.write() as tx:
+                assert tx.lock_namespaces(["ns-b", "ns-a"]) == {"ns-a": 3, "ns-b": 0}
+                tx.put_namespace(NamespaceRecord("ns-a", version=4))
+                assert tx.lock_namespaces([]) == {}
+            with records.write() as tx:
+                assert tx.lock_namespaces(["ns-a", "ns-c"]) == {"ns-a": 4, "ns-c": 1}
+
+    def test_next_counter_gives_fresh_numbers(self, tmp_path: pathlib.Path) -> None:
+        path = tmp_path / "records"
+        with self.open_records(path) as records:
+            with records.write() as tx:
+                tx.set_counter(10)
+            taken = [records.next_counter() for _ in range(3)]
+            assert taken == sorted(set(taken)) and taken[0] > 10
+            with records.read() as tx:
+                assert tx.counter() >= taken[-1]
+            with records.write() as tx:  # an import moves the counter past its numbers
+                tx.set_counter(50)
+            taken.append(records.next_counter())
+            assert taken[-1] > 50
+        if self.durable:
+            with self.open_records(path, again=True) as records:
+                assert records.next_counter() > taken[-1]
+
     # --- memories -----------------------------------------------------------------------
 
     def test_memories_round_trip_exactly(self, tmp_path: pathlib.Path) -> None:
@@ -622,6 +651,7 @@ class RecordStoreConformance(abc.ABC):
                 lambda tx: tx.remove_edges([edge.key]),
                 lambda tx: tx.append_audit(a[:1]),
                 lambda tx: tx.prune_changes(tx.last_change()),
+                lambda tx: tx.lock_namespaces(["ns-a"]),
             ]
             with records.read() as tx:
                 for write in writes:

@@ -75,8 +75,10 @@ class RecordCapabilities:
             committed snapshot.
         exclusive_writer: at most one process writes at a time (a second writer waits,
             then gets :class:`~mars_core.errors.ConflictError`), so the writer's cached
-            views are never stale; without it the store checks a namespace's version on
-            every call.
+            views are never stale. Without it several processes write at once: a store
+            checks a namespace's version on every call, numbers new memories with
+            :meth:`RecordStore.next_counter`, and commits only when the namespaces it
+            read are unchanged (:meth:`RecordTxn.lock_namespaces`).
         purges_on_erase: after :meth:`RecordStore.purge`, no erased byte survives in
             the store's files (SQLite: ``secure_delete`` plus a truncating WAL checkpoint).
     """
@@ -181,7 +183,8 @@ class RecordTxn(Protocol):
         ...
 
     def counter(self) -> int:
-        """The store-wide memory counter (the last ``seq`` given out)."""
+        """The store-wide memory counter: at least the last ``seq`` given out (by
+        :meth:`set_counter` or :meth:`RecordStore.next_counter`)."""
         ...
 
     def namespace(self, name: str) -> NamespaceRecord | None:
@@ -262,7 +265,23 @@ class RecordTxn(Protocol):
         ...
 
     def set_counter(self, value: int) -> None:
-        """Set the store-wide memory counter."""
+        """Set the store-wide memory counter (a single writer numbering its memories,
+        or an import moving it past the numbers it brought)."""
+        ...
+
+    def lock_namespaces(self, names: Sequence[str]) -> dict[str, int]:
+        """Hold these namespaces until the transaction ends; returns their committed
+        versions (0: no record), read once they are held.
+
+        A second writer asking for one of them waits until this transaction commits or
+        rolls back; writers of other namespaces do not wait. A store with one writer
+        (``exclusive_writer``) holds them all already. Ask for every namespace at once,
+        first in the transaction (the order then never deadlocks).
+
+        Raises:
+            ConflictError: a read transaction, or the wait outlasted the store's lock
+                timeout (nothing was written).
+        """
         ...
 
     def put_namespace(self, record: NamespaceRecord) -> None:
@@ -339,6 +358,18 @@ class RecordStore(Protocol):
 
         Raises:
             ConflictError: another writer holds the store past the wait allowed.
+            StoreClosedError: the store was closed.
+        """
+        ...
+
+    def next_counter(self) -> int:
+        """A new value of the store-wide memory counter: above every value given out or
+        set before, and never given out again, even to another process at the same
+        moment (a transaction that fails does not take it back; the gap is harmless).
+        A store that is not ``exclusive_writer`` numbers its new memories with it.
+
+        Raises:
+            ConflictError: the store is read-only.
             StoreClosedError: the store was closed.
         """
         ...

@@ -41,18 +41,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
-
-import numpy as np
-import pydantic
 
 from mars_core._guard import guarded
 from mars_core.audit import AuditEvent, canonical_json
@@ -64,18 +60,10 @@ from mars_core.errors import (
     StoreClosedError,
     ValidationError,
 )
-from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
-from mars_core.storage.base import (
-    Change,
-    IndexRow,
-    MemoryRef,
-    NamespaceRecord,
-    NamespaceTotals,
-    RecordCapabilities,
-    Vector,
-)
+from mars_core.storage._sql import SqlTxn
+from mars_core.storage.base import RecordCapabilities
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteRecordStore"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteRecordStore", "migrate"]
 
 SCHEMA_VERSION = 1
 """The version of the schema below; older files are migrated by :data:`MIGRATIONS`."""
@@ -113,15 +101,6 @@ CREATE TABLE IF NOT EXISTS changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, memory_id TEXT NOT NULL);
 """
 
-_BODY = ("payload", "provenance", "created_at", "step", "depth")
-"""The immutable fields of a memory kept in its ``body`` JSON (the rest are columns)."""
-_META = ("pinned", "expires_at", "metadata", "signals", "activated_seq")
-"""The mutable fields kept in its ``meta`` JSON."""
-_COLUMNS = ("id, namespace, seq, status, type, weight, conversation, created_ts, "
-            "sensitivity, content, body, meta")
-_JOINED = (f"SELECT {', '.join('m.' + c for c in _COLUMNS.split(', '))}, s.access_count, "
-           "s.last_access_at, s.last_access_step, s.touch_seq "
-           "FROM memories m JOIN stats s ON s.id = m.id")
 _SYNCHRONOUS = ("full", "normal")
 
 
@@ -147,304 +126,46 @@ def _errors(location: str) -> Iterator[None]:
             "(mars export / import)") from exc
 
 
-def _blob(vector: Vector) -> bytes:
-    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
-
-
-def _vector(blob: bytes) -> Vector:
-    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
-
-
-class _Txn:
-    """A :class:`~mars_core.storage.base.RecordTxn` over one SQLite connection."""
+class _Txn(SqlTxn):
+    """A :class:`~mars_core.storage.base.RecordTxn` over one SQLite connection: the
+    shared queries (:class:`~mars_core.storage._sql.SqlTxn`), numbered by SQLite's own
+    ``AUTOINCREMENT`` (one writer: the order of writes is the order of commits)."""
 
     def __init__(self, conn: sqlite3.Connection, location: str, writable: bool) -> None:
+        super().__init__(location, writable)
         self._c = conn
-        self._where = location
-        self.writable = writable
-
-    # --- helpers -----------------------------------------------------------------------
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with _errors(self._where):
             return self._c.execute(sql, tuple(args)).fetchall()
 
-    def _run(self, sql: str, args: Sequence[Any] = ()) -> None:
-        if not self.writable:
-            raise ConflictError("a read transaction cannot write")
+    def _exec(self, sql: str, args: Sequence[Any] = ()) -> None:
         with _errors(self._where):
             self._c.execute(sql, tuple(args))
 
-    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if not self.writable:
-            raise ConflictError("a read transaction cannot write")
+    def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with _errors(self._where):
             self._c.executemany(sql, [tuple(r) for r in rows])
-
-    def _meta(self, key: str) -> str | None:
-        found = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
-        return str(found[0][0]) if found else None
-
-    def _put_meta(self, key: str, value: str) -> None:
-        self._run("INSERT INTO meta (key, value) VALUES (?, ?) "
-                  "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
-
-    def _log(self, namespace: str, memory_id: str) -> None:
-        self._run("INSERT INTO changes (namespace, memory_id) VALUES (?, ?)",
-                  (namespace, memory_id))
 
     def _sequence(self, table: str) -> int:
         found = self._rows("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,))
         return int(found[0][0]) if found else 0
 
-    def _node(self, row: Sequence[Any]) -> MemoryNode:
-        (mid, ns, seq, status, mtype, weight, _conv, _ts, sens, content, body, meta,
-         count, last_at, last_step, touch) = row
-        try:
-            return MemoryNode.model_validate({
-                "id": mid, "namespace": ns, "seq": seq, "status": status, "type": mtype,
-                "weight": weight, "sensitivity": sens, "content": content,
-                **json.loads(body), **json.loads(meta), "access_count": count,
-                "last_access_at": last_at, "last_access_step": last_step, "touch_seq": touch})
-        except (ValueError, pydantic.ValidationError) as exc:
-            raise CorruptStoreError(f"memory {mid} in {self._where} is unreadable") from exc
-
-    def _event(self, body: str) -> AuditEvent:
-        try:
-            return AuditEvent.model_validate_json(body)
-        except ValueError as exc:
-            raise CorruptStoreError(f"an audit event in {self._where} is unreadable") from exc
-
-    # --- reading -----------------------------------------------------------------------
-
-    def manifest(self) -> dict[str, Any] | None:
-        raw = self._meta("manifest")
-        if raw is None:
-            return None
-        doc = json.loads(raw)
-        if not isinstance(doc, dict):
-            raise CorruptStoreError(f"the manifest in {self._where} is malformed")
-        return doc
-
-    def counter(self) -> int:
-        return int(self._meta("counter") or 0)
-
-    def namespace(self, name: str) -> NamespaceRecord | None:
-        found = self._rows("SELECT name, version, step, touch, audit_count, audit_head, state "
-                           "FROM namespaces WHERE name = ?", (name,))
-        if not found:
-            return None
-        n, version, step, touch, count, head, state = found[0]
-        return NamespaceRecord(n, version, step, touch, count, head, json.loads(state))
-
-    def namespace_names(self) -> list[str]:
-        return [r[0] for r in self._rows(
-            "SELECT name FROM namespaces UNION SELECT DISTINCT namespace FROM memories "
-            "ORDER BY 1")]
-
-    def totals(self, namespace: str | None = None) -> dict[str, NamespaceTotals]:
-        where, args = ("WHERE namespace = ?", (namespace,)) if namespace is not None else ("", ())
-        parts: dict[str, dict[str, Any]] = {}
-        for ns, status, mtype, count, tokens in self._rows(
-                "SELECT namespace, status, type, count(*), sum(weight) FROM memories "
-                f"{where} GROUP BY namespace, status, type", args):
-            part = parts.setdefault(ns, {"active": 0, "archived": 0, "tokens": 0, "by": {}})
-            part[status] += count
-            if status == MemoryStatus.ACTIVE.value:
-                part["tokens"] += tokens
-                part["by"][MemoryType(mtype)] = int(tokens)
-        return {ns: NamespaceTotals(p["active"], p["archived"], p["tokens"], p["by"])
-                for ns, p in sorted(parts.items())}
-
-    def refs(self, namespace: str) -> list[MemoryRef]:
-        return [MemoryRef(i, MemoryStatus(s), MemoryType(t), c or None, q, float(v))
-                for i, s, t, c, q, v in self._rows(
-                    "SELECT id, status, type, conversation, seq, sensitivity FROM memories "
-                    "WHERE namespace = ? ORDER BY seq", (namespace,))]
-
-    def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:
-        where, args = "m.namespace = ?", [namespace]
-        if status is not None:
-            where, args = where + " AND m.status = ?", [*args, MemoryStatus(status).value]
-        return [self._node(r) for r in self._rows(f"{_JOINED} WHERE {where} ORDER BY m.seq",
-                                                  args)]
-
-    def memory(self, memory_id: str) -> MemoryNode | None:
-        found = self._rows(f"{_JOINED} WHERE m.id = ?", (memory_id,))
-        return self._node(found[0]) if found else None
-
-    def existing(self, ids: Sequence[str]) -> set[str]:
-        out: set[str] = set()
-        wanted = list(dict.fromkeys(ids))
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i:i + 500]
-            marks = ", ".join("?" * len(chunk))
-            out.update(r[0] for r in self._rows(f"SELECT id FROM memories WHERE id IN ({marks})",
-                                                chunk))
-        return out
-
-    def vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
-        out: dict[str, Vector] = {}
-        wanted = list(dict.fromkeys(ids))
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i:i + 500]
-            marks = ", ".join("?" * len(chunk))
-            for mid, blob in self._rows(f"SELECT id, vector FROM memories WHERE id IN ({marks})",
-                                        chunk):
-                out[mid] = _vector(blob)
-        return out
-
-    def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
-                   ) -> Iterator[IndexRow]:
-        sql = ("SELECT id, namespace, status, type, sensitivity, created_ts, conversation, "
-               "vector FROM memories")
-        if ids is not None:
-            wanted = list(dict.fromkeys(ids))
-            for i in range(0, len(wanted), 500):
-                chunk = wanted[i:i + 500]
-                yield from self._index_rows(
-                    f"{sql} WHERE id IN ({', '.join('?' * len(chunk))}) ORDER BY seq", chunk)
-            return
-        where, args = ("WHERE namespace = ?", (namespace,)) if namespace is not None else ("", ())
-        yield from self._index_rows(f"{sql} {where} ORDER BY seq", args)
-
-    def _index_rows(self, sql: str, args: Sequence[Any]) -> Iterator[IndexRow]:
-        for mid, ns, status, mtype, sens, ts, conv, blob in self._rows(sql, args):
-            yield IndexRow(mid, ns, MemoryStatus(status), _vector(blob),
-                           {"type": mtype, "sensitivity": float(sens), "created_ts": float(ts),
-                            "conversation": conv or ""})
-
-    def edges(self, namespace: str) -> list[Edge]:
-        out = []
-        for src, pred, tgt, weight, step in self._rows(
-                "SELECT source, predicate, target, weight, step FROM edges "
-                "WHERE namespace = ? ORDER BY rowid", (namespace,)):
-            try:
-                out.append(Edge(source=src, predicate=pred, target=tgt, weight=weight, step=step))
-            except pydantic.ValidationError as exc:
-                raise CorruptStoreError(f"an edge in {self._where} is unreadable") from exc
-        return out
-
-    def audit(self, namespace: str | None = None) -> list[AuditEvent]:
-        if namespace is None:
-            rows = self._rows("SELECT body FROM audit ORDER BY ordinal")
-        else:
-            rows = self._rows("SELECT body FROM audit WHERE namespace = ? ORDER BY seq",
-                              (namespace,))
-        return [self._event(r[0]) for r in rows]
-
-    def audit_for(self, memory_id: str) -> list[AuditEvent]:
-        return [self._event(r[0]) for r in self._rows(
-            "SELECT a.body FROM audit_refs r JOIN audit a ON a.ordinal = r.ordinal "
-            "WHERE r.memory_id = ? ORDER BY r.ordinal", (memory_id,))]
-
-    def audit_size(self) -> int:
-        return int(self._rows("SELECT count(*) FROM audit")[0][0])
-
-    def audit_heads(self, upto: int | None = None) -> tuple[int, dict[str, tuple[int, str]]]:
-        at = int(self._rows("SELECT coalesce(max(ordinal), 0) FROM audit")[0][0]) \
-            if upto is None else upto
-        rows = self._rows("SELECT a.namespace, a.seq, a.body FROM audit a JOIN (SELECT "
-                          "max(ordinal) AS o FROM audit WHERE ordinal <= ? GROUP BY namespace) "
-                          "m ON a.ordinal = m.o", (at,))
-        return at, {ns: (int(seq) + 1, self._event(body).hash) for ns, seq, body in rows}
-
-    def changes(self, after: int) -> list[Change]:
-        return [Change(s, n, m) for s, n, m in self._rows(
-            "SELECT seq, namespace, memory_id FROM changes WHERE seq > ? ORDER BY seq", (after,))]
+    def _log(self, namespace: str, memory_id: str) -> None:
+        self._run("INSERT INTO changes (namespace, memory_id) VALUES (?, ?)",
+                  (namespace, memory_id))
 
     def last_change(self) -> int:
         return self._sequence("changes")
 
-    def first_change(self) -> int:
-        return int(self._rows("SELECT coalesce(min(seq), 0) FROM changes")[0][0])
-
-    # --- writing -----------------------------------------------------------------------
-
-    def put_manifest(self, manifest: Mapping[str, Any]) -> None:
-        self._put_meta("manifest", canonical_json(dict(manifest)))
-
-    def set_counter(self, value: int) -> None:
-        self._put_meta("counter", str(int(value)))
-
-    def put_namespace(self, record: NamespaceRecord) -> None:
-        self._run("INSERT INTO namespaces (name, version, step, touch, audit_count, audit_head, "
-                  "state) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
-                  "version = excluded.version, step = excluded.step, touch = excluded.touch, "
-                  "audit_count = excluded.audit_count, audit_head = excluded.audit_head, "
-                  "state = excluded.state",
-                  (record.name, record.version, record.step, record.touch, record.audit_count,
-                   record.audit_head, canonical_json(dict(record.state))))
-
-    def delete_namespace(self, name: str) -> None:
-        self._run("DELETE FROM namespaces WHERE name = ?", (name,))
-
-    def insert_memory(self, node: MemoryNode, vector: Vector) -> None:
-        if self._rows("SELECT 1 FROM memories WHERE id = ?", (node.id,)):
-            raise ConflictError(f"a memory with id {node.id!r} already exists")
-        doc = node.model_dump(mode="json")
-        self._run(f"INSERT INTO memories ({_COLUMNS}, vector) VALUES "
-                  "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  (node.id, node.namespace, node.seq, node.status.value, node.type.value,
-                   node.weight, node.provenance.conversation_id, node.created_at.timestamp(),
-                   node.sensitivity, node.content,
-                   canonical_json({k: doc[k] for k in _BODY}),
-                   canonical_json({k: doc[k] for k in _META}), _blob(vector)))
-        self._run("INSERT INTO stats (id, access_count, last_access_at, last_access_step, "
-                  "touch_seq) VALUES (?, ?, ?, ?, ?)", _stats_row(node))
-        self._log(node.namespace, node.id)
-
-    def update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
-        doc = node.model_dump(mode="json", include=set(_META))
-        self._run("UPDATE memories SET status = ?, sensitivity = ?, meta = ? WHERE id = ?",
-                  (node.status.value, node.sensitivity, canonical_json(doc), node.id))
-        if reindex:
-            self._log(node.namespace, node.id)
-
-    def update_stats(self, node: MemoryNode) -> None:
-        mid, count, last_at, last_step, touch = _stats_row(node)
-        self._run("UPDATE stats SET access_count = ?, last_access_at = ?, last_access_step = ?, "
-                  "touch_seq = ? WHERE id = ?", (count, last_at, last_step, touch, mid))
-
-    def set_vector(self, memory_id: str, vector: Vector) -> None:
-        found = self._rows("SELECT namespace FROM memories WHERE id = ?", (memory_id,))
-        if found:
-            self._run("UPDATE memories SET vector = ? WHERE id = ?", (_blob(vector), memory_id))
-            self._log(found[0][0], memory_id)
-
-    def delete_memory(self, memory_id: str) -> None:
-        found = self._rows("SELECT namespace FROM memories WHERE id = ?", (memory_id,))
-        if not found:
-            return
-        self._run("DELETE FROM memories WHERE id = ?", (memory_id,))
-        self._run("DELETE FROM stats WHERE id = ?", (memory_id,))
-        self._run("DELETE FROM edges WHERE source = ? OR target = ?", (memory_id, memory_id))
-        self._log(found[0][0], memory_id)
-
-    def add_edges(self, namespace: str, edges: Sequence[Edge]) -> None:
-        self._many("INSERT INTO edges (source, predicate, target, namespace, weight, step) "
-                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                   [(e.source, e.predicate.value, e.target, namespace, e.weight, e.step)
-                    for e in edges])
-
-    def remove_edges(self, keys: Sequence[tuple[str, str, str]]) -> None:
-        self._many("DELETE FROM edges WHERE source = ? AND predicate = ? AND target = ?", keys)
-
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        self._writes()
         for ev in events:
             self._run("INSERT INTO audit (namespace, seq, body) VALUES (?, ?, ?)",
                       (ev.namespace, ev.seq, canonical_json(ev.model_dump(mode="json"))))
             ordinal = self._sequence("audit")
             self._many("INSERT INTO audit_refs (memory_id, ordinal) VALUES (?, ?) "
                        "ON CONFLICT DO NOTHING", [(m, ordinal) for m in dict.fromkeys(ev.node_ids)])
-
-    def prune_changes(self, through: int) -> None:
-        self._run("DELETE FROM changes WHERE seq <= ?", (through,))
-
-
-def _stats_row(node: MemoryNode) -> tuple[str, int, str | None, int | None, int]:
-    last = node.last_access_at.isoformat() if node.last_access_at is not None else None
-    return (node.id, node.access_count, last, node.last_access_step, node.touch_seq)
 
 
 class SQLiteRecordStore:
@@ -638,6 +359,18 @@ class SQLiteRecordStore:
                                 "read_only (one writer at a time) to change it")
         return self._begin("BEGIN IMMEDIATE")
 
+    def next_counter(self) -> int:
+        """The next value of the memory counter, written in a transaction of its own (or
+        in the one open: one writer numbers its memories in order).
+
+        Raises:
+            ConflictError: the store is read-only.
+        """
+        with self.write() as tx:
+            value = tx.counter() + 1
+            tx.set_counter(value)
+        return value
+
     @guarded
     def purge(self) -> str:
         """Checkpoint the WAL into the database and truncate it (deleted rows are already
@@ -682,3 +415,31 @@ class SQLiteRecordStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def migrate(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """Bring the file at ``path`` to :data:`SCHEMA_VERSION`: ``(before, after)``. An
+    open does the same (a SQLite store has one writer, which migrates it); this says
+    what it found.
+
+    Raises:
+        ConfigError: no file at ``path``.
+        CorruptStoreError: not a store, or one written by a newer version.
+        ConflictError: another process writes it.
+    """
+    file = Path(path)
+    if not file.is_file():
+        from mars_core.errors import ConfigError
+
+        raise ConfigError(f"there is no store at {file} to migrate")
+    with _errors(str(file)):
+        conn = sqlite3.connect(f"file:{file}?mode=ro", uri=True)
+        try:
+            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                                 ).fetchone() if conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() else None
+        finally:
+            conn.close()
+    before = int(found[0]) if found else 0
+    SQLiteRecordStore(file).close()
+    return before, SCHEMA_VERSION

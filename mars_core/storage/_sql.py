@@ -1,0 +1,394 @@
+"""The queries the SQL record stores share (SQLite, PostgreSQL), and the row encodings.
+
+Both stores keep the same tables with the same meaning (:mod:`mars_core.storage.base`
+lists the rows); :class:`SqlTxn` is a
+:class:`~mars_core.storage.base.RecordTxn` written once over them, with ``?``
+placeholders. A dialect gives the few things that differ, each a small method:
+
+* how a statement runs and how its driver's errors become ours (:meth:`SqlTxn._rows`,
+  :meth:`SqlTxn._exec`, :meth:`SqlTxn._exec_many`);
+* how a list of ids goes into a query (:meth:`SqlTxn._id_chunks`: SQLite binds at most
+  a few hundred ``?``, PostgreSQL takes one array);
+* how the change log and the audit events are numbered (:meth:`SqlTxn._log`,
+  :meth:`SqlTxn.append_audit`, :meth:`SqlTxn.last_change`): SQLite has one writer and
+  numbers them as they come; PostgreSQL numbers them in commit order;
+* what holds a namespace (:meth:`SqlTxn.lock_namespaces`) and what orders text
+  (:attr:`SqlTxn.TEXT_ORDER`) and edges (:attr:`SqlTxn.EDGE_ORDER`).
+
+Examples:
+    >>> import numpy as np
+    >>> vector_of(blob_of(np.array([1.5, -0.0], dtype=np.float32))).tolist()
+    [1.5, -0.0]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import pydantic
+
+from mars_core.audit import AuditEvent, canonical_json
+from mars_core.errors import ConflictError, CorruptStoreError
+from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
+from mars_core.storage.base import (
+    Change,
+    IndexRow,
+    MemoryRef,
+    NamespaceRecord,
+    NamespaceTotals,
+    Vector,
+)
+
+__all__ = ["BODY", "COLUMNS", "META", "SqlTxn", "blob_of", "stats_row", "vector_of"]
+
+BODY = ("payload", "provenance", "created_at", "step", "depth")
+"""The immutable fields of a memory kept in its ``body`` JSON (the rest are columns)."""
+META = ("pinned", "expires_at", "metadata", "signals", "activated_seq")
+"""The mutable fields kept in its ``meta`` JSON."""
+COLUMNS = ("id, namespace, seq, status, type, weight, conversation, created_ts, "
+           "sensitivity, content, body, meta")
+"""The columns of ``memories`` but its vector, in the order of :meth:`SqlTxn._node`."""
+_JOINED = (f"SELECT {', '.join('m.' + c for c in COLUMNS.split(', '))}, s.access_count, "
+           "s.last_access_at, s.last_access_step, s.touch_seq "
+           "FROM memories m JOIN stats s ON s.id = m.id")
+
+
+def blob_of(vector: Vector) -> bytes:
+    """A vector as stored: little-endian float32 bytes."""
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+def vector_of(blob: bytes) -> Vector:
+    """A stored vector read back, bit for bit."""
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+def stats_row(node: MemoryNode) -> tuple[str, int, str | None, int | None, int]:
+    """A memory's ``stats`` row: id, access count, last access (ISO), step, recency."""
+    last = node.last_access_at.isoformat() if node.last_access_at is not None else None
+    return (node.id, node.access_count, last, node.last_access_step, node.touch_seq)
+
+
+class SqlTxn:
+    """A :class:`~mars_core.storage.base.RecordTxn` over one SQL connection (see the
+    module); a dialect subclasses it.
+
+    Args:
+        location: where the records are (for messages).
+        writable: a write transaction (a read one refuses every write).
+    """
+
+    TEXT_ORDER: ClassVar[str] = ""
+    """Appended to ``ORDER BY`` of text: byte order, whatever the database's locale."""
+    EDGE_ORDER: ClassVar[str] = "rowid"
+    """The column that orders edges as they were added."""
+
+    def __init__(self, location: str, writable: bool) -> None:
+        self._where = location
+        self.writable = writable
+
+    # --- the dialect ---------------------------------------------------------------------
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """Run a query (``?`` placeholders); its rows."""
+        raise NotImplementedError
+
+    def _exec(self, sql: str, args: Sequence[Any] = ()) -> None:
+        """Run a statement that writes (the transaction is writable)."""
+        raise NotImplementedError
+
+    def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run a statement that writes once per row."""
+        raise NotImplementedError
+
+    def _id_chunks(self, ids: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+        """``(condition on a column, its arguments)`` covering ``ids`` (deduplicated),
+        as few as the driver allows; the condition follows the column name."""
+        wanted = list(dict.fromkeys(ids))
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i:i + 500]
+            yield f"IN ({', '.join('?' * len(chunk))})", chunk
+
+    def _log(self, namespace: str, memory_id: str) -> None:
+        """Add a change-log entry."""
+        raise NotImplementedError
+
+    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+        """Append audit events (each already chained to its namespace's head)."""
+        raise NotImplementedError
+
+    def last_change(self) -> int:
+        """Number of the newest change-log entry (0: none yet)."""
+        raise NotImplementedError
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _writes(self) -> None:
+        if not self.writable:
+            raise ConflictError("a read transaction cannot write")
+
+    def _run(self, sql: str, args: Sequence[Any] = ()) -> None:
+        self._writes()
+        self._exec(sql, args)
+
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._writes()
+        if rows:
+            self._exec_many(sql, rows)
+
+    def _meta(self, key: str) -> str | None:
+        found = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(found[0][0]) if found else None
+
+    def _put_meta(self, key: str, value: str) -> None:
+        self._run("INSERT INTO meta (key, value) VALUES (?, ?) "
+                  "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def _node(self, row: Sequence[Any]) -> MemoryNode:
+        (mid, ns, seq, status, mtype, weight, _conv, _ts, sens, content, body, meta,
+         count, last_at, last_step, touch) = row
+        try:
+            return MemoryNode.model_validate({
+                "id": mid, "namespace": ns, "seq": seq, "status": status, "type": mtype,
+                "weight": weight, "sensitivity": sens, "content": content,
+                **json.loads(body), **json.loads(meta), "access_count": count,
+                "last_access_at": last_at, "last_access_step": last_step, "touch_seq": touch})
+        except (ValueError, pydantic.ValidationError) as exc:
+            raise CorruptStoreError(f"memory {mid} in {self._where} is unreadable") from exc
+
+    def _event(self, body: str) -> AuditEvent:
+        try:
+            return AuditEvent.model_validate_json(body)
+        except ValueError as exc:
+            raise CorruptStoreError(f"an audit event in {self._where} is unreadable") from exc
+
+    def _manifest_text(self) -> str | None:
+        """The manifest's row (a dialect may lock it for a read-modify-write)."""
+        return self._meta("manifest")
+
+    # --- reading -----------------------------------------------------------------------
+
+    def manifest(self) -> dict[str, Any] | None:
+        raw = self._manifest_text()
+        if raw is None:
+            return None
+        doc = json.loads(raw)
+        if not isinstance(doc, dict):
+            raise CorruptStoreError(f"the manifest in {self._where} is malformed")
+        return doc
+
+    def counter(self) -> int:
+        return int(self._meta("counter") or 0)
+
+    def namespace(self, name: str) -> NamespaceRecord | None:
+        found = self._rows("SELECT name, version, step, touch, audit_count, audit_head, state "
+                           "FROM namespaces WHERE name = ?", (name,))
+        if not found:
+            return None
+        n, version, step, touch, count, head, state = found[0]
+        return NamespaceRecord(n, int(version), int(step), int(touch), int(count), head,
+                               json.loads(state))
+
+    def namespace_names(self) -> list[str]:
+        return [r[0] for r in self._rows(
+            "SELECT name FROM (SELECT name FROM namespaces UNION SELECT namespace AS name "
+            f"FROM memories) AS n ORDER BY name{self.TEXT_ORDER}")]
+
+    def totals(self, namespace: str | None = None) -> dict[str, NamespaceTotals]:
+        where, args = ("WHERE namespace = ?", (namespace,)) if namespace is not None else ("", ())
+        parts: dict[str, dict[str, Any]] = {}
+        for ns, status, mtype, count, tokens in self._rows(
+                "SELECT namespace, status, type, count(*), sum(weight) FROM memories "
+                f"{where} GROUP BY namespace, status, type", args):
+            part = parts.setdefault(ns, {"active": 0, "archived": 0, "tokens": 0, "by": {}})
+            part[status] += int(count)
+            if status == MemoryStatus.ACTIVE.value:
+                part["tokens"] += int(tokens)
+                part["by"][MemoryType(mtype)] = int(tokens)
+        return {ns: NamespaceTotals(p["active"], p["archived"], p["tokens"], p["by"])
+                for ns, p in sorted(parts.items())}
+
+    def refs(self, namespace: str) -> list[MemoryRef]:
+        return [MemoryRef(i, MemoryStatus(s), MemoryType(t), c or None, int(q), float(v))
+                for i, s, t, c, q, v in self._rows(
+                    "SELECT id, status, type, conversation, seq, sensitivity FROM memories "
+                    "WHERE namespace = ? ORDER BY seq", (namespace,))]
+
+    def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:
+        where, args = "m.namespace = ?", [namespace]
+        if status is not None:
+            where, args = where + " AND m.status = ?", [*args, MemoryStatus(status).value]
+        return [self._node(r) for r in self._rows(f"{_JOINED} WHERE {where} ORDER BY m.seq",
+                                                  args)]
+
+    def memory(self, memory_id: str) -> MemoryNode | None:
+        found = self._rows(f"{_JOINED} WHERE m.id = ?", (memory_id,))
+        return self._node(found[0]) if found else None
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        out: set[str] = set()
+        for cond, args in self._id_chunks(ids):
+            out.update(r[0] for r in self._rows(f"SELECT id FROM memories WHERE id {cond}",
+                                                args))
+        return out
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
+        out: dict[str, Vector] = {}
+        for cond, args in self._id_chunks(ids):
+            for mid, blob in self._rows(f"SELECT id, vector FROM memories WHERE id {cond}",
+                                        args):
+                out[mid] = vector_of(blob)
+        return out
+
+    def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
+                   ) -> Iterator[IndexRow]:
+        sql = ("SELECT id, namespace, status, type, sensitivity, created_ts, conversation, "
+               "vector FROM memories")
+        if ids is not None:
+            for cond, args in self._id_chunks(ids):
+                yield from self._index_rows(f"{sql} WHERE id {cond} ORDER BY seq", args)
+            return
+        where, wargs = ("WHERE namespace = ?", (namespace,)) if namespace is not None \
+            else ("", ())
+        yield from self._index_rows(f"{sql} {where} ORDER BY seq", wargs)
+
+    def _index_rows(self, sql: str, args: Sequence[Any]) -> Iterator[IndexRow]:
+        for mid, ns, status, mtype, sens, ts, conv, blob in self._rows(sql, args):
+            yield IndexRow(mid, ns, MemoryStatus(status), vector_of(blob),
+                           {"type": mtype, "sensitivity": float(sens), "created_ts": float(ts),
+                            "conversation": conv or ""})
+
+    def edges(self, namespace: str) -> list[Edge]:
+        out = []
+        for src, pred, tgt, weight, step in self._rows(
+                "SELECT source, predicate, target, weight, step FROM edges "
+                f"WHERE namespace = ? ORDER BY {self.EDGE_ORDER}", (namespace,)):
+            try:
+                out.append(Edge(source=src, predicate=pred, target=tgt, weight=weight, step=step))
+            except pydantic.ValidationError as exc:
+                raise CorruptStoreError(f"an edge in {self._where} is unreadable") from exc
+        return out
+
+    def audit(self, namespace: str | None = None) -> list[AuditEvent]:
+        if namespace is None:
+            rows = self._rows("SELECT body FROM audit ORDER BY ordinal")
+        else:
+            rows = self._rows("SELECT body FROM audit WHERE namespace = ? ORDER BY seq",
+                              (namespace,))
+        return [self._event(r[0]) for r in rows]
+
+    def audit_for(self, memory_id: str) -> list[AuditEvent]:
+        return [self._event(r[0]) for r in self._rows(
+            "SELECT a.body FROM audit_refs r JOIN audit a ON a.ordinal = r.ordinal "
+            "WHERE r.memory_id = ? ORDER BY r.ordinal", (memory_id,))]
+
+    def audit_size(self) -> int:
+        return int(self._rows("SELECT count(*) FROM audit")[0][0])
+
+    def audit_heads(self, upto: int | None = None) -> tuple[int, dict[str, tuple[int, str]]]:
+        at = int(self._rows("SELECT coalesce(max(ordinal), 0) FROM audit")[0][0]) \
+            if upto is None else upto
+        rows = self._rows("SELECT a.namespace, a.seq, a.body FROM audit a JOIN (SELECT "
+                          "max(ordinal) AS o FROM audit WHERE ordinal <= ? GROUP BY namespace) "
+                          "m ON a.ordinal = m.o", (at,))
+        return at, {ns: (int(seq) + 1, self._event(body).hash) for ns, seq, body in rows}
+
+    def changes(self, after: int) -> list[Change]:
+        return [Change(int(s), n, m) for s, n, m in self._rows(
+            "SELECT seq, namespace, memory_id FROM changes WHERE seq > ? ORDER BY seq", (after,))]
+
+    def first_change(self) -> int:
+        return int(self._rows("SELECT coalesce(min(seq), 0) FROM changes")[0][0])
+
+    # --- writing -----------------------------------------------------------------------
+
+    def lock_namespaces(self, names: Sequence[str]) -> dict[str, int]:
+        """One writer holds every namespace already: their versions."""
+        self._writes()
+        return self._versions(names)
+
+    def _versions(self, names: Sequence[str]) -> dict[str, int]:
+        out = dict.fromkeys(names, 0)
+        for cond, args in self._id_chunks(list(names)):
+            for name, version in self._rows(
+                    f"SELECT name, version FROM namespaces WHERE name {cond}", args):
+                out[name] = int(version)
+        return out
+
+    def put_manifest(self, manifest: Mapping[str, Any]) -> None:
+        self._put_meta("manifest", canonical_json(dict(manifest)))
+
+    def set_counter(self, value: int) -> None:
+        self._put_meta("counter", str(int(value)))
+
+    def put_namespace(self, record: NamespaceRecord) -> None:
+        self._run("INSERT INTO namespaces (name, version, step, touch, audit_count, audit_head, "
+                  "state) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                  "version = excluded.version, step = excluded.step, touch = excluded.touch, "
+                  "audit_count = excluded.audit_count, audit_head = excluded.audit_head, "
+                  "state = excluded.state",
+                  (record.name, record.version, record.step, record.touch, record.audit_count,
+                   record.audit_head, canonical_json(dict(record.state))))
+
+    def delete_namespace(self, name: str) -> None:
+        self._run("DELETE FROM namespaces WHERE name = ?", (name,))
+
+    def insert_memory(self, node: MemoryNode, vector: Vector) -> None:
+        self._writes()
+        if self._rows("SELECT 1 FROM memories WHERE id = ?", (node.id,)):
+            raise ConflictError(f"a memory with id {node.id!r} already exists")
+        doc = node.model_dump(mode="json")
+        self._run(f"INSERT INTO memories ({COLUMNS}, vector) VALUES "
+                  "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  (node.id, node.namespace, node.seq, node.status.value, node.type.value,
+                   node.weight, node.provenance.conversation_id, node.created_at.timestamp(),
+                   node.sensitivity, node.content,
+                   canonical_json({k: doc[k] for k in BODY}),
+                   canonical_json({k: doc[k] for k in META}), blob_of(vector)))
+        self._run("INSERT INTO stats (id, access_count, last_access_at, last_access_step, "
+                  "touch_seq) VALUES (?, ?, ?, ?, ?)", stats_row(node))
+        self._log(node.namespace, node.id)
+
+    def update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
+        doc = node.model_dump(mode="json", include=set(META))
+        self._run("UPDATE memories SET status = ?, sensitivity = ?, meta = ? WHERE id = ?",
+                  (node.status.value, node.sensitivity, canonical_json(doc), node.id))
+        if reindex:
+            self._log(node.namespace, node.id)
+
+    def update_stats(self, node: MemoryNode) -> None:
+        mid, count, last_at, last_step, touch = stats_row(node)
+        self._run("UPDATE stats SET access_count = ?, last_access_at = ?, last_access_step = ?, "
+                  "touch_seq = ? WHERE id = ?", (count, last_at, last_step, touch, mid))
+
+    def set_vector(self, memory_id: str, vector: Vector) -> None:
+        self._writes()
+        found = self._rows("SELECT namespace FROM memories WHERE id = ?", (memory_id,))
+        if found:
+            self._run("UPDATE memories SET vector = ? WHERE id = ?", (blob_of(vector), memory_id))
+            self._log(found[0][0], memory_id)
+
+    def delete_memory(self, memory_id: str) -> None:
+        self._writes()
+        found = self._rows("SELECT namespace FROM memories WHERE id = ?", (memory_id,))
+        if not found:
+            return
+        self._run("DELETE FROM memories WHERE id = ?", (memory_id,))
+        self._run("DELETE FROM stats WHERE id = ?", (memory_id,))
+        self._run("DELETE FROM edges WHERE source = ? OR target = ?", (memory_id, memory_id))
+        self._log(found[0][0], memory_id)
+
+    def add_edges(self, namespace: str, edges: Sequence[Edge]) -> None:
+        self._many("INSERT INTO edges (source, predicate, target, namespace, weight, step) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                   [(e.source, e.predicate.value, e.target, namespace, e.weight, e.step)
+                    for e in edges])
+
+    def remove_edges(self, keys: Sequence[tuple[str, str, str]]) -> None:
+        self._many("DELETE FROM edges WHERE source = ? AND predicate = ? AND target = ?", keys)
+
+    def prune_changes(self, through: int) -> None:
+        self._run("DELETE FROM changes WHERE seq <= ?", (through,))
