@@ -46,6 +46,7 @@ from mars_core.engine.reader import Reader
 from mars_core.engine.trail import AuditTrail
 from mars_core.engine.writer import Writer
 from mars_core.errors import (
+    ConcurrentWriteError,
     ConfigError,
     NotFoundError,
     StoreClosedError,
@@ -74,11 +75,19 @@ S = TypeVar("S", bound="MemoryStore")
 _OPT_OUT = " (or build the store with MemoryStore(..., allow_sync_in_loop=True))"
 
 
+ATTEMPTS = 5
+"""How many times a call runs when another process keeps changing a namespace it read
+(:class:`~mars_core.errors.ConcurrentWriteError`; only a record store several
+processes write raises it)."""
+
+
 def _call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
     """A public call: refused on a thread that runs an event loop (unless the store
     allows it; its async twin runs it in a worker thread), under the store's lock,
     refused once closed; the outermost call lets the namespace cache drop what it holds
-    beyond its capacity and check versions."""
+    beyond its capacity and check versions, and runs again (up to :data:`ATTEMPTS`
+    times) when another process changed a namespace it read before it committed: the
+    failed run wrote nothing and its views were dropped."""
 
     @functools.wraps(method)
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -87,13 +96,19 @@ def _call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P],
         with self._lock:
             if self._closed:
                 raise StoreClosedError("this MemoryStore is closed; open it again to continue")
-            if not self._depth:
-                self._engine.cache.new_call()
-            self._depth += 1
-            try:
-                return method(self, *args, **kwargs)
-            finally:
-                self._depth -= 1
+            outermost = not self._depth
+            for attempt in range(1, ATTEMPTS + 1):
+                if outermost:
+                    self._engine.cache.new_call()
+                self._depth += 1
+                try:
+                    return method(self, *args, **kwargs)
+                except ConcurrentWriteError:
+                    if not outermost or attempt == ATTEMPTS:
+                        raise
+                finally:
+                    self._depth -= 1
+            raise AssertionError("unreachable")  # pragma: no cover
 
     wrapper.__mars_call__ = True  # type: ignore[attr-defined]  # guarded, has a twin
     return wrapper

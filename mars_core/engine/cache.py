@@ -43,17 +43,22 @@ class NamespaceCache:
         on_evict: called with a namespace before it is dropped (saves what it learned).
         version: reads a namespace's committed version; when given, a cached namespace
             is checked against it once per call and read again if it changed.
+        on_stale: called with a cached namespace another process changed, before it is
+            read again (``on_evict`` is not: what it learned belongs to a state that is
+            gone).
     """
 
     def __init__(self, load: Callable[[str], NamespaceState], *, capacity: int = 256,
                  on_evict: Callable[[NamespaceState], None] | None = None,
-                 version: Callable[[str], int] | None = None) -> None:
+                 version: Callable[[str], int] | None = None,
+                 on_stale: Callable[[NamespaceState], None] | None = None) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise ConfigError(f"cache_namespaces must be an int >= 1, not {capacity!r}")
         self._load = load
         self._capacity = capacity
         self._on_evict = on_evict
         self._version = version
+        self._on_stale = on_stale
         self._cache: OrderedDict[str, NamespaceState] = OrderedDict()
         self._checked: set[str] = set()
 
@@ -72,8 +77,8 @@ class NamespaceCache:
         if state is not None and self._version is not None and name not in self._checked \
                 and self._version(name) != state.record.version:
             del self._cache[name]  # another process changed it: read it again
-            if self._on_evict is not None:
-                self._on_evict(state)
+            if self._on_stale is not None:
+                self._on_stale(state)
             state = None
         if state is None:
             state = self._load(name)

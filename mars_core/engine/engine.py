@@ -37,6 +37,7 @@ from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
 from mars_core.engine.unit import Draft, Unit
 from mars_core.enrich import Enricher
 from mars_core.errors import (
+    ConcurrentWriteError,
     ConfigError,
     ConflictError,
     CorruptStoreError,
@@ -156,8 +157,11 @@ class Engine:
         self.enricher = Enricher(config.nlp)
         self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
         exclusive = records.capabilities.exclusive_writer and not read_only
+        self.shared = not records.capabilities.exclusive_writer
+        """Other processes write these records too: new memories are numbered by the
+        record store, and a commit checks the namespaces it read are unchanged."""
         self.cache = NamespaceCache(self._load, capacity=cache_namespaces,
-                                    on_evict=self._evicted,
+                                    on_evict=self._evicted, on_stale=self._stale,
                                     version=None if exclusive else self._version)
         self.sync = IndexSync(records, index, writer=not read_only)
         self.seq = 0
@@ -183,6 +187,9 @@ class Engine:
                 self.seq = tx.counter()
         else:
             with self.records.write() as tx:
+                # the default namespace first, as every writer holds namespaces before
+                # the manifest (a new configuration writes an event into it)
+                tx.lock_namespaces([self.config.default_namespace])
                 manifest = tx.manifest()
                 if manifest is None:
                     _refuse_headless(tx, self.records.location)
@@ -307,6 +314,7 @@ class Engine:
         if explicit and manifest.get("config") != wanted["config"]:
             chain = AuditChain(key)
             ns = self.config.default_namespace
+            tx.lock_namespaces([ns])  # the recorded configuration may name another one
             record = tx.namespace(ns) or NamespaceRecord(ns)
             txn = chain.begin(ns, record.audit_count, record.audit_head)
             txn.add(op=AuditOp.CONFIG, namespace=ns, params=wanted["config"], step=record.step,
@@ -367,16 +375,30 @@ class Engine:
     def _evicted(self, state: NamespaceState) -> None:
         """A namespace leaves the cache: save what its policy learned since its last
         commit, and let the index drop what it holds of it in this process."""
-        self.save_policy(state)
+        try:
+            self.save_policy(state)
+        finally:
+            self.index.forget(state.name)
+
+    def _stale(self, state: NamespaceState) -> None:
+        """Another process changed a cached namespace: its views and what this
+        process's index holds of it are read again. What its policy learned here since
+        its last commit is dropped: it was learned on a state that is gone, and the
+        committed one wins."""
         self.index.forget(state.name)
 
     def save_policy(self, state: NamespaceState) -> None:
-        """Write a namespace's policy state if it changed since its last commit."""
+        """Write a namespace's policy state if it changed since its last commit (when
+        another process has changed the namespace since, the committed state wins)."""
         if self.read_only or state.policy.state_dict() == state.saved_policy:
             return
-        with self.unit() as unit:  # the namespace may have left the cache already
-            d = unit.draft(state.record, state.record.state)
-            self._stage_policy(state, d)
+        try:
+            with self.unit() as unit:  # the namespace may have left the cache already
+                d = unit.draft(state.record, state.record.state)
+                self._stage_policy(state, d)
+        except ConcurrentWriteError:
+            log.info("a namespace's learned policy state was not saved: another process "
+                     "changed the namespace since this one read it")
 
     def centroid(self, state: NamespaceState) -> CentroidTracker:
         """The namespace's moving centroid, primed from its most recent stored vectors
@@ -399,7 +421,8 @@ class Engine:
         if self.read_only:
             raise ConflictError("this store was opened with read_only=True; open it without "
                                 "read_only (one writer at a time) to change it")
-        return Unit(counter=self.seq, chain=self.chain)
+        return Unit(counter=self.seq, chain=self.chain,
+                    allocate=self.records.next_counter if self.shared else None)
 
     def draft(self, unit: Unit, name: str) -> Draft:
         """The unit's draft of a namespace (its counters and state as staged)."""

@@ -125,7 +125,9 @@ class Maintainer:
             raise ValidationError("batch_size must be a positive int")
         unit = self.e.begin()  # refuses a read-only store
         count = 0
+        default = self.e.config.default_namespace
         with self.e.records.write() as tx:
+            tx.lock_namespaces([default])  # its config event; before the manifest
             for ns in tx.namespace_names():
                 nodes = tx.memories(ns)
                 for i in range(0, len(nodes), batch_size):
@@ -144,7 +146,7 @@ class Maintainer:
                             index={"name": self.e.index.name, "generation": generation,
                                    "choice": self.e.note})
             tx.put_manifest(manifest)
-            ns = self.e.config.default_namespace
+            ns = default
             record = tx.namespace(ns) or NamespaceRecord(ns)
             d = unit.draft(record, record.state)
             unit.event(ns, op=AuditOp.CONFIG, step=d.step, at=self.e.clock.now(),

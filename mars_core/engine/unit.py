@@ -19,12 +19,13 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from mars_core.audit import AuditChain, AuditEvent, AuditOp, AuditTxn
+from mars_core.errors import ConcurrentWriteError
 from mars_core.model import Edge, MemoryNode
 from mars_core.storage.base import NamespaceRecord, RecordTxn, Vector
 
@@ -83,6 +84,10 @@ class Unit:
             before the rewrite finished is completed by the next open.
         learned: per namespace, what its policy had learned and not saved when the unit
             first touched it (restored if the unit fails).
+        allocate: gives new memory numbers (a record store several processes write:
+            :meth:`~mars_core.storage.base.RecordStore.next_counter`); ``None``: the
+            unit counts on from ``counter`` (one writer).
+        allocated: the largest number ``allocate`` gave this unit.
     """
 
     counter: int
@@ -91,6 +96,17 @@ class Unit:
     ops: list[_Op] = field(default_factory=list)
     compact: set[str] = field(default_factory=set)
     learned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    allocate: Callable[[], int] | None = None
+    allocated: int = 0
+
+    def next_seq(self) -> int:
+        """The number of a new memory (its ``seq``, from which its id derives)."""
+        if self.allocate is None:
+            self.counter += 1
+        else:
+            self.allocated = self.allocate()
+            self.counter = max(self.counter, self.allocated)
+        return self.counter
 
     # --- namespaces --------------------------------------------------------------------
 
@@ -177,7 +193,24 @@ class Unit:
     # --- committing ----------------------------------------------------------------------
 
     def write(self, tx: RecordTxn, *, counter_before: int) -> dict[str, NamespaceRecord]:
-        """Write the unit in ``tx``; returns the namespaces' new records."""
+        """Write the unit in ``tx``; returns the namespaces' new records.
+
+        First it holds every namespace the unit touched (another writer of one of them
+        waits until this transaction ends) and checks that each is still at the version
+        its views were read at: the plan was made on the committed state, so no write of
+        another process is lost and every budget holds at this commit.
+
+        Raises:
+            ConcurrentWriteError: another process committed to one of the namespaces
+                since its views were read (nothing is written; the call can be repeated).
+        """
+        versions = tx.lock_namespaces(sorted(self.namespaces()))
+        moved = sorted(name for name, d in self.drafts.items()
+                       if versions.get(name, 0) != d.record.version)
+        if moved:
+            raise ConcurrentWriteError(
+                f"namespace {moved[0]!r} was changed by another process while this call "
+                "ran; nothing was written: repeat the call (it reads the namespace again)")
         for op in self.ops:
             ns = op.node.namespace
             if isinstance(op, _Insert):
@@ -191,7 +224,7 @@ class Unit:
                 tx.update_stats(op.node)
             else:
                 tx.delete_memory(op.node.id)
-        if self.counter != counter_before:
+        if self.counter > max(counter_before, self.allocated):  # numbered here, or imported
             tx.set_counter(self.counter)
         if self.compact:
             manifest = dict(tx.manifest() or {})

@@ -429,8 +429,7 @@ class Writer:
 
     def _new_id(self, unit: Unit) -> str:
         while True:
-            unit.counter += 1
-            nid = memory_id(self.e.secret, unit.counter)
+            nid = memory_id(self.e.secret, unit.next_seq())
             with self.e.records.read() as tx:
                 if not tx.existing([nid]):
                     return nid
