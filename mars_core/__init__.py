@@ -21,6 +21,7 @@ from mars_core.config import RetrievalConfig, StoreConfig
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import (
     BudgetExceededError,
+    ConcurrentWriteError,
     ConfigError,
     ConflictError,
     CorruptStoreError,
@@ -31,6 +32,7 @@ from mars_core.errors import (
     MarsError,
     NotFoundError,
     PolicyError,
+    StorageUnavailableError,
     StoreClosedError,
     SyncInAsyncError,
     ValidationError,
@@ -64,7 +66,12 @@ from mars_core.model import (
 )
 from mars_core.policies import Policy, available_policies, make_policy
 from mars_core.retrieval import Hit
-from mars_core.storage import RecordCapabilities, RecordStore, SQLiteRecordStore
+from mars_core.storage import (
+    PostgresRecordStore,
+    RecordCapabilities,
+    RecordStore,
+    SQLiteRecordStore,
+)
 from mars_core.store import MemoryStore
 
 __version__ = "0.2.0"
@@ -77,6 +84,7 @@ __all__ = [
     "BudgetExceededError",
     "ChainLink",
     "Clock",
+    "ConcurrentWriteError",
     "ConfigError",
     "ConflictError",
     "Consent",
@@ -107,6 +115,7 @@ __all__ = [
     "Or",
     "Policy",
     "PolicyError",
+    "PostgresRecordStore",
     "Predicate",
     "Provenance",
     "Range",
@@ -116,6 +125,7 @@ __all__ = [
     "SQLiteRecordStore",
     "SemanticPayload",
     "SocialPayload",
+    "StorageUnavailableError",
     "StoreClosedError",
     "StoreConfig",
     "SyncInAsyncError",

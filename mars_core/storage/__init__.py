@@ -1,7 +1,9 @@
 """Record stores: the system of record of a store (see :mod:`mars_core.storage.base`).
 
 :class:`SQLiteRecordStore` is the embedded default (a file under the store's path) and,
-without a path, the store in RAM that ``MemoryStore()`` uses.
+without a path, the store in RAM that ``MemoryStore()`` uses. :class:`PostgresRecordStore`
+keeps the records on a PostgreSQL server that many processes write at once (the
+``postgres`` extra).
 
 Examples:
     >>> from mars_core.storage import SQLiteRecordStore
@@ -20,6 +22,7 @@ from mars_core.storage.base import (
     RecordTxn,
     index_fields,
 )
+from mars_core.storage.postgres import PostgresRecordStore
 from mars_core.storage.sqlite import SQLiteRecordStore
 
 __all__ = [
@@ -28,6 +31,7 @@ __all__ = [
     "MemoryRef",
     "NamespaceRecord",
     "NamespaceTotals",
+    "PostgresRecordStore",
     "RecordCapabilities",
     "RecordStore",
     "RecordTxn",
