@@ -11,7 +11,6 @@ Examples:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,22 +81,14 @@ def _open(path: Path, *, read_only: bool = False, index: str = "auto") -> Iterat
 
 def _index(value: str) -> Any:
     """What ``--index`` names: a kind for ``MemoryStore.open``, or a server's index."""
-    from urllib.parse import urlsplit
+    from mars_core.layout import index_from_url
 
     if "://" not in value:
         return value  # open() refuses an unknown kind with the kinds it takes
-    url = urlsplit(value)
-    if url.scheme == "chroma" and url.hostname:
-        from mars_core.index.chroma import ChromaIndex
-
-        return ChromaIndex(host=url.hostname, port=url.port or 8000)
-    if url.scheme in ("qdrant+http", "qdrant+https") and url.hostname:
-        from mars_core.index.qdrant import QdrantIndex
-
-        return QdrantIndex(url=value.removeprefix("qdrant+"),
-                           api_key=os.environ.get("QDRANT_API_KEY"))
-    raise _fail(f"--index {value!r}: a server is chroma://HOST:PORT, qdrant+http://HOST:PORT "
-                "or qdrant+https://HOST:PORT")
+    try:
+        return index_from_url(value)
+    except MarsError as exc:
+        raise _fail(f"--index {value!r}: {exc}") from exc
 
 
 # --- store commands ----------------------------------------------------------------------
@@ -330,6 +321,35 @@ def verify(path: PathOpt = DEFAULT_PATH, head: Annotated[str | None, typer.Optio
     where = f" at event #{report.first_bad_seq}" if report.first_bad_seq is not None else ""
     console.print(f"[bold red]audit chain BROKEN[/]{where}: {report.reason}", highlight=False)
     raise typer.Exit(1)
+
+
+@app.command()
+def migrate(path: Annotated[str, typer.Option(
+        "--path", "-p", envvar="MARS_PATH",
+        help="store directory or postgresql:// URL ($MARS_PATH or ./mars_data)")] =
+        str(DEFAULT_PATH)) -> None:
+    """Bring a store's record schema to this version's. PostgreSQL: run it once after
+    an upgrade, with the store's other processes stopped (an open refuses an older
+    schema and names this command); SQLite: every open does it too. A current schema is
+    left as it is."""
+    from mars_core.layout import RECORDS_FILE
+    from mars_core.storage import postgres, sqlite
+
+    where = "the store"  # never a URL that may hold a password
+    try:
+        if postgres.is_postgres_url(path):
+            where = postgres.shown_url(path)[0]
+            before, after = postgres.migrate(path)
+        else:
+            where = path
+            before, after = sqlite.migrate(Path(path) / RECORDS_FILE)
+    except MarsError as exc:
+        raise _fail(f"cannot migrate {where}: {exc}") from exc
+    if before == after:
+        console.print(f"{where}: schema {after} is current; nothing to do", highlight=False)
+    else:
+        console.print(f"{where}: migrated the schema from {before} to {after}",
+                      highlight=False)
 
 
 @app.command()

@@ -12,7 +12,17 @@ The index is derived: deleting ``path/index/`` loses nothing (the next open rebu
 from the records), and opening a store with another ``index=`` rebuilds that one.
 ``index="numpy"`` keeps no index files (exact search in the process, read from the
 records on demand); a ``read_only`` store always uses it, so readers never open the
-writer's embedded index (which one process holds at a time).
+writer's embedded index (which one process holds at a time). A server is named by a
+URL: ``index="chroma://HOST:PORT"`` (a ``chroma run`` server) or
+``"qdrant+http://HOST:PORT"`` / ``"qdrant+https://..."`` (API key from
+``$QDRANT_API_KEY``), or passed as an index instance.
+
+A store whose records are on a PostgreSQL server (``MemoryStore.open("postgresql://...")``,
+:mod:`mars_core.storage.postgres`) has no directory, and several processes share it:
+its index is the numpy one in each process (the default; it reads each namespace's
+vectors from the records when first queried, and again when another process changed
+the namespace), or a server (:func:`open_shared_index`). The embedded Chroma and Qdrant
+kinds are refused there: their files would be one process's own.
 
 A directory written by mars-memory 0.1 (vector collections as the system of record:
 ``path/chroma/``, ``path/qdrant/`` or ``snapshot.json``/``journal.log``, and no
@@ -34,19 +44,32 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from mars_core.errors import ConfigError, CorruptStoreError
 from mars_core.index.base import VectorIndex
 from mars_core.index.numpy import NumpyIndex
 
-__all__ = ["INDEX_DIR", "RECORDS_FILE", "IndexKind", "check_kind", "holds_store",
-           "open_index", "refuse_old_layout"]
+__all__ = [
+    "INDEX_DIR",
+    "RECORDS_FILE",
+    "IndexKind",
+    "check_kind",
+    "check_shared_kind",
+    "holds_store",
+    "index_from_url",
+    "open_index",
+    "open_shared_index",
+    "refuse_old_layout",
+]
 
 IndexKind = Literal["auto", "chroma", "numpy", "qdrant"]
-"""What ``MemoryStore.open(path, index=...)`` accepts besides an index instance."""
+"""What ``MemoryStore.open(path, index=...)`` accepts besides an index instance and a
+server's URL (:func:`index_from_url`)."""
 
 RECORDS_FILE = "mars.sqlite3"
 """The record store of a store opened by path."""
@@ -55,6 +78,8 @@ INDEX_DIR = "index"
 """Where an embedded index keeps its files."""
 
 _KINDS = ("auto", "chroma", "numpy", "qdrant")
+_SERVERS = ("chroma", "qdrant+http", "qdrant+https")
+"""The URL schemes of index servers."""
 _OLD = ("chroma/chroma.sqlite3", "qdrant/meta.json", "qdrant/collection", "snapshot.json",
         "journal.log")
 """What a store of mars-memory 0.1 left at the top of its directory."""
@@ -98,19 +123,61 @@ def refuse_old_layout(directory: Path) -> None:
 
 
 def check_kind(kind: object) -> None:
-    """Refuse an ``index=`` that names no index kind and is no index.
+    """Refuse an ``index=`` that names no index kind, no server and is no index.
 
     Raises:
-        ConfigError: anything but a kind of :data:`IndexKind` or a ``VectorIndex``.
+        ConfigError: anything but a kind of :data:`IndexKind`, a server's URL or a
+            ``VectorIndex``.
 
     Examples:
-        >>> check_kind("numpy")
+        >>> check_kind("numpy"); check_kind("chroma://localhost:8000")
     """
-    if not isinstance(kind, VectorIndex) and (not isinstance(kind, str) or kind not in _KINDS):
-        raise ConfigError(f"index must be one of {list(_KINDS)} or a VectorIndex, not {kind!r}")
+    if isinstance(kind, VectorIndex) or (isinstance(kind, str) and kind in _KINDS):
+        return
+    if isinstance(kind, str) and "://" in kind:
+        _server(kind)
+        return
+    raise ConfigError(f"index must be one of {list(_KINDS)}, a server (chroma://HOST:PORT, "
+                      f"qdrant+http://HOST:PORT) or a VectorIndex, not {kind!r}")
 
 
-def open_index(directory: Path, kind: IndexKind | VectorIndex,
+def _server(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of an index server's URL.
+
+    Raises:
+        ConfigError: not one.
+    """
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme not in _SERVERS or not parts.hostname or port == -1:
+        raise ConfigError(f"index {url!r}: a server is chroma://HOST:PORT, "
+                          "qdrant+http://HOST:PORT or qdrant+https://HOST:PORT")
+    return parts.scheme, parts.hostname, port
+
+
+def index_from_url(url: str) -> VectorIndex:
+    """The index on the server ``url`` names: ``chroma://HOST:PORT`` (a ``chroma run``
+    server; port 8000 by default) or ``qdrant+http(s)://HOST:PORT`` (API key from
+    ``$QDRANT_API_KEY``).
+
+    Raises:
+        ConfigError: not such a URL.
+        ExtraNotInstalledError: the server's client is not installed.
+    """
+    scheme, host, port = _server(url)
+    if scheme == "chroma":
+        from mars_core.index.chroma import ChromaIndex
+
+        return ChromaIndex(host=host, port=port or 8000)
+    from mars_core.index.qdrant import QdrantIndex
+
+    return QdrantIndex(url=url.removeprefix("qdrant+"), api_key=os.environ.get("QDRANT_API_KEY"))
+
+
+def open_index(directory: Path, kind: IndexKind | str | VectorIndex,
                manifest: Mapping[str, Any] | None, *,
                read_only: bool) -> tuple[VectorIndex, str]:
     """The vector index of the store at ``directory``: ``(index, note for stats())``.
@@ -132,6 +199,8 @@ def open_index(directory: Path, kind: IndexKind | VectorIndex,
         return NumpyIndex(), "numpy (read_only: exact search over the records' vectors)"
     if not isinstance(kind, str):
         return kind, f"{kind.name} (instance passed)"
+    if "://" in kind:
+        return index_from_url(kind), f"{kind} (asked for)"
     concrete: str = kind
     note = f"{kind} (asked for)"
     if kind == "auto":
@@ -145,6 +214,53 @@ def open_index(directory: Path, kind: IndexKind | VectorIndex,
 
         return QdrantIndex(path=directory / INDEX_DIR / "qdrant"), note
     return NumpyIndex(), note
+
+
+def open_shared_index(kind: IndexKind | str | VectorIndex,
+                      manifest: Mapping[str, Any] | None, *,
+                      read_only: bool) -> tuple[VectorIndex, str]:
+    """The vector index of a store whose records several processes share and which has
+    no directory (PostgreSQL): ``(index, note for stats())``.
+
+    ``"auto"`` and ``"numpy"`` give each process the numpy index (no rebuild: it reads a
+    namespace's vectors from the records when first queried); a server's URL or an
+    index instance is taken as it is.
+
+    Raises:
+        ConfigError: an embedded Chroma or Qdrant kind (no directory to keep it in, and
+            it would be one process's own), an index for a ``read_only`` store, or
+            ``"auto"`` for a store whose index is a server (pass it).
+        ExtraNotInstalledError: the server's client is not installed.
+    """
+    check_shared_kind(kind)
+    if read_only or not isinstance(kind, str) or "://" in kind:
+        return open_index(Path(), kind, manifest, read_only=read_only)
+    if kind == "auto":
+        recorded = (manifest or {}).get("index") or {}
+        if recorded.get("server"):
+            _auto(recorded)  # raises: name the server
+        return NumpyIndex(), "numpy (auto: in each process, read from the shared records)"
+    return NumpyIndex(), "numpy (asked for)"
+
+
+def check_shared_kind(kind: object) -> None:
+    """Refuse an ``index=`` a store without a directory cannot take (before anything is
+    opened).
+
+    Raises:
+        ConfigError: what :func:`check_kind` refuses, and the embedded Chroma and
+            Qdrant kinds.
+
+    Examples:
+        >>> check_shared_kind("numpy")
+    """
+    check_kind(kind)
+    if kind in ("chroma", "qdrant"):
+        raise ConfigError(
+            f"index={kind!r} keeps its files in a directory, and a store on PostgreSQL has "
+            "none (each process would hold an index of its own): use index=\"numpy\" (the "
+            "default: each process searches the records' vectors, read on demand) or a "
+            "server, index=\"chroma://HOST:PORT\" or \"qdrant+http://HOST:PORT\"")
 
 
 def _shown(kind: str | VectorIndex) -> str:

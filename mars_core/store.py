@@ -62,6 +62,7 @@ from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
 from mars_core.retrieval import Hit
 from mars_core.storage.base import NamespaceRecord, RecordStore
+from mars_core.storage.postgres import PostgresRecordStore, is_postgres_url
 from mars_core.storage.sqlite import SQLiteRecordStore
 from mars_core.summarise import ExtractiveSummariser, Summariser
 
@@ -227,27 +228,37 @@ class MemoryStore:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *,
-             index: layout.IndexKind | VectorIndex = "auto", embedder: Embedder | None = None,
-             read_only: bool = False, lock_timeout: float = 5.0,
-             synchronous: Literal["full", "normal"] = "full", **kwargs: Any) -> Self:
-        """Open (or create) the store kept under the directory ``path``.
+             index: layout.IndexKind | str | VectorIndex = "auto",
+             embedder: Embedder | None = None, read_only: bool = False,
+             lock_timeout: float = 5.0, synchronous: Literal["full", "normal"] = "full",
+             **kwargs: Any) -> Self:
+        """Open (or create) the store kept under the directory ``path``, or on the
+        PostgreSQL server a ``postgresql://`` URL names.
 
         The records go to ``path/mars.sqlite3``; the vector index is Chroma on disk
         (``path/index/chroma``) when ``chromadb`` is installed (:mod:`mars_core.layout`).
+        With a URL the records are in the database (schema ``mars``, or ``?schema=``;
+        :mod:`mars_core.storage.postgres`) and several processes may write the store
+        at once; the index is numpy in each process unless ``index`` names a server.
         A new store takes the best embedder installed: all-MiniLM-L6-v2 with the
         ``semantic`` extra, else the hashing embedder (``MARS_EMBEDDER=hashing|semantic``
         overrides); a store reopens with the embedder it was built with. ``stats()``
         says which.
 
         Args:
-            path: a directory; created when missing (not with ``read_only``).
+            path: a directory; created when missing (not with ``read_only``). Or
+                ``postgresql://user:password@host:port/dbname[?schema=NAME]``
+                (``postgres://`` too; the ``postgres`` extra).
             index: ``"auto"``, ``"chroma"``, ``"qdrant"`` (local mode), ``"numpy"``
-                (exact, in the process, no files), or an index instance (a Chroma or
-                Qdrant server). The index is derived: another choice rebuilds it.
+                (exact, in the process, no files), a server
+                (``"chroma://HOST:PORT"``, ``"qdrant+http://HOST:PORT"``), or an index
+                instance. The index is derived: another choice rebuilds it. With a
+                PostgreSQL URL: ``"auto"``/``"numpy"``, a server or an instance.
             embedder: the embedder (default: the one the store records).
             read_only: read beside a writer: no lock, nothing written, exact search.
             lock_timeout: seconds to wait for another process that writes the store
-                before :class:`~mars_core.errors.ConflictError`.
+                (PostgreSQL: the namespaces a call writes) before
+                :class:`~mars_core.errors.ConflictError`.
             synchronous: ``"full"`` (a returned write survives a power cut) or
                 ``"normal"`` (it survives a crash of the process).
             **kwargs: passed to :class:`MemoryStore` (``clock``, config fields ...).
@@ -257,27 +268,40 @@ class MemoryStore:
                 that is a file, a refused configuration or collaborator (checked before
                 anything is created or changed), or a recorded configuration that is no
                 longer valid (reopen with a valid one).
-            CorruptStoreError: a directory written by mars-memory 0.1, or damaged.
+            CorruptStoreError: a directory written by mars-memory 0.1, or damaged; a
+                PostgreSQL schema older than this version's (the message names
+                ``mars migrate``).
             ExtraNotInstalledError: the chosen index or embedder is not installed.
             ConflictError: another process writes the store (after ``lock_timeout``).
+            StorageUnavailableError: the PostgreSQL server cannot be reached.
         """
         fields = {k: v for k, v in kwargs.items() if k in StoreConfig.model_fields}
         if fields or kwargs.get("config") is not None:  # refuse before touching the disk
             given = args.configure(kwargs.get("config"), fields)
             build_policy(given, NamespaceRecord(given.default_namespace))
-        directory = _directory(path)
-        layout.check_kind(index)
+        directory = None if is_postgres_url(path) else _directory(path)
+        if directory is None:
+            layout.check_shared_kind(index)
+        else:
+            layout.check_kind(index)
         _precheck(embedder, **kwargs)
-        layout.refuse_old_layout(directory)
-        records = SQLiteRecordStore(directory / layout.RECORDS_FILE, read_only=read_only,
-                                    lock_timeout=lock_timeout, synchronous=synchronous)
+        records: RecordStore
+        if directory is None:
+            records = PostgresRecordStore(str(path), read_only=read_only,
+                                          lock_timeout=lock_timeout, synchronous=synchronous)
+        else:
+            layout.refuse_old_layout(directory)
+            records = SQLiteRecordStore(directory / layout.RECORDS_FILE, read_only=read_only,
+                                        lock_timeout=lock_timeout, synchronous=synchronous)
         try:
             with records.read() as tx:
                 manifest = tx.manifest()
             if read_only and manifest is None:
                 raise ConfigError(f"read_only=True opens an existing store, and there is none "
-                                  f"at {directory}; open it once without read_only")
-            chosen, note = layout.open_index(directory, index, manifest, read_only=read_only)
+                                  f"at {records.location}; open it once without read_only")
+            chosen, note = layout.open_index(directory, index, manifest, read_only=read_only) \
+                if directory is not None else \
+                layout.open_shared_index(index, manifest, read_only=read_only)
         except BaseException:
             records.close()
             raise
