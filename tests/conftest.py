@@ -61,6 +61,7 @@ from typing import Any
 import pytest
 from chroma_server import chroma_server_fixture, prefix_for, server_index
 from hypothesis import settings
+from postgres_server import postgres_server_fixture, postgres_url_fixture
 
 from mars_core import layout
 from mars_core import store as store_module
@@ -73,7 +74,8 @@ from mars_core.store import MemoryStore
 
 __all__ = ["ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
            "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "SERVER_KINDS",
-           "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds"]
+           "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds",
+           "postgres_server_fixture", "postgres_url_fixture"]
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
 # the audit keys of the stores the tests create go to a key ring of the run (the
