@@ -13,7 +13,9 @@ A block that cannot run here (it needs a remote server with credentials) is mark
 markdown by an HTML comment on the line right before its fence,
 ``<!-- not-run: why -->``; :data:`NOT_RUN` lists every such block, so the test fails
 when a block is skipped silently or a new one is marked without updating it. A block
-that reads ``CHROMA_HOST`` gets the test session's Chroma server (``chroma_server``).
+that reads ``CHROMA_HOST`` gets the test session's Chroma server (``chroma_server``), and
+a page with a block that reads ``MARS_POSTGRES_URL`` a schema of its own on the session's
+PostgreSQL server (``postgres_url``).
 """
 
 from __future__ import annotations
@@ -153,6 +155,9 @@ def test_page_blocks_run(page: str, tmp_path: Path, request: pytest.FixtureReque
     if on_server:
         server = request.getfixturevalue("chroma_server")
         env.update(CHROMA_HOST=server.host, CHROMA_PORT=str(server.port))
+    on_postgres = any("MARS_POSTGRES_URL" in b.code for b in blocks)
+    if on_postgres:
+        env.update(MARS_POSTGRES_URL=request.getfixturevalue("postgres_url"))
     spec = tmp_path / "blocks.json"
     spec.write_text(json.dumps([{"page": b.page, "number": b.number, "line": b.line,
                                  "code": _expanded(b)} for b in blocks]), encoding="utf-8")
@@ -165,6 +170,8 @@ def test_page_blocks_run(page: str, tmp_path: Path, request: pytest.FixtureReque
     assert [int(n) for n in ran] == [b.number for b in blocks]
     if on_server:  # the block really reached the test server
         assert "chroma (instance passed)" in out.stdout, out.stdout[-2000:]
+    if on_postgres:  # and the PostgreSQL one
+        assert "postgresql | numpy" in out.stdout, out.stdout[-2000:]
 
 
 def test_quickstart_shows_forgetting_and_erasure(tmp_path: Path) -> None:
