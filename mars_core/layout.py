@@ -48,7 +48,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from mars_core.errors import ConfigError, CorruptStoreError
 from mars_core.index.base import VectorIndex
@@ -141,8 +141,9 @@ def check_kind(kind: object) -> None:
                       f"qdrant+http://HOST:PORT) or a VectorIndex, not {kind!r}")
 
 
-def _server(url: str) -> tuple[str, str, int | None]:
-    """``(scheme, host, port)`` of an index server's URL.
+def _server(url: str) -> tuple[str, str, int | None, str | None]:
+    """``(scheme, host, port, prefix)`` of an index server's URL (``?prefix=NAME``: the
+    store's place on the server; ``None``: the index's default).
 
     Raises:
         ConfigError: not one.
@@ -152,29 +153,38 @@ def _server(url: str) -> tuple[str, str, int | None]:
         port = parts.port
     except ValueError:
         port = -1
-    if parts.scheme not in _SERVERS or not parts.hostname or port == -1:
+    query = parse_qs(parts.query, keep_blank_values=True)
+    prefixes = query.pop("prefix", [])
+    if parts.scheme not in _SERVERS or not parts.hostname or port == -1 or query \
+            or (prefixes and not prefixes[-1]):
         raise ConfigError(f"index {url!r}: a server is chroma://HOST:PORT, "
-                          "qdrant+http://HOST:PORT or qdrant+https://HOST:PORT")
-    return parts.scheme, parts.hostname, port
+                          "qdrant+http://HOST:PORT or qdrant+https://HOST:PORT, with "
+                          "?prefix=NAME for the store's place on it")
+    return parts.scheme, parts.hostname, port, prefixes[-1] if prefixes else None
 
 
 def index_from_url(url: str) -> VectorIndex:
     """The index on the server ``url`` names: ``chroma://HOST:PORT`` (a ``chroma run``
     server; port 8000 by default) or ``qdrant+http(s)://HOST:PORT`` (API key from
-    ``$QDRANT_API_KEY``).
+    ``$QDRANT_API_KEY``); ``?prefix=NAME`` gives the store its own place on the server
+    (default ``mars_``).
 
     Raises:
         ConfigError: not such a URL.
+        ValidationError: a prefix the index refuses.
         ExtraNotInstalledError: the server's client is not installed.
     """
-    scheme, host, port = _server(url)
+    scheme, host, port, prefix = _server(url)
+    prefix = prefix if prefix is not None else "mars_"
     if scheme == "chroma":
         from mars_core.index.chroma import ChromaIndex
 
-        return ChromaIndex(host=host, port=port or 8000)
+        return ChromaIndex(host=host, port=port or 8000, prefix=prefix)
     from mars_core.index.qdrant import QdrantIndex
 
-    return QdrantIndex(url=url.removeprefix("qdrant+"), api_key=os.environ.get("QDRANT_API_KEY"))
+    parts = urlsplit(url.removeprefix("qdrant+"))
+    return QdrantIndex(url=urlunsplit((*parts[:3], "", "")),
+                       api_key=os.environ.get("QDRANT_API_KEY"), prefix=prefix)
 
 
 def open_index(directory: Path, kind: IndexKind | str | VectorIndex,

@@ -239,3 +239,16 @@ def test_a_new_store_gets_the_same_embedder_whatever_the_constructor(
     with MemoryStore(SQLiteRecordStore(tmp_path / "r.sqlite3")) as store:
         assert store.embedder.name == given.name
         assert store.stats()["embedder_choice"] == f"{given.name} (passed)"  # at creation
+
+
+def test_a_server_url_names_its_host_port_and_the_stores_prefix() -> None:
+    from mars_core import layout
+
+    assert layout._server("chroma://chroma.internal:8001?prefix=acme_") == \
+        ("chroma", "chroma.internal", 8001, "acme_")
+    assert layout._server("qdrant+https://q.example:6333") == \
+        ("qdrant+https", "q.example", 6333, None)
+    for bad in ("chroma://h:1?prefix=", "chroma://h:1?colour=red", "chroma://h:x",
+                "http://h:1", "chroma://"):
+        with pytest.raises(ConfigError, match="prefix=NAME"):
+            layout.check_kind(bad)

@@ -7,6 +7,7 @@ the namespace: the same is checked for a SQLite reader beside its writer."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,8 @@ def test_an_erasure_is_not_served_by_a_sqlite_reader_that_cached_the_namespace(
 
 def test_a_chroma_server_as_the_index(stores: Callable[..., MemoryStore],
                                       chroma_server: Any) -> None:
-    index = f"chroma://{chroma_server.host}:{chroma_server.port}"
+    prefix = f"t{uuid.uuid4().hex[:12]}_"  # the store's own place on the shared server
+    index = f"chroma://{chroma_server.host}:{chroma_server.port}?prefix={prefix}"
     store = stores(index=index)
     assert (store.stats()["index"], store.stats()["index_choice"]) == \
         ("chroma", f"{index} (asked for)")
