@@ -36,8 +36,8 @@ from mars_core.io_checks import (
 )
 from mars_core.model import Edge, MemoryNode, MemoryType, Predicate
 
-__all__ = ["CONTEXT", "JSONLD_VERSION", "MAX_IMPORT_BYTES", "from_jsonld", "to_jsonld",
-           "write_json"]
+__all__ = ["CONTEXT", "JSONLD_VERSION", "MAX_IMPORT_BYTES", "from_jsonld", "load_jsonld",
+           "memory_count", "to_jsonld", "write_json"]
 
 JSONLD_VERSION = 1
 _VOCAB = "https://mars-memory.dev/ns#"
@@ -131,6 +131,31 @@ def _load(source: object) -> Mapping[str, Any]:
         raise ImportFormatError("a JSON-LD export must be a JSON object")
     check_tree(data)
     return data
+
+
+def load_jsonld(source: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
+    """Read a JSON-LD document (a path or an already parsed one) within the bounds of
+    an import (size, nesting, JSON numbers only); :func:`from_jsonld` checks the rest.
+
+    Raises:
+        ImportFormatError: unreadable, too large, not JSON, not an object.
+    """
+    return _load(source)
+
+
+def memory_count(doc: Mapping[str, Any]) -> int:
+    """How many memories a JSON-LD document holds (its ``@graph`` items typed as one).
+
+    Examples:
+        >>> memory_count({"@graph": [{"@type": "Semantic"},
+        ...                          {"@type": "rdf:Statement"}]})
+        1
+    """
+    graph = doc.get("@graph")
+    if not isinstance(graph, list):
+        return 0
+    return sum(1 for item in graph if isinstance(item, Mapping)
+               and isinstance(item.get("@type"), str) and item["@type"] in _FROM_TYPE)
 
 
 def _ref(value: Any, prefix: str, what: str) -> str:

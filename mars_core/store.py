@@ -60,6 +60,7 @@ from mars_core.namespaces import NamespaceArg
 from mars_core.policies import Policy
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
+from mars_core.progress import ProgressFn, checked
 from mars_core.retrieval import Hit
 from mars_core.storage.base import NamespaceRecord, RecordStore
 from mars_core.storage.postgres import PostgresRecordStore, is_postgres_url
@@ -349,9 +350,11 @@ class MemoryStore:
     @_call
     def add_many(self, items: Iterable[str | Mapping[str, Any]], *,
                  namespace: NamespaceArg | None = None,
-                 type: MemoryType | str = MemoryType.EPISODIC) -> builtins.list[MemoryNode]:
-        """Store many memories in one transaction, with one embedding call and one index
-        write; the budget is enforced after each as if they came one by one.
+                 type: MemoryType | str = MemoryType.EPISODIC,
+                 progress: ProgressFn | None = None) -> builtins.list[MemoryNode]:
+        """Store many memories in one transaction, with one embedding call per
+        :data:`~mars_core.progress.EMBED_BATCH` texts and one index write; the budget is
+        enforced after each as if they came one by one.
 
         Args:
             items: texts, or mappings of :meth:`add`'s arguments (``text`` and any of
@@ -359,6 +362,8 @@ class MemoryStore:
                 ``metadata``, ``pinned``, ``expires_at``, ``links``).
             namespace: the namespace of items that name none.
             type: the type of items that name none.
+            progress: ``progress(stage, done, total)`` as the call advances
+                (:mod:`mars_core.progress`); if it raises, nothing is stored.
 
         Returns:
             The stored memories, in order (as they are once the call returns).
@@ -367,9 +372,10 @@ class MemoryStore:
             ValidationError, BudgetExceededError, NotFoundError: a bad item (nothing of
                 the call is stored).
         """
+        progress = checked(progress)
         specs = args.items(items, default_ns=self.config.default_namespace,
                            namespace_=namespace, type=type)
-        return self._writer.add(specs)
+        return self._writer.add(specs, progress)
 
     @_call
     def update(self, node_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
@@ -464,10 +470,12 @@ class MemoryStore:
     @_call
     def observe_many(self, turns: Iterable[Mapping[str, Any]], *,
                      namespace: NamespaceArg | None = None,
-                     conversation_id: str | None = None
+                     conversation_id: str | None = None,
+                     progress: ProgressFn | None = None
                      ) -> builtins.list[builtins.list[MemoryNode]]:
-        """Store many turns in one transaction, with one embedding call and one index
-        write, exactly as :meth:`observe` would one by one.
+        """Store many turns in one transaction, with one embedding call per
+        :data:`~mars_core.progress.EMBED_BATCH` texts and one index write, exactly as
+        :meth:`observe` would one by one.
 
         Args:
             turns: mappings of :meth:`observe`'s arguments (``role`` and ``text``, and any
@@ -475,13 +483,16 @@ class MemoryStore:
                 ``speaker``, ``at``, ``external_id``).
             namespace: the namespace of turns that name none.
             conversation_id: the conversation of turns that name none.
+            progress: ``progress(stage, done, total)`` as the call advances
+                (:mod:`mars_core.progress`); if it raises, nothing is stored.
 
         Returns:
             What each turn stored, in order.
         """
+        progress = checked(progress)
         specs = args.turns(turns, default_ns=self.config.default_namespace,
                            namespace_=namespace, conversation_id=conversation_id)
-        return self._writer.observe(specs)
+        return self._writer.observe(specs, progress)
 
     @_call
     def set_metadata(self, node_id: str, metadata: Mapping[str, Any] | None = None, *,
@@ -741,8 +752,10 @@ class MemoryStore:
         return {ns: self._maintainer.maintain_namespace(ns, **phases) for ns in names}
 
     @_call
-    def reembed(self, embedder: Embedder, batch_size: int = 256) -> int:
-        """Move the store to a new embedder; returns how many memories were re-embedded.
+    def reembed(self, embedder: Embedder, batch_size: int = 256, *,
+                progress: ProgressFn | None = None) -> int:
+        """Move the store to a new embedder; returns how many memories were re-embedded
+        (``progress``: :mod:`mars_core.progress`, stages ``embed`` and ``write``).
 
         Every memory gets its new vector in one transaction (with the manifest and a
         ``config`` audit event): the store is on the old embedder or on the new one,
@@ -753,16 +766,18 @@ class MemoryStore:
             ValidationError: a bad ``batch_size``, or an embedder whose vectors are not
                 ``dim`` finite numbers each (nothing changes).
         """
-        return self._maintainer.reembed(_embedder(embedder), batch_size)
+        return self._maintainer.reembed(_embedder(embedder), batch_size, checked(progress))
 
     @_call
-    def reindex(self) -> int:
+    def reindex(self, *, progress: ProgressFn | None = None) -> int:
         """Rebuild the vector index from the records; returns how many entries it holds.
 
         The index is derived: this is what to run after deleting its files or when it
         is suspected to lag (an index that loads on demand is simply dropped).
+        ``progress`` (:mod:`mars_core.progress`) counts the entries written (stage
+        ``index``); an interrupted rebuild is finished by the next open or ``reindex``.
         """
-        return self._engine.reindex()
+        return self._engine.reindex(checked(progress))
 
     # --- privacy -----------------------------------------------------------------------------
 
@@ -885,7 +900,9 @@ class MemoryStore:
         return doc
 
     @_call
-    def import_jsonld(self, source: str | os.PathLike[str] | Mapping[str, Any]) -> int:
+    def import_jsonld(self, source: str | os.PathLike[str] | Mapping[str, Any], *,
+                      existing: Literal["error", "skip"] = "error",
+                      progress: ProgressFn | None = None) -> int:
         """Import a JSON-LD export (ids preserved); returns how many memories were imported.
 
         The document is treated as hostile input and imported all or nothing: counters
@@ -896,6 +913,14 @@ class MemoryStore:
         without cycles (every bound: :mod:`mars_core.io_checks`). A refused document
         changes nothing, and every namespace stays writable.
 
+        Args:
+            source: a file path or the parsed document.
+            existing: ``"error"``: an id already here is a conflict; ``"skip"``: a memory
+                already here with its id, namespace and text is left as it is and not
+                counted (a re-run of an import imports nothing twice), any other memory
+                under one of the ids is still a conflict.
+            progress: ``progress(stage, done, total)`` (:mod:`mars_core.progress`).
+
         Raises:
             ImportFormatError: malformed or out-of-bounds document, saying where
                 (nothing imported).
@@ -905,10 +930,14 @@ class MemoryStore:
         """
         from mars_core.io import from_jsonld
 
+        if existing not in ("error", "skip"):
+            raise ValidationError(f"existing must be 'error' or 'skip', not {existing!r}")
+        progress = checked(progress)
         nodes, edges, steps = from_jsonld(source)
         for ns in {n.namespace for n in nodes}:
             self._ns(ns)
-        return self._writer.import_nodes(nodes, edges, steps)
+        return self._writer.import_nodes(nodes, edges, steps,
+                                         skip_existing=existing == "skip", progress=progress)
 
     @classmethod
     def from_jsonld(cls, source: str | os.PathLike[str] | Mapping[str, Any],

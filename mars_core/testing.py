@@ -11,6 +11,9 @@ through the protocol only.
 * :class:`VectorIndexConformance` — a :class:`~mars_core.index.base.VectorIndex` (a
   derived, rebuildable index): implement ``make_index``.
 
+And :class:`CountingEmbedder`, an embedder that records how it was called (to check
+that many texts arriving at once are embedded in one call).
+
 pytest is a *test* dependency (``pip install 'mars-memory[dev]'``): this module imports it
 lazily, inside the tests, so importing ``mars_core.testing`` needs only mars-memory's own
 dependencies, and running the suites needs pytest.
@@ -89,7 +92,7 @@ from mars_core.storage.base import (
     index_fields,
 )
 
-__all__ = ["RecordStoreConformance", "VectorIndexConformance"]
+__all__ = ["CountingEmbedder", "RecordStoreConformance", "VectorIndexConformance"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -97,6 +100,45 @@ ACTIVE, ARCHIVED = MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED
 _T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 _TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.SOCIAL, MemoryType.TASK)
 _AUDIT_KEY = b"conformance-audit-key-0123456789"
+
+
+class CountingEmbedder:
+    """An embedder that hands the work to another one and records each call's batch.
+
+    Args:
+        inner: the embedder that computes the vectors (default: the hashing embedder);
+            its ``name`` and ``dim`` are this one's, so a store sees no difference.
+
+    Attributes:
+        batches: the number of texts of each ``embed`` call, in order.
+
+    Examples:
+        >>> from mars_core import MemoryStore
+        >>> counting = CountingEmbedder()
+        >>> with MemoryStore(budget=500, embedder=counting) as store:
+        ...     _ = store.add_many(["Ana likes tea", "Bo plays jazz", "Cy runs"])
+        >>> counting.batches
+        [3]
+    """
+
+    def __init__(self, inner: Any = None) -> None:
+        from mars_core.embeddings import HashingEmbedder
+
+        self.inner = inner if inner is not None else HashingEmbedder()
+        self.name: str = self.inner.name
+        self.dim: int = self.inner.dim
+        self.batches: list[int] = []
+
+    @property
+    def calls(self) -> int:
+        """How many times ``embed`` was called."""
+        return len(self.batches)
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        """The inner embedder's vectors (the call is recorded first)."""
+        self.batches.append(len(texts))
+        out: Vector = np.asarray(self.inner.embed(texts), dtype=np.float32)
+        return out
 
 
 def _raises(*exc: type[BaseException], match: str | None = None) -> Any:

@@ -52,6 +52,7 @@ from mars_core.policies import Policy, make_policy
 from mars_core.privacy.dp import PrivacyAccountant
 from mars_core.privacy.preferences import PrivacyPreferences
 from mars_core.privacy.sensitivity import SensitivityScorer
+from mars_core.progress import ProgressFn, report
 from mars_core.scoring.dmf import CentroidTracker
 from mars_core.shares import TypeShares
 from mars_core.storage.base import (
@@ -588,9 +589,10 @@ class Engine:
         """The weight of a text as a memory."""
         return max(1, self.counter.count(text))
 
-    def reindex(self) -> int:
+    def reindex(self, progress: ProgressFn | None = None) -> int:
         """Rebuild the vector index from the records; returns how many entries it holds
-        (an index that loads on demand is only dropped: it reads them when queried).
+        (an index that loads on demand is only dropped: it reads them when queried;
+        ``progress``: stage ``index``).
 
         Raises:
             ConfigError: a read-only store.
@@ -601,8 +603,10 @@ class Engine:
             self.index.forget(state.name)
         if self.index.capabilities.loads_on_demand:
             with self.records.read() as tx:
-                return sum(t.active + t.archived for t in tx.totals().values())
-        return self.sync.rebuild()
+                total = sum(t.active + t.archived for t in tx.totals().values())
+            report(progress, "index", total, total)
+            return total
+        return self.sync.rebuild(progress)
 
     # --- reports ------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from mars_core.errors import MarsBackendError
 from mars_core.index.base import VectorIndex
 from mars_core.model import MemoryNode
+from mars_core.progress import ProgressFn, report
 from mars_core.storage.base import IndexRow, RecordStore, Vector, index_fields
 
 __all__ = ["FLUSH_AT", "MARK_EVERY", "IndexSync"]
@@ -90,17 +91,22 @@ class IndexSync:
         else:
             self.catch_up()
 
-    def rebuild(self) -> int:
+    def rebuild(self, progress: ProgressFn | None = None) -> int:
         """Empty the index and write every memory again from the records; returns how
-        many entries were written."""
+        many entries were written (``progress``: stage ``index``, per batch)."""
         self._clear_buffer()
         self.index.clear()
         count = 0
         with self.records.read() as tx:
             last = tx.last_change()
+            total = sum(t.active + t.archived for t in tx.totals().values())
+            report(progress, "index", 0, total)
             for chunk in _chunks(tx.index_rows()):
                 self.index.upsert(chunk, new=True)
                 count += len(chunk)
+                report(progress, "index", min(count, total), total)
+        if count != total:
+            report(progress, "index", count, count)
         self.applied, self.behind, self.rebuilt = last, False, True
         self.flush()
         return count

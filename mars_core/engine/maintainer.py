@@ -30,6 +30,7 @@ from mars_core.maintenance import Merge, plan_dedup, plan_expiry, plan_graduated
 from mars_core.model import Edge, Predicate
 from mars_core.policies import Eviction
 from mars_core.policies.reflection import ReflectionSummaryPolicy
+from mars_core.progress import ProgressFn, report
 from mars_core.scoring.retention import KIND_BY_TYPE, LifecycleConfig
 from mars_core.storage.base import NamespaceRecord
 
@@ -113,9 +114,11 @@ class Maintainer:
 
     # --- re-embedding -----------------------------------------------------------------------
 
-    def reembed(self, embedder: Embedder, batch_size: int) -> int:
+    def reembed(self, embedder: Embedder, batch_size: int,
+                progress: ProgressFn | None = None) -> int:
         """Move every memory to ``embedder``'s vectors in one transaction, then rebuild
-        the index; returns how many memories were re-embedded.
+        the index; returns how many memories were re-embedded (``progress``: stages
+        ``embed`` and ``write``).
 
         Raises:
             ValidationError: the embedder returned the wrong shape or non-finite values,
@@ -128,6 +131,8 @@ class Maintainer:
         default = self.e.config.default_namespace
         with self.e.records.write() as tx:
             tx.lock_namespaces([default])  # its config event; before the manifest
+            total = sum(t.active + t.archived for t in tx.totals().values())
+            report(progress, "embed", 0, total)
             for ns in tx.namespace_names():
                 nodes = tx.memories(ns)
                 for i in range(0, len(nodes), batch_size):
@@ -139,6 +144,7 @@ class Maintainer:
                     for node, vec in zip(chunk, vecs, strict=True):
                         tx.set_vector(node.id, vec)
                     count += len(chunk)
+                    report(progress, "embed", min(count, total), total)
             manifest = dict(tx.manifest() or {})
             generation = int((manifest.get("index") or {}).get("generation", 0)) + 1
             manifest.update(embedder={"name": embedder.name, "dim": embedder.dim,
@@ -153,6 +159,8 @@ class Maintainer:
                        params={"embedder": embedder.name, "dim": embedder.dim},
                        rationale=f"re-embedded {count} memories with {embedder.name}")
             unit.write(tx, counter_before=unit.counter)
+            report(progress, "write", 0, count)
+        report(progress, "write", count, count)
         self.e.embedder = embedder
         self.e.embedder_note = "passed to reembed"
         for state in self.e.cache.states():  # their centroids hold the old vectors

@@ -47,6 +47,7 @@ from mars_core.model import (
     default_payload,
 )
 from mars_core.policies import Eviction, Summary
+from mars_core.progress import EMBED_BATCH, ProgressFn, report
 from mars_core.storage.base import Vector
 
 __all__ = ["NewMemory", "Turn", "Writer", "memory_id"]
@@ -96,14 +97,22 @@ class Turn:
 
 
 class Embeddings:
-    """Embeddings of one call: fetched in one batch up front, missing ones on demand."""
+    """Embeddings of one call: fetched up front in batches of
+    :data:`~mars_core.progress.EMBED_BATCH` texts (one embedding call for a call of fewer
+    texts; ``progress`` sees each batch), missing ones on demand."""
 
-    def __init__(self, engine: Engine, texts: Iterable[str]) -> None:
+    def __init__(self, engine: Engine, texts: Iterable[str],
+                 progress: ProgressFn | None = None) -> None:
         self._engine = engine
         wanted = list(dict.fromkeys(texts))
         self._cache: dict[str, Vector] = {}
-        if wanted:
-            self._cache = dict(zip(wanted, self._embed(wanted), strict=True))
+        if not wanted:
+            return
+        report(progress, "embed", 0, len(wanted))
+        for start in range(0, len(wanted), EMBED_BATCH):
+            batch = wanted[start:start + EMBED_BATCH]
+            self._cache.update(zip(batch, self._embed(batch), strict=True))
+            report(progress, "embed", start + len(batch), len(wanted))
 
     def _embed(self, texts: Sequence[str]) -> list[Vector]:
         emb = self._engine.embedder
@@ -128,8 +137,11 @@ class Writer:
 
     # --- adding ---------------------------------------------------------------------------
 
-    def add(self, items: Sequence[NewMemory]) -> list[MemoryNode]:
-        """Store memories in one transaction (the budget restored after each).
+    def add(self, items: Sequence[NewMemory],
+            progress: ProgressFn | None = None) -> list[MemoryNode]:
+        """Store memories in one transaction (the budget restored after each);
+        ``progress`` (:mod:`mars_core.progress`) follows the embedding, the staging and
+        the commit.
 
         Raises:
             ValidationError, BudgetExceededError, NotFoundError, BlockedByPreferenceError:
@@ -138,10 +150,11 @@ class Writer:
         for item in items:
             _check_text(item.text)
             self._check_allowed(item.text, item.namespace, _conversation(item.provenance))
-        vectors = Embeddings(self.e, (i.text for i in items))
+        vectors = Embeddings(self.e, (i.text for i in items), progress)
         out = []
+        report(progress, "store", 0, len(items))
         with self.e.unit() as unit:
-            for item in items:
+            for done, item in enumerate(items, 1):
                 ns = item.namespace
                 step = self.e.step(unit, ns, advance=True)
                 node = self.build(unit, item.text, item.type, ns, step=step,
@@ -153,21 +166,30 @@ class Writer:
                 self.insert(unit, node, vectors(node.content), self.edges_for(node, item.links))
                 self.enforce_budget(unit, ns, [node.id])
                 out.append(node)
+                report(progress, "store", done, len(items))
+            report(progress, "write", 0, len(items))
+        report(progress, "write", len(items), len(items))
         return [self.e.ns(n.namespace).get(n.id) or n for n in out]
 
-    def observe(self, turns: Sequence[Turn]) -> list[list[MemoryNode]]:
-        """Store turns in one transaction: an episode each plus what is extracted from it.
+    def observe(self, turns: Sequence[Turn],
+                progress: ProgressFn | None = None) -> list[list[MemoryNode]]:
+        """Store turns in one transaction: an episode each plus what is extracted from it
+        (``progress`` counts the turns kept).
 
         Turns the namespace's preferences block leave no trace (an empty list).
         """
         kept = [t for t in turns if not self._blocked(t)]
-        vectors = Embeddings(self.e, self._likely_texts(kept))
+        vectors = Embeddings(self.e, self._likely_texts(kept), progress)
         out: dict[int, list[MemoryNode]] = {}
+        report(progress, "store", 0, len(kept))
         with self.e.unit() as unit:
-            for turn in kept:
+            for done, turn in enumerate(kept, 1):
                 nodes = self._stage_turn(unit, turn, vectors)
                 self.enforce_budget(unit, turn.namespace, [n.id for n in nodes])
                 out[id(turn)] = nodes
+                report(progress, "store", done, len(kept))
+            report(progress, "write", 0, len(kept))
+        report(progress, "write", len(kept), len(kept))
         result = []
         for turn in turns:
             state = self.e.ns(turn.namespace)
@@ -312,7 +334,8 @@ class Writer:
         return node
 
     def import_nodes(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge],
-                     steps: Mapping[str, int]) -> int:
+                     steps: Mapping[str, int], *, skip_existing: bool = False,
+                     progress: ProgressFn | None = None) -> int:
         """Store exported memories as they are (ids, statuses, statistics kept), all or
         nothing.
 
@@ -325,8 +348,17 @@ class Writer:
         recency counter move past the imported ``seq`` and ``touch_seq``/``activated_seq``
         (all bounded by :data:`mars_core.io_checks.MAX_COUNTER`, so writes go on).
 
+        With ``skip_existing`` (a re-run of an import), a memory already here under its
+        id, in its namespace and with its text, is left as it is (its edges of the
+        document too) and not counted; only another memory under one of the ids is a
+        conflict.
+
+        Returns:
+            How many memories were imported.
+
         Raises:
-            ConflictError: an imported id already exists.
+            ConflictError: an imported id already exists (with ``skip_existing``: as
+                another memory).
             ImportFormatError: an edge names a memory that is neither in the document
                 nor in its namespace here.
             BudgetExceededError: a namespace's imported active memories exceed its budget.
@@ -334,24 +366,35 @@ class Writer:
         nodes = [n.model_copy(update={"weight": self.e.count_tokens(n.content)}) for n in nodes]
         with self.e.records.read() as tx:
             clash = sorted(tx.existing([n.id for n in nodes]))
+            if skip_existing and clash:
+                doc = {n.id: n for n in nodes}
+                same = {i for i in clash if (m := tx.memory(i)) is not None
+                        and (m.namespace, m.content) == (doc[i].namespace, doc[i].content)}
+                clash = [i for i in clash if i not in same]
+                nodes = [n for n in nodes if n.id not in same]
+                edges = [e for e in edges if e.source not in same]
         if clash:
             raise ConflictError(f"{len(clash)} imported ids already exist (first: {clash[0]})")
+        if not nodes:
+            return 0
         self._check_import_targets(nodes, edges)
         for ns in {n.namespace for n in nodes}:
             if sum(n.weight for n in nodes if n.namespace == ns and n.is_active) > \
                     self.e.config.budget_for(ns):
                 raise BudgetExceededError(f"active memories of {ns!r} exceed its budget")
-        vectors = Embeddings(self.e, (n.content for n in nodes))
+        vectors = Embeddings(self.e, (n.content for n in nodes), progress)
         by_source: dict[str, list[Edge]] = {}
         for e in edges:
             by_source.setdefault(e.source, []).append(e)
+        report(progress, "store", 0, len(nodes))
         with self.e.unit() as unit:
-            for node in nodes:
+            for done, node in enumerate(nodes, 1):
                 self.e.insert(unit, node, vectors(node.content), by_source.get(node.id, []))
                 unit.counter = max(unit.counter, node.seq)
                 d = self.e.draft(unit, node.namespace)
                 d.touch = max(d.touch, node.touch_seq, node.activated_seq)
                 d.step = max(d.step, node.step, node.last_access_step or 0)
+                report(progress, "store", done, len(nodes))
             for ns, step in steps.items():
                 if ns in unit.drafts:
                     unit.drafts[ns].step = max(step, unit.drafts[ns].step)
@@ -359,6 +402,8 @@ class Writer:
                 ids = [n.id for n in nodes if n.namespace == ns]
                 unit.event(ns, op=AuditOp.IMPORT, node_ids=ids, step=self.e.step(unit, ns),
                            at=self.e.clock.now(), rationale=f"imported {len(ids)} memories")
+            report(progress, "write", 0, len(nodes))
+        report(progress, "write", len(nodes), len(nodes))
         return len(nodes)
 
     def _check_import_targets(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge]) -> None:

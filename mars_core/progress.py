@@ -1,0 +1,154 @@
+"""Progress of long jobs: a callback in the core, a bar where a person watches.
+
+The calls that may run for minutes — :meth:`~mars_core.store.MemoryStore.add_many`,
+``observe_many``, ``import_jsonld``, ``reindex``, ``reembed`` and the importers of
+:mod:`mars_core.importers` — take ``progress=``: ``None`` (the default: nothing is
+reported) or a callable ``progress(stage, done, total)`` (:data:`ProgressFn`), called
+as the work advances:
+
+========== ===================================================================
+stage      what is counted
+========== ===================================================================
+``embed``  texts embedded (in batches of :data:`EMBED_BATCH`)
+``store``  memories (or turns) staged in the call's transaction
+``write``  ``0`` before the transaction commits, ``total`` once it has
+``index``  index entries rebuilt (``reindex``)
+========== ===================================================================
+
+Each stage starts at ``done == 0``, only grows, and ends with ``done == total``. The
+callback runs on the caller's thread, inside the call: an exception it raises ends the
+call, and — before ``write`` reports ``total`` — the call has then changed nothing
+(a bulk write is one transaction). The core never draws anything itself;
+:func:`progress_bar` is the bar the ``mars`` command line shows on a terminal.
+
+Examples:
+    >>> from mars_core import MemoryStore
+    >>> seen = []
+    >>> with MemoryStore(budget=500) as store:
+    ...     _ = store.add_many(["Ana likes tea", "Bo plays jazz"],
+    ...                        progress=lambda stage, done, total: seen.append((stage, done)))
+    >>> [stage for stage, done in seen if done == 0], seen[-1]
+    (['embed', 'store', 'write'], ('write', 2))
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mars_core.errors import ValidationError
+
+__all__ = ["EMBED_BATCH", "STAGES", "ProgressFn", "checked", "combine", "progress_bar",
+           "report"]
+
+ProgressFn = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: see the module."""
+
+EMBED_BATCH = 256
+"""Texts per embedding call of a bulk write: the unit in which ``embed`` advances."""
+
+STAGES = {"embed": "embedding", "store": "storing", "write": "committing",
+          "index": "indexing"}
+"""The stages and how a bar labels them."""
+
+
+def checked(progress: object) -> ProgressFn | None:
+    """``progress`` as given, once it is ``None`` or callable.
+
+    Raises:
+        ValidationError: anything else (a bool, a string, a number).
+
+    Examples:
+        >>> checked(None) is None
+        True
+        >>> checked(True)
+        Traceback (most recent call last):
+        ...
+        mars_core.errors.ValidationError: progress must be None or a callable \
+progress(stage, done, total), not bool
+    """
+    if progress is None or callable(progress):
+        return progress
+    raise ValidationError("progress must be None or a callable progress(stage, done, total), "
+                          f"not {type(progress).__name__}")
+
+
+def report(progress: ProgressFn | None, stage: str, done: int, total: int) -> None:
+    """Call ``progress`` when there is one.
+
+    Examples:
+        >>> report(None, "store", 1, 2)  # nothing to call
+        >>> report(lambda *a: print(a), "store", 1, 2)
+        ('store', 1, 2)
+    """
+    if progress is not None:
+        progress(stage, done, total)
+
+
+def combine(*observers: ProgressFn | None) -> ProgressFn | None:
+    """One callback that calls each observer given (``None`` when none is).
+
+    Examples:
+        >>> combine(None, None) is None
+        True
+        >>> both = combine(lambda *a: print("a", *a), lambda *a: print("b", *a))
+        >>> both("embed", 1, 1)
+        a embed 1 1
+        b embed 1 1
+    """
+    present = [o for o in observers if o is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+
+    def each(stage: str, done: int, total: int) -> None:
+        for observer in present:
+            observer(stage, done, total)
+
+    return each
+
+
+@contextlib.contextmanager
+def progress_bar(console: Any = None, *, title: str = "") -> Iterator[ProgressFn]:
+    """A rich progress bar (one line per stage) that the callback it yields drives.
+
+    Args:
+        console: a ``rich.console.Console`` (default: one on standard error).
+        title: put before each stage's label (e.g. ``"import"``).
+
+    Examples:
+        >>> import io
+        >>> from rich.console import Console
+        >>> out = io.StringIO()
+        >>> with progress_bar(Console(file=out, width=80), title="import") as bar:
+        ...     bar("store", 2, 2)
+        >>> "import: storing" in out.getvalue() and "2/2" in out.getvalue()
+        True
+    """
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TimeRemainingColumn(),
+                   console=console if console is not None else Console(stderr=True))
+    tasks: dict[str, TaskID] = {}
+    prefix = f"{title}: " if title else ""
+
+    def update(stage: str, done: int, total: int) -> None:
+        task = tasks.get(stage)
+        if task is None:
+            task = tasks[stage] = bar.add_task(prefix + STAGES.get(stage, stage), total=total)
+        bar.update(task, completed=done, total=total)
+
+    with bar:
+        yield update
