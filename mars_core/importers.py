@@ -2,10 +2,19 @@
 
 Each importer reads plain records (what ``mem0.Memory.get_all()`` and LangGraph's
 ``BaseStore.search`` return, or a JSON dump of them), validates all of them first and
-only then writes — a bad record is a :class:`~mars_core.errors.ImportFormatError` and
-nothing is stored. Imported memories keep their origin in ``provenance``
+only then writes, in one transaction — a bad record is a
+:class:`~mars_core.errors.ImportFormatError` and nothing is stored, and an import
+interrupted before its commit (a crash, a kill, an exception from ``progress``) leaves
+the store as it was. Imported memories keep their origin in ``provenance``
 (``source="import"``, ``external_id``) and their original timestamps in ``metadata``;
 the store's budget and policy act on them as on any other write.
+
+Importing is idempotent: a record already imported into its namespace — the same
+``external_id`` (a mem0 ``id``, a LangGraph namespace and key) and the same text — is
+skipped, so a re-run after an interruption, or of the same dump, imports each record
+once (a JSON-LD file is re-run the same way: memories already here under their ids are
+skipped). A record whose text changed since is imported as a new memory. ``progress``
+(:mod:`mars_core.progress`) follows the embedding, the staging and the commit.
 
 Examples:
     >>> from mars_core import MemoryStore
@@ -36,13 +45,37 @@ from mars_core.namespaces import (
     encode_namespace,
     id_namespace,
 )
+from mars_core.progress import ProgressFn, checked
 
 if TYPE_CHECKING:
     from mars_core.store import MemoryStore
 
-__all__ = ["ImportKind", "import_file", "import_langgraph", "import_mem0"]
+__all__ = ["ImportKind", "ImportReport", "import_file", "import_langgraph", "import_mem0",
+           "run_import"]
 
 ImportKind = str  # "jsonld" | "mem0" | "langgraph"
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import did.
+
+    Attributes:
+        imported: memories stored by this import.
+        skipped: records already in the store (imported before), left as they were.
+
+    Examples:
+        >>> ImportReport(imported=3, skipped=1).records
+        4
+    """
+
+    imported: int
+    skipped: int = 0
+
+    @property
+    def records(self) -> int:
+        """Every record of the source."""
+        return self.imported + self.skipped
 
 
 @dataclass(frozen=True)
@@ -54,19 +87,39 @@ class _Row:
 
 
 def import_file(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jsonld",
-                namespace: NamespaceArg | None = None) -> int:
+                namespace: NamespaceArg | None = None,
+                progress: ProgressFn | None = None) -> int:
     """Import a file: a MaRS JSON-LD export, or a JSON dump of mem0 / LangGraph records.
 
     Returns:
-        How many memories were stored.
+        How many memories were stored (records imported before are skipped:
+        :func:`run_import` also says how many).
 
     Raises:
         ImportFormatError: unreadable file or malformed records (nothing is stored).
         ValidationError: an unknown ``kind``.
     """
+    return run_import(store, path, kind=kind, namespace=namespace, progress=progress).imported
+
+
+def run_import(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jsonld",
+               namespace: NamespaceArg | None = None,
+               progress: ProgressFn | None = None) -> ImportReport:
+    """:func:`import_file`, saying how many records were imported and how many skipped
+    (what ``mars import`` prints).
+
+    Raises:
+        ImportFormatError: unreadable file or malformed records (nothing is stored).
+        ValidationError: an unknown ``kind``.
+    """
+    progress = checked(progress)
     if kind == "jsonld":
-        return store.import_jsonld(path)
-    readers: dict[str, Callable[..., int]] = {"mem0": import_mem0, "langgraph": import_langgraph}
+        from mars_core.io import load_jsonld, memory_count
+
+        doc = load_jsonld(path)
+        imported = store.import_jsonld(doc, existing="skip", progress=progress)
+        return ImportReport(imported, memory_count(doc) - imported)
+    readers: dict[str, Callable[..., ImportReport]] = {"mem0": _mem0, "langgraph": _langgraph}
     if kind not in readers:
         raise ValidationError(f"unknown import kind {kind!r}: use jsonld, mem0 or langgraph")
     try:
@@ -75,29 +128,40 @@ def import_file(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jso
         raise ImportFormatError(f"{path} is nested too deeply to hold {kind} records") from None
     except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON, a NUL in the path
         raise ImportFormatError(f"cannot read {path} as JSON: {exc}") from exc
-    return readers[kind](store, data, namespace=namespace)
+    return readers[kind](store, data, namespace=namespace, progress=progress)
 
 
 def import_mem0(store: MemoryStore, records: Mapping[str, Any] | Sequence[Any], *,
-                namespace: NamespaceArg | None = None) -> int:
+                namespace: NamespaceArg | None = None,
+                progress: ProgressFn | None = None) -> int:
     """Import mem0 memories (``Memory.get_all()`` output, or its ``results`` list).
 
     Each mem0 memory becomes a ``semantic`` MaRS memory in ``namespace`` (default: its
     ``user_id``, else ``agent_id``/``run_id``, as one namespace part —
     :func:`mars_core.namespaces.id_namespace`, so ``"team/ana"`` is the namespace
-    ``"team%2Fana"`` —, else the store's default namespace).
+    ``"team%2Fana"`` —, else the store's default namespace). Returns how many were
+    stored: a record imported before (same ``id`` and text, same namespace) is skipped.
     """
+    return _mem0(store, records, namespace=namespace, progress=checked(progress)).imported
+
+
+def _mem0(store: MemoryStore, records: Mapping[str, Any] | Sequence[Any], *,
+          namespace: NamespaceArg | None, progress: ProgressFn | None) -> ImportReport:
     namespace = None if namespace is None else canonical_namespace(namespace)
     items = records.get("results", []) if isinstance(records, Mapping) else records
     rows = [_mem0_row(i, r, namespace) for i, r in enumerate(_as_list(items, "mem0"))]
-    return _write(store, rows, "mem0", "semantic")
+    return _write(store, rows, "mem0", "semantic", progress)
 
 
 def import_langgraph(store: MemoryStore, items: Iterable[Any], *,
                      namespace: NamespaceArg | None = None,
                      namespace_of: Callable[[tuple[str, ...]], str] | None = None,
-                     text_of: Callable[[Mapping[str, Any]], str] | None = None) -> int:
+                     text_of: Callable[[Mapping[str, Any]], str] | None = None,
+                     progress: ProgressFn | None = None) -> int:
     """Import LangGraph store items (``Item`` objects or their ``dict()`` form).
+
+    Returns how many were stored: an item imported before (same namespace, key and
+    text) is skipped.
 
     Args:
         store: the MaRS store written to.
@@ -110,18 +174,30 @@ def import_langgraph(store: MemoryStore, items: Iterable[Any], *,
             or ``reindex()``es the store).
         text_of: the memory text of a value (default: its ``"content"``, ``"text"``,
             ``"memory"`` or ``"data"`` field, else the JSON of the whole value).
+        progress: ``progress(stage, done, total)`` (:mod:`mars_core.progress`).
     """
+    return _langgraph(store, items, namespace=namespace, namespace_of=namespace_of,
+                      text_of=text_of, progress=checked(progress)).imported
+
+
+def _langgraph(store: MemoryStore, items: Iterable[Any], *, namespace: NamespaceArg | None,
+               progress: ProgressFn | None,
+               namespace_of: Callable[[tuple[str, ...]], str] | None = None,
+               text_of: Callable[[Mapping[str, Any]], str] | None = None) -> ImportReport:
     namespace = None if namespace is None else canonical_namespace(namespace)
     to_ns = namespace_of or encode_namespace
     as_items = namespace is None and namespace_of is None  # where MarsStore looks for them
     rows = [_langgraph_row(i, it, namespace, to_ns, text_of or _default_text,
                           as_item=as_items)
             for i, it in enumerate(_as_list(items, "LangGraph"))]
-    return _write(store, rows, "langgraph", "semantic")
+    return _write(store, rows, "langgraph", "semantic", progress)
 
 
-def _write(store: MemoryStore, rows: list[_Row], origin: str, type_: str) -> int:
-    """Check every row, then store them all in one transaction (``add_many``)."""
+def _write(store: MemoryStore, rows: list[_Row], origin: str, type_: str,
+           progress: ProgressFn | None) -> ImportReport:
+    """Check every row, leave out those imported before, then store the others in one
+    transaction (``add_many``)."""
+    spaces = []
     for i, row in enumerate(rows):  # everything checked before the first write
         try:
             ns = canonical_namespace(row.namespace or store.config.default_namespace)
@@ -132,11 +208,30 @@ def _write(store: MemoryStore, rows: list[_Row], origin: str, type_: str) -> int
         if len(row.text) > MAX_CONTENT_CHARS or store.token_counter.count(row.text) > budget:
             raise ImportFormatError(f"{origin} record {i} is larger than the budget of "
                                     f"namespace {ns!r}; nothing was imported")
-    store.add_many([{"text": row.text, "type": type_, "namespace": row.namespace,
-                     "metadata": row.metadata,
-                     "provenance": {"source": "import", "external_id": row.external_id[:256],
-                                    "reliability": 1.0}} for row in rows])
-    return len(rows)
+        spaces.append(ns)
+    done = _imported(store, set(spaces))
+    fresh = [row for row, ns in zip(rows, spaces, strict=True)
+             if (ns, _external_id(row), row.text) not in done]
+    if fresh:
+        store.add_many([{"text": row.text, "type": type_, "namespace": row.namespace,
+                         "metadata": row.metadata,
+                         "provenance": {"source": "import", "external_id": _external_id(row),
+                                        "reliability": 1.0}} for row in fresh],
+                       progress=progress)
+    return ImportReport(len(fresh), len(rows) - len(fresh))
+
+
+def _external_id(row: _Row) -> str:
+    return row.external_id[:256]
+
+
+def _imported(store: MemoryStore, spaces: set[str]) -> set[tuple[str, str, str]]:
+    """``(namespace, external id, text)`` of the memories an import stored in ``spaces``
+    (active or archived; an erased memory is gone, and would be imported again)."""
+    known = set(store.namespaces())
+    return {(ns, node.provenance.external_id, node.content)
+            for ns in sorted(spaces & known) for node in store.list(ns, status=None)
+            if node.provenance.source == "import" and node.provenance.external_id is not None}
 
 
 def _as_list(items: Any, what: str) -> list[Any]:
