@@ -4,13 +4,21 @@ Every command that reads a store takes ``--path`` (default: ``$MARS_PATH`` or
 ``./mars_data``, the embedded default of :meth:`MemoryStore.open`). A path that holds
 no store is an error that says how to create one; it is never created by a read.
 
+Long commands (``import``, ``reindex``, ``reembed``, ``bench ...``) draw a progress bar
+on standard error when it is a terminal and stay quiet otherwise; ``--progress`` /
+``--no-progress`` decide instead. A program that runs the command line in its own
+process can follow the same events with ``main(argv, progress=callback)``
+(:mod:`mars_core.progress`).
+
 Examples:
     >>> main(["--help"])  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mars_core.errors import MarsError
+from mars_core.progress import ProgressFn, combine, progress_bar
 
 __all__ = ["app", "main"]
 
@@ -49,8 +58,33 @@ IndexOpt = Annotated[str, typer.Option(
     "chroma://HOST:PORT, qdrant+http://HOST:PORT or qdrant+https://HOST:PORT (API key "
     "from $QDRANT_API_KEY)")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="directory for the results")]
+ProgressOpt = Annotated[bool | None, typer.Option(
+    "--progress/--no-progress", help="a progress bar on standard error (default: only when "
+    "it is a terminal)")]
 DEFAULT_PATH = Path("mars_data")
 IMPORT_KINDS = ("jsonld", "mem0", "langgraph")
+
+
+_OBSERVER: contextvars.ContextVar[ProgressFn | None] = contextvars.ContextVar(
+    "mars_cli_progress", default=None)
+"""The ``progress`` callback given to :func:`main` (for a program that embeds the CLI)."""
+
+
+def _shown(flag: bool | None) -> bool:
+    """Whether to draw a bar: as ``--progress/--no-progress`` says, else when standard
+    error is a terminal."""
+    return flag if flag is not None else sys.stderr.isatty()
+
+
+@contextmanager
+def _progress(flag: bool | None, title: str) -> Iterator[ProgressFn | None]:
+    """The progress callback of a long command: a bar on standard error when shown, and
+    the observer given to :func:`main`; None when neither."""
+    if not _shown(flag):
+        yield _OBSERVER.get()
+        return
+    with progress_bar(Console(stderr=True), title=title) as bar:
+        yield combine(bar, _OBSERVER.get())
 
 
 def _fail(message: str) -> typer.Exit:
@@ -231,7 +265,7 @@ def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
 
 
 @app.command(name="import")
-def import_(source: Annotated[Path, typer.Argument(
+def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer options)
                 help="the file: a `mars export` JSON-LD file, or a mem0 / LangGraph JSON "
                 "dump with --from")],
             path: PathOpt = DEFAULT_PATH,
@@ -242,11 +276,17 @@ def import_(source: Annotated[Path, typer.Argument(
                 "--namespace", "-n", help="put everything in this namespace (mem0/langgraph "
                 "dumps; default: each record's user_id / namespace tuple; JSON-LD keeps its "
                 "own)")] = None,
-            index: IndexOpt = "auto") -> None:
+            index: IndexOpt = "auto", progress: ProgressOpt = None) -> None:
     """Import memories into the store at --path (created when missing).
 
-    Every record is checked before the first write: a bad one imports nothing, and a
-    store this command created for the import is removed again.
+    All or nothing: every record is checked before the first write, and all are written
+    in one transaction. A bad record, an error or an interruption (Ctrl-C, a kill, a
+    crash) imports nothing; after an error or Ctrl-C, a store this command created for
+    the import is removed again (after a kill it stays, empty).
+
+    Safe to run again: records imported before (the same id and text, in the same
+    namespace; a JSON-LD memory under its id) are skipped, so a re-run after an
+    interruption, or of the same file, stores each record once.
     """
     from mars_core import importers
     from mars_core.store import MemoryStore
@@ -256,20 +296,30 @@ def import_(source: Annotated[Path, typer.Argument(
     if from_ not in IMPORT_KINDS:
         raise _fail(f"unknown import kind {from_!r}: use --from {', '.join(IMPORT_KINDS)}")
     created = _created_by_open(path)
-    written = False
+    before = after = 0
     try:
-        with MemoryStore.open(path, index=_index(index)) as store:
+        with _progress(progress, "import") as bar, \
+                MemoryStore.open(path, index=_index(index)) as store:
+            before = after = store.stats()["audit_events"]
             try:
-                n = importers.import_file(store, source, kind=from_, namespace=namespace)
+                done = importers.run_import(store, source, kind=from_, namespace=namespace,
+                                            progress=bar)
             finally:
-                written = bool(store.stats()["audit_events"])
-    except MarsError as exc:
-        undo = ""
-        if created is not None and not written:
+                after = store.stats()["audit_events"]
+    except (MarsError, KeyboardInterrupt) as exc:
+        what = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        if after != before:  # the import had committed before the interruption
+            raise _fail(f"{what} after the import was written: run `mars import` again to "
+                        "see that every record is there") from exc
+        undo = "; nothing was imported"
+        if created is not None:
             _remove_created(created)
-            undo = f"; nothing was imported, so the new store at {path} was removed again"
-        raise _fail(f"{exc}{undo}") from exc
-    console.print(f"imported {n} memories from {source} ({from_}) into {path}")
+            undo += f", so the new store at {path} was removed again"
+        raise _fail(f"{what}{undo}") from exc
+    skipped = (f"; {done.skipped} records already there (imported before) were skipped"
+               if done.skipped else "")
+    console.print(f"imported {done.imported} memories from {source} ({from_}) into "
+                  f"{path}{skipped}", highlight=False, soft_wrap=True)
 
 
 def _created_by_open(path: Path) -> tuple[Path, bool] | None:
@@ -360,11 +410,13 @@ def stats(path: PathOpt = DEFAULT_PATH) -> None:
 
 
 @app.command()
-def reindex(path: PathOpt = DEFAULT_PATH, index: IndexOpt = "auto") -> None:
-    """Rebuild the vector index from the records (the index is derived: nothing is lost)."""
-    with _open(path, index=index) as store:
+def reindex(path: PathOpt = DEFAULT_PATH, index: IndexOpt = "auto",
+            progress: ProgressOpt = None) -> None:
+    """Rebuild the vector index from the records (the index is derived: nothing is lost;
+    an interrupted rebuild is finished by the next open or `mars reindex`)."""
+    with _open(path, index=index) as store, _progress(progress, "reindex") as bar:
         try:
-            n = store.reindex()
+            n = store.reindex(progress=bar)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
         index = store.stats()["index"]
@@ -375,16 +427,17 @@ def reindex(path: PathOpt = DEFAULT_PATH, index: IndexOpt = "auto") -> None:
 def reembed(path: PathOpt = DEFAULT_PATH,
             embedder: Annotated[str, typer.Option(
                 help="semantic (MiniLM), hashing, or auto (the best installed)")] = "auto",
-            index: IndexOpt = "auto") -> None:
-    """Re-embed every memory with another embedder (store.reembed); the manifest follows."""
+            index: IndexOpt = "auto", progress: ProgressOpt = None) -> None:
+    """Re-embed every memory with another embedder (store.reembed); the manifest follows.
+    One transaction: an interrupted run leaves the store on its old embedder."""
     from mars_core.embedders import default_embedder
 
     if embedder not in {"auto", "semantic", "hashing"}:
         raise _fail("--embedder must be auto, semantic or hashing")
-    with _open(path, index=index) as store:
+    with _open(path, index=index) as store, _progress(progress, "reembed") as bar:
         try:
             target = default_embedder(embedder)  # type: ignore[arg-type]
-            n = store.reembed(target)
+            n = store.reembed(target, progress=bar)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
     console.print(f"re-embedded {n} memories in {path} with {target.name}")
@@ -412,7 +465,7 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
                 indexes: Annotated[str, typer.Option(
                     help="comma-separated: chroma, numpy, qdrant")] = "chroma,numpy",
                 quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
-                out: OutOpt = None) -> None:
+                out: OutOpt = None, progress: ProgressOpt = None) -> None:
     """What the storage costs: add, retrieve, observe and bulk ingest against raw chromadb,
     open + first retrieve at a million memories, peak RSS (docs/benchmarks/storage.md)."""
     from mars_core.bench import storage
@@ -420,24 +473,26 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
     kinds = tuple(i.strip() for i in indexes.split(",") if i.strip())
     if not kinds or set(kinds) - {"chroma", "numpy", "qdrant"}:
         raise _fail("--indexes takes chroma, numpy and qdrant, comma-separated")
-    storage.main(out, n=n, big=big, namespaces=namespaces, quick=quick,
-                 indexes=kinds)  # type: ignore[arg-type]
+    with _progress(progress, "bench store") as bar:
+        storage.main(out, n=n, big=big, namespaces=namespaces, quick=quick,
+                     indexes=kinds, progress=bar)  # type: ignore[arg-type]
 
 
 @bench_app.command("policies")
-def bench_policies(
+def bench_policies(  # noqa: PLR0917 (typer options are parameters)
         quick: Annotated[bool, typer.Option(help="smoke run: n = 500, 2000")] = False,
         n: Annotated[list[int] | None, typer.Option(
             help="a size every policy runs at (repeatable; 1000, 10000, 100000)")] = None,
         big: Annotated[int, typer.Option(
             help="size for fifo/lru/priority/dmf only (0 skips it)")] = 1_000_000,
         policies: Annotated[str | None, typer.Option(help="comma-separated names")] = None,
-        out: OutOpt = None) -> None:
+        out: OutOpt = None, progress: ProgressOpt = None) -> None:
     """Per-add and per-trigger cost of each policy against store size n."""
     from mars_core.bench import policies as pol
 
-    pol.main(tuple(n or (1000, 10_000, 100_000)), big or None,
-             policies.split(",") if policies else None, out, quick=quick)
+    with _progress(progress, "bench policies") as bar:
+        pol.main(tuple(n or (1000, 10_000, 100_000)), big or None,
+                 policies.split(",") if policies else None, out, quick=quick, progress=bar)
 
 
 @bench_app.command("plot")
@@ -463,11 +518,12 @@ def bench_plot(results: Annotated[Path, typer.Argument(
 @bench_app.command("leakage")
 def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")] = 120,
                   seed: Annotated[int, typer.Option(help="generator seed")] = 7,
-                  out: OutOpt = None) -> None:
+                  out: OutOpt = None, progress: ProgressOpt = None) -> None:
     """Planted PII reaching render_context, with privacy off and on."""
     from mars_core.bench import leakage
 
-    leakage.main(out, turns, seed)
+    with _progress(progress, "bench leakage") as bar:
+        leakage.main(out, turns, seed, progress=bar)
 
 
 DataOpt = Annotated[Path, typer.Option("--data", help="the data file (never copied)")]
@@ -479,32 +535,32 @@ def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option(
                      "--out", help="directory for the results")],
                  quick: QuickOpt = False,
                  methods: Annotated[str | None, typer.Option(
-                     help="comma-separated Task 1 method names (default: all)")] = None
-                 ) -> None:
+                     help="comma-separated Task 1 method names (default: all)")] = None,
+                 progress: ProgressOpt = None) -> None:
     """LoCoMo: evidence retrieval under a context budget and retention under a store budget."""
     from mars_core.bench.evidence import run_locomo
 
     _checked(run_locomo, data, out, quick=quick,
-             methods=methods.split(",") if methods else None)
+             methods=methods.split(",") if methods else None, progress=_shown(progress))
 
 
 @bench_app.command("longmemeval")
 def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option(
                           "--out", help="directory for the results")],
-                      quick: QuickOpt = False) -> None:
+                      quick: QuickOpt = False, progress: ProgressOpt = None) -> None:
     """LongMemEval: evidence retrieval at 256/512/1024 tokens."""
     from mars_core.bench.evidence import run_longmemeval
 
-    _checked(run_longmemeval, data, out, quick=quick)
+    _checked(run_longmemeval, data, out, quick=quick, progress=_shown(progress))
 
 
 @bench_app.command("fifa")
 def bench_fifa(out: Annotated[Path, typer.Option("--out", help="directory for the results")],
-               quick: QuickOpt = False) -> None:
+               quick: QuickOpt = False, progress: ProgressOpt = None) -> None:
     """FiFA: policies × budgets × seeds over five simulated scenarios (seed 000 §6)."""
     from mars_core.bench.fifa import run_fifa
 
-    run_fifa(out, quick=quick)
+    run_fifa(out, quick=quick, progress=_shown(progress))
 
 
 @bench_app.command("activator")
@@ -513,13 +569,15 @@ def bench_activator(data: DataOpt,
                         "--out", help="JSON file for the full report")] = None,
                     quick: QuickOpt = False,
                     embedder: Annotated[str, typer.Option(help="hashing or minilm")]
-                    = "hashing") -> None:
+                    = "hashing", progress: ProgressOpt = None) -> None:
     """LoCoMo multi-hop: the Activator's sub-query DAG against a single query."""
     from mars_core.bench.activator import run_activator_bench
 
     if embedder not in {"hashing", "minilm"}:
         raise _fail("--embedder must be hashing or minilm")
-    report = _checked(run_activator_bench, data, out, quick, embedder=embedder)
+    with _progress(progress, "bench activator") as bar:
+        report = _checked(run_activator_bench, data, out, quick, embedder=embedder,
+                          progress=bar)
     console.print_json(json.dumps({k: report[k] for k in ("embedder", "tune", "test", "seconds")
                                    if k in report}))
 
@@ -557,12 +615,22 @@ def _checked(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise _fail(str(exc)) from exc
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``mars`` console script; returns the exit code."""
+def main(argv: Sequence[str] | None = None, *, progress: ProgressFn | None = None) -> int:
+    """Entry point of the ``mars`` console script; returns the exit code.
+
+    Args:
+        argv: the arguments (default: the process's).
+        progress: also called with the progress events of the long commands
+            (:mod:`mars_core.progress`), whether or not a bar is drawn — for a program
+            that runs the command line in its own process.
+    """
+    token = _OBSERVER.set(progress)
     try:
         app(args=list(argv) if argv is not None else None, prog_name="mars")
     except SystemExit as exc:  # typer (click) ends every run with SystemExit
         return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    finally:
+        _OBSERVER.reset(token)
     return 0
 
 

@@ -49,6 +49,8 @@ from mars_core.control.config import ActivatorConfig
 from mars_core.control.memory import Buffer
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import ValidationError
+from mars_core.progress import ProgressFn
+from mars_core.progress import report as report_progress
 from mars_core.store import MemoryStore
 
 __all__ = ["bench_config", "run_activator_bench", "score_conversation"]
@@ -171,6 +173,7 @@ def run_activator_bench(
     embedder: Literal["hashing", "minilm"] = "hashing",
     budgets: Sequence[int] = BUDGETS,
     config: ActivatorConfig | None = None,
+    progress: ProgressFn | None = None,
 ) -> dict[str, Any]:
     """Compare single-query retrieval with the Activator's DAG on LoCoMo category 1.
 
@@ -181,6 +184,7 @@ def run_activator_bench(
         embedder: ``"hashing"`` (default, no model) or ``"minilm"`` (all-MiniLM-L6-v2).
         budgets: token budgets B (approximate tokens).
         config: the Activator configuration (default :func:`bench_config`).
+        progress: ``progress("conversations", done, total)`` after each conversation.
 
     Returns:
         ``{"tune": ..., "test": ..., "conversations": [...], "config": ..., ...}``; each
@@ -193,7 +197,11 @@ def run_activator_bench(
     cfg = config or bench_config()
     emb = _embedder(embedder)
     start = time.perf_counter()
-    rows = [score_conversation(c, emb, budgets, cfg) for c in chosen]
+    rows = []
+    report_progress(progress, "conversations", 0, len(chosen))
+    for done, conv in enumerate(chosen, 1):
+        rows.append(score_conversation(conv, emb, budgets, cfg))
+        report_progress(progress, "conversations", done, len(chosen))
     report: dict[str, Any] = {
         "benchmark": "activator", "category": 1, "embedder": emb.name, "quick": quick,
         "budgets": list(budgets), "config": cfg.model_dump(),

@@ -32,6 +32,7 @@ from typing import Any
 
 from mars_core.bench.report import results_dir
 from mars_core.clock import FakeClock
+from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
 __all__ = ["make_conversation", "run"]
@@ -95,14 +96,19 @@ def _store(config: str, seed: int) -> MemoryStore:
     return store
 
 
-def run(turns: int = 120, seed: int = 7) -> list[dict[str, Any]]:
-    """Measure the three configurations on one generated conversation."""
+def run(turns: int = 120, seed: int = 7,
+        progress: ProgressFn | None = None) -> list[dict[str, Any]]:
+    """Measure the three configurations on one generated conversation (``progress``:
+    stage ``turns``, over the three of them)."""
     texts, planted, harmless = make_conversation(turns, seed)
     rows = []
-    for config in ("off", "redact", "private"):
+    configs = ("off", "redact", "private")
+    report(progress, "turns", 0, len(configs) * turns)
+    for c, config in enumerate(configs):
         with _store(config, seed) as store:
             for i, text in enumerate(texts):
                 store.observe("user", text, conversation_id="c", turn=i, speaker="Maya")
+                report(progress, "turns", c * turns + i + 1, len(configs) * turns)
             leaked: dict[str, int] = {}
             for kind, value in planted:
                 ctx = store.render_context(_PROBES[kind], budget_tokens=300,
@@ -121,10 +127,10 @@ def run(turns: int = 120, seed: int = 7) -> list[dict[str, Any]]:
 
 
 def main(out: str | os.PathLike[str] | None = None, turns: int = 120,
-         seed: int = 7) -> list[dict[str, Any]]:
+         seed: int = 7, progress: ProgressFn | None = None) -> list[dict[str, Any]]:
     """Run and print a table (and write ``leakage.json`` to ``out``, made before the run)."""
     folder = None if out is None else results_dir(out)
-    rows = run(turns, seed)
+    rows = run(turns, seed, progress)
     print("config   leaked items  leaked tokens  useful recall   kinds leaked")
     for r in rows:
         print(f"{r['config']:<8} {r['leaked_items']:>5}/{r['planted']:<6} {r['leaked_tokens']:>8}"

@@ -70,6 +70,7 @@ from mars_core.clock import FakeClock
 from mars_core.config import StoreConfig
 from mars_core.errors import ValidationError
 from mars_core.policies import Plan, Policy, available, make_policy
+from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
 __all__ = [
@@ -568,11 +569,15 @@ def _markdown(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any],
 
 
 def _grid(ns: Sequence[int], big: int | None, policies: Sequence[str], *, quick: bool,
-          shared_from: int, **kw: Any) -> list[dict[str, Any]]:
+          shared_from: int, progress: ProgressFn | None = None,
+          extra: int = 0, **kw: Any) -> list[dict[str, Any]]:
+    """The grid's rows (``progress``: stage ``runs``, counting ``extra`` more to come)."""
     rows: list[dict[str, Any]] = []
     sizes = [(n, list(policies)) for n in ns]
     if big:
         sizes.append((big, [p for p in policies if p in GOAL_POLICIES]))
+    total = sum(len(names) for _, names in sizes) + extra
+    report(progress, "runs", 0, total)
     for n, names in sizes:
         if not names:
             continue
@@ -581,12 +586,20 @@ def _grid(ns: Sequence[int], big: int | None, policies: Sequence[str], *, quick:
         elif n >= shared_from:
             rows += _isolated(run_shared, names, n, **kw)
         else:
-            rows += [_isolated(run, p, n, **kw) for p in names]
+            for p in names:
+                rows.append(_isolated(run, p, n, **kw))
+                report(progress, "runs", len(rows), total)
+        report(progress, "runs", len(rows), total)
         for r in rows[-len(names):]:
             print(f"n={n:,} {r['policy']}: {r['steady_adds']} adds, per add "
                   f"{r['per_add_us']['mean']:,.0f} µs (CPU {r['per_add_cpu_us']['mean']:,.0f}), "
                   f"per trigger {r['per_trigger_us']['mean']:,.0f} µs", flush=True)
     return rows
+
+
+def _reference_count(quick: bool) -> int:
+    """How many reference rows :func:`_references` adds."""
+    return 2 if quick else 2 + len(GOAL_POLICIES)
 
 
 def _references(n: int, *, quick: bool, **kw: Any) -> list[dict[str, Any]]:
@@ -644,7 +657,8 @@ def merge_results(parts: Sequence[str | os.PathLike[str]], out: str | os.PathLik
 def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_000,
          policies: Sequence[str] | None = None, out: str | os.PathLike[str] | None = None, *,
          quick: bool = False, steady_adds: int = 2000, max_steady_s: float | None = 180.0,
-         shared_from: int = 100_000, reference: bool = True) -> list[dict[str, Any]]:
+         shared_from: int = 100_000, reference: bool = True,
+         progress: ProgressFn | None = None) -> list[dict[str, Any]]:
     """Run the grid, print the table and write ``policies.json`` and ``policies.md``.
 
     Args:
@@ -660,6 +674,7 @@ def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_00
         shared_from: sizes at or above this use one shared fill (:func:`run_shared`);
             below it every policy gets a fresh store, each in its own process.
         reference: add the reference rows (NLP on, default DMF, shared-fill check).
+        progress: ``progress("runs", done, total)`` as the rows are measured.
 
     Returns:
         The result records.
@@ -672,9 +687,12 @@ def main(ns: Sequence[int] = (1000, 10_000, 100_000), big: int | None = 1_000_00
         ns, big = (500, 2000), None
         kw = {"steady_adds": 200, "max_steady_s": 5.0, "slow_steady": 10, "slow_from": 0}
     names = _order(policies or [p for p in available() if p != "learned"])  # needs a model
-    rows = _grid(ns, big, names, quick=quick, shared_from=shared_from, **kw)
+    extra = _reference_count(quick) if reference else 0
+    rows = _grid(ns, big, names, quick=quick, shared_from=shared_from, progress=progress,
+                 extra=extra, **kw)
     if reference:
         rows += _references(min(ns) if quick else min(max(ns), 10_000), quick=quick, **kw)
+        report(progress, "runs", len(rows), len(rows))
     annotate(rows)
     meta = {"machine": platform.platform(), "python": platform.python_version(),
             "cpus": multiprocessing.cpu_count(), "quick": quick, **kw}

@@ -61,6 +61,7 @@ from mars_core.bench.report import results_dir
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import MarsError
 from mars_core.layout import IndexKind
+from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
 __all__ = ["WORDS", "TableEmbedder", "main", "make_texts", "run"]
@@ -336,6 +337,19 @@ def memory(n: int, *, workdir: Path) -> dict[str, Any]:
 # --- the run --------------------------------------------------------------------------------
 
 
+class _Steps:
+    """Counts finished sections for ``progress`` (stage ``sections``)."""
+
+    def __init__(self, progress: ProgressFn | None, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+        report(progress, "sections", 0, total)
+
+    def __call__(self, result: dict[str, Any]) -> dict[str, Any]:
+        self.done += 1
+        report(self.progress, "sections", self.done, self.total)
+        return result
+
+
 @contextmanager
 def _workdir(base: Path | None) -> Iterator[Path]:
     if base is not None:
@@ -349,22 +363,28 @@ def _workdir(base: Path | None) -> Iterator[Path]:
 def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_000,
         namespaces: int = 10_000, indexes: Sequence[IndexKind] = ("chroma", "numpy"),
         quick: bool = False, workdir: Path | None = None,
-        model: Embedder | None = None) -> dict[str, Any]:
+        model: Embedder | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
     """All four sections (``big=0`` skips the scale one; ``quick``: the memory section
     runs at ``n`` too but the bulk section at n/4; ``model``: the bulk section runs
-    again at n/5 with it)."""
+    again at n/5 with it; ``progress``: stage ``sections``, one step per index and
+    section)."""
     os.environ.setdefault("MARS_EMBEDDER", "hashing")
+    total = len(indexes) * (2 + (model is not None) + bool(big)) + ("chroma" in indexes)
+    step = _Steps(progress, total)
     with _workdir(workdir) as base:
         result: dict[str, Any] = {
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-            "cost": [cost(i, n, block=block, rounds=rounds, workdir=base) for i in indexes],
-            "bulk": [bulk(i, n // 4 if quick else n, workdir=base) for i in indexes]}
+            "cost": [step(cost(i, n, block=block, rounds=rounds, workdir=base))
+                     for i in indexes],
+            "bulk": [step(bulk(i, n // 4 if quick else n, workdir=base)) for i in indexes]}
         if model is not None:
-            result["bulk"] += [bulk(i, n // 5, workdir=base, embedder=model) for i in indexes]
+            result["bulk"] += [step(bulk(i, n // 5, workdir=base, embedder=model))
+                               for i in indexes]
         if "chroma" in indexes:
-            result["memory"] = memory(n, workdir=base)
+            result["memory"] = step(memory(n, workdir=base))
         if big:
-            result["scale"] = [scale(big, namespaces, index=i, workdir=base) for i in indexes]
+            result["scale"] = [step(scale(big, namespaces, index=i, workdir=base))
+                               for i in indexes]
     result["peak_rss_mb_of_the_run"] = resource.getrusage(
         resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
@@ -407,7 +427,8 @@ def table(result: dict[str, Any]) -> str:
 
 def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int = 1_000_000,
          namespaces: int = 10_000, quick: bool = False,
-         indexes: Sequence[IndexKind] = ("chroma", "numpy")) -> dict[str, Any]:
+         indexes: Sequence[IndexKind] = ("chroma", "numpy"),
+         progress: ProgressFn | None = None) -> dict[str, Any]:
     """Run and print (and write ``storage.json``, the plots of
     :func:`mars_core.bench.plots.plot_storage` and ``storage.md`` to ``out``, made before
     the run)."""
@@ -418,7 +439,8 @@ def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int
         n, big, namespaces = min(n, 600), min(big, 4_000), min(namespaces, 40)
     result = run(n, big=big, namespaces=namespaces, indexes=indexes, quick=quick,
                  block=5 if quick else 20, rounds=2 if quick else 10,
-                 model=None if quick else _model())  # the default embedder, as users run it
+                 model=None if quick else _model(),  # the default embedder, as users run it
+                 progress=progress)
     text = table(result)
     print(text)
     if folder is not None:
