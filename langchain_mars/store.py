@@ -52,8 +52,11 @@ LangGraph's key-value contract:
   through the core API (``memory.get``, ``explain``) — not through this adapter.
   MaRS's own type retention (``maintain`` archives old memories) is separate: archived is
   not expired, and ``get`` reads archived items through.
-* **Batches** are validated as a whole before any operation runs (a bad op changes
-  nothing), then run in order; ``abatch`` is the same code in a worker thread.
+* **Batches** are validated as a whole before any operation runs (a bad op, or a value
+  heavier than its namespace's whole budget, changes nothing), then run in order; puts
+  of new keys that follow one another are stored together, in one ``add_many`` (one
+  transaction, one embedding call per batch of texts). ``abatch`` is the same code in a
+  worker thread.
 
 Examples:
     >>> from mars_core import FakeClock, MemoryStore
@@ -86,6 +89,7 @@ from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_n
 from mars_core._async import refuse_in_loop, sync_in_loop_allowed
 from mars_core.engine.args import collection, phrase
 from mars_core.errors import (
+    BudgetExceededError,
     ConfigError,
     ExtraNotInstalledError,
     MarsError,
@@ -245,11 +249,17 @@ class MarsStore(BaseStore):
         Like LangGraph's stores, a batch may write under the reserved root label
         ``"langgraph"`` (only the public ``put`` refuses it).
 
+        Puts of keys that hold no item, one after another, are stored together: one
+        ``MemoryStore.add_many`` (one transaction, the texts embedded in one call),
+        exactly as they would one by one (each budget is enforced after each put).
+
         Raises:
             InvalidNamespaceError: a bad namespace label (LangGraph's error).
             ValidationError: any other bad operation (a namespace that is a string, not
                 a tuple, and a ``ttl`` that is not a number of minutes in ``[0, 1e9]``
                 included); nothing ran.
+            BudgetExceededError: a put whose text is heavier than its namespace's whole
+                budget; nothing ran.
         """
         self._refuse_in_loop("batch")
         if isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Iterable):
@@ -259,8 +269,25 @@ class MarsStore(BaseStore):
         with _langgraph_errors():
             for op in todo:
                 _check(op)
+                if isinstance(op, PutOp) and op.value is not None:
+                    self._check_weight(op)
         with self._lock:
-            return [self._run(op) for op in todo]
+            results: list[Result] = []
+            new: list[PutOp] = []  # puts of new keys, stored together when the run ends
+            for op in todo:
+                if self._is_new(op, new):
+                    new.append(cast(PutOp, op))
+                    results.append(None)
+                    continue
+                self._put_new(new)
+                new = []
+                if self._is_new(op, new):
+                    new.append(cast(PutOp, op))
+                    results.append(None)
+                else:
+                    results.append(self._run(op))
+            self._put_new(new)
+            return results
 
     # --- the public calls: a namespace of the wrong kind is our error, not a TypeError ----
 
@@ -546,6 +573,40 @@ class MarsStore(BaseStore):
             return node
         return self.memory.set_metadata(node.id, expires_at=expires, namespace=node.namespace)
 
+    def _check_weight(self, op: PutOp) -> None:
+        """A put's text must fit its namespace's whole budget (checked before any op)."""
+        text, _ = _text(_json(op.value or {}), self.fields if op.index is None else op.index)
+        ns = encode_namespace(op.namespace)
+        budget = self.memory.config.budget_for(ns)
+        if self.memory.token_counter.count(text) > budget:
+            raise BudgetExceededError(
+                f"the value of key {op.key!r} needs more than the {budget} tokens of "
+                f"namespace {op.namespace!r}; nothing of the batch ran")
+
+    def _is_new(self, op: Op, pending: list[PutOp]) -> bool:
+        """A put of a key that holds no item (none stored, none pending)."""
+        return isinstance(op, PutOp) and op.value is not None \
+            and all((p.namespace, p.key) != (op.namespace, op.key) for p in pending) \
+            and self._node(op.namespace, op.key) is None
+
+    def _put_new(self, ops: list[PutOp]) -> None:
+        """Store puts of new keys in one ``add_many`` (one transaction)."""
+        if not ops:
+            return
+        now = self.memory.clock.now()
+        items = []
+        for op in ops:
+            assert op.value is not None
+            fields = self.fields if op.index is None else op.index
+            text, rec = _new_record(op.namespace, op.key, _json(op.value), fields,
+                                    ttl=op.ttl, created=now.isoformat())
+            items.append({"text": text, "type": self.memory_type,
+                          "namespace": encode_namespace(op.namespace),
+                          "metadata": {MARKER: rec}, "expires_at": _expiry(now, op.ttl),
+                          "provenance": _provenance(op.key)})
+        for op, node in zip(ops, self.memory.add_many(items), strict=True):
+            self._index.replace(op.namespace, op.key, node.id, seq=node.seq)
+
     def _put(self, namespace: Namespace, key: str, value: Mapping[str, Any],
              index: Literal[False] | list[str] | None, ttl: float | None) -> None:
         now = self.memory.clock.now()
@@ -570,21 +631,15 @@ class MarsStore(BaseStore):
             elif old.expires_at != expires:
                 self.memory.set_metadata(old.id, expires_at=expires, namespace=old.namespace)
             return  # unchanged: content is immutable, a new version would only grow the archive
-        text, indexed = _text(data, fields)
         created = old_rec["created_at"] if old_rec else now.isoformat()
-        rec = {"namespace": list(namespace), "key": key, "value": data, "index": fields,
-               "indexed": indexed, "created_at": created}
-        if ttl is not None:
-            rec["ttl"] = ttl
+        text, rec = _new_record(namespace, key, data, fields, ttl=ttl, created=created)
         if old is not None:  # one transaction: new version derivesFrom + supersedes the old
             node = self.memory.update(old.id, text, metadata={MARKER: rec}, expires_at=expires,
                                       namespace=old.namespace)
         else:
             node = self.memory.add(
                 text, type=self.memory_type, namespace=encode_namespace(namespace),
-                metadata={MARKER: rec}, expires_at=expires,
-                provenance=Provenance(source="langgraph",
-                                      external_id=key if len(key) <= 256 else None))
+                metadata={MARKER: rec}, expires_at=expires, provenance=_provenance(key))
         self._index.replace(namespace, key, node.id, seq=node.seq)
 
     def _erase(self, namespace: Namespace, key: str) -> tuple[ErasureReceipt, ...]:
@@ -864,6 +919,23 @@ def _text(value: dict[str, Any], fields: Literal[False] | list[str]) -> tuple[st
     if text:
         return text, True
     return json.dumps(value, sort_keys=True, ensure_ascii=False), False
+
+
+def _new_record(namespace: Namespace, key: str, data: dict[str, Any],
+                fields: Literal[False] | list[str], *, ttl: float | None,
+                created: str) -> tuple[str, dict[str, Any]]:
+    """The memory text of a put and the item record its metadata keeps."""
+    text, indexed = _text(data, fields)
+    rec: dict[str, Any] = {"namespace": list(namespace), "key": key, "value": data, "index": fields,
+           "indexed": indexed, "created_at": created}
+    if ttl is not None:
+        rec["ttl"] = ttl
+    return text, rec
+
+
+def _provenance(key: str) -> Provenance:
+    """Where an item's memory came from (its key, when it fits an external id)."""
+    return Provenance(source="langgraph", external_id=key if len(key) <= 256 else None)
 
 
 def _record(node: MemoryNode) -> dict[str, Any] | None:
