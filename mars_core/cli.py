@@ -478,6 +478,25 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
                      indexes=kinds, progress=bar)  # type: ignore[arg-type]
 
 
+@bench_app.command("import")
+def bench_import(n: Annotated[int, typer.Option(min=1, help="mem0 records in the dump")] = 1500,
+                 reps: Annotated[int, typer.Option(min=1, help="repetitions (median)")] = 3,
+                 embedders: Annotated[str, typer.Option(
+                     help="comma-separated: hashing, semantic (skipped when not installed)")]
+                 = "hashing,semantic",
+                 out: OutOpt = None, progress: ProgressOpt = None) -> None:
+    """`mars import` of a mem0 dump against the same records added one by one, in the
+    same run (medians, ratios; docs/benchmarks/README.md)."""
+    from mars_core.bench import ingest
+
+    names = tuple(e.strip() for e in embedders.split(",") if e.strip())
+    if not names or set(names) - {"hashing", "semantic"}:
+        raise _fail("--embedders takes hashing and semantic, comma-separated")
+    with _progress(progress, "bench import") as bar:
+        ingest.main(out, n=n, reps=reps, embedders=names, progress=bar,
+                    echo=lambda text: console.print(text, highlight=False))
+
+
 @bench_app.command("policies")
 def bench_policies(  # noqa: PLR0917 (typer options are parameters)
         quick: Annotated[bool, typer.Option(help="smoke run: n = 500, 2000")] = False,
