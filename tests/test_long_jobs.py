@@ -173,3 +173,23 @@ def test_import_of_1500_records_draws_a_bar_on_a_terminal_and_nothing_elsewhere(
                            env=env, cwd=tmp_path, timeout=600, check=False)
     assert piped.returncode == 0 and b"imported 1500 memories" in piped.stdout
     assert b"storing" not in piped.stderr and b"1500/1500" not in piped.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_an_import_imports_nothing_and_removes_the_store_it_created(
+        tmp_path: Path) -> None:
+    """SIGINT while the records are staged: Python's KeyboardInterrupt unwinds the one
+    transaction, and the command says so and removes the store it had created."""
+    dump = _dump(tmp_path / "mem0.json", N)
+    path = tmp_path / "new" / "store"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "store", "300", "import", str(dump), "--from", "mem0",
+         "--path", str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("paused at store 300/")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err[-2000:]
+    assert "error: interrupted; nothing was imported, so the new store at" in out
+    assert not (tmp_path / "new").exists()
