@@ -12,18 +12,33 @@ other role without a speaker (the assistant talking about itself) give nothing.
 
 **Rules** (per sentence; questions are skipped except "(can you) remind me to ..."):
 
-* *facts* (semantic): ``I live in / moved to <Place>`` → ``livesIn``; ``I'm from <Place>``
-  → ``isFrom``; ``I work at|for <Org>`` → ``worksAt``; ``I work as a <job>`` → ``worksAs``;
-  ``I am a/an <noun>`` → ``isA`` (not "a bit", "a part of", ...); ``I have a <dog|car|
-  son|...>`` → ``has`` (a fixed list of possessions; "named <Name>" also makes a social
-  memory); ``my <name|birthday|email|...> is <value>`` → ``attr:<name>``.
+* *facts* (semantic): ``I/we live in / moved to <Place>``, ``I'm/we're living|based|
+  settled in <Place>`` → ``livesIn`` (not a childhood move: "when I was a kid");
+  ``I'm from <Place>`` → ``isFrom``; ``I work at|for <Org>`` → ``worksAt``; ``I work as a
+  <job> (at <Org>)``, ``I'm a <job> at <Org>`` → ``worksAs`` (and ``worksAt``); ``I am
+  a/an <noun>`` → ``isA`` (not "a bit", "a part of", ...); ``I/we have|adopted|rescued a
+  <dog|car|greyhound|...>`` → ``has`` (a fixed list of possessions and pet breeds;
+  "named|called <Name>" also makes a social memory, a breed stored under its kind:
+  "Biscuit is the user's dog, a rescue greyhound"); ``my <name|birthday|email|...> is
+  <value>`` → ``attr:<name>``.
+* *job changes* (semantic): ``I started (a new job) at <Org>``, ``I got|landed|took a job
+  at <Org>``, ``I accepted an offer from <Org>``, ``I was hired by <Org>``, ``I joined
+  <Org>`` only with a word of work in the sentence ("I left Tidewave and joined ..."),
+  ``... as a <job>`` → ``worksAt`` (and ``worksAs``); ``I got promoted to <job>`` →
+  ``worksAs``; ``I quit <Org>``, ``I left my job at <Org>``, or ``I left <Org>`` with a
+  word of a career move → "no longer works at", which ends that ``worksAt``.
 * *preferences* (semantic): ``I like/love/enjoy/prefer/hate/dislike/don't like <X>``,
-  ``I'm a (big) fan of <X>``, ``my favourite <cat> is <X>``, ``<X> is my favourite (<cat>)``.
-  Objects that point at the conversation ("I love *your* painting", "I love *that*")
-  are reactions, not preferences, and are dropped.
+  ``I'm a (big) fan of <X>``, ``I'm (really) into <X>``, ``my favourite <cat> is <X>``,
+  ``<X> is my favourite (<cat>)``; a liking that ended: ``I used to love <X>``, ``I no
+  longer like <X>``, ``I'm not into <X> anymore``, ``I've gone off <X>``. Objects that
+  point at the conversation ("I love *your* painting", "I love *that*") are reactions,
+  not preferences, and are dropped.
 * *constraints* (semantic): imperatives addressed to the agent (only when no speaker is
   named): ``Don't / Do not / Never / Always / Must not ...``; and, for any speaker,
-  ``I'm allergic to <X>``, ``I'm vegan|vegetarian|...``, ``I don't|never eat|drink|... <X>``.
+  ``I'm allergic to <X>``, ``I'm|I've been|I went|I've gone vegan|vegetarian|...``, ``I'm
+  no longer vegetarian``, ``I don't|never eat|drink|... <X>``, ``I gave up|stopped|quit|
+  no longer <eating ...> <X>``; with "anymore", "no longer", "these days" or a verb of
+  giving up, the habit also ends a liking of <X> or a favourite that is <X>.
 * *people* (social): ``my [best] <sister|friend|colleague|dog|...> <Name>``,
   ``<Name> is my <relation>``, ``<Name>, my <relation>``, ``<Name>'s <relation> <Name2>``,
   ``<Name2> is <Name>'s <relation>``.
@@ -33,12 +48,27 @@ other role without a speaker (the assistant talking about itself) give nothing.
   only with a clearly future one (not "today", "this week"); ``remind me to ...`` and
   ``don't let me forget to ...`` also without one. Goals addressed to the listener
   ("I'll *let you know* tomorrow") are dropped. A task is also indexed by its goal, so
-  a rescheduled reminder replaces the old one.
+  a rescheduled reminder replaces the old one; with "instead", "make it", ... or a
+  correction cue, a plan whose goal holds every word of the new one is replaced too
+  ("remind me to call the landlord on Monday instead").
+* *renamed pets* (social): ``we renamed the dog (to) <New>``, ``we renamed <Old> (to)
+  <New>``, ``we changed the dog's name to <New>``, ``the dog's new name is <New>``,
+  ``<Old>|the dog goes by|is now called <New>`` → "<New> is the user's dog (renamed from
+  <Old>)", which replaces the old name's social memory (named, or the speaker's only
+  dog; two dogs and no name: nothing is replaced) and a ``<dog>'s name`` attribute.
+* *cancelled plans* (task, status cancelled): ``the <x> is off|cancelled|called off``
+  (``off`` only for a plan-like <x>: trip, dinner, party, ...; "the heating is off" is
+  not), ``I/we/<Name> cancelled|called off <x>``, ``we're not going to <x> anymore|after
+  all``, ``we won't go to <x>``, and to the assistant ``(can you) cancel|scrap|never mind
+  the <x>``. They end the pending task that shares the most words with <x> (and the name
+  of who cancelled it), in its words: "The user is no longer going to Kyoto in April
+  (cancelled; was due ...)"; with no such task, or a tie, nothing is extracted.
 
 **Dates** (:func:`parse_deadline`), relative to an anchor: today, tonight, this
 morning/afternoon/evening, tomorrow, the day after tomorrow, ``[on|this|next] <weekday>``,
 this/next week, this/next weekend, this/next month, next year, ``in N days|weeks|months``,
-``May 3``, ``3 May``, ``3rd of May``, with or without a year, ``2026-05-03``; times
+``in|by <Month>`` (its last day), ``May 3``, ``3 May``, ``3rd of May``, with or without a
+year, ``2026-05-03``; times
 ``5pm``, ``5:30 pm``, ``17:00``, ``noon``, ``midnight``. A date without a time is due at
 23:59 of that day in the anchor's timezone; a bare weekday is the next one after today;
 ``next <weekday>`` is that day in the next Monday-based week; "next week" ends on its
@@ -49,10 +79,14 @@ predicate)`` and a value (:func:`topic_of`). :class:`KnownFacts` maps topics of 
 memories to their node; a new memory on a known topic with a different value replaces
 it (``supersedes``, or ``corrects`` when the turn has a correction cue such as
 "actually", "I meant", "no, it's"), and one with the same value is not extracted again.
-Single-valued predicates (livesIn, isFrom, worksAt, worksAs, attr:*, favourite:<cat>)
-are keyed by predicate; likes/dislikes by their object (so "I hate sushi" replaces "I
-love sushi"); ``prefers`` by the head noun of its object ("aisle seats" replaces "window
-seats"); everything else by its object (duplicates only).
+Single-valued predicates (livesIn, isFrom, worksAt, worksAs, attr:*, favourite:<cat>,
+and a diet among vegan, vegetarian and pescatarian) are keyed by predicate;
+likes/dislikes and likings that ended by their object (so "I hate sushi" and "I used to
+love sushi" replace "I love sushi"); ``prefers`` by the head noun of its object ("aisle
+seats" replaces "window seats"); everything else by its object (duplicates only). A
+change whose topic differs from what it ends — a renamed pet, a cancelled plan, a job
+left, a habit given up — names what it ends (:attr:`Extracted.also_replaces`), resolved
+against :class:`KnownFacts`: a change of something never said is not extracted.
 
 Examples:
     >>> from datetime import datetime, UTC
@@ -70,11 +104,11 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel
 
@@ -136,6 +170,27 @@ _POSSESSIONS: Final = frozenset({
     "disability", "diabetes", "asthma", "tattoo", "tattoos", "studio", "shop", "store",
     "business", "company", "restaurant", "cafe", "bakery", "farm", "cabin",
 })
+_BREEDS: Final = MappingProxyType({
+    **dict.fromkeys(("greyhound", "whippet", "labrador", "lab", "retriever", "spaniel",
+                     "terrier", "poodle", "beagle", "collie", "dachshund", "pug", "husky",
+                     "bulldog", "shepherd", "corgi", "chihuahua", "boxer", "rottweiler",
+                     "lurcher", "schnauzer", "doodle", "labradoodle", "cockapoo", "mutt",
+                     "pup"), "dog"),
+    **dict.fromkeys(("tabby", "siamese", "moggy", "persian", "ragdoll", "sphynx"), "cat"),
+})
+"""Dog and cat words that name the animal ("a rescue greyhound called Biscuit")."""
+_PET_KINDS: Final = MappingProxyType({
+    "dog": frozenset({"dog", "puppy", "pup"}), "cat": frozenset({"cat", "kitten"}),
+})
+"""The relationship words a pet of each kind may be stored under."""
+_NOT_JOBS: Final = frozenset({
+    "regular", "member", "customer", "client", "guest", "patient", "visitor", "fan",
+    "subscriber", "resident", "tourist", "beginner", "newbie", "volunteer", "student",
+    "believer", "fixture", "local",
+})
+"""Heads of "I'm a <noun> at <Place>" that are not a job held there."""
+_EATING_PATTERNS: Final = frozenset({"vegan", "vegetarian", "pescatarian"})
+"""Diets that exclude each other: a new one replaces the old one."""
 _ATTRIBUTES: Final = (
     "name", "full name", "nickname", "birthday", "date of birth", "email", "email address",
     "e-mail", "phone number", "number", "address", "home address", "age", "job",
@@ -304,6 +359,9 @@ class Extracted:
         reason: the rule that fired, for the audit rationale.
         topic: the topic the memory is indexed under in :class:`KnownFacts` (``None``
             when it has none).
+        also_replaces: further active memories this one makes outdated although their
+            topic differs (a renamed pet's old name, a cancelled plan, a preference
+            that ended); replaced the same way (superseded, or corrected).
 
     Examples:
         >>> e = Extracted(MemoryType.SEMANTIC, "fact", "The user lives in Rome",
@@ -322,6 +380,7 @@ class Extracted:
     corrects: str | None = None
     reason: str = ""
     topic: Topic | None = None
+    also_replaces: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "payload", MappingProxyType(dict(self.payload)))
@@ -329,19 +388,23 @@ class Extracted:
     def edges(self, episode_id: str) -> list[tuple[Predicate, str]]:
         """All edges from the new memory, with :data:`EPISODE` resolved to ``episode_id``.
 
-        Lineage comes last: ``supersedes`` or ``corrects`` (the replaced memory).
+        Lineage comes last: ``supersedes`` or ``corrects`` (the replaced memories).
         """
         out = [(p, episode_id if t == EPISODE else t) for p, t in self.links]
-        if self.supersedes is not None:
-            out.append((Predicate.SUPERSEDES, self.supersedes))
-        if self.corrects is not None:
-            out.append((Predicate.CORRECTS, self.corrects))
+        pred = Predicate.CORRECTS if self.corrects is not None else Predicate.SUPERSEDES
+        out += [(pred, old) for old in self.replaced]
         return list(dict.fromkeys(out))
 
     @property
     def replaces(self) -> str | None:
         """The memory this one replaces (superseded or corrected), if any."""
         return self.corrects or self.supersedes
+
+    @property
+    def replaced(self) -> tuple[str, ...]:
+        """Every memory this one replaces: :attr:`replaces`, then :attr:`also_replaces`."""
+        first = self.replaces
+        return tuple(dict.fromkeys(([first] if first else []) + list(self.also_replaces)))
 
 
 # --- normalisation and topics --------------------------------------------------------------
@@ -367,6 +430,7 @@ def _head(text: str) -> str:
 _SINGLE_VALUED: Final = frozenset({"livesIn", "isFrom", "worksAt", "worksAs"})
 _POSITIVE: Final = frozenset({"likes", "loves", "enjoys", "adores", "favourite"})
 _NEGATIVE: Final = frozenset({"dislikes", "hates", "detests"})
+_FORMER: Final = frozenset({"usedToLike", "noLongerLikes"})
 
 
 def _payload_dict(payload: BaseModel | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -421,6 +485,10 @@ def _semantic_topic(data: Mapping[str, Any]) -> Topic | None:
         return Topic(subject, pred, _norm(obj))
     if pred in _POSITIVE or pred in _NEGATIVE:
         return Topic(subject, f"attitude:{_norm(obj)}", "+" if pred in _POSITIVE else "-")
+    if pred in _FORMER:  # "I used to love X", "I'm not into X anymore"
+        return Topic(subject, f"attitude:{_norm(obj)}", "0")
+    if pred == "diet" and _norm(obj).removeprefix("no longer ") in _EATING_PATTERNS:
+        return Topic(subject, "diet", _norm(obj))
     if pred == "prefers":
         return Topic(subject, f"prefers:{_head(obj)}", _norm(obj))
     return Topic(subject, f"{pred}:{_norm(obj)}", _norm(obj))
@@ -432,13 +500,42 @@ def _names_in(text: str) -> frozenset[str]:
                      if w.casefold().removesuffix("'s") not in _NON_NAMES)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    goal: str
+    deadline: datetime | None
+    words: frozenset[str]
+    text: str
+
+
+_GENERIC_PLAN_WORDS: Final = frozenset({
+    "trip", "plan", "plans", "thing", "reminder", "event", "booking", "reservation", "go",
+    "going", "get", "have", "having", "do", "doing", "make", "take", "visit", "user",
+    "wants", "want", "need", "needs", "will", "due", "utc", "am", "pm",
+})
+
+
+def _plan_words(text: str) -> frozenset[str]:
+    """Content words of a plan (singular, case-folded; no stopwords, no numbers)."""
+    out = set()
+    for token in re.findall(r"[a-z]+(?:'[a-z]+)?", normalise_apostrophes(text).casefold()):
+        word = token.removesuffix("'s")
+        if word in STOPWORDS or len(word) < 2:
+            continue
+        out.add(word[:-1] if len(word) > 3 and word.endswith("s") and not
+                word.endswith("ss") else word)
+    return frozenset(out)
+
+
 class KnownFacts:
     """The per-namespace index the store keeps for extraction: topics → active memories.
 
     It is a view like the store's other indices: rebuilt from the active memories on
     open (:meth:`from_nodes`), then updated as memories are stored (:meth:`add`) or
     leave the active set (:meth:`remove`). It also remembers social memories by person
-    and pending goals by the names they mention, so new memories can link to them.
+    and by whose <relation> they are (:meth:`related`: the user's dog), and pending
+    goals by the names and words they mention (:meth:`plan_matching`), so new memories
+    can link to them, rename them or call them off.
 
     Examples:
         >>> from mars_core.model import SemanticPayload
@@ -458,6 +555,9 @@ class KnownFacts:
         self._topic_of: dict[str, tuple[str, str]] = {}
         self._people: dict[str, dict[str, None]] = {}
         self._goals: dict[str, frozenset[str]] = {}
+        self._relations: dict[tuple[str, str], dict[str, str]] = {}
+        self._attributes: dict[str, dict[str, str]] = {}
+        self._plans: dict[str, _Plan] = {}
 
     @classmethod
     def from_nodes(cls, nodes: Iterable[MemoryNode]) -> KnownFacts:
@@ -487,9 +587,20 @@ class KnownFacts:
             self._topic_of[node.id] = topic.key
         payload = _payload_dict(node.payload)
         if node.type is MemoryType.SOCIAL and payload.get("entity"):
-            self._people.setdefault(_norm(str(payload["entity"])), {})[node.id] = None
+            entity = str(payload["entity"])
+            self._people.setdefault(_norm(entity), {})[node.id] = None
+            attrs = {str(k): str(v) for k, v in dict(payload.get("attributes") or {}).items()}
+            owner = _norm(attrs.pop("related_to", ""))
+            rel = _norm(str(payload.get("relationship_type") or ""))
+            if owner and rel:
+                self._relations.setdefault((owner, rel), {})[node.id] = entity
+                self._attributes[node.id] = attrs
         if node.type is MemoryType.TASK and topic is not None:
-            self._goals[node.id] = _names_in(str(payload.get("goal") or ""))
+            goal = str(payload.get("goal") or "")
+            self._goals[node.id] = _names_in(goal)
+            deadline = payload.get("deadline")
+            self._plans[node.id] = _Plan(goal, deadline if isinstance(deadline, datetime)
+                                         else None, _plan_words(node.content), node.content)
 
     def remove(self, node_id: str) -> None:
         """Forget a memory that left the active set (archived, superseded or erased)."""
@@ -498,7 +609,11 @@ class KnownFacts:
             del self._facts[key]
         for ids in self._people.values():
             ids.pop(node_id, None)
+        for members in self._relations.values():
+            members.pop(node_id, None)
+        self._attributes.pop(node_id, None)
         self._goals.pop(node_id, None)
+        self._plans.pop(node_id, None)
 
     def lookup(self, subject: str, predicate: str) -> str | None:
         """The active memory holding topic ``(subject, predicate)``, if any."""
@@ -517,6 +632,49 @@ class KnownFacts:
         """Pending/active tasks whose goal mentions one of ``names``, in id order."""
         wanted = {_norm(n) for n in names}
         return tuple(sorted(t for t, goal in self._goals.items() if goal & wanted))
+
+    def facts_about(self, subject: str) -> tuple[tuple[str, str, str], ...]:
+        """``(predicate, node id, value)`` of the active facts about ``subject``, in
+        predicate order."""
+        key = _norm(subject)
+        return tuple(sorted((pred, nid, value) for (subj, pred), (nid, value)
+                            in self._facts.items() if subj == key))
+
+    def related(self, owner: str, relationship: str | None = None
+                ) -> tuple[tuple[str, str, str], ...]:
+        """``(relationship, node id, entity)`` of the active social memories naming
+        someone ``owner``'s ``relationship`` (their dog, their sister; any relationship
+        for ``None``), oldest first within a relationship."""
+        who = _norm(owner)
+        return tuple((rel, nid, entity) for (own, rel), members in self._relations.items()
+                     if own == who and (relationship is None or rel == _norm(relationship))
+                     for nid, entity in members.items())
+
+    def attributes(self, node_id: str) -> Mapping[str, str]:
+        """The attributes of an active social memory (``related_to`` aside)."""
+        return MappingProxyType(self._attributes.get(node_id, {}))
+
+    def plan(self, node_id: str) -> _Plan | None:
+        """The goal, deadline and words of a pending or active task, if it is one."""
+        return self._plans.get(node_id)
+
+    def plan_matching(self, words: Iterable[str], *, all_words: bool = False) -> str | None:
+        """The pending or active task that shares the most content words with
+        ``words`` (at least one that is not a generic word like "trip" or "plan"; with
+        ``all_words``, every one of ``words`` that is not generic), or ``None`` when
+        there is none or the best is tied (ambiguous)."""
+        wanted = frozenset(words)
+        best: list[tuple[int, str]] = []
+        for nid, plan in self._plans.items():
+            shared = wanted & plan.words
+            if not shared - _GENERIC_PLAN_WORDS or (
+                    all_words and wanted - _GENERIC_PLAN_WORDS - plan.words):
+                continue
+            best.append((len(shared), nid))
+        best.sort(reverse=True)
+        if not best or (len(best) > 1 and best[0][0] == best[1][0]):
+            return None
+        return best[0][1]
 
 
 # --- speakers and subjects -----------------------------------------------------------------
@@ -696,6 +854,7 @@ class _When:
 
 
 _WD = _ALT(_WEEKDAYS)
+_DOT = r"\.?"
 _MONTH_RE = (r"(?:January|February|March|April|May|June|July|August|September|October|"
              r"November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?")
 _LEAD = r"(?:(?:on|by|before|until|till|for|this\s+coming|on\s+the)\s+)?"
@@ -719,6 +878,9 @@ _DATE_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("week", _rx(r"\b(?:by\s+)?(?:the\s+end\s+of\s+)?(this|next)\s+week\b")),
     ("month", _rx(r"\b(?:by\s+)?(?:the\s+end\s+of\s+)?(this|next)\s+month\b")),
     ("year", _rx(r"\b(?:by\s+)?next\s+year\b")),
+    ("in_month", re.compile(rf"\b(?:in|by|until|before|(?:at\s+)?the\s+end\s+of)\s+"
+                            rf"(?:(?:early|late|mid)[\s-]+)?({_MONTH_RE.removesuffix(_DOT)})"
+                            rf"(?:\s+(\d{{4}}))?(?![\w:])(?!\s+\d)")),
     ("weekday", _rx(rf"\b{_LEAD}(?:(this|next)\s+)?(?<!last\s)(?<!past\s)(?<!every\s)"
                     rf"(?<!previous\s)({_WD})(?:\s+(?:morning|afternoon|evening|night))?\b")),
 )
@@ -781,6 +943,10 @@ def _relative(kind: str, m: re.Match[str], today: date) -> date | None:
         return _end_of_month(y, mo)
     if kind == "year":
         return date(today.year + 1, 12, 31)
+    if kind == "in_month":  # "in April": by the end of the next April (this one if now)
+        month = _month(m.group(1))
+        year = today.year if month >= today.month else today.year + 1
+        return _end_of_month(year, month)
     return _weekday(m.group(1), m.group(2), today, monday)
 
 
@@ -797,6 +963,8 @@ def _weekday(which: str | None, name: str, today: date, monday: date) -> date:
 def _date_of(kind: str, m: re.Match[str], today: date | None) -> date | None:
     if kind == "iso":
         return _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if kind == "in_month" and m.group(2):
+        return _end_of_month(int(m.group(2)), _month(m.group(1)))
     if kind == "dmy":
         return _month_day(_month(m.group(2)), int(m.group(1)), m.group(3), today)
     if kind == "mdy":
@@ -842,7 +1010,9 @@ def _find_when(text: str, anchor: datetime | None) -> _When | None:
             _WEEKDAYS:
         phrase = phrase[:1].casefold() + phrase[1:]
     loose = found is not None and (found[1] == "today" or (
-        found[1] in ("week", "month") and found[2].group(1).casefold() == "this"))
+        found[1] in ("week", "month") and found[2].group(1).casefold() == "this") or (
+        found[1] == "in_month" and today is not None and not found[2].group(2)
+        and _month(found[2].group(1)) == today.month))
     day = _date_of(found[1], found[2], today) if found else today
     if day is None:
         return _When(phrase, spans, None, not loose)
@@ -880,6 +1050,22 @@ def parse_deadline(text: str, anchor: datetime | None) -> datetime | None:
 
 
 @dataclass(frozen=True, slots=True)
+class _End:
+    """An active memory a candidate makes outdated although its topic differs.
+
+    ``fact``: the subject's fact on predicate ``key`` (a ``key`` ending in ":" is a
+    prefix) whose value is ``value`` (any value for ``None``); ``person``: the social
+    memory about the subject's <someone> named ``key``; ``relation``: the subject's only
+    ``key`` (their only dog); ``plan``: the pending task sharing most of ``words``.
+    """
+
+    kind: Literal["fact", "person", "relation", "plan"]
+    key: str = ""
+    value: str | None = None
+    words: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class _Cand:
     pos: int
     type: MemoryType
@@ -890,6 +1076,9 @@ class _Cand:
     names: frozenset[str] = frozenset()
     related: tuple[str, ...] = ()  # people the new memory is friendOf
     requires: frozenset[str] = frozenset()  # names whose social memories a task requires
+    ends: tuple[_End, ...] = ()  # what it makes outdated besides its own topic
+    needs_end: bool = False  # kept only when one of ``ends`` is found
+    change: Literal["", "rename", "cancel"] = ""  # completed from what it ends
 
 
 @dataclass(frozen=True, slots=True)
@@ -909,19 +1098,30 @@ def _fact(pos: int, ctx: _Ctx, pred: str, obj: str, *, text: str, reason: str,
                  reason, names=_names_in(obj))
 
 
+_PLACE_RULES: Final = (
+    (_rx(rf"{_WE}\s+{_ADV}(?:live|(?:have\s+|'ve\s+)?(?:moved|relocated))\s+(?:in|to)\s+"),
+     "livesIn", "lives in"),
+    (_rx(rf"{_WE}(?:'m|'re|\s+am|\s+are)\s+{_ADV}(?:living|based|settled)\s+in\s+"),
+     "livesIn", "lives in"),
+    (_rx(rf"{_IM}\s+(?:originally\s+)?from\s+"), "isFrom", "is from"),
+)
+_CHILDHOOD = _rx(r"\b(?:when\s+(?:I|we)\s+(?:was|were)\s+(?:an?\s+)?(?:kids?|child|children|little|"
+                 r"young|small|teenagers?|teens?|babies|baby|\d+)|as\s+(?:an?\s+)?(?:kids?|child|"
+                 r"children|teenagers?|teens?|baby)|growing\s+up)\b")
+
+
 def _rule_place(s: str, ctx: _Ctx) -> list[_Cand]:
+    """``I/we live in|moved to|relocated to <Place>``, ``I'm/we're living|based|settled
+    in <Place>`` (not a childhood move: "when I was a kid"), ``I'm from <Place>``."""
     out = []
-    for rx, pred, verb in (
-        (_rx(rf"{_I}\s+{_ADV}(?:live|(?:have\s+|'ve\s+)?moved|relocated)\s+(?:in|to)\s+"),
-         "livesIn", "lives in"),
-        (_rx(rf"{_IM}\s+{_ADV}living\s+in\s+"), "livesIn", "lives in"),
-        (_rx(rf"{_IM}\s+(?:originally\s+)?from\s+"), "isFrom", "is from"),
-    ):
+    for rx, pred, verb in _PLACE_RULES:
         for m in rx.finditer(s):
             place = _proper(s[m.end():])
-            if place and not _blocked(s, m.start()):
-                out.append(_fact(m.start(), ctx, pred, place, text=f"{ctx.who.display} {verb} "
-                                 f"{place}", reason=f"first-person fact '{m.group(0).strip()}'"))
+            if not place or _blocked(s, m.start()) or (
+                    pred == "livesIn" and _CHILDHOOD.search(_clause(s[m.end():]))):
+                continue
+            out.append(_fact(m.start(), ctx, pred, place, text=f"{ctx.who.display} {verb} "
+                             f"{place}", reason=f"first-person fact '{m.group(0).strip()}'"))
     return out
 
 
@@ -935,12 +1135,10 @@ def _rule_work(s: str, ctx: _Ctx) -> list[_Cand]:
         if _blocked(s, m.start()):
             continue
         if prep == "as":
-            job = _take(tail, 4) if re.match(r"(?i)an?\s", tail) else None
-            job = _clean_object(_strip_article(job)) if job else None
-            if job:
-                out.append(_fact(m.start(), ctx, "worksAs", job,
-                                 text=f"{ctx.who.display} works as {_article(job)}",
-                                 reason="first-person fact 'work as'"))
+            phrase = _take(tail, 4) if re.match(r"(?i)an?\s", tail) else None
+            job = _clean_object(_strip_article(phrase)) if phrase else None
+            if job and phrase:
+                out += _job(m.start(), ctx, job, tail[len(phrase):], "work as")
             continue
         org = _proper(tail) or _take(tail, 4) if re.match(r"(?i)(?:an?|the)\s", tail) \
             else _proper(tail)
@@ -956,10 +1154,36 @@ def _article(noun: str) -> str:
     return f"{'an' if noun[:1].casefold() in 'aeiou' else 'a'} {noun}"
 
 
+_AT_ORG = re.compile(r"^\s*(?i:at|for|with)\s+")
+_BY_ORG = re.compile(r"^\s*(?i:at|for|with|by|from)\s+")
+
+
+def _employer(rest: str, preps: re.Pattern[str] = _AT_ORG) -> str | None:
+    """``at|for|with <Org>`` opening ``rest``: the organisation, if it is a name."""
+    m = preps.match(rest)
+    return _proper(rest[m.end():]) if m else None
+
+
+def _job(pos: int, ctx: _Ctx, job: str, rest: str, cue: str) -> list[_Cand]:
+    """``worksAs <job>``, and ``worksAt <Org>`` when ``rest`` opens with "at <Org>"."""
+    out = [_fact(pos, ctx, "worksAs", job, text=f"{ctx.who.display} works as {_article(job)}",
+                 reason=f"first-person fact '{cue}'")]
+    org = _employer(rest)
+    if org:
+        out.append(_fact(pos, ctx, "worksAt", org, text=f"{ctx.who.display} works at {org}",
+                         reason=f"first-person fact '{cue} ... at'"))
+    return out
+
+
 _IS_A = _rx(rf"{_IM}\s+{_ADV}(an?)\s+")
 _FAN = _rx(rf"{_IM}\s+{_ADV}(?:a\s+)?(?:really\s+|huge\s+|big\s+|great\s+|massive\s+|"
            rf"total\s+|die-?hard\s+)?fan\s+of\s+")
-_DIET = _rx(rf"{_IM}\s+{_ADV}(?:a\s+)?({_ALT(re.escape(d) for d in _DIETS)})\b")
+_DIET_RE = _ALT(re.escape(d) for d in _DIETS)
+_DIET = _rx(rf"(?:{_IM}|{_I}(?:'ve|\s+have)\s+(?:been|gone|become)|{_I}\s+(?:went|became))\s+"
+            rf"{_ADV}(?:fully\s+|completely\s+|strictly\s+|totally\s+|100%\s+)?(?:a\s+)?"
+            rf"({_DIET_RE})\b")
+_NO_DIET = _rx(rf"{_IM}\s+(?:not\s+(?:a\s+)?({_DIET_RE})\s+(?:anymore|any\s+more)|no\s+longer\s+"
+               rf"(?:a\s+)?({_DIET_RE}))\b")
 _ALLERGIC = _rx(rf"{_IM}\s+{_ADV}(?:severely\s+|very\s+)?allergic\s+to\s+")
 
 
@@ -976,13 +1200,23 @@ def _rule_identity(s: str, ctx: _Ctx) -> list[_Cand]:
         if words[0] in _IS_A_BAD_HEADS or words[-1] in _IS_A_BAD_HEADS or \
                 _clean_object(noun) is None or words[-1].endswith(("ly", "ing", "ed")):
             continue
+        if words[-1] not in _NOT_JOBS and _employer(after):  # "I'm a nurse at St Mary's"
+            out += _job(m.start(), ctx, noun, after, "I am a ... at")
+            continue
         out.append(_fact(m.start(), ctx, "isA", noun,
                          text=f"{ctx.who.display} is {_article(noun)}",
                          reason="first-person fact 'I am a'", confidence=0.85))
     for m in _DIET.finditer(s):
         diet = m.group(1).casefold()
-        out.append(_fact(m.start(), ctx, "diet", diet, text=f"{ctx.who.display} is {diet}",
-                         reason="dietary constraint", kind="constraint", generality=0.8))
+        if not _blocked(s, m.start()):
+            out.append(_fact(m.start(), ctx, "diet", diet, text=f"{ctx.who.display} is {diet}",
+                             reason="dietary constraint", kind="constraint", generality=0.8))
+    for m in _NO_DIET.finditer(s):
+        diet = (m.group(1) or m.group(2)).casefold()
+        if not _blocked(s, m.start()):
+            out.append(_fact(m.start(), ctx, "diet", f"no longer {diet}",
+                             text=f"{ctx.who.display} is no longer {diet}",
+                             reason="dietary change", kind="constraint", generality=0.8))
     for m in _ALLERGIC.finditer(s):
         what = _clean_object(_take(s[m.end():], 4))
         if what:
@@ -992,7 +1226,8 @@ def _rule_identity(s: str, ctx: _Ctx) -> list[_Cand]:
     return out
 
 
-_HAVE = _rx(rf"{_I}\s+{_ADV}(?:have|'ve\s+got|have\s+got)\s+(an?|one|two|three|four|five|"
+_HAVE = _rx(rf"{_WE}\s+{_ADV}(?:have|'ve\s+got|have\s+got|(?:'ve\s+|have\s+)?(?:adopted|"
+            rf"rescued))\s+(an?|one|two|three|four|five|"
             rf"six|\d)\s+")
 _NAMED = re.compile(rf"^\s*,?\s*(?i:named|called)\s+({_NAME})\b")
 
@@ -1005,7 +1240,7 @@ def _rule_have(s: str, ctx: _Ctx) -> list[_Cand]:
         if not noun or _blocked(s, m.start()):
             continue
         head = noun.casefold().split()[-1]
-        if head not in _POSSESSIONS:
+        if head not in _POSSESSIONS and head not in _BREEDS:
             continue
         count = m.group(1).casefold()
         obj = noun if count in ("a", "an") else f"{count} {noun}"
@@ -1014,9 +1249,12 @@ def _rule_have(s: str, ctx: _Ctx) -> list[_Cand]:
                          reason="first-person fact 'I have'", confidence=0.85))
         named = _NAMED.match(tail[len(noun):])
         if named and named.group(1).casefold() not in _NON_NAMES:
-            out.append(_social(m.start(), ctx, named.group(1), head, related_to=ctx.who.name,
-                               text=f"{named.group(1)} is {ctx.who.possessive} {head}",
-                               reason="'I have a <x> named <Name>'"))
+            kind = _BREEDS.get(head, head)
+            breed = {"kind": noun} if noun.casefold() != kind else {}
+            also = f", {_article(noun)}" if breed else ""
+            out.append(_social(m.start(), ctx, named.group(1), kind, related_to=ctx.who.name,
+                               text=f"{named.group(1)} is {ctx.who.possessive} {kind}{also}",
+                               reason="'I have a <x> named <Name>'", attributes=breed))
     return out
 
 
@@ -1140,9 +1378,304 @@ def _rule_constraint(s: str, ctx: _Ctx) -> list[_Cand]:
         obj = _clean_object(_take(s[m.end():], 4))
         if obj and not _blocked(s, m.start()):
             verb = m.group(1).casefold()
-            out.append(_fact(m.start(), ctx, "avoids", f"{verb} {obj}",
-                             text=f"{ctx.who.display} does not {verb} {obj}",
-                             reason="first-person constraint", kind="constraint", generality=0.8))
+            changed = _CHANGE_CUE.search(_clause(s[m.end():])) is not None
+            out.append(replace(_fact(
+                m.start(), ctx, "avoids", f"{verb} {obj}",
+                text=f"{ctx.who.display} does not {verb} {obj}{' anymore' if changed else ''}",
+                reason="first-person constraint", kind="constraint", generality=0.8),
+                ends=_pref_ends(obj) if changed else ()))
+    return out
+
+
+# --- changes: what a turn says is no longer so ----------------------------------------------
+
+_CHANGE_CUE = _rx(r"\b(?:anymore|any\s+more|no\s+longer|these\s+days|nowadays)\b")
+_INTO = _rx(rf"{_IM}\s+{_ADV}(?:(?:really|totally|super|very|so|big|massively)\s+)?into\s+")
+_NOT_INTO = _rx(rf"{_IM}\s+(?:not\s+(?:really\s+|so\s+)?into\s+(?=[^.!?;]*\b(?:anymore|any\s+more)"
+                rf"\b)|no\s+longer\s+into\s+)|{_I}(?:'ve|\s+have)\s+gone\s+off\s+")
+_USED_TO = _rx(rf"{_I}\s+used\s+to\s+(love|like|enjoy|adore)\s+")
+_NO_LONGER_LIKE = _rx(rf"{_I}\s+no\s+longer\s+(?:really\s+)?(like|love|enjoy)\s+")
+_HABIT_VERBS: Final = MappingProxyType({
+    "eat": "eats", "drink": "drinks", "smoke": "smokes", "use": "uses", "take": "takes",
+    "buy": "buys", "watch": "watches", "play": "plays", "wear": "wears", "drive": "drives",
+})
+_HABIT = _ALT([*_HABIT_VERBS, *(v[:-1] + "ing" if v.endswith("e") else v + "ing"
+                                for v in _HABIT_VERBS)])
+_GAVE_UP = _rx(rf"{_I}(?:'ve|\s+have)?\s+{_ADV}(?:gave\s+up|given\s+up|stopped|quit|no\s+longer)"
+               rf"\s+(?!(?:like|love|enjoy|adore|into|work|working)\b)(?:({_HABIT})\b\s*)?")
+
+
+def _pref_ends(obj: str) -> tuple[_End, ...]:
+    """What "I don't drink <obj> anymore" ends: a liking of it, a favourite that is it."""
+    key = _norm(obj)
+    return (_End("fact", f"attitude:{key}", "+"), _End("fact", "favourite", key),
+            _End("fact", "favourite:", key))
+
+
+def _base_verb(word: str) -> str:
+    low = word.casefold()
+    if low in _HABIT_VERBS:
+        return low
+    stem = low.removesuffix("ing")
+    return stem if stem in _HABIT_VERBS else stem + "e"
+
+
+def _rule_pref_change(s: str, ctx: _Ctx) -> list[_Cand]:
+    """Preferences said to have changed: ``I'm into X`` (a liking), ``I used to love X``,
+    ``I no longer like X``, ``I'm not into X anymore``, ``I've gone off X`` (a liking
+    that ended), ``I gave up / stopped / quit / no longer <eating ...> X`` (a habit that
+    ended, which also ends a liking of X)."""
+    out = []
+    who = ctx.who
+    for m in _INTO.finditer(s):
+        obj = _clean_object(_take(s[m.end():], 5))
+        if obj and not _blocked(s, m.start()):
+            out.append(_fact(m.start(), ctx, "likes", obj, text=f"{who.display} is into {obj}",
+                             reason="preference cue 'into'", kind="preference", generality=0.7))
+    for rx, pred, shown in ((_NOT_INTO, "noLongerLikes", "is no longer into"),
+                            (_USED_TO, "usedToLike", "used to {verb}"),
+                            (_NO_LONGER_LIKE, "noLongerLikes", "no longer {verb}s")):
+        for m in rx.finditer(s):
+            obj = _clean_object(_take(s[m.end():], 5))
+            if obj and not _blocked(s, m.start()):
+                verb = m.group(1).casefold() if m.lastindex else ""
+                out.append(_fact(m.start(), ctx, pred, obj,
+                                 text=f"{who.display} {shown.format(verb=verb)} {obj}",
+                                 reason="preference change", kind="preference",
+                                 generality=0.7))
+    for m in _GAVE_UP.finditer(s):
+        tail = s[m.end():]
+        obj = _clean_object(_take(tail, 4)) if tail.strip() else None
+        verb = _base_verb(m.group(1)) if m.group(1) else None
+        if (not obj and not verb) or _blocked(s, m.start()) or (obj and (
+                obj[:1].isupper() or obj.casefold().startswith(("my job", "my position")))):
+            continue  # "I quit Tidewave": a job (see _rule_job)
+        if verb:
+            text = f"{who.display} no longer {_HABIT_VERBS[verb]}{f' {obj}' if obj else ''}"
+            value = f"{verb} {obj}" if obj else verb
+        else:
+            text, value = f"{who.display} gave up {obj}", str(obj)
+        out.append(replace(_fact(m.start(), ctx, "avoids", value, text=text,
+                                 reason="habit given up", kind="constraint", generality=0.8),
+                           ends=_pref_ends(obj) if obj else ()))
+    return out
+
+
+_PET_WORD = _ALT(sorted({*_BREEDS, *(w for ws in _PET_KINDS.values() for w in ws)},
+                        key=len, reverse=True))
+_THE_PET = rf"(?i:the|our|my)\s+(?P<pet>(?i:{_PET_WORD}))"
+_RENAMES: Final = (
+    re.compile(rf"{_WE}(?:'ve|\s+have)?\s+{_ADV}(?i:renamed|re-named)\s+(?:{_THE_PET}|"
+               rf"(?P<old>{_NAME}))\s+(?:(?i:to|as)\s+)?(?P<new>{_NAME})\b"),
+    re.compile(rf"{_WE}(?:'ve|\s+have)?\s+{_ADV}(?i:changed)\s+{_THE_PET}'s\s+(?i:name)\s+"
+               rf"(?i:to)\s+(?P<new>{_NAME})\b"),
+    re.compile(rf"{_THE_PET}'s\s+(?i:new\s+name\s+is|name\s+is\s+now)\s+(?P<new>{_NAME})\b"),
+    re.compile(rf"(?:{_THE_PET}|(?P<old>{_NAME}))\s+(?i:is\s+now\s+called|is\s+now\s+named|"
+               rf"goes\s+by)\s+(?P<new>{_NAME})\b"),
+    re.compile(rf"(?:{_THE_PET}|(?P<old>{_NAME}))\s+(?i:is\s+called|is\s+named)\s+"
+               rf"(?P<new>{_NAME})\s+(?i:now)\b"),
+)
+
+
+def _pet_kind(word: str) -> str:
+    low = word.casefold()
+    for kind, words in _PET_KINDS.items():
+        if low in words:
+            return kind
+    return _BREEDS.get(low, low)
+
+
+def _rule_rename(s: str, ctx: _Ctx) -> list[_Cand]:
+    """A pet's new name: ``we renamed the dog (to) <New>``, ``we renamed <Old> (to)
+    <New>``, ``we changed the dog's name to <New>``, ``the dog's new name is <New>``,
+    ``<Old>/the dog is now called|goes by <New>``. The social memory of the new name
+    replaces the old one (named, or the speaker's only dog) and a ``<dog>'s name``
+    attribute."""
+    out = []
+    for rx in _RENAMES:
+        for m in rx.finditer(s):
+            new, old = m.group("new"), m.groupdict().get("old")
+            pet = m.groupdict().get("pet")
+            if not _ok_name(new) or (old and not _ok_name(old)) or _blocked(s, m.start()):
+                continue
+            kind = _pet_kind(pet) if pet else "pet"
+            ends = [_End("person", old)] if old else [
+                _End("relation", words=_PET_KINDS.get(kind, frozenset({kind})))]
+            ends += [_End("fact", f"attr:{kind}'s name"), _End("fact", "attr:pet's name")]
+            cand = _social(m.start(), ctx, new, kind, related_to=ctx.who.name,
+                           text=f"{new} is {ctx.who.possessive} {kind}",
+                           reason="renamed pet")
+            out.append(replace(cand, ends=tuple(ends), change="rename"))
+    return out
+
+
+_EVENT_NOUNS: Final = frozenset({
+    "trip", "holiday", "holidays", "vacation", "plan", "plans", "dinner", "lunch", "brunch",
+    "breakfast", "party", "wedding", "meeting", "appointment", "visit", "date", "game",
+    "match", "concert", "show", "event", "booking", "reservation", "flight", "class",
+    "lesson", "session", "call", "interview", "gig", "tour", "weekend", "drinks", "barbecue",
+    "bbq", "picnic", "celebration", "ceremony", "festival", "conference", "workshop",
+    "hike", "getaway", "reunion", "sleepover", "playdate", "viewing", "move", "surgery",
+    "checkup", "check-up", "shoot", "rehearsal", "recital", "practice", "training", "course",
+})
+"""Heads of "the <x> is off": a plan, not a device ("the heating is off")."""
+_CANCELLED = r"(?i:cancell?ed|called\s+off|scrapped|axed)"
+_IS_OFF = re.compile(rf"(?P<x>[^,;:.!?()]+?)\s+(?i:is|'s|has\s+been|was|got|is\s+now)\s+"
+                     rf"(?:(?i:officially|now|been|just|all|unfortunately|sadly)\s+)*"
+                     rf"(?P<verb>(?i:off)|{_CANCELLED})\b")
+_CANCELS = re.compile(rf"(?<![\w'])(?P<who>[Ii]|[Ww]e|[Tt]hey|[Ss]he|[Hh]e|{_NAME})(?:'ve|\s+have|"
+                      rf"\s+has|\s+had\s+to)?\s+{_ADV}{_CANCELLED}\s+(?P<x>[^,;:.!?()]+)")
+_NOT_GOING = re.compile(
+    rf"{_WE}(?:'m|'re|\s+am|\s+are)\s+(?i:not\s+(?:going\s+to|gonna)\s+(?:go\s+to\s+)?)"
+    rf"(?P<x>[^,;:.!?()]+?)\s+(?i:anymore|any\s+more|after\s+all)\b"
+    rf"|{_WE}\s+(?i:won't|will\s+not)\s+(?i:be\s+going\s+to|go\s+to|make\s+it\s+to)\s+"
+    rf"(?P<y>[^,;:.!?()]+)")
+_CANCEL_IT = _rx(r"^(?:(?:please|oh|and|also|ok|okay|actually)[,\s]+)*(?:(?:can|could|would|"
+                 r"will)\s+you\s+(?:please\s+)?)?(?:cancel|scrap|drop|delete|forget\s+about|"
+                 r"never\s+mind)\s+(?P<x>(?:the|my|that|our)\s+[^,;:.!?()]+)")
+
+
+_LAST_CLAUSE = re.compile(r"(?i)\b(?:and|but|so|because|since|though|although|that|which|"
+                          r"then|now)\b")
+_PRONOUNS: Final = frozenset({"i", "we", "they", "she", "he"})
+
+
+def _cancel(pos: int, ctx: _Ctx, what: str, extra: Iterable[str] = ()) -> _Cand:
+    """A cancellation of the pending plan best matching ``what`` (completed in
+    :func:`extract` from the plan it ends; dropped when none matches)."""
+    words = _plan_words(what) | {_norm(w) for w in extra}
+    return _Cand(pos, MemoryType.TASK, "task", what,
+                 {"goal": what, "status": TaskStatus.CANCELLED.value, "deadline": None},
+                 "cancelled plan", ends=(_End("plan", words=words),), needs_end=True,
+                 change="cancel")
+
+
+def _rule_cancel(s: str, ctx: _Ctx) -> list[_Cand]:
+    """Plans called off: ``the <x> is off|cancelled|called off`` (``off`` only for a
+    plan-like <x>: trip, dinner, party ...), ``I/we/<Name> cancelled|called off <x>``,
+    ``we're not going to <x> anymore|after all``, ``we won't go to <x>``, and, to the
+    assistant, ``cancel|scrap|never mind the <x>``. Each ends the pending task that shares
+    the most words with <x> (and the person who cancelled it); nothing when none does."""
+    out = []
+    for m in _IS_OFF.finditer(s):
+        said = m.group("x")
+        what = " ".join(_LAST_CLAUSE.split(said)[-1].split()[-6:])
+        if not what or any(w in _HYPOTHETICAL for w in said.casefold().split()) or \
+                _blocked(s, m.start("x")):
+            continue
+        if m.group("verb").casefold() == "off" and not _plan_words(what) & _EVENT_NOUNS:
+            continue  # "the heating is off"
+        out.append(_cancel(m.start(), ctx, what))
+    for m in _CANCELS.finditer(s):
+        who = m.group("who")
+        pronoun = who.casefold() in _PRONOUNS
+        if _blocked(s, m.start()) or not (pronoun or _ok_name(who)):
+            continue
+        out.append(_cancel(m.start(), ctx, m.group("x").strip(), [] if pronoun else [who]))
+    for m in _NOT_GOING.finditer(s):
+        if not _blocked(s, m.start()):
+            out.append(_cancel(m.start(), ctx, (m.group("x") or m.group("y")).strip()))
+    return out + _rule_cancel_request(s, ctx)
+
+
+def _rule_cancel_request(s: str, ctx: _Ctx) -> list[_Cand]:
+    """``(Can you) cancel|scrap|never mind the <x>``, said to the assistant (also as a
+    question)."""
+    m = _CANCEL_IT.search(s)
+    if m is None or not ctx.who.direct:
+        return []
+    return [_cancel(m.start(), ctx, m.group("x").strip())]
+
+
+_AND_I = rf"(?:{_I}(?:'ve|\s+have)?\s+|\band\s+(?:then\s+)?)"  # "I left X and started at Y"
+_STARTED = _rx(rf"{_AND_I}{_ADV}started\s+(?:(?:a\s+(?:new\s+)?job|my\s+new\s+job|"
+               rf"working|work)\s+)?(?=(?:at|with|for)\s)")
+_JOINED = _rx(rf"{_AND_I}{_ADV}joined\s+(?=\S)")
+_FIRST_PERSON_CLAUSE = re.compile(rf"(?:^|[,;]\s*|\b(?:so|then|but)\s+)(?:\w+\s+){{0,2}}{_I}\b"
+                                  r"[^,;]*$")
+_HIRED = _rx(rf"{_I}(?:'ve|\s+have|\s+was|\s+got|\s+just\s+got)?\s+{_ADV}(?:been\s+)?hired\s+"
+             rf"(?=(?:at|by)\s)")
+_GOT_JOB = _rx(rf"{_I}(?:'ve|\s+have)?\s+{_ADV}(got|landed|took|taken|accepted)\s+(?:a|an|the)\s+"
+               rf"(?:new\s+|full-time\s+|permanent\s+)?(job|position|role|offer)\s+"
+               rf"(?=(?:at|with|from)\s)")
+_PROMOTED = _rx(rf"{_I}(?:'ve|\s+have|\s+was|\s+got|\s+just\s+got)?\s+{_ADV}(?:been\s+|got\s+)?"
+                rf"promoted\s+to\s+")
+_LEFT = _rx(rf"{_I}(?:'ve|\s+have)?\s+{_ADV}(?:left|quit|resigned\s+from)\s+(my\s+(?:old\s+)?"
+            rf"(?:job|position|role)\s+(?:at|with)\s+)?")
+_CAREER_MOVE = _rx(r"\b(?:joined|started|job|jobs|new\s+role|for\s+good|after\s+\w+\s+years?|"
+                   r"handed\s+in|notice|resigned|career|hired)\b")
+_JOB_WORDS = _rx(r"\b(?:job|jobs|work|working|hired|role|position|offer|company|firm|employer|"
+                 r"career|colleagues?|boss|left|quit|resigned|notice|salary|team)\b")
+_AS_JOB = _rx(r"\bas\s+(an?)\s+")
+
+
+def _new_job(pos: int, ctx: _Ctx, org: str, rest: str, cue: str) -> list[_Cand]:
+    """``worksAt <org>``, and ``worksAs <job>`` when the clause goes on "as a <job>"."""
+    out = [_fact(pos, ctx, "worksAt", org, text=f"{ctx.who.display} works at {org}",
+                 reason=f"job change '{cue}'")]
+    m = _AS_JOB.search(_clause(rest))
+    phrase = _take(_clause(rest)[m.start(1):], 4) if m else None
+    job = _clean_object(_strip_article(phrase)) if phrase else None
+    if job:
+        out.append(_fact(pos, ctx, "worksAs", job,
+                         text=f"{ctx.who.display} works as {_article(job)}",
+                         reason=f"job change '{cue} ... as'"))
+    return out
+
+
+def _first_person(s: str, m: re.Match[str]) -> bool:
+    """The subject of the cue is the speaker: "I ... started", or "and started" after
+    a clause of theirs ("I left Tidewave and started at ..."), not after Ana's; and the
+    cue is not hypothetical (:func:`_blocked`)."""
+    conj = re.match(r"(?i)and\s+(?:then\s+)?", m.group(0))
+    if conj is None:
+        return not _blocked(s, m.start())
+    return _FIRST_PERSON_CLAUSE.search(s[:m.start()]) is not None and not _blocked(
+        s, m.start() + conj.end())
+
+
+def _rule_job(s: str, ctx: _Ctx) -> list[_Cand]:
+    """Job changes: ``I started (a new job) at <Org>``, ``I joined <Org>`` (with a word of
+    work in the sentence: "left", "job", "as a <job>" ...), ``I got|landed|took|accepted
+    a job|position|role at <Org>``, ``I was hired at|by <Org>``, ``I got promoted to
+    <job>``, ``I left|quit <Org>`` (when it is the known employer, or "my job at <Org>")."""
+    out: list[_Cand] = []
+    for rx in (_STARTED, _HIRED, _GOT_JOB):
+        for m in rx.finditer(s):
+            if rx is _GOT_JOB and m.group(2).casefold() == "offer" and \
+                    m.group(1).casefold() != "accepted":
+                continue  # an offer received is not a job taken
+            tail = s[m.end():]
+            org = _employer(tail, _BY_ORG)  # "hired by", "an offer from"
+            if org and _first_person(s, m):
+                rest = tail[tail.find(org) + len(org):]
+                out += _new_job(m.start(), ctx, org, rest, m.group(0).strip())
+    for m in _JOINED.finditer(s):
+        tail = s[m.end():]
+        org = _proper(tail)
+        if not org or not _first_person(s, m):
+            continue
+        rest = tail[tail.find(org) + len(org):]
+        if _JOB_WORDS.search(s[:m.start()] + " " + _clause(rest)) or _AS_JOB.search(
+                _clause(rest)):
+            out += _new_job(m.start(), ctx, org, rest, "joined")
+    for m in _PROMOTED.finditer(s):
+        phrase = _take(s[m.end():], 4)
+        job = _clean_object(_strip_article(phrase)) if phrase else None
+        if job and not _blocked(s, m.start()):
+            out.append(_fact(m.start(), ctx, "worksAs", job,
+                             text=f"{ctx.who.display} works as {_article(job)}",
+                             reason="job change 'promoted to'"))
+    for m in _LEFT.finditer(s):
+        org = _proper(s[m.end():])
+        if not org or _blocked(s, m.start()) or (
+                m.group(0).split()[-1].casefold() == "left" and m.group(1) is None
+                and not _CAREER_MOVE.search(s)):
+            continue  # "I left Tidewave at six" is not a resignation
+        out.append(replace(
+            _fact(m.start(), ctx, "formerlyWorkedAt", org,
+                  text=f"{ctx.who.display} no longer works at {org}", reason="job change 'left'"),
+            ends=(_End("fact", "worksAt", _norm(org)),), needs_end=m.group(1) is None))
     return out
 
 
@@ -1282,7 +1815,8 @@ def _task(s: str, span: tuple[int, int], verb: str, when: _When | None, ctx: _Ct
         masked[a:b] = " " * (b - a)
     tail = _CLAUSE_CUT.split("".join(masked)[end:], maxsplit=1)[0]
     goal = " ".join(_GOAL_CUT.sub("", tail).split()).strip(" .,!")
-    goal = re.sub(r"(?i)\s+(?:too|as\s+well|coming\s+up|soon|then|again|either)$", "", goal)
+    goal = re.sub(r"(?i)\s+(?:too|as\s+well|coming\s+up|soon|then|again|either|instead)$", "",
+                  goal)
     words = goal.casefold().split()
     if not words or len(words) > 14 or words[0] in ("not", "never", "be", "n't") or any(
             w.strip("'.,") in _GOAL_BAD_WORDS for w in words):
@@ -1298,14 +1832,20 @@ def _task(s: str, span: tuple[int, int], verb: str, when: _When | None, ctx: _Ct
     text = text.replace(" is going to go to ", " is going to ")
     if verb == "has plans":
         goal = re.sub(r"(?i)^(?:for|to)\s+", "", goal)
+    moved = _RESCHEDULE.search(s) is not None or _CORRECTION.search(s) is not None
     return [_Cand(start, MemoryType.TASK, "task", " ".join(text.split()),
                   {"goal": goal, "status": TaskStatus.PENDING.value, "deadline": deadline},
-                  reason, requires=_names_in(goal))]
+                  reason, requires=_names_in(goal),
+                  ends=(_End("plan", value="all", words=_plan_words(goal)),) if moved else ())]
+
+
+_RESCHEDULE = _rx(r"\b(?:instead|rather|move\s+it|make\s+it|change\s+it|push\s+it|"
+                  r"reschedule[ds]?)\b")
 
 
 _RULES: Final[tuple[_Rule, ...]] = (
-    _rule_place, _rule_work, _rule_identity, _rule_have, _rule_my, _rule_like,
-    _rule_constraint, _rule_social,
+    _rule_place, _rule_work, _rule_job, _rule_identity, _rule_have, _rule_my, _rule_like,
+    _rule_pref_change, _rule_constraint, _rule_social, _rule_rename, _rule_cancel,
 )
 
 
@@ -1341,6 +1881,8 @@ def _candidates(text: str, ctx: _Ctx) -> list[_Cand]:
         if not _is_question(sent):
             for rule in _RULES:
                 found.extend(rule(sent, ctx))
+        else:
+            found.extend(_rule_cancel_request(sent, ctx))
         out.extend(replace(c, pos=offset + c.pos) for c in found)
     return sorted(out, key=lambda c: c.pos)
 
@@ -1395,16 +1937,88 @@ def extract(
         chosen.pop(topic.key if topic else i, None)
         chosen[topic.key if topic else i] = (cand, topic)
     out = []
-    for cand, topic in sorted(chosen.values(), key=lambda ct: ct[0].pos):
-        entry = known.entry(topic) if topic else None
-        if entry is not None and topic is not None and entry[1] == topic.value:
+    for found, said in sorted(chosen.values(), key=lambda ct: ct[0].pos):
+        entry = known.entry(said) if said else None
+        if entry is not None and said is not None and entry[1] == said.value:
             continue  # already known, unchanged
-        old = entry[0] if entry else None
+        ended = [i for end in found.ends for i in _ended(end, who, known)]
+        if found.needs_end and not ended:
+            continue  # a change of something never said
+        cand = _completed(found, ended, who, known)
+        topic = said if cand is found else topic_of(cand.type, cand.payload)
+        replaced = list(dict.fromkeys(([entry[0]] if entry else []) + ended))
+        first = replaced[0] if replaced else None
         out.append(Extracted(
             type=cand.type, kind=cand.kind, text=cand.text, payload=cand.payload,
-            links=_links(cand, known), supersedes=None if corrected else old,
-            corrects=old if corrected else None, topic=topic,
-            reason=cand.reason + (f"; {'corrects' if corrected else 'supersedes'} {old}"
-                                  if old else "")))
+            links=_links(cand, known), supersedes=None if corrected else first,
+            corrects=first if corrected else None, topic=topic,
+            also_replaces=tuple(replaced[1:]),
+            reason=cand.reason + (f"; {'corrects' if corrected else 'supersedes'} "
+                                  f"{', '.join(replaced)}" if replaced else "")))
     return out
+
+
+def _ended(end: _End, who: _Subject, known: KnownFacts) -> list[str]:
+    """The active memories ``end`` names (see :class:`_End`)."""
+    if end.kind == "fact":
+        return [nid for pred, nid, value in known.facts_about(who.name)
+                if (pred == end.key or (end.key.endswith(":") and pred.startswith(end.key)))
+                and (end.value is None or value == end.value)]
+    if end.kind == "person":
+        return [nid for _, nid, entity in known.related(who.name)
+                if _norm(entity) == _norm(end.key)]
+    if end.kind == "relation":
+        pets = [(nid, entity) for rel in sorted(end.words)
+                for _, nid, entity in known.related(who.name, rel)]
+        return [pets[0][0]] if len({_norm(e) for _, e in pets}) == 1 else []
+    plan = known.plan_matching(end.words, all_words=end.value == "all")
+    return [plan] if plan else []
+
+
+def _completed(cand: _Cand, ended: Sequence[str], who: _Subject, known: KnownFacts) -> _Cand:
+    """A rename names the old name; a cancellation takes the goal and deadline of the
+    plan it ends."""
+    if cand.change == "rename":
+        old = [(rel, nid, e) for rel, nid, e in known.related(who.name) if nid in ended]
+        if not old or _norm(old[0][2]) == _norm(str(cand.payload["entity"])):
+            return cand
+        rel, nid, name = old[0]
+        kept = {k: v for k, v in known.attributes(nid).items() if k != "formerly"}
+        new = str(cand.payload["entity"])
+        payload = {**cand.payload, "relationship_type": rel,
+                   "attributes": {**kept, **cand.payload["attributes"], "formerly": name}}
+        also = f", {_article(kept['kind'])}" if "kind" in kept else ""
+        return replace(cand, payload=payload,
+                       text=f"{new} is {who.possessive} {rel}{also} (renamed from {name})")
+    if cand.change == "cancel":
+        plan = known.plan(ended[0])
+        if plan is None:
+            return cand
+        return replace(cand, text=_called_off(plan, who),
+                       payload={"goal": plan.goal, "status": TaskStatus.CANCELLED.value,
+                                "deadline": plan.deadline})
+    return cand
+
+
+_DUE = re.compile(r"\s*\(due [^)]*\)\s*$")
+_AUXILIARIES: Final = frozenset({"is", "are", "will", "was", "has", "would", "had"})
+
+
+def _called_off(plan: _Plan, who: _Subject) -> str:
+    """A cancelled plan in the words of the plan: "The user is going to Kyoto in April"
+    → "The user is no longer going to Kyoto in April (cancelled; was due ...)"."""
+    text = _DUE.sub("", plan.text)
+    due = f"; was due {plan.deadline:%Y-%m-%d %H:%M} UTC" if plan.deadline else ""
+    lead = f"{who.display} "
+    if text.startswith(lead):
+        verb, _, rest = text[len(lead):].partition(" ")
+        if verb == "has" and rest.startswith("plans"):
+            text = f"{lead}no longer has {rest}"
+        elif verb in _AUXILIARIES:
+            text = f"{lead}{verb} no longer {rest}"
+        else:
+            text = f"{lead}no longer {verb} {rest}"
+    else:
+        text = f"Called off: {text}"
+    return f"{text} (cancelled{due})"
 

@@ -242,12 +242,13 @@ class Writer:
                      for p, t in item.edges(episode.id) if t == episode.id or t in state]
             self.insert(unit, node, vectors(item.text), edges,
                         f"; {item.kind} extracted ({item.reason})")
-            old = state.get(item.replaces or "")
-            if old is not None and old.is_active:
-                verb = "corrected" if item.corrects else "superseded"
+            verb = "corrected" if item.corrects else "superseded"
+            replaced = [old for old in map(state.get, item.replaced)
+                        if old is not None and old.is_active]
+            if replaced:
                 self.archive(unit, ns, [Eviction(old.id, old.weight, None, {},
-                                                 f"{verb} by the newer memory {node.id}")],
-                             "observe", {})
+                                                 f"{verb} by the newer memory {node.id}")
+                                        for old in replaced], "observe", {})
             out.append(node)
         return out
 
