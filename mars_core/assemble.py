@@ -15,18 +15,80 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from mars_core.context import EvidenceItem, Validity, validity_of
 from mars_core.engine.namespace import NamespaceState
 from mars_core.lexical import tokenize
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, TaskPayload
 
-__all__ = ["active_turns", "evidence_items", "recall_starts", "support_for", "validity"]
+__all__ = ["Marked", "active_turns", "evidence_items", "lineage", "recall_starts",
+           "support_for", "validity"]
+
+Marked = tuple[MemoryNode, float, Validity, str | None]
+"""A memory to render: the node, its rank, its lineage mark and the mark's note."""
+
+_REPLACING: Final = (Predicate.SUPERSEDES, Predicate.CORRECTS)
 
 
 def validity(state: NamespaceState, node_id: str) -> Validity:
-    """Lineage status counting only replacements that still exist."""
-    return validity_of(state.graph, node_id, lambda i: i in state)
+    """Lineage status counting only replacements that still exist (see :func:`lineage`)."""
+    return lineage(state, node_id)[0]
+
+
+def lineage(state: NamespaceState, node_id: str) -> tuple[Validity, str | None]:
+    """Whether a memory is current, and if not, what replaced it.
+
+    A memory a newer one supersedes or corrects is ``superseded`` / ``corrected``. A
+    turn (an episode) is ``outdated`` when a memory extracted from it was replaced by a
+    memory that says something else (not a merged duplicate of it); the note is the
+    newest version of each replacement, so "I live in Bristol" is shown with "now: The
+    user lives in Cardiff".
+    """
+    found = validity_of(state.graph, node_id, lambda i: i in state)
+    if found is not Validity.CURRENT:
+        return found, None
+    newer = _replacements(state, node_id)
+    if not newer:
+        return found, None
+    return Validity.OUTDATED, "; ".join(dict.fromkeys(n.content for n in newer))
+
+
+def _replacements(state: NamespaceState, episode_id: str) -> list[MemoryNode]:
+    """The newest versions of what replaced the memories extracted from an episode."""
+    g, out = state.graph, []
+    for derived in g.in_edges(episode_id, Predicate.DERIVES_FROM):
+        by = [e.source for p in _REPLACING for e in g.in_edges(derived.source, p)
+              if e.source in state]
+        if not by:  # the graph alone answers for nearly every turn
+            continue
+        fact = state.get(derived.source)
+        if fact is None or fact.type is MemoryType.EPISODIC or \
+                fact.provenance.source == "summary":
+            continue  # a summary's new version says nothing against the turns it sums up
+        for nid in by:
+            new = state.get(nid)
+            if new is not None and not _same_statement(fact, new):
+                out.append(_newest(state, new))
+    return out
+
+
+def _same_statement(old: MemoryNode, new: MemoryNode) -> bool:
+    """A duplicate merged into ``new`` (dedup), or a new version in the same words."""
+    return old.id in new.metadata.get("also_from", ()) or \
+        " ".join(old.content.casefold().split()) == " ".join(new.content.casefold().split())
+
+
+def _newest(state: NamespaceState, node: MemoryNode) -> MemoryNode:
+    """Follow ``supersedes``/``corrects`` forward to the latest version."""
+    seen = {node.id}
+    while True:
+        nxt = [e.source for p in _REPLACING for e in state.graph.in_edges(node.id, p)
+               if e.source in state and e.source not in seen]
+        if not nxt:
+            return node
+        seen.add(nxt[0])
+        node = state.node(nxt[0])
 
 
 def active_turns(state: NamespaceState, conversation: str | None, n: int) -> list[MemoryNode]:
@@ -49,10 +111,11 @@ def active_turns(state: NamespaceState, conversation: str | None, n: int) -> lis
 
 
 def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card: int = 3,
-                skip: frozenset[str] = frozenset()) -> list[tuple[MemoryNode, float, Validity]]:
-    """Raw turns behind derived evidence (≤ ``per_card`` each) and the versions it replaced
-    (DMF §9.3 step 5), with the card's rank so weaker cards lose their support first."""
-    out: dict[str, tuple[MemoryNode, float, Validity]] = {}
+                skip: frozenset[str] = frozenset()) -> list[Marked]:
+    """Raw turns behind derived evidence (≤ ``per_card`` each, marked when outdated) and
+    the versions it replaced (DMF §9.3 step 5), with the card's rank so weaker cards
+    lose their support first."""
+    out: dict[str, Marked] = {}
     for rank, card in enumerate(evidence):
         if card.type is MemoryType.EPISODIC:
             continue
@@ -61,13 +124,13 @@ def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card:
         for nid in sources[:per_card]:
             node = state.get(nid)
             if node is not None and nid not in skip and nid not in out:
-                out[nid] = (node, score, Validity.CURRENT)
+                out[nid] = (node, score, *lineage(state, nid))
         for pred, mark in ((Predicate.SUPERSEDES, Validity.SUPERSEDED),
                            (Predicate.CORRECTS, Validity.CORRECTED)):
             for edge in state.graph.out_edges(card.id, pred):
                 old = state.get(edge.target)
                 if old is not None and old.id not in skip and old.id not in out:
-                    out[old.id] = (old, score - 0.5, mark)
+                    out[old.id] = (old, score - 0.5, mark, None)
     return list(out.values())
 
 
@@ -91,6 +154,6 @@ def recall_starts(state: NamespaceState, entity: str | None, goal: str | None,
     return list(dict.fromkeys(starts))[:limit]
 
 
-def evidence_items(nodes: Sequence[tuple[MemoryNode, float, Validity]]) -> list[EvidenceItem]:
+def evidence_items(nodes: Sequence[Marked]) -> list[EvidenceItem]:
     """Evidence items for rendering."""
-    return [EvidenceItem.from_node(n, s, validity=v) for n, s, v in nodes]
+    return [EvidenceItem.from_node(n, s, validity=v, note=note) for n, s, v, note in nodes]

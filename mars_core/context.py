@@ -32,7 +32,8 @@ The first two headers are omitted when no evidence survives, and a section with 
 items loses its header too (an empty header would cost prompt tokens on every call and
 say nothing; the paper's layout prints all four). Each item is one line:
 ``- [type | YYYY-MM-DD HH:MM UTC | source | superseded] text`` (date, source and a
-non-current validity only when known). To fit ``budget_tokens`` whole items are dropped,
+non-current validity only when known; a turn whose statement a newer memory replaced is
+``outdated (now: <the newer memory>)``). To fit ``budget_tokens`` whole items are dropped,
 lowest-ranked first: supporting turns, then evidence, then the active conversation
 (lowest score first; on equal scores the later evidence/support item and the older
 conversation turn go first). Nothing is cut mid-text; the result is deterministic.
@@ -51,6 +52,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -219,11 +221,17 @@ def rank_recall(
 
 
 class Validity(StrEnum):
-    """Lineage status of a memory (DMF §9.4): still valid, or replaced by a newer one."""
+    """Lineage status of a memory (DMF §9.4): still valid, or replaced by a newer one.
+
+    ``outdated`` marks a turn (an episode) that said something a newer memory replaced
+    — "I live in Bristol" after "we moved to Cardiff": the turn itself is not
+    replaced (it was said), but what it says is no longer all true.
+    """
 
     CURRENT = "current"
     SUPERSEDED = "superseded"
     CORRECTED = "corrected"
+    OUTDATED = "outdated"
 
 
 def validity_of(graph: MemoryGraph, node_id: str,
@@ -265,6 +273,7 @@ class EvidenceItem:
         created_at: the date anchor, when known.
         source: who said or produced it (speaker, ``user``, ``assistant``, ``summary``).
         validity: lineage status; replaced memories are marked in the line.
+        note: what replaced it, shown after the mark (``outdated (now: ...)``).
 
     Examples:
         >>> from datetime import datetime, UTC
@@ -272,6 +281,9 @@ class EvidenceItem:
         ...              created_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC), source="Ana",
         ...              validity=Validity.SUPERSEDED).line()
         '- [episodic | 2023-05-08 13:56 UTC | Ana | superseded] I moved to Lisbon'
+        >>> EvidenceItem("n2", MemoryType.EPISODIC, "I live in Bristol", source="user",
+        ...              validity=Validity.OUTDATED, note="The user lives in Cardiff").line()
+        '- [episodic | user | outdated (now: The user lives in Cardiff)] I live in Bristol'
     """
 
     node_id: str | None
@@ -281,6 +293,7 @@ class EvidenceItem:
     created_at: datetime | None = None
     source: str | None = None
     validity: Validity = Validity.CURRENT
+    note: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -293,13 +306,14 @@ class EvidenceItem:
     @classmethod
     def from_node(cls, node: MemoryNode, score: float = 0.0, *,
                   validity: Validity = Validity.CURRENT,
-                  source: str | None = None) -> EvidenceItem:
+                  source: str | None = None, note: str | None = None) -> EvidenceItem:
         """An item for a stored memory; the source defaults to the episode's first
         participant (the speaker), else the provenance source."""
         if source is None:
             parts = getattr(node.payload, "participants", ())
             source = parts[0] if parts else node.provenance.source
-        return cls(node.id, node.type, node.content, score, node.created_at, source, validity)
+        return cls(node.id, node.type, node.content, score, node.created_at, source, validity,
+                   note)
 
     def line(self) -> str:
         """The item as one rendered line."""
@@ -309,8 +323,14 @@ class EvidenceItem:
         if self.source:
             tags.append(" ".join(self.source.split()))
         if self.validity is not Validity.CURRENT:
-            tags.append(self.validity.value)
+            note = " ".join(_NOT_IN_TAGS.sub(" ", self.note).split()) if self.note else ""
+            tags.append(f"{self.validity.value} (now: {note})" if note else
+                        self.validity.value)
         return f"- [{' | '.join(tags)}] {' '.join(self.text.split())}"
+
+
+_NOT_IN_TAGS: Final = re.compile(r"[\[\]|]")
+"""Characters a note may not carry into the bracketed tags (they delimit them)."""
 
 
 # --- rendering ------------------------------------------------------------------------------

@@ -4,11 +4,13 @@ cancelled plan, a changed diet or taste, said in ordinary words, replace the old
 
 Every case goes through ``MemoryStore.observe`` (the path the adapters use) and reads
 the store back: the new memory is active, the old one is archived and linked by a
-``supersedes`` (or ``corrects``) edge.
+``supersedes`` (or ``corrects``) edge. The rendering tests read ``render_context``: the
+turn that said the old fact is marked ``outdated`` with what replaced it.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -235,3 +237,50 @@ def test_known_facts_finds_relations_and_plans() -> None:
         ana = known.plan_matching({"call", "ana"})
         assert ana is not None and "Ana" in store.get(ana).content
         assert known.plan_matching({"call"}) is None  # both reminders: ambiguous
+
+
+# --- what render_context shows ---------------------------------------------------------------
+
+
+def lines(context: str) -> list[str]:
+    return [line for line in context.splitlines() if line.startswith("- [")]
+
+
+def test_the_turn_that_said_the_old_fact_is_marked_outdated() -> None:
+    with told("I live in Bristol with my partner.", "We moved to Cardiff last month.") as s:
+        shown = lines(s.render_context("Where do I live with my partner?"))
+        bristol = [line for line in shown if "I live in Bristol" in line]
+        assert bristol, shown
+        assert all("| outdated (now: The user lives in Cardiff)]" in line for line in bristol)
+        unmarked = [line for line in shown if not re.search(r"\| (outdated|superseded)", line)]
+        assert not any("Bristol" in line for line in unmarked)
+
+
+def test_a_turn_with_a_replaced_plan_is_marked_with_the_cancellation() -> None:
+    with told("We're going to Kyoto in April.", "The Kyoto trip is off.") as store:
+        shown = lines(store.render_context("Are we going to Kyoto in April?"))
+        old = [line for line in shown if "We're going to Kyoto" in line]
+        assert old and "outdated (now: The user is no longer going to Kyoto in April " \
+                        "(cancelled; was due 2026-04-30 23:59 UTC))]" in old[0]
+
+
+def test_a_new_version_of_a_fact_outdates_its_turn_and_a_same_one_does_not() -> None:
+    with told("I live in Bristol.", "I love jazz.") as store:
+        episode, fact = store.list(status=MemoryStatus.ACTIVE)[:2]
+        jazz = next(n for n in facts(store, MemoryStatus.ACTIVE) if "jazz" in n.content)
+        store.update(fact.id, "The user lives in Cardiff")
+        store.update(jazz.id, "The user loves jazz")  # same words: a merged duplicate
+        shown = lines(store.render_context("Where did I live, Bristol?"))
+        assert any(line.endswith("I live in Bristol.") and "outdated (now: The user lives "
+                   "in Cardiff)" in line for line in shown), shown
+        shown = lines(store.render_context("I love jazz"))
+        assert any(line.endswith("I love jazz.") and "outdated" not in line for line in shown)
+        assert episode.content == "I live in Bristol."
+
+
+def test_an_outdated_turn_that_holds_a_current_fact_stays_evidence() -> None:
+    with told("I live in Bristol and I work at Tidewave.", "We moved to Cardiff.") as store:
+        shown = lines(store.render_context("Where do I work? Tidewave?"))
+        assert any("The user works at Tidewave" in line and "outdated" not in line
+                   and "superseded" not in line for line in shown), shown
+        assert any("I work at Tidewave" in line and "outdated" in line for line in shown)

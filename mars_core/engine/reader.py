@@ -14,7 +14,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from mars_core import assemble
 from mars_core.audit import AuditOp
@@ -32,6 +32,9 @@ from mars_core.retrieval import relative_cutoff as cut
 from mars_core.storage.base import Vector
 
 __all__ = ["Reader"]
+
+_SHOWN: Final = frozenset({Validity.CURRENT, Validity.OUTDATED})
+"""Lineage marks of memories that ``render_context`` may show as evidence."""
 
 
 class Reader:
@@ -92,19 +95,21 @@ class Reader:
         skip = frozenset(n.id for n in active)
         recallable = self.recallable(state)
         echo = " ".join(q.text.split()).casefold()  # the question is not its own evidence
-        hits = [h for h in self.rank(state, MemoryStatus.ACTIVE,
-                                     embed_one(self.e.embedder, q.text),
-                                     Query(q.text, q.namespace))
-                if assemble.validity(state, h.id) is Validity.CURRENT
+        ranked = self.rank(state, MemoryStatus.ACTIVE, embed_one(self.e.embedder, q.text),
+                           Query(q.text, q.namespace))
+        # a replaced memory is not evidence (it is shown beside what replaced it); a turn
+        # whose statement was replaced is, marked outdated
+        marks = {h.id: assemble.lineage(state, h.id) for h in ranked}
+        hits = [h for h in ranked if marks[h.id][0] in _SHOWN
                 and recallable(h.node) and " ".join(h.node.content.split()).casefold() != echo]
         # cut with the active turns still in: a fact drawn from a turn on screen stays
         hits = [h for h in cut(hits, self.e.config.retrieval.relative_cutoff,
                                self.derivation(state)) if h.id not in skip][:evidence]
-        cards = [(h.node, h.score, Validity.CURRENT) for h in hits]
+        cards = [(h.node, h.score, *marks[h.id]) for h in hits]
         support = assemble.support_for(state, [h.node for h in hits],
                                        skip=skip | {h.id for h in hits})
         text = render_context(assemble.evidence_items(cards), assemble.evidence_items(support),
-                              assemble.evidence_items([(n, float(i), Validity.CURRENT)
+                              assemble.evidence_items([(n, float(i), *assemble.lineage(state, n.id))
                                                        for i, n in enumerate(active)]),
                               budget, self.e.counter.count, evidence_only=evidence_only)
         counts: dict[str, Any] = {}
