@@ -545,6 +545,24 @@ def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")
         leakage.main(out, turns, seed, progress=bar)
 
 
+@bench_app.command("assistant")
+def bench_assistant(embedder: Annotated[str, typer.Option(
+                        help="default (what MemoryStore.open picks), hashing or minilm")]
+                    = "default", out: OutOpt = None) -> None:
+    """A personal assistant's memory on the users' path: eight sessions of small talk with
+    facts, some of them changed later (a new job, a move, a renamed dog, a cancelled
+    trip), observed into a store with its defaults; per question, whether render_context
+    shows the answer, and no replaced statement as current."""
+    from mars_core.bench import assistant
+
+    if embedder not in assistant.EMBEDDERS:
+        raise _fail(f"--embedder must be one of {', '.join(assistant.EMBEDDERS)}")
+    try:
+        assistant.main(out, embedder=embedder)
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+
+
 DataOpt = Annotated[Path, typer.Option("--data", help="the data file (never copied)")]
 QuickOpt = Annotated[bool, typer.Option(help="a small smoke run")]
 
