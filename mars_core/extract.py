@@ -369,6 +369,10 @@ class Extracted:
         ...               supersedes="n1")
         >>> [(p.value, target) for p, target in e.edges("ep1")]
         [('derivesFrom', 'ep1'), ('supersedes', 'n1')]
+        >>> renamed = Extracted(MemoryType.SOCIAL, "social", "Pepper is the user's dog",
+        ...                     {"entity": "Pepper"}, corrects="n2", also_replaces=("n3",))
+        >>> [(p.value, target) for p, target in renamed.edges("ep1")][1:], renamed.replaced
+        ([('corrects', 'n2'), ('corrects', 'n3')], ('n2', 'n3'))
     """
 
     type: MemoryType
@@ -391,8 +395,12 @@ class Extracted:
         Lineage comes last: ``supersedes`` or ``corrects`` (the replaced memories).
         """
         out = [(p, episode_id if t == EPISODE else t) for p, t in self.links]
+        if self.supersedes is not None:
+            out.append((Predicate.SUPERSEDES, self.supersedes))
+        if self.corrects is not None:
+            out.append((Predicate.CORRECTS, self.corrects))
         pred = Predicate.CORRECTS if self.corrects is not None else Predicate.SUPERSEDES
-        out += [(pred, old) for old in self.replaced]
+        out += [(pred, old) for old in self.also_replaces]
         return list(dict.fromkeys(out))
 
     @property
@@ -402,9 +410,10 @@ class Extracted:
 
     @property
     def replaced(self) -> tuple[str, ...]:
-        """Every memory this one replaces: :attr:`replaces`, then :attr:`also_replaces`."""
-        first = self.replaces
-        return tuple(dict.fromkeys(([first] if first else []) + list(self.also_replaces)))
+        """Every memory this one replaces: :attr:`corrects`, :attr:`supersedes`, then
+        :attr:`also_replaces`."""
+        first = [i for i in (self.corrects, self.supersedes) if i is not None]
+        return tuple(dict.fromkeys([*first, *self.also_replaces]))
 
 
 # --- normalisation and topics --------------------------------------------------------------
@@ -731,9 +740,14 @@ def _third_person(text: str, who: _Subject) -> str:
 # --- phrases ------------------------------------------------------------------------------
 
 
+_CLAUSE_CHARS: Final = 400
+"""How far a phrase is looked for after its cue (every phrase taken is a few words), so
+that a long sentence with many cues costs linear time, not quadratic."""
+
+
 def _clause(tail: str) -> str:
-    m = _CLAUSE_CUT.search(tail)
-    return tail[: m.start()] if m else tail
+    m = _CLAUSE_CUT.search(tail, 0, _CLAUSE_CHARS)
+    return tail[: m.start()] if m else tail[:_CLAUSE_CHARS]
 
 
 def _take(tail: str, max_words: int, stop: frozenset[str] = _NP_STOP, *,
@@ -817,6 +831,9 @@ def _clean_object(obj: str | None, *, allow_article: bool = False) -> str | None
     return obj
 
 
+_FIRST_WORD = re.compile(r"[^\w']*([\w']+)")
+
+
 def _blocked(sentence: str, start: int) -> bool:
     """The cue at ``start`` is hypothetical ("if I ...", "If ..., I'll ...") or inside a
     relative clause.
@@ -825,10 +842,11 @@ def _blocked(sentence: str, start: int) -> bool:
     ("and", "but", "so", "yeah", "I think", ...); after any other word ("something I
     love", "the job I enjoy") it is a relative clause and says little about the speaker.
     """
-    head = sentence[:start].rstrip()
-    words = re.findall(r"[\w']+", head.casefold())
-    before = words[-3:]
-    if any(w in _HYPOTHETICAL for w in before) or (words and words[0] in _CONDITIONALS):
+    head = sentence[max(0, start - _CLAUSE_CHARS):start].rstrip()  # bounded: see _clause
+    before = re.findall(r"[\w']+", head.casefold())[-3:]
+    first = _FIRST_WORD.match(sentence, 0, start)
+    if any(w in _HYPOTHETICAL for w in before) or (
+            first is not None and first.group(1).casefold() in _CONDITIONALS):
         return True
     if not head or not (head[-1].isalnum() or head[-1] == "'"):
         return False
@@ -1391,8 +1409,9 @@ def _rule_constraint(s: str, ctx: _Ctx) -> list[_Cand]:
 
 _CHANGE_CUE = _rx(r"\b(?:anymore|any\s+more|no\s+longer|these\s+days|nowadays)\b")
 _INTO = _rx(rf"{_IM}\s+{_ADV}(?:(?:really|totally|super|very|so|big|massively)\s+)?into\s+")
-_NOT_INTO = _rx(rf"{_IM}\s+(?:not\s+(?:really\s+|so\s+)?into\s+(?=[^.!?;]*\b(?:anymore|any\s+more)"
-                rf"\b)|no\s+longer\s+into\s+)|{_I}(?:'ve|\s+have)\s+gone\s+off\s+")
+_NOT_INTO = _rx(rf"{_IM}\s+(?:not\s+(?:really\s+|so\s+)?into\s+(?=[^.!?;]{{0,120}}\b"
+                rf"(?:anymore|any\s+more)\b)|no\s+longer\s+into\s+)|{_I}(?:'ve|\s+have)\s+gone\s+"
+                rf"off\s+")
 _USED_TO = _rx(rf"{_I}\s+used\s+to\s+(love|like|enjoy|adore)\s+")
 _NO_LONGER_LIKE = _rx(rf"{_I}\s+no\s+longer\s+(?:really\s+)?(like|love|enjoy)\s+")
 _HABIT_VERBS: Final = MappingProxyType({
@@ -1520,19 +1539,20 @@ _EVENT_NOUNS: Final = frozenset({
 })
 """Heads of "the <x> is off": a plan, not a device ("the heating is off")."""
 _CANCELLED = r"(?i:cancell?ed|called\s+off|scrapped|axed)"
-_IS_OFF = re.compile(rf"(?P<x>[^,;:.!?()]+?)\s+(?i:is|'s|has\s+been|was|got|is\s+now)\s+"
+_IS_OFF = re.compile(rf"(?:\s+(?i:is|has\s+been|was|got|is\s+now)\s+|'s\s+)"
                      rf"(?:(?i:officially|now|been|just|all|unfortunately|sadly)\s+)*"
                      rf"(?P<verb>(?i:off)|{_CANCELLED})\b")
+_CLAUSE_END = re.compile(r"[,;:.!?()]")
 _CANCELS = re.compile(rf"(?<![\w'])(?P<who>[Ii]|[Ww]e|[Tt]hey|[Ss]he|[Hh]e|{_NAME})(?:'ve|\s+have|"
-                      rf"\s+has|\s+had\s+to)?\s+{_ADV}{_CANCELLED}\s+(?P<x>[^,;:.!?()]+)")
+                      rf"\s+has|\s+had\s+to)?\s+{_ADV}{_CANCELLED}\s+(?P<x>[^,;:.!?()]{{1,80}})")
 _NOT_GOING = re.compile(
     rf"{_WE}(?:'m|'re|\s+am|\s+are)\s+(?i:not\s+(?:going\s+to|gonna)\s+(?:go\s+to\s+)?)"
-    rf"(?P<x>[^,;:.!?()]+?)\s+(?i:anymore|any\s+more|after\s+all)\b"
+    rf"(?P<x>[^,;:.!?()]{{1,80}}?)\s+(?i:anymore|any\s+more|after\s+all)\b"
     rf"|{_WE}\s+(?i:won't|will\s+not)\s+(?i:be\s+going\s+to|go\s+to|make\s+it\s+to)\s+"
-    rf"(?P<y>[^,;:.!?()]+)")
+    rf"(?P<y>[^,;:.!?()]{{1,80}})")
 _CANCEL_IT = _rx(r"^(?:(?:please|oh|and|also|ok|okay|actually)[,\s]+)*(?:(?:can|could|would|"
                  r"will)\s+you\s+(?:please\s+)?)?(?:cancel|scrap|drop|delete|forget\s+about|"
-                 r"never\s+mind)\s+(?P<x>(?:the|my|that|our)\s+[^,;:.!?()]+)")
+                 r"never\s+mind)\s+(?P<x>(?:the|my|that|our)\s+[^,;:.!?()]{1,80})")
 
 
 _LAST_CLAUSE = re.compile(r"(?i)\b(?:and|but|so|because|since|though|although|that|which|"
@@ -1558,10 +1578,10 @@ def _rule_cancel(s: str, ctx: _Ctx) -> list[_Cand]:
     the most words with <x> (and the person who cancelled it); nothing when none does."""
     out = []
     for m in _IS_OFF.finditer(s):
-        said = m.group("x")
+        said = _CLAUSE_END.split(s[max(0, m.start() - 80):m.start()])[-1]
         what = " ".join(_LAST_CLAUSE.split(said)[-1].split()[-6:])
         if not what or any(w in _HYPOTHETICAL for w in said.casefold().split()) or \
-                _blocked(s, m.start("x")):
+                _blocked(s, m.start() - len(said.lstrip())):
             continue
         if m.group("verb").casefold() == "off" and not _plan_words(what) & _EVENT_NOUNS:
             continue  # "the heating is off"
@@ -1591,8 +1611,7 @@ _AND_I = rf"(?:{_I}(?:'ve|\s+have)?\s+|\band\s+(?:then\s+)?)"  # "I left X and s
 _STARTED = _rx(rf"{_AND_I}{_ADV}started\s+(?:(?:a\s+(?:new\s+)?job|my\s+new\s+job|"
                rf"working|work)\s+)?(?=(?:at|with|for)\s)")
 _JOINED = _rx(rf"{_AND_I}{_ADV}joined\s+(?=\S)")
-_FIRST_PERSON_CLAUSE = re.compile(rf"(?:^|[,;]\s*|\b(?:so|then|but)\s+)(?:\w+\s+){{0,2}}{_I}\b"
-                                  r"[^,;]*$")
+_FIRST_PERSON_CLAUSE = re.compile(rf"\s*(?:(?:so|then|but)\s+)?(?:\w+\s+){{0,2}}{_I}\b")
 _HIRED = _rx(rf"{_I}(?:'ve|\s+have|\s+was|\s+got|\s+just\s+got)?\s+{_ADV}(?:been\s+)?hired\s+"
              rf"(?=(?:at|by)\s)")
 _GOT_JOB = _rx(rf"{_I}(?:'ve|\s+have)?\s+{_ADV}(got|landed|took|taken|accepted)\s+(?:a|an|the)\s+"
@@ -1630,7 +1649,8 @@ def _first_person(s: str, m: re.Match[str]) -> bool:
     conj = re.match(r"(?i)and\s+(?:then\s+)?", m.group(0))
     if conj is None:
         return not _blocked(s, m.start())
-    return _FIRST_PERSON_CLAUSE.search(s[:m.start()]) is not None and not _blocked(
+    clause = re.split(r"[,;]", s[max(0, m.start() - 200):m.start()])[-1]
+    return _FIRST_PERSON_CLAUSE.match(clause) is not None and not _blocked(
         s, m.start() + conj.end())
 
 
@@ -1645,19 +1665,19 @@ def _rule_job(s: str, ctx: _Ctx) -> list[_Cand]:
             if rx is _GOT_JOB and m.group(2).casefold() == "offer" and \
                     m.group(1).casefold() != "accepted":
                 continue  # an offer received is not a job taken
-            tail = s[m.end():]
+            tail = s[m.end():m.end() + _CLAUSE_CHARS]
             org = _employer(tail, _BY_ORG)  # "hired by", "an offer from"
             if org and _first_person(s, m):
                 rest = tail[tail.find(org) + len(org):]
                 out += _new_job(m.start(), ctx, org, rest, m.group(0).strip())
     for m in _JOINED.finditer(s):
-        tail = s[m.end():]
+        tail = s[m.end():m.end() + _CLAUSE_CHARS]
         org = _proper(tail)
         if not org or not _first_person(s, m):
             continue
-        rest = tail[tail.find(org) + len(org):]
-        if _JOB_WORDS.search(s[:m.start()] + " " + _clause(rest)) or _AS_JOB.search(
-                _clause(rest)):
+        rest = _clause(tail[tail.find(org) + len(org):])
+        before = s[max(0, m.start() - _CLAUSE_CHARS):m.start()]
+        if _JOB_WORDS.search(f"{before} {rest}") or _AS_JOB.search(rest):
             out += _new_job(m.start(), ctx, org, rest, "joined")
     for m in _PROMOTED.finditer(s):
         phrase = _take(s[m.end():], 4)
@@ -1666,11 +1686,12 @@ def _rule_job(s: str, ctx: _Ctx) -> list[_Cand]:
             out.append(_fact(m.start(), ctx, "worksAs", job,
                              text=f"{ctx.who.display} works as {_article(job)}",
                              reason="job change 'promoted to'"))
+    career = _CAREER_MOVE.search(s) is not None
     for m in _LEFT.finditer(s):
-        org = _proper(s[m.end():])
+        org = _proper(s[m.end():m.end() + _CLAUSE_CHARS])
         if not org or _blocked(s, m.start()) or (
                 m.group(0).split()[-1].casefold() == "left" and m.group(1) is None
-                and not _CAREER_MOVE.search(s)):
+                and not career):
             continue  # "I left Tidewave at six" is not a resignation
         out.append(replace(
             _fact(m.start(), ctx, "formerlyWorkedAt", org,
