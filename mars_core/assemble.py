@@ -14,7 +14,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from mars_core.context import EvidenceItem, Validity, validity_of
@@ -36,14 +36,16 @@ def validity(state: NamespaceState, node_id: str) -> Validity:
     return lineage(state, node_id)[0]
 
 
-def lineage(state: NamespaceState, node_id: str) -> tuple[Validity, str | None]:
+def lineage(state: NamespaceState, node_id: str,
+            shown: Callable[[MemoryNode], bool] = lambda _: True
+            ) -> tuple[Validity, str | None]:
     """Whether a memory is current, and if not, what replaced it.
 
     A memory a newer one supersedes or corrects is ``superseded`` / ``corrected``. A
     turn (an episode) is ``outdated`` when a memory extracted from it was replaced by a
     memory that says something else (not a merged duplicate of it); the note is the
-    newest version of each replacement, so "I live in Bristol" is shown with "now: The
-    user lives in Cardiff".
+    newest version of each replacement that ``shown`` allows (private mode hides the
+    others), so "I live in Bristol" is shown with "now: The user lives in Cardiff".
     """
     found = validity_of(state.graph, node_id, lambda i: i in state)
     if found is not Validity.CURRENT:
@@ -51,7 +53,8 @@ def lineage(state: NamespaceState, node_id: str) -> tuple[Validity, str | None]:
     newer = _replacements(state, node_id)
     if not newer:
         return found, None
-    return Validity.OUTDATED, "; ".join(dict.fromkeys(n.content for n in newer))
+    note = "; ".join(dict.fromkeys(n.content for n in newer if shown(n)))
+    return Validity.OUTDATED, note or None
 
 
 def _replacements(state: NamespaceState, episode_id: str) -> list[MemoryNode]:
@@ -111,7 +114,8 @@ def active_turns(state: NamespaceState, conversation: str | None, n: int) -> lis
 
 
 def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card: int = 3,
-                skip: frozenset[str] = frozenset()) -> list[Marked]:
+                skip: frozenset[str] = frozenset(),
+                shown: Callable[[MemoryNode], bool] = lambda _: True) -> list[Marked]:
     """Raw turns behind derived evidence (≤ ``per_card`` each, marked when outdated) and
     the versions it replaced (DMF §9.3 step 5), with the card's rank so weaker cards
     lose their support first."""
@@ -124,7 +128,7 @@ def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card:
         for nid in sources[:per_card]:
             node = state.get(nid)
             if node is not None and nid not in skip and nid not in out:
-                out[nid] = (node, score, *lineage(state, nid))
+                out[nid] = (node, score, *lineage(state, nid, shown))
         for pred, mark in ((Predicate.SUPERSEDES, Validity.SUPERSEDED),
                            (Predicate.CORRECTS, Validity.CORRECTED)):
             for edge in state.graph.out_edges(card.id, pred):

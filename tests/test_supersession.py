@@ -284,3 +284,12 @@ def test_an_outdated_turn_that_holds_a_current_fact_stays_evidence() -> None:
         assert any("The user works at Tidewave" in line and "outdated" not in line
                    and "superseded" not in line for line in shown), shown
         assert any("I work at Tidewave" in line and "outdated" in line for line in shown)
+
+
+def test_private_mode_keeps_a_hidden_replacement_out_of_the_mark() -> None:
+    with told("I live in Bristol with my partner.", "We moved to Cardiff last month.") as s:
+        s.set_preferences({"private_entities": ["Cardiff"], "private_mode": True})
+        shown = lines(s.render_context("Where do I live with my partner?"))
+        bristol = [line for line in shown if "I live in Bristol" in line]
+        assert bristol and all(line.split("] ")[0].endswith("| outdated") for line in bristol)
+        assert not any("Cardiff" in line or "PRIVATE" in line for line in shown), shown

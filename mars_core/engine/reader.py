@@ -99,7 +99,7 @@ class Reader:
                            Query(q.text, q.namespace))
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
         # whose statement was replaced is, marked outdated
-        marks = {h.id: assemble.lineage(state, h.id) for h in ranked}
+        marks = {h.id: assemble.lineage(state, h.id, recallable) for h in ranked}
         hits = [h for h in ranked if marks[h.id][0] in _SHOWN
                 and recallable(h.node) and " ".join(h.node.content.split()).casefold() != echo]
         # cut with the active turns still in: a fact drawn from a turn on screen stays
@@ -107,10 +107,11 @@ class Reader:
                                self.derivation(state)) if h.id not in skip][:evidence]
         cards = [(h.node, h.score, *marks[h.id]) for h in hits]
         support = assemble.support_for(state, [h.node for h in hits],
-                                       skip=skip | {h.id for h in hits})
+                                       skip=skip | {h.id for h in hits}, shown=recallable)
         text = render_context(assemble.evidence_items(cards), assemble.evidence_items(support),
-                              assemble.evidence_items([(n, float(i), *assemble.lineage(state, n.id))
-                                                       for i, n in enumerate(active)]),
+                              assemble.evidence_items([
+                                  (n, float(i), *assemble.lineage(state, n.id, recallable))
+                                  for i, n in enumerate(active)]),
                               budget, self.e.counter.count, evidence_only=evidence_only)
         counts: dict[str, Any] = {}
         if redact:
