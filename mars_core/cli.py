@@ -548,7 +548,7 @@ def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")
 @bench_app.command("assistant")
 def bench_assistant(embedder: Annotated[str, typer.Option(
                         help="default (what MemoryStore.open picks), hashing or minilm")]
-                    = "default", out: OutOpt = None) -> None:
+                    = "default", out: OutOpt = None, progress: ProgressOpt = None) -> None:
     """A personal assistant's memory on the users' path: eight sessions of small talk with
     facts, some of them changed later (a new job, a move, a renamed dog, a cancelled
     trip), observed into a store with its defaults; per question, whether render_context
@@ -558,7 +558,8 @@ def bench_assistant(embedder: Annotated[str, typer.Option(
     if embedder not in assistant.EMBEDDERS:
         raise _fail(f"--embedder must be one of {', '.join(assistant.EMBEDDERS)}")
     try:
-        assistant.main(out, embedder=embedder)
+        with _progress(progress, "bench assistant") as bar:
+            assistant.main(out, embedder=embedder, progress=bar)
     except MarsError as exc:
         raise _fail(str(exc)) from exc
 

@@ -199,7 +199,13 @@ def test_run_refuses_a_used_directory_and_an_unknown_embedder(tmp_path: Path) ->
 
 def test_the_command_prints_the_table_and_writes_the_report(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], report: AssistantReport) -> None:
-    assert cli(["bench", "assistant", "--embedder", "hashing", "--out", str(tmp_path)]) == 0
+    events: list[tuple[str, int, int]] = []
+    assert cli(["bench", "assistant", "--embedder", "hashing", "--out", str(tmp_path)],
+               progress=lambda *e: events.append(e)) == 0
+    turns = 2 * sum(len(s.turns) for s in SESSIONS)
+    assert [e for e in events if e[1] in (0, e[2])] == [
+        ("turns", 0, turns), ("turns", turns, turns),
+        ("questions", 0, len(QUESTIONS)), ("questions", len(QUESTIONS), len(QUESTIONS))]
     printed = capsys.readouterr().out
     assert all(q.id in printed for q in QUESTIONS) and "passed" in printed
     written = json.loads((tmp_path / "assistant.json").read_text(encoding="utf-8"))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mars_core.bench import leakage, storage
+from mars_core.bench import assistant, leakage, storage
 from mars_core.bench.evidence import run_locomo, run_longmemeval
 from mars_core.bench.fifa import run_fifa
 from mars_core.bench.policies import main as run_policies
@@ -29,6 +29,7 @@ def test_a_string_path_is_created_with_its_parents(tmp_path: Path) -> None:
 
 
 RUNS: dict[str, Callable[[Path], Any]] = {
+    "assistant": lambda out: assistant.main(out, embedder="hashing"),
     "leakage": lambda out: leakage.main(out=out, turns=20),
     "store": lambda out: storage.main(out, n=50, big=0, quick=True, indexes=("numpy",)),
     "policies": lambda out: run_policies(out=out, quick=True, reference=False),
@@ -40,6 +41,7 @@ RUNS: dict[str, Callable[[Path], Any]] = {
 }
 
 WORK = {  # the function that does each benchmark's measuring (imported by the case)
+    "assistant": "mars_core.bench.assistant.run",
     "leakage": "mars_core.bench.leakage.run", "store": "mars_core.bench.storage.run",
     "policies": "mars_core.bench.policies._grid",
     "fifa": "mars_core.bench.fifa.run_grid", "locomo": "mars_core.bench.locomo.prepare",

@@ -53,6 +53,7 @@ from mars_core.context import Validity
 from mars_core.embedders import default_embedder
 from mars_core.errors import ValidationError
 from mars_core.model import MemoryStatus
+from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
 __all__ = [
@@ -214,9 +215,13 @@ class AssistantReport:
                             for r in self.results]}
 
 
-def ingest(store: MemoryStore, sessions: Sequence[Session] = SESSIONS) -> list[float]:
-    """Observe every turn of ``sessions`` as the adapters do; returns seconds per turn."""
-    took = []
+def ingest(store: MemoryStore, sessions: Sequence[Session] = SESSIONS,
+           progress: ProgressFn | None = None) -> list[float]:
+    """Observe every turn of ``sessions`` as the adapters do; returns seconds per turn
+    (``progress``: stage ``turns``)."""
+    took: list[float] = []
+    total = 2 * sum(len(s.turns) for s in sessions)
+    report(progress, "turns", 0, total)
     for session in sessions:
         minute = 0
         for user, answer in session.turns:
@@ -226,6 +231,7 @@ def ingest(store: MemoryStore, sessions: Sequence[Session] = SESSIONS) -> list[f
                               at=session.start + timedelta(minutes=minute))
                 took.append(time.perf_counter() - t0)
                 minute += 1
+                report(progress, "turns", len(took), total)
     return took
 
 
@@ -241,9 +247,9 @@ def _store(path: Path, embedder: str) -> MemoryStore:
 
 def run(path: str | os.PathLike[str] | None = None, *, embedder: str = "default",
         sessions: Sequence[Session] = SESSIONS, questions: Sequence[Question] = QUESTIONS,
-        stale: Sequence[Stale] = STALE) -> AssistantReport:
+        stale: Sequence[Stale] = STALE, progress: ProgressFn | None = None) -> AssistantReport:
     """Play the script into a new store at ``path`` (a temporary one by default) and
-    score every question.
+    score every question (``progress``: stages ``turns`` and ``questions``).
 
     Raises:
         ValidationError: an unknown ``embedder`` or a ``path`` that already holds files.
@@ -252,33 +258,36 @@ def run(path: str | os.PathLike[str] | None = None, *, embedder: str = "default"
     if path is None:
         with tempfile.TemporaryDirectory(prefix="mars-bench-assistant-") as tmp:
             return run(tmp, embedder=embedder, sessions=sessions, questions=questions,
-                       stale=stale)
+                       stale=stale, progress=progress)
     folder = Path(path)
     if folder.exists() and any(folder.iterdir()):
         raise ValidationError(f"{str(folder)!r} is not empty: the benchmark needs a new store")
     with _store(folder, embedder) as store:
-        took = ingest(store, sessions)
-        return evaluate(store, questions, stale, observe_seconds=took)
+        took = ingest(store, sessions, progress)
+        return evaluate(store, questions, stale, observe_seconds=took, progress=progress)
 
 
 def evaluate(store: MemoryStore, questions: Sequence[Question] = QUESTIONS,
-             stale: Sequence[Stale] = STALE, *,
-             observe_seconds: Sequence[float] = ()) -> AssistantReport:
+             stale: Sequence[Stale] = STALE, *, observe_seconds: Sequence[float] = (),
+             progress: ProgressFn | None = None) -> AssistantReport:
     """Ask every question of ``store`` (which observed the script) through
-    ``render_context`` at its defaults and score the contexts."""
-    report = AssistantReport(embedder=str(store.stats()["embedder"]),
+    ``render_context`` at its defaults and score the contexts (``progress``: stage
+    ``questions``)."""
+    result = AssistantReport(embedder=str(store.stats()["embedder"]),
                              turns=len(observe_seconds),
                              archived=len(store.list(status=MemoryStatus.ARCHIVED)),
                              observe_ms=1000 * statistics.median(observe_seconds)
                              if observe_seconds else 0.0)
-    renders = []
+    renders: list[float] = []
+    report(progress, "questions", 0, len(questions))
     for q in questions:
         t0 = time.perf_counter()
         context = store.render_context(q.text)
         renders.append(time.perf_counter() - t0)
-        report.results.append(score(q, context, stale))
-    report.render_ms = 1000 * statistics.median(renders) if renders else 0.0
-    return report
+        result.results.append(score(q, context, stale))
+        report(progress, "questions", len(renders), len(questions))
+    result.render_ms = 1000 * statistics.median(renders) if renders else 0.0
+    return result
 
 
 def _print(report: AssistantReport) -> None:
@@ -301,14 +310,14 @@ def _print(report: AssistantReport) -> None:
                   highlight=False)
 
 
-def main(out: str | os.PathLike[str] | None = None, *,
-         embedder: str = "default") -> AssistantReport:
+def main(out: str | os.PathLike[str] | None = None, *, embedder: str = "default",
+         progress: ProgressFn | None = None) -> AssistantReport:
     """Run, print the table and totals, and write ``assistant.json`` to ``out`` (made
     before the run) when given."""
     folder = None if out is None else results_dir(out)
-    report = run(embedder=embedder)
-    _print(report)
+    result = run(embedder=embedder, progress=progress)
+    _print(result)
     if folder is not None:
-        (folder / "assistant.json").write_text(json.dumps(report.as_dict(), indent=1),
+        (folder / "assistant.json").write_text(json.dumps(result.as_dict(), indent=1),
                                                encoding="utf-8")
-    return report
+    return result
