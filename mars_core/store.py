@@ -126,6 +126,13 @@ def _default_records() -> RecordStore:
     return SQLiteRecordStore()
 
 
+def _path_records(directory: Path, *, read_only: bool, lock_timeout: float,
+                  synchronous: Literal["full", "normal"]) -> RecordStore:
+    """The records of ``MemoryStore.open(directory)``: SQLite in ``directory``."""
+    return SQLiteRecordStore(directory / layout.RECORDS_FILE, read_only=read_only,
+                             lock_timeout=lock_timeout, synchronous=synchronous)
+
+
 class MemoryStore:
     """A typed, budgeted, audited memory store: a record store and a vector index.
 
@@ -292,8 +299,8 @@ class MemoryStore:
                                           lock_timeout=lock_timeout, synchronous=synchronous)
         else:
             layout.refuse_old_layout(directory)
-            records = SQLiteRecordStore(directory / layout.RECORDS_FILE, read_only=read_only,
-                                        lock_timeout=lock_timeout, synchronous=synchronous)
+            records = _path_records(directory, read_only=read_only, lock_timeout=lock_timeout,
+                                    synchronous=synchronous)
         try:
             with records.read() as tx:
                 manifest = tx.manifest()

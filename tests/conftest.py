@@ -12,19 +12,26 @@ is a record store with a vector index:
 * ``chroma-http`` — the index on a real ``chroma run`` server the session starts and
   stops (``tests/chroma_server.py``), each store under a prefix of its own;
 * ``qdrant`` — Qdrant's local mode (in memory for ``MemoryStore()``, a directory for
-  stores opened by path), and ``qdrant-url`` when ``QDRANT_URL`` is set.
+  stores opened by path), and ``qdrant-url`` when ``QDRANT_URL`` is set;
+* ``postgres`` — the records on the session's real PostgreSQL server
+  (``tests/postgres_server.py``), each store in a schema of its own (a store opened by
+  path: the schema named after the path, so it reopens), with the numpy index;
+* ``postgres-chroma`` — the same records with the index on the session's ``chroma run``
+  server: the deployment of several processes on several machines.
 
 The autouse fixture ``store_kind`` makes the stores those tests build use that kind:
 ``MemoryStore()`` without records or an index gets them from the seams
 ``mars_core.store._default_records`` and ``_default_index``, and ``MemoryStore.open(path)``
-with ``index="auto"`` gets the kind's index from ``mars_core.layout.open_index``. A
-store given an index explicitly keeps it. Elsewhere ``store_kind`` is ``"ram"`` and
+with ``index="auto"`` gets the kind's index from ``mars_core.layout.open_index`` (and on
+the PostgreSQL kinds its records from ``mars_core.store._path_records``). A store given
+an index explicitly keeps it. Elsewhere ``store_kind`` is ``"ram"`` and
 patches nothing.
 
 Which kinds:
 
 * every kind (:data:`ALL_KINDS`) for the store's own suites: ``test_store``,
-  ``test_erasure``, ``test_observe``, ``test_bad_inputs``;
+  ``test_erasure``, ``test_observe``, ``test_bad_inputs``; ``test_threads`` runs on the
+  light kinds and the PostgreSQL ones;
 * :data:`OPEN_KINDS` for the modules whose stores come from ``MemoryStore.open``;
 * :data:`SERVER_KINDS` for the LangGraph store, which is meant to be shared;
 * every embedded kind (:data:`EMBEDDED_KINDS`) for the modules that are fast on all;
@@ -34,9 +41,12 @@ Which kinds:
 :data:`TEST_KINDS` narrows the slowest tests (the statistics and long workloads of the
 policies run in RAM). ``MARS_TEST_MATRIX=full`` lifts both tables, except that a test
 marked ``local_files`` (it scans or copies a store's own directory) never runs on the
-server kinds. ``@pytest.mark.backend_neutral`` marks a test of a matrix module that runs
-once. Store files made without a path live on tmpfs (``/dev/shm``) when there is one;
-durability is tested on disk by the crash tests of ``test_persistence``.
+server or PostgreSQL kinds (:data:`SHARED_KINDS`). The PostgreSQL kinds are on the store's
+own suites only (``test_persistence`` tests SQLite's files and crashes; the multi-process
+tests of PostgreSQL are ``test_*_postgres``). ``@pytest.mark.backend_neutral`` marks a
+test of a matrix module that runs once. Store files made without a path live on tmpfs
+(``/dev/shm``) when there is one; durability is tested on disk by the crash tests of
+``test_persistence``.
 
 The record-store and index conformance suites (``test_records``, ``test_index``) run
 per implementation themselves; ``test_open`` and ``test_embedders`` test what ``open``
@@ -61,7 +71,12 @@ from typing import Any
 import pytest
 from chroma_server import chroma_server_fixture, prefix_for, server_index
 from hypothesis import settings
-from postgres_server import postgres_server_fixture, postgres_url_fixture
+from postgres_server import (
+    drop_schema,
+    postgres_server_fixture,
+    postgres_url_fixture,
+    with_schema,
+)
 
 from mars_core import layout
 from mars_core import store as store_module
@@ -69,13 +84,13 @@ from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.index.base import VectorIndex
 from mars_core.index.numpy import NumpyIndex
-from mars_core.storage import RecordStore, SQLiteRecordStore
+from mars_core.storage import PostgresRecordStore, RecordStore, SQLiteRecordStore
 from mars_core.store import MemoryStore
 
 __all__ = ["ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
-           "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "SERVER_KINDS",
-           "SERVER_ONLY", "TEST_KINDS", "chroma_server_fixture", "matrix_kinds",
-           "postgres_server_fixture", "postgres_url_fixture"]
+           "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "POSTGRES_KINDS",
+           "SERVER_KINDS", "SERVER_ONLY", "SHARED_KINDS", "TEST_KINDS", "chroma_server_fixture",
+           "matrix_kinds", "postgres_server_fixture", "postgres_url_fixture"]
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
 # the audit keys of the stores the tests create go to a key ring of the run (the
@@ -104,8 +119,11 @@ def key() -> bytes:
     return AUDIT_KEY
 
 
+POSTGRES_KINDS = ("postgres", "postgres-chroma")
+"""The kinds whose records are on the PostgreSQL server."""
+
 BACKEND_KINDS = ["ram", "sqlite", "chroma", "chroma-http", "qdrant"] + (
-    ["qdrant-url"] if os.environ.get("QDRANT_URL") else [])
+    ["qdrant-url"] if os.environ.get("QDRANT_URL") else []) + list(POSTGRES_KINDS)
 """Every kind the store-level suites run on (``qdrant-url`` when ``QDRANT_URL`` is set)."""
 
 TESTS = Path(__file__).resolve().parent
@@ -117,7 +135,10 @@ ALL_KINDS = tuple(BACKEND_KINDS)
 SERVER_ONLY = ("chroma-http", "qdrant-url")
 """The kinds whose index keeps its entries on a server, not in the store's directory."""
 
-EMBEDDED_KINDS = tuple(k for k in BACKEND_KINDS if k not in SERVER_ONLY)
+SHARED_KINDS = (*SERVER_ONLY, *POSTGRES_KINDS)
+"""The kinds that keep something on a server: no test of a store's own files runs there."""
+
+EMBEDDED_KINDS = tuple(k for k in BACKEND_KINDS if k not in SHARED_KINDS)
 """Every kind but the servers."""
 
 LIGHT_KINDS = ("ram", "chroma")
@@ -144,7 +165,7 @@ MODULE_KINDS: dict[str, tuple[str, ...]] = {
     "test_preferences.py": EMBEDDED_KINDS,
     "test_extract.py": EMBEDDED_KINDS,  # one store test (the others are backend_neutral)
     "test_control.py": LIGHT_KINDS,
-    "test_threads.py": LIGHT_KINDS,
+    "test_threads.py": (*LIGHT_KINDS, *POSTGRES_KINDS),
     "test_shares.py": LIGHT_KINDS,
     "test_dp_store.py": LIGHT_KINDS,
     "test_reflection.py": LIGHT_KINDS,
@@ -273,7 +294,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     kinds = matrix_kinds(module, metafunc.definition.originalname)
     if metafunc.definition.get_closest_marker("local_files") is not None:
-        kinds = [k for k in kinds if k not in SERVER_ONLY]
+        kinds = [k for k in kinds if k not in SHARED_KINDS]
     metafunc.parametrize("store_kind", kinds, indirect=True)
 
 
@@ -313,6 +334,9 @@ def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
         monkeypatch.setattr(layout, "open_index", lambda directory, asked="auto", *a, **kw:
                             original(directory, "numpy" if asked == "auto" else asked, *a, **kw))
         yield kind
+        return
+    if kind in POSTGRES_KINDS:
+        yield from _on_postgres(request, monkeypatch, kind)
         return
     if kind != "sqlite":
         pytest.importorskip("chromadb" if kind.startswith("chroma") else "qdrant_client")
@@ -355,6 +379,41 @@ def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     yield kind
     for where in made:  # the test's stores are closed: this fixture is torn down last
         shutil.rmtree(where, ignore_errors=True)
+
+
+def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                 kind: str) -> Iterator[str]:
+    """The PostgreSQL kinds: a schema per store (per path for stores opened by path), the
+    numpy index or one on the session's Chroma server; the schemas dropped at the end."""
+    base: str = request.getfixturevalue("postgres_server")
+    server = request.getfixturevalue("chroma_server") if kind == "postgres-chroma" else None
+    original = layout.open_index
+    schemas: list[str] = []
+
+    def records_in(schema: str, **kw: Any) -> RecordStore:
+        if schema not in schemas:
+            schemas.append(schema)
+        return PostgresRecordStore(with_schema(base, schema), **kw)
+
+    def index(prefix: str) -> VectorIndex:
+        return NumpyIndex() if server is None else server_index("chroma-http", server, prefix)
+
+    def by_path(directory: Path, asked: Any = "auto", manifest: Any = None, *,
+                read_only: bool = False) -> tuple[VectorIndex, str]:
+        if read_only or not isinstance(asked, str) or asked != "auto":
+            return original(directory, asked, manifest, read_only=read_only)
+        return index(prefix_for(directory)), f"{kind} (test matrix)"
+
+    monkeypatch.setattr(store_module, "_default_records",
+                        lambda: records_in(f"t_{uuid.uuid4().hex[:16]}"))
+    monkeypatch.setattr(store_module, "_default_index",
+                        lambda: index(f"t{uuid.uuid4().hex[:12]}_"))
+    monkeypatch.setattr(store_module, "_path_records", lambda directory, **kw: records_in(
+        "t_" + prefix_for(directory.resolve())[1:-1], **kw))
+    monkeypatch.setattr(layout, "open_index", by_path)
+    yield kind
+    for schema in schemas:  # the test's stores are closed: this fixture is torn down last
+        drop_schema(base, schema)
 
 
 @pytest.fixture

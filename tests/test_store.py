@@ -29,6 +29,28 @@ def mk(**kw: object) -> MemoryStore:
     return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)  # type: ignore[arg-type]
 
 
+EXPECTED = {"ram": ("sqlite", "numpy", "numpy"), "sqlite": ("sqlite", "numpy", "numpy"),
+            "chroma": ("sqlite", "chroma", "chroma"),
+            "chroma-http": ("sqlite", "chroma", "chroma"),
+            "qdrant": ("sqlite", "qdrant", "qdrant"), "qdrant-url": ("sqlite", "qdrant", "qdrant"),
+            "postgres": ("postgresql", "numpy", "numpy"),
+            "postgres-chroma": ("postgresql", "chroma", "chroma")}
+"""Per kind of the matrix: the records, the index of ``MemoryStore()``, and the index
+of ``MemoryStore.open(path)``."""
+
+
+def test_the_matrix_builds_its_kind_of_store(store_kind: str, tmp_path: Path) -> None:
+    records, index, opened_index = EXPECTED[store_kind]
+    with mk() as made:
+        assert (made.stats()["records"], made.stats()["index"]) == (records, index)
+    with MemoryStore.open(tmp_path / "s", clock=FakeClock(), audit_key=KEY) as opened:
+        note = opened.add("kept by the kind's records")
+        assert (opened.stats()["records"], opened.stats()["index"]) == \
+            (records, opened_index)
+    with MemoryStore.open(tmp_path / "s", clock=FakeClock(), audit_key=KEY) as again:
+        assert [n.id for n in again.list()] == [note.id]
+
+
 def test_add_get_list_and_stats() -> None:
     s = mk(budget=1000)
     a = s.add("Ana moved to Lisbon", type="episodic")
