@@ -379,6 +379,22 @@ class RecordStoreConformance(abc.ABC):
             with records.write() as tx:
                 assert tx.lock_namespaces(["ns-a", "ns-c"]) == {"ns-a": 4, "ns-c": 1}
 
+    def test_index_positions_round_trip(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            with records.read() as tx:
+                assert tx.index_positions() == {}
+            with records.write() as tx:
+                tx.lock_index("chroma@http://a:1")
+                tx.set_index_position("chroma@http://a:1", 4)
+                tx.set_index_position("qdrant@http://b:2", 2)
+                tx.put_manifest({"format": 2})  # another meta row is no index
+            with records.write() as tx:
+                tx.lock_index("chroma@http://a:1")
+                tx.set_index_position("chroma@http://a:1", 7)
+            with records.read() as tx:
+                assert tx.index_positions() == {"chroma@http://a:1": 7,
+                                                "qdrant@http://b:2": 2}
+
     def test_next_counter_gives_fresh_numbers(self, tmp_path: pathlib.Path) -> None:
         path = tmp_path / "records"
         with self.open_records(path) as records:
@@ -694,6 +710,8 @@ class RecordStoreConformance(abc.ABC):
                 lambda tx: tx.append_audit(a[:1]),
                 lambda tx: tx.prune_changes(tx.last_change()),
                 lambda tx: tx.lock_namespaces(["ns-a"]),
+                lambda tx: tx.lock_index("numpy@memory"),
+                lambda tx: tx.set_index_position("numpy@memory", 1),
             ]
             with records.read() as tx:
                 for write in writes:

@@ -21,6 +21,16 @@ index remembers the number of the last one it applied (its *mark*, written every
 The change log is pruned up to the mark (for an index that loads on demand: every
 :data:`MARK_EVERY` changes). Nothing here decides what a memory is; it copies.
 
+**Several writing processes with a persistent index** (a server; a record store
+without ``exclusive_writer``) share it: nothing is buffered per process. The records keep
+the index's position (:meth:`~mars_core.storage.base.RecordTxn.index_positions`, keyed
+``"<index name>@<location>"``); before a query a process reads it and, when the index
+is behind, holds the index (:meth:`~mars_core.storage.base.RecordTxn.lock_index`) and
+applies the change log from that position, whoever committed the changes, then moves
+it. A process that dies leaves nothing out; the log is pruned only below the lowest
+position of every registered index; a bind starts from the lower of the index's own
+mark and the recorded position.
+
 Examples:
     >>> MARK_EVERY, FLUSH_AT
     (1000, 256)
@@ -35,7 +45,7 @@ from mars_core.errors import MarsBackendError
 from mars_core.index.base import VectorIndex
 from mars_core.model import MemoryNode
 from mars_core.progress import ProgressFn, report
-from mars_core.storage.base import IndexRow, RecordStore, Vector, index_fields
+from mars_core.storage.base import IndexRow, RecordStore, RecordTxn, Vector, index_fields
 
 __all__ = ["FLUSH_AT", "MARK_EVERY", "IndexSync"]
 
@@ -70,6 +80,12 @@ class IndexSync:
         self._new: set[str] = set()  # ids of _rows the index has never held
         self._gone: dict[str, str] = {}  # ids to delete, with their namespace
         self._last = 0  # the change number the buffer reaches
+        # several processes write the records and share a persistent index (a server):
+        # the index's position is in the records, and one of them at a time applies
+        # the change log from there (see the module)
+        self.shared = (not records.capabilities.exclusive_writer
+                       and index.capabilities.persistent)
+        self.key = f"{index.name}@{index.location}"
 
     # --- binding and catching up ----------------------------------------------------------
 
@@ -84,6 +100,9 @@ class IndexSync:
         if caps.loads_on_demand or not self.writer:
             return
         self.applied = self.marked = applied
+        if self.shared:
+            self._bind_shared(applied)
+            return
         if applied == last:
             return
         if applied == 0 or applied > last or (first and first > applied + 1) or not first:
@@ -94,6 +113,13 @@ class IndexSync:
     def rebuild(self, progress: ProgressFn | None = None) -> int:
         """Empty the index and write every memory again from the records; returns how
         many entries were written (``progress``: stage ``index``, per batch)."""
+        if self.shared:
+            with self.records.write() as tx:
+                tx.lock_index(self.key)
+                count = self._rebuild_in(tx, tx.last_change(), progress)
+                tx.set_index_position(self.key, self.applied)
+            self.flush()
+            return count
         self._clear_buffer()
         self.index.clear()
         count = 0
@@ -113,14 +139,20 @@ class IndexSync:
 
     def catch_up(self) -> int:
         """Apply the changes after :attr:`applied`; returns how many memories changed."""
+        if self.shared:
+            return self.sync_shared()
         with self.records.read() as tx:
-            changes = tx.changes(self.applied)
-            if not changes:
-                self.behind = False
-                return 0
-            last = changes[-1].seq
-            latest = {c.memory_id: c.namespace for c in changes}
-            rows = {r.id: r for r in tx.index_rows(ids=list(latest))}
+            return self._apply(tx)
+
+    def _apply(self, tx: RecordTxn) -> int:
+        """Apply the changes after :attr:`applied` that ``tx`` sees."""
+        changes = tx.changes(self.applied)
+        if not changes:
+            self.behind = False
+            return 0
+        last = changes[-1].seq
+        latest = {c.memory_id: c.namespace for c in changes}
+        rows = {r.id: r for r in tx.index_rows(ids=list(latest))}
         gone: dict[str, list[str]] = {}
         for memory_id, ns in latest.items():
             if memory_id not in rows:
@@ -130,14 +162,73 @@ class IndexSync:
         for ns, ids in gone.items():
             self.index.delete(ns, ids)
         self.applied, self.behind = last, False
-        self._maybe_mark()
+        if not self.shared:
+            self._maybe_mark()
         return len(latest)
+
+    # --- a shared index (several writing processes) -------------------------------------------
+
+    def _bind_shared(self, marked: int) -> None:
+        """Bind a shared index: start from the lower of its own mark and the position
+        the records keep for it (a restored or emptied index, or one whose process died
+        between its index write and its commit, replays from there), or rebuild."""
+        with self.records.write() as tx:
+            tx.lock_index(self.key)
+            last, first = tx.last_change(), tx.first_change()
+            known = tx.index_positions().get(self.key)
+            start = marked if known is None else min(known, marked)
+            if start == 0 or start > last or (first and first > start + 1) or \
+                    (not first and start != last):
+                self._rebuild_in(tx, last)
+            else:
+                self.applied = start
+                self._apply(tx)
+                self.applied = max(self.applied, last)
+            tx.set_index_position(self.key, self.applied)
+        self.index.mark(self.applied)
+        self.marked = self.pruned = self.applied
+
+    def _rebuild_in(self, tx: RecordTxn, last: int,
+                    progress: ProgressFn | None = None) -> int:
+        self._clear_buffer()
+        self.index.clear()
+        count = 0
+        total = sum(t.active + t.archived for t in tx.totals().values())
+        report(progress, "index", 0, total)
+        for chunk in _chunks(tx.index_rows()):
+            self.index.upsert(chunk, new=True)
+            count += len(chunk)
+            report(progress, "index", min(count, total), total)
+        if count != total:
+            report(progress, "index", count, count)
+        self.applied, self.behind, self.rebuilt = last, False, True
+        return count
+
+    def sync_shared(self) -> int:
+        """Bring a shared index up to the last commit of any process: a cheap read of
+        its position; when behind, hold the index (one process at a time), apply the
+        change log from the position the records keep, and move it. Returns how many
+        memories changed. A failed index write changes nothing (the position stays)."""
+        with self.records.read() as tx:
+            known = tx.index_positions().get(self.key, 0)
+            if known >= tx.last_change():
+                self.applied, self.behind = max(self.applied, known), False
+                return 0
+        with self.records.write() as tx:
+            tx.lock_index(self.key)
+            self.applied = tx.index_positions().get(self.key, 0)
+            count = self._apply(tx)
+            tx.set_index_position(self.key, self.applied)
+        return count
 
     def ensure_current(self) -> None:
         """Bring the index up to the last commit: flush what is written behind, or catch
         up after an index write that failed (before a query, an erasure's compaction,
         a close)."""
         if not self.writer:
+            return
+        if self.shared:
+            self.sync_shared()
             return
         if self.behind:
             self._clear_buffer()
@@ -158,6 +249,10 @@ class IndexSync:
             self.applied = last
             if last - self.pruned >= MARK_EVERY:
                 self._prune(last)
+            return
+        if self.shared:  # the change log has it: applied before the next query
+            if last - self.applied >= FLUSH_AT:
+                self.sync_shared()
             return
         if self.behind:  # a failed write: the change log has it all
             return
@@ -231,6 +326,12 @@ class IndexSync:
         changes)."""
         if not self.writer:
             return
+        if self.shared:
+            self.sync_shared()
+            self.index.mark(self.applied)
+            self.marked = self.applied
+            self._prune(self.applied)
+            return
         if self._rows or self._gone:
             self._flush_buffer()
         if self.behind:
@@ -245,6 +346,9 @@ class IndexSync:
         if not self.writer:
             return
         with self.records.write() as tx:
+            if not self.records.capabilities.exclusive_writer:
+                # never past an index another process has not applied yet
+                through = min([through, *tx.index_positions().values()])
             tx.prune_changes(through)
         self.pruned = through
 

@@ -56,6 +56,10 @@ _JOINED = (f"SELECT {', '.join('m.' + c for c in COLUMNS.split(', '))}, s.access
            "FROM memories m JOIN stats s ON s.id = m.id")
 
 
+_INDEX = "index:"
+"""The prefix of the ``meta`` keys of the registered indexes' positions."""
+
+
 def blob_of(vector: Vector) -> bytes:
     """A vector as stored: little-endian float32 bytes."""
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
@@ -303,7 +307,18 @@ class SqlTxn:
     def first_change(self) -> int:
         return int(self._rows("SELECT coalesce(min(seq), 0) FROM changes")[0][0])
 
+    def index_positions(self) -> dict[str, int]:
+        return {str(k)[len(_INDEX):]: int(v) for k, v in self._rows(
+            "SELECT key, value FROM meta WHERE key LIKE ?", (_INDEX + "%",))}
+
     # --- writing -----------------------------------------------------------------------
+
+    def set_index_position(self, key: str, applied: int) -> None:
+        self._put_meta(_INDEX + key, str(int(applied)))
+
+    def lock_index(self, key: str) -> None:
+        """One writer holds the index already."""
+        self._writes()
 
     def lock_namespaces(self, names: Sequence[str]) -> dict[str, int]:
         """One writer holds every namespace already: their versions."""

@@ -269,6 +269,26 @@ class RecordTxn(Protocol):
         or an import moving it past the numbers it brought)."""
         ...
 
+    def index_positions(self) -> dict[str, int]:
+        """The registered vector indexes that follow this store's change log, each
+        with the last change it holds: ``{index key: change number}``
+        (:mod:`mars_core.engine.indexing`)."""
+        ...
+
+    def set_index_position(self, key: str, applied: int) -> None:
+        """Register the index ``key`` as holding every change up to ``applied``."""
+        ...
+
+    def lock_index(self, key: str) -> None:
+        """Hold the index ``key`` until the transaction ends: one process at a time
+        applies the change log to a shared index (a store with one writer holds it
+        already).
+
+        Raises:
+            ConflictError: a read transaction, or the wait outlasted the lock timeout.
+        """
+        ...
+
     def lock_namespaces(self, names: Sequence[str]) -> dict[str, int]:
         """Hold these namespaces until the transaction ends; returns their committed
         versions (0: no record), read once they are held.

@@ -397,6 +397,11 @@ class _Txn(SqlTxn):
                   "UPDATE SET value = greatest(meta.value::bigint, excluded.value::bigint)::text",
                   (str(int(value)),))
 
+    def lock_index(self, key: str) -> None:
+        """Hold the index ``key`` with a transaction-scoped advisory lock."""
+        self._writes()
+        self._exec("SELECT pg_advisory_xact_lock(?)", (_key(self._schema, f"index\x00{key}"),))
+
     def lock_namespaces(self, names: Sequence[str]) -> dict[str, int]:
         """Hold each namespace with a transaction-scoped advisory lock (in one order,
         so two writers never deadlock on them), then read their versions."""

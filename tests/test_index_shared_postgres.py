@@ -1,0 +1,147 @@
+"""A vector index on a server shared by several writing processes follows every
+process's commits: its position is kept in the records, each process applies the change
+log from there (one at a time) before it queries, a process killed with commits not yet
+in the index leaves nothing out, and the log is never pruned past what a registered index
+holds. On a real PostgreSQL server and a real ``chroma run`` server; the other process
+is a child on pipes, killed with ``SIGKILL``."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import mars_core
+from mars_core import MemoryStore
+from mars_core.clock import FakeClock
+from mars_core.embeddings import HashingEmbedder
+from mars_core.index.chroma import ChromaIndex
+from mars_core.model import MemoryStatus
+from mars_core.storage import PostgresRecordStore
+
+KEY = bytes(range(32))
+WAIT = 120.0  # a guard against a hang, never a measured duration
+
+CHILD = """
+import sys
+from mars_core import MemoryStore
+
+store = MemoryStore.open(sys.argv[1], index=sys.argv[2], audit_key=bytes(range(32)))
+for line in sys.stdin:
+    command, _, text = line.rstrip("\\n").partition(" ")
+    if command == "add":
+        print(store.add(text, namespace="shared").id, flush=True)
+    elif command == "find":
+        print("|".join(h.node.content for h in store.retrieve(text, namespace="shared",
+                                                                   k=20)), flush=True)
+"""
+
+
+def _env() -> dict[str, str]:
+    root = str(pathlib.Path(mars_core.__file__).resolve().parent.parent)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+class Child:
+    """Another process of the store, driven line by line."""
+
+    def __init__(self, url: str, index: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, url, index],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=_env())
+
+    def ask(self, line: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        assert self.proc.wait(timeout=WAIT) == -signal.SIGKILL
+        for stream in (self.proc.stdin, self.proc.stdout):
+            assert stream is not None
+            stream.close()
+
+
+@pytest.fixture
+def index_url(chroma_server: Any) -> str:
+    """A place of this test's own on the Chroma server."""
+    return (f"chroma://{chroma_server.host}:{chroma_server.port}"
+            f"?prefix=t{uuid.uuid4().hex[:12]}_")
+
+
+def _held(store: MemoryStore, text: str) -> set[str]:
+    """The ids the server's index holds in "shared" near ``text`` (asked directly, not
+    through retrieval, whose lexical half reads the records)."""
+    vector = HashingEmbedder().embed([text])[0]
+    index: ChromaIndex = store._engine.index  # type: ignore[assignment]
+    return {i for i, _ in index.query("shared", MemoryStatus.ACTIVE, vector, 50)}
+
+
+@pytest.fixture
+def children() -> Iterator[list[Child]]:
+    made: list[Child] = []
+    yield made
+    for child in made:
+        if child.proc.poll() is None:
+            child.kill()
+
+
+def _texts(store: MemoryStore, query: str) -> list[str]:
+    return [h.node.content for h in store.retrieve(query, namespace="shared", k=20)]
+
+
+def test_a_process_finds_what_another_committed_even_when_it_was_killed(
+        postgres_url: str, index_url: str, children: list[Child]) -> None:
+    store = MemoryStore.open(postgres_url, index=index_url, audit_key=KEY, clock=FakeClock())
+    try:
+        mine = store.add("Ana moved to Lisbon in May", namespace="shared")
+        assert _texts(store, "Ana Lisbon") == [mine.content]  # bound, current
+        other = Child(postgres_url, index_url)
+        children.append(other)
+        assert other.ask("find Ana Lisbon") == mine.content  # it applies my commit
+        theirs = [other.ask("add Bo is allergic to peanuts"),
+                  other.ask("add The team meets every Tuesday at nine")]
+        other.kill()  # never flushed, never closed: its commits are only in the records
+        assert _texts(store, "peanuts allergic")[0] == "Bo is allergic to peanuts"
+        assert {mine.id, *theirs} <= _held(store, "Bo is allergic to peanuts")
+        assert "The team meets every Tuesday at nine" in _texts(store, "team Tuesday")
+        fresh = Child(postgres_url, index_url)
+        children.append(fresh)
+        assert fresh.ask("find Bo peanuts").split("|")[0] == "Bo is allergic to peanuts"
+        store.erase(mine.id, namespace="shared")
+        assert "Ana moved to Lisbon in May" not in fresh.ask("find Ana Lisbon")
+        assert _held(store, "Ana moved to Lisbon in May") == set(theirs)
+        assert store.verify().ok
+    finally:
+        store.close()
+
+
+def test_the_log_is_never_pruned_past_a_registered_index(
+        postgres_url: str, index_url: str) -> None:
+    store = MemoryStore.open(postgres_url, index=index_url, audit_key=KEY, clock=FakeClock())
+    records = PostgresRecordStore(postgres_url)
+    try:
+        with records.write() as tx:
+            tx.set_index_position("another@server", 1)  # an index that lags behind
+        for i in range(4):
+            store.add(f"note {i} about trains", namespace="shared")
+        store.close()  # applies the log to its index, marks it, prunes the log
+        with records.read() as tx:
+            positions = tx.index_positions()
+            assert positions["another@server"] == 1
+            assert min(positions.values()) == 1
+            assert tx.first_change() == 2  # everything after 1 is kept for it
+            assert max(positions.values()) == tx.last_change()  # the shared one is current
+    finally:
+        store.close()
+        records.close()
