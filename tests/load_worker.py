@@ -1,10 +1,11 @@
 """One writer process of the PostgreSQL load tests (``tests/test_load_postgres.py``).
 
-``python load_worker.py URL NAME SEED SECONDS MAX_OPS NAMESPACES BUDGET``: opens the
-store at ``URL`` and runs seeded random add / observe / retrieve / forget / update /
-erase calls on ``NAMESPACES`` shared namespaces until ``SECONDS`` have passed or
-``MAX_OPS`` calls were made (the bound of the run, never something a test asserts on),
-or the parent writes ``stop``. It prints one JSON line per event, flushed:
+``python load_worker.py URL NAME SEED SECONDS MAX_OPS NAMESPACES BUDGET INDEX``: opens
+the store at ``URL`` with ``index=INDEX`` and runs seeded random add / observe /
+retrieve / forget / update / erase calls on ``NAMESPACES`` shared namespaces until
+``SECONDS`` have passed or ``MAX_OPS`` calls were made (the bound of the run, never
+something a test asserts on), or the parent writes ``stop``. It prints one JSON line
+per event, flushed:
 
 * ``{"ev": "ready"}`` once the store is open;
 * ``{"ev": "ack", "op": ..., ...}`` after a write returned (so a line is a promise:
@@ -125,11 +126,11 @@ class Worker:
 
 
 def main(argv: list[str]) -> int:
-    url, name, seed, seconds, max_ops, namespaces, budget = argv
+    url, name, seed, seconds, max_ops, namespaces, budget, index = argv
     import time
 
     deadline = time.monotonic() + float(seconds)  # bounds the run; asserted on by no one
-    with MemoryStore.open(url, audit_key=KEY, budget=int(budget)) as store:
+    with MemoryStore.open(url, index=index, audit_key=KEY, budget=int(budget)) as store:
         worker = Worker(store, name, int(seed), int(namespaces))
         emit(ev="ready")
         ops = 0

@@ -10,7 +10,10 @@ only: every acknowledged write is found (an erased memory is gone), every namesp
 within its budget, every audit chain verifies, no process raised anything but the
 documented refusals it retried, a killed writer's successor opens and works, and after
 an erasure no process returns the erased text. A kill is chosen by the number of calls
-a writer acknowledged (a seeded choice), never by time."""
+a writer acknowledged (a seeded choice), never by time. The 8 writers use the numpy
+index; the kill test runs on a real ``chroma run`` server, shared by every writer, and
+checks that it holds exactly the records' active memories afterwards; the erasure test
+runs on both."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +35,9 @@ import pytest
 
 import mars_core
 from mars_core import MemoryStore
+from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import NotFoundError
+from mars_core.model import MemoryStatus
 
 KEY = bytes(range(32))
 WORKER = pathlib.Path(__file__).with_name("load_worker.py")
@@ -72,8 +78,9 @@ class Pool:
     """The writer processes of a test; one thread per process reads its stdout lines
     into one queue, so the test waits on events, never on time."""
 
-    def __init__(self, url: str) -> None:
-        self.url, self.procs, self.events = url, {}, queue.Queue()  # type: ignore[var-annotated]
+    def __init__(self, url: str, index: str = "auto") -> None:
+        self.url, self.index = url, index
+        self.procs, self.events = {}, queue.Queue()  # type: ignore[var-annotated]
         self.procs: dict[str, Proc]
         self.events: queue.Queue[tuple[str, dict[str, Any] | None]]
 
@@ -81,7 +88,7 @@ class Pool:
               max_ops: int = MAX_OPS) -> Proc:
         popen = subprocess.Popen(
             [sys.executable, str(WORKER), self.url, name, str(seed), str(seconds),
-             str(max_ops), str(NAMESPACES), str(BUDGET)],
+             str(max_ops), str(NAMESPACES), str(BUDGET), self.index],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=_env())
         proc = self.procs[name] = Proc(name, popen)
@@ -137,11 +144,30 @@ class Pool:
 
 
 @pytest.fixture
-def pool(postgres_url: str) -> Iterator[Pool]:
-    MemoryStore.open(postgres_url, audit_key=KEY, budget=BUDGET).close()  # the schema
-    made = Pool(postgres_url)
+def pool(request: pytest.FixtureRequest, postgres_url: str) -> Iterator[Pool]:
+    """The writers' pool, on the numpy index or (parametrised ``chroma-server``) on the
+    session's Chroma server."""
+    index = "auto"
+    if getattr(request, "param", "numpy") == "chroma-server":
+        server = request.getfixturevalue("chroma_server")
+        index = f"chroma://{server.host}:{server.port}?prefix=t{uuid.uuid4().hex[:12]}_"
+    MemoryStore.open(postgres_url, index=index, audit_key=KEY, budget=BUDGET).close()
+    made = Pool(postgres_url, index)
     yield made
     made.close()
+
+
+def _index_matches_the_records(store: MemoryStore) -> None:
+    """A server index holds exactly the records' active memories of every namespace
+    (after the store's catch-up): nothing a process committed was left out."""
+    index = store._engine.index
+    if index.name == "numpy":
+        return
+    store.retrieve("catch up", namespace="ns-00")  # a query brings the index up to date
+    probe = HashingEmbedder().embed(["garden trains weather"])[0]
+    for ns in store.stats()["namespaces"]:
+        held = {i for i, _ in index.query(ns, MemoryStatus.ACTIVE, probe, 10_000)}
+        assert held == {n.id for n in store.list(ns)}, ns
 
 
 def _ledger(procs: list[Proc]) -> tuple[dict[str, str], dict[str, str], set[str]]:
@@ -166,12 +192,13 @@ def _ledger(procs: list[Proc]) -> tuple[dict[str, str], dict[str, str], set[str]
     return written, erased, begun - set(erased)
 
 
-def _check_store(url: str, procs: list[Proc], *, busy: bool = True) -> None:
+def _check_store(url: str, index: str, procs: list[Proc], *, busy: bool = True) -> None:
     """Every acknowledged write found, every erasure gone, budgets kept, chains whole
     (``busy``: and the run did write and erase)."""
     written, erased, undecided = _ledger(procs)
     assert not busy or (written and erased)
-    with MemoryStore.open(url, audit_key=KEY, budget=BUDGET) as store:
+    with MemoryStore.open(url, index=index, audit_key=KEY, budget=BUDGET) as store:
+        _index_matches_the_records(store)
         for node_id, ns in written.items():
             if node_id not in erased and node_id not in undecided:
                 assert store.get(node_id, namespace=ns).id == node_id
@@ -201,9 +228,10 @@ def test_eight_processes_on_fifty_namespaces_lose_nothing(pool: Pool) -> None:
         pool.finish(proc)
     _only_documented(procs)
     assert all(p.events[-1]["ev"] == "done" for p in procs)
-    _check_store(pool.url, procs)
+    _check_store(pool.url, pool.index, procs)
 
 
+@pytest.mark.parametrize("pool", ["chroma-server"], indirect=True)  # the shared index too
 def test_writers_killed_at_random_moments_lose_nothing_acknowledged(pool: Pool) -> None:
     rng = random.Random(20)
     victims = dict(zip(rng.sample(range(8), 3), (rng.randint(5, 40) for _ in range(3)),
@@ -230,19 +258,20 @@ def test_writers_killed_at_random_moments_lose_nothing_acknowledged(pool: Pool) 
     _only_documented(survivors)  # the survivors and the restarted ones went on
     assert all(p.events[-1]["ev"] == "done" for p in survivors)
     assert all(p.events[0]["ev"] == "ready" and p.acks() > 0 for p in successors)
-    _check_store(pool.url, list(pool.procs.values()))
+    _check_store(pool.url, pool.index, list(pool.procs.values()))
 
 
 SECRET = "Dana's bank PIN is 4471 and her passport number is X9918273"
 
 
+@pytest.mark.parametrize("pool", ["numpy", "chroma-server"], indirect=True)
 def test_an_erasure_while_others_read_and_write_is_served_by_no_process(
         pool: Pool) -> None:
     procs = [pool.start(f"w{n}", seed=300 + n, seconds=WAIT, max_ops=MAX_OPS)
              for n in range(4)]
     for proc in procs:
         pool.wait_for(proc.name, "ready")
-    with MemoryStore.open(pool.url, audit_key=KEY, budget=BUDGET) as store:
+    with MemoryStore.open(pool.url, index=pool.index, audit_key=KEY, budget=BUDGET) as store:
         secret = store.add(SECRET, namespace="ns-07", pinned=True)
         query = "Dana bank PIN passport"
         for proc in procs:  # every process has the namespace cached with the secret
@@ -264,4 +293,4 @@ def test_an_erasure_while_others_read_and_write_is_served_by_no_process(
         assert SECRET not in str(store.export_jsonld())
         assert all(h.node.content != SECRET for h in store.retrieve(
             query, namespace="ns-07", k=50, include_archive=True))
-    _check_store(pool.url, procs, busy=False)
+    _check_store(pool.url, pool.index, procs, busy=False)

@@ -668,7 +668,7 @@ class Engine:
                         "up (no text was ever sent to it)")
             return "; ".join(done)
         if index.capabilities.keeps_deleted:
-            done.append(index.compact(list(namespaces)))
+            done.append(self.sync.compact(list(namespaces)))
         else:
             done.append(f"{index.name}: entries deleted")
         with self.records.write() as tx:

@@ -218,8 +218,21 @@ class IndexSync:
             tx.lock_index(self.key)
             self.applied = tx.index_positions().get(self.key, 0)
             count = self._apply(tx)
+            if count:  # the index's own mark stays with the position (see _bind_shared)
+                self.index.mark(self.applied)
+                self.marked = self.applied
             tx.set_index_position(self.key, self.applied)
         return count
+
+    def compact(self, namespaces: Sequence[str]) -> str:
+        """Rewrite the namespaces' partitions without deleted vectors (after an
+        erasure); a shared index does it holding the index, so no other process
+        applies the log to those partitions meanwhile."""
+        if not self.shared:
+            return self.index.compact(list(namespaces))
+        with self.records.write() as tx:
+            tx.lock_index(self.key)
+            return self.index.compact(list(namespaces))
 
     def ensure_current(self) -> None:
         """Bring the index up to the last commit: flush what is written behind, or catch

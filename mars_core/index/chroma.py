@@ -53,9 +53,9 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from mars_core.errors import (
     ConflictError,
@@ -82,6 +82,8 @@ from mars_core.model import MemoryStatus
 from mars_core.storage.base import IndexRow
 
 __all__ = ["NUMERIC_FLAG", "RESERVED_PREFIX", "ChromaIndex", "to_chroma_where"]
+
+_T = TypeVar("_T")
 
 Where = dict[str, Any]
 
@@ -435,6 +437,27 @@ class ChromaIndex(IndexBase):
         self._used.add(name)
         return handle
 
+    def _using(self, name: str, action: str, use: Callable[[Any], _T], *,
+               create: bool = False) -> _T | None:
+        """``use(collection)``, or ``None`` when the collection does not exist (and
+        ``create`` is false). A cached handle of a collection that another process
+        dropped and made again (an erasure's compaction on a shared server) is opened
+        anew and the call made once more."""
+        from chromadb.errors import NotFoundError as ChromaNotFound
+
+        for attempt in (1, 2):
+            col = self._collection(name, create=create)
+            if col is None:
+                return None
+            try:
+                with _client_errors(action):
+                    return use(col)
+            except MarsBackendError as exc:
+                if attempt == 2 or not isinstance(exc.__cause__, ChromaNotFound):
+                    raise
+                self._handles.pop(name, None)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _ours(self) -> list[str]:
         """Names of every partition collection of this prefix."""
         names: list[str] = []
@@ -477,48 +500,53 @@ class ChromaIndex(IndexBase):
                 part = [r for r in group if r.status is status]
                 if not part:
                     continue
-                other = None if new else self._collection(
-                    partition_name(self._prefix, ns, _flip(status)))
-                if other is not None:  # an entry whose status changed leaves the other
-                    with _client_errors("move entries between partitions"):
-                        other.delete(ids=[r.id for r in part])
+                ids = [r.id for r in part]
+                if not new:  # an entry whose status changed leaves the other partition
+                    self._using(partition_name(self._prefix, ns, _flip(status)),
+                                "move entries between partitions",
+                                lambda col, ids=ids: col.delete(ids=ids))  # type: ignore[misc]
                 self._put(partition_name(self._prefix, ns, status), part, new)
 
     def _put(self, name: str, rows: list[IndexRow], new: bool) -> None:
-        col = self._collection(name, create=True)
         for i in range(0, len(rows), self._max_batch):
             chunk = rows[i:i + self._max_batch]
-            ids = [r.id for r in chunk]
-            stored: dict[str, Any] = {}
-            with _client_errors(f"write collection {name!r}"):
+
+            def write(col: Any, chunk: list[IndexRow] = chunk) -> None:
+                ids = [r.id for r in chunk]
+                stored: dict[str, Any] = {}
                 if not new:
                     res = col.get(ids=ids, include=["metadatas"])
                     stored = dict(zip(res["ids"], res["metadatas"], strict=True))
                 col.upsert(ids=ids, embeddings=[r.vector.tolist() for r in chunk],
                            metadatas=[_write_meta(r.fields, stored.get(r.id)) for r in chunk])
 
+            self._using(name, f"write collection {name!r}", write, create=True)
+
     def _delete(self, namespace: str, ids: list[str]) -> None:
         self._free_loaded()
         for status in MemoryStatus:
-            col = self._collection(partition_name(self._prefix, namespace, status))
-            if col is None:
-                continue
-            with _client_errors("delete entries"):
-                for i in range(0, len(ids), self._max_batch):
-                    col.delete(ids=ids[i:i + self._max_batch])
+            for i in range(0, len(ids), self._max_batch):
+                chunk = ids[i:i + self._max_batch]
+                self._using(partition_name(self._prefix, namespace, status),
+                            "delete entries",
+                            lambda col, chunk=chunk: col.delete(ids=chunk))  # type: ignore[misc]
 
     def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
                where: Filter | None) -> list[tuple[str, float]]:
         self._free_loaded()
         node = TRUE if where is None else _normal_form(where, _storable_key)
-        col = self._collection(partition_name(self._prefix, namespace, status))
-        if col is None or node == FALSE:
+        if node == FALSE:
             return []
-        with _client_errors(f"query namespace {namespace!r}"):
-            if k > _PAGE:
-                k = max(1, min(k, int(col.count())))
-            res = col.query(query_embeddings=[vector.tolist()], n_results=k,
-                            where=_emit(node), include=["distances"])
+
+        def ask(col: Any) -> Any:
+            n = max(1, min(k, int(col.count()))) if k > _PAGE else k
+            return col.query(query_embeddings=[vector.tolist()], n_results=n,
+                             where=_emit(node), include=["distances"])
+
+        res = self._using(partition_name(self._prefix, namespace, status),
+                          f"query namespace {namespace!r}", ask)
+        if res is None:
+            return []
         return [(rid, 1.0 - float(dist))
                 for rid, dist in zip(res["ids"][0], res["distances"][0], strict=True)]
 
