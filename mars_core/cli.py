@@ -497,6 +497,25 @@ def bench_import(n: Annotated[int, typer.Option(min=1, help="mem0 records in the
                     echo=lambda text: console.print(text, highlight=False))
 
 
+@bench_app.command("postgres")
+def bench_postgres(*, writers: Annotated[str, typer.Option(
+                       help="comma-separated numbers of writer processes")] = "1,2,4,8",
+                   quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
+                   out: OutOpt = None) -> None:
+    """PostgreSQL + a Chroma server against the SQLite default: latency per call
+    (interleaved, medians, ratios), and adds/s of 1, 2, 4, 8 writer processes on
+    distinct namespaces (servers started for the run)."""
+    from mars_core.bench import postgres
+
+    try:
+        counts = tuple(int(w) for w in writers.split(",") if w.strip())
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise _fail("--writers takes positive numbers, comma-separated")
+    postgres.main(out, quick=quick, writers=counts)
+
+
 @bench_app.command("policies")
 def bench_policies(  # noqa: PLR0917 (typer options are parameters)
         quick: Annotated[bool, typer.Option(help="smoke run: n = 500, 2000")] = False,

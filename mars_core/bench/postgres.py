@@ -1,0 +1,205 @@
+"""``mars bench postgres``: PostgreSQL with a Chroma server against the SQLite default.
+
+Two sections, on a throwaway PostgreSQL server and a ``chroma run`` server the run
+starts on this machine (:mod:`mars_core.bench.postgres_server`,
+:mod:`mars_core.bench.chroma_server`), with the hashing embedder (the store is timed,
+not a model):
+
+1. **Latency per call**: a store on PostgreSQL with the index on the Chroma server
+   against the default store (``MemoryStore.open(path)``: SQLite with embedded Chroma),
+   both filled with ``n`` memories, then in alternating blocks of ``block`` calls (so
+   both see the same machine state): ``add``, ``retrieve`` and ``observe``. Medians in
+   ms and the ratio PostgreSQL / SQLite per call.
+2. **Throughput of writer processes**: 1, 2, 4 and 8 processes (``--writers``), each on
+   a namespace of its own, each adding ``adds`` memories to the PostgreSQL store after
+   a common start signal (a line on its stdin); adds per second over the whole run
+   (from the signal to the last process's end), and the ratio to one process. A machine
+   with few cores flattens the curve early: the figure says where.
+
+Examples:
+    >>> texts = _texts(3, seed=1)
+    >>> len(texts), texts == _texts(3, seed=1)
+    (3, True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mars_core.bench.chroma_server import chroma_server
+from mars_core.bench.postgres_server import postgres_server
+from mars_core.bench.report import results_dir
+from mars_core.embeddings import HashingEmbedder
+from mars_core.store import MemoryStore
+
+__all__ = ["latency", "main", "run", "table", "throughput"]
+
+_WORDS = ("ana bo carla lisbon porto tea jazz river bridge meeting project deadline "
+          "birthday dinner octopus nurse sister office train museum guitar garden").split()
+KEY = bytes(range(32))
+
+_WRITER = """
+import sys, time
+from mars_core import MemoryStore
+from mars_core.embeddings import HashingEmbedder
+
+url, index, name, adds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+store = MemoryStore.open(url, index=index, embedder=HashingEmbedder(),
+                         audit_key=bytes(range(32)), budget=10**9)
+store.add("warm up", namespace=name)
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(adds):
+    store.add(f"{name} memory {i} about the garden and the trains", namespace=name)
+print(time.time(), flush=True)
+store.close()
+"""
+
+
+def _texts(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    return [f"note {i}: " + " ".join(rng.choice(_WORDS) for _ in range(8)) for i in range(n)]
+
+
+def _ms(samples: Sequence[float]) -> float:
+    return 1000 * statistics.median(samples) if samples else 0.0
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _one_of_each(store: MemoryStore, text: str, into: dict[str, list[float]]) -> None:
+    into["add"].append(_timed(lambda: store.add(text, namespace="bench")))
+    into["retrieve"].append(_timed(lambda: store.retrieve(text, namespace="bench", k=5)))
+    into["observe"].append(_timed(lambda: store.observe("user", text, namespace="bench")))
+
+
+def latency(stores: dict[str, MemoryStore], n: int, *, block: int,
+            rounds: int) -> dict[str, Any]:
+    """Median ms per call of each store, measured in alternating blocks."""
+    texts = _texts(n)
+    for store in stores.values():
+        store.add_many(texts, namespace="bench")
+    queries = _texts(block * rounds, seed=11)
+    samples: dict[str, dict[str, list[float]]] = {
+        k: {"add": [], "retrieve": [], "observe": []} for k in stores}
+    for r in range(rounds):
+        for kind, store in stores.items():
+            for i in range(block):
+                _one_of_each(store, queries[r * block + i], samples[kind])
+    out: dict[str, Any] = {k: {op: _ms(v) for op, v in ops.items()}
+                           for k, ops in samples.items()}
+    base, other = list(stores)
+    out["ratio"] = {op: out[other][op] / out[base][op] if out[base][op] else 0.0
+                    for op in ("add", "retrieve", "observe")}
+    out["n"], out["calls"] = n, block * rounds
+    return out
+
+
+def throughput(url: str, index: str, writers: Sequence[int], adds: int) -> list[dict[str, Any]]:
+    """Adds per second of ``w`` writer processes on distinct namespaces, for each ``w``."""
+    env = {**os.environ, "MARS_EMBEDDER": "hashing"}
+    rows: list[dict[str, Any]] = []
+    for w in writers:
+        tag = uuid.uuid4().hex[:6]
+        procs = [subprocess.Popen(
+            [sys.executable, "-c", _WRITER, url, index, f"w{tag}-{i}", str(adds)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+            for i in range(w)]
+        try:
+            for p in procs:
+                assert p.stdout is not None
+                if p.stdout.readline().strip() != "ready":
+                    raise RuntimeError("a writer process did not start")
+            start = time.time()
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            ends = []
+            for p in procs:
+                assert p.stdout is not None
+                ends.append(float(p.stdout.readline()))
+                p.wait()
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        seconds = max(ends) - start
+        rows.append({"writers": w, "adds": w * adds, "seconds": seconds,
+                     "adds_per_s": w * adds / seconds})
+    one = rows[0]["adds_per_s"] if rows else 1.0
+    for row in rows:
+        row["vs_one"] = row["adds_per_s"] / one
+    return rows
+
+
+def run(n: int = 2000, *, block: int = 20, rounds: int = 5, adds: int = 200,
+        writers: Sequence[int] = (1, 2, 4, 8)) -> dict[str, Any]:
+    """Both sections on servers started for the run."""
+    os.environ.setdefault("MARS_EMBEDDER", "hashing")
+    with tempfile.TemporaryDirectory(prefix="mars-bench-pg-") as tmp, \
+            postgres_server() as pg, chroma_server(Path(tmp)) as chroma:
+        url = pg.url()
+        index = f"chroma://{chroma.host}:{chroma.port}?prefix=bench_"
+        stores = {"sqlite+chroma": MemoryStore.open(Path(tmp) / "sqlite", audit_key=KEY,
+                                                    embedder=HashingEmbedder(), budget=10**9),
+                  "postgres+chroma-server": MemoryStore.open(
+                      url + "&schema=latency", index=index, audit_key=KEY,
+                      embedder=HashingEmbedder(), budget=10**9)}
+        try:
+            lat = latency(stores, n, block=block, rounds=rounds)
+        finally:
+            for store in stores.values():
+                store.close()
+        tput = throughput(url + "&schema=writers",
+                          f"chroma://{chroma.host}:{chroma.port}?prefix=writers_",
+                          writers, adds)
+    return {"machine": {"cpus": os.cpu_count()}, "latency": lat, "throughput": tput}
+
+
+def table(result: dict[str, Any]) -> str:
+    """The result as markdown tables."""
+    lat = result["latency"]
+    lines = [f"Latency per call, median ms ({lat['calls']} calls each, store of {lat['n']}):",
+             "", "| call | SQLite + embedded Chroma | PostgreSQL + Chroma server | ratio |",
+             "|---|---|---|---|"]
+    for op in ("add", "retrieve", "observe"):
+        lines.append(f"| {op} | {lat['sqlite+chroma'][op]:.2f} | "
+                     f"{lat['postgres+chroma-server'][op]:.2f} | {lat['ratio'][op]:.2f} |")
+    lines += ["", f"Writer processes on distinct namespaces ({result['machine']['cpus']} "
+                  "cores), PostgreSQL + Chroma server:", "",
+              "| writers | adds | s | adds/s | vs one |", "|---|---|---|---|---|"]
+    for row in result["throughput"]:
+        lines.append(f"| {row['writers']} | {row['adds']} | {row['seconds']:.1f} | "
+                     f"{row['adds_per_s']:.0f} | {row['vs_one']:.2f} |")
+    return "\n".join(lines)
+
+
+def main(out: str | os.PathLike[str] | None = None, *, quick: bool = False,
+         writers: Sequence[int] = (1, 2, 4, 8)) -> dict[str, Any]:
+    """Run and print (and write ``postgres.json`` and ``postgres.md`` to ``out``)."""
+    folder = None if out is None else results_dir(out)
+    result = run(200 if quick else 2000, block=5 if quick else 20, rounds=2 if quick else 5,
+                 adds=10 if quick else 200, writers=writers)
+    text = table(result)
+    print(text)
+    if folder is not None:
+        (folder / "postgres.json").write_text(json.dumps(result, indent=1))
+        (folder / "postgres.md").write_text(text + "\n")
+    return result
