@@ -440,10 +440,11 @@ class ChromaIndex(IndexBase):
     def _using(self, name: str, action: str, use: Callable[[Any], _T], *,
                create: bool = False) -> _T | None:
         """``use(collection)``, or ``None`` when the collection does not exist (and
-        ``create`` is false). A cached handle of a collection that another process
-        dropped and made again (an erasure's compaction on a shared server) is opened
-        anew and the call made once more."""
-        from chromadb.errors import NotFoundError as ChromaNotFound
+        ``create`` is false). A call the server refuses (a cached handle of a
+        collection that another process dropped and made again, or one caught while it
+        is being dropped: an erasure's compaction on a shared server) is made once more
+        on the collection opened anew."""
+        from chromadb.errors import ChromaError as ChromaNotFound
 
         for attempt in (1, 2):
             col = self._collection(name, create=create)
@@ -576,6 +577,7 @@ class ChromaIndex(IndexBase):
         for ns in namespaces:
             for status in MemoryStatus:
                 name = partition_name(self._prefix, ns, status)
+                self._handles.pop(name, None)  # another process may have made it anew
                 if self._collection(name) is not None:
                     self._handles.pop(name, None)
                     with _client_errors(f"rebuild collection {name!r}"):
