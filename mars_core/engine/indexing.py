@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 
-from mars_core.errors import MarsBackendError
+from mars_core.errors import ConflictError, MarsBackendError
 from mars_core.index.base import VectorIndex
 from mars_core.model import MemoryNode
 from mars_core.progress import ProgressFn, report
@@ -214,20 +214,29 @@ class IndexSync:
             if known >= tx.last_change():
                 self.applied, self.behind = max(self.applied, known), False
                 return 0
-        with self.records.write() as tx:
-            tx.lock_index(self.key)
-            self.applied = tx.index_positions().get(self.key, 0)
-            count = self._apply(tx)
-            if count:  # the index's own mark stays with the position (see _bind_shared)
-                self.index.mark(self.applied)
-                self.marked = self.applied
-            tx.set_index_position(self.key, self.applied)
+        try:
+            with self.records.write() as tx:
+                tx.lock_index(self.key)
+                self.applied = tx.index_positions().get(self.key, 0)
+                count = self._apply(tx)
+                if count:  # the index's own mark stays with the position (_bind_shared)
+                    self.index.mark(self.applied)
+                    self.marked = self.applied
+                tx.set_index_position(self.key, self.applied)
+        except ConflictError:  # held past lock_timeout: another process is applying it
+            log.info("the shared index is being caught up by another process")
+            return 0
         return count
 
     def compact(self, namespaces: Sequence[str]) -> str:
         """Rewrite the namespaces' partitions without deleted vectors (after an
         erasure); a shared index does it holding the index, so no other process
-        applies the log to those partitions meanwhile."""
+        applies the log to those partitions meanwhile.
+
+        Raises:
+            ConflictError: another process held the index past ``lock_timeout`` (nothing
+                was compacted; the namespaces stay pending).
+        """
         if not self.shared:
             return self.index.compact(list(namespaces))
         with self.records.write() as tx:
