@@ -38,6 +38,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 
@@ -172,6 +173,15 @@ class IndexSync:
         """Bind a shared index: start from the lower of its own mark and the position
         the records keep for it (a restored or emptied index, or one whose process died
         between its index write and its commit, replays from there), or rebuild."""
+        try:
+            self._bind_locked(marked)
+        except ConflictError:  # held past lock_timeout: another process is at work on
+            # it; this one's queries catch up from the recorded position like any other
+            with self.records.read() as tx:
+                known = tx.index_positions().get(self.key, 0)
+            self.applied = self.marked = self.pruned = known
+
+    def _bind_locked(self, marked: int) -> None:
         with self.records.write() as tx:
             tx.lock_index(self.key)
             last, first = tx.last_change(), tx.first_change()
@@ -241,7 +251,19 @@ class IndexSync:
             return self.index.compact(list(namespaces))
         with self.records.write() as tx:
             tx.lock_index(self.key)
+            tx.lock_index(self.key + "#queries")  # no query runs while partitions go
             return self.index.compact(list(namespaces))
+
+    @contextlib.contextmanager
+    def querying(self) -> Iterator[None]:
+        """Around a query of a shared index: beside other queries, never during another
+        process's compaction (which drops and rewrites partitions)."""
+        if not self.shared:
+            yield
+            return
+        with self.records.read() as tx:
+            tx.lock_index(self.key + "#queries", shared=True)
+            yield
 
     def ensure_current(self) -> None:
         """Bring the index up to the last commit: flush what is written behind, or catch

@@ -49,8 +49,9 @@ class Reader:
              q: Query) -> list[Hit]:
         """Ranked hits of one namespace's active or archived memories."""
         self.e.sync.ensure_current()
-        return rank(state, self.e.index, lambda ids: self.e.stored_vectors(state, ids),
-                    status=status, qvec=qvec, q=q, cfg=self.e.config.retrieval)
+        with self.e.sync.querying():
+            return rank(state, self.e.index, lambda ids: self.e.stored_vectors(state, ids),
+                        status=status, qvec=qvec, q=q, cfg=self.e.config.retrieval)
 
     def retrieve(self, q: Query, budget: int, *, k: int | None, ratio: float,
                  include_archive: bool, read_only: bool) -> list[Hit]:

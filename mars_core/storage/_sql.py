@@ -316,9 +316,10 @@ class SqlTxn:
     def set_index_position(self, key: str, applied: int) -> None:
         self._put_meta(_INDEX + key, str(int(applied)))
 
-    def lock_index(self, key: str) -> None:
+    def lock_index(self, key: str, *, shared: bool = False) -> None:
         """One writer holds the index already."""
-        self._writes()
+        if not shared:
+            self._writes()
 
     def lock_namespaces(self, names: Sequence[str]) -> dict[str, int]:
         """One writer holds every namespace already: their versions."""

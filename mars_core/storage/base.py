@@ -279,13 +279,15 @@ class RecordTxn(Protocol):
         """Register the index ``key`` as holding every change up to ``applied``."""
         ...
 
-    def lock_index(self, key: str) -> None:
+    def lock_index(self, key: str, *, shared: bool = False) -> None:
         """Hold the index ``key`` until the transaction ends: one process at a time
         applies the change log to a shared index (a store with one writer holds it
-        already).
+        already). ``shared``: hold it beside other shared holders (queries), waiting
+        only for an exclusive one (a read transaction may ask for that).
 
         Raises:
-            ConflictError: a read transaction, or the wait outlasted the lock timeout.
+            ConflictError: an exclusive hold in a read transaction, or the wait
+                outlasted the lock timeout.
         """
         ...
 

@@ -397,10 +397,12 @@ class _Txn(SqlTxn):
                   "UPDATE SET value = greatest(meta.value::bigint, excluded.value::bigint)::text",
                   (str(int(value)),))
 
-    def lock_index(self, key: str) -> None:
+    def lock_index(self, key: str, *, shared: bool = False) -> None:
         """Hold the index ``key`` with a transaction-scoped advisory lock."""
-        self._writes()
-        self._exec("SELECT pg_advisory_xact_lock(?)", (_key(self._schema, f"index\x00{key}"),))
+        if not shared:
+            self._writes()
+        how = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        self._exec(f"SELECT {how}(?)", (_key(self._schema, f"index\x00{key}"),))
 
     def lock_namespaces(self, names: Sequence[str]) -> dict[str, int]:
         """Hold each namespace with a transaction-scoped advisory lock (in one order,
