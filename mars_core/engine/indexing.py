@@ -121,20 +121,8 @@ class IndexSync:
                 tx.set_index_position(self.key, self.applied)
             self.flush()
             return count
-        self._clear_buffer()
-        self.index.clear()
-        count = 0
         with self.records.read() as tx:
-            last = tx.last_change()
-            total = sum(t.active + t.archived for t in tx.totals().values())
-            report(progress, "index", 0, total)
-            for chunk in _chunks(tx.index_rows()):
-                self.index.upsert(chunk, new=True)
-                count += len(chunk)
-                report(progress, "index", min(count, total), total)
-        if count != total:
-            report(progress, "index", count, count)
-        self.applied, self.behind, self.rebuilt = last, False, True
+            count = self._rebuild_in(tx, tx.last_change(), progress)
         self.flush()
         return count
 
