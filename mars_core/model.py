@@ -316,6 +316,28 @@ class MemoryNode(BaseModel):
         """True when the node is in the active store."""
         return self.status is MemoryStatus.ACTIVE
 
+    @property
+    def speaker(self) -> str | None:
+        """Who said it: an episode's first participant (``observe(speaker=...)``)."""
+        parts = self.payload.participants if isinstance(self.payload, EpisodicPayload) else ()
+        return parts[0] if parts else None
+
+    @property
+    def search_text(self) -> str:
+        """What lexical search matches: the content, after the speaker's name when it
+        does not already start with it (a question naming a speaker finds what they said).
+
+        Examples:
+            >>> n = MemoryNode(id="m1", type="episodic", content="I moved to Lisbon",
+            ...                weight=4, payload=EpisodicPayload(participants=("Ana",)))
+            >>> n.search_text
+            'Ana: I moved to Lisbon'
+        """
+        who = self.speaker
+        if not who or self.content.casefold().startswith(who.casefold()):
+            return self.content
+        return f"{who}: {self.content}"
+
 
 class Edge(BaseModel):
     """A typed, directed edge ``source --predicate--> target`` (an RDF-style statement).
