@@ -120,6 +120,13 @@ class RetrievalConfig(_Config):
         "packing (0 fills the budget in rank order; `retrieve(relative_cutoff=)` overrides "
         "it per call).",
     )
+    search_archive: bool = Field(
+        True, description="`retrieve` and `render_context` also search, as a second tier, the "
+        "memories a policy archived to make room or replaced by a summary (ArchiveReason "
+        "'evicted', 'summarised'), ranked with the same score and marked archived; never "
+        "what was forgotten on request, superseded, corrected or expired. False: the active "
+        "memories only (unless `retrieve(include_archive=True)`).",
+    )
     candidates: int = Field(
         64, ge=1, le=10_000,
         description="How many candidates each channel (dense, lexical) proposes before fusion.",

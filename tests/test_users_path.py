@@ -1,13 +1,129 @@
 """The path users run (issue 18): ``observe`` into a store with its default budget, read
 through ``retrieve`` and ``render_context``.
 
+* forgetting to make room does not make a memory unreachable: the archive is a second tier
+  of the same ranking (``RetrievalConfig.search_archive``), and a policy's eviction changes
+  nothing ``retrieve`` finds — while what was forgotten on request, superseded or expired
+  stays out of it;
 * ``observe(speaker=...)`` makes the speaker's name part of what is matched.
 """
 
 from __future__ import annotations
 
-# --- speakers -----------------------------------------------------------------------------
+from datetime import timedelta
+from pathlib import Path
 
+from mars_core import RetrievalConfig
+from mars_core.clock import FakeClock
+from mars_core.model import ArchiveReason, MemoryStatus
+from mars_core.store import MemoryStore
+
+CHAT = [
+    ("Ana", "I started pottery classes at the community centre"),
+    ("Bo", "Nice, I went hiking near the lake with my brother"),
+    ("Bo", "Where did Ines move after the summer?"),
+    ("Ana", "To Porto, for a nursing job"),
+    ("Bo", "I am reading a novel about trains in Siberia"),
+    ("Ana", "The pottery teacher says my bowls are getting better"),
+    ("Bo", "We adopted a grey cat from the shelter yesterday"),
+    ("Ana", "I ran a charity race for the animal shelter last Sunday"),
+    ("Bo", "My brother plays the cello in a jazz band"),
+    ("Ana", "Lisbon was sunny all week, perfect for long walks"),
+    ("Bo", "The cat sleeps on my keyboard all day"),
+] * 3
+QUESTIONS = ["What did Ana start at the community centre?", "Where did Ines move?",
+             "What did Bo adopt from the shelter?", "Who plays the cello?",
+             "What race did Ana run?", "What is Bo reading about?"]
+
+
+def _chat(store: MemoryStore) -> None:
+    for i, (who, text) in enumerate(CHAT):
+        store.observe("user", f"{text} ({i})", speaker=who, conversation_id="c1")
+
+
+def _found(store: MemoryStore, query: str) -> list[tuple[str, float]]:
+    return [(h.text, round(h.score, 9)) for h in store.retrieve(query, read_only=True)]
+
+
+# --- the second tier ----------------------------------------------------------------------
+
+def test_eviction_to_make_room_changes_nothing_retrieve_finds(make_store) -> None:
+    roomy, tight = make_store(budget=100_000, seed=0), make_store(budget=120, seed=0)
+    for store in (roomy, tight):
+        _chat(store)
+    assert not roomy.list(status="archived")
+    assert {n.type.value for n in roomy.list()} == {"episodic"}  # no facts: the same memories
+    evicted = tight.list(status="archived")
+    assert len(evicted) > len(CHAT) // 2  # most of the conversation left the active store
+    assert {n.archive_reason for n in evicted} == {ArchiveReason.EVICTED}
+    for q in QUESTIONS:  # ties list the active memory first: compare as sets
+        assert sorted(_found(tight, q)) == sorted(_found(roomy, q))
+    assert any(h.archived for q in QUESTIONS for h in tight.retrieve(q, read_only=True))
+
+
+def test_without_the_second_tier_evicted_memories_are_out_of_reach(make_store) -> None:
+    tight = make_store(budget=120, seed=0,
+                       retrieval=RetrievalConfig(search_archive=False))
+    _chat(tight)
+    first = tight.list(status="archived")[0]
+    hits = tight.retrieve("pottery classes at the community centre", read_only=True)
+    assert hits and first.id not in {h.id for h in hits}
+    assert all(not h.archived for h in hits)
+    # retrieve(include_archive=False) asks for the active memories alone, whatever the config
+    on = make_store(budget=120, seed=0)
+    _chat(on)
+    assert all(not h.archived for h in on.retrieve("pottery classes", include_archive=False,
+                                                   read_only=True))
+
+
+def test_render_context_marks_what_it_recalls_from_the_archive(make_store) -> None:
+    store = make_store(budget=120, seed=0)
+    _chat(store)
+    text = store.render_context("What did Ana start at the community centre?",
+                                evidence_only=True)
+    line = next(ln for ln in text.splitlines() if "pottery classes" in ln)
+    assert "| archived]" in line
+
+
+def test_forgotten_superseded_and_expired_memories_stay_out_of_the_second_tier(
+        make_store) -> None:
+    clock = FakeClock()
+    store = make_store(budget=100_000, clock=clock)
+    secret = store.add("the spare key hides under the blue flowerpot")
+    store.forget(secret.id)
+    old = store.add("the spare key hides under the red doormat")
+    store.update(old.id, "the spare key hides with the neighbour")
+    brief = store.add("the spare key code is 4411 this week",
+                      expires_at=clock.now() + timedelta(hours=1))
+    clock.advance(timedelta(hours=2))
+    store.maintain()
+    reasons = {n.content: n.archive_reason for n in store.list(status="archived")}
+    assert reasons == {secret.content: ArchiveReason.FORGOTTEN,
+                       old.content: ArchiveReason.SUPERSEDED,
+                       brief.content: ArchiveReason.EXPIRED}
+    found = {h.text for h in store.retrieve("where does the spare key hide?", read_only=True,
+                                            relative_cutoff=0)}
+    assert found == {"the spare key hides with the neighbour"}
+    assert secret.content not in store.render_context("where does the spare key hide?")
+    # asked for explicitly, the archive is still there
+    everything = store.retrieve("spare key", include_archive=True, relative_cutoff=0,
+                                read_only=True)
+    assert {secret.id, old.id, brief.id} <= {h.id for h in everything}
+
+
+def test_the_reason_is_kept_across_reopen_and_cleared_by_restore(open_store,
+                                                                 tmp_path: Path) -> None:
+    with open_store(tmp_path / "s", budget=60) as store:
+        _chat(store)
+        evicted = store.list(status="archived")[0]
+    with open_store(tmp_path / "s") as store:
+        again = store.get(evicted.id)
+        assert again.archive_reason is ArchiveReason.EVICTED
+        restored = store.restore(evicted.id)
+        assert restored.status is MemoryStatus.ACTIVE and restored.archive_reason is None
+
+
+# --- speakers -----------------------------------------------------------------------------
 
 def test_a_question_naming_a_speaker_matches_what_they_said(make_store) -> None:
     store = make_store()
