@@ -120,6 +120,11 @@ class RetrievalConfig(_Config):
         "packing (0 fills the budget in rank order; `retrieve(relative_cutoff=)` overrides "
         "it per call).",
     )
+    reply_units: bool = Field(
+        True, description="A turn that asks a question and the reply after it (the next turn "
+        "of its conversation, by another speaker) are one unit: the reply scores at least as "
+        "the question does (mars_core.retrieval.reply_of). False ranks every turn on its own.",
+    )
     search_archive: bool = Field(
         True, description="`retrieve` and `render_context` also search, as a second tier, the "
         "memories a policy archived to make room or replaced by a summary (ArchiveReason "

@@ -562,7 +562,8 @@ class MemoryStore:
 
         The pipeline is the one measured on LoCoMo (docs/benchmarks/evidence.md), set by
         :class:`~mars_core.config.RetrievalConfig`: ``dense_weight`` · cosine + the rest ·
-        BM25, plus ``cue_weight`` · the answerability rerank; hits below
+        BM25, plus ``cue_weight`` · the answerability rerank (the reply to a matching
+        question scores at least as the question, ``reply_units``); hits below
         ``relative_cutoff`` × the best score are dropped; what remains fills the budget in
         rank order, at most ``k``. So it may return fewer than ``k`` hits: pass
         ``relative_cutoff=0`` for "the ``k`` best" (the framework adapters whose contract

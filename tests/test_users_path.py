@@ -5,7 +5,9 @@ through ``retrieve`` and ``render_context``.
   of the same ranking (``RetrievalConfig.search_archive``), and a policy's eviction changes
   nothing ``retrieve`` finds — while what was forgotten on request, superseded or expired
   stays out of it;
-* ``observe(speaker=...)`` makes the speaker's name part of what is matched.
+* ``observe(speaker=...)`` makes the speaker's name part of what is matched;
+* a question and the reply after it are one unit of evidence
+  (``RetrievalConfig.reply_units``).
 """
 
 from __future__ import annotations
@@ -136,3 +138,49 @@ def test_a_question_naming_a_speaker_matches_what_they_said(make_store) -> None:
     assert hits[said["Cy"]].lexical < 1.0
     assert max(hits.values(), key=lambda h: h.score).id == said["Ana"]
     assert store.get(said["Ana"]).content == "I adopted a puppy from the shelter"
+
+
+# --- a question and its reply -------------------------------------------------------------
+
+def test_the_reply_to_a_matching_question_is_retrieved_with_it(make_store) -> None:
+    store = make_store()
+    turns = [("assistant", "Where did you go on holiday last summer?"),
+             ("user", "Lisbon, with my sister."),
+             ("assistant", "Sounds lovely."),
+             ("user", "We should plan the next trip soon."),
+             ("user", "Also, my holiday photos are on the laptop.")]
+    ids = [store.observe(role, text, conversation_id="c")[0].id for role, text in turns]
+    hits = store.retrieve("Where did I go on holiday last summer?", read_only=True)
+    found = [h.id for h in hits]
+    assert ids[0] in found and ids[1] in found  # the answer shares no word with the query
+    reply = next(h for h in hits if h.id == ids[1])
+    assert reply.score == next(h for h in hits if h.id == ids[0]).score
+    assert ids[2] not in found  # the reply passes nothing on: no chain of turns
+    plain = make_store(retrieval=RetrievalConfig(reply_units=False))
+    for role, text in turns:
+        plain.observe(role, text, conversation_id="c")
+    assert "Lisbon, with my sister." not in {
+        h.text for h in plain.retrieve("Where did I go on holiday last summer?",
+                                       read_only=True)}
+
+
+def test_a_turn_by_the_same_speaker_is_not_a_reply(make_store) -> None:
+    store = make_store()
+    first = store.observe("user", "Where did I leave the car keys?", conversation_id="c")
+    then = store.observe("user", "Anyway, dinner is at eight.", conversation_id="c")
+    hits = store.retrieve("where did I leave the car keys", read_only=True)
+    assert first[0].id in {h.id for h in hits}
+    assert then[0].id not in {h.id for h in hits}
+
+
+
+def test_a_stored_copy_of_the_query_lends_no_score_to_its_reply(make_store) -> None:
+    """``render_context`` never offers the question itself as evidence; its reply (an
+    earlier answer, here an empty one) must not take its perfect score either, or the
+    relative cut-off drops the real evidence."""
+    store = make_store()
+    store.observe("user", "My locker code is behind the blue door.", conversation_id="mon")
+    store.observe("user", "Where is my locker code?", conversation_id="fri")
+    store.observe("assistant", "Noted.", conversation_id="fri")
+    text = store.render_context("Where is my locker code?", evidence_only=True)
+    assert "blue door" in text

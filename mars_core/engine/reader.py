@@ -86,7 +86,8 @@ class Reader:
         ``RetrievalConfig.search_archive`` (and an archive), the active and the recallable
         archived memories ranked together on one scale: what a policy archived to make
         room or a summary replaced, still current and not expired
-        (:data:`~mars_core.model.RECALLABLE`). ``admit`` leaves more out."""
+        (:data:`~mars_core.model.RECALLABLE`). ``admit`` leaves more out (before the
+        ranking: what it refuses lends no score to a reply)."""
         statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
         if second_tier and self.e.config.retrieval.search_archive \
                 and state.count(MemoryStatus.ARCHIVED):
@@ -130,7 +131,7 @@ class Reader:
         recallable = self.recallable(state)
         echo = " ".join(q.text.split()).casefold()  # the question is not its own evidence
 
-        def not_echo(node: MemoryNode) -> bool:
+        def not_echo(node: MemoryNode) -> bool:  # nor does it lend its score to its reply
             return " ".join(node.content.split()).casefold() != echo
 
         ranked = self.search(state, embed_one(self.e.embedder, q.text),
