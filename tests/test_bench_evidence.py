@@ -186,3 +186,17 @@ def test_budget_selection_and_metrics() -> None:
     assert (m["precision"], m["recall"], m["occupancy"]) == (1.0, 0.5, 0.25)
     assert L.question_metrics([], ["a"], 0, 10)["f1"] == 0.0
     assert rank_scores(["x"], ["x", "y"]).tolist() == [1.0, -np.inf]
+
+
+def test_users_path_in_memory_gives_the_figures_of_the_store_on_disk(locomo_file: Path) -> None:
+    """The ablations run the users' path in RAM (``in_memory=True``); the headline runs
+    ``MemoryStore.open`` on disk. Same code path: the same figures, latency aside."""
+    emb = L.CachedEmbedder(HashingEmbedder(dim=64))
+    data = L.prepare(load_locomo(locomo_file), emb)
+
+    def figures(**kw: Any) -> list[dict[str, Any]]:
+        rows = users_path_task(data, emb, store_kwargs={"budget": 60}, **kw)
+        return [{k: v for k, v in r.items() if "ms" not in k} for r in rows
+                if r["task"] != "latency"]
+
+    assert figures(in_memory=True) == figures()
