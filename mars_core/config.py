@@ -96,7 +96,10 @@ class RetrievalConfig(_Config):
     leave-one-conversation-out, docs/benchmarks/evidence.md): 0.3 · cosine + 0.7 · BM25,
     plus 0.3 · the answerability rerank, and a relative cut-off at 0.85 of the best score.
     ``RetrievalConfig(dense_weight=0.5, cue_weight=0, relative_cutoff=0)`` is the plain
-    hybrid that fills the budget.
+    hybrid that fills the budget. Two parameter-free choices measured on the path users run
+    (``observe`` with the default budget; docs/benchmarks/evidence.md) are on by default:
+    a question and its reply form one unit (``reply_units``), and the archive is a second
+    tier (``search_archive``).
 
     Examples:
         >>> RetrievalConfig().relative_cutoff
