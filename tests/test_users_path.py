@@ -27,14 +27,14 @@ CHAT = [
     ("Ana", "To Porto, for a nursing job"),
     ("Bo", "I am reading a novel about trains in Siberia"),
     ("Ana", "The pottery teacher says my bowls are getting better"),
-    ("Bo", "We adopted a grey cat from the shelter yesterday"),
+    ("Bo", "We brought a grey cat home from the shelter yesterday"),
     ("Ana", "I ran a charity race for the animal shelter last Sunday"),
     ("Bo", "My brother plays the cello in a jazz band"),
     ("Ana", "Lisbon was sunny all week, perfect for long walks"),
     ("Bo", "The cat sleeps on my keyboard all day"),
 ] * 3
 QUESTIONS = ["What did Ana start at the community centre?", "Where did Ines move?",
-             "What did Bo adopt from the shelter?", "Who plays the cello?",
+             "What did Bo bring home from the shelter?", "Who plays the cello?",
              "What race did Ana run?", "What is Bo reading about?"]
 
 
@@ -113,6 +113,22 @@ def test_forgotten_superseded_and_expired_memories_stay_out_of_the_second_tier(
     assert {secret.id, old.id, brief.id} <= {h.id for h in everything}
 
 
+def test_an_evicted_turn_whose_statement_changed_is_found_and_marked(make_store) -> None:
+    """An outdated turn (what it said was replaced later) was still said: once evicted it
+    stays in the second tier, shown archived and outdated beside what replaced it."""
+    store = make_store(budget=60)
+    said = store.observe("user", "I live in Bristol", conversation_id="c")[0]
+    store.observe("user", "We moved to Cardiff last month", conversation_id="c")
+    for i in range(12):
+        store.observe("user", f"Small talk number {i} about the weather.", conversation_id="c")
+    assert store.get(said.id).archive_reason is ArchiveReason.EVICTED
+    assert said.id in {h.id for h in store.retrieve("Did I live in Bristol?", read_only=True)}
+    line = next(ln for ln in store.render_context("Did I live in Bristol?",
+                                                  evidence_only=True).splitlines()
+                if ln.endswith("I live in Bristol"))
+    assert "outdated (now: The user lives in Cardiff)" in line and "| archived]" in line
+
+
 def test_the_reason_is_kept_across_reopen_and_cleared_by_restore(open_store,
                                                                  tmp_path: Path) -> None:
     with open_store(tmp_path / "s", budget=60) as store:
@@ -130,14 +146,14 @@ def test_the_reason_is_kept_across_reopen_and_cleared_by_restore(open_store,
 def test_a_question_naming_a_speaker_matches_what_they_said(make_store) -> None:
     store = make_store()
     said = {who: store.observe("user", text, speaker=who)[0].id for who, text in
-            [("Bo", "Lovely weather today."), ("Ana", "I adopted a puppy from the shelter"),
+            [("Bo", "Lovely weather today."), ("Ana", "I walked a puppy from the shelter"),
              ("Cy", "The puppy chewed my shoes")]}
     hits = {h.id: h for h in store.retrieve("What did Ana say about the puppy?",
                                             read_only=True, relative_cutoff=0)}
     assert hits[said["Ana"]].lexical == 1.0  # "ana" and "puppy": the best lexical match
     assert hits[said["Cy"]].lexical < 1.0
     assert max(hits.values(), key=lambda h: h.score).id == said["Ana"]
-    assert store.get(said["Ana"]).content == "I adopted a puppy from the shelter"
+    assert store.get(said["Ana"]).content == "I walked a puppy from the shelter"
 
 
 # --- a question and its reply -------------------------------------------------------------

@@ -85,9 +85,9 @@ class Reader:
         """The active memories ranked; with ``second_tier`` and
         ``RetrievalConfig.search_archive`` (and an archive), the active and the recallable
         archived memories ranked together on one scale: what a policy archived to make
-        room or a summary replaced, still current and not expired
-        (:data:`~mars_core.model.RECALLABLE`). ``admit`` leaves more out (before the
-        ranking: what it refuses lends no score to a reply)."""
+        room or a summary replaced, not superseded or corrected (an outdated turn was
+        still said) and not expired (:data:`~mars_core.model.RECALLABLE`). ``admit``
+        leaves more out (before the ranking: what it refuses lends no score to a reply)."""
         statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
         if second_tier and self.e.config.retrieval.search_archive \
                 and state.count(MemoryStatus.ARCHIVED):
@@ -98,7 +98,7 @@ class Reader:
             return (admit is None or admit(node)) and (node.is_active or (
                 node.archive_reason in RECALLABLE
                 and (node.expires_at is None or node.expires_at > now)
-                and assemble.validity(state, node.id) is Validity.CURRENT))
+                and assemble.validity(state, node.id) in _SHOWN))
 
         self.e.sync.ensure_current()
         return rank(state, self.e.index, lambda ids: self.e.stored_vectors(state, ids),
