@@ -51,6 +51,7 @@ from mars_core.index import (
     VectorIndex,
 )
 from mars_core.model import (
+    ArchiveReason,
     Consent,
     Edge,
     EpisodicPayload,
@@ -79,6 +80,7 @@ __version__ = "0.2.0"
 __all__ = [
     "And",
     "ApproxTokenCounter",
+    "ArchiveReason",
     "AuditEvent",
     "AuditOp",
     "BudgetExceededError",

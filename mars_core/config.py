@@ -96,7 +96,10 @@ class RetrievalConfig(_Config):
     leave-one-conversation-out, docs/benchmarks/evidence.md): 0.3 · cosine + 0.7 · BM25,
     plus 0.3 · the answerability rerank, and a relative cut-off at 0.85 of the best score.
     ``RetrievalConfig(dense_weight=0.5, cue_weight=0, relative_cutoff=0)`` is the plain
-    hybrid that fills the budget.
+    hybrid that fills the budget. Two parameter-free choices measured on the path users run
+    (``observe`` with the default budget; docs/benchmarks/evidence.md) are on by default:
+    a question and its reply form one unit (``reply_units``), and the archive is a second
+    tier (``search_archive``).
 
     Examples:
         >>> RetrievalConfig().relative_cutoff
@@ -119,6 +122,18 @@ class RetrievalConfig(_Config):
         description="Drop hits scoring below this share of the best hit's score before "
         "packing (0 fills the budget in rank order; `retrieve(relative_cutoff=)` overrides "
         "it per call).",
+    )
+    reply_units: bool = Field(
+        True, description="A turn that asks a question and the reply after it (the next turn "
+        "of its conversation, by another speaker) are one unit: the reply scores at least as "
+        "the question does (mars_core.retrieval.reply_of). False ranks every turn on its own.",
+    )
+    search_archive: bool = Field(
+        True, description="`retrieve` and `render_context` also search, as a second tier, the "
+        "memories a policy archived to make room or replaced by a summary (ArchiveReason "
+        "'evicted', 'summarised'), ranked with the same score and marked archived; never "
+        "what was forgotten on request, superseded, corrected or expired. False: the active "
+        "memories only (unless `retrieve(include_archive=True)`).",
     )
     candidates: int = Field(
         64, ge=1, le=10_000,

@@ -274,6 +274,8 @@ class EvidenceItem:
         source: who said or produced it (speaker, ``user``, ``assistant``, ``summary``).
         validity: lineage status; replaced memories are marked in the line.
         note: what replaced it, shown after the mark (``outdated (now: ...)``).
+        archived: recalled from the archive (the second tier of retrieval): marked
+            ``archived`` in the line.
 
     Examples:
         >>> from datetime import datetime, UTC
@@ -294,6 +296,7 @@ class EvidenceItem:
     source: str | None = None
     validity: Validity = Validity.CURRENT
     note: str | None = None
+    archived: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -310,10 +313,9 @@ class EvidenceItem:
         """An item for a stored memory; the source defaults to the episode's first
         participant (the speaker), else the provenance source."""
         if source is None:
-            parts = getattr(node.payload, "participants", ())
-            source = parts[0] if parts else node.provenance.source
+            source = node.speaker or node.provenance.source
         return cls(node.id, node.type, node.content, score, node.created_at, source, validity,
-                   note)
+                   note, archived=not node.is_active and validity in _NOT_REPLACED)
 
     def line(self) -> str:
         """The item as one rendered line."""
@@ -326,11 +328,16 @@ class EvidenceItem:
             note = " ".join(_NOT_IN_TAGS.sub(" ", self.note).split()) if self.note else ""
             tags.append(f"{self.validity.value} (now: {note})" if note else
                         self.validity.value)
+        if self.archived:
+            tags.append("archived")
         return f"- [{' | '.join(tags)}] {' '.join(self.text.split())}"
 
 
 _NOT_IN_TAGS: Final = re.compile(r"[\[\]|]")
 """Characters a note may not carry into the bracketed tags (they delimit them)."""
+
+_NOT_REPLACED: Final = frozenset({Validity.CURRENT, Validity.OUTDATED})
+"""Lineage marks of a memory nothing replaced (an outdated turn was said, and stays)."""
 
 
 # --- rendering ------------------------------------------------------------------------------

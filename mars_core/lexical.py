@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -117,18 +118,37 @@ class BM25Index:
                 if not posting:
                     del self._postings[term]
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """Top ``k`` documents by BM25 score (> 0), ties broken by id."""
-        n = len(self._doc_terms)
-        if n == 0 or k <= 0:
+    def search(self, query: str, k: int, *,
+               corpus: Sequence[BM25Index] | None = None) -> list[tuple[str, float]]:
+        """Top ``k`` documents by BM25 score (> 0), ties broken by id.
+
+        ``corpus`` (indexes this one belongs to, itself included) scores with the
+        statistics of all of them — document count, document frequencies, mean length —
+        so that the scores of indexes that partition one collection (active and archived
+        memories) are on one scale, as if they were one index.
+
+        Examples:
+            >>> a, b = BM25Index(), BM25Index()
+            >>> a.add("x", "tea with Ana"); b.add("y", "tea with Bo"); b.add("z", "jazz")
+            >>> whole = BM25Index()
+            >>> for i, t in (("x", "tea with Ana"), ("y", "tea with Bo"), ("z", "jazz")):
+            ...     whole.add(i, t)
+            >>> a.search("Ana tea", 1, corpus=[a, b]) == whole.search("Ana tea", 1)
+            True
+        """
+        parts = [self] if corpus is None else list(corpus)
+        n = sum(len(p._doc_terms) for p in parts)
+        if not self._doc_terms or k <= 0:
             return []
-        avgdl = self._total_len / n if self._total_len else 1.0
+        total = sum(p._total_len for p in parts)
+        avgdl = total / n if total else 1.0
         scores = np.zeros(len(self._ids), dtype=np.float64)
         for term in set(tokenize(query)):
             posting = self._postings.get(term)
             if not posting:
                 continue
-            idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            df = sum(len(p._postings.get(term, ())) for p in parts)
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             idx, tf = self._array(term, posting)
             norm = tf + self.k1 * (1 - self.b + self.b * self._dl[idx] / avgdl)
             scores[idx] += idf * tf * (self.k1 + 1) / norm

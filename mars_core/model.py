@@ -29,6 +29,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "RECALLABLE",
+    "ArchiveReason",
     "Consent",
     "Edge",
     "EpisodicPayload",
@@ -85,6 +87,32 @@ class MemoryStatus(StrEnum):
 
     ACTIVE = "active"
     ARCHIVED = "archived"
+
+
+class ArchiveReason(StrEnum):
+    """Why a memory is in the archive (``MemoryNode.archive_reason``).
+
+    Only the first two leave a memory *recallable*: ``retrieve`` and ``render_context``
+    search it as a second tier (``RetrievalConfig.search_archive``). The others were
+    put away on purpose and come back only when asked for (``include_archive=True``,
+    ``get``, ``restore``).
+    """
+
+    EVICTED = "evicted"
+    """A policy made room for newer memories, or swept what decayed."""
+    SUMMARISED = "summarised"
+    """Replaced in the active store by a summary that derives from it."""
+    SUPERSEDED = "superseded"
+    """A newer version, a correction, a changed fact or a merged duplicate replaced it."""
+    FORGOTTEN = "forgotten"
+    """``forget()`` on request (a cleared chat session too)."""
+    EXPIRED = "expired"
+    """Its TTL or retention horizon passed (``maintain()``)."""
+
+
+RECALLABLE: frozenset[ArchiveReason] = frozenset({ArchiveReason.EVICTED,
+                                                  ArchiveReason.SUMMARISED})
+"""Archive reasons that leave a memory in the second tier of retrieval."""
 
 
 class TaskStatus(StrEnum):
@@ -266,6 +294,9 @@ class MemoryNode(BaseModel):
                                       description="Write-time signals (e.g. DMF omega).")
     metadata: dict[str, JSONValue] = Field(default_factory=dict,
                                            description="User metadata (JSON values).")
+    archive_reason: ArchiveReason | None = Field(
+        None, description="Why an archived memory is in the archive (None while active, and "
+        "for memories archived before this field existed: not recallable by default).")
 
     @field_validator("created_at", "last_access_at", "expires_at")
     @classmethod
@@ -315,6 +346,28 @@ class MemoryNode(BaseModel):
     def is_active(self) -> bool:
         """True when the node is in the active store."""
         return self.status is MemoryStatus.ACTIVE
+
+    @property
+    def speaker(self) -> str | None:
+        """Who said it: an episode's first participant (``observe(speaker=...)``)."""
+        parts = self.payload.participants if isinstance(self.payload, EpisodicPayload) else ()
+        return parts[0] if parts else None
+
+    @property
+    def search_text(self) -> str:
+        """What lexical search matches: the content, after the speaker's name when it
+        does not already start with it (a question naming a speaker finds what they said).
+
+        Examples:
+            >>> n = MemoryNode(id="m1", type="episodic", content="I moved to Lisbon",
+            ...                weight=4, payload=EpisodicPayload(participants=("Ana",)))
+            >>> n.search_text
+            'Ana: I moved to Lisbon'
+        """
+        who = self.speaker
+        if not who or self.content.casefold().startswith(who.casefold()):
+            return self.content
+        return f"{who}: {self.content}"
 
 
 class Edge(BaseModel):

@@ -40,10 +40,10 @@ from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import ValidationError
 from mars_core.index.base import And, Eq, Filter, In, Range, VectorIndex, exact_cosines
 from mars_core.lexical import STOPWORDS
-from mars_core.model import MemoryNode, MemoryStatus, MemoryType, utc
+from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
 
 __all__ = ["Answerability", "Hit", "Query", "answerability", "check_max_sensitivity",
-           "cue_score", "pack", "rank", "relative_cutoff"]
+           "cue_score", "pack", "rank", "relative_cutoff", "reply_of"]
 
 _EPS = 1e-6
 """Scores at or below this are "nothing in common" (float noise of a reopened index)."""
@@ -287,34 +287,52 @@ def rank(
     index: VectorIndex,
     vectors: Callable[[Sequence[str]], dict[str, npt.NDArray[np.float32]]],
     *,
-    status: MemoryStatus,
+    status: MemoryStatus | Sequence[MemoryStatus],
     qvec: npt.NDArray[np.float32],
     q: Query,
     cfg: RetrievalConfig,
+    admit: Callable[[MemoryNode], bool] | None = None,
 ) -> list[Hit]:
-    """Fuse the dense and lexical candidates of one namespace's active (or archived)
-    memories into ranked hits.
+    """Fuse the dense and lexical candidates of one namespace's active (or archived, or
+    both) memories into ranked hits.
 
     The index proposes the dense candidates; every candidate is then scored from its
     stored vector (:func:`~mars_core.index.base.exact_cosines`), so a memory's score is
     the same whichever index found it, approximate or not, and whatever else it found.
     Candidates the namespace's views do not hold with that status (an index entry not yet
-    caught up) or the query does not admit are left out.
+    caught up), the query does not admit or ``admit`` refuses are left out. With several
+    statuses (the second tier of retrieval), each partition proposes its candidates and
+    BM25 is normalised by the best score over all of them, so the tiers share one scale;
+    ties rank the active memory first. BM25 is normalised before any filter: a filter
+    only leaves hits out.
     """
-    dense_ids: list[str] = []
-    if np.any(qvec):
-        dense_ids = [i for i, _ in index.query(q.namespace, status, qvec, cfg.candidates,
-                                               q.index_filter())]
-    lexical = dict(state.index(status).search(q.text, cfg.candidates))
-    candidates = [i for i in dict.fromkeys([*dense_ids, *lexical])
-                  if i in state and state.refs[i].status is status
-                  and q.admits(state.node(i))]
+    statuses = (status,) if isinstance(status, MemoryStatus) else tuple(status)
+    lexical: dict[str, float] = {}
+    proposed: list[str] = []
+    corpus = [state.index(st) for st in statuses]
+    for st, part in zip(statuses, corpus, strict=True):
+        if np.any(qvec):
+            proposed += [i for i, _ in index.query(q.namespace, st, qvec, cfg.candidates,
+                                                   q.index_filter())]
+        found_lex = part.search(q.text, cfg.candidates, corpus=corpus)
+        lexical.update(found_lex)
+        proposed += [i for i, _ in found_lex]
+
+    def eligible(nid: str) -> bool:
+        if nid not in state or state.refs[nid].status not in statuses:
+            return False
+        node = state.node(nid)
+        return q.admits(node) and (admit is None or admit(node))
+
+    candidates = [i for i in dict.fromkeys(proposed) if eligible(i)]
+    replies = reply_of(state, candidates, eligible) if cfg.reply_units else {}
+    candidates = list(dict.fromkeys([*candidates, *replies.values()]))
     found = vectors(candidates) if np.any(qvec) else {}
     have = [i for i in candidates if i in found]
     cosine = dict(zip(have, exact_cosines([found[i] for i in have], qvec), strict=True))
-    top = max(lexical.values(), default=0.0)
+    top = max(lexical.values(), default=0.0)  # a filter leaves out, it does not rescale
     alpha = cfg.dense_weight
-    hits = []
+    scores: dict[str, tuple[float, float, float]] = {}
     for nid in candidates:
         node = state.node(nid)
         d = cosine.get(nid, 0.0)
@@ -322,16 +340,54 @@ def rank(
         score = alpha * d + (1 - alpha) * lx
         if cfg.cue_weight > 0 and score > _EPS:
             score += cfg.cue_weight * cue_score(answerability(q.text, node.content,
-                                                              _speaker_of(node)))
-        if score > _EPS:  # nothing in common with the query: not a hit, however empty the budget
-            hits.append(Hit(node, score, d, lx, status is MemoryStatus.ARCHIVED))
-    hits.sort(key=lambda h: (-h.score, h.node.step, h.node.id))
+                                                              node.speaker))
+        scores[nid] = (score, d, lx)
+    own = {nid: score for nid, (score, _, _) in scores.items()}
+    for question, reply in replies.items():  # the reply scores at least as its question
+        if own[question] > scores[reply][0]:  # its own score: a reply passes on nothing
+            scores[reply] = (own[question], *scores[reply][1:])
+    # nothing in common with the query: not a hit, however empty the budget
+    hits = [Hit(state.node(nid), score, d, lx, state.refs[nid].status is MemoryStatus.ARCHIVED)
+            for nid, (score, d, lx) in scores.items() if score > _EPS]
+    hits.sort(key=lambda h: (-h.score, h.archived, h.node.step, h.node.id))
     return hits
 
 
-def _speaker_of(node: MemoryNode) -> str | None:
-    parts = getattr(node.payload, "participants", ())
-    return str(parts[0]) if parts else None
+def _voice(node: MemoryNode) -> str:
+    """Who a turn is by: its speaker, else its role (the provenance source)."""
+    return (node.speaker or node.provenance.source or "").casefold()
+
+
+def reply_of(state: NamespaceState, ids: Iterable[str],
+             eligible: Callable[[str], bool]) -> dict[str, str]:
+    """The reply to each turn among ``ids`` that asks a question: the next turn of its
+    conversation (``temporalNext``), by another speaker, when ``eligible`` (the same
+    partition and filters as the search). In a dialogue the answer is the turn after the
+    question (on LoCoMo 58 % of the evidence turns answer a question; 15 % of the turns
+    that ask one are evidence), so a question and its reply are one unit of evidence.
+
+    Examples:
+        >>> from mars_core.model import Edge, EpisodicPayload, Predicate
+        >>> def turn(i, who, text):
+        ...     return MemoryNode(id=i, type="episodic", content=text, weight=3, seq=int(i[1]),
+        ...                       payload=EpisodicPayload(participants=(who,)))
+        >>> state = NamespaceState.of("ns", [turn("t1", "Bo", "Where did you move?"),
+        ...                                  turn("t2", "Ana", "To Lisbon")],
+        ...                           [Edge(source="t1", predicate=Predicate.TEMPORAL_NEXT,
+        ...                                 target="t2")])
+        >>> reply_of(state, ["t1", "t2"], lambda i: True)
+        {'t1': 't2'}
+    """
+    out: dict[str, str] = {}
+    for nid in ids:
+        node = state.node(nid)
+        if node.type is not MemoryType.EPISODIC or "?" not in node.content:
+            continue
+        for edge in state.graph.out_edges(nid, Predicate.TEMPORAL_NEXT):
+            if edge.target in state and eligible(edge.target) \
+                    and _voice(state.node(edge.target)) != _voice(node):
+                out[nid] = edge.target
+    return out
 
 
 def pack(hits: Iterable[Hit], budget_tokens: int, k: int | None) -> list[Hit]:

@@ -555,23 +555,26 @@ class MemoryStore:
                  types: Iterable[MemoryType | str] | None = None,
                  max_sensitivity: float | None = None, since: datetime | None = None,
                  until: datetime | None = None, conversation: str | None = None,
-                 namespace: NamespaceArg | None = None, include_archive: bool = False,
+                 namespace: NamespaceArg | None = None, include_archive: bool | None = None,
                  read_only: bool = False,
                  relative_cutoff: float | None = None) -> builtins.list[Hit]:
         """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget.
 
         The pipeline is the one measured on LoCoMo (docs/benchmarks/evidence.md), set by
         :class:`~mars_core.config.RetrievalConfig`: ``dense_weight`` · cosine + the rest ·
-        BM25, plus ``cue_weight`` · the answerability rerank; hits below
+        BM25, plus ``cue_weight`` · the answerability rerank (the reply to a matching
+        question scores at least as the question, ``reply_units``); hits below
         ``relative_cutoff`` × the best score are dropped; what remains fills the budget in
         rank order, at most ``k``. So it may return fewer than ``k`` hits: pass
         ``relative_cutoff=0`` for "the ``k`` best" (the framework adapters whose contract
         is exactly ``k`` do).
 
         Counts as an access of every hit (statistics, recency, one audit event) unless
-        ``read_only`` (always so in a store opened with ``read_only=True``). Archived
-        memories come only with ``include_archive`` and rank after active ones of equal
-        score.
+        ``read_only`` (always so in a store opened with ``read_only=True``). By default
+        the archive is a second tier (``RetrievalConfig.search_archive``): what a policy
+        archived to make room, or a summary replaced, is ranked with the active memories
+        on one scale (``Hit.archived`` marks it; ties go to the active one); what was
+        forgotten on request, superseded, corrected or expired is not.
 
         Args:
             query: the question or cue.
@@ -583,7 +586,9 @@ class MemoryStore:
             until: only memories created before this time.
             conversation: only memories of this conversation.
             namespace: the namespace (the default one if None).
-            include_archive: also search archived (forgotten) memories.
+            include_archive: ``None``: the active memories and the second tier (above);
+                ``True``: every archived memory too, scores × 0.9; ``False``: the active
+                memories alone.
             read_only: do not count the retrieval as an access.
             relative_cutoff: this call's cut-off in [0, 1] (the config's if None; 0: off).
 
@@ -595,8 +600,8 @@ class MemoryStore:
                                conversation=conversation, budget_tokens=budget_tokens, k=k)
         return self._reader.retrieve(q, budget, k=k,
                                      ratio=args.cutoff(relative_cutoff, self.config),
-                                     include_archive=args.flag(include_archive,
-                                                               "include_archive"),
+                                     include_archive=None if include_archive is None
+                                     else args.flag(include_archive, "include_archive"),
                                      read_only=args.flag(read_only, "read_only"))
 
     @_call

@@ -15,6 +15,7 @@ from mars_core.bench.evidence import run_locomo, run_longmemeval
 from mars_core.bench.locomo_data import load_locomo
 from mars_core.bench.peers import rank_scores
 from mars_core.bench.plots import replot
+from mars_core.bench.users_path import USERS_BUDGETS, users_path_task
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
 from mars_core.learn import asks_question
@@ -52,7 +53,7 @@ def test_run_locomo_writes_results_report_and_plots(locomo_file: Path, tmp_path:
     out = tmp_path / "out"
     res = run_locomo(locomo_file, out, quick=True, progress=False,
                      methods=["recency", "bm25-cutoff", "dense", "ours", "mars-store",
-                              "mars-store-plain"],
+                              "mars-store-plain", "users-path"],
                      peers=["langgraph-store", "chroma"], policies=("fifo", "learned"))
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert (out / "report.md").exists() and (out / "evidence_retrieval_words.png").exists()
@@ -91,6 +92,42 @@ def test_run_locomo_writes_results_report_and_plots(locomo_file: Path, tmp_path:
     assert get("learned", "retention", 0.25)["survival"] > get("fifo", "retention", 0.25)[
         "survival"]
     assert res["meta"]["latency"]["store_retrieve_p50_ms"] > 0
+    _check_users_path(rows, budgets=(64, 128, 256))
+    report = (out / "report.md").read_text()
+    assert "## The users' path (headline)" in report and "idealised" in report
+
+
+def _check_users_path(rows: list[dict[str, Any]], budgets: tuple[int, ...]) -> None:
+    """The users' path rows: every budget × category × counter, values in [0, 1], the gold
+    turns' active and archived shares adding up, ``render_context``'s row and latency."""
+    users = [r for r in rows if r["method"] == "users-path" and r["task"] == "retrieval"]
+    cats = {"all", 1, 2, 3, 4}  # the synthetic conversations ask questions of each category
+    for counter in ("words", "store"):
+        for b in budgets:
+            got = {r["category"] for r in users if r["counter"] == counter and r["budget"] == b}
+            assert got == cats
+    render = [r for r in rows if r["method"] == "users-path-render"]
+    assert {r["category"] for r in render} == cats and render[0]["budget"] == 512
+    for r in users + render:
+        for key in ("precision", "recall", "f1", "session_recall", "active_share",
+                    "archived_share"):
+            assert 0.0 <= r[key] <= 1.0, (key, r)
+        assert r["active_share"] + r["archived_share"] == pytest.approx(1.0)
+        assert r["f1"] <= max(r["precision"], r["recall"]) + 1e-12
+    (lat,) = [r for r in rows if r["method"] == "users-path" and r["task"] == "latency"]
+    assert lat["observe_p50_ms"] > 0 and lat["render_p50_ms"] > 0 and lat["retrieve_p50_ms"] > 0
+
+
+def test_users_path_counts_archived_evidence_and_finds_it(locomo_file: Path) -> None:
+    """With a budget too small for the conversation the policy archives most turns; the
+    shares say so, and the second tier still finds the evidence."""
+    emb = L.CachedEmbedder(HashingEmbedder(dim=64))
+    data = L.prepare(load_locomo(locomo_file), emb)
+    rows = users_path_task(data, emb, store_kwargs={"budget": 60})
+    _check_users_path(rows, budgets=USERS_BUDGETS)
+    (row,) = [r for r in rows if r["method"] == "users-path" and r["counter"] == "words"
+              and r["budget"] == 128 and r["category"] == "all"]
+    assert row["archived_share"] > 0.5 and row["recall"] > 0.5
 
 
 def test_retention_task_is_deterministic_and_sees_the_previous_turn(locomo_file: Path) -> None:
@@ -149,3 +186,17 @@ def test_budget_selection_and_metrics() -> None:
     assert (m["precision"], m["recall"], m["occupancy"]) == (1.0, 0.5, 0.25)
     assert L.question_metrics([], ["a"], 0, 10)["f1"] == 0.0
     assert rank_scores(["x"], ["x", "y"]).tolist() == [1.0, -np.inf]
+
+
+def test_users_path_in_memory_gives_the_figures_of_the_store_on_disk(locomo_file: Path) -> None:
+    """The ablations run the users' path in RAM (``in_memory=True``); the headline runs
+    ``MemoryStore.open`` on disk. Same code path: the same figures, latency aside."""
+    emb = L.CachedEmbedder(HashingEmbedder(dim=64))
+    data = L.prepare(load_locomo(locomo_file), emb)
+
+    def figures(**kw: Any) -> list[dict[str, Any]]:
+        rows = users_path_task(data, emb, store_kwargs={"budget": 60}, **kw)
+        return [{k: v for k, v in r.items() if "ms" not in k} for r in rows
+                if r["task"] != "latency"]
+
+    assert figures(in_memory=True) == figures()

@@ -175,7 +175,7 @@ def test_hooks_reach_every_arm_and_survive_reopen(tmp_path: Path) -> None:
                              policy="meta", policy_params={"arms": ["fifo", "lru"]})
     for i in range(25):
         store.add(f"note {i} on topic {i % 4}")
-        store.retrieve(f"topic {i % 4}", k=1)
+        store.retrieve(f"topic {i % 4}", k=1, include_archive=False)  # touch active ones
     active = {n.id for n in store.list()}
 
     def indices(s: MemoryStore) -> dict[str, list[str]]:

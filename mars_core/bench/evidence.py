@@ -22,9 +22,15 @@ from mars_core.bench import locomo as L
 from mars_core.bench.locomo_data import Conversation, load_locomo
 from mars_core.bench.longmemeval import LME_BUDGETS, load_longmemeval
 from mars_core.bench.report import results_dir, write_report
+from mars_core.bench.users_path import users_path_task
 from mars_core.embeddings import Embedder, HashingEmbedder
 
-__all__ = ["default_bench_embedder", "run_locomo", "run_longmemeval"]
+__all__ = ["USERS", "default_bench_embedder", "run_locomo", "run_longmemeval"]
+
+USERS = "users-path"
+"""The headline method: each conversation through ``observe`` into ``MemoryStore.open``
+with its defaults, read with ``retrieve`` and ``render_context``
+(:mod:`mars_core.bench.users_path`)."""
 
 
 def default_bench_embedder(quick: bool) -> Embedder:
@@ -63,7 +69,8 @@ def run_locomo(data: str | os.PathLike[str], out: str | os.PathLike[str], quick:
         data: the LoCoMo JSON file.
         out: output directory (created before the run).
         quick: 3 conversations × 150 turns × 25 questions, hashing embedder.
-        methods: restrict Task 1 to these method names (default: all).
+        methods: restrict Task 1 to these method names (default: all; ``"users-path"``
+            is the headline users' path).
         progress: show a tqdm progress bar.
         embedder: override the embedder (default MiniLM, hashing when ``quick``).
         peers: peer names (default: all of :data:`mars_core.bench.peers.PEERS`).
@@ -90,8 +97,9 @@ def run_locomo(data: str | os.PathLike[str], out: str | os.PathLike[str], quick:
         "fifo", "lru", "random", "priority", "dmf", "hybrid", "learned")
     peer_names = list(PEERS) if peers is None else list(peers)
     pipes = {k: v for k, v in L.STORE_PIPELINES.items() if methods is None or k in methods}
+    users = methods is None or USERS in methods
     with _bar(nq + len(pols) * 3 * len(prepared) + len(peer_names)
-              + len(pipes) * len(prepared), "locomo", progress) as bar:
+              + (len(pipes) + users) * len(prepared), "locomo", progress) as bar:
         extra, errors = {}, {}
         for name in peer_names:
             ranked, err = run_peer(name, prepared, emb)
@@ -105,6 +113,8 @@ def run_locomo(data: str | os.PathLike[str], out: str | os.PathLike[str], quick:
         rows += L.store_retrieval_task(prepared, emb, pipelines=pipes,
                                        tick=lambda: bar.update(1))
         rows += L.retention_task(prepared, emb, policies=pols, tick=lambda: bar.update(1))
+        if users:
+            rows += users_path_task(prepared, emb, tick=lambda: bar.update(1))
     meta = {"data": Path(data).name, "conversations": len(prepared), "questions": nq,
             "turns": sum(len(cd.ids) for cd in prepared), "embedder": emb.name,
             "quick": quick, "seconds": round(time.perf_counter() - t0, 1),
@@ -146,7 +156,8 @@ def run_longmemeval(data: str | os.PathLike[str], out: str | os.PathLike[str],
                     quick: bool = False, methods: Sequence[str] | None = None,
                     progress: bool = True, *, embedder: Embedder | None = None
                     ) -> dict[str, Any]:
-    """Task 1 on LongMemEval records (budgets 256/512/1024, turn-level evidence).
+    """Task 1 on LongMemEval records (budgets 256/512/1024, turn-level evidence), with the
+    users' path as the headline (session and turn recall).
 
     With a single record the learner and our pipeline fall back to their leave-one-out
     fit on nothing; they are left out unless there are at least two records.
@@ -161,9 +172,15 @@ def run_longmemeval(data: str | os.PathLike[str], out: str | os.PathLike[str],
     prepared = L.prepare(convs, emb)
     names = list(methods) if methods else list(L.BASELINES) + (
         ["ours", "osl-mr-learner"] if len(prepared) > 1 else [])
-    with _bar(sum(len(cd.questions) for cd in prepared), "longmemeval", progress) as bar:
+    users = USERS in names or not methods
+    names = [n for n in names if n != USERS]
+    with _bar(sum(len(cd.questions) for cd in prepared) + users * len(prepared),
+              "longmemeval", progress) as bar:
         rows = L.retrieval_task(prepared, methods=names, budgets=LME_BUDGETS,
-                                tick=lambda: bar.update(1))
+                                tick=lambda: bar.update(1)) if names else []
+        if users:  # each haystack session is a chat thread of its own
+            rows += users_path_task(prepared, emb, budgets=LME_BUDGETS,
+                                    thread_per_session=True, tick=lambda: bar.update(1))
     meta = {"data": Path(data).name, "records": len(prepared), "embedder": emb.name,
             "turns": sum(len(cd.ids) for cd in prepared), "quick": quick,
             "note": "with one record this is a loader test, not a result"}

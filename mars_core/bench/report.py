@@ -21,7 +21,7 @@ from mars_core.bench.plots import plot_evidence, plot_retention, plot_retrieval
 from mars_core.errors import ValidationError
 
 __all__ = ["plot_retention", "plot_retrieval", "results_dir", "retention_table",
-           "retrieval_table", "write_report"]
+           "retrieval_table", "users_path_section", "write_report"]
 
 Row = Mapping[str, Any]
 
@@ -85,6 +85,73 @@ def category_table(rows: Sequence[Row], counter: str, budget: int = 128) -> str:
     return "\n".join(lines)
 
 
+IDEALISED = "ours"
+"""The idealised row beside the users' path: the benchmark's own pipeline on every turn as
+``"speaker: text"``, the whole conversation in memory."""
+
+
+def users_path_section(rows: Sequence[Row], method: str = "users-path",
+                       idealised: str = IDEALISED) -> list[str]:
+    """Markdown lines of the headline section: the users' path per budget and per category
+    (words of ``"speaker: text"``), the idealised row beside it, ``render_context``'s
+    evidence recall, the gold turns kept active after ingest, and latency.
+
+    Examples:
+        >>> row = {"method": "users-path", "task": "retrieval", "counter": "words",
+        ...        "budget": 128, "category": "all", "precision": 0.5, "recall": 0.5,
+        ...        "f1": 0.5, "session_recall": 1.0, "active_share": 0.4,
+        ...        "archived_share": 0.6}
+        >>> print(users_path_section([row])[4])
+        | users' path (`observe` → `retrieve`) | 0.500 | 0.500 | 0.500 | 1.000 |
+    """
+    mine = _sel(rows, task="retrieval", counter="words", method=method, category="all")
+    if not mine:
+        return []
+    budgets = sorted({r["budget"] for r in mine})
+    out = ["## The users' path (headline)", "",
+           "| path | " + " | ".join(f"B={b} P | B={b} R | B={b} F1" for b in budgets)
+           + " | session R |",
+           "|---|" + "---|---|---|" * len(budgets) + "---|"]
+    for name, label in ((method, "users' path (`observe` → `retrieve`)"),
+                        (idealised, "idealised (every turn as `speaker: text`, all in memory)")):
+        cells = []
+        for b in budgets:
+            hit = _sel(rows, task="retrieval", counter="words", method=name, budget=b,
+                       category="all")
+            cells += [f"{hit[0][k]:.3f}" for k in ("precision", "recall", "f1")] if hit \
+                else ["–"] * 3
+        hit = _sel(rows, task="retrieval", counter="words", method=name, category="all")
+        sess = next((f"{r['session_recall']:.3f}" for r in hit if "session_recall" in r), "–")
+        if any(c != "–" for c in cells):
+            out.append(f"| {label} | " + " | ".join(cells) + f" | {sess} |")
+    mid = budgets[len(budgets) // 2]
+    cats = (1, 2, 3, 4)
+    out += ["", f"Per category at {mid} words (F1 / recall; 1 multi-hop, 2 temporal, "
+            "3 open-domain, 4 single-hop):", "",
+            "| path | " + " | ".join(f"cat {c}" for c in cats) + " |",
+            "|---|" + "---|" * len(cats)]
+    for name in (method, idealised):
+        vals = []
+        for c in cats:
+            hit = _sel(rows, task="retrieval", counter="words", method=name, budget=mid,
+                       category=c)
+            vals.append(f"{hit[0]['f1']:.3f} / {hit[0]['recall']:.3f}" if hit else "–")
+        if any(v != "–" for v in vals):
+            out.append(f"| {name} | " + " | ".join(vals) + " |")
+    first = _sel(rows, task="retrieval", counter="words", method=method, category="all")[0]
+    out += ["", f"Gold evidence turns still active after ingest: {first['active_share']:.3f} "
+            f"(archived: {first['archived_share']:.3f})."]
+    for r in _sel(rows, task="render", method=f"{method}-render", category="all"):
+        out.append(f"`render_context` at its default size ({r['budget']} tokens, "
+                   f"{r['words']:.0f} words on average): evidence recall {r['recall']:.3f}, "
+                   f"precision {r['precision']:.3f}, F1 {r['f1']:.3f}.")
+    for r in _sel(rows, task="latency", method=method):
+        out.append(f"Latency (medians): `observe` {r['observe_p50_ms']:.1f} ms per turn "
+                   f"(p95 {r['observe_p95_ms']:.1f}), `retrieve` {r['retrieve_p50_ms']:.1f} ms "
+                   f"and `render_context` {r['render_p50_ms']:.1f} ms per question.")
+    return [*out, ""]
+
+
 def retention_table(rows: Sequence[Row]) -> str:
     """Markdown: survival and end-to-end recall per policy and store share."""
     shares = sorted({r["budget"] for r in _sel(rows, task="retention")})
@@ -112,7 +179,8 @@ def write_report(out: str | os.PathLike[str], title: str, rows: Sequence[Row],
     (folder / "results.json").write_text(json.dumps(
         {"meta": dict(meta), "rows": list(rows), "prefix": prefix}, indent=1), encoding="utf-8")
     drawn = {p.name for p in plot_evidence(rows, folder, prefix)}
-    parts = [f"# {title}", "", "```", json.dumps(dict(meta), indent=1), "```", ""]
+    parts = [f"# {title}", "", "```", json.dumps(dict(meta), indent=1), "```", "",
+             *users_path_section(rows)]
     for counter in ("words", "store"):
         if not _sel(rows, task="retrieval", counter=counter):
             continue

@@ -120,7 +120,8 @@ class Eraser:
                             provenance=prov,
                             payload={"concept": concept},
                             sensitivity=max(n.sensitivity for n in nodes), depth=old.depth)
-        node = node.model_copy(update={"status": old.status})
+        node = node.model_copy(update={"status": old.status,
+                                       "archive_reason": old.archive_reason})
         edges = [Edge(source=node.id, predicate=Predicate.DERIVES_FROM, target=m, step=node.step)
                  for m in members]
         self.e.insert(unit, node, vectors(text), edges)

@@ -114,7 +114,7 @@ class NamespaceState:
         state.archive_loaded = True
         state.lexical[MemoryStatus.ARCHIVED] = BM25Index(*state._bm25)
         for i in state.order[MemoryStatus.ARCHIVED]:
-            state.lexical[MemoryStatus.ARCHIVED].add(i, state.nodes[i].content)
+            state.lexical[MemoryStatus.ARCHIVED].add(i, state.nodes[i].search_text)
         return state
 
     # --- counters --------------------------------------------------------------------
@@ -171,7 +171,7 @@ class NamespaceState:
                 self.nodes[node.id] = node
         index = BM25Index(*self._bm25)
         for i in self.order[MemoryStatus.ARCHIVED]:
-            index.add(i, self.nodes[i].content)
+            index.add(i, self.nodes[i].search_text)
         self.lexical[MemoryStatus.ARCHIVED] = index
         self.archive_loaded = True
 
@@ -220,7 +220,7 @@ class NamespaceState:
         else:
             self.known.remove(node.id)
             if self.archive_loaded:
-                self.lexical[MemoryStatus.ARCHIVED].add(node.id, node.content)
+                self.lexical[MemoryStatus.ARCHIVED].add(node.id, node.search_text)
         if node.type is MemoryType.EPISODIC:
             self._track_episode(node)
         for edge in edges:
@@ -278,7 +278,7 @@ class NamespaceState:
             self.last_episode[conv] = node.id
 
     def _index(self, node: MemoryNode) -> None:
-        self.lexical[MemoryStatus.ACTIVE].add(node.id, node.content)
+        self.lexical[MemoryStatus.ACTIVE].add(node.id, node.search_text)
         self.ledger.add(self.name, node.type, node.weight)
         self.known.add(node)
 

@@ -24,7 +24,7 @@ from mars_core.engine.engine import Engine
 from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.lexical import tokenize
-from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate
+from mars_core.model import RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
 from mars_core.privacy.redaction import redact as redact_text
 from mars_core.privacy.redaction import sensitive_phrases
 from mars_core.retrieval import Hit, Query, pack, rank
@@ -54,22 +54,56 @@ class Reader:
                         status=status, qvec=qvec, q=q, cfg=self.e.config.retrieval)
 
     def retrieve(self, q: Query, budget: int, *, k: int | None, ratio: float,
-                 include_archive: bool, read_only: bool) -> list[Hit]:
-        """Hybrid retrieval, cut and packed; an access unless ``read_only``."""
+                 include_archive: bool | None, read_only: bool) -> list[Hit]:
+        """Hybrid retrieval, cut and packed; an access unless ``read_only``.
+
+        ``include_archive``: ``True`` adds every archived memory (scores × 0.9), ``False``
+        searches the active memories alone, ``None`` the active ones and the second tier
+        (:meth:`search`).
+        """
         state = self.e.ns(q.namespace)
         qvec = embed_one(self.e.embedder, q.text)
-        hits = self.rank(state, MemoryStatus.ACTIVE, qvec, q)
         if include_archive:
+            hits = self.rank(state, MemoryStatus.ACTIVE, qvec, q)
             hits += [Hit(h.node, h.score * 0.9, h.dense, h.lexical, True)
                      for h in self.rank(state, MemoryStatus.ARCHIVED, qvec, q)]
             hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
+        else:
+            hits = self.search(state, qvec, q, second_tier=include_archive is None)
         recallable = self.recallable(state)  # private mode without consent
         chosen = pack(cut([h for h in hits if recallable(h.node)], ratio,
                           self.derivation(state)), budget, k)
         if not read_only and chosen and not self.e.read_only:
-            state.policy.on_retrieve(q.namespace, [h.node for h in chosen], budget, state.step)
+            state.policy.on_retrieve(q.namespace, [h.node for h in chosen if not h.archived],
+                                     budget, state.step)
             self.record_access(state, chosen, budget, q.text)
         return chosen
+
+    def search(self, state: NamespaceState, qvec: Vector, q: Query, *,
+               second_tier: bool = True,
+               admit: Callable[[MemoryNode], bool] | None = None) -> list[Hit]:
+        """The active memories ranked; with ``second_tier`` and
+        ``RetrievalConfig.search_archive`` (and an archive), the active and the recallable
+        archived memories ranked together on one scale: what a policy archived to make
+        room or a summary replaced, not superseded or corrected (an outdated turn was
+        still said) and not expired (:data:`~mars_core.model.RECALLABLE`). ``admit``
+        leaves more out (before the ranking: what it refuses lends no score to a reply)."""
+        statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
+        if second_tier and self.e.config.retrieval.search_archive \
+                and state.count(MemoryStatus.ARCHIVED):
+            statuses += (MemoryStatus.ARCHIVED,)
+        now = self.e.clock.now()
+
+        def allowed(node: MemoryNode) -> bool:
+            return (admit is None or admit(node)) and (node.is_active or (
+                node.archive_reason in RECALLABLE
+                and (node.expires_at is None or node.expires_at > now)
+                and assemble.validity(state, node.id) in _SHOWN))
+
+        self.e.sync.ensure_current()
+        return rank(state, self.e.index, lambda ids: self.e.stored_vectors(state, ids),
+                    status=statuses, qvec=qvec, q=q, cfg=self.e.config.retrieval,
+                    admit=allowed if admit is not None or len(statuses) > 1 else None)
 
     def recall(self, ns: str, *, entity: str | None, goal: str | None, k: int, max_hops: int,
                read_only: bool) -> list[Hit]:
@@ -96,13 +130,16 @@ class Reader:
         skip = frozenset(n.id for n in active)
         recallable = self.recallable(state)
         echo = " ".join(q.text.split()).casefold()  # the question is not its own evidence
-        ranked = self.rank(state, MemoryStatus.ACTIVE, embed_one(self.e.embedder, q.text),
-                           Query(q.text, q.namespace))
+
+        def not_echo(node: MemoryNode) -> bool:  # nor does it lend its score to its reply
+            return " ".join(node.content.split()).casefold() != echo
+
+        ranked = self.search(state, embed_one(self.e.embedder, q.text),
+                             Query(q.text, q.namespace), admit=not_echo)
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
         # whose statement was replaced is, marked outdated
         marks = {h.id: assemble.lineage(state, h.id, recallable) for h in ranked}
-        hits = [h for h in ranked if marks[h.id][0] in _SHOWN
-                and recallable(h.node) and " ".join(h.node.content.split()).casefold() != echo]
+        hits = [h for h in ranked if marks[h.id][0] in _SHOWN and recallable(h.node)]
         # cut with the active turns still in: a fact drawn from a turn on screen stays
         hits = [h for h in cut(hits, self.e.config.retrieval.relative_cutoff,
                                self.derivation(state)) if h.id not in skip][:evidence]

@@ -37,6 +37,7 @@ from mars_core.errors import (
 )
 from mars_core.extract import extract
 from mars_core.model import (
+    ArchiveReason,
     Edge,
     MemoryNode,
     MemoryStatus,
@@ -300,6 +301,7 @@ class Writer:
         with self.e.unit() as unit:
             touch = self.e.touch(unit, ns)
             restored = node.model_copy(update={"status": MemoryStatus.ACTIVE,
+                                               "archive_reason": None,
                                                "touch_seq": touch, "activated_seq": touch})
             self.e.update(unit, restored, reindex=True)
             unit.event(ns, op=AuditOp.RESTORE, node_ids=[node.id],
@@ -549,12 +551,15 @@ class Writer:
 
     def archive(self, unit: Unit, ns: str, evictions: Sequence[Eviction], policy: str,
                 params: Mapping[str, Any]) -> None:
-        """Move memories to the archive, one ``evict`` event each."""
+        """Move memories to the archive, one ``evict`` event each; the stage (``policy``)
+        says why (:data:`_REASONS`; a policy's own name: it made room)."""
         state = self.e.ns(ns)
         step = self.e.step(unit, ns)
+        reason = _REASONS.get(policy, ArchiveReason.EVICTED)
         for ev in evictions:
             node = state.node(ev.node_id)
-            self.e.update(unit, node.model_copy(update={"status": MemoryStatus.ARCHIVED}),
+            self.e.update(unit, node.model_copy(update={"status": MemoryStatus.ARCHIVED,
+                                                        "archive_reason": reason}),
                           reindex=True)
             unit.event(ns, op=AuditOp.EVICT, node_ids=[node.id], policy=policy, params=params,
                        features={node.id: dict(ev.features)}, score=ev.score,
@@ -580,7 +585,8 @@ class Writer:
         self.e.insert(unit, node, vectors(summary.text), self.edges_for(node, ()))
         for m in members:
             self.e.update(unit, state.node(m.id).model_copy(
-                update={"status": MemoryStatus.ARCHIVED}), reindex=True)
+                update={"status": MemoryStatus.ARCHIVED,
+                        "archive_reason": ArchiveReason.SUMMARISED}), reindex=True)
         unit.event(ns, op=AuditOp.SUMMARISE, node_ids=[node.id, *summary.member_ids],
                    policy=policy, params=params, score=summary.distortion,
                    features={node.id: {"distortion": summary.distortion,
@@ -643,6 +649,14 @@ class Writer:
         if plan.dp is not None and policy.accountant is not None:
             params = {**params, "dp": plan.dp, "accountant": policy.accountant.totals(ns)}
         self.archive(unit, ns, plan.evictions, policy.name, params)
+
+
+_REASONS: dict[str, ArchiveReason] = {
+    "observe": ArchiveReason.SUPERSEDED, "update": ArchiveReason.SUPERSEDED,
+    "dedup": ArchiveReason.SUPERSEDED, "user": ArchiveReason.FORGOTTEN,
+    "ttl": ArchiveReason.EXPIRED, "graduated": ArchiveReason.EXPIRED,
+}
+"""Why :meth:`Writer.archive` archives, by stage; any other stage is a policy making room."""
 
 
 def _check_text(text: object) -> None:

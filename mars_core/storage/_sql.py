@@ -46,7 +46,7 @@ __all__ = ["BODY", "COLUMNS", "META", "SqlTxn", "blob_of", "stats_row", "vector_
 
 BODY = ("payload", "provenance", "created_at", "step", "depth")
 """The immutable fields of a memory kept in its ``body`` JSON (the rest are columns)."""
-META = ("pinned", "expires_at", "metadata", "signals", "activated_seq")
+META = ("pinned", "expires_at", "metadata", "signals", "activated_seq", "archive_reason")
 """The mutable fields kept in its ``meta`` JSON."""
 COLUMNS = ("id, namespace, seq, status, type, weight, conversation, created_ts, "
            "sensitivity, content, body, meta")
