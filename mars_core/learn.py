@@ -51,12 +51,16 @@ import numpy.typing as npt
 from mars_core.errors import ValidationError
 from mars_core.retrieval import Hit, answerability, cue_score
 from mars_core.scoring.mixed import Durability, label_durability
+from mars_core.scoring.reward import RewardTerms
 
 __all__ = [
     "MODEL_FORMAT",
     "RETENTION_FEATURES",
     "RETRIEVAL_FEATURES",
+    "SELECTION_BASE_FEATURES",
+    "SELECTION_FEATURES",
     "TEXT_FEATURES",
+    "Decision",
     "EvidenceModel",
     "FeatureLog",
     "LearnConfig",
@@ -68,9 +72,10 @@ __all__ = [
     "retrieval_features",
     "text_features",
     "train",
+    "train_matrix",
 ]
 
-Kind = Literal["retention", "retrieval"]
+Kind = Literal["retention", "retrieval", "selection"]
 FloatArray = npt.NDArray[np.float64]
 
 MODEL_FORMAT = "mars-evidence-learner/2"
@@ -95,6 +100,21 @@ RETRIEVAL_FEATURES: tuple[str, ...] = (
     "mixed_prior", *TEXT_FEATURES,
 )
 """Features of a (query, memory) pair at retrieval time, plus the memory's text features."""
+
+SELECTION_BASE_FEATURES: tuple[str, ...] = (
+    "recency", "question", "entity", "session", "speaker", "cost", "dense", "lexical",
+    *TEXT_FEATURES,
+)
+"""ψ_on of seed 001 §3.4/§4.1 for a budgeted selection at a query: the Mixed-Score's
+signals (recency ratio, question overlap, entity overlap, session locality, speaker
+bonus), the cost ``s_i/B_t``, semantic and lexical overlap with the query, and the
+memory's text features. The freshness proxy is left out (§4.1 evaluates the learner
+without it); answer overlap is offline-only and never a feature."""
+
+SELECTION_FEATURES: tuple[str, ...] = (*SELECTION_BASE_FEATURES, "mixed_prior")
+"""φ_full = [ψ_on; MS] (seed 001 §3.4): ψ_on plus the Mixed-Score of the memory at the
+budget B_t. A model on :data:`SELECTION_BASE_FEATURES` alone is the "w/o prior"
+ablation (§4.3)."""
 
 _SPEAKER = re.compile(r"^\s*[\w' \-]{1,40}:")
 _FIRST = re.compile(r"\b(i|i'm|i've|my|me|mine|we|our)\b", re.I)
@@ -233,18 +253,65 @@ class Row:
     label: int
 
 
+@dataclass(frozen=True)
+class Decision:
+    """One retention decision of the training trace and its realised reward (seed 001 §3.2).
+
+    Attributes:
+        step: the decision's index in the trace (a query, a trigger).
+        policy: the policy that decided (e.g. ``"mixed-score"`` during the cold start).
+        budget: B_t in tokens.
+        retained: |A_t|.
+        reward: :meth:`mars_core.scoring.reward.RewardTerms.as_dict` (T_hit, T_miss,
+            T_reacq, T_stale, F_t, stored tokens, raw and shifted r_t).
+    """
+
+    step: int
+    policy: str
+    budget: float
+    retained: int
+    reward: Mapping[str, float]
+
+
+_REWARD_KEYS = ("hit", "miss", "reacq", "stale", "full", "stored", "raw", "shifted")
+
+
 @dataclass
 class FeatureLog:
     """Rows of logged decisions (Algorithm 1, line 14); saved as JSON lines.
 
+    Besides the per-memory feature rows, the log keeps one :class:`Decision` per
+    retention decision with its reward terms (:meth:`log_decision`), so a training
+    trace says what each decision earned under the §3.2 reward.
+
     Examples:
+        >>> from mars_core.scoring.reward import step_reward
         >>> log = FeatureLog()
         >>> log.add("retention", retention_features("Ana: hi"), 0)
         >>> len(log.rows("retention")), len(log.rows("retrieval"))
         (1, 0)
+        >>> log.log_decision(0, "mixed-score", 32, 1, step_reward(["a"], {"a": 8}, {"a": 8}))
+        >>> log.decisions[0].reward["raw"]
+        88.0
     """
 
     items: list[Row] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+
+    def log_decision(self, step: int, policy: str, budget: float, retained: int,
+                     reward: RewardTerms | Mapping[str, float]) -> None:
+        """Log one retention decision with its reward terms.
+
+        Raises:
+            ValidationError: a negative step, budget or count, or reward terms missing.
+        """
+        terms = reward.as_dict() if isinstance(reward, RewardTerms) else dict(reward)
+        lacking = [k for k in _REWARD_KEYS if k not in terms]
+        if lacking or step < 0 or retained < 0 or not budget >= 0:
+            raise ValidationError(f"bad decision: step {step}, budget {budget}, retained "
+                                  f"{retained}, reward terms lacking {lacking}")
+        self.decisions.append(Decision(int(step), str(policy), float(budget), int(retained),
+                                       {k: float(terms[k]) for k in _REWARD_KEYS}))
 
     def add(self, kind: Kind, features: Mapping[str, float], label: int) -> None:
         """Log one decision.
@@ -274,11 +341,15 @@ class FeatureLog:
         return [r for r in self.items if r.kind == kind]
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the rows as JSON lines (features and labels only, never text)."""
+        """Write the rows and decisions as JSON lines (numbers only, never text)."""
         with Path(path).open("w", encoding="utf-8") as fh:
             for r in self.items:
                 fh.write(json.dumps({"kind": r.kind, "features": dict(r.features),
                                      "label": r.label}) + "\n")
+            for d in self.decisions:
+                fh.write(json.dumps({"kind": "decision", "step": d.step, "policy": d.policy,
+                                     "budget": d.budget, "retained": d.retained,
+                                     "reward": dict(d.reward)}) + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> FeatureLog:
@@ -291,8 +362,13 @@ class FeatureLog:
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
             for line in lines:
-                if line.strip():
-                    rec = json.loads(line)
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                if rec["kind"] == "decision":
+                    log.log_decision(rec["step"], rec["policy"], rec["budget"],
+                                     rec["retained"], rec["reward"])
+                else:
                     log.add(rec["kind"], rec["features"], rec["label"])
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ValidationError(f"cannot read feature log {path}: {exc}") from exc
@@ -304,7 +380,10 @@ def _names(kind: str) -> tuple[str, ...]:
         return RETENTION_FEATURES
     if kind == "retrieval":
         return RETRIEVAL_FEATURES
-    raise ValidationError(f"unknown kind {kind!r}; use 'retention' or 'retrieval'")
+    if kind == "selection":
+        return SELECTION_FEATURES
+    raise ValidationError(f"unknown kind {kind!r}; use 'retention', 'retrieval' or "
+                          "'selection'")
 
 
 @dataclass(frozen=True)
@@ -406,6 +485,8 @@ class EvidenceModel:
         if kind is not None and model.kind != kind:
             raise ValidationError(f"{path} holds a {model.kind} model, not a {kind} model")
         expected = _names(model.kind)
+        if model.kind == "selection" and names == SELECTION_BASE_FEATURES:
+            expected = names  # the "w/o prior" ablation
         if names != expected:
             missing = [n for n in expected if n not in names]
             unknown = [n for n in names if n not in expected]
@@ -433,19 +514,44 @@ def train(rows: Sequence[Row], *, kind: Kind, config: LearnConfig | None = None
     Raises:
         ValidationError: no rows of ``kind``, or only one class.
     """
-    cfg = config or LearnConfig()
     names = _names(kind)
     mine = [r for r in rows if r.kind == kind]
     y = np.array([r.label for r in mine], dtype=np.float64)
-    if len(mine) == 0 or y.min() == y.max():
-        raise ValidationError(f"training needs {kind} rows of both labels")
     x = np.array([[r.features[n] for n in names] for r in mine], dtype=np.float64)
+    return train_matrix(x.reshape(len(mine), len(names)), y, kind=kind, names=names,
+                        config=config)
+
+
+def train_matrix(x: FloatArray, y: FloatArray, *, kind: Kind, names: Sequence[str],
+                 config: LearnConfig | None = None) -> EvidenceModel:
+    """Fit the evidence learner on a feature matrix (columns in ``names`` order).
+
+    The same fit as :func:`train`, for callers that build features in bulk (the Table 2
+    reproduction: every memory of the pool at every query). ``y`` holds the 0/1 labels:
+    evidence membership for OSL-MR, the teacher's selection for the BC-learner.
+
+    Raises:
+        ValidationError: shapes that do not match, labels other than 0/1, or one class.
+
+    Examples:
+        >>> x = np.array([[0.0], [1.0]] * 10)
+        >>> m = train_matrix(x, np.array([0.0, 1.0] * 10), kind="retrieval", names=["a"])
+        >>> bool(m.predict(np.array([[1.0]]))[0] > m.predict(np.array([[0.0]]))[0])
+        True
+    """
+    cfg = config or LearnConfig()
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if x.ndim != 2 or x.shape != (len(y), len(names)):
+        raise ValidationError(f"x must be ({len(y)}, {len(names)}), got {x.shape}")
+    if len(y) == 0 or not np.isin(y, (0.0, 1.0)).all() or y.min() == y.max():
+        raise ValidationError(f"training needs {kind} rows of both labels (0/1)")
     rng = np.random.default_rng(cfg.seed)
     x, y, kept = _downsample(x, y, cfg.neg_per_pos, rng)
     mean, std = x.mean(axis=0), x.std(axis=0)
     std[std < 1e-9] = 1.0
     params = _fit((x - mean) / std, y, cfg, rng)
-    return EvidenceModel(kind, names, mean, std, params[0], params[1], params[2],
+    return EvidenceModel(kind, tuple(names), mean, std, params[0], params[1], params[2],
                          float(params[3][0]), odds_scale=kept / cfg.pos_weight)
 
 
