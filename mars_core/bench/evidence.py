@@ -170,7 +170,7 @@ def run_longmemeval(data: str | os.PathLike[str], out: str | os.PathLike[str],
     results_dir(out)  # refused now rather than after the run
     emb = L.CachedEmbedder(embedder or default_bench_embedder(quick))
     prepared = L.prepare(convs, emb)
-    names = list(methods) if methods else list(L.BASELINES) + (
+    names = list(methods) if methods else list(L.BASELINES) + list(L.BUDGETED) + (
         ["ours", "osl-mr-learner"] if len(prepared) > 1 else [])
     users = USERS in names or not methods
     names = [n for n in names if n != USERS]

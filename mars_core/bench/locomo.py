@@ -52,12 +52,17 @@ from mars_core.scoring.density import density_batch
 from mars_core.scoring.mixed import label_durability, mixed_score_batch
 
 __all__ = [
+    "BUDGETED",
     "BUDGETS",
     "CATEGORIES",
     "RETENTION_SHARES",
     "CachedEmbedder",
     "ConvData",
+    "MixedVariant",
     "OursParams",
+    "delta_steps",
+    "mixed_scores",
+    "mixed_signals",
     "prepare",
     "question_metrics",
     "retention_task",
@@ -271,20 +276,69 @@ def _generative_agents(cd: ConvData, qi: int) -> F64:
     return _minmax(rec) + _minmax(cd.dense(qi)) + _minmax(_importance(cd))
 
 
-def _mixed(cd: ConvData, qi: int) -> F64:
+@dataclass(frozen=True)
+class MixedVariant:
+    """How the benchmark computes the Mixed-Score (seed 001 §3.3, A.2).
+
+    The default is the paper as written: the cost term over the step's budget B_t,
+    freshness on, Δt in turns. The other settings are the diagnostics of the
+    reproduction (docs/benchmarks/reproductions.md): freshness off, Δt in sessions, and
+    the cost over the whole conversation's size (this benchmark's former setting).
+    """
+
+    freshness: bool = True
+    dt_unit: str = "turns"
+    cost_over: str = "budget"
+
+
+def mixed_signals(cd: ConvData, qi: int) -> F64:
+    """The Mixed-Score's relevance signals φ of every turn for question ``qi``, (n, 6) in
+    :data:`~mars_core.scoring.mixed.SIGNAL_NAMES` order (answer overlap, offline-only, 0).
+
+    The anchor is the end of the conversation (LoCoMo's questions come after it):
+    recency ``(i + 1)/n``, session locality ``1/(1 + sessions apart)``; question overlap
+    ``|q ∩ m|/|q|`` over stemmed content words; entity overlap: share of the question's
+    capitalised names in the turn; speaker bonus: the turn's speaker is named (cached)."""
+    key = ("mixed-signals", qi)
+    if key not in cd.cache:
+        n = len(cd.ids)
+        q = cd.questions[qi].question
+        qterms = set(tokenize(q))
+        names, _ = _names(q)
+        sig = np.zeros((n, 6))
+        sig[:, 0] = (np.arange(n) + 1) / n
+        for i, terms in enumerate(cd.terms):
+            sig[i, 1] = len(qterms & terms) / len(qterms) if qterms else 0.0
+            sig[i, 3] = len(names & terms) / len(names) if names else 0.0
+            sig[i, 5] = float(cd.speakers[i].lower() in names)
+        sig[:, 4] = 1.0 / (1.0 + (cd.sessions.max() - cd.sessions))
+        cd.cache[key] = sig
+    return cd.cache[key]
+
+
+def delta_steps(cd: ConvData, unit: str = "turns") -> F64:
+    """Δt of every turn at the end of the conversation, in turns or in sessions."""
     n = len(cd.ids)
-    q = cd.questions[qi].question
-    qterms = set(tokenize(q))
-    names, _ = _names(q)
-    sig = np.zeros((n, 6))
-    sig[:, 0] = (np.arange(n) + 1) / n
-    for i, terms in enumerate(cd.terms):
-        sig[i, 1] = len(qterms & terms) / len(qterms) if qterms else 0.0
-        sig[i, 3] = len(names & terms) / len(names) if names else 0.0
-        sig[i, 5] = float(cd.speakers[i].lower() in names)
-    sig[:, 4] = 1.0 / (1.0 + (cd.sessions.max() - cd.sessions))
-    return mixed_score_batch(sig, n - 1 - np.arange(n), ~cd.durable, cd.cost["store"],
-                             float(cd.cost["store"].sum()))
+    if unit == "turns":
+        return np.asarray(n - 1 - np.arange(n), dtype=np.float64)
+    if unit == "sessions":
+        return np.asarray(cd.sessions.max() - cd.sessions, dtype=np.float64)
+    raise ValidationError(f"unknown Δt unit {unit!r}; use 'turns' or 'sessions'")
+
+
+def mixed_scores(cd: ConvData, qi: int, budget: float, counter: str = "words",
+                 variant: MixedVariant = MixedVariant()) -> F64:
+    """The Mixed-Score of every turn for question ``qi`` at budget ``budget`` (tokens of
+    ``counter``): ``fresh·Σ w_k φ_k − w_c·s_i/B_t`` (:func:`mixed_score_batch`)."""
+    from mars_core.scoring.mixed import MixedScoreConfig
+
+    cost = cd.cost[counter]
+    if variant.cost_over not in ("budget", "conversation"):
+        raise ValidationError(f"unknown cost_over {variant.cost_over!r}")
+    b = float(budget) if variant.cost_over == "budget" else float(cost.sum())
+    return mixed_score_batch(mixed_signals(cd, qi), delta_steps(cd, variant.dt_unit),
+                             ~cd.durable, cost, b,
+                             config=MixedScoreConfig(use_freshness=variant.freshness))
 
 
 def _names(q: str) -> tuple[set[str], bool]:
@@ -321,12 +375,23 @@ BASELINES: dict[str, tuple[Scorer, float]] = {
     "bm25": (lambda cd, qi: cd.lexical(qi), 0.0),
     "bm25-cutoff": (lambda cd, qi: cd.lexical(qi), 0.85),
     "generative-agents": (_generative_agents, 0.0),
-    "mixed-score": (_mixed, 0.0),
     "dmf": (_dmf, 0.0),
     "mars-density": (_density, 0.0),
     "hybrid": (_hybrid, 0.0),
 }
 """Fixed-parameter methods: a scorer and its relative cut-off (0: fill the budget)."""
+
+BudgetedScorer = Callable[[ConvData, int, int, str], F64]
+
+BUDGETED: dict[str, BudgetedScorer] = {
+    "mixed-score": mixed_scores,
+}
+"""Methods whose scores depend on the budget B_t (and its counter): the Mixed-Score's
+cost term ``w_c·s_i/B_t`` (seed 001 §3.3)."""
+
+LEARNER_PRIOR_BUDGET = 128
+"""The budget (words) of the Mixed-Score prior fed to the retrieval learner, trained once
+for every budget (the headline budget)."""
 
 
 # --- our pipeline ------------------------------------------------------------------------------
@@ -388,7 +453,7 @@ def _learner_rows(cd: ConvData, log: FeatureLog, top: int = 50) -> None:
 def _candidate_features(cd: ConvData, qi: int, top: int
                         ) -> list[tuple[int, dict[str, float]]]:
     dense, lex = cd.dense(qi), _norm_lex(cd, qi)
-    prior = _minmax(_mixed(cd, qi))
+    prior = _minmax(mixed_scores(cd, qi, LEARNER_PRIOR_BUDGET, "words"))
     cand = np.unique(np.concatenate([np.argsort(-dense)[:top], np.argsort(-lex)[:top]]))
     dtop = float(dense.max())
     q = cd.questions[qi].question
@@ -436,6 +501,17 @@ def retrieval_task(data: Sequence[ConvData], *, methods: Sequence[str] | None = 
             scorers.update({name: (fn2, 0.0) for name, fn2 in (extra or {}).items()})
             if models:
                 scorers["osl-mr-learner"] = (partial(_learner_scores, model=models[k]), 0.0)
+            for name, budgeted in BUDGETED.items():
+                if not on(name):
+                    continue
+                for c in counters:
+                    for b in budgets:
+                        t0 = time.perf_counter()
+                        scores = budgeted(cd, qi, b, c)
+                        ms = (time.perf_counter() - t0) * 1000
+                        sel = _pick(cd, qi, scores, c, b, cutoff=0.0)
+                        per.setdefault((name, c, b), []).append(
+                            (q.category, question_metrics(*sel, b), ms))
             for name, (score_fn, cut) in scorers.items():
                 t0 = time.perf_counter()
                 scores = score_fn(cd, qi)
