@@ -601,6 +601,26 @@ def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option(
              methods=methods.split(",") if methods else None, progress=_shown(progress))
 
 
+@bench_app.command("oslmr")
+def bench_oslmr(data: DataOpt, out: Annotated[Path, typer.Option(
+                    "--out", help="directory for the results")],
+                quick: QuickOpt = False,
+                counters: Annotated[str, typer.Option(
+                    help="comma-separated budget counters: store (≈ BPE tokens), words")
+                ] = "store,words",
+                progress: ProgressOpt = None) -> None:
+    """Seed 001's Table 2 on LoCoMo beside the paper's (budgets 32/64/128; Recency, GA,
+    Mixed-Score, BC-learner, OSL-MR with and without prior): prints the table and writes
+    table2.json, table2.md and the per-decision reward trace (docs/benchmarks/
+    reproductions.md)."""
+    from mars_core.bench.oslmr import run_table2
+
+    result = _checked(run_table2, data, out, quick=quick,
+                      counters=[c for c in counters.split(",") if c],
+                      progress=_shown(progress))
+    typer.echo(result["table"])
+
+
 @bench_app.command("longmemeval")
 def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option(
                           "--out", help="directory for the results")],

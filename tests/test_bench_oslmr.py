@@ -1,0 +1,130 @@
+"""Seed 001's Table 2 reproduction (`mars bench oslmr`): a smoke run on a small synthetic
+LoCoMo file, the Mixed-Score's cost over the budget B_t, and the reward trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from mars_core.bench import locomo as L
+from mars_core.bench import oslmr as O
+from mars_core.bench.locomo_data import load_locomo
+from mars_core.cli import app
+from mars_core.embeddings import HashingEmbedder
+from mars_core.errors import ValidationError
+from mars_core.learn import FeatureLog
+from mars_core.scoring.reward import RewardConfig
+
+PETS = ["dog", "cat", "parrot", "horse", "rabbit", "turtle", "snake", "hamster"]
+CITIES = ["Lisbon", "Oslo", "Paris", "Rome", "Madrid", "Vienna", "Prague", "Dublin"]
+CHAT = ["haha ok", "thanks a lot, that is really very kind of you to say so", "sounds good",
+        "wow cool"]
+
+
+def _conversation(k: int) -> dict[str, Any]:
+    sessions: dict[str, Any] = {}
+    qa = []
+    for i in range(48):
+        speaker = "Ana" if i % 2 == 0 else "Bo"
+        if i % 6 == 0:
+            j = (i // 6 + k) % len(PETS)
+            text = f"I adopted a {PETS[j]} last year and we moved to {CITIES[j]}"
+            qa.append({"question": f"Where did {speaker} move after adopting the {PETS[j]}?",
+                       "answer": CITIES[j], "category": 1 + (i // 6) % 4,
+                       "evidence": [f"D{1 + i // 16}:{i + 1}"]})
+        else:
+            text = CHAT[i % 4]
+        s = 1 + i // 16
+        sessions.setdefault(f"session_{s}", []).append(
+            {"speaker": speaker, "dia_id": f"D{s}:{i + 1}", "text": text})
+        sessions[f"session_{s}_date_time"] = f"1 pm on {s} May, 2023"
+    return {"sample_id": f"c{k}", "qa": qa,
+            "conversation": {"speaker_a": "Ana", "speaker_b": "Bo", **sessions}}
+
+
+@pytest.fixture
+def locomo_file(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([_conversation(k) for k in range(3)]), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def prepared(locomo_file: Path) -> list[L.ConvData]:
+    return L.prepare(load_locomo(locomo_file), L.CachedEmbedder(HashingEmbedder(dim=64)))
+
+
+def test_mixed_score_charges_the_cost_over_the_budget_bt(prepared: list[L.ConvData]) -> None:
+    cd = prepared[0]
+    cost = cd.cost["words"].astype(float)
+    no_cost = L.mixed_scores(cd, 0, 32, "words", L.MixedVariant(freshness=False))
+    # the same signals at two budgets: the difference is w_c·s_i·(1/32 − 1/128)
+    at_128 = L.mixed_scores(cd, 0, 128, "words", L.MixedVariant(freshness=False))
+    assert np.allclose(at_128 - no_cost, 0.05 * cost * (1 / 32 - 1 / 128))
+    # the former setting charged it over the whole conversation's size
+    conv = L.mixed_scores(cd, 0, 32, "words",
+                          L.MixedVariant(freshness=False, cost_over="conversation"))
+    assert np.allclose(conv - no_cost, 0.05 * cost * (1 / 32 - 1 / cost.sum()))
+    # freshness over Δt in turns crushes the relevance of the oldest turns
+    fresh = L.mixed_scores(cd, 0, 32, "words")
+    assert abs(fresh[0] + 0.05 * cost[0] / 32) < abs(no_cost[0] + 0.05 * cost[0] / 32)
+    rows = L.retrieval_task(prepared, methods=["mixed-score"], budgets=(16, 64),
+                            counters=("words",))
+    assert {r["budget"] for r in rows if r["category"] == "all"} == {16, 64}
+
+
+def test_table2_rows_noise_and_trace(prepared: list[L.ConvData]) -> None:
+    trace = FeatureLog()
+    rows = O.table2(prepared, budgets=(16, 32), counters=("words",), trace=trace)
+    names = {r["method"] for r in rows}
+    assert names == set(O.METHODS) | set(O.DIAGNOSTICS)
+    nq = sum(len(cd.questions) for cd in prepared)
+    for r in rows:
+        assert r["n"] == nq and 0 <= r["f1"] <= 1 and r["occupancy"] <= 1 + 1e-9
+        lo, hi = r["f1_ci"]
+        assert lo <= r["f1"] + 1e-9 and r["f1"] <= hi + 1e-9
+    # every decision's reward terms add up to its raw reward (§3.2, §4.1 coefficients)
+    assert len(trace.decisions) == nq * 2 * len(names)
+    c = RewardConfig()
+    for d in trace.decisions:
+        t = d.reward
+        raw = (c.alpha_hit * t["hit"] + c.alpha_full * t["full"] - t["stored"]
+               - c.alpha_miss * t["miss"] - c.alpha_reacq * t["reacq"]
+               - c.alpha_stale * t["stale"])
+        assert t["raw"] == pytest.approx(raw) and t["stored"] <= d.budget
+    # the learner finds the facts the synthetic questions ask about; recency does not
+    f1 = {(r["method"], r["budget"]): r["f1"] for r in rows}
+    assert f1[("osl-mr", 32)] > f1[("recency", 32)]
+    assert all("paper" not in r for r in rows if r["budget"] == 16)
+
+
+def test_table2_refuses_bad_arguments(prepared: list[L.ConvData]) -> None:
+    with pytest.raises(ValidationError, match="methods"):
+        O.table2(prepared, methods=("oracle",))
+    with pytest.raises(ValidationError, match="counters"):
+        O.table2(prepared, counters=("bytes",))
+    with pytest.raises(ValidationError, match="two conversations"):
+        O.table2(prepared[:1], methods=("osl-mr",))
+
+
+def test_cli_prints_the_table_and_writes_the_files(locomo_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["bench", "oslmr", "--data", str(locomo_file), "--out",
+                                      str(out), "--quick", "--counters", "store",
+                                      "--no-progress"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "| 128 | osl-mr |" in result.output and "0.302" in result.output  # paper's F1
+    doc = json.loads((out / "table2.json").read_text(encoding="utf-8"))
+    assert {r["budget"] for r in doc["rows"]} == {32, 64, 128}
+    assert "## Budgets in store tokens" in (out / "table2.md").read_text(encoding="utf-8")
+    trace = FeatureLog.load(out / "trace.jsonl")
+    assert trace.decisions and not trace.items
+    assert "Lisbon" not in (out / "trace.jsonl").read_text(encoding="utf-8")
+    missing = CliRunner().invoke(app, ["bench", "oslmr", "--data", str(tmp_path / "no.json"),
+                                       "--out", str(out)])
+    assert missing.exit_code == 2
