@@ -283,12 +283,14 @@ class MixedVariant:
     The default is the paper as written: the cost term over the step's budget B_t,
     freshness on, Δt in turns. The other settings are the diagnostics of the
     reproduction (docs/benchmarks/reproductions.md): freshness off, Δt in sessions, and
-    the cost over the whole conversation's size (this benchmark's former setting).
+    the cost over the whole conversation's size (this benchmark's former setting), and
+    the log base of κ (the paper's "≈ 0.82 at Δt = 50" is nearer base 10).
     """
 
     freshness: bool = True
     dt_unit: str = "turns"
     cost_over: str = "budget"
+    log_base: float = math.e
 
 
 def mixed_signals(cd: ConvData, qi: int) -> F64:
@@ -330,7 +332,7 @@ def mixed_scores(cd: ConvData, qi: int, budget: float, counter: str = "words",
                  variant: MixedVariant = MixedVariant()) -> F64:
     """The Mixed-Score of every turn for question ``qi`` at budget ``budget`` (tokens of
     ``counter``): ``fresh·Σ w_k φ_k − w_c·s_i/B_t`` (:func:`mixed_score_batch`)."""
-    from mars_core.scoring.mixed import MixedScoreConfig
+    from mars_core.scoring.mixed import FreshnessConfig, MixedScoreConfig
 
     cost = cd.cost[counter]
     if variant.cost_over not in ("budget", "conversation"):
@@ -338,7 +340,9 @@ def mixed_scores(cd: ConvData, qi: int, budget: float, counter: str = "words",
     b = float(budget) if variant.cost_over == "budget" else float(cost.sum())
     return mixed_score_batch(mixed_signals(cd, qi), delta_steps(cd, variant.dt_unit),
                              ~cd.durable, cost, b,
-                             config=MixedScoreConfig(use_freshness=variant.freshness))
+                             config=MixedScoreConfig(
+                                 use_freshness=variant.freshness,
+                                 freshness=FreshnessConfig(log_base=variant.log_base)))
 
 
 def _names(q: str) -> tuple[set[str], bool]:

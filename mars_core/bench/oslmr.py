@@ -81,6 +81,7 @@ METHODS: tuple[str, ...] = ("recency", "ga-heuristic", "mixed-score", "bc-learne
                             "osl-mr-no-prior")
 DIAGNOSTICS: dict[str, L.MixedVariant] = {
     "mixed-score, no freshness": L.MixedVariant(freshness=False),
+    "mixed-score, log10 in κ": L.MixedVariant(log_base=10.0),
     "mixed-score, Δt in sessions": L.MixedVariant(dt_unit="sessions"),
     "mixed-score, cost over the conversation": L.MixedVariant(cost_over="conversation"),
 }
@@ -224,8 +225,9 @@ def _fit(pools: Sequence[_Pool], labels: Sequence[npt.NDArray[np.bool_]], budget
 def _prf(chosen: npt.NDArray[np.int64], p: _Pool, cost: npt.NDArray[np.int64], budget: int
          ) -> dict[str, float]:
     gold = set(p.cd.questions[p.qi].evidence)
-    return L.question_metrics([p.cd.ids[i] for i in chosen], gold,
-                              int(cost[chosen].sum()), budget)
+    return {**L.question_metrics([p.cd.ids[i] for i in chosen], gold,
+                                 int(cost[chosen].sum()), budget),
+            "retained": float(len(chosen))}
 
 
 def _tune(model: EvidenceModel, pools: Sequence[_Pool], budget: int, counter: str,
@@ -384,7 +386,7 @@ def _rows(per: Mapping[tuple[str, str, int], list[tuple[int, dict[str, float],
         conv_f1 = [float(np.mean([it[1]["f1"] for it in items if it[0] == c])) for c in convs]
         row: dict[str, Any] = {
             "method": m, "counter": counter, "budget": b, "n": len(items),
-            **{k: float(np.mean([it[1][k] for it in items])) for k in _METRICS},
+            **{k: float(np.mean([it[1][k] for it in items])) for k in (*_METRICS, "retained")},
             "f1_ci": [lo, hi],
             "f1_conv_std": float(np.std(conv_f1, ddof=1)) if len(conv_f1) > 1 else 0.0,
             "full_recall": float(np.mean([it[2]["full"] for it in items])),
