@@ -70,6 +70,7 @@ __all__ = [
     "rerank",
     "retention_features",
     "retrieval_features",
+    "strip_speaker",
     "text_features",
     "train",
     "train_matrix",
@@ -133,9 +134,17 @@ _TIME_REF = re.compile(r"\b(yesterday|today|tonight|tomorrow|last (week|weekend|
                        r"this (week|weekend|month|year)|recently|lately)\b", re.I)
 
 
-def _body(text: str) -> str:
-    """The text without a ``"Name:"`` speaker prefix."""
+def strip_speaker(text: str) -> str:
+    """The text without a ``"Name:"`` speaker prefix.
+
+    Examples:
+        >>> strip_speaker("Ana: I moved to Lisbon"), strip_speaker("no prefix here")
+        (' I moved to Lisbon', 'no prefix here')
+    """
     return text.split(":", 1)[1] if _SPEAKER.match(text) else text
+
+
+_body = strip_speaker
 
 
 def asks_question(text: str) -> bool:

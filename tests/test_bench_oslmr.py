@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from mars_core.bench import locomo as L
 from mars_core.bench import oslmr as O
 from mars_core.bench.locomo_data import load_locomo
+from mars_core.budget import make_counter
 from mars_core.cli import app
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
@@ -112,6 +113,22 @@ def test_table2_refuses_bad_arguments(prepared: list[L.ConvData]) -> None:
         O.table2(prepared[:1], methods=("osl-mr",))
 
 
+def test_retention_prior_ablation_is_held_out_and_deterministic(locomo_file: Path) -> None:
+    convs = load_locomo(locomo_file)
+    res = O.retention_prior_ablation(convs)
+    assert set(res) == {"psi", "psi+MS"}
+    assert all(0 <= v["auc"] <= 1 and 0 <= v["ap"] <= 1 for v in res.values())
+    assert res == O.retention_prior_ablation(convs)
+    # no turn of the synthetic file asks a question, so the write-time prior is
+    # w_r + w_s − w_c·s_i/B = 0.38 − 0.05·s_i/B (B: a quarter of the conversation's tokens)
+    count = make_counter("approx-v1").count
+    sizes = np.array([count(t.text) for t in convs[0].turns], dtype=float)
+    prior = O._write_time_prior(convs[0], 0.25)
+    assert np.allclose(prior, 0.38 - 0.05 * sizes / (0.25 * sizes.sum()))
+    with pytest.raises(ValidationError, match="two conversations"):
+        O.retention_prior_ablation(convs[:1])
+
+
 def test_cli_prints_the_table_and_writes_the_files(locomo_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["bench", "oslmr", "--data", str(locomo_file), "--out",
@@ -121,7 +138,9 @@ def test_cli_prints_the_table_and_writes_the_files(locomo_file: Path, tmp_path: 
     assert "| 128 | osl-mr |" in result.output and "0.302" in result.output  # paper's F1
     doc = json.loads((out / "table2.json").read_text(encoding="utf-8"))
     assert {r["budget"] for r in doc["rows"]} == {32, 64, 128}
-    assert "## Budgets in store tokens" in (out / "table2.md").read_text(encoding="utf-8")
+    md = (out / "table2.md").read_text(encoding="utf-8")
+    assert "## Budgets in store tokens" in md and "| psi+MS |" in md
+    assert set(doc["meta"]["retention_prior_ablation"]) == {"psi", "psi+MS"}
     trace = FeatureLog.load(out / "trace.jsonl")
     assert trace.decisions and not trace.items
     assert "Lisbon" not in (out / "trace.jsonl").read_text(encoding="utf-8")

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -48,20 +49,26 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.bench import locomo as L
-from mars_core.bench.locomo_data import load_locomo
+from mars_core.bench.locomo_data import Conversation, load_locomo
 from mars_core.bench.report import results_dir
+from mars_core.budget import make_counter
 from mars_core.embeddings import Embedder
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.learn import (
+    RETENTION_FEATURES,
     SELECTION_BASE_FEATURES,
     SELECTION_FEATURES,
     TEXT_FEATURES,
     EvidenceModel,
     FeatureLog,
     LearnConfig,
+    asks_question,
+    retention_features,
+    strip_speaker,
     train_matrix,
 )
-from mars_core.scoring.mixed import FreshnessConfig, freshness_batch
+from mars_core.lexical import tokenize
+from mars_core.scoring.mixed import FreshnessConfig, freshness_batch, mixed_score_batch
 from mars_core.scoring.reward import LOCOMO_SHIFT, RewardConfig, step_reward, swap_teacher
 
 __all__ = [
@@ -72,6 +79,7 @@ __all__ = [
     "THRESHOLDS",
     "format_table2",
     "greedy_fill",
+    "retention_prior_ablation",
     "run_table2",
     "table2",
 ]
@@ -151,9 +159,11 @@ class _Pool:
     evidence: npt.NDArray[np.bool_]
     stale: npt.NDArray[np.bool_]
     conv: int
+    mixed: L.MixedVariant       # the Mixed-Score of the row, the teacher's start, the prior
 
 
-def _pools(data: Sequence[L.ConvData], stale_dt: str) -> list[_Pool]:
+def _pools(data: Sequence[L.ConvData], stale_dt: str, mixed: L.MixedVariant
+           ) -> list[_Pool]:
     fcfg = FreshnessConfig()
     out = []
     for k, cd in enumerate(data):
@@ -167,7 +177,8 @@ def _pools(data: Sequence[L.ConvData], stale_dt: str) -> list[_Pool]:
             psi = np.column_stack([sig[:, 0], sig[:, 1], sig[:, 3], sig[:, 4], sig[:, 5],
                                    cd.dense(qi), lex / top if top > 0 else lex, text])
             gold = set(q.evidence)
-            out.append(_Pool(cd, qi, psi, np.array([i in gold for i in cd.ids]), stale, k))
+            out.append(_Pool(cd, qi, psi, np.array([i in gold for i in cd.ids]), stale, k,
+                             mixed))
     return out
 
 
@@ -175,7 +186,7 @@ def _features(p: _Pool, budget: int, counter: str, prior: bool) -> F64:
     cost = p.cd.cost[counter] / float(budget)
     x = np.column_stack([p.psi[:, :5], cost, p.psi[:, 5:]])
     if prior:
-        x = np.column_stack([x, L.mixed_scores(p.cd, p.qi, budget, counter)])
+        x = np.column_stack([x, L.mixed_scores(p.cd, p.qi, budget, counter, p.mixed)])
     return x
 
 
@@ -185,14 +196,14 @@ def _baseline_scores(name: str, p: _Pool, budget: int, counter: str) -> F64:
     if name == "ga-heuristic":
         return L.BASELINES["generative-agents"][0](p.cd, p.qi)
     if name == "mixed-score":
-        return L.mixed_scores(p.cd, p.qi, budget, counter)
+        return L.mixed_scores(p.cd, p.qi, budget, counter, p.mixed)
     return L.mixed_scores(p.cd, p.qi, budget, counter, DIAGNOSTICS[name])
 
 
 def _teacher_labels(p: _Pool, budget: int, counter: str, reward: RewardConfig
                     ) -> npt.NDArray[np.bool_]:
     cost = p.cd.cost[counter]
-    scores = L.mixed_scores(p.cd, p.qi, budget, counter)
+    scores = L.mixed_scores(p.cd, p.qi, budget, counter, p.mixed)
     order = _order(scores)
     start = [int(order[i]) for i in greedy_fill(order, cost, budget)]
     tau = np.where(p.evidence, cost, 0).astype(np.float64)
@@ -273,7 +284,8 @@ def _reward(chosen: npt.NDArray[np.int64], p: _Pool, cost: npt.NDArray[np.int64]
 def table2(data: Sequence[L.ConvData], *, budgets: Sequence[int] = TABLE2_BUDGETS,
            counters: Sequence[str] = ("store",), methods: Sequence[str] = METHODS,
            diagnostics: bool = True, reward: RewardConfig | None = None,
-           stale_dt: str = "turns", learn: LearnConfig | None = None,
+           stale_dt: str = "turns", mixed: L.MixedVariant | None = None,
+           learn: LearnConfig | None = None,
            trace: FeatureLog | None = None,
            tick: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """The rows of Table 2: one per method × counter × budget, with noise estimates.
@@ -288,6 +300,8 @@ def table2(data: Sequence[L.ConvData], *, budgets: Sequence[int] = TABLE2_BUDGET
         diagnostics: also the Mixed-Score variants of :data:`DIAGNOSTICS`.
         reward: the reward coefficients (shift: the paper's C = 606.134 by default).
         stale_dt: Δt unit of "stale" in the reward (freshness proxy < θ_stale).
+        mixed: the Mixed-Score of the ``mixed-score`` row, of the BC teacher's start and
+            of the learners' prior (default: the paper as written).
         learn: the learner's hyper-parameters (seed 001 §4.1 by default).
         trace: a log receiving each decision's reward terms.
         tick: called once per conversation and counter.
@@ -308,7 +322,7 @@ def table2(data: Sequence[L.ConvData], *, budgets: Sequence[int] = TABLE2_BUDGET
     if learners and len(data) < 2:
         raise ValidationError("the learners are trained leave-one-conversation-out: "
                               "give at least two conversations")
-    pools = _pools(data, stale_dt)
+    pools = _pools(data, stale_dt, mixed or L.MixedVariant())
     names = [m for m in methods if m not in learners] + (list(DIAGNOSTICS) if diagnostics
                                                           else []) + learners
     per: dict[tuple[str, str, int], list[tuple[int, dict[str, float], dict[str, float]]]] = {}
@@ -442,6 +456,72 @@ def format_table2(rows: Sequence[Mapping[str, Any]], counter: str = "store") -> 
     return "\n".join(lines)
 
 
+def _write_time_prior(conv: Conversation, share: float) -> list[float]:
+    """The Mixed-Score of each turn when it is written (Δt = 0, recency 1, session 1), the
+    query context being the input before it when that one asked a question: overlap with
+    its words, its names, whether it names the turn's speaker; cost over ``share`` of the
+    conversation's store tokens (the store's budget in Task 2)."""
+    count = make_counter("approx-v1").count
+    texts = [t.text for t in conv.turns]
+    budget = max(1.0, share * sum(count(t) for t in texts))
+    out = []
+    for i, text in enumerate(texts):
+        prev = strip_speaker(texts[i - 1]) if i else ""
+        asked = i > 0 and asks_question(texts[i - 1])
+        pterms, mterms = set(tokenize(prev)), set(tokenize(strip_speaker(text)))
+        names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+", prev)} if asked else set()
+        sig = [1.0, len(pterms & mterms) / len(pterms) if asked and pterms else 0.0, 0.0,
+               len(names & mterms) / len(names) if names else 0.0, 1.0,
+               float(conv.turns[i].speaker.lower() in names)]
+        out.append(float(mixed_score_batch([sig], [0], [False], [count(text)], budget)[0]))
+    return out
+
+
+def retention_prior_ablation(convs: Sequence[Conversation], share: float = 0.25,
+                             learn: LearnConfig | None = None) -> dict[str, dict[str, float]]:
+    """Would the store's retention learner (``policy="learned"``) gain from a Mixed-Score
+    feature? Held-out (leave-one-conversation-out) ROC AUC and average precision of
+    P(evidence) on :data:`~mars_core.learn.RETENTION_FEATURES` (ψ) and on ψ plus the
+    write-time Mixed-Score of :func:`_write_time_prior`.
+
+    Raises:
+        ValidationError: fewer than two conversations.
+    """
+    try:
+        from sklearn.metrics import average_precision_score, roc_auc_score
+    except ImportError as exc:  # pragma: no cover - bench extra
+        raise ExtraNotInstalledError("bench", "scikit-learn") from exc
+    if len(convs) < 2:
+        raise ValidationError("the ablation is leave-one-conversation-out: give at least "
+                              "two conversations")
+    xs, ys, groups = [], [], []
+    for k, conv in enumerate(convs):
+        gold = {e for q in conv.questions for e in q.evidence}
+        texts = [t.text for t in conv.turns]
+        prior = _write_time_prior(conv, share)
+        for i, text in enumerate(texts):
+            f = retention_features(text, after_question=i > 0 and asks_question(texts[i - 1]))
+            xs.append([f[n] for n in RETENTION_FEATURES] + [prior[i]])
+            ys.append(float(conv.turns[i].dia_id in gold))
+            groups.append(k)
+    x, y, g = np.array(xs), np.array(ys), np.array(groups)
+    result: dict[str, dict[str, float]] = {}
+    for name, d in (("psi", len(RETENTION_FEATURES)), ("psi+MS", len(RETENTION_FEATURES) + 1)):
+        auc, ap = [], []
+        names = [*RETENTION_FEATURES, "mixed_prior"][:d]
+        for k in range(len(convs)):
+            tr, te = g != k, g == k
+            if y[te].min() == y[te].max():
+                continue
+            model = train_matrix(x[tr, :d], y[tr], kind="retention", names=names, config=learn)
+            score = model.predict(x[te, :d])
+            auc.append(float(roc_auc_score(y[te], score)))
+            ap.append(float(average_precision_score(y[te], score)))
+        result[name] = {"auc": float(np.mean(auc)), "auc_std": float(np.std(auc)),
+                        "ap": float(np.mean(ap)), "ap_std": float(np.std(ap))}
+    return result
+
+
 def run_table2(data: str | os.PathLike[str], out: str | os.PathLike[str], *,
                quick: bool = False, counters: Sequence[str] = ("store", "words"),
                embedder: Embedder | None = None, progress: bool = True
@@ -475,12 +555,14 @@ def run_table2(data: str | os.PathLike[str], out: str | os.PathLike[str], *,
     trace = FeatureLog()
     with _bar(len(prepared) * len(counters), "oslmr table 2", progress) as bar:
         rows = table2(prepared, counters=counters, trace=trace, tick=lambda: bar.update(1))
+    ablation = retention_prior_ablation(convs)
     meta = {"data": Path(data).name, "conversations": len(prepared),
             "questions": sum(len(cd.questions) for cd in prepared),
             "turns": sum(len(cd.ids) for cd in prepared), "embedder": emb.name,
             "quick": quick, "counters": list(counters),
             "seconds_prepare": round(t_prep, 1),
-            "seconds_table": round(time.perf_counter() - t0 - t_prep, 1)}
+            "seconds_table": round(time.perf_counter() - t0 - t_prep, 1),
+            "retention_prior_ablation": ablation}
     import json
 
     (where / "table2.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1),
@@ -490,5 +572,9 @@ def run_table2(data: str | os.PathLike[str], out: str | os.PathLike[str], *,
           f"{meta['questions']} questions, {meta['embedder']})", ""]
     for c in counters:
         md += [f"## Budgets in {c} tokens", "", format_table2(rows, c), ""]
+    md += ["## The store's retention learner with a write-time Mixed-Score feature", "",
+           "| features | held-out ROC AUC | average precision |", "|---|---|---|"]
+    md += [f"| {k} | {v['auc']:.3f} ± {v['auc_std']:.3f} | {v['ap']:.3f} ± {v['ap_std']:.3f} |"
+           for k, v in ablation.items()]
     (where / "table2.md").write_text("\n".join(md), encoding="utf-8")
     return {"meta": meta, "rows": rows, "table": format_table2(rows, counters[0])}
