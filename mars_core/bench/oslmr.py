@@ -35,6 +35,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -303,7 +304,8 @@ def table2(data: Sequence[L.ConvData], *, budgets: Sequence[int] = TABLE2_BUDGET
         mixed: the Mixed-Score of the ``mixed-score`` row, of the BC teacher's start and
             of the learners' prior (default: the paper as written).
         learn: the learner's hyper-parameters (seed 001 §4.1 by default).
-        trace: a log receiving each decision's reward terms.
+        trace: a log receiving each decision's reward terms (decisions at the first
+            counter's budgets).
         tick: called once per conversation and counter.
 
     Raises:
@@ -563,8 +565,6 @@ def run_table2(data: str | os.PathLike[str], out: str | os.PathLike[str], *,
             "seconds_prepare": round(t_prep, 1),
             "seconds_table": round(time.perf_counter() - t0 - t_prep, 1),
             "retention_prior_ablation": ablation}
-    import json
-
     (where / "table2.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1),
                                        encoding="utf-8")
     trace.save(where / "trace.jsonl")
