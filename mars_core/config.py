@@ -99,7 +99,8 @@ class RetrievalConfig(_Config):
     hybrid that fills the budget. Two parameter-free choices measured on the path users run
     (``observe`` with the default budget; docs/benchmarks/evidence.md) are on by default:
     a question and its reply form one unit (``reply_units``), and the archive is a second
-    tier (``search_archive``).
+    tier (``search_archive``); and the symbolic card channel of DMF §9.3 (``card_weight``,
+    :mod:`mars_core.frame`) finds the extracted fact that answers a question's frame.
 
     Examples:
         >>> RetrievalConfig().relative_cutoff
@@ -116,6 +117,13 @@ class RetrievalConfig(_Config):
         0.3, ge=0.0, le=1.0,
         description="Weight of the deterministic answerability rerank (entity, speaker and "
         "temporal cues minus a phatic penalty; DMF §9.3 step 4) added to the hybrid score.",
+    )
+    card_weight: float = Field(
+        1.0, ge=0.0, le=10.0, allow_inf_nan=False,
+        description="Weight of the symbolic card channel (DMF §9.3; mars_core.frame): a "
+        "semantic or social memory whose subject and predicate answer the query's frame "
+        "('Where do I work?' -> 'The user works at Acme') is a candidate, gains this weight "
+        "times its card score S in [0, 1], and is never cut off. 0 turns the channel off.",
     )
     relative_cutoff: float = Field(
         0.85, ge=0.0, le=1.0,

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import cast
+from typing import Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,7 @@ import numpy.typing as npt
 from mars_core.config import RetrievalConfig
 from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import ValidationError
+from mars_core.frame import answers, parse_query, symbolic_score
 from mars_core.index.base import And, Eq, Filter, In, Range, VectorIndex, exact_cosines
 from mars_core.lexical import STOPWORDS
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
@@ -147,6 +148,12 @@ class Hit:
         dense: cosine similarity to the query (0 when unknown).
         lexical: BM25 score normalised to [0, 1] within the candidates.
         archived: True when it came from the archive.
+        card: the part of ``score`` the symbolic card channel gave (``card_weight`` × the
+            card score :func:`mars_core.frame.symbolic_score`) when the memory is a card
+            that answers the query's frame (:func:`mars_core.frame.answers`), else 0.
+        answers: the card answers the frame on a single-valued predicate ("where do I
+            work", not "what do I like"); the best such cards are never cut off
+            (:func:`relative_cutoff`).
     """
 
     node: MemoryNode
@@ -154,6 +161,8 @@ class Hit:
     dense: float
     lexical: float
     archived: bool = False
+    card: float = 0.0
+    answers: bool = False
 
     @property
     def id(self) -> str:
@@ -256,7 +265,9 @@ def cue_score(a: Answerability) -> float:
 
 def relative_cutoff(hits: Sequence[Hit], ratio: float,
                     linked: Callable[[str], Iterable[str]] | None = None) -> list[Hit]:
-    """Keep hits scoring at least ``ratio`` × the best score (``ratio`` 0 keeps all).
+    """Keep hits scoring at least ``ratio`` × the best score (``ratio`` 0 keeps all), and
+    the cards that answer the query's frame best (``Hit.answers``, ``Hit.card`` at its
+    maximum among them). The cards' own bonus does not raise the bar for the others.
 
     With ``linked`` (a memory's derivation neighbours: the turn a fact was extracted from,
     the facts extracted from a turn), the cut-off applies per unit of evidence: a hit
@@ -273,10 +284,12 @@ def relative_cutoff(hits: Sequence[Hit], ratio: float,
     """
     if not hits or ratio <= 0:
         return list(hits)
-    top = max(h.score for h in hits)
+    top = max(h.score - h.card for h in hits)  # the cards' bonus moves no one else out
     if top <= 0:
         return list(hits)
-    kept = {h.id for h in hits if h.score >= ratio * top}
+    best = max((h.card for h in hits if h.answers), default=0.0)
+    kept = {h.id for h in hits if h.score - h.card >= ratio * top
+            or (h.answers and h.card >= best - _EPS)}
     if linked is not None:
         kept |= {n for i in list(kept) for n in linked(i)}
     return [h for h in hits if h.id in kept]
@@ -324,9 +337,17 @@ def rank(
         node = state.node(nid)
         return q.admits(node) and (admit is None or admit(node))
 
+    frame = parse_query(q.text) if cfg.card_weight > 0 else None
+    card = {} if frame is None else {
+        i: cfg.card_weight * symbolic_score(frame, topic, state.node(i).content)
+        for st in statuses for i, topic in state.cards(st) if answers(frame, topic)}
+    specific = set() if frame is None else {
+        i for st in statuses for i, topic in state.cards(st) if i in card
+        and answers(frame, topic, specific=True)}
+    proposed += sorted(card, key=lambda i: -card[i])[:cfg.candidates]
     candidates = [i for i in dict.fromkeys(proposed) if eligible(i)]
-    replies = reply_of(state, candidates, eligible) if cfg.reply_units else {}
-    candidates = list(dict.fromkeys([*candidates, *replies.values()]))
+    units = reply_of(state, candidates, eligible) if cfg.reply_units else []
+    candidates = list(dict.fromkeys([*candidates, *(b for _, b in units)]))
     found = vectors(candidates) if np.any(qvec) else {}
     have = [i for i in candidates if i in found]
     cosine = dict(zip(have, exact_cosines([found[i] for i in have], qvec), strict=True))
@@ -341,13 +362,15 @@ def rank(
         if cfg.cue_weight > 0 and score > _EPS:
             score += cfg.cue_weight * cue_score(answerability(q.text, node.content,
                                                               node.speaker))
+        score += card.get(nid, 0.0)
         scores[nid] = (score, d, lx)
     own = {nid: score for nid, (score, _, _) in scores.items()}
-    for question, reply in replies.items():  # the reply scores at least as its question
-        if own[question] > scores[reply][0]:  # its own score: a reply passes on nothing
-            scores[reply] = (own[question], *scores[reply][1:])
+    for lender, borrower in units:  # the borrower scores at least as the lender
+        if own[lender] > scores[borrower][0]:  # own scores: nothing is passed on twice
+            scores[borrower] = (own[lender], *scores[borrower][1:])
     # nothing in common with the query: not a hit, however empty the budget
-    hits = [Hit(state.node(nid), score, d, lx, state.refs[nid].status is MemoryStatus.ARCHIVED)
+    hits = [Hit(state.node(nid), score, d, lx, state.refs[nid].status is MemoryStatus.ARCHIVED,
+                card.get(nid, 0.0), nid in specific)
             for nid, (score, d, lx) in scores.items() if score > _EPS]
     hits.sort(key=lambda h: (-h.score, h.archived, h.node.step, h.node.id))
     return hits
@@ -358,35 +381,52 @@ def _voice(node: MemoryNode) -> str:
     return (node.speaker or node.provenance.source or "").casefold()
 
 
+_ASSISTANT_ROLES: Final = frozenset({"assistant", "ai", "bot"})
+
+
 def reply_of(state: NamespaceState, ids: Iterable[str],
-             eligible: Callable[[str], bool]) -> dict[str, str]:
-    """The reply to each turn among ``ids`` that asks a question: the next turn of its
-    conversation (``temporalNext``), by another speaker, when ``eligible`` (the same
-    partition and filters as the search). In a dialogue the answer is the turn after the
-    question (on LoCoMo 58 % of the evidence turns answer a question; 15 % of the turns
-    that ask one are evidence), so a question and its reply are one unit of evidence.
+             eligible: Callable[[str], bool]) -> list[tuple[str, str]]:
+    """The units of evidence among ``ids``, as ``(lender, borrower)`` pairs: the borrower
+    scores at least as the lender does. Two kinds, both between neighbouring turns of one
+    conversation (``temporalNext``) by different voices, when ``eligible`` (the same
+    partition and filters as the search):
+
+    * a turn that asks a question lends to the reply after it. In a dialogue the answer is
+      the turn after the question (on LoCoMo 58 % of the evidence turns answer a question;
+      15 % of the turns that ask one are evidence);
+    * an assistant's turn (role ``assistant``, ``ai`` or ``bot``) lends to the turn it
+      answers: what an assistant says about the user's message ("Football does that to
+      people.") matches a question the user's own words ("I'm a huge fan of Arsenal") do
+      not, and the user's words are the evidence.
 
     Examples:
-        >>> from mars_core.model import Edge, EpisodicPayload, Predicate
-        >>> def turn(i, who, text):
+        >>> from mars_core.model import Edge, EpisodicPayload, Predicate, Provenance
+        >>> def turn(i, who, text, role="user"):
         ...     return MemoryNode(id=i, type="episodic", content=text, weight=3, seq=int(i[1]),
-        ...                       payload=EpisodicPayload(participants=(who,)))
+        ...                       payload=EpisodicPayload(participants=(who,)),
+        ...                       provenance=Provenance(source=role))
         >>> state = NamespaceState.of("ns", [turn("t1", "Bo", "Where did you move?"),
-        ...                                  turn("t2", "Ana", "To Lisbon")],
+        ...                                  turn("t2", "Ana", "To Lisbon"),
+        ...                                  turn("t3", "", "Lisbon is lovely.", "assistant")],
         ...                           [Edge(source="t1", predicate=Predicate.TEMPORAL_NEXT,
-        ...                                 target="t2")])
-        >>> reply_of(state, ["t1", "t2"], lambda i: True)
-        {'t1': 't2'}
+        ...                                 target="t2"),
+        ...                            Edge(source="t2", predicate=Predicate.TEMPORAL_NEXT,
+        ...                                 target="t3")])
+        >>> reply_of(state, ["t1", "t2", "t3"], lambda i: True)
+        [('t1', 't2'), ('t3', 't2')]
     """
-    out: dict[str, str] = {}
+    out: list[tuple[str, str]] = []
     for nid in ids:
         node = state.node(nid)
-        if node.type is not MemoryType.EPISODIC or "?" not in node.content:
+        if node.type is not MemoryType.EPISODIC:
             continue
-        for edge in state.graph.out_edges(nid, Predicate.TEMPORAL_NEXT):
-            if edge.target in state and eligible(edge.target) \
-                    and _voice(state.node(edge.target)) != _voice(node):
-                out[nid] = edge.target
+        near: list[str] = []
+        if "?" in node.content:
+            near += [e.target for e in state.graph.out_edges(nid, Predicate.TEMPORAL_NEXT)]
+        if node.provenance.source in _ASSISTANT_ROLES:
+            near += [e.source for e in state.graph.in_edges(nid, Predicate.TEMPORAL_NEXT)]
+        out += [(nid, other) for other in near if other in state and eligible(other)
+                and _voice(state.node(other)) != _voice(node)]
     return out
 
 

@@ -3,10 +3,11 @@ users' path — ``MemoryStore.open(path)`` with its defaults, turns through ``ob
 questions through ``render_context`` at its default size.
 
 Every question's answer must reach the context, and no replaced statement may be
-presented as current. The questions listed in :data:`RANKING` fail today only because
-of retrieval ranking (the relative cut-off, the stemmer, lexical gaps of the hashing
-embedder), not because of extraction or supersession: each is a strict expected
-failure with its reason, to be flipped by the work on retrieval (issue 18 item 2).
+presented as current: all 48, with the hashing embedder the tests run on. Nine of them
+failed by retrieval ranking alone until the symbolic card channel
+(:mod:`mars_core.frame`: "What's my job?" finds "The user works as a data engineer",
+which shares no word with it) and the assistant's reply as a unit with the user turn it
+answers ("Football does that to people." brings "I'm a huge fan of Arsenal").
 """
 
 from __future__ import annotations
@@ -33,33 +34,6 @@ from mars_core.errors import ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
-RANKING: dict[str, str] = {
-    "work-now": "ranking: the relative cut-off (0.85) keeps 'I get the train to work now' and "
-                "'Aisle seats from now on' (both say 'now'); 'At Northwind I work from home' "
-                "ranks 4th (0.70) and 'The user works at Northwind Labs' 6th (0.68)",
-    "job-title": "lexical gap: no memory that names the job says 'job'; 'Congratulations on "
-                 "the new job!' is alone above the cut-off and 'The user works as a data "
-                 "engineer' is not among the 64 candidates of either channel",
-    "work-before": "ranking: 'job' turns lead; 'The user no longer works at Tidewave' ranks "
-                   "12th (0.55 of the best), the Tidewave turns lower",
-    "city-now": "ranking: 'Lyon is a great city' (1.00) wins on 'city'; the outdated Bristol "
-                "turn, whose mark names Cardiff, scores 0.84, just under the 0.85 cut-off; "
-                "'The user lives in Cardiff' ranks 16th: the stemmer maps 'lives' to 'liv' "
-                "and 'live' to 'live' (mars_core.lexical._stem)",
-    "city-before": "ranking: 'My friend Jess moved to Lyon' (1.00) is alone above the cut-off; "
-                   "the Bristol turn ranks 6th (0.67)",
-    "dog-name": "ranking: 'The user's name is Sam' (1.00) and 'weird to name a kettle' (0.89) "
-                "win on 'name'; 'Pepper is the user's dog ...' ranks 4th (0.64)",
-    "dog-breed": "ranking: six turns that say 'dog' (0.77-1.00) outrank 'Pepper is the user's "
-                 "dog, a rescue greyhound' (7th, 0.68); no memory says 'breed'",
-    "diet": "lexical gap: no memory says 'diet'; 'The user is vegan' is not a candidate with "
-            "the hashing embedder (MiniLM finds it)",
-    "football": "lexical gap: 'Football does that to people.' (the assistant) is alone above "
-                "the cut-off; 'I'm a huge fan of Arsenal' ranks 4th (0.09): 'support' is not "
-                "'fan'",
-}
-"""Questions that fail only by retrieval ranking, with the evidence (hashing embedder)."""
-
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryStore]:
@@ -79,12 +53,7 @@ def result(report: AssistantReport, qid: str) -> QuestionResult:
     return found
 
 
-def _expected(q: Question) -> object:
-    return pytest.param(q.id, marks=pytest.mark.xfail(strict=True, reason=RANKING[q.id])) \
-        if q.id in RANKING else q.id
-
-
-@pytest.mark.parametrize("qid", [_expected(q) for q in QUESTIONS])
+@pytest.mark.parametrize("qid", [q.id for q in QUESTIONS])
 def test_every_answer_reaches_render_context(report: AssistantReport, qid: str) -> None:
     found = result(report, qid)
     assert found.answered, f"{found.question} missing {found.missing}:\n{found.context}"
@@ -95,10 +64,6 @@ def test_no_replaced_statement_is_presented_as_current(report: AssistantReport,
                                                        qid: str) -> None:
     found = result(report, qid)
     assert found.stale == (), f"{found.question} shows {found.stale}:\n{found.context}"
-
-
-def test_the_expected_failures_are_questions_of_the_script() -> None:
-    assert set(RANKING) <= {q.id for q in QUESTIONS}
 
 
 def test_the_store_keeps_its_defaults(store: MemoryStore) -> None:

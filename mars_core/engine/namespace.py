@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from mars_core.budget import BudgetLedger
 from mars_core.errors import NotFoundError
-from mars_core.extract import KnownFacts
+from mars_core.extract import KnownFacts, Topic, topic_of
 from mars_core.graph import MemoryGraph
 from mars_core.lexical import BM25Index
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, TaskPayload, TaskStatus
@@ -43,6 +43,7 @@ from mars_core.storage.base import MemoryRef, NamespaceRecord
 __all__ = ["NamespaceState", "NamespaceView", "ViewIO"]
 
 _LIVE_GOALS = (TaskStatus.PENDING, TaskStatus.ACTIVE)
+_CARD_TYPES = (MemoryType.SEMANTIC, MemoryType.SOCIAL)
 
 Fetch = Callable[[Sequence[str]], list[MemoryNode]]
 """Reads memories of the namespace by id from the record store."""
@@ -84,6 +85,7 @@ class NamespaceState:
         self.centroid: CentroidTracker | None = None
         self.phrases: dict[str, tuple[str, ...]] = {}
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # stored vectors read so far
+        self._cards: dict[MemoryStatus, list[tuple[str, Topic]]] = {}
         self._fetch = fetch
         for ref in refs:
             if ref.type is MemoryType.EPISODIC:
@@ -186,6 +188,22 @@ class NamespaceState:
             self.load_archive()
         return self.lexical[status]
 
+    def cards(self, status: MemoryStatus) -> list[tuple[str, Topic]]:
+        """The cards of one partition: its semantic and social memories that have a topic
+        (:func:`~mars_core.extract.topic_of`), oldest first; kept until one changes."""
+        found = self._cards.get(status)
+        if found is None:
+            if status is MemoryStatus.ARCHIVED:
+                self.load_archive()
+            found = []
+            for i in self.order[status]:
+                if self.refs[i].type in _CARD_TYPES:
+                    topic = topic_of(self.refs[i].type, self.node(i).payload)
+                    if topic is not None:
+                        found.append((i, topic))
+            self._cards[status] = found
+        return found
+
     def is_active(self, memory_id: str) -> bool:
         """The memory exists here and is active."""
         ref = self.refs.get(memory_id)
@@ -204,6 +222,8 @@ class NamespaceState:
         """A committed insert or change of a memory (status transitions included)."""
         old = self.nodes.get(node.id)
         ref = self.refs.get(node.id)
+        if node.type in _CARD_TYPES:
+            self._cards.clear()
         if ref is not None:
             self.order[ref.status].pop(node.id, None)
             if ref.status is MemoryStatus.ACTIVE and old is not None:
@@ -254,6 +274,8 @@ class NamespaceState:
         ref = self.refs.pop(memory_id, None)
         if ref is None:
             return
+        if ref.type in _CARD_TYPES:
+            self._cards.clear()
         node = self.nodes.pop(memory_id, None)
         self.order[ref.status].pop(memory_id, None)
         self.phrases.pop(memory_id, None)

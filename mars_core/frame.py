@@ -1,0 +1,266 @@
+"""Query frames and the symbolic card channel (DMF §9.3 steps 1 and 3).
+
+DMF answers a question from two kinds of evidence: the raw turns and *cards*, the
+deterministic, source-linked projections of those turns into ``(subject, predicate,
+object)``. In this store the cards are the semantic and social memories the extractor
+draws from each turn ("The user works at Northwind Labs", "Pepper is the user's dog, a
+rescue greyhound"), each linked to its turn by ``derivesFrom``.
+
+A question is parsed into a :class:`QueryFrame` (step 1: its subjects, the predicates it
+asks about, the type of answer it wants, whether it asks about the past), and every card
+of the searched memories is scored against it (step 3, "card symbolic retrieval: lookup
+by query entities, subject focus, predicate focus, answer type, and card fields") with
+the weights of DMF Table 4, ``(0.9, 0.55, 1.2, 1.35, 0.2) / 4.2``:
+
+``S(card, Q) = (0.9·entity + 0.55·subject + 1.2·predicate + 1.35·answer + 0.2·fields) / 4.2``
+
+A card whose subject and predicate both match the frame *answers* it
+(:func:`answers`): retrieval ranks it with ``S`` added to its hybrid score and never cuts
+it off (:mod:`mars_core.retrieval`). The vocabulary below is the extractor's own
+(:mod:`mars_core.extract`): a frame can only ask for what a card can say.
+
+Examples:
+    >>> f = parse_query("What's my dog's name?")
+    >>> sorted(f.subjects), sorted(f.predicates), f.answer
+    (['user'], ['attr:name', 'rel:dog'], 'name')
+    >>> from mars_core.extract import Topic
+    >>> card = Topic("pepper", "relationshipTo:user", "dog|kind=rescue greyhound")
+    >>> round(symbolic_score(f, card, "Pepper is the user's dog, a rescue greyhound"), 3)
+    0.786
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
+
+from mars_core.extract import Topic
+from mars_core.lexical import STOPWORDS
+from mars_core.nlp.rules import normalise_apostrophes
+
+__all__ = ["CARD_WEIGHTS", "QueryFrame", "answers", "card_classes", "parse_query",
+           "symbolic_score"]
+
+CARD_WEIGHTS: Final = (0.9, 0.55, 1.2, 1.35, 0.2)
+"""DMF Table 4's symbolic card weights: entity, subject, predicate, answer type, fields
+(divided by their sum, 4.2)."""
+
+_USER: Final = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours"})
+_CUES: Final = {  # query word -> card classes it asks about (the extractor's predicates)
+    **dict.fromkeys(("work", "works", "working", "worked", "employer", "employed",
+                     "company", "office", "firm"), ("worksAt",)),
+    **dict.fromkeys(("job", "jobs", "profession", "occupation", "career", "living",
+                     "title", "role"), ("worksAs",)),
+    **dict.fromkeys(("live", "lives", "living", "lived", "city", "town", "based", "reside",
+                     "moved", "move", "home", "country"), ("livesIn",)),
+    **dict.fromkeys(("originally", "hometown", "grew", "born"), ("isFrom",)),
+    **dict.fromkeys(("diet", "vegan", "vegetarian", "pescatarian"), ("diet",)),
+    **dict.fromkeys(("allergic", "allergy", "allergies"), ("allergicTo",)),
+    **dict.fromkeys(("like", "likes", "love", "loves", "enjoy", "enjoys", "fan", "support",
+                     "supports", "into"), ("likes",)),
+    **dict.fromkeys(("hate", "hates", "dislike", "dislikes", "stand", "avoid", "avoids"),
+                    ("dislikes",)),
+    **dict.fromkeys(("prefer", "prefers", "preference", "rather"), ("prefers",)),
+    **dict.fromkeys(("name", "called", "named"), ("attr:name",)),
+    **dict.fromkeys(("breed", "kind", "type", "species"), ("kind",)),
+    **dict.fromkeys(("birthday", "born"), ("attr:birthday",)),
+    **dict.fromkeys(("age", "aged"), ("attr:age",)),
+}
+_RELATIONS: Final = frozenset({
+    "sister", "brother", "mom", "mum", "mother", "dad", "father", "son", "daughter", "wife",
+    "husband", "partner", "boyfriend", "girlfriend", "fiance", "fiancee", "friend",
+    "colleague", "coworker", "boss", "manager", "cousin", "aunt", "uncle", "grandma",
+    "grandmother", "grandpa", "grandfather", "niece", "nephew", "neighbour", "neighbor",
+    "roommate", "flatmate", "classmate", "teacher", "doctor", "therapist", "mentor", "vet",
+    "dog", "cat", "puppy", "kitten", "pet", "horse", "parrot", "rabbit", "hamster",
+})
+_SAME: Final = {"mom": "mum", "mother": "mum", "father": "dad", "neighbor": "neighbour",
+                "puppy": "dog", "kitten": "cat", "boss": "manager", "coworker": "colleague"}
+_PAST: Final = re.compile(r"\b(before|used to|previous(?:ly)?|former(?:ly)?|anymore|"
+                          r"no longer)\b", re.I)
+_WH: Final = (("where", "place"), ("who", "person"), ("whom", "person"),
+              ("when", "time"), ("how old", "age"))
+_PLACES: Final = frozenset({"livesIn", "isFrom", "worksAt", "formerlyWorkedAt"})
+_WH_WORDS: Final = frozenset({
+    "what", "when", "where", "who", "whom", "why", "how", "which", "is", "are", "do", "does",
+    "did", "was", "were", "can", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july",
+    "august", "september", "october", "november", "december"})
+"""Capitalised words that are not a question's subject."""
+_WORD: Final = re.compile(r"[a-z]+(?:'[a-z]+)?")
+_NAME: Final = re.compile(r"\b([A-Z][a-z][\w-]*)")
+
+
+_ASKS: Final = frozenset({"what", "when", "where", "who", "whom", "whose", "why", "how",
+                         "which", "do", "does", "did", "is", "are", "was", "were", "can",
+                         "could", "have", "has", "tell", "remind"})
+"""First words that make a query a question without a question mark."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryFrame:
+    """What a question asks, parsed deterministically (DMF §9.3 step 1).
+
+    Attributes:
+        subjects: whom it is about: ``"user"`` for I/my/we/our, and the names it uses.
+        predicates: the card classes it asks about (see :func:`card_classes`).
+        answer: the type of answer wanted (``place``, ``person``, ``name``, ``time``,
+            ``age``, ``job``) or ``None``.
+        past: it asks about a former state ("before", "used to", "previously").
+        words: its content words (lower-cased, no stop words).
+    """
+
+    subjects: frozenset[str]
+    predicates: frozenset[str]
+    answer: str | None
+    past: bool
+    words: frozenset[str]
+
+
+@lru_cache(maxsize=4096)
+def parse_query(query: str) -> QueryFrame:
+    """The frame of ``query`` (pure, cached). Only a question has one (a question mark, or
+    a first word that asks: "where do I work"); a statement used as a query ("My sister
+    lives in Lisbon") has an empty frame, and no card answers it.
+
+    Examples:
+        >>> f = parse_query("Where did I work before my current job?")
+        >>> sorted(f.predicates), f.answer, f.past
+        (['formerlyWorkedAt', 'worksAs', 'worksAt'], 'place', True)
+        >>> sorted(parse_query("What does Alex teach?").subjects)
+        ['alex']
+        >>> parse_query("My sister Ana lives in Lisbon.").predicates
+        frozenset()
+    """
+    text = normalise_apostrophes(query)
+    low = text.casefold()
+    tokens = [t.removesuffix("'s") for t in _WORD.findall(low)]
+    if "?" not in text and (not tokens or tokens[0] not in _ASKS):
+        return QueryFrame(frozenset(), frozenset(), None, False, frozenset())
+    subjects = {"user"} if _USER & set(tokens) else set()
+    subjects |= {n.casefold() for n in _NAME.findall(text)
+                 if n.casefold() not in STOPWORDS and n.casefold() not in _WH_WORDS}
+    past = _PAST.search(low) is not None
+    preds: set[str] = set()
+    for t in tokens:
+        preds.update(_CUES.get(t, ()))
+        if t in _RELATIONS:
+            preds.add(f"rel:{_SAME.get(t, t)}")
+    if "worksAt" in preds and past:
+        preds.add("formerlyWorkedAt")
+    if "favourite" in tokens or "favorite" in tokens:
+        preds |= {f"favourite:{t}" for t in tokens if t not in STOPWORDS
+                  and t not in ("favourite", "favorite")}
+    return QueryFrame(frozenset(subjects), frozenset(preds), _answer_type(low, preds), past,
+                      frozenset(t for t in tokens if t not in STOPWORDS and t not in _USER))
+
+
+
+
+
+def _answer_type(low: str, preds: set[str]) -> str | None:
+    for wh, kind in _WH:
+        if re.search(rf"\b{wh}\b", low):
+            return kind
+    if "attr:name" in preds:
+        return "name"
+    if "worksAs" in preds and re.search(r"\bwhat\b", low):
+        return "job"
+    return None
+
+
+@lru_cache(maxsize=65_536)
+def card_classes(topic: Topic) -> frozenset[str]:
+    """The classes a card's topic answers for (its predicate, coarsened).
+
+    Examples:
+        >>> sorted(card_classes(Topic("user", "attitude:olives", "-")))
+        ['dislikes']
+        >>> sorted(card_classes(Topic("tom", "relationshipTo:user",
+        ...                           "best friend|livesin=manchester")))
+        ['livesIn', 'rel:friend']
+    """
+    pred = topic.predicate
+    if pred.startswith("relationshipTo:"):
+        rel, _, attrs = topic.value.partition("|")
+        out = {f"rel:{_SAME.get(w, w)}" for w in rel.split() if w in _RELATIONS}
+        keys = {kv.split("=", 1)[0] for kv in attrs.split(";") if "=" in kv}
+        out |= {"kind"} if "kind" in keys else set()
+        out |= {"livesIn"} if "livesin" in keys else set()
+        return frozenset(out)
+    head = pred.partition(":")[0]
+    if head == "attitude":
+        return frozenset({"likes"} if topic.value == "+" else
+                         {"dislikes"} if topic.value == "-" else {"formerlyLiked"})
+    if head == "favourite":
+        return frozenset({"likes", pred})
+    if head == "prefers":
+        return frozenset({"prefers", "likes"})
+    if head == "avoids":
+        return frozenset({"avoids", "dislikes", "diet"})
+    if head == "attr":
+        return frozenset({pred})
+    return frozenset({head})
+
+
+def _answer_fits(answer: str | None, classes: frozenset[str]) -> bool:
+    if answer == "place":
+        return bool(classes & _PLACES)
+    if answer in ("person", "name"):
+        return "attr:name" in classes or any(c.startswith("rel:") for c in classes)
+    if answer == "job":
+        return "worksAs" in classes
+    if answer == "age":
+        return "attr:age" in classes
+    return False
+
+
+def _subject_matches(frame: QueryFrame, topic: Topic) -> bool:
+    if topic.predicate.startswith("relationshipTo:"):
+        related = topic.predicate.partition(":")[2]
+        return related in frame.subjects or topic.subject in frame.subjects
+    return topic.subject in frame.subjects
+
+
+def symbolic_score(frame: QueryFrame, topic: Topic, text: str) -> float:
+    """``S(card, Q)`` in [0, 1], with DMF Table 4's weights (:data:`CARD_WEIGHTS`).
+
+    Args:
+        frame: the parsed question.
+        topic: the card's topic (:func:`mars_core.extract.topic_of`).
+        text: the card's content (for the entity and field overlaps).
+    """
+    classes = card_classes(topic)
+    words = frozenset(t.removesuffix("'s") for t in _WORD.findall(text.casefold()))
+    names = frame.subjects - {"user"}
+    entity = len(names & words) / len(names) if names else 0.0
+    value_words = frozenset(_WORD.findall(topic.value.casefold()))
+    parts = (entity, float(_subject_matches(frame, topic)),
+             float(bool(frame.predicates & classes)),
+             float(_answer_fits(frame.answer, classes) and bool(frame.predicates & classes
+                                                               or frame.answer == "place")),
+             float(bool(frame.words & value_words)))
+    return sum(w * p for w, p in zip(CARD_WEIGHTS, parts, strict=True)) / sum(CARD_WEIGHTS)
+
+
+_MANY: Final = frozenset({"likes", "dislikes", "prefers", "avoids", "allergicTo", "has",
+                          "isA", "formerlyLiked"})
+"""Classes a subject holds many of (what they like): a card of these alone is one of a
+set, not *the* answer."""
+
+
+def answers(frame: QueryFrame, topic: Topic, *, specific: bool = False) -> bool:
+    """The card answers the frame: its subject and one of its predicates both match
+    (``specific``: a single-valued predicate — where they work, not what they like).
+
+    Examples:
+        >>> answers(parse_query("Where do I work now?"),
+        ...         Topic("user", "worksAt", "northwind labs"))
+        True
+        >>> answers(parse_query("Where does Tom work?"), Topic("user", "worksAt", "acme"))
+        False
+    """
+    matched = frame.predicates & card_classes(topic)
+    return _subject_matches(frame, topic) and bool(matched - _MANY if specific else matched)
