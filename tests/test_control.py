@@ -26,6 +26,7 @@ from mars_core.control import (
     DecayerConfig,
     Executor,
     Layer,
+    MemoryManager,
     Prompt,
     Recognizer,
     TurnClock,
@@ -33,6 +34,7 @@ from mars_core.control import (
     links,
     memory_retention,
 )
+from mars_core.control.manager import complete_turns
 from mars_core.control.text import decompose, salient_terms
 from mars_core.errors import ValidationError
 
@@ -382,20 +384,46 @@ def test_newer_fact_supersedes_older(make_store: Store) -> None:
     assert not any("Porto" in t and "lives" in t for t in texts)
 
 
-def test_l3_episodes_of_four_messages(make_store: Store) -> None:
+def test_l3_episodes_of_four_turns(make_store: Store) -> None:
+    """Seed 002 E.4: an episode is 4 turns, a turn one user message and its reply."""
     store = make_store()
     ex = Executor(store, "u1")
-    ex.turn("I adopted a cat named Miso", lambda p: "Lovely.")
-    second = ex.turn("Miso likes tuna", lambda p: "Cats do.")
-    assert len(second.persisted.episodes) == 1
-    ep = second.persisted.episodes[0]
-    assert ep.metadata["mars_control"] == "l3" and len(ep.provenance.derived_from) == 4
-    assert ep.content.splitlines()[0] == "user: I adopted a cat named Miso"
+    said = ["I adopted a cat named Miso", "Miso likes tuna", "She sleeps on the sofa"]
+    for text in said:
+        assert ex.turn(text, lambda p: "Lovely.").persisted.episodes == ()
+    fourth = ex.turn("Miso is three years old", lambda p: "Cats do age.")
+    [ep] = fourth.persisted.episodes
+    assert ep.metadata["mars_control"] == "l3" and ep.metadata["turns"] == 4
+    assert len(ep.provenance.derived_from) == 8  # 4 user messages and 4 replies
+    lines = ep.content.splitlines()
+    assert lines[0] == "user: I adopted a cat named Miso" and lines[1] == "assistant: Lovely."
+    assert lines[-1] == "assistant: Cats do age."
+    assert ex.turn("Bye", lambda p: "Bye!").persisted.episodes == ()  # the next one starts
+
+
+def test_complete_turns_group_a_user_message_with_its_reply() -> None:
+    assert complete_turns(["user", "assistant"] * 3) == [[0, 1], [2, 3], [4, 5]]
+    assert complete_turns(["user", "assistant", "user"]) == [[0, 1]]  # reply still due
+    assert complete_turns(["assistant", "user", "tool", "assistant"]) == [[0, 1, 2, 3]]
+    assert complete_turns(["user", "user", "assistant"]) == [[0], [1, 2]]
+    assert complete_turns([]) == [] and complete_turns(["assistant"]) == []
+
+
+def test_an_unanswered_message_waits_for_its_reply(make_store: Store) -> None:
+    store = make_store()
+    m = MemoryManager(store, "u1", episode_turns=2)
+    m.persist("first question", "first answer")
+    assert m.persist("second question", "").episodes == ()  # no reply: the turn is open
+    store.observe("assistant", "a late answer", namespace="u1", conversation_id="main")
+    [ep] = m.persist("third question", "third answer").episodes
+    assert [line.split(":")[0] for line in ep.content.splitlines()] == [
+        "user", "assistant", "user", "assistant"]
 
 
 def test_optional_rewrite_of_episodes(make_store: Store) -> None:
     store = make_store()
-    ex = Executor(store, "u1", rewrite=lambda msgs: "PREEMPTIVE: " + " / ".join(msgs))
+    ex = Executor(store, "u1", config=ControlConfig(episode_turns=2),
+                  rewrite=lambda msgs: "PREEMPTIVE: " + " / ".join(msgs))
     ex.turn("I adopted a cat", lambda p: "Lovely.")
     r = ex.turn("It likes tuna", lambda p: "Cats do.")
     assert r.persisted.episodes[0].content.startswith("PREEMPTIVE: user: I adopted a cat")
