@@ -263,7 +263,7 @@ class DecayerNode:
         rnd = state.get("mars_round", 0)
         fresh = [_NEW_TURN] if rnd == 0 else []
         if rnd < ex.config.max_iterations:
-            verdict = ex.decayer.assess(query, buffer, rnd)
+            verdict = ex.assess(query, buffer, rnd)
             if verdict.retrieve:
                 return {"mars_retrieve": True, "mars_rounds": [*fresh, verdict.reason]}
             note = [*fresh, verdict.reason]

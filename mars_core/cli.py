@@ -478,6 +478,28 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
                      indexes=kinds, progress=bar)  # type: ignore[arg-type]
 
 
+@bench_app.command("window")
+def bench_window(*, n: Annotated[int, typer.Option(min=10, help="memories in the namespace")]
+                 = 100_000,
+                 days: Annotated[int, typer.Option(min=2, help="days they are written over")]
+                 = 100,
+                 indexes: Annotated[str, typer.Option(
+                     help="comma-separated: chroma, numpy, qdrant")] = "numpy,chroma",
+                 quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
+                 out: OutOpt = None, progress: ProgressOpt = None) -> None:
+    """since/until retrieval on one large namespace: each window against no window in the
+    same run (medians, interleaved), and the 1-day window's top 10 against the exact
+    window ranking (docs/benchmarks/reproductions.md, MaRS control)."""
+    from mars_core.bench import window
+
+    kinds = tuple(i.strip() for i in indexes.split(",") if i.strip())
+    if not kinds or set(kinds) - {"chroma", "numpy", "qdrant"}:
+        raise _fail("--indexes takes chroma, numpy and qdrant, comma-separated")
+    with _progress(progress, "bench window") as bar:
+        window.main(out, n=n, days=days, indexes=kinds, quick=quick,  # type: ignore[arg-type]
+                    progress=bar)
+
+
 @bench_app.command("import")
 def bench_import(n: Annotated[int, typer.Option(min=1, help="mem0 records in the dump")] = 1500,
                  reps: Annotated[int, typer.Option(min=1, help="repetitions (median)")] = 3,

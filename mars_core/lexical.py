@@ -53,6 +53,13 @@ class BM25Index:
     costs O(postings of its terms) in C loops. Ties are broken by document id, so the
     ranking does not depend on slot assignment (which differs after a reopen).
 
+    Each document may carry a ``stamp`` (the store passes its creation time): a search
+    with a ``window`` ranks only the documents stamped inside it — the temporal range
+    index of seed 000 §3.2.5 on the lexical side, one vectorised comparison over the
+    stamps, so a ``since``/``until`` query gets the window's best documents instead of
+    the namespace's best ones filtered afterwards. Scores do not change: term statistics
+    (IDF, average length) stay the namespace's.
+
     Args:
         k1: term-frequency saturation.
         b: length normalisation.
@@ -66,6 +73,7 @@ class BM25Index:
         self._ids: list[str] = []
         self._free: list[int] = []
         self._dl = np.zeros(16, dtype=np.float64)
+        self._stamps = np.zeros(16, dtype=np.float64)
         self._total_len = 0
         # a term's postings as arrays (slots, term frequencies), until they change
         self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
@@ -85,10 +93,11 @@ class BM25Index:
         self._ids.append(doc_id)
         if slot >= len(self._dl):
             self._dl = np.concatenate([self._dl, np.zeros(len(self._dl))])
+            self._stamps = np.concatenate([self._stamps, np.zeros(len(self._stamps))])
         return slot
 
-    def add(self, doc_id: str, text: str) -> None:
-        """Index a document (re-adding replaces it)."""
+    def add(self, doc_id: str, text: str, stamp: float = 0.0) -> None:
+        """Index a document (re-adding replaces it); ``stamp`` places it in time."""
         if doc_id in self._doc_terms:
             self.remove(doc_id)
         terms = Counter(tokenize(text))
@@ -96,6 +105,7 @@ class BM25Index:
         self._doc_terms[doc_id] = (slot, terms)
         length = sum(terms.values())
         self._dl[slot] = length
+        self._stamps[slot] = stamp
         self._total_len += length
         for term, tf in terms.items():
             self._postings[term][slot] = tf
@@ -119,13 +129,21 @@ class BM25Index:
                     del self._postings[term]
 
     def search(self, query: str, k: int, *,
-               corpus: Sequence[BM25Index] | None = None) -> list[tuple[str, float]]:
+               corpus: Sequence[BM25Index] | None = None,
+               window: tuple[float | None, float | None] | None = None
+               ) -> list[tuple[str, float]]:
         """Top ``k`` documents by BM25 score (> 0), ties broken by id.
 
-        ``corpus`` (indexes this one belongs to, itself included) scores with the
-        statistics of all of them — document count, document frequencies, mean length —
-        so that the scores of indexes that partition one collection (active and archived
-        memories) are on one scale, as if they were one index.
+        Args:
+            query: the text.
+            k: how many.
+            corpus: indexes this one belongs to, itself included: scores use the
+                statistics of all of them — document count, document frequencies, mean
+                length — so that the scores of indexes that partition one collection
+                (active and archived memories) are on one scale, as if they were one
+                index.
+            window: ``(since, until)``, inclusive, either ``None`` for open: only
+                documents stamped inside are ranked (their scores do not change).
 
         Examples:
             >>> a, b = BM25Index(), BM25Index()
@@ -135,11 +153,28 @@ class BM25Index:
             ...     whole.add(i, t)
             >>> a.search("Ana tea", 1, corpus=[a, b]) == whole.search("Ana tea", 1)
             True
+            >>> idx = BM25Index()
+            >>> idx.add("old", "Ana moved to Lisbon", stamp=1.0)
+            >>> idx.add("new", "Ana moved to Porto", stamp=5.0)
+            >>> [d for d, _ in idx.search("Ana moved", k=5, window=(2.0, None))]
+            ['new']
+        """
+        return self.ranked(query, k, corpus=corpus, window=window)[0]
+
+    def ranked(self, query: str, k: int, *,
+               corpus: Sequence[BM25Index] | None = None,
+               window: tuple[float | None, float | None] | None = None
+               ) -> tuple[list[tuple[str, float]], float]:
+        """:meth:`search`, with the best score of the whole index (window or not).
+
+        Retrieval normalises lexical scores by that best score, so a window changes which
+        documents are candidates, never their scores: a windowed ranking is the
+        unwindowed one without the documents outside.
         """
         parts = [self] if corpus is None else list(corpus)
         n = sum(len(p._doc_terms) for p in parts)
         if not self._doc_terms or k <= 0:
-            return []
+            return [], 0.0
         total = sum(p._total_len for p in parts)
         avgdl = total / n if total else 1.0
         scores = np.zeros(len(self._ids), dtype=np.float64)
@@ -152,13 +187,21 @@ class BM25Index:
             idx, tf = self._array(term, posting)
             norm = tf + self.k1 * (1 - self.b + self.b * self._dl[idx] / avgdl)
             scores[idx] += idf * tf * (self.k1 + 1) / norm
+        best = float(scores.max(initial=0.0))
+        if window is not None:
+            since, until = window
+            stamps = self._stamps[: len(scores)]
+            if since is not None:
+                scores[stamps < since] = 0.0
+            if until is not None:
+                scores[stamps > until] = 0.0
         hit = np.flatnonzero(scores > 0)
         if len(hit) > k:
             kth = np.partition(scores[hit], len(hit) - k)[len(hit) - k]
             hit = hit[scores[hit] >= kth]  # keep ties at the boundary; ids break them below
         ranked = sorted(((self._ids[i], float(scores[i])) for i in hit),
                         key=lambda kv: (-kv[1], kv[0]))
-        return ranked[:k]
+        return ranked[:k], best
 
     def _array(self, term: str, posting: dict[int, int]
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:

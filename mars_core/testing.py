@@ -1057,6 +1057,28 @@ class VectorIndexConformance(abc.ABC):
             assert [i for i, _ in index.query("ns-a", ACTIVE, self.vector(1.0), 2)] == \
                 [_uid(2), _uid(4)]
 
+    def test_query_within_restricts_the_candidates(self, tmp_path: pathlib.Path) -> None:
+        """``within`` (the ids a time window holds) keeps only those entries, with ``where``
+        still applied; ids of no entry, of another partition or of none are harmless."""
+        cosines = {1: 1.0, 2: 0.9, 3: 0.5, 4: 0.3, 5: -0.2}
+        rows = [self.row(n, vector=self.vector(c, math.sqrt(1.0 - c * c)),
+                         type="odd" if n % 2 else "even") for n, c in cosines.items()]
+        with self.open_index(tmp_path / "index") as (index, source):
+            self.warm(index, "ns-a", "ns-b")
+            self.write(index, source, [*rows, self.row(6, namespace="ns-b")])
+            window = (_uid(3), _uid(5), _uid(2), _uid(6), _uid(99))
+            hits = index.query("ns-a", ACTIVE, self.vector(1.0), 10, within=window)
+            assert [i for i, _ in hits] == [_uid(2), _uid(3), _uid(5)]
+            assert [i for i, _ in index.query("ns-a", ACTIVE, self.vector(1.0), 1,
+                                              within=window)] == [_uid(2)]
+            assert [i for i, _ in index.query("ns-a", ACTIVE, self.vector(1.0), 10,
+                                              Eq("type", "odd"), within=window)] == [
+                _uid(3), _uid(5)]
+            assert index.query("ns-a", ACTIVE, self.vector(1.0), 10, within=()) == []
+            assert index.query("ns-a", ARCHIVED, self.vector(1.0), 10, within=window) == []
+            with _raises(ValidationError):
+                index.query("ns-a", ACTIVE, self.vector(1.0), 10, within=_uid(2))
+
     def test_ties_at_the_boundary_are_broken_by_id(self, tmp_path: pathlib.Path) -> None:
         same = self.vector(0.3, 1.0)
         with self.open_index(tmp_path / "index") as (index, source):

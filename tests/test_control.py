@@ -3,24 +3,30 @@ decay, L1 procedures, L2 supersession, L3 episodes, persistence."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from mars_core import MemoryStore
 from mars_core.audit import AuditOp
 from mars_core.control import (
+    UNCLUSTERED,
     Activator,
     ActivatorConfig,
     Buffer,
     BufferItem,
+    Cluster,
     ClusterBook,
     ControlConfig,
     Decayer,
     DecayerConfig,
     Executor,
     Layer,
+    MemoryManager,
     Prompt,
     Recognizer,
     TurnClock,
@@ -28,6 +34,7 @@ from mars_core.control import (
     links,
     memory_retention,
 )
+from mars_core.control.manager import complete_turns
 from mars_core.control.text import decompose, salient_terms
 from mars_core.errors import ValidationError
 
@@ -80,6 +87,118 @@ def test_decayer_judge_is_a_third_signal(make_store: Store) -> None:
 def test_decayer_cluster_accessibility(make_store: Store) -> None:
     d = Decayer(make_store().embedder)
     assert d.accessible({"a": 0.9, "b": 0.01, "c": 0.05}) == ["a", "c"]
+
+
+class TableEmbedder:
+    """Fixed 2-d vectors per text, so every cosine of a worked example is known by hand."""
+
+    name, dim = "table", 2
+
+    def __init__(self, table: dict[str, tuple[float, float]]) -> None:
+        self.table = table
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.asarray([self.table[t] for t in texts], dtype=np.float32)
+
+
+_HOME = Cluster("c1", "personal details", ("live", "home"), (), 0.5, 0, 0)
+_MUSIC = Cluster("c2", "music", ("cello", "guitar"), ("always name the instrument",),
+                 0.5, 0, 0)
+_WORKED = {"Where does Ana live?": (1.0, 0.0), "Ana cello": (-1.0, 0.0),
+           "Ana lives in Lisbon": (0.8, 0.6), "Ana lives near the river": (0.6, 0.8),
+           "Bo plays the cello": (0.1, math.sqrt(0.99))}
+
+
+def _worked_buffer() -> Buffer:
+    return Buffer((_item("a1", "Ana lives in Lisbon"), _item("a2", "Ana lives near the river"),
+                   _item("b1", "Bo plays the cello")))
+
+
+def test_decayer_uncertainty_per_cluster_worked_example() -> None:
+    """Seed 002 §2.2: u_t(c) for each L1 cluster from its own items, by hand.
+
+    Query (1, 0), thresholds s = 0.55 and cov = 0.6, top 3:
+    * "personal details" holds a1, a2 (cosines 0.8, 0.6): s̄ = 0.7, u^emb = 0.3; the query's
+      words {ana, liv} are both in them: cov = 1, u^lex = 0; u = 0.15, no vote;
+    * "music" holds b1 (cosine 0.1): s̄ = 0.1, u^emb = 0.9; cov = 0, u^lex = 1; u = 0.95.
+    One cluster supports the query: the buffer suffices. Judged as one buffer (the former
+    gate) the top-3 mean is (0.8 + 0.6 + 0.1)/3 = 0.5 < 0.55 and round 0 retrieves.
+    """
+    d = Decayer(TableEmbedder(_WORKED), DecayerConfig(min_similarity=0.55, min_coverage=0.6))
+    v = d.assess("Where does Ana live?", _worked_buffer(), 0, [_HOME, _MUSIC])
+    home, music = v.clusters
+    assert (home.topic, home.items, music.topic, music.items) == (
+        "personal details", ("a1", "a2"), "music", ("b1",))
+    assert home.similarity == pytest.approx(0.7) and home.coverage == 1.0
+    assert home.uncertainty == pytest.approx(0.15) and home.votes == () and not home.uncertain
+    assert music.similarity == pytest.approx(0.1) and music.coverage == 0.0
+    assert music.uncertainty == pytest.approx(0.95)
+    assert music.votes == ("embedding", "lexical") and music.uncertain
+    assert not v.retrieve and v.uncertain_topics == ("music",)
+    assert v.similarity == pytest.approx(0.7)  # the best-supported cluster's signals
+    whole = d.assess("Where does Ana live?", _worked_buffer(), 0)  # no clusters: one group
+    assert whole.similarity == pytest.approx(0.5) and whole.votes == ("embedding",)
+    assert whole.retrieve and whole.clusters[0].topic == UNCLUSTERED
+
+
+def test_decayer_evidence_split_across_clusters_is_uncertain() -> None:
+    """Round 1 (AND), query (−1, 0) "Ana cello": each cluster holds half of {ana, cello}
+    (cov 0.5 < 0.6) and points away from the query (s̄ −0.7 and −0.1, u^emb = 1):
+    u = (1 + 0.5)/2 = 0.75 in both, both signals vote in both, so the round retrieves.
+    The whole buffer covers both words (cov 1): judged as one, AND would stop."""
+    d = Decayer(TableEmbedder(_WORKED), DecayerConfig(min_similarity=0.55, min_coverage=0.6))
+    v = d.assess("Ana cello", _worked_buffer(), 1, [_HOME, _MUSIC])
+    assert [c.uncertainty for c in v.clusters] == pytest.approx([0.75, 0.75])
+    assert all(c.votes == ("embedding", "lexical") for c in v.clusters) and v.retrieve
+    whole = d.assess("Ana cello", _worked_buffer(), 1)
+    assert whole.coverage == 1.0 and not whole.retrieve
+
+
+def test_decayer_judge_sees_each_cluster_summary_procedures_and_items() -> None:
+    seen: list[list[str]] = []
+
+    def judge(q: str, texts: Sequence[str]) -> bool:
+        seen.append(list(texts))
+        return "Bo plays the cello" in texts
+
+    d = Decayer(TableEmbedder(_WORKED), DecayerConfig(min_similarity=0.55), judge=judge)
+    v = d.assess("Where does Ana live?", _worked_buffer(), 0, [_HOME, _MUSIC])
+    assert seen == [["personal details: live, home", "Ana lives in Lisbon",
+                     "Ana lives near the river"],
+                    ["music: cello, guitar", "procedure: always name the instrument",
+                     "Bo plays the cello"]]
+    home = next(c for c in v.clusters if c.topic == "personal details")
+    assert home.judge is False and home.votes == ("judge",) and home.uncertainty == pytest.approx(
+        (0.3 + 0.0 + 1.0) / 3)
+    assert v.retrieve  # round 0: the judge's vote alone makes "personal details" uncertain
+
+
+def test_executor_rounds_judge_the_namespace_clusters(make_store: Store) -> None:
+    store = make_store()
+    ex = Executor(store, "u1")
+    ex.turn("I live in Porto with my sister", lambda p: "Noted.")
+    ex.turn("I love jazz and play the guitar", lambda p: "Nice.")
+    r = ex.turn("Where do I live?", lambda p: "You live in Porto.")
+    assert r.read.rounds[0].clusters or r.read.rounds[0].votes == ("empty",)
+    buffer = r.read.memory.buffer
+    v = ex.assess("Where do I live?", buffer, 1)
+    assert sorted(i for c in v.clusters for i in c.items) == sorted(buffer.ids)
+    assert {c.topic for c in v.clusters} <= {c.topic for c in ex.clusters.all()} | {UNCLUSTERED}
+    assert any(c.topic != UNCLUSTERED for c in v.clusters)  # items reach real clusters
+
+
+def test_cluster_retention_worked_example(make_store: Store) -> None:
+    """R = exp(−n/S), S = (U + F + ε)·T: U = 0.5, two accesses (F = 2/10), ε = 0.01, T = 10
+    give S = 7.1; three user turns later R = exp(−3/7.1) = 0.65538."""
+    store = make_store()
+    book = ClusterBook(store, "u1")
+    c = book.all()[0]
+    c = book.touch(book.touch(c, "x", None, None), "x", None, None)
+    assert (c.accesses, c.utility) == (2, 0.5)
+    for i in range(3):
+        store.observe("user", f"an unrelated remark number {i}", namespace="u1")
+    assert book.retentions()[c.topic] == pytest.approx(math.exp(-3 / 7.1))
+    assert math.exp(-3 / 7.1) == pytest.approx(0.65538, abs=1e-5)
 
 
 # --- Activator ------------------------------------------------------------------------------
@@ -265,20 +384,46 @@ def test_newer_fact_supersedes_older(make_store: Store) -> None:
     assert not any("Porto" in t and "lives" in t for t in texts)
 
 
-def test_l3_episodes_of_four_messages(make_store: Store) -> None:
+def test_l3_episodes_of_four_turns(make_store: Store) -> None:
+    """Seed 002 E.4: an episode is 4 turns, a turn one user message and its reply."""
     store = make_store()
     ex = Executor(store, "u1")
-    ex.turn("I adopted a cat named Miso", lambda p: "Lovely.")
-    second = ex.turn("Miso likes tuna", lambda p: "Cats do.")
-    assert len(second.persisted.episodes) == 1
-    ep = second.persisted.episodes[0]
-    assert ep.metadata["mars_control"] == "l3" and len(ep.provenance.derived_from) == 4
-    assert ep.content.splitlines()[0] == "user: I adopted a cat named Miso"
+    said = ["I adopted a cat named Miso", "Miso likes tuna", "She sleeps on the sofa"]
+    for text in said:
+        assert ex.turn(text, lambda p: "Lovely.").persisted.episodes == ()
+    fourth = ex.turn("Miso is three years old", lambda p: "Cats do age.")
+    [ep] = fourth.persisted.episodes
+    assert ep.metadata["mars_control"] == "l3" and ep.metadata["turns"] == 4
+    assert len(ep.provenance.derived_from) == 8  # 4 user messages and 4 replies
+    lines = ep.content.splitlines()
+    assert lines[0] == "user: I adopted a cat named Miso" and lines[1] == "assistant: Lovely."
+    assert lines[-1] == "assistant: Cats do age."
+    assert ex.turn("Bye", lambda p: "Bye!").persisted.episodes == ()  # the next one starts
+
+
+def test_complete_turns_group_a_user_message_with_its_reply() -> None:
+    assert complete_turns(["user", "assistant"] * 3) == [[0, 1], [2, 3], [4, 5]]
+    assert complete_turns(["user", "assistant", "user"]) == [[0, 1]]  # reply still due
+    assert complete_turns(["assistant", "user", "tool", "assistant"]) == [[0, 1, 2, 3]]
+    assert complete_turns(["user", "user", "assistant"]) == [[0], [1, 2]]
+    assert complete_turns([]) == [] and complete_turns(["assistant"]) == []
+
+
+def test_an_unanswered_message_waits_for_its_reply(make_store: Store) -> None:
+    store = make_store()
+    m = MemoryManager(store, "u1", episode_turns=2)
+    m.persist("first question", "first answer")
+    assert m.persist("second question", "").episodes == ()  # no reply: the turn is open
+    store.observe("assistant", "a late answer", namespace="u1", conversation_id="main")
+    [ep] = m.persist("third question", "third answer").episodes
+    assert [line.split(":")[0] for line in ep.content.splitlines()] == [
+        "user", "assistant", "user", "assistant"]
 
 
 def test_optional_rewrite_of_episodes(make_store: Store) -> None:
     store = make_store()
-    ex = Executor(store, "u1", rewrite=lambda msgs: "PREEMPTIVE: " + " / ".join(msgs))
+    ex = Executor(store, "u1", config=ControlConfig(episode_turns=2),
+                  rewrite=lambda msgs: "PREEMPTIVE: " + " / ".join(msgs))
     ex.turn("I adopted a cat", lambda p: "Lovely.")
     r = ex.turn("It likes tuna", lambda p: "Cats do.")
     assert r.persisted.episodes[0].content.startswith("PREEMPTIVE: user: I adopted a cat")

@@ -18,7 +18,13 @@ from mars_core.clock import FakeClock
 from mars_core.errors import ConfigError
 from mars_core.policies import Candidate, MetaController, Policy, PolicyView, make_policy
 from mars_core.policies import base as policy_base
-from mars_core.policies.meta import CONTEXT_FEATURES, DEFAULT_ARMS, LinUCB
+from mars_core.policies.meta import (
+    CONTEXT_FEATURES,
+    DEFAULT_ARMS,
+    DEFAULT_GRID,
+    LinUCB,
+    candidate_label,
+)
 from mars_core.store import MemoryStore
 
 KEY = b"k" * 32
@@ -73,7 +79,10 @@ def newest_arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def test_arms_default_to_the_seed_arms_and_validate() -> None:
     meta = make_policy("meta")
     assert isinstance(meta, MetaController)
-    assert meta.arm_names == DEFAULT_ARMS  # every arm of §4.2 is registered by now
+    # every policy of §4.2 is registered by now, each with its parameter sets
+    assert meta.arm_names == tuple(candidate_label(name, p) for name in DEFAULT_ARMS
+                                   for p in DEFAULT_GRID.get(name, ({},)))
+    assert set(meta.policy_of.values()) == set(DEFAULT_ARMS) and len(meta.arm_names) == 8
     assert meta.params()["arm"] == "fifo" and "decision" not in meta.params()
     with pytest.raises(ConfigError):
         make_policy("meta", arms=["meta", "lru"])
@@ -115,6 +124,94 @@ def test_linucb_prefers_the_rewarded_arm_and_explores_unseen_ones() -> None:
     assert arm == "b" and scores["b"] > scores["a"]
 
 
+@pytest.mark.backend_neutral
+def test_each_parameter_set_of_the_grid_is_an_arm() -> None:
+    """§3.3.5: π picks a policy *and its parameters*: every (policy, parameter set) pair
+    is an arm; grid sets are merged over arm_params, nested mappings key by key."""
+    meta = MetaController(arms=["lru", "hybrid", "priority"],
+                          arm_params={"hybrid": {"tie_band": 0.1},
+                                      "priority": {"density": {"lambda_priv": 0.5}}})
+    recency = "priority(density.alpha=0.2, density.beta=0.6, density.gamma=0.2)"
+    assert meta.arm_names == ("lru", "hybrid", "hybrid(stale_recency=0.2)", "priority", recency)
+    skim = meta.arms["hybrid(stale_recency=0.2)"].params()
+    assert (skim["stale_recency"], skim["tie_band"]) == (0.2, 0.1)
+    assert meta.arms["hybrid"].params()["stale_recency"] == 0.05  # the policy's default
+    dens = meta.arms[recency].config.density  # type: ignore[attr-defined]
+    assert (dens.alpha, dens.beta, dens.gamma, dens.lambda_priv) == (0.2, 0.6, 0.2, 0.5)
+    assert meta.grid_params[recency] == {"density": {"alpha": 0.2, "beta": 0.6, "gamma": 0.2}}
+    assert meta.policy_of == {a: a.split("(")[0] for a in meta.arm_names}
+    assert MetaController(arms=["lru", "hybrid"], param_grid={}).arm_names == ("lru", "hybrid")
+    with pytest.raises(ConfigError):  # a parameter the policy refuses
+        make_policy("meta", param_grid={"hybrid": [{}, {"stale_recency": 5}]})
+    with pytest.raises(ConfigError):  # the same set twice
+        make_policy("meta", param_grid={"hybrid": [{"stale_recency": 0.2}] * 2})
+    with pytest.raises(ConfigError):
+        make_policy("meta", param_grid={"hybrid": []})
+
+
+@pytest.fixture
+def ordered_policy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A test-only policy with one parameter: forget the oldest first, or the newest."""
+
+    class Ordered(Policy):
+        def __init__(self, newest: bool = False) -> None:
+            self.newest = newest
+
+        def params(self) -> dict[str, Any]:
+            return {"newest": self.newest}
+
+        def _candidates(self, view: PolicyView) -> Iterator[Candidate]:
+            for node in sorted(view.active(), key=lambda n: -n.seq if self.newest else n.seq):
+                yield Candidate(node.id, None, {}, "newest first" if self.newest else "oldest")
+
+    Ordered.name = "ordered"
+    monkeypatch.setitem(policy_base._REGISTRY, "ordered", Ordered)
+    yield "ordered"
+
+
+def test_learns_which_parameters_of_a_policy_pay(ordered_policy: str) -> None:
+    """One policy, two parameter sets, the same reward: on a stream where answers use
+    recent memories, forgetting the newest first loses the credit, so the bandit settles
+    on newest=False; each decision's audit names the parameters and why."""
+    grid = {ordered_policy: [{"newest": True}, {"newest": False}]}
+    store = mk(budget=120, policy_params={"arms": [ordered_policy], "param_grid": grid,
+                                          "decision_interval": 5})
+    recency_workload(store, 300, seed=1)
+    chosen = [arm for _, arm in sorted(decisions(store).items())]
+    late = Counter(chosen[len(chosen) // 2:])
+    assert late == Counter({"ordered(newest=False)": sum(late.values())}), late
+    whys = {ev.params["decision"]: ev.params["why"] for ev in store.audit.events()
+            if ev.op is AuditOp.EVICT and "decision" in ev.params}
+    first, last = whys[min(whys)], whys[max(whys)]
+    assert first.startswith("ordered with newest=True: warm-up")
+    assert last.startswith("ordered with newest=False: highest UCB")
+    assert "best other parameters of ordered: ordered(newest=True)" in last
+    p = next(ev.params for ev in reversed(list(store.audit.events()))
+             if ev.op is AuditOp.EVICT and "decision" in ev.params)
+    assert p["grid_params"] == {"newest": False} and p["arm_params"] == {"newest": False}
+    assert p["policy"] == "ordered" and set(p["ucb"]) == {"ordered(newest=True)",
+                                                          "ordered(newest=False)"}
+    check_invariants(store)
+
+
+def test_the_chosen_parameters_survive_reopen(tmp_path: Path) -> None:
+    params = {"arms": ["lru", "hybrid"], "decision_interval": 3}
+    store = MemoryStore.open(tmp_path, clock=FakeClock(), audit_key=KEY, nlp="rules",
+                             budget=80, policy="meta", policy_params=params)
+    recency_workload(store, 60, seed=4)
+    meta = store.policy_for()
+    assert isinstance(meta, MetaController)
+    before = meta.params()
+    store.close()
+    store = MemoryStore.open(tmp_path, clock=FakeClock(), audit_key=KEY, nlp="rules",
+                             budget=80, policy="meta", policy_params=params)
+    again = store.policy_for()
+    assert isinstance(again, MetaController)
+    again._namespace = "default"
+    assert again.params() == before and before["why"]
+    store.close()
+
+
 # --- decisions on real stores ---------------------------------------------------------------
 
 
@@ -126,7 +223,7 @@ def test_same_seed_same_arm_choices() -> None:
         runs.append(decisions(store))
         store.close()
     assert runs[0] == runs[1] and len(runs[0]) >= 20
-    assert set(runs[0].values()) == set(DEFAULT_ARMS)  # warm-up plays every arm
+    assert set(runs[0].values()) == set(make_policy("meta").arm_names)  # warm-up plays all
 
 
 @pytest.mark.parametrize("arms", [["random", "lru"], ["random", "fifo"]])
@@ -161,7 +258,8 @@ def test_every_decision_is_audited_with_its_arm_and_scores() -> None:
         if ev.op is AuditOp.EVICT and ev.policy == "meta" and "decision" in ev.params:
             p = ev.params
             assert ev.rationale.startswith("evicted by meta/")
-            assert set(p["ucb"]) == set(DEFAULT_ARMS)
+            assert set(p["ucb"]) == set(meta.arm_names)
+            assert p["policy"] == meta.policy_of[p["arm"]] and p["why"]
             assert set(p["context"]) == set(CONTEXT_FEATURES)
             assert p["arm_params"] == meta.arms[p["arm"]].params()
     rewards = [ev.params["reward"] for ev in store.audit.events()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -358,7 +359,87 @@ def test_rate_limits_cap_summariser_calls() -> None:
     assert fake.calls == []
     bad = FakeSummariser("x " * 500)  # not cheaper: skipped, counts as an attempt
     assert propose(view, summariser=bad) == []
-    assert len(bad.calls) == 3
+    # each cluster is resubmitted once at half the target (a retry is an attempt too)
+    assert [t for _, t in bad.calls] == [25, 12, 25, 12]
+
+
+@dataclass
+class FailsFirst:
+    """A summariser whose first answer fails (``first``: raise, "long", "unrelated" or
+    "phone") and whose next ones are a good summary; it records the targets it was given."""
+
+    first: str
+    fail_again: bool = False
+    targets: list[int] = field(default_factory=list)
+    name: str = "fails-first"
+
+    def __call__(self, texts: Sequence[str], *, target_tokens: int) -> str:
+        self.targets.append(target_tokens)
+        if len(self.targets) == 1 or self.fail_again:
+            if self.first == "raise":
+                raise PolicyError("LLM timed out")
+            return {"long": "x " * 500, "unrelated": UNRELATED[0],
+                    "phone": ("The coffee machine on the third floor is leaking water again. "
+                              f"Call {PHONE}.")}[self.first]
+        return "The coffee machine on the third floor is leaking water again."
+
+
+@pytest.mark.parametrize(("first", "retry", "why"), [
+    ("raise", 6, "the summariser failed (PolicyError)"),
+    ("long", 6, "the summary was not shorter than its cluster"),
+    ("unrelated", 24, "distortion 1."),
+])
+def test_a_failed_summary_is_resubmitted_with_a_more_conservative_target(
+        first: str, retry: int, why: str) -> None:
+    """§5.3: a cluster that fails is "resubmitted with a more conservative target length":
+    shorter after an error or a summary too long, longer after the distortion gate (a
+    summary that keeps more loses less); target 12 = 0.3 × 42 tokens, so 6 or 24."""
+    fake = FailsFirst(first)
+    [s] = propose(make_view(coffee_nodes(3)), summariser=fake)
+    assert fake.targets == [12, retry]
+    assert s.features["retry"] == 1.0 and s.features["first_target_tokens"] == 12.0
+    assert s.features["target_tokens"] == float(retry)
+    way = "shorter" if retry < 12 else "longer"
+    assert (f"resubmitted at a more conservative target ({way}: {retry} tokens instead of "
+            f"12) after the first summary failed: {why}") in s.rationale
+    assert "coffee" not in s.rationale
+
+
+def test_a_privacy_failure_is_retried_shorter_and_twice_failed_clusters_are_skipped() -> None:
+    view = make_view(_sensitive_cluster())
+    fake = FailsFirst("phone")
+    [s] = propose(view, summariser=fake)
+    assert fake.targets[1] == fake.targets[0] // 2 and "sensitivity 0.80 > 0.80" in s.rationale
+    stubborn = FailsFirst("raise", fail_again=True)
+    assert propose(make_view(coffee_nodes(3)), summariser=stubborn) == []
+    assert stubborn.targets == [12, 6]  # once, not more
+    once = FailsFirst("raise")
+    assert propose(make_view(coffee_nodes(3)), summariser=once, conservative_retry=False) == []
+    assert once.targets == [12]
+    last = FailsFirst("raise")  # no attempt left for a retry
+    assert propose(make_view(coffee_nodes(3)), summariser=last,
+                   max_attempts_per_trigger=1) == []
+    assert last.targets == [12]
+
+
+@pytest.mark.backend_neutral(False)
+def test_a_summary_accepted_on_retry_is_audited_with_both_targets() -> None:
+    """The store's summariser (here through ``maintain``) gets the retry too; the summarise
+    event keeps both targets and the first failure, never the text."""
+    fake = FailsFirst("raise")
+    with MemoryStore(budget=100_000, clock=FakeClock(), audit_key=b"k" * 32, nlp="rules",
+                     summariser=fake, reflect_at=0.001) as store:
+        feed(store, n_dup=6)
+        assert store.maintain(dedup=False)["default"]["summarised"] >= 1
+        event = next(e for e in store.audit.events() if e.op.value == "summarise")
+        [features] = event.features.values()
+        assert features["retry"] == 1.0 and features["first_target_tokens"] == float(
+            fake.targets[0]) and features["target_tokens"] == float(fake.targets[1])
+        assert fake.targets[1] == fake.targets[0] // 2
+        assert ("resubmitted at a more conservative target (shorter" in event.rationale
+                and "the summariser failed (PolicyError)" in event.rationale)
+        assert "timed out" not in event.rationale and "coffee" not in event.rationale
+        assert event.params["conservative_retry"] is True and event.params["retry_factor"] == 0.5
 
 
 def test_a_failing_summariser_skips_the_cluster() -> None:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from mars_core import RetrievalConfig, ValidationError
 from mars_core.clock import FakeClock
-from mars_core.index.base import In, matches
+from mars_core.index.base import In, Range, matches
 from mars_core.index.numpy import NumpyIndex
 from mars_core.model import MemoryStatus, MemoryType
 from mars_core.retrieval import Query
@@ -110,9 +110,10 @@ def _record_queries(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> list
     query = index.query
 
     def recording(namespace: str, status: object, vector: object, k: int,
-                  where: object = None) -> object:
-        sent.append((namespace, status, where))
-        return query(namespace, status, vector, k, where)  # type: ignore[arg-type]
+                  where: object = None, *, within: object = None) -> object:
+        sent.append((namespace, status, where) if within is None
+                    else (namespace, status, where, within))
+        return query(namespace, status, vector, k, where, within=within)  # type: ignore[arg-type]
 
     monkeypatch.setattr(index, "query", recording)
     return sent
@@ -259,3 +260,74 @@ def test_bad_filters_are_refused_before_anything_is_read(
     with pytest.raises(ValidationError, match=message):
         store.retrieve("Ana", **bad)  # type: ignore[arg-type]
     assert store.audit.head == before
+
+
+# --- since/until: the temporal range index ------------------------------------------------
+
+
+def _hourly(make_store: Callable[..., MemoryStore], n: int, **kw: object) -> MemoryStore:
+    """``n`` memories one hour apart from START: the old ones say "trains" twice (the best
+    lexical matches), the last three once."""
+    store = make_store(budget=100_000, clock=FakeClock(START), **kw)
+    for i in range(n):
+        text = (f"trains trains and more trains, note {i}" if i < n - 3
+                else f"a note {i} that mentions trains once among many other words here")
+        store.add(text)
+        store.clock.advance(timedelta(hours=1))  # type: ignore[attr-defined]
+    return store
+
+
+def test_a_window_is_sent_as_the_ids_it_holds_or_as_a_time_column_range(
+        make_store, monkeypatch) -> None:
+    """Chroma (and Qdrant) get the window's ids from the temporal index; numpy, whose
+    filters run over in-process columns, gets the created_ts range."""
+    store = _hourly(make_store, 12)
+    sent = _record_queries(store, monkeypatch)
+    since, until = START + timedelta(hours=3), START + timedelta(hours=5)
+    hits = store.retrieve("trains", since=since, until=until, read_only=True, relative_cutoff=0)
+    inside = [n.id for n in store.list() if since <= n.created_at <= until]
+    assert len(inside) == 3 and {h.id for h in hits} == set(inside)
+    [query] = sent
+    if store._engine.index.capabilities.columnar_filters:
+        assert query == ("default", MemoryStatus.ACTIVE,
+                         Range("created_ts", gte=since.timestamp(), lte=until.timestamp()))
+    else:
+        where, within = query[2:]
+        assert where is None and sorted(within) == sorted(inside)  # no created_ts range
+        sent.clear()
+        assert store.retrieve("trains", since=START + timedelta(days=9), read_only=True) == []
+        assert sent == []  # an empty window asks the index nothing
+
+
+def test_the_window_ranks_its_own_best_lexical_matches(make_store) -> None:
+    """With 4 lexical candidates the namespace's best are the old "trains trains" notes;
+    a window over the last three must still rank those three as a store that knew only
+    them would (candidates from inside the window, scores unchanged). Before, the window
+    was applied after the namespace's 4 best lexical candidates: the last three had no
+    lexical score at all."""
+    narrow = _hourly(make_store, 30, retrieval=RetrievalConfig(candidates=4))
+    wide = _hourly(make_store, 30, retrieval=RetrievalConfig(candidates=1000))
+    since = START + timedelta(hours=27)
+    ask = {"since": since, "read_only": True, "relative_cutoff": 0, "k": 10}
+    got, exact = narrow.retrieve("trains", **ask), wide.retrieve("trains", **ask)
+    assert [h.text for h in got] == [h.text for h in exact] and len(got) == 3
+    assert [h.score for h in got] == pytest.approx([h.score for h in exact])
+    assert all(h.lexical > 0 for h in got)
+
+
+def test_the_timeline_follows_forgetting_restoring_and_erasure(make_store) -> None:
+    store = _hourly(make_store, 8)
+    ids = [n.id for n in store.list()]
+    window = {"since": START + timedelta(hours=2), "until": START + timedelta(hours=5),
+              "read_only": True, "relative_cutoff": 0, "k": 50}
+    assert {h.id for h in store.retrieve("note", **window)} == set(ids[2:6])
+    store.forget(ids[3])
+    assert {h.id for h in store.retrieve("note", **window)} == {ids[2], ids[4], ids[5]}
+    archived = store.retrieve("note", include_archive=True, **window)
+    assert {h.id for h in archived if h.archived} == {ids[3]}
+    store.restore(ids[3])
+    store.erase(node_id=ids[4])
+    assert {h.id for h in store.retrieve("note", **window)} == {ids[2], ids[3], ids[5]}
+    state = store._engine.ns("default")
+    assert state.window(MemoryStatus.ACTIVE, None, None) == [
+        i for i in ids if i != ids[4]]  # oldest first

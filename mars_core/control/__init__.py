@@ -1,8 +1,9 @@
 """Oblivion's memory control loop over a MaRS store (seed 002 §2.1–2.4), framework-free.
 
-* :class:`Decayer` — whether to retrieve (embedding similarity and lexical coverage of
-  the query by the buffer, an optional judge; OR in the first round, AND after) and which
-  L1 clusters stay accessible (retention ``R = exp(-n/S)``);
+* :class:`Decayer` — whether to retrieve: an uncertainty ``u_t(c)`` per L1 cluster from
+  the buffer items attributed to it (embedding similarity and lexical coverage of the
+  query, an optional judge; OR in the first round, AND after; retrieve when no cluster
+  supports the query), and which L1 clusters stay accessible (retention ``R = exp(-n/S)``);
 * :class:`Activator` — sub-query DAG retrieval into the bounded buffer, following L2↔L3
   links;
 * :class:`Recognizer` — credit assignment: which buffer items the answer used;
@@ -30,7 +31,7 @@ from mars_core.control.access import (
     record_use,
 )
 from mars_core.control.activator import Activation, Activator, Decomposer, SubQuery
-from mars_core.control.clusters import Cluster, ClusterBook, learn_procedure
+from mars_core.control.clusters import Cluster, ClusterBook, cluster_words, learn_procedure
 from mars_core.control.config import (
     ActivatorConfig,
     BufferConfig,
@@ -39,7 +40,14 @@ from mars_core.control.config import (
     DecayerConfig,
     RecognizerConfig,
 )
-from mars_core.control.decayer import Decayer, Judge, Uncertainty
+from mars_core.control.decayer import (
+    UNCLUSTERED,
+    ClusterUncertainty,
+    Decayer,
+    Judge,
+    Uncertainty,
+    attribute,
+)
 from mars_core.control.executor import Executor, Prompt, ReadResult, TurnResult
 from mars_core.control.manager import MemoryManager, Persisted, Rewriter
 from mars_core.control.memory import (
@@ -55,6 +63,7 @@ from mars_core.control.recognizer import Recognizer
 
 __all__ = [
     "CONTROL_KEY",
+    "UNCLUSTERED",
     "Activation",
     "Activator",
     "ActivatorConfig",
@@ -64,6 +73,7 @@ __all__ = [
     "Cluster",
     "ClusterBook",
     "ClusterConfig",
+    "ClusterUncertainty",
     "ControlConfig",
     "Decayer",
     "DecayerConfig",
@@ -84,6 +94,8 @@ __all__ = [
     "TurnResult",
     "Uncertainty",
     "WorkingMemory",
+    "attribute",
+    "cluster_words",
     "current_step",
     "layer_of",
     "learn_procedure",

@@ -39,7 +39,7 @@ from mars_core.model import MemoryNode, Predicate, TaskPayload, TaskStatus
 from mars_core.scoring.retention import OblivionConfig, RetentionState, state_retention
 from mars_core.store import MemoryStore
 
-__all__ = ["Cluster", "ClusterBook", "learn_procedure"]
+__all__ = ["Cluster", "ClusterBook", "cluster_words", "learn_procedure"]
 
 _CUE = re.compile(
     r"(?:^|\b)(?:next time,?\s*|from now on,?\s*|in future,?\s*|in the future,?\s*)?"
@@ -55,6 +55,16 @@ def learn_procedure(feedback: str) -> str | None:
         if m and len(content_words(m.group(1))) >= 2:
             return m.group(1).strip()
     return None
+
+
+def cluster_words(cluster: Cluster) -> set[str]:
+    """The content words of a cluster's topic and keywords (what routing matches).
+
+    Examples:
+        >>> sorted(cluster_words(Cluster("1", "personal details", ("live",), (), 0.5, 0, 0)))
+        ['detail', 'liv', 'personal']
+    """
+    return content_words(" ".join([cluster.topic, *cluster.keywords]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +201,7 @@ class ClusterBook:
         return self._write(new, cluster.id)
 
     def _match(self, words: set[str], cluster: Cluster) -> float:
-        kw = content_words(" ".join([cluster.topic, *cluster.keywords]))
+        kw = cluster_words(cluster)
         return len(words & kw) / len(words) if words else 0.0
 
     def _load(self) -> list[Cluster]:

@@ -186,5 +186,6 @@ class ControlConfig(BaseModel):
                                       "interactions (DESIGN §3 Δn), not wall-clock time.")
     max_iterations: int = Field(3, ge=1, le=20, description="Decayer→Activator rounds per turn "
                                 "(seed 002 §2.4 'fixed iterations'; value ours).")
-    episode_turns: int = Field(4, ge=1, le=100, description="Messages per L3 episode (seed 002 "
-                               "E.4: 4 is best).")
+    episode_turns: int = Field(4, ge=1, le=100, description="Turns per L3 episode, a turn "
+                               "being one user message and its reply (seed 002 D.3 'turns "
+                               "per chunk', E.4: 4 is best).")

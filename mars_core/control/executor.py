@@ -122,7 +122,7 @@ class Executor:
         rounds: list[Uncertainty] = []
         acts: list[Activation] = []
         for i in range(self.config.max_iterations):
-            verdict = self.decayer.assess(query, buffer, i)
+            verdict = self.assess(query, buffer, i)
             rounds.append(verdict)
             if not verdict.retrieve:
                 break
@@ -135,6 +135,11 @@ class Executor:
         accessible = tuple(self.decayer.accessible(self.clusters.retentions()))
         return ReadResult(memory.with_buffer(buffer), tuple(rounds), tuple(acts),
                           self.clusters.route(query, create=False), accessible)
+
+    def assess(self, query: str, buffer: Buffer, round_: int) -> Uncertainty:
+        """The Decayer's round ``round_`` over ``buffer``, judging each L1 cluster of the
+        namespace on the items attributed to it (``u_t(c)``, seed 002 §2.2)."""
+        return self.decayer.assess(query, buffer, round_, self.clusters.all())
 
     def prompt(self, query: str, read: ReadResult) -> Prompt:
         """Render what the agent sees."""

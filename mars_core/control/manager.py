@@ -4,9 +4,12 @@ After each turn it
 
 1. observes the user message and the answer into the store (one episodic memory per
    message, plus the L2 facts ``observe`` extracts; a newer value supersedes an older one);
-2. closes L3 episodes: every ``episode_turns`` messages of the conversation not yet in an
-   episode become one episodic memory ``derivesFrom`` them — raw text by default, or the
-   output of an optional ``rewrite(messages) -> str`` (the seed's "preemptive" rewrite);
+2. closes L3 episodes: every ``episode_turns`` **turns** of the conversation not yet in
+   an episode — a turn is one user message and its reply (:func:`complete_turns`), so the
+   default 4 turns are about 8 messages — become one episodic memory ``derivesFrom`` their
+   messages: raw text by default, or the output of an optional
+   ``rewrite(messages) -> str`` (the seed's "preemptive" rewrite). Seed 002 counts an
+   episode's length in turns ("turns per chunk", D.3; "4 turns", E.4);
 3. reinforces the credited memories only (:func:`~mars_core.control.access.record_use`:
    access count + 1, ``n`` back to 0) and reports the credit to the store's policies
    (``store.credit``); unused memories are not touched, so their ``n`` keeps growing with
@@ -18,9 +21,10 @@ Examples:
     >>> from mars_core import MemoryStore, FakeClock
     >>> with MemoryStore(clock=FakeClock()) as store:
     ...     m = MemoryManager(store, "u", conversation_id="c1", episode_turns=2)
-    ...     out = m.persist("I moved to Lisbon", "Nice, Lisbon is sunny.")
-    ...     [n.metadata.get("mars_control") for n in out.episodes]
-    ['l3']
+    ...     first = m.persist("I moved to Lisbon", "Nice, Lisbon is sunny.")
+    ...     second = m.persist("I work in a bakery", "Lovely.")
+    ...     first.episodes, [len(n.provenance.derived_from) for n in second.episodes]
+    ((), [4])
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from mars_core.errors import ValidationError
 from mars_core.model import MemoryNode
 from mars_core.store import MemoryStore
 
-__all__ = ["MemoryManager", "Persisted", "Rewriter"]
+__all__ = ["MemoryManager", "Persisted", "Rewriter", "complete_turns"]
 
 Rewriter = Callable[[Sequence[str]], str]
 """``rewrite(messages)``: the text of an L3 episode built from its messages."""
@@ -65,7 +69,8 @@ class MemoryManager:
         store: the memory store.
         namespace: whose memory.
         conversation_id: groups the turns (L3 episodes never span conversations).
-        episode_turns: messages per L3 episode (seed 002 E.4: 4).
+        episode_turns: turns (a user message and its reply) per L3 episode (seed 002
+            E.4: 4).
         rewrite: optional episode rewriter (default: the raw messages).
         clusters: the namespace's L1 clusters (default: a new book with the default taxonomy).
     """
@@ -119,14 +124,49 @@ class MemoryManager:
                    for d in n.provenance.derived_from}
         pending = [n for n in nodes if n.metadata.get(CONTROL_KEY) is None
                    and not n.provenance.derived_from and n.id not in covered]
+        turns = complete_turns([n.provenance.source for n in pending])
         out = []
-        while len(pending) >= self.episode_turns:
-            chunk, pending = pending[: self.episode_turns], pending[self.episode_turns:]
-            texts = [f"{n.provenance.source}: {n.content}" for n in chunk]
+        while len(turns) >= self.episode_turns:
+            chunk, turns = turns[: self.episode_turns], turns[self.episode_turns:]
+            members = [pending[i] for turn in chunk for i in turn]
+            texts = [f"{n.provenance.source}: {n.content}" for n in members]
             text = self.rewrite(texts) if self.rewrite is not None else "\n".join(texts)
             out.append(self.store.add(
                 text, type="episodic", namespace=self.namespace,
                 provenance={"source": "summary", "conversation_id": self.conversation_id,
-                            "derived_from": tuple(n.id for n in chunk)},
-                metadata={CONTROL_KEY: "l3", "rewritten": self.rewrite is not None}))
+                            "derived_from": tuple(n.id for n in members)},
+                metadata={CONTROL_KEY: "l3", "rewritten": self.rewrite is not None,
+                          "turns": len(chunk)}))
         return out
+
+
+def complete_turns(roles: Sequence[str]) -> list[list[int]]:
+    """Group messages (by their roles, in order) into complete turns.
+
+    A turn is one user message and its reply: it opens at a ``"user"`` message and holds
+    every following message up to the next user message (the same unit the
+    :class:`~mars_core.control.access.TurnClock` counts). Messages before the first user
+    message (a greeting) join the first turn. A turn followed by another user message is
+    complete, reply or not; the last one is complete once it holds a reply.
+
+    Examples:
+        >>> complete_turns(["user", "assistant", "user", "assistant", "user"])
+        [[0, 1], [2, 3]]
+        >>> complete_turns(["assistant", "user", "assistant", "tool", "assistant"])
+        [[0, 1, 2, 3, 4]]
+        >>> complete_turns(["user", "user", "assistant"])
+        [[0], [1, 2]]
+    """
+    turns: list[list[int]] = []
+    lead: list[int] = []
+    for i, role in enumerate(roles):
+        if role == "user":
+            turns.append([*lead, i])
+            lead = []
+        elif turns:
+            turns[-1].append(i)
+        else:
+            lead.append(i)
+    if turns and roles[turns[-1][-1]] == "user":  # still waiting for its reply
+        turns.pop()
+    return turns

@@ -5,9 +5,9 @@
   and learned procedures live in their metadata (see :mod:`mars_core.control.clusters`).
 * **L2** timestamped semantic facts: the ``semantic``/``social``/``task`` memories that
   ``MemoryStore.observe`` extracts; a newer value supersedes the older one in the store.
-* **L3** episodic entries: ``episodic`` memories — each observed turn, and every
-  ``episode_turns`` turns an episode memory (``metadata["mars_control"] == "l3"``) that
-  ``derivesFrom`` them.
+* **L3** episodic entries: ``episodic`` memories — each observed message, and every
+  ``episode_turns`` turns (a user message and its reply) an episode memory
+  (``metadata["mars_control"] == "l3"``) that ``derivesFrom`` their messages.
 * **L2↔L3 links**: MaRS ``derivesFrom`` edges — a fact and an episode are linked when they
   derive from the same turn.
 

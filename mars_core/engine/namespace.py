@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.budget import BudgetLedger
+from mars_core.engine.timeline import Timeline
 from mars_core.errors import NotFoundError
 from mars_core.extract import KnownFacts, Topic, topic_of
 from mars_core.graph import MemoryGraph
@@ -76,6 +77,8 @@ class NamespaceState:
         self.ledger = BudgetLedger()
         self._bm25 = bm25
         self.lexical: dict[MemoryStatus, BM25Index] = {MemoryStatus.ACTIVE: BM25Index(*bm25)}
+        self.timeline: dict[MemoryStatus, Timeline] = {
+            MemoryStatus.ACTIVE: Timeline(_entry(n) for n in active)}
         self.archive_loaded = False
         self.known = KnownFacts()
         self.last_episode: dict[str, str] = {}
@@ -92,7 +95,7 @@ class NamespaceState:
                 self.last_episode[ref.conversation or ""] = ref.id
         for node in active:
             self.nodes[node.id] = node
-            self._index(node)
+            self._index(node, timeline=False)  # the timeline was built above, in one sort
         for edge in edges:
             self.graph.add(edge)
         policy.rebuild(active)
@@ -116,7 +119,10 @@ class NamespaceState:
         state.archive_loaded = True
         state.lexical[MemoryStatus.ARCHIVED] = BM25Index(*state._bm25)
         for i in state.order[MemoryStatus.ARCHIVED]:
-            state.lexical[MemoryStatus.ARCHIVED].add(i, state.nodes[i].search_text)
+            state.lexical[MemoryStatus.ARCHIVED].add(i, state.nodes[i].search_text,
+                                                     _stamp(state.nodes[i]))
+        state.timeline[MemoryStatus.ARCHIVED] = Timeline(
+            _entry(state.nodes[i]) for i in state.order[MemoryStatus.ARCHIVED])
         return state
 
     # --- counters --------------------------------------------------------------------
@@ -173,8 +179,10 @@ class NamespaceState:
                 self.nodes[node.id] = node
         index = BM25Index(*self._bm25)
         for i in self.order[MemoryStatus.ARCHIVED]:
-            index.add(i, self.nodes[i].search_text)
+            index.add(i, self.nodes[i].search_text, _stamp(self.nodes[i]))
         self.lexical[MemoryStatus.ARCHIVED] = index
+        self.timeline[MemoryStatus.ARCHIVED] = Timeline(
+            _entry(self.nodes[i]) for i in self.order[MemoryStatus.ARCHIVED])
         self.archive_loaded = True
 
     def all_nodes(self) -> list[MemoryNode]:
@@ -204,6 +212,14 @@ class NamespaceState:
             self._cards[status] = found
         return found
 
+    def window(self, status: MemoryStatus, since: float | None,
+               until: float | None) -> list[str]:
+        """Ids of the memories of ``status`` created in ``[since, until]`` (timestamps;
+        ``None``: open), oldest first — the temporal range index
+        (:class:`~mars_core.engine.timeline.Timeline`)."""
+        self.index(status)  # the archive's views are built when first needed
+        return self.timeline[status].window(since, until)
+
     def is_active(self, memory_id: str) -> bool:
         """The memory exists here and is active."""
         ref = self.refs.get(memory_id)
@@ -230,6 +246,7 @@ class NamespaceState:
                 self._unindex(old)
             elif ref.status is MemoryStatus.ARCHIVED and self.archive_loaded:
                 self.lexical[MemoryStatus.ARCHIVED].remove(node.id)
+                self.timeline[MemoryStatus.ARCHIVED].remove(node.id)
         self.refs[node.id] = MemoryRef(node.id, node.status, node.type,
                                        node.provenance.conversation_id, node.seq,
                                        node.sensitivity)
@@ -240,7 +257,8 @@ class NamespaceState:
         else:
             self.known.remove(node.id)
             if self.archive_loaded:
-                self.lexical[MemoryStatus.ARCHIVED].add(node.id, node.search_text)
+                self.lexical[MemoryStatus.ARCHIVED].add(node.id, node.search_text, _stamp(node))
+                self.timeline[MemoryStatus.ARCHIVED].add(*_entry(node))
         if node.type is MemoryType.EPISODIC:
             self._track_episode(node)
         for edge in edges:
@@ -285,6 +303,7 @@ class NamespaceState:
             self.policy.on_remove(node)
         elif self.archive_loaded:
             self.lexical[MemoryStatus.ARCHIVED].remove(memory_id)
+            self.timeline[MemoryStatus.ARCHIVED].remove(memory_id)
         self.graph.remove_node(memory_id)
         conv = ref.conversation or ""
         if self.last_episode.get(conv) == memory_id:
@@ -299,13 +318,16 @@ class NamespaceState:
         if last is None or last.seq <= node.seq:
             self.last_episode[conv] = node.id
 
-    def _index(self, node: MemoryNode) -> None:
-        self.lexical[MemoryStatus.ACTIVE].add(node.id, node.search_text)
+    def _index(self, node: MemoryNode, *, timeline: bool = True) -> None:
+        self.lexical[MemoryStatus.ACTIVE].add(node.id, node.search_text, _stamp(node))
+        if timeline:
+            self.timeline[MemoryStatus.ACTIVE].add(*_entry(node))
         self.ledger.add(self.name, node.type, node.weight)
         self.known.add(node)
 
     def _unindex(self, node: MemoryNode) -> None:
         self.lexical[MemoryStatus.ACTIVE].remove(node.id)
+        self.timeline[MemoryStatus.ACTIVE].remove(node.id)
         self.ledger.remove(self.name, node.type, node.weight)
         self.known.remove(node.id)
 
@@ -410,3 +432,14 @@ class NamespaceView:
         mean = self.vectors(goals).mean(axis=0)
         norm = float(np.linalg.norm(mean))
         return (mean / norm).astype(np.float32) if norm > 0 else None
+
+
+def _entry(node: MemoryNode) -> tuple[str, float, int]:
+    """A memory's place on the timeline: id, creation timestamp, sequence number."""
+    return node.id, _stamp(node), node.seq
+
+
+def _stamp(node: MemoryNode) -> float:
+    """Where a memory sits in time for the lexical index (its creation, as the vector
+    index's ``created_ts`` field)."""
+    return node.created_at.timestamp()

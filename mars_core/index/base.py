@@ -218,6 +218,9 @@ class IndexCapabilities:
         shared: other processes may reach the same entries (a server).
         exact: exhaustive search (otherwise approximate, e.g. HNSW).
         keeps_deleted: deleted vectors stay in its files until :meth:`VectorIndex.compact`.
+        columnar_filters: it evaluates filters over in-process columns, so a time range
+            costs it less than an id allow-list (the store then sends a ``since``/
+            ``until`` window as a ``Range``; otherwise as ``within=`` ids).
     """
 
     persistent: bool
@@ -225,6 +228,7 @@ class IndexCapabilities:
     shared: bool
     exact: bool
     keeps_deleted: bool
+    columnar_filters: bool = False
 
 
 @runtime_checkable
@@ -271,9 +275,12 @@ class VectorIndex(Protocol):
         ...
 
     def query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
-              where: Filter | None = None) -> list[tuple[str, float]]:
+              where: Filter | None = None, *,
+              within: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """The ``k`` entries of one partition most similar (cosine) to ``vector`` that
-        ``where`` admits: ``(id, score)``, best first."""
+        ``where`` admits: ``(id, score)``, best first. With ``within``, only entries whose
+        id it lists are candidates (the store passes the ids a ``since``/``until`` window
+        holds, read from its temporal index)."""
         ...
 
     def mark(self, applied: int) -> None:
@@ -376,22 +383,30 @@ class IndexBase:
 
     @guarded
     def query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
-              where: Filter | None = None) -> list[tuple[str, float]]:
+              where: Filter | None = None, *,
+              within: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """See :meth:`VectorIndex.query`; ties are broken by id.
 
         Raises:
-            ValidationError: unbound, a bad ``k`` or vector.
+            ValidationError: unbound, a bad ``k``, vector or ``within``.
             EmbeddingMismatchError: a vector of another dimension.
         """
         dim = self._bound()
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be an int >= 0, not {k!r}")
+        allowed: tuple[str, ...] | None = None
+        if within is not None:
+            if isinstance(within, str):
+                raise ValidationError("within must be a sequence of ids, not one string")
+            for i in within:
+                _check_id(i)
+            allowed = tuple(dict.fromkeys(within))
         q = unit(as_vector(vector, dim))
-        if k == 0 or not np.any(q):
+        if k == 0 or not np.any(q) or allowed == ():
             return []
         want = k + 1  # one more than asked: tells whether entries beyond k tie with the k-th
         while True:
-            hits = self._query(namespace, MemoryStatus(status), q, want, where)
+            hits = self._query(namespace, MemoryStatus(status), q, want, where, within=allowed)
             hits.sort(key=lambda h: (-h[1], h[0]))
             if len(hits) < want or hits[-1][1] < hits[k - 1][1]:
                 return hits[:k]
@@ -455,7 +470,8 @@ class IndexBase:
         raise NotImplementedError  # pragma: no cover
 
     def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
-               where: Filter | None) -> list[tuple[str, float]]:
+               where: Filter | None, *, within: tuple[str, ...] | None = None
+               ) -> list[tuple[str, float]]:
         raise NotImplementedError  # pragma: no cover
 
     def _mark(self, applied: int) -> None:

@@ -26,16 +26,23 @@ Examples:
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from mars_core.index.base import (
+    And,
+    Eq,
     Filter,
+    In,
     IndexBase,
     IndexCapabilities,
     IndexSource,
     MetaValue,
+    Not,
+    Or,
+    Range,
     Vector,
     matches,
     unit,
@@ -46,6 +53,111 @@ from mars_core.storage.base import IndexRow
 __all__ = ["NumpyIndex"]
 
 
+_ABSENT = object()
+"""The value of a field a row does not hold (equal to nothing)."""
+
+_EXACT = 2.0 ** 53
+"""Integers beyond this are not exact as float64: a column holding one is filtered by
+:func:`~mars_core.index.base.matches` row by row."""
+
+
+class _Columns:
+    """The rows' fields as arrays, one per key, aligned with the partition's matrix.
+
+    A filter is then one array expression over the rows (:meth:`mask`), with the
+    reference semantics of :func:`~mars_core.index.base.matches`: a missing key matches
+    no leaf, ``Range`` holds only for numbers (not booleans), ``Not`` of a leaf holds for
+    rows without the key. The time column ``created_ts`` is seed 000 §3.2.5's temporal
+    index for this exact index: a ``since``/``until`` window is one vectorised
+    comparison over it, and only the rows inside are scored.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.values: dict[str, npt.NDArray[np.object_]] = {}
+        self.numbers: dict[str, npt.NDArray[np.float64]] = {}
+        self.inexact: set[str] = set()
+
+    def grow(self, capacity: int) -> None:
+        """Room for ``capacity`` rows."""
+        for key, col in self.values.items():
+            more = np.full(capacity - self.capacity, _ABSENT, dtype=object)
+            self.values[key] = np.concatenate([col, more])
+            self.numbers[key] = np.concatenate([self.numbers[key],
+                                                np.full(capacity - self.capacity, np.nan)])
+        self.capacity = capacity
+
+    def set(self, at: int, fields: Mapping[str, MetaValue]) -> None:
+        """Row ``at`` holds ``fields`` (keys it lacks are absent)."""
+        for key in fields.keys() - self.values.keys():
+            self.values[key] = np.full(self.capacity, _ABSENT, dtype=object)
+            self.numbers[key] = np.full(self.capacity, np.nan)
+        for key, col in self.values.items():
+            value = fields.get(key, _ABSENT)
+            col[at] = value
+            number = np.nan
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                number = float(value)
+                if isinstance(value, int) and abs(value) > _EXACT:
+                    self.inexact.add(key)
+            self.numbers[key][at] = number
+
+    def move(self, src: int, dst: int) -> None:
+        """Row ``src`` moves to ``dst`` (a drop fills its hole with the last row)."""
+        for key, col in self.values.items():
+            col[dst] = col[src]
+            self.numbers[key][dst] = self.numbers[key][src]
+            col[src] = _ABSENT
+
+    def exact(self, flt: Filter) -> bool:
+        """Whether :meth:`mask` evaluates ``flt`` exactly (no key holds a huge integer)."""
+        if isinstance(flt, Eq | In | Range):
+            return flt.key not in self.inexact
+        if isinstance(flt, Not):
+            return self.exact(flt.clause)
+        return all(self.exact(c) for c in flt.clauses)
+
+    def mask(self, flt: Filter, n: int) -> npt.NDArray[np.bool_]:
+        """Which of the first ``n`` rows ``flt`` admits."""
+        if isinstance(flt, Eq):
+            return self._equal(flt.key, flt.value, n)
+        if isinstance(flt, In):
+            out = np.zeros(n, dtype=bool)
+            for value in flt.values:
+                out |= self._equal(flt.key, value, n)
+            return out
+        if isinstance(flt, Range):
+            nums = self.numbers.get(flt.key)
+            if nums is None:
+                return np.zeros(n, dtype=bool)
+            col = nums[:n]
+            with np.errstate(invalid="ignore"):
+                out = ~np.isnan(col)
+                for bound, op in ((flt.gt, np.greater), (flt.gte, np.greater_equal),
+                                  (flt.lt, np.less), (flt.lte, np.less_equal)):
+                    if bound is not None:
+                        out &= op(col, bound)
+            return out
+        if isinstance(flt, And):
+            out = np.ones(n, dtype=bool)
+            for clause in flt.clauses:
+                out &= self.mask(clause, n)
+            return out
+        if isinstance(flt, Or):
+            out = np.zeros(n, dtype=bool)
+            for clause in flt.clauses:
+                out |= self.mask(clause, n)
+            return out
+        return ~self.mask(flt.clause, n)
+
+    def _equal(self, key: str, value: MetaValue, n: int) -> npt.NDArray[np.bool_]:
+        col = self.values.get(key)
+        if col is None:
+            return np.zeros(n, dtype=bool)
+        # element-wise ``==`` of Python objects, in numpy's loop (the sentinel equals nothing)
+        return np.asarray(col[:n] == value, dtype=bool)
+
+
 class _Partition:
     """One namespace-and-status partition: unit rows, their ids and fields."""
 
@@ -54,6 +166,7 @@ class _Partition:
         self.pos: dict[str, int] = {}
         self.fields: list[dict[str, MetaValue]] = []
         self.mat = np.zeros((8, dim), dtype=np.float32)
+        self.columns = _Columns(len(self.mat))
 
     def put(self, row: IndexRow) -> None:
         at = self.pos.get(row.id)
@@ -61,12 +174,14 @@ class _Partition:
             at = len(self.ids)
             if at == len(self.mat):
                 self.mat = np.concatenate([self.mat, np.zeros_like(self.mat)])
+                self.columns.grow(len(self.mat))
             self.ids.append(row.id)
             self.fields.append(dict(row.fields))
             self.pos[row.id] = at
         else:
             self.fields[at] = dict(row.fields)
         self.mat[at] = row.vector
+        self.columns.set(at, row.fields)
 
     def drop(self, memory_id: str) -> None:
         at = self.pos.pop(memory_id, None)
@@ -76,25 +191,38 @@ class _Partition:
         if at != last:  # the last row fills the hole
             self.ids[at], self.fields[at] = self.ids[last], self.fields[last]
             self.mat[at] = self.mat[last]
+            self.columns.move(last, at)
             self.pos[self.ids[at]] = at
+        else:
+            self.columns.set(at, {})
         self.ids.pop()
         self.fields.pop()
 
-    def search(self, q: Vector, k: int, where: Filter | None) -> list[tuple[str, float]]:
+    def search(self, q: Vector, k: int, where: Filter | None,
+               within: tuple[str, ...] | None = None) -> list[tuple[str, float]]:
         n = len(self.ids)
         if n == 0:
             return []
-        scores = self.mat[:n] @ q
-        if where is not None:
-            allowed = np.fromiter((matches(where, f) for f in self.fields), dtype=bool, count=n)
-            scores = np.where(allowed, scores, -np.inf)
-        if k < n:
+        rows = np.arange(n)
+        if within is not None:
+            found = (self.pos.get(i) for i in within)
+            rows = np.unique(np.fromiter((p for p in found if p is not None), dtype=np.int64))
+        if where is not None and rows.size:
+            if self.columns.exact(where):
+                rows = rows[self.columns.mask(where, n)[rows]]
+            else:
+                rows = rows[np.fromiter((matches(where, self.fields[r]) for r in rows),
+                                        dtype=bool, count=rows.size)]
+        if rows.size == 0:
+            return []
+        scores = (self.mat[:n] if rows.size == n else self.mat[rows]) @ q
+        if k < rows.size:
             top = np.argpartition(-scores, k - 1)[:k]
             kth = scores[top].min()
             top = np.flatnonzero(scores >= kth)  # ties at the boundary: ids decide
         else:
-            top = np.arange(n)
-        return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+            top = np.arange(rows.size)
+        return [(self.ids[rows[i]], float(scores[i])) for i in top if np.isfinite(scores[i])]
 
 
 class NumpyIndex(IndexBase):
@@ -107,7 +235,7 @@ class NumpyIndex(IndexBase):
 
     name = "numpy"
     capabilities = IndexCapabilities(persistent=False, loads_on_demand=True, shared=False,
-                                     exact=True, keeps_deleted=False)
+                                     exact=True, keeps_deleted=False, columnar_filters=True)
     location = "memory"
 
     def __init__(self) -> None:
@@ -151,8 +279,9 @@ class NumpyIndex(IndexBase):
                 part.drop(memory_id)
 
     def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
-               where: Filter | None) -> list[tuple[str, float]]:
-        return self._namespace(namespace)[status].search(vector, k, where)
+               where: Filter | None, *, within: tuple[str, ...] | None = None
+               ) -> list[tuple[str, float]]:
+        return self._namespace(namespace)[status].search(vector, k, where, within)
 
     def _mark(self, applied: int) -> None:
         """Nothing to remember: the index is read from the records, never caught up."""

@@ -363,13 +363,20 @@ class QdrantIndex(IndexBase):
                                               value=namespace))])), **self._write())
 
     def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
-               where: Filter | None) -> list[tuple[str, float]]:
+               where: Filter | None, *, within: tuple[str, ...] | None = None
+               ) -> list[tuple[str, float]]:
         m = _models()
         node = TRUE if where is None else _normal_form(where, _storable_key)
         if node == FALSE:
             return []
         extra = _emit(node)
-        flt = m.Filter(must=[*self._partition(namespace, status),
+        ids = []
+        if within is not None:  # only UUIDs can be points here: other ids match nothing
+            points = [i for i in within if _is_uuid(i)]
+            if not points:
+                return []
+            ids = [m.HasIdCondition(has_id=points)]
+        flt = m.Filter(must=[*self._partition(namespace, status), *ids,
                              *([extra] if extra is not None else [])])
         with _client_errors(f"query namespace {namespace!r}"):
             points = self._client.query_points(self._entries, query=vector.tolist(), limit=k,
@@ -402,6 +409,13 @@ class QdrantIndex(IndexBase):
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):  # closing is best effort
                 self._client.close()
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
 
 
 def _check_uuid(value: str) -> None:

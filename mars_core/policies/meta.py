@@ -3,8 +3,19 @@
 Seed 000 §3.3.5/§4.2 selects the policy with "a contextual bandit over P" on workload
 features — "arrival rate, average age, retrieval hit-rate, fraction of social vs. task
 nodes, and recent privacy complaints" — over the arms {FIFO, LRU, Priority, Reflection,
-Hybrid}, and leaves the algorithm, the reward and the exploration constants unspecified
-(digest Z-A12). Our choices, each a :class:`MetaConfig` field:
+Hybrid}, "to pick a policy and its parameters" (§3.3.5; §4.2 "selects policies and
+hyperparameters online"), and leaves the algorithm, the reward and the exploration
+constants unspecified (digest Z-A12). Our choices, each a :class:`MetaConfig` field:
+
+* **Candidates — a policy and its parameters**: each policy brings a small grid of
+  parameter sets (``param_grid``, :data:`DEFAULT_GRID`: the defaults and one
+  alternative for Priority, Reflection and Hybrid, none for FIFO and LRU), and every
+  (policy, parameters) pair is one arm of the same bandit, so parameters are chosen by
+  the criterion that chooses policies — the UCB of the observed reward in the current
+  context. An arm's name is the policy's, followed by its parameters when they are not
+  the defaults (``"hybrid(stale_recency=0.2)"``); each audited decision says which
+  parameters were chosen and why (``params()["why"]``: the winning UCB against the best
+  other parameters of the same policy and the best other policy).
 
 * **Algorithm**: LinUCB with disjoint linear models (Li et al., 2010), one ridge
   regression ``A_a = ridge·I + Σ x xᵀ``, ``b_a = Σ r x`` per arm; at a decision the arm
@@ -51,6 +62,8 @@ Examples:
     >>> meta = make_policy("meta", arms=["fifo", "lru"], alpha=1.0)
     >>> meta.arm_names, meta.params()["arm"]
     (('fifo', 'lru'), 'fifo')
+    >>> make_policy("meta", arms=["priority"]).arm_names
+    ('priority', 'priority(density.alpha=0.2, density.beta=0.6, density.gamma=0.2)')
 """
 
 from __future__ import annotations
@@ -81,10 +94,26 @@ from mars_core.policies.base import (
 )
 from mars_core.scoring.working_set import WorkingSetCache
 
-__all__ = ["CONTEXT_FEATURES", "DEFAULT_ARMS", "LinUCB", "MetaConfig", "MetaController"]
+__all__ = ["CONTEXT_FEATURES", "DEFAULT_ARMS", "DEFAULT_GRID", "LinUCB", "MetaConfig",
+           "MetaController", "candidate_label"]
 
 DEFAULT_ARMS: tuple[str, ...] = ("fifo", "lru", "priority", "reflection", "hybrid")
-"""The arms of seed 000 §4.2 (Random Drop is a control, not an arm)."""
+"""The policies of seed 000 §4.2 (Random Drop is a control, not an arm)."""
+
+
+def _default_grid() -> dict[str, tuple[dict[str, Any], ...]]:
+    return {
+        # recency-heavy importance: §3.3.1 "usefulness decays with staleness"
+        "priority": ({}, {"density": {"alpha": 0.2, "beta": 0.6, "gamma": 0.2}}),
+        # a longer summary: less compression, less distortion
+        "reflection": ({}, {"target_ratio": 0.5}),
+        # an earlier temporal skim: leaves are clearly stale at recency 0.2
+        "hybrid": ({}, {"stale_recency": 0.2}),
+    }
+
+
+DEFAULT_GRID: Mapping[str, tuple[dict[str, Any], ...]] = _default_grid()
+"""The parameter sets tried per policy by default ({} = the policy's own defaults)."""
 
 CONTEXT_FEATURES: tuple[str, ...] = (
     "bias", "arrival_rate", "average_age", "hit_rate", "social_share", "task_share",
@@ -111,9 +140,18 @@ class MetaConfig(BaseModel):
     )
     arm_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Parameters of each arm, passed to make_policy (e.g. {'hybrid': "
-        "{'stale_recency': 0.1}}); §3.3.5 has π choose 'a policy and its parameters' — "
-        "here the parameters are fixed per arm.",
+        description="Base parameters of each policy, passed to make_policy under every "
+        "parameter set of its grid (e.g. {'hybrid': {'tie_band': 0.1}}).",
+    )
+    param_grid: dict[str, tuple[dict[str, Any], ...]] = Field(
+        default_factory=_default_grid,
+        description="Parameter sets tried per policy (§3.3.5: π picks 'a policy and its "
+        "parameters'): each set, merged over arm_params (nested mappings merged key by "
+        "key), makes one arm of the bandit. A policy without an entry has one arm, its "
+        "arm_params; {} stands for them. Default: Priority also tries recency-heavy "
+        "weights (α 0.2, β 0.6, γ 0.2), Reflection target_ratio 0.5, Hybrid "
+        "stale_recency 0.2 — each against its defaults. {} for the grid: one arm per "
+        "policy.",
     )
     alpha: float = Field(
         0.5, ge=0.0, le=10.0, allow_inf_nan=False,
@@ -154,6 +192,50 @@ class MetaConfig(BaseModel):
             raise ValueError("arms must be distinct registered policy names, without 'meta'")
         return v
 
+    @field_validator("param_grid")
+    @classmethod
+    def _grid(cls, v: dict[str, tuple[dict[str, Any], ...]]
+              ) -> dict[str, tuple[dict[str, Any], ...]]:
+        for name, sets in v.items():
+            labels = [candidate_label(name, p) for p in sets]
+            if not sets or len(set(labels)) != len(labels):
+                raise ValueError(f"param_grid[{name!r}] must list distinct parameter sets")
+        return v
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``; nested mappings are merged key by key."""
+    out = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        out[key] = (_merge(old, value) if isinstance(old, Mapping) and isinstance(value, Mapping)
+                    else value)
+    return out
+
+
+def _flat(params: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key in sorted(params):
+        value = params[key]
+        if isinstance(value, Mapping):
+            out += _flat(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def candidate_label(policy: str, params: Mapping[str, Any]) -> str:
+    """The arm name of ``policy`` with the grid parameters ``params``.
+
+    Examples:
+        >>> candidate_label("hybrid", {}), candidate_label("hybrid", {"stale_recency": 0.2})
+        ('hybrid', 'hybrid(stale_recency=0.2)')
+        >>> candidate_label("priority", {"density": {"beta": 0.6, "alpha": 0.2}})
+        'priority(density.alpha=0.2, density.beta=0.6)'
+    """
+    flat = _flat(params)
+    return policy if not flat else f"{policy}({', '.join(f'{k}={v!r}' for k, v in flat)})"
+
 
 class LinUCB:
     """Disjoint LinUCB over named arms (Li et al., 2010, Algorithm 1).
@@ -183,6 +265,10 @@ class LinUCB:
             theta = np.linalg.solve(self.A[arm], self.b[arm])
             out[arm] = float(theta @ x + self.alpha * np.sqrt(max(0.0, float(x @ inv_x))))
         return out
+
+    def warming(self, x: Vector) -> bool:
+        """Whether the next :meth:`choose` is a warm-up play (not the UCB's choice)."""
+        return any(self.plays[arm] < self.warmup for arm in self.arms)
 
     def choose(self, x: Vector) -> tuple[str, dict[str, float]]:
         """The arm to play (warm-up first, then the best UCB; ties: earlier arm)."""
@@ -262,6 +348,7 @@ class _Decision:
     context: dict[str, float]
     scores: dict[str, float]
     reward: float | None
+    why: str = ""
 
 
 @dataclass
@@ -294,6 +381,8 @@ class MetaController(Policy):
         >>> meta = MetaController(arms=["lru", "not-registered"])
         >>> meta.arm_names
         ('lru',)
+        >>> MetaController(arms=["lru", "hybrid"]).arm_names
+        ('lru', 'hybrid', 'hybrid(stale_recency=0.2)')
     """
 
     def __init__(self, config: MetaConfig | None = None, **params: Any) -> None:
@@ -303,9 +392,19 @@ class MetaController(Policy):
         except pydantic.ValidationError as exc:
             raise ConfigError(f"bad parameters for policy 'meta': {exc}") from None
         registered = set(available())
-        self.arms: dict[str, Policy] = {
-            name: make_policy(name, **self.config.arm_params.get(name, {}))
-            for name in self.config.arms if name in registered}
+        self.arms: dict[str, Policy] = {}
+        self.policy_of: dict[str, str] = {}
+        """Arm name → the registered policy it runs."""
+        self.grid_params: dict[str, dict[str, Any]] = {}
+        """Arm name → the grid parameters that make it (over ``arm_params``)."""
+        for name in self.config.arms:
+            if name not in registered:
+                continue
+            for variant in self.config.param_grid.get(name) or ({},):
+                label = candidate_label(name, variant)
+                self.arms[label] = make_policy(
+                    name, **_merge(self.config.arm_params.get(name, {}), variant))
+                self.policy_of[label], self.grid_params[label] = name, dict(variant)
         if not self.arms:
             raise ConfigError(f"meta: none of the arms {list(self.config.arms)} is registered; "
                               f"choose among {available()}")
@@ -328,7 +427,8 @@ class MetaController(Policy):
 
     @property
     def arm_names(self) -> tuple[str, ...]:
-        """The arms in play (the configured ones that are registered), in order."""
+        """The arms in play — each registered policy with each of its parameter sets —
+        in order."""
         return tuple(self.arms)
 
     def arm_for(self, namespace: str) -> str:
@@ -338,19 +438,23 @@ class MetaController(Policy):
     def params(self) -> dict[str, Any]:
         """The decision in force for the namespace of the last trigger or sweep.
 
-        ``arm`` and its ``arm_params``; once a decision was taken there, also its number
-        (``decision``, counted over all namespaces), ``step``, ``context``, the ``ucb``
-        scores of every arm and the ``reward`` of the decision it closed (None for the
-        first). This is what the store records with each eviction and summary.
+        ``arm`` (the policy and its parameters), ``policy``, the ``grid_params`` that make
+        the arm and its full ``arm_params``; once a decision was taken there, also its
+        number (``decision``, counted over all namespaces), ``step``, ``context``, the
+        ``ucb`` scores of every arm, the ``reward`` of the decision it closed (None for
+        the first) and ``why`` — which parameters won and against what. This is what the
+        store records with each eviction and summary.
         """
         state = self._ns_state(self._namespace)
         arm = self.arm_for(self._namespace)
-        out: dict[str, Any] = {"arm": arm, "arm_params": self.arms[arm].params(),
+        out: dict[str, Any] = {"arm": arm, "policy": self.policy_of[arm],
+                               "grid_params": self.grid_params[arm],
+                               "arm_params": self.arms[arm].params(),
                                "alpha": self.config.alpha}
         last = state.last
         if last is not None:
             out.update(decision=last.number, step=last.step, context=last.context,
-                       ucb=last.scores, reward=last.reward)
+                       ucb=last.scores, reward=last.reward, why=last.why)
         return out
 
     # --- hooks: own statistics, then every arm -------------------------------------------
@@ -532,15 +636,37 @@ class MetaController(Policy):
             closed = self.reward(view)
             self.bandit.update(state.arm, state.context, closed)
         x = self.context(view)
+        warm = self.bandit.warming(x)
         arm, scores = self.bandit.choose(x)
         state.arm, state.context, state.decided_at = arm, x, view.step
         state.window = _Window()
         self._decisions += 1
+        rounded = {a: round(v, 6) for a, v in scores.items()}
         state.last = _Decision(arm, self._decisions, view.step,
                                {k: round(float(v), 6) for k, v in zip(CONTEXT_FEATURES, x,
                                                                       strict=True)},
-                               {a: round(v, 6) for a, v in scores.items()},
-                               None if closed is None else round(closed, 6))
+                               rounded, None if closed is None else round(closed, 6),
+                               self._why(arm, rounded, warm))
+
+    def _why(self, arm: str, scores: Mapping[str, float], warm: bool) -> str:
+        """Which policy and parameters were chosen, and against what (for the audit)."""
+        policy = self.policy_of[arm]
+        params = self.grid_params[arm]
+        what = (f"{policy} with {', '.join(f'{k}={v!r}' for k, v in _flat(params))}"
+                if params else f"{policy} with its default parameters")
+        if warm:
+            return (f"{what}: warm-up, every arm is played {self.config.warmup} time(s) "
+                    "before the UCB decides")
+        text = f"{what}: highest UCB {scores[arm]:.4f} of {len(scores)} arms"
+        same = [a for a in scores if a != arm and self.policy_of[a] == policy]
+        if same:
+            best = max(same, key=lambda a: scores[a])
+            text += f"; best other parameters of {policy}: {best} {scores[best]:.4f}"
+        other = [a for a in scores if self.policy_of[a] != policy]
+        if other:
+            best = max(other, key=lambda a: scores[a])
+            text += f"; best other policy: {best} {scores[best]:.4f}"
+        return text
 
     # --- delegation ---------------------------------------------------------------------------
 
@@ -577,7 +703,7 @@ def _dump_ns(st: _Namespace) -> dict[str, Any]:
             "last": None if st.last is None else {
                 "arm": st.last.arm, "number": st.last.number, "step": st.last.step,
                 "context": st.last.context, "scores": st.last.scores,
-                "reward": st.last.reward},
+                "reward": st.last.reward, "why": st.last.why},
             "window": {"adds": win.adds, "retrievals": win.retrievals,
                        "hit_tokens": win.hit_tokens, "asked_tokens": win.asked_tokens,
                        "retrieved": dict(win.retrieved), "credit_used": win.credit_used,
@@ -602,7 +728,7 @@ def _load_ns(doc: Any, arms: Mapping[str, Policy], dim: int) -> _Loaded:
             str(raw["arm"]), int(raw["number"]), int(raw["step"]),
             {str(k): float(v) for k, v in raw["context"].items()},
             {str(k): float(v) for k, v in raw["scores"].items()},
-            None if raw["reward"] is None else float(raw["reward"]))
+            None if raw["reward"] is None else float(raw["reward"]), str(raw.get("why", "")))
         w = doc["window"]
         counts = {k: w[k] for k in ("adds", "retrievals", "hit_tokens", "asked_tokens",
                                     "credit_used", "credit_offered", "complaints")}

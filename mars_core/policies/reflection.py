@@ -40,6 +40,18 @@ with its reason. The algorithm, per trigger:
    calls and ``max_summaries_per_trigger`` accepted summaries per trigger (§5.3
    "rate-limited per trigger to cap worst-case latency"); the generator is lazy, so no
    cluster is summarised once the budget is restored.
+5. **A conservative retry** (§5.3: a cluster whose summary fails the checks "is skipped
+   or resubmitted with a more conservative target length"): when the first summary
+   fails — the summariser raised a :class:`~mars_core.errors.MarsError` or returned
+   nothing, the summary is not shorter than its cluster, or a gate refused it — the
+   cluster is summarised once more, at a target that moves away from the failure:
+   *longer* (``target / retry_factor``, below the cluster's size) when the distortion
+   gate refused it, since a summary that keeps more loses less utility; *shorter*
+   (``target · retry_factor``) otherwise — a summary too long for its cluster or for
+   the summariser, or one keeping too much sensitive detail, is asked for less. The
+   retry is a summariser call and counts against ``max_attempts_per_trigger``; a
+   summary accepted on retry records both targets and the first failure in its audit
+   features and rationale (``retry``, ``first_target_tokens``, ``target_tokens``).
 
 **Sensitivity of a summary** (ours; the seed gives no formula). The gate can only credit
 what it can verify, so ``s̄ = max_i r_i`` with ``r_i = identifier_discount · s_i`` when
@@ -62,9 +74,10 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -100,12 +113,15 @@ __all__ = [
     "Cluster",
     "ReflectionConfig",
     "ReflectionSummaryPolicy",
+    "conservative_target",
     "density_candidates",
     "find_clusters",
     "privacy_gate",
     "propose_summaries",
     "summary_sensitivity",
 ]
+
+log = logging.getLogger(__name__)
 
 _GATE_EPS = 1e-12
 _TYPES = tuple(MemoryType)
@@ -203,6 +219,18 @@ class ReflectionConfig(BaseModel):
         True,
         description="Also cluster existing summaries of depth < 2 (seed 003: a summary may "
         "be compacted once more, never twice).",
+    )
+    conservative_retry: bool = Field(
+        True,
+        description="Resubmit a cluster whose summary failed once, with a more conservative "
+        "target length (seed 000 §5.3); the retry counts as an attempt.",
+    )
+    retry_factor: float = Field(
+        0.5, gt=0.0, lt=1.0, allow_inf_nan=False,
+        description="How far the retry's target moves (ours): target·0.5 after a summary "
+        "too long, unsafe or failed, target/0.5 (at most the cluster's tokens − 1) after "
+        "the distortion gate refused one. Halving is the smallest step that changes an "
+        "extractive summary by at least a sentence on the clusters we measured.",
     )
 
     @model_validator(mode="after")
@@ -523,38 +551,102 @@ def _rationale(nodes: Sequence[MemoryNode], cluster: Cluster, cfg: ReflectionCon
             f"{tokens[0]} → {tokens[1]} tokens")
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """One summariser call on a cluster: the summary, or why it failed."""
+
+    summary: Summary | None
+    failure: str = ""
+    reason: str = ""
+
+
 def _try_cluster(view: PolicyView, cluster: Cluster, cfg: ReflectionConfig,
-                 summariser: Summariser) -> Summary | None:
+                 summariser: Summariser, target: int) -> _Outcome:
     nodes = [view.node(i) for i in cluster.ids]
     tokens_in = sum(n.weight for n in nodes)
     texts = [n.content for n in nodes]
     try:
-        text = summariser(texts, target_tokens=max(1, int(cfg.target_ratio * tokens_in)))
-    except MarsError:
-        return None
+        text = summariser(texts, target_tokens=target)
+    except MarsError as exc:
+        return _Outcome(None, "error", f"the summariser failed ({type(exc).__name__})")
     if not isinstance(text, str) or not text.strip():
-        return None
+        return _Outcome(None, "empty", "the summariser returned no text")
     tokens_out = view.count_tokens(text)
     if tokens_out >= tokens_in:
-        return None
+        return _Outcome(None, "too_long", f"the summary was not shorter than its cluster "
+                                          f"({tokens_out} ≥ {tokens_in} tokens)")
     d = _distortion(view.vectors(list(cluster.ids)), view.embed([text])[0])
+    if d > cfg.tau_util:
+        return _Outcome(None, "distortion", f"distortion {d:.2f} > τ_util {cfg.tau_util:.2f}")
     sens = [n.sensitivity for n in nodes]
     s_bar, masked = summary_sensitivity(texts, sens, text, cfg.identifier_discount)
     max_s = max(sens)
-    if not (d <= cfg.tau_util and privacy_gate(s_bar, max_s, cfg.tau_priv, cfg.gate_floor)):
-        return None
+    if not privacy_gate(s_bar, max_s, cfg.tau_priv, cfg.gate_floor):
+        return _Outcome(None, "privacy", f"sensitivity {s_bar:.2f} > {max_s:.2f} − τ_priv "
+                                         f"{cfg.tau_priv:.2f}")
     depth = max(n.depth for n in nodes) + 1
     features = {"cluster_size": float(len(nodes)), "mean_similarity": cluster.redundancy,
                 "mean_density": cluster.density, "priority": cluster.priority,
                 "distortion": d, "tau_util": cfg.tau_util, "sensitivity": s_bar,
                 "max_member_sensitivity": max_s, "tau_priv": cfg.tau_priv,
                 "identifiers_removed": float(masked), "depth": float(depth),
-                "tokens_in": float(tokens_in), "tokens_out": float(tokens_out)}
+                "tokens_in": float(tokens_in), "tokens_out": float(tokens_out),
+                "target_tokens": float(target), "retry": 0.0}
     concept = ", ".join(key_terms(texts)) or None
-    return Summary(cluster.ids, text, d, s_bar, features,
-                   _rationale(nodes, cluster, cfg, d=d, s_bar=s_bar, max_s=max_s,
-                              tokens=(tokens_in, tokens_out)),
-                   concept)
+    return _Outcome(Summary(cluster.ids, text, d, s_bar, features,
+                            _rationale(nodes, cluster, cfg, d=d, s_bar=s_bar, max_s=max_s,
+                                       tokens=(tokens_in, tokens_out)),
+                            concept))
+
+
+def conservative_target(failure: str, target: int, tokens_in: int,
+                        config: ReflectionConfig) -> int | None:
+    """The retry's target after ``failure`` (module docstring, step 5), or None when no
+    other target is left (the cluster is skipped).
+
+    Examples:
+        >>> cfg = ReflectionConfig()
+        >>> conservative_target("distortion", 12, 40, cfg)  # the gate refused: keep more
+        24
+        >>> conservative_target("too_long", 12, 40, cfg)  # too long, unsafe, failed: less
+        6
+        >>> conservative_target("distortion", 30, 40, cfg), conservative_target("error", 1, 40, cfg)
+        (39, None)
+    """
+    if failure == "distortion":
+        longer = min(tokens_in - 1, math.ceil(target / config.retry_factor))
+        return longer if longer > target else None
+    shorter = max(1, math.floor(target * config.retry_factor))
+    return shorter if shorter < target else None
+
+
+def _summarise(view: PolicyView, cluster: Cluster, cfg: ReflectionConfig,
+               summariser: Summariser, left: _Budget) -> Summary | None:
+    """One cluster: a summary at the target length, then, when it fails and an attempt is
+    left, one retry at a more conservative target (module docstring, step 5)."""
+    tokens_in = sum(view.node(i).weight for i in cluster.ids)
+    target = max(1, int(cfg.target_ratio * tokens_in))
+    left.attempts -= 1
+    first = _try_cluster(view, cluster, cfg, summariser, target)
+    if first.summary is not None or not cfg.conservative_retry or left.attempts == 0:
+        return first.summary
+    retry = conservative_target(first.failure, target, tokens_in, cfg)
+    if retry is None:
+        log.debug("reflection: a cluster of %d skipped (%s)", len(cluster.ids), first.failure)
+        return None
+    left.attempts -= 1
+    second = _try_cluster(view, cluster, cfg, summariser, retry)
+    if second.summary is None:
+        log.debug("reflection: a cluster of %d skipped after a retry (%s, then %s)",
+                  len(cluster.ids), first.failure, second.failure)
+        return None
+    done = second.summary
+    way = "longer" if retry > target else "shorter"
+    return replace(done, features={**done.features, "retry": 1.0,
+                                   "first_target_tokens": float(target)},
+                   rationale=f"{done.rationale}; resubmitted at a more conservative target "
+                             f"({way}: {retry} tokens instead of {target}) after the first "
+                             f"summary failed: {first.reason}")
 
 
 def propose_summaries(view: PolicyView, need: int, taken: frozenset[str], *,
@@ -575,8 +667,7 @@ def propose_summaries(view: PolicyView, need: int, taken: frozenset[str], *,
     for cluster in find_clusters(view, taken, config=cfg, density=density, cache=cache):
         if left.attempts == 0 or left.accepted == 0:
             return
-        left.attempts -= 1
-        summary = _try_cluster(view, cluster, cfg, summ)
+        summary = _summarise(view, cluster, cfg, summ, left)
         if summary is not None:
             left.accepted -= 1
             yield summary
