@@ -78,7 +78,8 @@ if TYPE_CHECKING:
     import psycopg_pool
 
 __all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "PostgresRecordStore",
-           "is_postgres_url", "migrate", "schema_version", "shown_url"]
+           "discard_empty_store", "holds_store", "is_postgres_url", "migrate",
+           "schema_version", "shown_url"]
 
 SCHEMA_VERSION = 1
 """The version of the schema below; older ones are migrated by :func:`migrate`."""
@@ -688,8 +689,10 @@ def _check_version(version: int, location: str) -> None:
             "(with the password in the URL or in $PGPASSWORD)")
 
 
-def schema_version(url: str, *, connect_timeout: float = 10.0) -> int:
-    """The schema version of the store at ``url`` (0: none there).
+@contextlib.contextmanager
+def _connection(url: str, connect_timeout: float) -> Iterator[tuple[Any, str, str]]:
+    """``(a connection in autocommit mode, the schema, the URL shown)`` for a look at
+    the store at ``url``, closed afterwards.
 
     Raises:
         StorageUnavailableError: the server cannot be reached.
@@ -706,9 +709,67 @@ def schema_version(url: str, *, connect_timeout: float = 10.0) -> int:
                                       f"{location}: {str(exc).strip()}") from exc
     try:
         with _errors(location, conn):
-            return _version(conn, schema)
+            yield conn, schema, location
     finally:
         conn.close()
+
+
+def schema_version(url: str, *, connect_timeout: float = 10.0) -> int:
+    """The schema version of the store at ``url`` (0: none there).
+
+    Raises:
+        StorageUnavailableError: the server cannot be reached.
+        ValidationError: a bad URL.
+    """
+    with _connection(url, connect_timeout) as (conn, schema, _location):
+        return _version(conn, schema)
+
+
+def holds_store(url: str, *, connect_timeout: float = 10.0) -> bool:
+    """Whether the schema ``url`` names holds a store: its tables and a manifest (the
+    tables alone are what a copy or an import that failed leaves: no store). Nothing is
+    created.
+
+    Raises:
+        StorageUnavailableError: the server cannot be reached.
+        ValidationError: a bad URL.
+    """
+    with _connection(url, connect_timeout) as (conn, schema, _location):
+        if _version(conn, schema) == 0:
+            return False
+        row = conn.execute(f'SELECT 1 FROM "{schema}".meta WHERE key = %s',
+                           ("manifest",)).fetchone()
+        return row is not None
+
+
+_ROWS = ("memories", "namespaces", "audit", "edges")
+"""The tables whose rows make a store more than its manifest."""
+
+
+def discard_empty_store(url: str, *, connect_timeout: float = 10.0) -> bool:
+    """Take a store that holds nothing but its manifest off ``url`` again (what a
+    command that created it and then failed does): its ``meta`` rows go, the tables
+    stay, and the next open creates a store anew. A store with any memory, namespace,
+    audit event or edge is left as it is.
+
+    Returns:
+        Whether a store was discarded.
+
+    Raises:
+        StorageUnavailableError: the server cannot be reached.
+        ValidationError: a bad URL.
+    """
+    with _connection(url, connect_timeout) as (conn, schema, _location), conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(schema, "schema"),))
+        if _version(conn, schema) == 0:
+            return False
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(schema, "manifest"),))
+        for table in _ROWS:
+            if conn.execute(f'SELECT 1 FROM "{schema}".{table} LIMIT 1').fetchone():
+                return False
+        done = conn.execute(f'DELETE FROM "{schema}".meta WHERE key <> %s',
+                            ("schema_version",))
+        return bool(done.rowcount)
 
 
 def migrate(url: str, *, connect_timeout: float = 10.0) -> tuple[int, int]:
