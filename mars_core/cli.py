@@ -470,6 +470,35 @@ def migrate(path: PathOpt = DEFAULT_PATH) -> None:
 
 
 @app.command()
+def copy(source: Annotated[str, typer.Argument(
+             help="the store to copy: a directory or a postgresql:// URL (read only)")],
+         destination: Annotated[str, typer.Argument(
+             help="where to: a postgresql:// URL (?schema=NAME) or a directory that holds "
+             "no store")],
+         index: IndexOpt = "auto", progress: ProgressOpt = None) -> None:
+    """Copy a whole store to a place that holds none, SQLite to PostgreSQL included:
+    memories and vectors, edges, the audit trail, each namespace's state, the counter and
+    the manifest (the same store id: the same audit key).
+
+    One transaction on the destination: an error or an interruption copies nothing. A
+    destination that holds a store is refused. Afterwards the copy is opened with
+    --index (its index is built from the records) and checked: its audit trail verifies
+    up to the source's head (printed), and its counts equal the source's."""
+    from mars_core.transfer import copy_store
+
+    try:
+        with _progress(progress, "copy") as bar:
+            done = copy_store(source, destination, index=index, progress=bar)
+    except MarsError as exc:
+        raise _fail(f"cannot copy {_where(source)} to {_where(destination)}: {exc}") from exc
+    console.print(f"copied {done.source} to {done.destination}: {done.memories} memories in "
+                  f"{done.namespaces} namespaces, {done.edges} edges, {done.audit_events} "
+                  f"audit events; the copy verifies up to the source's head\nhead: "
+                  f"{done.head}\nindex: {done.index}\naudit key: {done.key}",
+                  highlight=False, soft_wrap=True)
+
+
+@app.command()
 def stats(path: PathOpt = DEFAULT_PATH) -> None:
     """Record store, index, embedder, policy and per-namespace occupancy, as JSON."""
     with _open(path, read_only=True) as store:
