@@ -26,7 +26,9 @@ stores can share one database, beside LangGraph's or anyone's tables.
   connection was lost during the commit itself: the message says the outcome is then
   unknown); a lock held past ``lock_timeout`` is
   :class:`~mars_core.errors.ConflictError`; a deadlock the server broke is
-  :class:`~mars_core.errors.ConcurrentWriteError` (nothing written: repeat the call).
+  :class:`~mars_core.errors.ConcurrentWriteError` (nothing written: repeat the call); a
+  statement the server canceled (its ``statement_timeout``) is
+  :class:`~mars_core.errors.MarsBackendError` (nothing written).
 * **Erasure.** Deleted rows are gone from every query at once; the store then runs
   ``VACUUM`` on the tables that held text, so their dead row versions are removed once
   no open transaction still sees them. PostgreSQL does not overwrite freed space: the
@@ -54,7 +56,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, cast
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from mars_core._guard import guarded
 from mars_core.audit import AuditEvent, canonical_json
@@ -177,7 +179,10 @@ def _split(url: str) -> tuple[str, str]:
     if not _SCHEMA_NAME.fullmatch(schema):
         raise ValidationError(f"schema={schema!r}: a schema name is a lower-case SQL "
                               "identifier (letters, digits, _; at most 63)")
-    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    # libpq's parameters go on exactly as written (re-encoding them would turn a %20
+    # into a "+", which libpq does not read as a space)
+    rest = "&".join(item for item in parts.query.split("&")
+                    if item and unquote(item.partition("=")[0]) != "schema")
     return urlunsplit(("postgresql", parts.netloc, parts.path, rest, parts.fragment)), schema
 
 
@@ -234,11 +239,16 @@ def _errors(where: str, conn: Any = None, *, committing: bool = False) -> Iterat
     except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 text holds it
         raise ValidationError(f"a value written to the record store at {where} is not "
                               "valid Unicode (a lone surrogate); nothing was written") from exc
-    except (errors.LockNotAvailable, errors.QueryCanceled) as exc:
+    except errors.LockNotAvailable as exc:
         raise ConflictError(
             f"the record store at {where}: another writer held what this call writes "
             "longer than lock_timeout; nothing was written: retry (or raise "
             "lock_timeout)") from exc
+    except errors.QueryCanceled as exc:  # statement_timeout, or pg_cancel_backend()
+        raise MarsBackendError(
+            f"the PostgreSQL server of {where} canceled a statement ({str(exc).strip()}): "
+            "its statement_timeout (or an administrator) stopped it; nothing was written: "
+            "retry, or raise statement_timeout for the store's role") from exc
     except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
         raise ConcurrentWriteError(
             f"the record store at {where} broke a tie between two writers; nothing was "
