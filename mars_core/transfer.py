@@ -16,9 +16,10 @@ How it goes:
    verify is refused (:class:`~mars_core.errors.CorruptStoreError`), nothing written.
 2. The destination is written in **one transaction**, which first makes sure it holds
    no store (:class:`~mars_core.errors.DestinationNotEmptyError` otherwise: a manifest,
-   a memory, a namespace, an audit event or an edge). An error, an interruption or a
-   killed process before the commit leaves the destination as it was (the empty tables
-   of a PostgreSQL schema the copy created stay; they hold no store).
+   a namespace or an audit event; a directory with other files). An error, an
+   interruption or a killed process before the commit leaves the destination as it was
+   (the empty tables of a PostgreSQL schema the copy created stay, as does the record
+   file of a new directory: they hold no store, and a copy may go there again).
 3. The destination is opened with ``index`` (its vector index is a new generation of the
    store's, so an index that served the source is never taken for this one's: it is
    built from the copied records, or on demand for numpy) and checked: its audit trail
@@ -129,6 +130,13 @@ def _records(where: str | os.PathLike[str], *, read_only: bool,
     layout.refuse_old_layout(directory)
     if read_only and not layout.holds_store(directory):
         raise ConfigError(f"there is no store at {directory} to copy")
+    others = sorted(p.name for p in directory.iterdir()
+                    if not p.name.startswith(layout.RECORDS_FILE)) \
+        if not read_only and directory.is_dir() else []
+    if others:
+        raise DestinationNotEmptyError(
+            f"{directory} holds other files ({', '.join(others[:5])}); a copy goes to a new "
+            "or empty directory, and nothing was written")
     return SQLiteRecordStore(directory / layout.RECORDS_FILE, read_only=read_only,
                              lock_timeout=lock_timeout)
 

@@ -160,6 +160,12 @@ def test_a_destination_that_holds_a_store_is_refused_unchanged(source: Path,
     copy_store(source, source.parent / "elsewhere", index="numpy")  # a new directory is fine
     with pytest.raises(DestinationNotEmptyError):
         copy_store(source, source.parent / "elsewhere", index="numpy")
+    mine = source.parent / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my own files")
+    with pytest.raises(DestinationNotEmptyError, match="other files"):
+        copy_store(source, mine, index="numpy")
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
 
 class Injected(Exception):
