@@ -33,7 +33,8 @@ def test_the_latency_and_the_writer_sections_run_and_report(
     check = result["check"]  # the per-call namespace check, and LISTEN/NOTIFY instead
     assert all(check[f"{op} {mode}"] > 0 for op in ("add", "retrieve")
                for mode in ("with", "without"))
-    assert check["check"] > 0 and check["calls"] == 10 and "add cost" in check
+    assert check["check"] > 0 and check["select"] > 0 and check["calls"] == 30
+    assert "add cost" in check and "retrieve share" in check
     notify = check["notify"]
     assert notify["count"] == 10 and 0 < notify["lag"] <= notify["lag_p99"] <= notify["lag_max"]
     assert notify["drain"] > 0 and notify["notify"] > 0
