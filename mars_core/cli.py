@@ -1,8 +1,11 @@
 """The ``mars`` command line (typer + rich).
 
 Every command that reads a store takes ``--path`` (default: ``$MARS_PATH`` or
-``./mars_data``, the embedded default of :meth:`MemoryStore.open`). A path that holds
-no store is an error that says how to create one; it is never created by a read.
+``./mars_data``, the embedded default of :meth:`MemoryStore.open`): a directory, or a
+``postgresql://`` URL as :meth:`MemoryStore.open` takes it (messages show it without
+its password). A path that holds no store is an error that says how to create one; it
+is never created by a read. ``mars copy SOURCE DESTINATION`` moves a store, SQLite to
+PostgreSQL included (:mod:`mars_core.transfer`).
 
 Long commands (``import``, ``reindex``, ``reembed``, ``bench ...``) draw a progress bar
 on standard error when it is a terminal and stay quiet otherwise; ``--progress`` /
@@ -39,16 +42,17 @@ app = typer.Typer(
     help="mars-memory: memory for LLM agents that forgets on purpose. Inspect, explain, "
          "erase, export and verify a store; run the demo and the benchmarks.\n\n"
          "Every store command reads the store at --path (default: $MARS_PATH, else "
-         "./mars_data). New here? Run `mars demo --fresh`, then "
-         "`mars inspect --path mars_data/demo -n memories/maya`.",
+         "./mars_data): a directory or a postgresql:// URL. New here? Run "
+         "`mars demo --fresh`, then `mars inspect --path mars_data/demo -n memories/maya`.",
 )
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
                         help="Run a benchmark (results under --out).")
 app.add_typer(bench_app, name="bench")
 console = Console()
 
-PathOpt = Annotated[Path, typer.Option(
-    "--path", "-p", envvar="MARS_PATH", help="store directory ($MARS_PATH or ./mars_data)")]
+PathOpt = Annotated[str, typer.Option(
+    "--path", "-p", envvar="MARS_PATH", help="store directory or postgresql:// URL "
+    "($MARS_PATH or ./mars_data)")]
 NamespaceOpt = Annotated[str | None, typer.Option(
     "--namespace", "-n", help="namespace (default: the store's default namespace; "
     "`mars stats` lists them)")]
@@ -56,12 +60,12 @@ IndexOpt = Annotated[str, typer.Option(
     "--index", envvar="MARS_INDEX", help="the vector index: auto (the store's own), chroma, "
     "qdrant or numpy (embedded; rebuilt from the records when new), or a server: "
     "chroma://HOST:PORT, qdrant+http://HOST:PORT or qdrant+https://HOST:PORT (API key "
-    "from $QDRANT_API_KEY)")]
+    "from $QDRANT_API_KEY); a postgresql:// store takes auto/numpy or a server")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="directory for the results")]
 ProgressOpt = Annotated[bool | None, typer.Option(
     "--progress/--no-progress", help="a progress bar on standard error (default: only when "
     "it is a terminal)")]
-DEFAULT_PATH = Path("mars_data")
+DEFAULT_PATH = "mars_data"
 IMPORT_KINDS = ("jsonld", "mem0", "langgraph")
 
 
@@ -92,21 +96,62 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-@contextmanager
-def _open(path: Path, *, read_only: bool = False, index: str = "auto") -> Iterator[Any]:
-    """Open an existing store (``read_only``: to read it, writing nothing) with the
-    ``--index`` given, or exit with a message that says what to do."""
+def _where(path: str) -> str:
+    """How messages name the store at ``path``: its directory, or its URL without the
+    password."""
+    from mars_core.storage.postgres import is_postgres_url, shown_url
+
+    if not is_postgres_url(path):
+        return path
+    try:
+        return shown_url(path)[0]
+    except MarsError:  # a malformed URL: opening it says what is wrong
+        return "the PostgreSQL store"
+
+
+def _holds_store(path: str) -> bool:
+    """Whether ``path`` (a directory or a ``postgresql://`` URL) holds a store; creates
+    nothing.
+
+    Raises:
+        MarsError: an old layout, a bad URL, a server that cannot be reached.
+    """
     from mars_core.layout import holds_store, refuse_old_layout
+    from mars_core.storage.postgres import holds_store as holds_pg
+    from mars_core.storage.postgres import is_postgres_url
+
+    if is_postgres_url(path):
+        return holds_pg(path)
+    refuse_old_layout(Path(path))
+    return Path(path).is_dir() and holds_store(Path(path))
+
+
+def _no_store(path: str) -> str:
+    """The message for a path that holds no store: how to make one."""
+    from mars_core.storage.postgres import is_postgres_url
+
+    where = _where(path)
+    if is_postgres_url(path):
+        return (f"no store at {where}. Create one with `MemoryStore.open(URL)` in Python, "
+                "copy one there with `mars copy DIR URL`, or pass another --path (the "
+                "schema is ?schema=NAME, default mars).")
+    return (f"no store at {where}. Create one with `mars demo --path {where}` or "
+            f"`MemoryStore.open({where!r})` in Python, or pass --path.")
+
+
+@contextmanager
+def _open(path: str, *, read_only: bool = False, index: str = "auto") -> Iterator[Any]:
+    """Open an existing store (a directory or a ``postgresql://`` URL; ``read_only``: to
+    read it, writing nothing) with the ``--index`` given, or exit with a message that
+    says what to do."""
     from mars_core.store import MemoryStore
 
     try:
-        refuse_old_layout(path)
-        if not path.is_dir() or not holds_store(path):  # never create one here
-            raise _fail(f"no store at {path}. Create one with `mars demo --path {path}` or "
-                        f"`MemoryStore.open({str(path)!r})` in Python, or pass --path.")
+        if not _holds_store(path):  # never create one here
+            raise _fail(_no_store(path))
         store = MemoryStore.open(path, read_only=read_only, index=_index(index))
     except MarsError as exc:
-        raise _fail(f"cannot open the store at {path}: {exc}") from exc
+        raise _fail(f"cannot open the store at {_where(path)}: {exc}") from exc
     try:
         yield store
     finally:
@@ -129,8 +174,9 @@ def _index(value: str) -> Any:
 
 
 @app.command()
-def demo(path: Annotated[Path, typer.Option("--path", help="demo store directory")]
-         = Path("mars_data/demo"),
+def demo(path: Annotated[str, typer.Option(
+             "--path", help="demo store directory (a directory of its own: a "
+             "postgresql:// store takes `mars copy` of it)")] = "mars_data/demo",
          fresh: Annotated[bool, typer.Option(
              help="delete the demo store first (only a directory the demo made)")] = False,
          fifa: Annotated[bool, typer.Option(help="end with a quick FiFA table")] = True) -> None:
@@ -142,11 +188,16 @@ def demo(path: Annotated[Path, typer.Option("--path", help="demo store directory
     `mars inspect --path mars_data/demo -n memories/maya` (add `--status archived`).
     """
     from mars_core import demo as demo_mod
+    from mars_core.storage.postgres import is_postgres_url
 
-    if path.exists() and not path.is_dir():
+    if is_postgres_url(path):
+        raise _fail(f"the demo plays into a directory of its own (--fresh deletes it), not "
+                    f"{_where(path)}: run it, then copy its store with `mars copy "
+                    f"mars_data/demo URL`")
+    if Path(path).exists() and not Path(path).is_dir():
         raise _fail(f"--path {path} is a file; the demo writes its store to a directory")
     try:
-        code = demo_mod.main(["--path", str(path)] + (["--fresh"] if fresh else [])
+        code = demo_mod.main(["--path", path] + (["--fresh"] if fresh else [])
                              + ([] if fifa else ["--no-fifa"]))
     except (MarsError, OSError) as exc:
         raise _fail(f"the demo cannot use {path}: {exc}") from exc
@@ -176,7 +227,8 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
         console.print(_namespace_hint(ns, known, path, default=namespace is None),
                       highlight=False, soft_wrap=True)
         return
-    table = Table(title=f"{len(rows)} {status} memories of namespace {ns!r} in {path}")
+    table = Table(title=f"{len(rows)} {status} memories of namespace {ns!r} in "
+                        f"{_where(path)}")
     for col in ("id", "type", "tier", "Ω_eff", "sens.", "tokens", "uses"):
         table.add_column(col, justify="right" if col in {"Ω_eff", "sens.", "tokens", "uses"}
                          else "left")
@@ -189,14 +241,16 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
     console.print(table)
 
 
-def _namespace_hint(ns: str, known: list[str], path: Path, *, default: bool) -> str:
+def _namespace_hint(ns: str, known: list[str], path: str, *, default: bool) -> str:
     """What to type when ``ns`` holds nothing: the namespaces that do."""
     which = f"the default namespace {ns!r}" if default else f"namespace {ns!r}"
+    where = _where(path)
     if not known:
-        return f"{which} holds no memories: the store at {path} is empty."
+        return f"{which} holds no memories: the store at {where} is empty."
     shown = ", ".join(known[:20]) + (f" (and {len(known) - 20} more)" if len(known) > 20 else "")
-    return (f"{which} holds no memories in {path}. Namespaces with memories: {shown}. "
-            f"Show one with: mars inspect --path {path} -n {known[0]}")
+    arg = f"'{where}'" if "://" in where else where
+    return (f"{which} holds no memories in {where}. Namespaces with memories: {shown}. "
+            f"Show one with: mars inspect --path {arg} -n {known[0]}")
 
 
 @app.command()
@@ -261,7 +315,7 @@ def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
             store.export_jsonld(out)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
-    console.print(f"exported {path} to {out}")
+    console.print(f"exported {_where(path)} to {out}", highlight=False)
 
 
 @app.command(name="import")
@@ -297,6 +351,7 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
         raise _fail(f"unknown import kind {from_!r}: use --from {', '.join(IMPORT_KINDS)}")
     created = _created_by_open(path)
     before = after = 0
+    where = _where(path)
     try:
         with _progress(progress, "import") as bar, \
                 MemoryStore.open(path, index=_index(index)) as store:
@@ -312,20 +367,28 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
             raise _fail(f"{what} after the import was written: run `mars import` again to "
                         "see that every record is there") from exc
         undo = "; nothing was imported"
-        if created is not None:
-            _remove_created(created)
-            undo += f", so the new store at {path} was removed again"
+        if created is not None and _remove_created(path, created):
+            undo += f", so the new store at {where} was removed again"
         raise _fail(f"{what}{undo}") from exc
     skipped = (f"; {done.skipped} records already there (imported before) were skipped"
                if done.skipped else "")
     console.print(f"imported {done.imported} memories from {source} ({from_}) into "
-                  f"{path}{skipped}", highlight=False, soft_wrap=True)
+                  f"{where}{skipped}", highlight=False, soft_wrap=True)
 
 
-def _created_by_open(path: Path) -> tuple[Path, bool] | None:
-    """What opening a store at ``path`` would create: ``(the topmost missing directory on
+def _created_by_open(where: str) -> tuple[Path, bool] | None:
+    """What opening a store at ``where`` would create: ``(the topmost missing directory on
     the way to it, False)``, or ``(path, True)`` when ``path`` is an empty directory (only
-    its contents are new); None when something is already there (nothing of it may go)."""
+    its contents are new); None when something is already there (nothing of it may go).
+    A ``postgresql://`` URL: ``(Path(), False)`` when its schema holds no store yet."""
+    from mars_core.storage.postgres import holds_store, is_postgres_url
+
+    if is_postgres_url(where):
+        try:
+            return None if holds_store(where) else (Path(), False)
+        except MarsError:
+            return None  # unreachable or malformed: the open says so
+    path = Path(where)
     if path.is_dir():
         return None if any(path.iterdir()) else (path, True)
     if path.exists():
@@ -336,10 +399,18 @@ def _created_by_open(path: Path) -> tuple[Path, bool] | None:
     return top, False
 
 
-def _remove_created(created: tuple[Path, bool]) -> None:
-    """Remove what :func:`_created_by_open` found missing (only that)."""
+def _remove_created(path: str, created: tuple[Path, bool]) -> bool:
+    """Remove what :func:`_created_by_open` found missing (only that); a store on
+    PostgreSQL only while it holds nothing but its manifest. Whether it was removed."""
     import shutil
 
+    from mars_core.storage.postgres import discard_empty_store, is_postgres_url
+
+    if is_postgres_url(path):
+        try:
+            return discard_empty_store(path)
+        except MarsError:
+            return False
     where, existed = created
     if existed:  # an empty directory before: empty it again, keep it
         for child in where.iterdir():
@@ -349,6 +420,7 @@ def _remove_created(created: tuple[Path, bool]) -> None:
                 child.unlink()
     else:
         shutil.rmtree(where, ignore_errors=True)
+    return True
 
 
 @app.command()
@@ -374,10 +446,7 @@ def verify(path: PathOpt = DEFAULT_PATH, head: Annotated[str | None, typer.Optio
 
 
 @app.command()
-def migrate(path: Annotated[str, typer.Option(
-        "--path", "-p", envvar="MARS_PATH",
-        help="store directory or postgresql:// URL ($MARS_PATH or ./mars_data)")] =
-        str(DEFAULT_PATH)) -> None:
+def migrate(path: PathOpt = DEFAULT_PATH) -> None:
     """Bring a store's record schema to this version's. PostgreSQL: run it once after
     an upgrade, with the store's other processes stopped (an open refuses an older
     schema and names this command); SQLite: every open does it too. A current schema is
@@ -385,13 +454,11 @@ def migrate(path: Annotated[str, typer.Option(
     from mars_core.layout import RECORDS_FILE
     from mars_core.storage import postgres, sqlite
 
-    where = "the store"  # never a URL that may hold a password
+    where = _where(path)  # never a URL with its password
     try:
         if postgres.is_postgres_url(path):
-            where = postgres.shown_url(path)[0]
             before, after = postgres.migrate(path)
         else:
-            where = path
             before, after = sqlite.migrate(Path(path) / RECORDS_FILE)
     except MarsError as exc:
         raise _fail(f"cannot migrate {where}: {exc}") from exc
@@ -400,6 +467,35 @@ def migrate(path: Annotated[str, typer.Option(
     else:
         console.print(f"{where}: migrated the schema from {before} to {after}",
                       highlight=False)
+
+
+@app.command()
+def copy(source: Annotated[str, typer.Argument(
+             help="the store to copy: a directory or a postgresql:// URL (read only)")],
+         destination: Annotated[str, typer.Argument(
+             help="where to: a postgresql:// URL (?schema=NAME) or a directory that holds "
+             "no store")],
+         index: IndexOpt = "auto", progress: ProgressOpt = None) -> None:
+    """Copy a whole store to a place that holds none, SQLite to PostgreSQL included:
+    memories and vectors, edges, the audit trail, each namespace's state, the counter and
+    the manifest (the same store id: the same audit key).
+
+    One transaction on the destination: an error or an interruption copies nothing. A
+    destination that holds a store is refused. Afterwards the copy is opened with
+    --index (its index is built from the records) and checked: its audit trail verifies
+    up to the source's head (printed), and its counts equal the source's."""
+    from mars_core.transfer import copy_store
+
+    try:
+        with _progress(progress, "copy") as bar:
+            done = copy_store(source, destination, index=index, progress=bar)
+    except MarsError as exc:
+        raise _fail(f"cannot copy {_where(source)} to {_where(destination)}: {exc}") from exc
+    console.print(f"copied {done.source} to {done.destination}: {done.memories} memories in "
+                  f"{done.namespaces} namespaces, {done.edges} edges, {done.audit_events} "
+                  f"audit events; the copy verifies up to the source's head\nhead: "
+                  f"{done.head}\nindex: {done.index}\naudit key: {done.key}",
+                  highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -420,7 +516,8 @@ def reindex(path: PathOpt = DEFAULT_PATH, index: IndexOpt = "auto",
         except MarsError as exc:
             raise _fail(str(exc)) from exc
         index = store.stats()["index"]
-    console.print(f"rebuilt the {index} index of {path} from its records: {n} entries")
+    console.print(f"rebuilt the {index} index of {_where(path)} from its records: {n} "
+                  "entries", highlight=False)
 
 
 @app.command()
@@ -440,7 +537,8 @@ def reembed(path: PathOpt = DEFAULT_PATH,
             n = store.reembed(target, progress=bar)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
-    console.print(f"re-embedded {n} memories in {path} with {target.name}")
+    console.print(f"re-embedded {n} memories in {_where(path)} with {target.name}",
+                  highlight=False)
 
 
 def _resolve_id(store: Any, prefix: str, namespace: str | None) -> tuple[str, str]:

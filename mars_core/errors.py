@@ -26,6 +26,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "CorruptStoreError",
+    "DestinationNotEmptyError",
     "EmbeddingMismatchError",
     "ExtraNotInstalledError",
     "ImportFormatError",
@@ -90,6 +91,11 @@ class ConcurrentWriteError(ConflictError):
     """Another process changed a namespace this call had read (or the database broke a
     deadlock between two writers); nothing was written, and the call can be repeated as
     it is. ``MemoryStore`` repeats such a call itself a few times before raising this."""
+
+
+class DestinationNotEmptyError(ConflictError):
+    """A copy's destination already holds a store (or rows of one); nothing was
+    written (:func:`mars_core.transfer.copy_store`)."""
 
 
 class BudgetExceededError(ValidationError):

@@ -1,6 +1,7 @@
-"""``mars bench postgres`` in a small smoke run on real servers it starts: both sections
-measure something real and report their ratios (no assertion depends on how fast the
-machine is)."""
+"""``mars bench postgres`` in a small smoke run on real servers it starts: its sections
+(latency, the per-call namespace check against LISTEN/NOTIFY, writer processes) measure
+something real and report their ratios (no assertion depends on how fast the machine
+is)."""
 
 from __future__ import annotations
 
@@ -29,11 +30,20 @@ def test_the_latency_and_the_writer_sections_run_and_report(
     for kind in ("sqlite+chroma", "postgres+chroma-server"):
         assert all(latency[kind][op] > 0 for op in ("add", "retrieve", "observe"))
     assert all(latency["ratio"][op] > 0 for op in ("add", "retrieve", "observe"))
+    check = result["check"]  # the per-call namespace check, and LISTEN/NOTIFY instead
+    assert all(check[f"{op} {mode}"] > 0 for op in ("add", "retrieve")
+               for mode in ("with", "without"))
+    assert check["check"] > 0 and check["select"] > 0 and check["calls"] == 30
+    assert "add cost" in check and "retrieve share" in check
+    notify = check["notify"]
+    assert notify["count"] == 10 and 0 < notify["lag"] <= notify["lag_p99"] <= notify["lag_max"]
+    assert notify["drain"] > 0 and notify["notify"] > 0
     rows = result["throughput"]
     assert [r["writers"] for r in rows] == [1, 2]
     assert [r["adds"] for r in rows] == [10, 20] and rows[0]["vs_one"] == 1.0
     assert all(r["adds_per_s"] > 0 for r in rows)
-    assert "| writers |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| writers |" in out and "the check's share" in out and "LISTEN/NOTIFY" in out
     assert (tmp_path / "postgres.md").read_text().startswith("Latency per call")
 
 

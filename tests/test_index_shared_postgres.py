@@ -2,11 +2,14 @@
 process's commits: its position is kept in the records, each process applies the change
 log from there (one at a time) before it queries, a process killed with commits not yet
 in the index leaves nothing out, and the log is never pruned past what a registered index
-holds. On a real PostgreSQL server and a real ``chroma run`` server; the other process
-is a child on pipes, killed with ``SIGKILL``."""
+holds. On a real PostgreSQL server and a real ``chroma run`` server (and the Qdrant
+server at ``$QDRANT_URL`` when it is set); the other process is a child on pipes, killed
+with ``SIGKILL``."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import pathlib
 import signal
@@ -22,7 +25,6 @@ import mars_core
 from mars_core import MemoryStore
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
-from mars_core.index.chroma import ChromaIndex
 from mars_core.model import MemoryStatus
 from mars_core.storage import PostgresRecordStore
 
@@ -72,18 +74,25 @@ class Child:
             stream.close()
 
 
-@pytest.fixture
-def index_url(chroma_server: Any) -> str:
-    """A place of this test's own on the Chroma server."""
-    return (f"chroma://{chroma_server.host}:{chroma_server.port}"
-            f"?prefix=t{uuid.uuid4().hex[:12]}_")
+@pytest.fixture(params=["chroma", "qdrant-url"])
+def index_url(request: pytest.FixtureRequest) -> str:
+    """A place of this test's own on the session's Chroma server, or on the Qdrant server
+    at ``$QDRANT_URL`` when it is set (none can run here: skipped otherwise)."""
+    prefix = f"t{uuid.uuid4().hex[:12]}_"
+    if request.param == "qdrant-url":
+        url = os.environ.get("QDRANT_URL")
+        if not url:
+            pytest.skip("set QDRANT_URL (and QDRANT_API_KEY) to share a Qdrant server")
+        return f"qdrant+{url.rstrip('/')}?prefix={prefix}"
+    server: Any = request.getfixturevalue("chroma_server")
+    return f"chroma://{server.host}:{server.port}?prefix={prefix}"
 
 
 def _held(store: MemoryStore, text: str) -> set[str]:
     """The ids the server's index holds in "shared" near ``text`` (asked directly, not
     through retrieval, whose lexical half reads the records)."""
     vector = HashingEmbedder().embed([text])[0]
-    index: ChromaIndex = store._engine.index  # type: ignore[assignment]
+    index = store._engine.index
     return {i for i, _ in index.query("shared", MemoryStatus.ACTIVE, vector, 50)}
 
 
@@ -145,3 +154,49 @@ def test_the_log_is_never_pruned_past_a_registered_index(
     finally:
         store.close()
         records.close()
+
+
+def test_writes_commit_and_return_while_the_shared_index_is_away(
+        postgres_url: str, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Commits stand and return when the shared index cannot follow them (a WARNING,
+    tried again only FLUSH_AT changes later, not at every commit); queries raise until it
+    is back; an erasure returns its receipt saying so; close does not raise. A server of
+    this test's own, stopped half-way; then a new one is built from the records."""
+    from mars_core.bench.chroma_server import chroma_cli, chroma_server
+    from mars_core.engine.indexing import FLUSH_AT
+    from mars_core.errors import MarsBackendError
+
+    if chroma_cli() is None:
+        pytest.skip("needs the chroma CLI (mars-memory[chroma])")
+    with contextlib.ExitStack() as running:
+        server = running.enter_context(chroma_server(tmp_path))
+        index = f"chroma://{server.host}:{server.port}?prefix=away_"
+        store = MemoryStore.open(postgres_url, index=index, audit_key=KEY, clock=FakeClock())
+        try:
+            gone = store.add("Ana moved to Lisbon in May", namespace="shared")
+            assert _texts(store, "Ana Lisbon") == [gone.content]
+            running.close()  # the index server goes away
+            with caplog.at_level(logging.WARNING, logger="mars_core.engine.indexing"):
+                bulk = store.add_many([f"note {i} about trains" for i in range(FLUSH_AT)],
+                                      namespace="shared")  # past FLUSH_AT: it tries
+                kept = [store.add(f"a later note {i}", namespace="shared") for i in range(3)]
+                tried = [r for r in caplog.records if "could not follow" in r.getMessage()]
+                assert len(tried) == 1  # once, not at every commit
+                with pytest.raises(MarsBackendError):
+                    store.retrieve("trains", namespace="shared")
+                receipt = store.erase(gone.id, namespace="shared")
+                assert list(receipt.erased) == [gone.id]
+                assert "chroma: unreachable" in receipt.physical
+            store.close()
+        finally:
+            store.close()
+    with MemoryStore.open(postgres_url, index="numpy", audit_key=KEY) as check:  # all stood
+        ids = {n.id for n in check.list("shared")}
+        assert {n.id for n in bulk} | {n.id for n in kept} == ids and gone.id not in ids
+    (tmp_path / "again").mkdir()
+    with chroma_server(tmp_path / "again") as fresh, MemoryStore.open(
+            postgres_url, index=f"chroma://{fresh.host}:{fresh.port}?prefix=away_",
+            audit_key=KEY) as store:  # another server: built from the records
+        assert _texts(store, "a later note 2")[0] == "a later note 2"
+        assert gone.content not in _texts(store, "Ana Lisbon")
+        assert store.verify().ok

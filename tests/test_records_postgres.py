@@ -15,6 +15,7 @@ from mars_core.errors import (
     ConfigError,
     ConflictError,
     CorruptStoreError,
+    MarsBackendError,
     StorageUnavailableError,
     ValidationError,
 )
@@ -209,6 +210,25 @@ def test_writers_of_one_namespace_take_turns_and_of_others_do_not_wait(
             held.put_namespace(NamespaceRecord("a", version=1))
         with second.write() as tx:  # released at the commit: its version is the new one
             assert tx.lock_namespaces(["a", "b", "c"]) == {"a": 1, "b": 1, "c": 0}
+
+
+def test_a_statement_the_server_cancels_is_not_taken_for_a_lock_wait(
+        postgres_url: str) -> None:
+    """The server's statement_timeout (here shorter than lock_timeout) cancels a write
+    waiting for a namespace: a MarsBackendError that names it, not the ConflictError of
+    lock_timeout; nothing written."""
+    capped = f"{postgres_url}&options=-c%20statement_timeout%3D200"
+    with PostgresRecordStore(postgres_url) as first, \
+            PostgresRecordStore(capped, lock_timeout=60) as second:
+        with first.write() as held:
+            held.lock_namespaces(["a"])
+            with pytest.raises(MarsBackendError, match="statement_timeout") as caught, \
+                    second.write() as tx:
+                tx.put_namespace(NamespaceRecord("b", version=1))
+                tx.lock_namespaces(["a", "b"])
+            assert not isinstance(caught.value, ConflictError)
+        with second.read() as tx:
+            assert tx.namespace("b") is None
 
 
 def test_numbers_from_two_stores_never_collide(postgres_url: str) -> None:

@@ -1,16 +1,26 @@
 """``mars bench postgres``: PostgreSQL with a Chroma server against the SQLite default.
 
-Two sections, on a throwaway PostgreSQL server and a ``chroma run`` server the run
-starts on this machine (:mod:`mars_core.bench.postgres_server`,
-:mod:`mars_core.bench.chroma_server`), with the hashing embedder (the store is timed,
-not a model):
+Three sections, on a throwaway PostgreSQL server (durable: ``fsync`` on, as SQLite's
+``synchronous="full"`` is) and a ``chroma run`` server the run starts on this machine
+(:mod:`mars_core.bench.postgres_server`, :mod:`mars_core.bench.chroma_server`), with
+the hashing embedder (the store is timed, not a model):
 
 1. **Latency per call**: a store on PostgreSQL with the index on the Chroma server
    against the default store (``MemoryStore.open(path)``: SQLite with embedded Chroma),
    both filled with ``n`` memories, then in alternating blocks of ``block`` calls (so
    both see the same machine state): ``add``, ``retrieve`` and ``observe``. Medians in
    ms and the ratio PostgreSQL / SQLite per call.
-2. **Throughput of writer processes**: 1, 2, 4 and 8 processes (``--writers``), each on
+2. **The per-call namespace check**: how a process knows that another one changed a
+   namespace it has cached. A store on PostgreSQL reads each namespace's committed
+   version once per call (one read transaction) and reloads the namespace when it
+   moved. Measured: the check alone (in a row) and its query alone in autocommit (one
+   round trip, the floor); ``add`` and ``retrieve`` with it and with it turned off (not
+   safe beside other processes: the baseline), alternating call by call;
+   and what LISTEN/NOTIFY would cost instead: draining a listening connection before
+   each call, ``pg_notify`` in each commit, and how long after a commit returned the
+   notification reached the listener (the window in which a notification-only cache
+   would serve what another process had already changed or erased).
+3. **Throughput of writer processes**: 1, 2, 4 and 8 processes (``--writers``), each on
    a namespace of its own, each adding ``adds`` memories to the PostgreSQL store after
    a common start signal (a line on its stdin); adds per second over the whole run
    (from the signal to the last process's end), and the ratio to one process. A machine
@@ -34,6 +44,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +54,8 @@ from mars_core.bench.report import results_dir
 from mars_core.embeddings import HashingEmbedder
 from mars_core.store import MemoryStore
 
-__all__ = ["latency", "main", "run", "table", "throughput"]
+__all__ = ["latency", "main", "namespace_check", "notify_costs", "run", "table",
+           "throughput"]
 
 _WORDS = ("ana bo carla lisbon porto tea jazz river bridge meeting project deadline "
           "birthday dinner octopus nurse sister office train museum guitar garden").split()
@@ -110,6 +122,87 @@ def latency(stores: dict[str, MemoryStore], n: int, *, block: int,
     return out
 
 
+def namespace_check(url: str, n: int, *, calls: int) -> dict[str, Any]:
+    """Median ms of the per-call namespace version check alone, and of ``add`` and
+    ``retrieve`` with it and without it (one store of ``n``): the two alternate call by
+    call, in pairs whose order alternates too, so both meet the same machine; the
+    check's cost is the median of the pairs' differences."""
+    store = MemoryStore.open(url, audit_key=KEY, embedder=HashingEmbedder(), budget=10**9)
+    cache = store._engine.cache
+    check = cache._version  # the check every call makes (Engine._version)
+    assert check is not None, "a store on PostgreSQL checks its namespaces"
+    samples: dict[str, list[float]] = {f"{op} {mode}": [] for op in ("add", "retrieve")
+                                       for mode in ("with", "without")}
+    samples["check"] = []
+    try:
+        store.add_many(_texts(n), namespace="bench")
+        for i, text in enumerate(_texts(calls, seed=13)):
+            for op, call in (("add", partial(store.add, text, namespace="bench")),
+                             ("retrieve", partial(store.retrieve, text, namespace="bench",
+                                                  k=5))):
+                for mode in ("with", "without") if i % 2 else ("without", "with"):
+                    cache._version = check if mode == "with" else None
+                    samples[f"{op} {mode}"].append(_timed(call))
+        cache._version = check
+        # the check alone, in a row (between calls, the machine's scheduling of a process
+        # that has just computed a ranking weighs more than the round trips)
+        samples["check"] = [_timed(partial(check, "bench")) for _ in range(calls)]
+    finally:
+        cache._version = check
+        store.close()
+    samples["select"] = _bare_select(url, calls)
+    out: dict[str, Any] = {k: _ms(v) for k, v in samples.items()}
+    for op in ("add", "retrieve"):
+        paired = [a - b for a, b in zip(samples[f"{op} with"], samples[f"{op} without"],
+                                        strict=True)]
+        out[f"{op} cost"] = _ms(paired)
+        out[f"{op} share"] = out[f"{op} cost"] / out[f"{op} with"] if out[f"{op} with"] else 0.0
+    out["n"], out["calls"] = n, calls
+    return out
+
+
+def _bare_select(url: str, count: int) -> list[float]:
+    """Seconds of the check's query alone, one statement in autocommit (one round trip):
+    the floor under the check's read transaction."""
+    import psycopg
+
+    from mars_core.storage.postgres import _split
+
+    libpq, schema = _split(url)
+    with psycopg.connect(libpq, autocommit=True) as conn:
+        sql = f'SELECT version FROM "{schema}".namespaces WHERE name = %s'
+        return [_timed(partial(conn.execute, sql, ("bench",))) for _ in range(count)]
+
+
+def notify_costs(url: str, count: int) -> dict[str, Any]:
+    """What LISTEN/NOTIFY would cost instead of the check: median ms to drain a listening
+    connection before a call, of ``pg_notify`` in a commit, and the delay from a commit's
+    return to the listener holding its notification (median, 99th percentile, max)."""
+    import psycopg
+
+    from mars_core.storage.postgres import _split
+
+    libpq, _schema = _split(url)
+    drain, send, lag = [], [], []
+    with psycopg.connect(libpq, autocommit=True) as listener, \
+            psycopg.connect(libpq, autocommit=True) as writer:
+        listener.execute("LISTEN mars_bench")
+        for i in range(count):
+            drain.append(_timed(lambda: list(listener.notifies(timeout=0))))
+            with writer.transaction():
+                writer.execute("SELECT 1")
+                send.append(_timed(partial(writer.execute, "SELECT pg_notify('mars_bench', %s)",
+                                           (f"ns{i}",))))
+            returned = time.perf_counter()
+            if not list(listener.notifies(timeout=10, stop_after=1)):
+                raise RuntimeError("a notification did not arrive within 10 s")
+            lag.append(time.perf_counter() - returned)
+    lag.sort()
+    return {"drain": _ms(drain), "notify": _ms(send), "lag": _ms(lag),
+            "lag_p99": 1000 * lag[min(len(lag) - 1, int(0.99 * len(lag)))],
+            "lag_max": 1000 * lag[-1], "count": count}
+
+
 def throughput(url: str, index: str, writers: Sequence[int], adds: int) -> list[dict[str, Any]]:
     """Adds per second of ``w`` writer processes on distinct namespaces, for each ``w``."""
     env = {**os.environ, "MARS_EMBEDDER": "hashing"}
@@ -154,7 +247,7 @@ def run(n: int = 2000, *, block: int = 20, rounds: int = 5, adds: int = 200,
     """Both sections on servers started for the run."""
     os.environ.setdefault("MARS_EMBEDDER", "hashing")
     with tempfile.TemporaryDirectory(prefix="mars-bench-pg-") as tmp, \
-            postgres_server() as pg, chroma_server(Path(tmp)) as chroma:
+            postgres_server(durable=True) as pg, chroma_server(Path(tmp)) as chroma:
         url = pg.url()
         index = f"chroma://{chroma.host}:{chroma.port}?prefix=bench_"
         stores = {"sqlite+chroma": MemoryStore.open(Path(tmp) / "sqlite", audit_key=KEY,
@@ -167,10 +260,13 @@ def run(n: int = 2000, *, block: int = 20, rounds: int = 5, adds: int = 200,
         finally:
             for store in stores.values():
                 store.close()
+        check = namespace_check(url + "&schema=checks", n, calls=3 * block * rounds)
+        check["notify"] = notify_costs(url, block * rounds)
         tput = throughput(url + "&schema=writers",
                           f"chroma://{chroma.host}:{chroma.port}?prefix=writers_",
                           writers, adds)
-    return {"machine": {"cpus": os.cpu_count()}, "latency": lat, "throughput": tput}
+    return {"machine": {"cpus": os.cpu_count()}, "latency": lat, "check": check,
+            "throughput": tput}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -182,6 +278,24 @@ def table(result: dict[str, Any]) -> str:
     for op in ("add", "retrieve", "observe"):
         lines.append(f"| {op} | {lat['sqlite+chroma'][op]:.2f} | "
                      f"{lat['postgres+chroma-server'][op]:.2f} | {lat['ratio'][op]:.2f} |")
+    check = result["check"]
+    notify = check["notify"]
+    lines += ["", f"The per-call namespace version check, PostgreSQL + numpy, median ms "
+                  f"({check['calls']} calls each, store of {check['n']}):", "",
+              "| call | with the check | without (not safe beside other processes) | "
+              "paired difference | the check's share |", "|---|---|---|---|---|"]
+    for op in ("add", "retrieve"):
+        lines.append(f"| {op} | {check[op + ' with']:.2f} | {check[op + ' without']:.2f} | "
+                     f"{check[op + ' cost']:.2f} | {100 * check[op + ' share']:.1f}% |")
+    lines += ["", f"The check alone, {check['calls']} in a row: {check['check']:.3f} ms (one "
+                  f"read transaction per namespace per call: BEGIN, SELECT, COMMIT); its "
+                  f"SELECT alone in autocommit (one round trip): {check['select']:.3f} ms. "
+                  f"LISTEN/NOTIFY instead: draining the listener "
+                  f"before a call {notify['drain']:.4f} ms, pg_notify in a commit "
+                  f"{notify['notify']:.3f} ms, the notification reached the listener "
+                  f"{notify['lag']:.3f} ms after the commit returned (99th percentile "
+                  f"{notify['lag_p99']:.3f} ms, max {notify['lag_max']:.3f} ms, "
+                  f"{notify['count']} commits)."]
     lines += ["", f"Writer processes on distinct namespaces ({result['machine']['cpus']} "
                   "cores), PostgreSQL + Chroma server:", "",
               "| writers | adds | s | adds/s | vs one |", "|---|---|---|---|---|"]

@@ -5,7 +5,8 @@
 ``/usr/lib/postgresql/<version>/bin``, newest first) on a fresh cluster in a temporary
 directory: it listens on a Unix socket in that directory and on ``127.0.0.1`` at a free
 port, trusts local logins of its one role (``mars``), keeps nothing durable (``fsync``
-off: a test server), and is stopped (a fast shutdown) and removed on exit.
+off: a test server; ``durable=True`` for a benchmark keeps it on), and is stopped (a fast
+shutdown) and removed on exit.
 
 PostgreSQL refuses to run as root. Run as root, the cluster belongs to an unprivileged
 user instead (:func:`server_user`: ``nobody``, else ``postgres``) and both programs run
@@ -142,8 +143,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def postgres_server(*, timeout: float = START_TIMEOUT) -> Iterator[PostgresServer]:
+def postgres_server(*, timeout: float = START_TIMEOUT,
+                    durable: bool = False) -> Iterator[PostgresServer]:
     """A fresh PostgreSQL server in a temporary directory, stopped and removed on exit.
+
+    Args:
+        timeout: seconds to wait for its first connection.
+        durable: keep the server's defaults, ``fsync`` and ``full_page_writes`` on, so
+            that a commit waits for the disk as a production server's does (what a
+            benchmark against SQLite's ``synchronous="full"`` needs); by default they
+            are off (a test server: faster, nothing survives a crash of the machine).
 
     Raises:
         ExtraNotInstalledError: no server binaries (``initdb``), or psycopg missing.
@@ -175,7 +184,8 @@ def postgres_server(*, timeout: float = START_TIMEOUT) -> Iterator[PostgresServe
             proc = subprocess.Popen(
                 [str(binaries / "postgres"), "-D", str(server.data), "-k", str(base),
                  "-p", str(server.port), "-c", "listen_addresses=127.0.0.1",
-                 "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300"],
+                 *([] if durable else ["-c", "fsync=off", "-c", "full_page_writes=off"]),
+                 "-c", "max_connections=300"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 cwd=base, user=uid, group=gid, extra_groups=groups)
         try:

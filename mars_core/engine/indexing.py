@@ -81,6 +81,7 @@ class IndexSync:
         self._new: set[str] = set()  # ids of _rows the index has never held
         self._gone: dict[str, str] = {}  # ids to delete, with their namespace
         self._last = 0  # the change number the buffer reaches
+        self._retry_at = 0  # a shared index that was away: the change to try again at
         # several processes write the records and share a persistent index (a server):
         # the index's position is in the records, and one of them at a time applies
         # the change log from there (see the module)
@@ -226,6 +227,20 @@ class IndexSync:
             return 0
         return count
 
+    def _sync_after_commit(self) -> bool:
+        """Apply the change log to a shared index after commits (or at a close): a
+        failure is logged, not raised, since the commits stand (as for a private index,
+        :meth:`_flush_buffer`); the next query catches the index up, or raises while it
+        is still away. Whether the index is current."""
+        try:
+            self.sync_shared()
+        except MarsBackendError as exc:
+            self.behind = True
+            log.warning("the shared vector index could not follow committed writes (%s); "
+                        "it is caught up from the records before the next query", exc)
+            return False
+        return True
+
     def compact(self, namespaces: Sequence[str]) -> str:
         """Rewrite the namespaces' partitions without deleted vectors (after an
         erasure); a shared index does it holding the index, so no other process
@@ -283,8 +298,9 @@ class IndexSync:
                 self._prune(last)
             return
         if self.shared:  # the change log has it: applied before the next query
-            if last - self.applied >= FLUSH_AT:
-                self.sync_shared()
+            if last - self.applied >= FLUSH_AT and last >= self._retry_at and \
+                    not self._sync_after_commit():  # away: try again FLUSH_AT changes on
+                self._retry_at = last + FLUSH_AT
             return
         if self.behind:  # a failed write: the change log has it all
             return
@@ -359,10 +375,10 @@ class IndexSync:
         if not self.writer:
             return
         if self.shared:
-            self.sync_shared()
-            self.index.mark(self.applied)
-            self.marked = self.applied
-            self._prune(self.applied)
+            if self._sync_after_commit():
+                self.index.mark(self.applied)
+                self.marked = self.applied
+                self._prune(self.applied)
             return
         if self._rows or self._gone:
             self._flush_buffer()

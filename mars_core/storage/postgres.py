@@ -26,7 +26,9 @@ stores can share one database, beside LangGraph's or anyone's tables.
   connection was lost during the commit itself: the message says the outcome is then
   unknown); a lock held past ``lock_timeout`` is
   :class:`~mars_core.errors.ConflictError`; a deadlock the server broke is
-  :class:`~mars_core.errors.ConcurrentWriteError` (nothing written: repeat the call).
+  :class:`~mars_core.errors.ConcurrentWriteError` (nothing written: repeat the call); a
+  statement the server canceled (its ``statement_timeout``) is
+  :class:`~mars_core.errors.MarsBackendError` (nothing written).
 * **Erasure.** Deleted rows are gone from every query at once; the store then runs
   ``VACUUM`` on the tables that held text, so their dead row versions are removed once
   no open transaction still sees them. PostgreSQL does not overwrite freed space: the
@@ -54,7 +56,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, cast
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from mars_core._guard import guarded
 from mars_core.audit import AuditEvent, canonical_json
@@ -78,7 +80,8 @@ if TYPE_CHECKING:
     import psycopg_pool
 
 __all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "PostgresRecordStore",
-           "is_postgres_url", "migrate", "schema_version", "shown_url"]
+           "discard_empty_store", "holds_store", "is_postgres_url", "migrate",
+           "schema_version", "shown_url"]
 
 SCHEMA_VERSION = 1
 """The version of the schema below; older ones are migrated by :func:`migrate`."""
@@ -176,7 +179,10 @@ def _split(url: str) -> tuple[str, str]:
     if not _SCHEMA_NAME.fullmatch(schema):
         raise ValidationError(f"schema={schema!r}: a schema name is a lower-case SQL "
                               "identifier (letters, digits, _; at most 63)")
-    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    # libpq's parameters go on exactly as written (re-encoding them would turn a %20
+    # into a "+", which libpq does not read as a space)
+    rest = "&".join(item for item in parts.query.split("&")
+                    if item and unquote(item.partition("=")[0]) != "schema")
     return urlunsplit(("postgresql", parts.netloc, parts.path, rest, parts.fragment)), schema
 
 
@@ -233,11 +239,16 @@ def _errors(where: str, conn: Any = None, *, committing: bool = False) -> Iterat
     except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 text holds it
         raise ValidationError(f"a value written to the record store at {where} is not "
                               "valid Unicode (a lone surrogate); nothing was written") from exc
-    except (errors.LockNotAvailable, errors.QueryCanceled) as exc:
+    except errors.LockNotAvailable as exc:
         raise ConflictError(
             f"the record store at {where}: another writer held what this call writes "
             "longer than lock_timeout; nothing was written: retry (or raise "
             "lock_timeout)") from exc
+    except errors.QueryCanceled as exc:  # statement_timeout, or pg_cancel_backend()
+        raise MarsBackendError(
+            f"the PostgreSQL server of {where} canceled a statement ({str(exc).strip()}): "
+            "its statement_timeout (or an administrator) stopped it; nothing was written: "
+            "retry, or raise statement_timeout for the store's role") from exc
     except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
         raise ConcurrentWriteError(
             f"the record store at {where} broke a tie between two writers; nothing was "
@@ -688,8 +699,10 @@ def _check_version(version: int, location: str) -> None:
             "(with the password in the URL or in $PGPASSWORD)")
 
 
-def schema_version(url: str, *, connect_timeout: float = 10.0) -> int:
-    """The schema version of the store at ``url`` (0: none there).
+@contextlib.contextmanager
+def _connection(url: str, connect_timeout: float) -> Iterator[tuple[Any, str, str]]:
+    """``(a connection in autocommit mode, the schema, the URL shown)`` for a look at
+    the store at ``url``, closed afterwards.
 
     Raises:
         StorageUnavailableError: the server cannot be reached.
@@ -706,9 +719,67 @@ def schema_version(url: str, *, connect_timeout: float = 10.0) -> int:
                                       f"{location}: {str(exc).strip()}") from exc
     try:
         with _errors(location, conn):
-            return _version(conn, schema)
+            yield conn, schema, location
     finally:
         conn.close()
+
+
+def schema_version(url: str, *, connect_timeout: float = 10.0) -> int:
+    """The schema version of the store at ``url`` (0: none there).
+
+    Raises:
+        StorageUnavailableError: the server cannot be reached.
+        ValidationError: a bad URL.
+    """
+    with _connection(url, connect_timeout) as (conn, schema, _location):
+        return _version(conn, schema)
+
+
+def holds_store(url: str, *, connect_timeout: float = 10.0) -> bool:
+    """Whether the schema ``url`` names holds a store: its tables and a manifest (the
+    tables alone are what a copy or an import that failed leaves: no store). Nothing is
+    created.
+
+    Raises:
+        StorageUnavailableError: the server cannot be reached.
+        ValidationError: a bad URL.
+    """
+    with _connection(url, connect_timeout) as (conn, schema, _location):
+        if _version(conn, schema) == 0:
+            return False
+        row = conn.execute(f'SELECT 1 FROM "{schema}".meta WHERE key = %s',
+                           ("manifest",)).fetchone()
+        return row is not None
+
+
+_ROWS = ("memories", "namespaces", "audit", "edges")
+"""The tables whose rows make a store more than its manifest."""
+
+
+def discard_empty_store(url: str, *, connect_timeout: float = 10.0) -> bool:
+    """Take a store that holds nothing but its manifest off ``url`` again (what a
+    command that created it and then failed does): its ``meta`` rows go, the tables
+    stay, and the next open creates a store anew. A store with any memory, namespace,
+    audit event or edge is left as it is.
+
+    Returns:
+        Whether a store was discarded.
+
+    Raises:
+        StorageUnavailableError: the server cannot be reached.
+        ValidationError: a bad URL.
+    """
+    with _connection(url, connect_timeout) as (conn, schema, _location), conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(schema, "schema"),))
+        if _version(conn, schema) == 0:
+            return False
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_key(schema, "manifest"),))
+        for table in _ROWS:
+            if conn.execute(f'SELECT 1 FROM "{schema}".{table} LIMIT 1').fetchone():
+                return False
+        done = conn.execute(f'DELETE FROM "{schema}".meta WHERE key <> %s',
+                            ("schema_version",))
+        return bool(done.rowcount)
 
 
 def migrate(url: str, *, connect_timeout: float = 10.0) -> tuple[int, int]:

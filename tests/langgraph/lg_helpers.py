@@ -6,17 +6,26 @@ import numpy as np
 
 from mars_core import MemoryStore
 from mars_core.model import MemoryStatus
-from mars_core.storage import SQLiteRecordStore
+from mars_core.storage import PostgresRecordStore, SQLiteRecordStore
 
 __all__ = ["indexed_ids", "raw_text"]
 
 
 def raw_text(memory: MemoryStore) -> str:
     """Everything the store's system of record holds, as one string: every row of every
-    table of its SQLite record store (memories, statistics, edges, audit events,
-    namespace records with their policy state and preferences, the manifest, the change
-    log), dumped as SQL."""
+    table of its record store (memories, statistics, edges, audit events, namespace
+    records with their policy state and preferences, the manifest, the change log):
+    SQLite's file dumped as SQL, or every row of the PostgreSQL schema's tables as the
+    server returns them (what no query can reach — dead row versions, the WAL — is the
+    documented limit of an erasure there: ``purges_on_erase`` is False)."""
     records = memory._engine.records
+    if isinstance(records, PostgresRecordStore):
+        with memory._lock, records._pool.connection() as conn:
+            tables = [r[0] for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename",
+                (records.schema,)).fetchall()]
+            return "\n".join(repr(row) for table in tables for row in conn.execute(
+                f'SELECT * FROM "{records.schema}"."{table}"').fetchall())
     assert isinstance(records, SQLiteRecordStore), records
     with memory._lock, records._lock:
         return "\n".join(records._conn.iterdump())

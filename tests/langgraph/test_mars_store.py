@@ -53,7 +53,8 @@ NAMESPACES = [  # LangGraph's test_list_namespaces_basic
 
 
 KINDS = [k for k in ("ram", "sqlite", "chroma", "chroma-http", "qdrant",
-                      *(["qdrant-url"] if os.environ.get("QDRANT_URL") else []))
+                      *(["qdrant-url"] if os.environ.get("QDRANT_URL") else []),
+                      "postgres", "postgres-chroma")
          if not os.environ.get("MARS_TEST_BACKENDS")
          or k in os.environ["MARS_TEST_BACKENDS"].split(",")]
 """Every kind of the store matrix (``tests/conftest.py``'s ``store_kind``): the erasure
