@@ -312,7 +312,8 @@ class ChromaIndex(IndexBase):
 
     def __init__(self, client: Any = None, *, path: str | os.PathLike[str] | None = None,
                  host: str | None = None, port: int | None = None,
-                 prefix: str = "mars_", max_loaded_collections: int = 32) -> None:
+                 prefix: str = "mars_", max_loaded_collections: int = 32,
+                 sync_threshold: int = 2) -> None:
         if sum(x is not None for x in (client, path, host)) > 1:
             raise ValidationError("pass at most one of client=, path= and host=")
         if port is not None and host is None:
@@ -324,6 +325,11 @@ class ChromaIndex(IndexBase):
                 max_loaded_collections, int) or max_loaded_collections < 1:
             raise ValidationError("max_loaded_collections must be a positive int, not "
                                   f"{max_loaded_collections!r}")
+        if isinstance(sync_threshold, bool) or not isinstance(sync_threshold, int) or \
+                sync_threshold < 2:
+            raise ValidationError(f"sync_threshold must be an int >= 2 (Chroma's minimum), "
+                                  f"not {sync_threshold!r}")
+        self._sync_threshold = sync_threshold
         self._lock = threading.RLock()
         self._closed = False
         self._prefix = prefix
@@ -431,7 +437,8 @@ class ChromaIndex(IndexBase):
                 if not create:
                     return None
                 handle = self._client.get_or_create_collection(
-                    name, configuration={"hnsw": {"space": "cosine"}},
+                    name, configuration={"hnsw": {"space": "cosine",
+                                                  "sync_threshold": self._sync_threshold}},
                     metadata={"mars_dim": self.dim or 1}, embedding_function=None)
         self._handles[name] = handle
         self._used.add(name)
