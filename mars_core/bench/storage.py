@@ -24,7 +24,11 @@ machines are noisy, so compare ratios, not absolute numbers across runs):
    needs), and a small one (1,000 memories, 10 namespaces): a fresh process times
    ``MemoryStore.open`` + the first ``retrieve`` in one namespace (after importing the
    libraries, which is timed apart) and reports its peak RSS. The RSS of a process that
-   serves one namespace should not grow with the store.
+   serves one namespace should not grow with the store. With the Chroma index, a fresh
+   process running raw ``chromadb`` on the directory the store wrote
+   (``PersistentClient``, ``get_collection`` of that namespace's collection, one query)
+   is Chroma's own floor on identical data; store and floor probes alternate, and each
+   figure is the median of their rounds.
 4. **Memory at n in one namespace**: peak RSS of a process that opens the store and
    retrieves once, against a process that opens the raw chromadb collection with the
    same vectors and queries it once.
@@ -243,14 +247,20 @@ def _model() -> Embedder | None:
 
 # --- 3. and 4. processes that open a store -----------------------------------------------------
 
+_SCALE_QUERY = "the weekend dinner at the museum"
+
 _PROBE = textwrap.dedent("""
     import json, resource, sys, time
     kind, path, namespace = sys.argv[1], sys.argv[2], sys.argv[3]
+    QUERY, K = sys.argv[4], int(sys.argv[5])
     t0 = time.perf_counter()
-    if kind == "raw":
+    if kind in ("raw", "rawdir"):
         import chromadb
         from chromadb.config import Settings
         import numpy as np
+        if kind == "rawdir":  # the query's vector, computed before the clock starts
+            from mars_core import HashingEmbedder
+            vec = HashingEmbedder().embed([QUERY])[0]
     else:
         from mars_core import MemoryStore, HashingEmbedder
         import chromadb  # the index's client: imported before the clock starts
@@ -261,9 +271,14 @@ _PROBE = textwrap.dedent("""
             anonymized_telemetry=False)).get_collection("raw", embedding_function=None)
         vec = np.asarray(col.get(ids=["0"], include=["embeddings"])["embeddings"][0])
         hits = len(col.query(query_embeddings=[vec.tolist()], n_results=10)["ids"][0])
+    elif kind == "rawdir":  # chromadb alone on the directory the store wrote
+        col = chromadb.PersistentClient(path=path, settings=Settings(
+            anonymized_telemetry=False)).get_collection(namespace, embedding_function=None)
+        hits = len(col.query(query_embeddings=[vec.tolist()], n_results=K,
+                             include=["distances"])["ids"][0])
     else:
         store = MemoryStore.open(path, embedder=HashingEmbedder())
-        hits = len(store.retrieve("the weekend dinner at the museum", namespace=namespace,
+        hits = len(store.retrieve(QUERY, namespace=namespace,
                                   read_only=True, relative_cutoff=0, k=10))
     opened = time.perf_counter() - t0
     # this process's own high-water mark (VmHWM, kB): ru_maxrss would include the RSS
@@ -279,7 +294,8 @@ _PROBE = textwrap.dedent("""
 def _probe(kind: str, path: Path, namespace: str = "default") -> dict[str, Any]:
     """Run the probe in a fresh process; its JSON report."""
     env = {**os.environ, "MARS_EMBEDDER": "hashing"}
-    done = subprocess.run([sys.executable, "-c", _PROBE, kind, str(path), namespace],
+    done = subprocess.run([sys.executable, "-c", _PROBE, kind, str(path), namespace,
+                           _SCALE_QUERY, str(_QUERY_K)],
                           capture_output=True, text=True, env=env, check=False, timeout=3600)
     if done.returncode != 0:
         raise RuntimeError(f"the probe failed: {done.stderr[-2000:]}")
@@ -287,38 +303,84 @@ def _probe(kind: str, path: Path, namespace: str = "default") -> dict[str, Any]:
     return report
 
 
-def _bulk_load(path: Path, total: int, namespaces: int, index: IndexKind) -> float:
-    """A store of ``total`` memories over ``namespaces`` namespaces; seconds taken."""
+def _bulk_load(path: Path, total: int, namespaces: int, index: IndexKind,
+               progress: ProgressFn | None = None) -> float:
+    """A store of ``total`` memories over ``namespaces`` namespaces, one ``add_many``
+    (one transaction) per namespace; seconds taken. Every namespace holds the same
+    texts, so their vectors are computed once (the hashing embedder's, under its name:
+    the store is the one a hashing embedder would have written). ``progress``: stage
+    ``load``, per namespace."""
     per = max(1, total // namespaces)
     texts = make_texts(per, seed=31)
+    embedder = TableEmbedder(texts)
     t0 = time.perf_counter()
-    with MemoryStore.open(path, index=index, embedder=HashingEmbedder(), budget=10**9,
+    report(progress, "load", 0, namespaces)
+    with MemoryStore.open(path, index=index, embedder=embedder, budget=10**9,
                           nlp="off", sensitivity_scoring=False, cache_namespaces=8) as store:
         for ns in range(namespaces):
             store.add_many(texts, namespace=f"user-{ns:06d}")
+            report(progress, "load", ns + 1, namespaces)
     return time.perf_counter() - t0
 
 
 _SMALL = 1_000
 """Memories of the scale section's small store (over 10 namespaces)."""
 
+_ROUNDS = 3
+"""Probes of each store (and of raw chromadb on its directory) in the scale section."""
 
-def scale(big: int, namespaces: int, *, index: IndexKind, workdir: Path) -> dict[str, Any]:
-    """Section 3 (see the module)."""
+
+def _median_probe(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The median of each figure of several probes, and every run's time."""
+    return {"import_s": statistics.median(r["import_s"] for r in runs),
+            "open_retrieve_s": statistics.median(r["open_retrieve_s"] for r in runs),
+            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+            "hits": min(r["hits"] for r in runs),
+            "runs_s": [r["open_retrieve_s"] for r in runs]}
+
+
+def _chroma_floor(path: Path, namespace: str) -> tuple[Path, str]:
+    """The Chroma directory of the store at ``path`` and the collection of
+    ``namespace``'s active memories (what raw chromadb opens and queries)."""
+    from mars_core.index.chroma import partition_name
+    from mars_core.layout import INDEX_DIR
+    from mars_core.model import MemoryStatus
+
+    return path / INDEX_DIR / "chroma", partition_name("mars_", namespace,
+                                                       MemoryStatus.ACTIVE)
+
+
+def scale(big: int, namespaces: int, *, index: IndexKind, workdir: Path,
+          rounds: int = _ROUNDS, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Section 3 (see the module): each store probed ``rounds`` times, and with the
+    Chroma index, raw chromadb on the same directory between them (medians)."""
     small_path, big_path = workdir / f"small-{index}", workdir / f"big-{index}"
     small_load = _bulk_load(small_path, _SMALL, 10, index)
-    big_load = _bulk_load(big_path, big, namespaces, index)
-    # the first open after a bulk load may pay an index's one-time work on its own write
-    # log (Chroma); the second is what every later process pays: both are reported
-    first_small = _probe("store", small_path, "user-000003")
-    first_large = _probe("store", big_path, f"user-{namespaces // 2:06d}")
-    small = _probe("store", small_path, "user-000003")
-    large = _probe("store", big_path, f"user-{namespaces // 2:06d}")
-    return {"index": index, "big": big, "small_n": _SMALL, "namespaces": namespaces,
-            "small_load_s": small_load, "big_load_s": big_load, "small": small,
-            "large": large, "first_small": first_small, "first_large": first_large,
-            "open_ratio": large["open_retrieve_s"] / small["open_retrieve_s"],
-            "rss_ratio": large["peak_rss_mb"] / small["peak_rss_mb"]}
+    big_load = _bulk_load(big_path, big, namespaces, index, progress)
+    small_ns, big_ns = "user-000003", f"user-{namespaces // 2:06d}"
+    # the first open after a bulk load may pay one-time work (an index's own write log,
+    # moving an older layout's state into the records): both are reported
+    first_small = _probe("store", small_path, small_ns)
+    first_large = _probe("store", big_path, big_ns)
+    runs: dict[str, list[dict[str, Any]]] = {"small": [], "large": [], "raw_small": [],
+                                             "raw_large": []}
+    for _ in range(rounds):  # interleaved: ours, then Chroma's floor on the same files
+        for size, path, ns in (("small", small_path, small_ns), ("large", big_path, big_ns)):
+            runs[size].append(_probe("store", path, ns))
+            if index == "chroma":
+                runs[f"raw_{size}"].append(_probe("rawdir", *_chroma_floor(path, ns)))
+    out = {"index": index, "big": big, "small_n": _SMALL, "namespaces": namespaces,
+           "small_load_s": small_load, "big_load_s": big_load, "rounds": rounds,
+           "first_small": first_small, "first_large": first_large,
+           **{k: _median_probe(v) for k, v in runs.items() if v}}
+    out["open_ratio"] = out["large"]["open_retrieve_s"] / out["small"]["open_retrieve_s"]
+    out["rss_ratio"] = out["large"]["peak_rss_mb"] / out["small"]["peak_rss_mb"]
+    if index == "chroma":
+        out["floor_ratio"] = (out["large"]["open_retrieve_s"]
+                              / out["raw_large"]["open_retrieve_s"])
+        out["floor_ratio_small"] = (out["small"]["open_retrieve_s"]
+                                    / out["raw_small"]["open_retrieve_s"])
+    return out
 
 
 def memory(n: int, *, workdir: Path) -> dict[str, Any]:
@@ -422,6 +484,14 @@ def table(result: dict[str, Any]) -> str:
                       f"{s['first_small']['open_retrieve_s']:.3f} s); peak RSS "
                       f"{s['large']['peak_rss_mb']:.0f} vs {s['small']['peak_rss_mb']:.0f} MB "
                       f"({s['rss_ratio']:.2f}x); imports {s['large']['import_s']:.2f} s apart"]
+        if "raw_large" in s:
+            lines.append(
+                f"raw chromadb on the same directories (a fresh process: client, "
+                f"get_collection, one query): {s['raw_large']['open_retrieve_s']:.3f} s "
+                f"({s['big']} memories) and {s['raw_small']['open_retrieve_s']:.3f} s "
+                f"({s['small_n']}); the store's open + first retrieve is "
+                f"{s['floor_ratio']:.2f}x and {s['floor_ratio_small']:.2f}x that floor "
+                f"(medians of {s.get('rounds', 1)} interleaved probes)")
     return "\n".join(lines)
 
 
