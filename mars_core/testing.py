@@ -394,6 +394,35 @@ class RecordStoreConformance(abc.ABC):
             with records.read() as tx:
                 assert tx.index_positions() == {"chroma@http://a:1": 7,
                                                 "qdrant@http://b:2": 2}
+                assert tx.index_stamps() == {"chroma@http://a:1": "",
+                                             "qdrant@http://b:2": ""}
+
+    def test_index_stamps_stay_beside_their_positions(self, tmp_path: pathlib.Path) -> None:
+        """A stamp (which may hold spaces) is kept until another is given; a dropped
+        index is gone; a read transaction writes none of it."""
+        stamp = "store-1:model name:8:0#4f2a"
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:
+                tx.set_index_position("chroma@/a", 3, stamp)
+                tx.set_index_position("chroma@/b", 1, "")
+            with records.write() as tx:
+                tx.set_index_position("chroma@/a", 9)  # None: keeps the recorded stamp
+                tx.set_index_position("chroma@/b", 2, "store-1:m:8:1#77")
+            with records.read() as tx:
+                assert tx.index_positions() == {"chroma@/a": 9, "chroma@/b": 2}
+                assert tx.index_stamps() == {"chroma@/a": stamp, "chroma@/b": "store-1:m:8:1#77"}
+                writes: list[Callable[[], None]] = [
+                    lambda: tx.set_index_position("chroma@/a", 10, "x"),
+                    lambda: tx.drop_index_position("chroma@/a")]
+                for call in writes:
+                    with _raises(ConflictError):
+                        call()
+            with records.write() as tx:
+                tx.drop_index_position("chroma@/a")
+                tx.drop_index_position("never-registered")
+            with records.read() as tx:
+                assert tx.index_positions() == {"chroma@/b": 2}
+                assert tx.index_stamps() == {"chroma@/b": "store-1:m:8:1#77"}
 
     def test_next_counter_gives_fresh_numbers(self, tmp_path: pathlib.Path) -> None:
         path = tmp_path / "records"
@@ -911,18 +940,33 @@ class VectorIndexConformance(abc.ABC):
 
     # --- helpers ------------------------------------------------------------------------
 
+    @property
+    def recorded(self) -> dict[str, int]:
+        """The positions this test's "record store" keeps, by stamp (see :meth:`mark`)."""
+        if "_recorded" not in self.__dict__:
+            self._recorded: dict[str, int] = {}
+        return self._recorded
+
     @contextlib.contextmanager
     def open_index(self, path: pathlib.Path, source: _Source | None = None,
                    identity: str | None = None) -> Iterator[tuple[VectorIndex, _Source]]:
-        """:meth:`make_index`, bound to ``source`` (a fresh one by default), then closed;
-        what the bind returned is in ``self.applied``."""
+        """:meth:`make_index`, bound to ``source`` (a fresh one by default) and the
+        positions :meth:`mark` recorded, then closed; what the bind returned is in
+        ``self.applied``."""
         source = source if source is not None else _Source()
         index = self.make_index(path)
         try:
-            self.applied = index.bind(identity or self.identity, self.dim, source)
+            self.applied = index.bind(identity or self.identity, self.dim, source,
+                                      self.recorded)
             yield index, source
         finally:
             index.close()
+
+    def mark(self, index: VectorIndex, applied: int) -> None:
+        """What a store does once the index holds every change up to ``applied``: tell
+        the index, then record the position beside the index's stamp."""
+        index.mark(applied)
+        self.recorded[index.stamp] = applied
 
     def vector(self, *head: float) -> Vector:
         """A unit vector of the test dimension starting with ``head`` (zeros after)."""
@@ -1193,8 +1237,8 @@ class VectorIndexConformance(abc.ABC):
             if not index.capabilities.persistent:
                 _skip("the index is not persistent")
             self.write(index, source, [self.row(0), self.row(1, status=ARCHIVED)])
-            index.mark(7)
-            index.mark(12)
+            self.mark(index, 7)
+            self.mark(index, 12)
         with self.open_index(path) as (index, source):
             assert self.applied == 12
             assert self.found(index, "ns-a") == [_uid(0)]
@@ -1206,6 +1250,35 @@ class VectorIndexConformance(abc.ABC):
             assert self.applied == 0
             assert self.found(index, "ns-a") == []
 
+    def test_only_the_position_recorded_under_its_stamp_is_trusted(
+            self, tmp_path: pathlib.Path) -> None:
+        """The records keep the position beside the index's stamp (its identity and an
+        epoch); emptying the index draws a new epoch, so a position recorded before
+        never claims what the index no longer holds."""
+        path = tmp_path / "index"
+        with self.open_index(path) as (index, source):
+            if not index.capabilities.persistent:
+                _skip("the index is not persistent")
+            first = index.stamp
+            assert first.startswith(self.identity + "#"), first
+            self.write(index, source, [self.row(0)])
+            self.mark(index, 4)
+        self.recorded["conformance-store:v1#another-index"] = 9  # not this index's
+        with self.open_index(path) as (index, _):
+            assert (self.applied, index.stamp) == (4, first)
+            index.clear()
+            assert index.stamp not in ("", first)
+        with self.open_index(path) as (index, _):
+            assert self.applied == 0  # 4 was recorded for what the index held before
+            assert self.found(index, "ns-a") == []
+        index = self.make_index(path)
+        try:
+            for bad in ({first: -1}, {first: True}, {1: 2}):
+                with _raises(ValidationError):
+                    index.bind(self.identity, self.dim, _Source(), bad)  # type: ignore[arg-type]
+        finally:
+            index.close()
+
     def test_another_stores_entries_are_refused_or_replaced(
             self, tmp_path: pathlib.Path) -> None:
         """A shared index (a server) refuses to wipe another store's entries; a private
@@ -1215,7 +1288,7 @@ class VectorIndexConformance(abc.ABC):
             if not index.capabilities.persistent:
                 _skip("the index is not persistent")
             self.write(index, source, [self.row(0)])
-            index.mark(3)
+            self.mark(index, 3)
             shared = index.capabilities.shared
         other = self.make_index(path)
         try:
@@ -1237,7 +1310,7 @@ class VectorIndexConformance(abc.ABC):
             self.write(index, source, [self.row(0), self.row(1, status=ARCHIVED),
                                        self.row(2, "ns-b")])
             assert self.found(index, "ns-b") == [_uid(2)]
-            index.mark(5)
+            self.mark(index, 5)
             source.rows.clear()  # a rebuild would follow from the (now empty) records
             index.clear()
             for ns in ("ns-a", "ns-b"):

@@ -268,3 +268,110 @@ def test_prefixes_keep_stores_apart_on_one_client() -> None:
             two.clear()
             assert [i for i, _ in one.query("u1", ACTIVE, vec(1.0), 3)] == [uid(1)]
             assert two.query("u1", ACTIVE, vec(1.0), 3) == []
+
+
+# --- stamps, and the state an index kept before the records kept its position ---------------
+
+
+def write_old_state(path: pathlib.Path, identity: str, applied: int,
+                    prefix: str = "mars_") -> None:
+    """The state collection as releases before stamps wrote it: an empty-metadata
+    collection holding one record with the index's identity and mark (raw chromadb)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(path),
+                                       settings=Settings(anonymized_telemetry=False))
+    try:
+        client.delete_collection(prefix + "state")
+        col = client.create_collection(prefix + "state", metadata={"mars_dim": 4},
+                                       configuration={"hnsw": {"space": "cosine"}},
+                                       embedding_function=None)
+        col.upsert(ids=["state"], embeddings=[[1.0]],
+                   metadatas=[{"identity": identity, "applied": applied}])
+    finally:
+        client.close()
+
+
+def drop_old_state_record(path: pathlib.Path, prefix: str = "mars_") -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(path),
+                                       settings=Settings(anonymized_telemetry=False))
+    try:
+        client.get_collection(prefix + "state", embedding_function=None).delete(ids=["state"])
+    finally:
+        client.close()
+
+
+def test_the_stamp_is_catalogue_metadata_and_a_mark_writes_nothing(
+        tmp_path: pathlib.Path) -> None:
+    """The state collection holds no record: the stamp is its metadata, which Chroma
+    reads from its catalogue without loading the collection."""
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("s:v1", 4, lambda ns: [])
+        index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})], new=True)
+        index.mark(5)
+        state = index._client.get_collection("mars_state", embedding_function=None)
+        assert state.metadata["mars_stamp"] == index.stamp and state.count() == 0
+
+
+def test_an_index_written_before_stamps_gives_its_mark_once(tmp_path: pathlib.Path) -> None:
+    rows = [IndexRow(uid(n), "u1", ACTIVE, vec(1.0, n), {}) for n in range(3)]
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("s:v1", 4, lambda ns: [])
+        index.upsert(rows, new=True)
+    write_old_state(tmp_path, "s:v1", 7)
+    with ChromaIndex(path=tmp_path) as index:
+        assert index.bind("s:v1", 4, lambda ns: [], {}) == 7  # its own mark, read once
+        stamp = index.stamp
+        assert stamp.startswith("s:v1#")
+        assert {i for i, _ in index.query("u1", ACTIVE, vec(1.0), 5)} == {r.id for r in rows}
+    drop_old_state_record(tmp_path)  # from now on the records' position is the one read
+    with ChromaIndex(path=tmp_path) as index:
+        assert index.bind("s:v1", 4, lambda ns: [], {stamp: 9}) == 9
+        assert index.stamp == stamp
+    with ChromaIndex(path=tmp_path) as index:
+        assert index.bind("s:v1", 4, lambda ns: [], {}) == 0  # nothing recorded, nothing kept
+        assert len(index.query("u1", ACTIVE, vec(1.0), 5)) == 3  # a rebuild would follow
+
+
+def test_an_old_mark_stays_until_the_index_is_emptied(tmp_path: pathlib.Path) -> None:
+    """Kept after the stamp is written (it is never more than the index holds), and
+    dropped with the state collection when the index is emptied."""
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("s:v1", 4, lambda ns: [])
+        index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})], new=True)
+    write_old_state(tmp_path, "s:v1", 4)
+    with ChromaIndex(path=tmp_path) as index:
+        assert index.bind("s:v1", 4, lambda ns: []) == 4
+    with ChromaIndex(path=tmp_path) as index:
+        assert index.bind("s:v1", 4, lambda ns: []) == 4  # the records lost it: still 4
+        index.clear()
+    with ChromaIndex(path=tmp_path) as index:
+        assert index.bind("s:v1", 4, lambda ns: []) == 0
+
+
+def test_an_old_state_of_another_version_is_emptied(tmp_path: pathlib.Path) -> None:
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("s:v1", 4, lambda ns: [])
+        index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})], new=True)
+    write_old_state(tmp_path, "s:v1", 4)
+    with ChromaIndex(path=tmp_path) as index:
+        assert index.bind("s:v2", 4, lambda ns: []) == 0
+        assert index.stamp.startswith("s:v2#")
+        assert index.query("u1", ACTIVE, vec(1.0), 3) == []
+
+
+def test_sync_threshold_is_checked_and_given_to_new_collections(
+        tmp_path: pathlib.Path) -> None:
+    for bad in (1, 0, True, 2.5):
+        with pytest.raises(ValidationError, match="sync_threshold"):
+            ChromaIndex(sync_threshold=bad)  # type: ignore[arg-type]
+    with ChromaIndex(path=tmp_path, sync_threshold=5) as index:
+        index.bind("s:v1", 4, lambda ns: [])
+        index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})], new=True)
+        (name,) = index._ours()
+        hnsw = index._client.get_collection(name).configuration_json["hnsw"]
+        assert hnsw["sync_threshold"] == 5

@@ -252,3 +252,97 @@ def test_a_server_url_names_its_host_port_and_the_stores_prefix() -> None:
                 "http://h:1", "chroma://"):
         with pytest.raises(ConfigError, match="prefix=NAME"):
             layout.check_kind(bad)
+
+
+# --- where the index's position lives -----------------------------------------------------
+
+
+def _positions(path: Path) -> dict[str, str]:
+    """The index rows of the records' meta table (read with stdlib sqlite3)."""
+    import sqlite3
+
+    with sqlite3.connect(path / "mars.sqlite3") as conn:
+        return dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'index:%'"))
+
+
+def _hits(store: MemoryStore, text: str) -> set[str]:
+    probe = store.embedder.embed([text])[0]
+    return {i for i, _ in store._engine.index.query("default", MemoryStatus.ACTIVE, probe, 50)}
+
+
+def test_the_records_keep_the_chroma_index_position_beside_its_stamp(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with _open(path) as store:
+        ids = {store.add(f"a note about the sea, number {i}").id for i in range(4)}
+        key, stamp = store._engine.sync.key, store._engine.index.stamp
+    with SQLiteRecordStore(path / "mars.sqlite3") as records, records.read() as tx:
+        last = tx.last_change()
+    assert _positions(path) == {f"index:{key}": f"{last} {stamp}"}
+    with _open(path) as store:  # trusted as recorded: no rebuild, nothing written
+        assert not store._engine.sync.rebuilt and store._engine.index.stamp == stamp
+        assert _hits(store, "the sea") == ids
+    assert _positions(path) == {f"index:{key}": f"{last} {stamp}"}
+
+
+def test_a_store_whose_chroma_index_kept_its_own_mark_opens_without_a_rebuild(
+        tmp_path: Path) -> None:
+    """A store written before the records kept the position (its mark only in the index's
+    state collection) is caught up from that mark once, which then moves to the records."""
+    import sqlite3
+
+    from test_index_chroma import drop_old_state_record, write_old_state
+
+    path = tmp_path / "s"
+    with _open(path) as store:
+        ids = {store.add(f"a note about the sea, number {i}").id for i in range(4)}
+        identity, key = store._engine.index._identity, store._engine.sync.key
+    with SQLiteRecordStore(path / "mars.sqlite3") as records, records.read() as tx:
+        last = tx.last_change()
+    with sqlite3.connect(path / "mars.sqlite3") as conn:  # the old layout: no position
+        conn.execute("DELETE FROM meta WHERE key LIKE 'index:%'")
+    write_old_state(path / "index" / "chroma", identity, last)  # as a close left it
+    with _open(path) as store:
+        assert not store._engine.sync.rebuilt  # the old mark was trusted
+        stamp = store._engine.index.stamp
+        assert _hits(store, "the sea") == ids
+        late = store.add("a note about the sea, written after the move").id
+    with SQLiteRecordStore(path / "mars.sqlite3") as records, records.read() as tx:
+        last = tx.last_change()
+    assert _positions(path) == {f"index:{key}": f"{last} {stamp}"}
+    drop_old_state_record(path / "index" / "chroma")  # never read again
+    with _open(path) as store:
+        assert not store._engine.sync.rebuilt
+        assert _hits(store, "the sea") == ids | {late}
+
+
+def test_a_moved_store_finds_its_index_position_by_the_stamp(tmp_path: Path) -> None:
+    with _open(tmp_path / "s") as store:
+        ids = {store.add(f"a note about the sea, number {i}").id for i in range(3)}
+    (tmp_path / "s").rename(tmp_path / "moved")
+    with _open(tmp_path / "moved") as store:
+        assert not store._engine.sync.rebuilt
+        assert _hits(store, "the sea") == ids
+        key = store._engine.sync.key
+    assert list(_positions(tmp_path / "moved")) == [f"index:{key}"]  # the old key is gone
+
+
+def test_an_index_emptied_or_taken_from_another_store_is_rebuilt_not_trusted(
+        tmp_path: Path) -> None:
+    """The recorded position never claims what the index no longer holds: another
+    store's index directory in its place, or one emptied by `mars reindex` of a copy."""
+    with _open(tmp_path / "a") as a, _open(tmp_path / "b") as b:
+        mine = {a.add(f"a note about the sea, number {i}").id for i in range(3)}
+        b.add("another store's note about the sea")
+    shutil.rmtree(tmp_path / "a" / "index")
+    shutil.copytree(tmp_path / "b" / "index", tmp_path / "a" / "index")
+    with _open(tmp_path / "a") as store:
+        assert store._engine.sync.rebuilt
+        assert _hits(store, "the sea") == mine
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    with _open(tmp_path / "copy") as copy:  # the copy's index is emptied and rebuilt
+        copy._engine.sync.rebuild()
+    shutil.rmtree(tmp_path / "a" / "index")  # a's own index is replaced by the copy's
+    shutil.copytree(tmp_path / "copy" / "index", tmp_path / "a" / "index")
+    with _open(tmp_path / "a") as store:
+        assert store._engine.sync.rebuilt  # same store, but emptied since a recorded
+        assert _hits(store, "the sea") == mine

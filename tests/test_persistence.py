@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 from invariants import check_invariants
 
+from mars_core.bench.storage import make_texts
 from mars_core.clock import FakeClock
 from mars_core.errors import ConflictError
 from mars_core.model import MemoryStatus
@@ -436,6 +437,65 @@ def test_a_crash_at_any_step_of_an_erasure_leaves_it_whole_or_undone(
         erased = [e for e in store.audit.events() if e.op.value == "erase"]
         assert {i for e in erased for i in e.node_ids} == {secret.id, fact.id}
     assert _files_holding(path, ["zqsecretq", "zq4821q"]) == []
+
+
+# --- the index's position, recorded after the index write --------------------------------------
+
+RECORDER = textwrap.dedent("""
+    import json, os, sys
+    from mars_core.bench.storage import make_texts
+    from mars_core.clock import FakeClock
+    from mars_core.engine import indexing
+    from mars_core.store import MemoryStore
+
+    path, step, index = sys.argv[1], sys.argv[2], sys.argv[3]
+    store = MemoryStore.open(path, index=index, clock=FakeClock())
+
+    def die(*args, **kwargs):
+        os._exit(9)  # as a kill -9 at exactly this step
+
+    if step == "after-index-write":  # the index holds the writes, the records not yet
+        indexing.IndexSync._record = die
+    else:  # committed, the index not yet written
+        indexing.IndexSync._flush_buffer = die
+    nodes = store.add_many(make_texts(40, seed=11))
+    print(json.dumps([n.id for n in nodes]), flush=True)
+    store.close()  # writes the index, then records its position
+    print("CLOSED", flush=True)
+""")
+
+
+@pytest.mark.backend_neutral
+@pytest.mark.parametrize("step", ["after-index-write", "before-index-write"])
+def test_a_crash_around_recording_the_index_position_is_caught_up(
+        tmp_path: Path, step: str) -> None:
+    """The records keep the index's position, written after the index write it covers:
+    a crash between the two leaves a lower position (never a higher one), and the next
+    open replays the change log from it instead of rebuilding."""
+    pytest.importorskip("chromadb")
+    from mars_core.index.chroma import partition_name
+
+    path = tmp_path / "s"
+    with MemoryStore.open(path, index="chroma", clock=FakeClock()) as store:
+        before = {store.add(text).id for text in make_texts(3, seed=12)}
+        stamp = store._engine.index.stamp
+    script = tmp_path / "recorder.py"
+    script.write_text(RECORDER, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), str(path), step, "chroma"],
+                          env=_env(), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 9 and "CLOSED" not in done.stdout, done.stderr
+    acknowledged = set(json.loads(done.stdout.splitlines()[0]))
+    with MemoryStore.open(path, clock=FakeClock()) as store:
+        sync = store._engine.sync
+        assert not sync.rebuilt and store._engine.index.stamp == stamp
+        with store._engine.records.read() as tx:
+            assert tx.index_positions() == {sync.key: tx.last_change()}
+        index = store._engine.index
+        store.retrieve("a river", read_only=True)  # the index is current before a query
+        held = index._collection(partition_name("mars_", "default", MemoryStatus.ACTIVE))
+        assert set(held.get(include=[])["ids"]) == before | acknowledged  # all of them
+        check_invariants(store)
 
 
 # --- one writer, any number of readers ------------------------------------------------------

@@ -369,7 +369,7 @@ def scale(big: int, namespaces: int, *, index: IndexKind, workdir: Path,
             runs[size].append(_probe("store", path, ns))
             if index == "chroma":
                 runs[f"raw_{size}"].append(_probe("rawdir", *_chroma_floor(path, ns)))
-    out = {"index": index, "big": big, "small_n": _SMALL, "namespaces": namespaces,
+    out: dict[str, Any] = {"index": index, "big": big, "small_n": _SMALL, "namespaces": namespaces,
            "small_load_s": small_load, "big_load_s": big_load, "rounds": rounds,
            "first_small": first_small, "first_large": first_large,
            **{k: _median_probe(v) for k, v in runs.items() if v}}

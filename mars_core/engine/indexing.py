@@ -1,9 +1,18 @@
 """Keeping the vector index in step with the record store.
 
 The record store commits first; the index follows (:meth:`IndexSync.after_commit`). The
-record store numbers every change of an index entry (its change log), and a persistent
-index remembers the number of the last one it applied (its *mark*, written every
-:data:`MARK_EVERY` changes, at close and after an erasure). So:
+record store numbers every change of an index entry (its change log) and keeps, for each
+persistent index, the number of the last one the index applied (its *position*, keyed
+``"<index name>@<location>"``, written every :data:`MARK_EVERY` changes, at close and
+after an erasure, always *after* the index write it covers) beside the index's stamp
+(:attr:`~mars_core.index.base.VectorIndex.stamp`: its identity and the epoch of its last
+emptying). An open hands the recorded positions to the index, which trusts the one
+recorded under its own stamp and reads nothing else: opening a Chroma store touches only
+the collection a query asks. An index emptied, replaced or taken by another store since
+has another stamp and is caught up from 0 (rebuilt); a store moved to another directory
+finds its index's position under the old key by the stamp and moves it. An index written
+before the records kept positions holds its mark itself: the first open reads it once
+and records it. So:
 
 * an index that loads on demand (numpy, in the process) is updated at once;
 * a persistent index (Chroma, Qdrant) is written behind: a commit's entries wait in a
@@ -18,7 +27,7 @@ index remembers the number of the last one it applied (its *mark*, written every
 * an index that is empty, belongs to another store or embedder, is older than the kept
   log, or is ahead of the records (a restored backup) is rebuilt from the records.
 
-The change log is pruned up to the mark (for an index that loads on demand: every
+The change log is pruned up to the position (for an index that loads on demand: every
 :data:`MARK_EVERY` changes). Nothing here decides what a memory is; it copies.
 
 **Several writing processes with a persistent index** (a server; a record store
@@ -92,11 +101,17 @@ class IndexSync:
     # --- binding and catching up ----------------------------------------------------------
 
     def bind(self, identity: str, dim: int) -> None:
-        """Attach the index; catch it up or rebuild it (a writer)."""
+        """Attach the index; catch it up or rebuild it, and record its position (a
+        writer)."""
         self._clear_buffer()  # what it held is in the records, which the index follows
-        applied = self.index.bind(identity, dim, self._rows_of)
         with self.records.read() as tx:
             last, first = tx.last_change(), tx.first_change()
+            positions, stamps = tx.index_positions(), tx.index_stamps()
+        recorded: dict[str, int] = {}
+        for key, stamp in stamps.items():  # the lower, should two keys share a stamp
+            if stamp and key in positions:
+                recorded[stamp] = min(positions[key], recorded.get(stamp, positions[key]))
+        applied = self.index.bind(identity, dim, self._rows_of, recorded)
         self.applied = self.marked = self.pruned = last
         caps = self.index.capabilities
         if caps.loads_on_demand or not self.writer:
@@ -105,12 +120,30 @@ class IndexSync:
         if self.shared:
             self._bind_shared(applied)
             return
-        if applied == last:
+        if applied != last:
+            if applied == 0 or applied > last or (first and first > applied + 1) or \
+                    not first:
+                self.rebuild()
+            else:
+                self.catch_up()
+        if caps.persistent:
+            self._register(positions, stamps)
+
+    def _register(self, positions: dict[str, int], stamps: dict[str, str]) -> None:
+        """Record the bound index's position and stamp under its key, unless the
+        records say so already (an open of a current index writes nothing); the same
+        stamp under another key (the store was moved: the index's location changed) is
+        dropped."""
+        stamp = self.index.stamp
+        moved = [k for k, s in stamps.items() if stamp and s == stamp and k != self.key]
+        if not moved and stamps.get(self.key) == stamp and \
+                positions.get(self.key) == self.applied == self.marked:
             return
-        if applied == 0 or applied > last or (first and first > applied + 1) or not first:
-            self.rebuild()
-        else:
-            self.catch_up()
+        with self.records.write() as tx:
+            for key in moved:
+                tx.drop_index_position(key)
+            tx.set_index_position(self.key, self.applied, stamp)
+        self.marked = self.applied
 
     def rebuild(self, progress: ProgressFn | None = None) -> int:
         """Empty the index and write every memory again from the records; returns how
@@ -119,7 +152,7 @@ class IndexSync:
             with self.records.write() as tx:
                 tx.lock_index(self.key)
                 count = self._rebuild_in(tx, tx.last_change(), progress)
-                tx.set_index_position(self.key, self.applied)
+                tx.set_index_position(self.key, self.applied, self.index.stamp)
             self.flush()
             return count
         with self.records.read() as tx:
@@ -183,7 +216,7 @@ class IndexSync:
                 self.applied = start
                 self._apply(tx)
                 self.applied = max(self.applied, last)
-            tx.set_index_position(self.key, self.applied)
+            tx.set_index_position(self.key, self.applied, self.index.stamp)
         self.index.mark(self.applied)
         self.marked = self.pruned = self.applied
 
@@ -386,9 +419,20 @@ class IndexSync:
             return
         if self.index.capabilities.persistent and self.applied != self.marked:
             self.index.mark(self.applied)
-            self.marked = self.applied
-        if self.applied > self.pruned:
+            self._record()
+        elif self.applied > self.pruned:
             self._prune(self.applied)
+
+    def _record(self) -> None:
+        """Record that the index holds every change up to :attr:`applied` — after the
+        index writes that got it there returned, so a crash in between leaves a lower
+        position, which the next open replays from — and prune the log behind it, in
+        one transaction."""
+        with self.records.write() as tx:
+            tx.set_index_position(self.key, self.applied, self.index.stamp)
+            if self.applied > self.pruned:
+                tx.prune_changes(self.applied)  # one writer: no other position to wait for
+        self.marked, self.pruned = self.applied, max(self.pruned, self.applied)
 
     def _prune(self, through: int) -> None:
         if not self.writer:

@@ -8,9 +8,13 @@ tenant's vectors never rank another's. Everything in it can be rebuilt from the 
 store (:mod:`mars_core.storage`), which keeps the vectors too.
 
 A persistent index remembers which store it belongs to (an identity naming the store and
-its embedder) and the number of the last record-store change it applied (a *mark*,
-:meth:`VectorIndex.bind`, :meth:`VectorIndex.mark`); the store catches it up from the
-change log on open, or rebuilds it when the mark is missing or too old. An index that
+its embedder) and carries a *stamp* (:attr:`VectorIndex.stamp`: that identity and the
+epoch of its last emptying). The record store keeps the number of the last change the
+index applied (its *position*) beside that stamp; :meth:`VectorIndex.bind` is handed
+those positions and trusts the one recorded under its own stamp, so an open reads no
+mark from the index. The store catches it up from the change log on open, or rebuilds
+it when the position is missing or too old. (Indexes written before the records kept
+positions held their mark themselves; ``bind`` reads such a mark once.) An index that
 *loads on demand* (the in-process :class:`~mars_core.index.numpy.NumpyIndex`) reads a
 namespace's rows from the record store when that namespace is first queried and is
 never caught up.
@@ -29,6 +33,7 @@ Examples:
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -248,7 +253,14 @@ class VectorIndex(Protocol):
     location: str
     """Where its entries are (``memory``, a directory, a server URL)."""
 
-    def bind(self, identity: str, dim: int, source: IndexSource) -> int:
+    stamp: str
+    """Once bound: what this index is, for the record store to keep beside its position
+    — the identity it holds and a random epoch drawn each time it is emptied, so a
+    position recorded for an index that was since emptied, replaced or handed to another
+    store no longer matches (``""``: it keeps nothing across processes)."""
+
+    def bind(self, identity: str, dim: int, source: IndexSource,
+             recorded: Mapping[str, int] | None = None) -> int:
         """Attach the index to a store.
 
         Args:
@@ -258,6 +270,9 @@ class VectorIndex(Protocol):
                 entries refuses them (``ConflictError``) rather than wipe them.
             dim: the vector dimension.
             source: the record store's rows of a namespace (read on demand, if at all).
+            recorded: the positions the record store keeps, by the stamp recorded beside
+                each. When the index's own stamp is among them, it holds every change up
+                to that position and reads no mark of its own.
 
         Returns:
             The number of the last change it applied (0: empty, or just emptied).
@@ -284,7 +299,9 @@ class VectorIndex(Protocol):
         ...
 
     def mark(self, applied: int) -> None:
-        """Remember that every change up to ``applied`` is in the index."""
+        """Every change up to ``applied`` is in the index (called before the record
+        store records that position; an index that keeps no mark of its own — every
+        index shipped here — does nothing)."""
         ...
 
     def forget(self, namespace: str) -> None:
@@ -320,20 +337,40 @@ class IndexBase:
     _lock: AbstractContextManager[Any]
     _closed: bool
     dim: int | None = None
+    stamp: str = ""
 
     @guarded
-    def bind(self, identity: str, dim: int, source: IndexSource) -> int:
+    def bind(self, identity: str, dim: int, source: IndexSource,
+             recorded: Mapping[str, int] | None = None) -> int:
         """See :meth:`VectorIndex.bind`.
 
         Raises:
-            ValidationError: an empty identity or a bad dimension.
+            ValidationError: an empty identity, a bad dimension or bad positions.
         """
         if not isinstance(identity, str) or not identity:
             raise ValidationError("an index identity must be a non-empty string")
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ValidationError(f"dim must be a positive int, not {dim!r}")
+        positions: dict[str, int] = {}
+        for stamp, applied in (recorded or {}).items():
+            if not isinstance(stamp, str) or isinstance(applied, bool) or \
+                    not isinstance(applied, int) or applied < 0:
+                raise ValidationError("recorded positions map stamps to ints >= 0, not "
+                                      f"{stamp!r}: {applied!r}")
+            if stamp:  # an empty stamp names no index
+                positions[stamp] = applied
         self.dim = dim
-        return self._bind(identity, dim, source)
+        return self._bind(identity, dim, source, positions)
+
+    @staticmethod
+    def _new_stamp(identity: str) -> str:
+        """A stamp for ``identity`` with a fresh random epoch."""
+        return f"{identity}#{os.urandom(8).hex()}"
+
+    @staticmethod
+    def _stamped(stamp: str) -> str:
+        """The identity a stamp names."""
+        return stamp.rpartition("#")[0]
 
     def _claims(self, recorded: object, identity: str) -> bool:
         """Whether the entries recorded under ``recorded`` are ``identity``'s (else the
@@ -460,7 +497,8 @@ class IndexBase:
 
     # --- what an index provides ----------------------------------------------------------
 
-    def _bind(self, identity: str, dim: int, source: IndexSource) -> int:
+    def _bind(self, identity: str, dim: int, source: IndexSource,
+              recorded: dict[str, int]) -> int:
         raise NotImplementedError  # pragma: no cover
 
     def _upsert(self, rows: list[IndexRow], new: bool) -> None:

@@ -6,8 +6,12 @@ archived memories of one namespace — as a Chroma collection of its own, named
 namespace; Chroma recommends a collection per tenant, so a query never sends a namespace
 filter (Chroma evaluates filters in SQLite, ~35 ms at 10,000 matching records, while an
 unfiltered query is its fast path) and only the namespaces a process serves are loaded.
-Collections are created by their first write. The index's identity and mark live in the
-collection ``prefix + "state"``. Chroma is given our own unit embeddings in cosine space
+Collections are created by their first write, with ``sync_threshold`` (see
+:class:`ChromaIndex`). The index's stamp (its identity and the epoch of its last emptying)
+is the *metadata* of the empty collection ``prefix + "state"``, which Chroma reads from
+its catalogue without loading the collection; its position in the change log is kept by
+the record store beside that stamp, so an open queries only the namespace it serves
+(:mod:`mars_core.engine.indexing`). Chroma is given our own unit embeddings in cosine space
 (it never embeds anything, so it works offline); scores are ``1 - cosine distance``.
 
 * **Fields.** An entry's fields are Chroma metadata. Chroma's ``upsert`` merges metadata
@@ -96,9 +100,11 @@ NUMERIC_FLAG = "_mars_num:"
 _NEVER = "_mars_never"
 _LOCK = "mars-index.lock"
 _STATE_ID = "state"
+"""The record in which indexes written before the record store kept positions held
+their identity and mark (read once, by the first bind that finds no stamp)."""
+_STAMP = "mars_stamp"
 _PAGE = 2_000
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,40}$")
-_DUMMY = [1.0]
 _LETTER = {MemoryStatus.ACTIVE: "a", MemoryStatus.ARCHIVED: "x"}
 
 
@@ -297,6 +303,22 @@ class ChromaIndex(IndexBase):
             Measured on a writer adding to 2,000 namespaces in turn: resident memory
             levels off near 0.7 GB at 32 (0.3 GB at 16), where without the bound it
             grew by 2.6 MB per namespace.
+        sync_threshold: HNSW ``sync_threshold`` of the collections this index creates
+            (Chroma's minimum, 2, by default; Chroma's own default is 1,000). An
+            embedded Chroma keeps every write in its log (``embeddings_queue`` in
+            ``chroma.sqlite3``) until the collection's HNSW files are saved, which
+            happens once ``sync_threshold`` records arrived since the last save; the
+            first read of a collection in a process then replays its log with a query
+            that scans the whole table (it has no index on the collection). With the
+            default, a namespace of fewer than 1,000 memories never saves, so every
+            namespace's first query in a process scanned the log of all of them (0.2-
+            0.3 s at 100,000 vectors, growing with the store) and every first write into
+            a new collection did too. At 2 the log is purged at nearly every write; a
+            write into a large collection costs more (it saves the HNSW files and the
+            collection's id map: 77 against 51 ms for one vector into 10,000, measured
+            on raw chromadb), which the write-behind buffer spreads over a batch.
+            Collections made before keep the threshold they were made with (``mars
+            reindex`` makes them anew).
 
     Raises:
         ExtraNotInstalledError: ``chromadb`` is not installed.
@@ -481,19 +503,55 @@ class ChromaIndex(IndexBase):
         return sorted(n for n in names if n.startswith(self._prefix) and n != state
                       and len(n) == len(self._prefix) + 33)
 
-    def _state(self) -> Any:
-        return self._collection(self._prefix + "state", create=True)
+    def _state_collection(self) -> Any:
+        """The state collection as the server has it now (never a cached handle: another
+        process may have made it anew), or ``None``."""
+        from chromadb.errors import NotFoundError as ChromaNotFound
+
+        with _client_errors("read the index state"):
+            try:
+                return self._client.get_collection(self._prefix + "state",
+                                                   embedding_function=None)
+            except ChromaNotFound:
+                return None
 
     # --- protocol ----------------------------------------------------------------------
 
-    def _bind(self, identity: str, dim: int, source: IndexSource) -> int:
+    def _bind(self, identity: str, dim: int, source: IndexSource,
+              recorded: dict[str, int]) -> int:
+        """Trust the position recorded under this index's stamp (a read of Chroma's
+        catalogue, no collection loaded); else read the mark an index written before
+        stamps kept in its state record (once: the stamp is written), else empty it."""
         self._source, self._identity = source, identity
-        with _client_errors("read the index state"):
-            found = self._state().get(ids=[_STATE_ID], include=["metadatas"])
-        meta = (found["metadatas"] or [None])[0] or {}
-        if self._claims(meta.get("identity"), identity) and isinstance(meta.get("applied"), int):
-            return int(meta["applied"])
+        state = self._state_collection()
+        stamp = (state.metadata or {}).get(_STAMP) if state is not None else None
+        if isinstance(stamp, str):
+            if self._claims(self._stamped(stamp), identity):
+                self.stamp = stamp
+                return recorded[stamp] if stamp in recorded else self._kept_mark(state)
+        elif state is not None:  # written before stamps: identity and mark in a record
+            meta = self._state_record(state)
+            if self._claims(meta.get("identity"), identity) and \
+                    isinstance(meta.get("applied"), int):
+                self.stamp = self._new_stamp(identity)
+                with _client_errors("write the index state"):
+                    state.modify(metadata={"mars_dim": 1, _STAMP: self.stamp})
+                return int(meta["applied"])
         self._clear()
+        return 0
+
+    def _state_record(self, state: Any) -> dict[str, Any]:
+        with _client_errors("read the index state"):
+            found = state.get(ids=[_STATE_ID], include=["metadatas"])
+        return dict((found["metadatas"] or [None])[0] or {})
+
+    def _kept_mark(self, state: Any) -> int:
+        """The mark an index written before stamps kept (0: none). It never claims more
+        than the index holds: the record is dropped whenever the index is emptied."""
+        meta = self._state_record(state)
+        applied = meta.get("applied")
+        if meta.get("identity") == self._identity and isinstance(applied, int):
+            return applied
         return 0
 
     def _upsert(self, rows: list[IndexRow], new: bool) -> None:
@@ -577,9 +635,7 @@ class ChromaIndex(IndexBase):
                 for rid, dist in zip(res["ids"][0], res["distances"][0], strict=True)]
 
     def _mark(self, applied: int) -> None:
-        with _client_errors("write the index state"):
-            self._state().upsert(ids=[_STATE_ID], embeddings=[_DUMMY],
-                                 metadatas=[{"identity": self._identity, "applied": applied}])
+        """Nothing: the record store keeps the position, beside :attr:`stamp`."""
 
     def forget(self, namespace: str) -> None:
         """Drop the cached collection handles of a namespace."""
@@ -588,12 +644,27 @@ class ChromaIndex(IndexBase):
                 self._handles.pop(partition_name(self._prefix, namespace, status), None)
 
     def _clear(self) -> None:
+        """Drop every partition, then the state collection (with any mark an older
+        layout kept in it) and make it anew under a fresh stamp."""
+        from chromadb.errors import NotFoundError as ChromaNotFound
+
+        state = self._prefix + "state"
         with _client_errors("empty the index"):
             for name in self._ours():
                 self._client.delete_collection(name)
-        self._handles = {k: v for k, v in self._handles.items()
-                         if k == self._prefix + "state"}
-        self._mark(0)
+            self._handles.clear()
+            with contextlib.suppress(ChromaNotFound):
+                self._client.delete_collection(state)
+            fresh = self._new_stamp(self._identity)
+            made = self._client.get_or_create_collection(  # another process may be first
+                state, configuration={"hnsw": {"space": "cosine"}},
+                metadata={"mars_dim": 1, _STAMP: fresh}, embedding_function=None)
+            got = (made.metadata or {}).get(_STAMP)
+            if isinstance(got, str) and self._stamped(got) == self._identity:
+                self.stamp = got
+            else:
+                self.stamp = fresh
+                made.modify(metadata={"mars_dim": 1, _STAMP: fresh})
 
     def _compact(self, namespaces: list[str]) -> str:
         """Drop each namespace's collections and write them again from the records."""

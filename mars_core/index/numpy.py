@@ -247,7 +247,9 @@ class NumpyIndex(IndexBase):
     def __repr__(self) -> str:
         return f"NumpyIndex({len(self._parts)} namespaces loaded)"
 
-    def _bind(self, identity: str, dim: int, source: IndexSource) -> int:
+    def _bind(self, identity: str, dim: int, source: IndexSource,
+              recorded: dict[str, int]) -> int:
+        """Nothing outlives the process: no stamp, and ``recorded`` does not apply."""
         self._source, self._parts = source, {}
         return 0
 

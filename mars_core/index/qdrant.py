@@ -8,8 +8,10 @@ server gets a tenant payload index on ``_ns``, so a tenant's points are stored t
 and found without a scan). Vectors are our unit vectors under dot-product distance, so
 a score is the cosine similarity (not Qdrant's ``Cosine``: qdrant-client's local mode
 renormalises stored vectors in place on every search, and scores would drift). The
-identity and mark live in a one-point collection ``prefix + "state"``. Point ids must be
-canonical UUID strings, which is what the store uses.
+index's stamp (its identity and the epoch of its last emptying) lives in a one-point
+collection ``prefix + "state"``; its position in the change log is kept by the record
+store beside that stamp (:mod:`mars_core.engine.indexing`). Point ids must be canonical
+UUID strings, which is what the store uses.
 
 * **Filters.** :func:`to_qdrant_filter` translates the neutral filters into
   ``must``/``should``/``must_not``. Qdrant keeps booleans, integers and floats apart in
@@ -327,18 +329,34 @@ class QdrantIndex(IndexBase):
 
     # --- protocol ----------------------------------------------------------------------
 
-    def _bind(self, identity: str, dim: int, source: IndexSource) -> int:
+    def _bind(self, identity: str, dim: int, source: IndexSource,
+              recorded: dict[str, int]) -> int:
+        """Trust the position recorded under this index's stamp; else the mark an index
+        written before stamps kept in its state point (the stamp is added), else empty
+        it."""
         self._identity, self._source = identity, source
         self._ensure(self._state_name, 1)
         with _client_errors("read the index state"):
             found = self._client.retrieve(self._state_name, ids=[_STATE_ID], with_payload=True)
-        payload = found[0].payload if found else {}
+        payload = dict((found[0].payload if found else None) or {})
         self._ensure(self._entries, dim)
-        if self._claims((payload or {}).get("identity"), identity) and \
-                isinstance((payload or {}).get("applied"), int):
-            return int(payload["applied"])
+        stamp, kept = payload.get("stamp"), payload.get("applied")
+        if self._claims(payload.get("identity"), identity):
+            if isinstance(stamp, str):
+                self.stamp = stamp
+                return recorded.get(stamp, kept if isinstance(kept, int) else 0)
+            if isinstance(kept, int):  # written before stamps: the mark, read once
+                self.stamp = self._new_stamp(identity)
+                self._put_state({**payload, "stamp": self.stamp})
+                return kept
         self._clear()
         return 0
+
+    def _put_state(self, payload: dict[str, Any]) -> None:
+        m = _models()
+        with _client_errors("write the index state"):
+            self._client.upsert(self._state_name, points=[m.PointStruct(
+                id=_STATE_ID, vector=[1.0], payload=payload)], **self._write())
 
     def _upsert(self, rows: list[IndexRow], new: bool) -> None:
         m = _models()
@@ -385,18 +403,17 @@ class QdrantIndex(IndexBase):
         return [(str(p.id), float(p.score)) for p in points]
 
     def _mark(self, applied: int) -> None:
-        m = _models()
-        with _client_errors("write the index state"):
-            self._client.upsert(self._state_name, points=[m.PointStruct(
-                id=_STATE_ID, vector=[1.0], payload={"identity": self._identity,
-                                                     "applied": applied})], **self._write())
+        """Nothing: the record store keeps the position, beside :attr:`stamp`."""
 
     def _clear(self) -> None:
+        """Drop the entries and restamp the state point (dropping any mark an older
+        layout kept in it)."""
         with _client_errors("empty the index"):
             self._client.delete_collection(self._entries)
         assert self.dim is not None
         self._ensure(self._entries, self.dim)
-        self._mark(0)
+        self.stamp = self._new_stamp(self._identity)
+        self._put_state({"identity": self._identity, "stamp": self.stamp})
 
     def _compact(self, namespaces: list[str]) -> str:
         """Qdrant vacuums deleted points itself (server) or keeps them in free SQLite

@@ -307,14 +307,30 @@ class SqlTxn:
     def first_change(self) -> int:
         return int(self._rows("SELECT coalesce(min(seq), 0) FROM changes")[0][0])
 
+    def _index_marks(self) -> dict[str, tuple[int, str]]:
+        """``{key: (position, stamp)}``; a row holds ``"<position>"`` or
+        ``"<position> <stamp>"``."""
+        out: dict[str, tuple[int, str]] = {}
+        for k, v in self._rows("SELECT key, value FROM meta WHERE key LIKE ?", (_INDEX + "%",)):
+            applied, _, stamp = str(v).partition(" ")
+            out[str(k)[len(_INDEX):]] = (int(applied), stamp)
+        return out
+
     def index_positions(self) -> dict[str, int]:
-        return {str(k)[len(_INDEX):]: int(v) for k, v in self._rows(
-            "SELECT key, value FROM meta WHERE key LIKE ?", (_INDEX + "%",))}
+        return {k: applied for k, (applied, _) in self._index_marks().items()}
+
+    def index_stamps(self) -> dict[str, str]:
+        return {k: stamp for k, (_, stamp) in self._index_marks().items()}
 
     # --- writing -----------------------------------------------------------------------
 
-    def set_index_position(self, key: str, applied: int) -> None:
-        self._put_meta(_INDEX + key, str(int(applied)))
+    def set_index_position(self, key: str, applied: int, stamp: str | None = None) -> None:
+        if stamp is None:
+            stamp = self._index_marks().get(key, (0, ""))[1]
+        self._put_meta(_INDEX + key, f"{int(applied)} {stamp}" if stamp else str(int(applied)))
+
+    def drop_index_position(self, key: str) -> None:
+        self._run("DELETE FROM meta WHERE key = ?", (_INDEX + key,))
 
     def lock_index(self, key: str, *, shared: bool = False) -> None:
         """One writer holds the index already."""

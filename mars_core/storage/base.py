@@ -275,8 +275,21 @@ class RecordTxn(Protocol):
         (:mod:`mars_core.engine.indexing`)."""
         ...
 
-    def set_index_position(self, key: str, applied: int) -> None:
-        """Register the index ``key`` as holding every change up to ``applied``."""
+    def index_stamps(self) -> dict[str, str]:
+        """The stamp recorded beside each registered index's position: what the index
+        said it was (its identity and the epoch of its last emptying,
+        :attr:`~mars_core.index.base.VectorIndex.stamp`) when the position was set;
+        ``""`` when none was given."""
+        ...
+
+    def set_index_position(self, key: str, applied: int, stamp: str | None = None) -> None:
+        """Register the index ``key`` as holding every change up to ``applied``;
+        ``stamp``: the index's stamp (``None`` keeps the one recorded)."""
+        ...
+
+    def drop_index_position(self, key: str) -> None:
+        """Forget the index ``key`` (no longer follows the change log here; a missing
+        key is a no-op)."""
         ...
 
     def lock_index(self, key: str, *, shared: bool = False) -> None:
