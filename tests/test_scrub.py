@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +24,7 @@ from mars_core.storage.base import IndexRow
 pytest.importorskip("chromadb")
 from mars_core.index.chroma import ChromaIndex
 
+ROOT = Path(__file__).resolve().parents[1]
 _HEAD = struct.Struct("<iQQQQ")
 DIM = 8
 N = 1_100  # above Chroma's default sync threshold (1,000): the index is saved with elements
@@ -82,20 +85,57 @@ def test_close_zeroes_exactly_the_never_used_slots_and_the_index_still_answers(
             assert index.query("m", MemoryStatus.ACTIVE, vectors[i], 1)[0][0] == f"r{i}"
 
 
+CRASHER = """
+import os, sys
+import numpy as np
+from mars_core.index.chroma import ChromaIndex
+from mars_core.model import MemoryStatus
+from mars_core.storage.base import IndexRow
+index = ChromaIndex(path=sys.argv[1])
+index.bind("scrub-test", 8, lambda ns: [])
+vector = np.array(list(map(float, sys.argv[2].split(","))), np.float32)
+index.upsert([IndexRow("r0", "m", MemoryStatus.ACTIVE, vector, {"type": "episodic"})],
+             new=True)
+os._exit(9)  # killed: no close, no scrub
+"""
+
+
 def test_opening_scrubs_what_a_crash_left_behind(tmp_path: Path) -> None:
-    with _index(tmp_path) as index:  # a small store: its index is saved empty
-        index.upsert([_row("r0", "m", _vectors()[0])], new=True)
+    vector = _vectors()[0]
+    done = subprocess.run([sys.executable, "-c", CRASHER, str(tmp_path),
+                           ",".join(map(str, vector.tolist()))],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 9, done.stderr
+    assert not (tmp_path / "mars-closed").exists()
     # the partition's segment (8-d vectors), not the 1-d one of the index's own state
-    segment, capacity, count, size = max(_segments(tmp_path), key=lambda s: s[3])
+    segment, _, count, size = max(_segments(tmp_path), key=lambda s: s[3])
     data = segment / "data_level0.bin"
-    assert count == 0 and data.stat().st_size == capacity * size
     with data.open("r+b") as f:  # what an unscrubbed save leaves: heap bytes past the count
-        f.seek(size)
-        f.write(b'{"text": "Ines is a nurse"}' * 4)
+        f.seek(max(count, 1) * size)
+        f.write(b'{"text": "Ines is a nurse"}' * 2)
     assert b"Ines" in data.read_bytes()
     with _index(tmp_path) as index:
         assert b"Ines" not in data.read_bytes()  # before any close
-        assert [i for i, _ in index.query("m", MemoryStatus.ACTIVE, _vectors()[0], 5)] == ["r0"]
+        assert index.open_scrub is not None and index.open_scrub.segments >= 1
+        assert [i for i, _ in index.query("m", MemoryStatus.ACTIVE, vector, 5)] == ["r0"]
+
+
+def test_an_open_after_a_clean_close_has_nothing_to_scrub_and_does_not_look(
+        tmp_path: Path) -> None:
+    """The close scrubbed and said so; the open takes the mark away before its client
+    writes anything, so only a close puts it back."""
+    with _index(tmp_path) as index:
+        index.upsert([_row("r0", "m", _vectors()[0])], new=True)
+        assert index.open_scrub is not None  # a new directory: no close before it
+    assert (tmp_path / "mars-closed").exists()
+    with _index(tmp_path) as index:
+        assert index.open_scrub is None
+        assert not (tmp_path / "mars-closed").exists()
+        index.upsert([_row("r1", "m", _vectors()[1])], new=True)
+    assert (tmp_path / "mars-closed").exists()
+    for segment, _, count, size in _segments(tmp_path):
+        assert not any(_unused_tail(segment, count, size)), segment
 
 
 def test_an_unrecognised_layout_is_left_alone_and_reported(

@@ -13,10 +13,14 @@ must be able to remove from disk.
 :func:`scrub_index_files` overwrites exactly those never-used bytes with zeros. hnswlib never
 reads them (a slot is read only below ``cur_element_count``), so the index is unchanged. It is
 run while the index holds its directory's lock and no Chroma client is open on it: when
-the index closes, and before it opens a directory (a crash skips the close). Files whose header does
-not match the layout below are left alone and reported, so a future Chroma that changes the
-format costs the scrub, never the index. A segment whose files have not changed (size and
-modification time) since its last scrub is skipped (``mars-scrubbed.json``).
+the index closes, and before it opens a directory that was not closed that way (a crash
+skips the close). Files whose header does not match the layout below are left alone and
+reported, so a future Chroma that changes the format costs the scrub, never the index. A
+segment whose files have not changed (size and modification time) since its last scrub is
+skipped (``mars-scrubbed.json``). A close that scrubbed leaves ``mars-closed`` beside the
+segments, which the next open takes away (:func:`take_closed`): it then has nothing to
+scrub and does not look (looking costs a directory listing and two ``stat`` calls per
+segment: ~0.08 s at 1,000 namespaces, ~0.8 s at 10,000).
 
 ``header.bin`` (little-endian, 100 bytes): ``int32`` persist version, then ``uint64``
 ``offsetLevel0``, ``max_elements``, ``cur_element_count``, ``size_data_per_element``, ...
@@ -31,7 +35,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ScrubReport", "scrub_index_files"]
+__all__ = ["ScrubReport", "mark_closed", "scrub_index_files", "take_closed"]
 
 _log = logging.getLogger(__name__)
 _HEADER = struct.Struct("<iQQQQ")  # version, offsetLevel0, max, count, size per element
@@ -93,6 +97,47 @@ def scrub_index_files(directory: Path) -> ScrubReport:
     if clean != seen:
         _record_scrubbed(directory, clean)
     return ScrubReport(segments, zeroed, tuple(skipped))
+
+
+_CLOSED = "mars-closed"
+"""Left by a close that scrubbed every segment; taken away by the next open."""
+
+
+def mark_closed(directory: Path) -> None:
+    """Say that every segment under ``directory`` was scrubbed and no client has it open
+    (after :func:`scrub_index_files`, at close)."""
+    try:
+        (directory / _CLOSED).touch()
+    except OSError:  # only an optimisation: the next open scrubs
+        _log.warning("could not mark %s as closed", directory)
+
+
+def take_closed(directory: Path) -> bool:
+    """Whether the last user of ``directory`` closed it after scrubbing (so there is
+    nothing to scrub now); the mark is removed, durably, before a client opens the
+    directory, so a crash from here on leaves none and the next open scrubs.
+
+    Examples:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp()); mark_closed(d)
+        >>> take_closed(d), take_closed(d)
+        (True, False)
+    """
+    try:
+        (directory / _CLOSED).unlink()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the removal reaches the disk before any write of this session
+        finally:
+            os.close(fd)
+    except OSError:  # not durable: scrub as if there were no mark
+        return False
+    return True
 
 
 _SCRUBBED = "mars-scrubbed.json"

@@ -27,7 +27,7 @@ the record store beside that stamp, so an open queries only the namespace it ser
   HNSW files at their whole allocated capacity, whose never-used slots hold fragments of
   this process's freed memory — which may be a memory's text, though Chroma is never
   sent any: :mod:`mars_core.index._scrub` zeroes them when the index closes and before
-  it opens a directory.
+  it opens a directory that a crash left unscrubbed.
 
 One process at a time uses a directory (a lock file guards it). Queries above Chroma's
 brute-force threshold use HNSW and are approximate: the store rescores what they find
@@ -70,7 +70,7 @@ from mars_core.errors import (
 )
 from mars_core.index._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
 from mars_core.index._filters import normal_form as _normal_form
-from mars_core.index._scrub import scrub_index_files
+from mars_core.index._scrub import ScrubReport, mark_closed, scrub_index_files, take_closed
 from mars_core.index.base import (
     Eq,
     Filter,
@@ -364,6 +364,9 @@ class ChromaIndex(IndexBase):
         self._database: str | None = None
         self._owns_client = client is None
         self._scrub_dir: Path | None = None
+        self.open_scrub: ScrubReport | None = None
+        """What the scrub before opening a directory did (``None``: none was needed,
+        the last close scrubbed; see :mod:`mars_core.index._scrub`)."""
         self._source: IndexSource | None = None
         self._identity = ""
         self._client: Any = None
@@ -391,7 +394,8 @@ class ChromaIndex(IndexBase):
             self._take_lock(directory)
             self.location = str(directory)
             self._scrub_dir = directory
-            scrub_index_files(directory)  # a crash skipped the last close's scrub
+            if not take_closed(directory):  # a crash skipped the last close's scrub
+                self.open_scrub = scrub_index_files(directory)
             return self._persistent_client()
         if host is not None:
             self.location = f"http://{host}:{port or 8000}"
@@ -702,6 +706,7 @@ class ChromaIndex(IndexBase):
                 client.close()
             if self._scrub_dir is not None:  # the client is closed, the lock still held
                 scrub_index_files(self._scrub_dir)
+                mark_closed(self._scrub_dir)
         self._handles.clear()
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
