@@ -38,8 +38,15 @@ def test_every_section_runs_and_reports_its_ratios(tmp_path: Path) -> None:
     for s in result["scale"]:
         assert s["large"]["hits"] > 0 and s["small"]["hits"] > 0
         assert s["open_ratio"] > 0 and s["rss_ratio"] > 0
+        assert len(s["large"]["runs_s"]) == s["rounds"] == 3
+    chroma = next(s for s in result["scale"] if s["index"] == "chroma")
+    # raw chromadb on the directory the store wrote: a real query of the same collection
+    assert chroma["raw_large"]["hits"] > 0 and chroma["raw_small"]["hits"] > 0
+    assert chroma["floor_ratio"] > 0 and chroma["floor_ratio_small"] > 0
+    assert "raw_large" not in next(s for s in result["scale"] if s["index"] == "numpy")
     text = storage.table(result)
     assert "| chroma | 200 |" in text and "namespaces" in text
+    assert "raw chromadb on the same directories" in text
 
 
 def test_the_table_embedder_hands_back_the_hashing_vectors() -> None:

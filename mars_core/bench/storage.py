@@ -286,6 +286,8 @@ _PROBE = textwrap.dedent("""
     with open("/proc/self/status") as status:
         peak = next((int(line.split()[1]) for line in status if line.startswith("VmHWM:")),
                     resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    if kind == "store":  # as a process that serves does when it stops (not timed):
+        store.close()    # a process that never closes is a crash to the index
     print(json.dumps({"import_s": imported, "open_retrieve_s": opened, "hits": hits,
                       "peak_rss_mb": peak / 1024}))
 """)
