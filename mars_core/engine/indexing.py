@@ -24,8 +24,10 @@ and records it. So:
   and deletes, vectors from the records);
 * an index write that fails (a server away) leaves the store usable: the commit stands,
   the index is caught up from the change log before the next query;
-* an index that is empty, belongs to another store or embedder, is older than the kept
-  log, or is ahead of the records (a restored backup) is rebuilt from the records.
+* an index that is empty, belongs to another store or embedder, was emptied or replaced
+  since its position was recorded (another stamp), or is older than the kept log is
+  rebuilt from the records. Records restored from a backup vouch for the index as it was
+  then: a restore rebuilds the index (``mars reindex``), as the deployment guide says.
 
 The change log is pruned up to the position (for an index that loads on demand: every
 :data:`MARK_EVERY` changes). Nothing here decides what a memory is; it copies.
