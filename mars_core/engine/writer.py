@@ -282,9 +282,20 @@ class Writer:
         return self.e.ns(ns).node(node.id)
 
     def forget(self, node: MemoryNode, reason: str) -> MemoryNode:
-        """Archive a memory on request (already archived: unchanged)."""
+        """Archive a memory on request. Already archived to make room (evicted or
+        summarised, so still found by retrieval's second tier): marked forgotten, so it
+        leaves retrieval too. Archived for any other reason: unchanged."""
         if not node.is_active:
-            return node
+            if node.archive_reason not in (ArchiveReason.EVICTED, ArchiveReason.SUMMARISED):
+                return node
+            ns = node.namespace
+            with self.e.unit() as unit:
+                self.e.update(unit, node.model_copy(
+                    update={"archive_reason": ArchiveReason.FORGOTTEN}), reindex=False)
+                unit.event(ns, op=AuditOp.EVICT, node_ids=[node.id],
+                           step=self.e.step(unit, ns), at=self.e.clock.now(),
+                           rationale=f"forgotten by the user (was archived): {reason}")
+            return self.e.ns(ns).node(node.id)
         with self.e.unit() as unit:
             self.archive(unit, node.namespace, [Eviction(node.id, node.weight, None, {},
                                                          f"forgotten by the user: {reason}")],
