@@ -50,9 +50,16 @@ bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
 app.add_typer(bench_app, name="bench")
 console = Console()
 
+def _store_path(value: str) -> str:
+    """``--path``: a directory or a URL; a NUL byte is neither (a usage error)."""
+    if "\x00" in value:
+        raise typer.BadParameter("a store path or URL cannot contain a NUL byte")
+    return value
+
+
 PathOpt = Annotated[str, typer.Option(
-    "--path", "-p", envvar="MARS_PATH", help="store directory or postgresql:// URL "
-    "($MARS_PATH or ./mars_data)")]
+    "--path", "-p", envvar="MARS_PATH", callback=_store_path,
+    help="store directory or postgresql:// URL ($MARS_PATH or ./mars_data)")]
 NamespaceOpt = Annotated[str | None, typer.Option(
     "--namespace", "-n", help="namespace (default: the store's default namespace; "
     "`mars stats` lists them)")]
