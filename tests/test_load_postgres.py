@@ -46,6 +46,7 @@ MAX_OPS = 5000  # per process: a bound on the run, reached or not
 NAMESPACES = 50
 BUDGET = 120
 WAIT = 300.0  # a guard against a hang, never a measured duration
+RESTARTED_OPS = 20  # a restarted writer makes at least these calls, on any machine
 
 pytestmark = pytest.mark.slow
 
@@ -85,10 +86,10 @@ class Pool:
         self.events: queue.Queue[tuple[str, dict[str, Any] | None]]
 
     def start(self, name: str, seed: int, seconds: float = SECONDS,
-              max_ops: int = MAX_OPS) -> Proc:
+              max_ops: int = MAX_OPS, min_ops: int = 0) -> Proc:
         popen = subprocess.Popen(
             [sys.executable, str(WORKER), self.url, name, str(seed), str(seconds),
-             str(max_ops), str(NAMESPACES), str(BUDGET), self.index],
+             str(max_ops), str(NAMESPACES), str(BUDGET), self.index, str(min_ops)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=_env())
         proc = self.procs[name] = Proc(name, popen)
@@ -248,8 +249,8 @@ def test_writers_killed_at_random_moments_lose_nothing_acknowledged(pool: Pool) 
         n = int(proc.name[1:]) if proc.name[1:].isdigit() else -1
         if n in victims and event["ev"] == "ack" and proc.acks() == victims[n]:
             proc.popen.send_signal(signal.SIGKILL)  # mid-run: its next call is cut off
-            successors.append(pool.start(f"w{n}r", seed=200 + n,
-                                         seconds=SECONDS / 2))
+            successors.append(pool.start(f"w{n}r", seed=200 + n, seconds=SECONDS / 2,
+                                         min_ops=RESTARTED_OPS))
     killed = [pool.procs[f"w{n}"] for n in victims]
     for proc in pool.procs.values():
         pool.finish(proc)
@@ -258,6 +259,7 @@ def test_writers_killed_at_random_moments_lose_nothing_acknowledged(pool: Pool) 
     _only_documented(survivors)  # the survivors and the restarted ones went on
     assert all(p.events[-1]["ev"] == "done" for p in survivors)
     assert all(p.events[0]["ev"] == "ready" and p.acks() > 0 for p in successors)
+    assert all(p.events[-1]["ops"] >= RESTARTED_OPS for p in successors)
     _check_store(pool.url, pool.index, list(pool.procs.values()))
 
 
