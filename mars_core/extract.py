@@ -119,6 +119,8 @@ from mars_core.nlp.signals import TextSignals
 
 __all__ = [
     "EPISODE",
+    "NON_NAMES",
+    "RELATION_WORDS",
     "Extracted",
     "KnownFacts",
     "Topic",
@@ -156,6 +158,11 @@ _RELATIONS: Final = (
     "therapist", "mentor", "stepmom", "stepdad", "stepson", "stepdaughter", "assistant",
     "dog", "cat", "puppy", "kitten", "pet", "horse", "parrot", "rabbit", "bunny", "hamster",
 )
+RELATION_WORDS: Final = frozenset(_RELATIONS)
+"""The words the extractor reads as a relationship ("my sister Ana", "our dog Pepper")."""
+NON_NAMES: Final = _NON_NAMES
+"""Capitalised words that are never a person's name (pronouns, question words, weekdays,
+months, greetings)."""
 _REL_MODIFIERS: Final = (
     "best", "old", "close", "good", "dear", "younger", "older", "little", "big", "new",
     "twin", "baby", "ex", "ex-", "eldest", "youngest", "late",

@@ -23,7 +23,7 @@ Examples:
     >>> f = parse_query("What's my dog's name?")
     >>> sorted(f.subjects), sorted(f.predicates), f.answer
     (['user'], ['attr:name', 'rel:dog'], 'name')
-    >>> from mars_core.extract import Topic
+    >>> from mars_core.extract import NON_NAMES, RELATION_WORDS, Topic
     >>> card = Topic("pepper", "relationshipTo:user", "dog|kind=rescue greyhound")
     >>> round(symbolic_score(f, card, "Pepper is the user's dog, a rescue greyhound"), 3)
     0.786
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from mars_core.extract import Topic
+from mars_core.extract import NON_NAMES, RELATION_WORDS, Topic
 from mars_core.lexical import STOPWORDS
 from mars_core.nlp.rules import normalise_apostrophes
 
@@ -68,14 +68,6 @@ _CUES: Final = {  # query word -> card classes it asks about (the extractor's pr
     **dict.fromkeys(("birthday", "born"), ("attr:birthday",)),
     **dict.fromkeys(("age", "aged"), ("attr:age",)),
 }
-_RELATIONS: Final = frozenset({
-    "sister", "brother", "mom", "mum", "mother", "dad", "father", "son", "daughter", "wife",
-    "husband", "partner", "boyfriend", "girlfriend", "fiance", "fiancee", "friend",
-    "colleague", "coworker", "boss", "manager", "cousin", "aunt", "uncle", "grandma",
-    "grandmother", "grandpa", "grandfather", "niece", "nephew", "neighbour", "neighbor",
-    "roommate", "flatmate", "classmate", "teacher", "doctor", "therapist", "mentor", "vet",
-    "dog", "cat", "puppy", "kitten", "pet", "horse", "parrot", "rabbit", "hamster",
-})
 _SAME: Final = {"mom": "mum", "mother": "mum", "father": "dad", "neighbor": "neighbour",
                 "puppy": "dog", "kitten": "cat", "boss": "manager", "coworker": "colleague"}
 _PAST: Final = re.compile(r"\b(before|used to|previous(?:ly)?|former(?:ly)?|anymore|"
@@ -83,12 +75,6 @@ _PAST: Final = re.compile(r"\b(before|used to|previous(?:ly)?|former(?:ly)?|anym
 _WH: Final = (("where", "place"), ("who", "person"), ("whom", "person"),
               ("when", "time"), ("how old", "age"))
 _PLACES: Final = frozenset({"livesIn", "isFrom", "worksAt", "formerlyWorkedAt"})
-_WH_WORDS: Final = frozenset({
-    "what", "when", "where", "who", "whom", "why", "how", "which", "is", "are", "do", "does",
-    "did", "was", "were", "can", "monday", "tuesday", "wednesday", "thursday", "friday",
-    "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july",
-    "august", "september", "october", "november", "december"})
-"""Capitalised words that are not a question's subject."""
 _WORD: Final = re.compile(r"[a-z]+(?:'[a-z]+)?")
 _NAME: Final = re.compile(r"\b([A-Z][a-z][\w-]*)")
 
@@ -97,6 +83,8 @@ _ASKS: Final = frozenset({"what", "when", "where", "who", "whom", "whose", "why"
                          "which", "do", "does", "did", "is", "are", "was", "were", "can",
                          "could", "have", "has", "tell", "remind"})
 """First words that make a query a question without a question mark."""
+_NOT_SUBJECTS: Final = NON_NAMES | _ASKS
+"""Capitalised words that are not a question's subject."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +129,12 @@ def parse_query(query: str) -> QueryFrame:
         return QueryFrame(frozenset(), frozenset(), None, False, frozenset())
     subjects = {"user"} if _USER & set(tokens) else set()
     subjects |= {n.casefold() for n in _NAME.findall(text)
-                 if n.casefold() not in STOPWORDS and n.casefold() not in _WH_WORDS}
+                 if n.casefold() not in STOPWORDS and n.casefold() not in _NOT_SUBJECTS}
     past = _PAST.search(low) is not None
     preds: set[str] = set()
     for t in tokens:
         preds.update(_CUES.get(t, ()))
-        if t in _RELATIONS:
+        if t in RELATION_WORDS:
             preds.add(f"rel:{_SAME.get(t, t)}")
     if "worksAt" in preds and past:
         preds.add("formerlyWorkedAt")
@@ -185,7 +173,7 @@ def card_classes(topic: Topic) -> frozenset[str]:
     pred = topic.predicate
     if pred.startswith("relationshipTo:"):
         rel, _, attrs = topic.value.partition("|")
-        out = {f"rel:{_SAME.get(w, w)}" for w in rel.split() if w in _RELATIONS}
+        out = {f"rel:{_SAME.get(w, w)}" for w in rel.split() if w in RELATION_WORDS}
         keys = {kv.split("=", 1)[0] for kv in attrs.split(";") if "=" in kv}
         out |= {"kind"} if "kind" in keys else set()
         out |= {"livesIn"} if "livesin" in keys else set()

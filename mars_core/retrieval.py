@@ -361,13 +361,7 @@ def rank(
         node = state.node(nid)
         return q.admits(node) and (admit is None or admit(node))
 
-    frame = parse_query(q.text) if cfg.card_weight > 0 else None
-    card = {} if frame is None else {
-        i: cfg.card_weight * symbolic_score(frame, topic, state.node(i).content)
-        for st in statuses for i, topic in state.cards(st) if answers(frame, topic)}
-    specific = set() if frame is None else {
-        i for st in statuses for i, topic in state.cards(st) if i in card
-        and answers(frame, topic, specific=True)}
+    card, specific = _card_channel(state, statuses, q.text, cfg.card_weight)
     proposed += sorted(card, key=lambda i: -card[i])[:cfg.candidates]
     candidates = [i for i in dict.fromkeys(proposed) if eligible(i)]
     units = reply_of(state, candidates, eligible) if cfg.reply_units else []
@@ -398,6 +392,25 @@ def rank(
             for nid, (score, d, lx) in scores.items() if score > _EPS]
     hits.sort(key=lambda h: (-h.score, h.archived, h.node.step, h.node.id))
     return hits
+
+
+def _card_channel(state: NamespaceState, statuses: Sequence[MemoryStatus], query: str,
+                  weight: float) -> tuple[dict[str, float], set[str]]:
+    """The cards that answer ``query``'s frame (:mod:`mars_core.frame`): their bonus
+    (``weight`` × the card score) by id, and those that answer on a single-valued
+    predicate."""
+    if weight <= 0:
+        return {}, set()
+    frame = parse_query(query)
+    bonus: dict[str, float] = {}
+    specific: set[str] = set()
+    for st in statuses:
+        for nid, topic in state.cards(st):
+            if answers(frame, topic):
+                bonus[nid] = weight * symbolic_score(frame, topic, state.node(nid).content)
+                if answers(frame, topic, specific=True):
+                    specific.add(nid)
+    return bonus, specific
 
 
 def _voice(node: MemoryNode) -> str:
