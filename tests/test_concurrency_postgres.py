@@ -115,6 +115,28 @@ def test_a_namespace_that_keeps_changing_gives_up_after_the_attempts(
     assert second.verify().ok
 
 
+
+def test_an_archived_memory_erased_while_a_retrieve_reads_the_archive_is_read_again(
+        stores: Callable[..., MemoryStore]) -> None:
+    first = stores(budget=30)
+    for room in ("the old garden shed", "the new greenhouse", "the attic", "the cellar"):
+        first.add(f"{room} {SIZE}", namespace="shelf")
+    old = first.list("shelf", status="archived")[0]  # the budget made room
+
+    def erase_in_between(call: int) -> None:
+        if call == 1:  # the second store listed "shelf" but has not read its archive yet
+            first.erase(old.id, namespace="shelf")
+
+    question = "where is the garden shed?"
+    second = stores(embedder=HookedEmbedder(question, erase_in_between))
+    assert old.id not in [n.id for n in second.list("shelf")]  # active ones read alone
+    hits = second.retrieve(question, namespace="shelf")
+    assert second.embedder.calls == 2  # type: ignore[attr-defined]  # read again, once
+    assert old.id not in [h.node.id for h in hits]
+    assert old.id not in [n.id for n in second.list("shelf", status="archived")]
+    assert second.verify().ok
+
+
 HOLDER = """
 import sys
 from mars_core.storage import PostgresRecordStore

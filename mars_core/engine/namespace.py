@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from mars_core.budget import BudgetLedger
 from mars_core.engine.timeline import Timeline
-from mars_core.errors import NotFoundError
+from mars_core.errors import ConcurrentWriteError, NotFoundError
 from mars_core.extract import KnownFacts, Topic, topic_of
 from mars_core.graph import MemoryGraph
 from mars_core.lexical import BM25Index
@@ -161,8 +161,7 @@ class NamespaceState:
             return node
         if memory_id not in self.refs or self._fetch is None:
             raise NotFoundError(f"no memory with id {memory_id!r}")
-        for found in self._fetch([memory_id]):
-            self.nodes[found.id] = found
+        self._read([memory_id])
         return self.nodes[memory_id]
 
     def get(self, memory_id: str) -> MemoryNode | None:
@@ -175,8 +174,7 @@ class NamespaceState:
             return
         wanted = [i for i in self.order[MemoryStatus.ARCHIVED] if i not in self.nodes]
         if wanted and self._fetch is not None:
-            for node in self._fetch(wanted):
-                self.nodes[node.id] = node
+            self._read(wanted)
         index = BM25Index(*self._bm25)
         for i in self.order[MemoryStatus.ARCHIVED]:
             index.add(i, self.nodes[i].search_text, _stamp(self.nodes[i]))
@@ -184,6 +182,23 @@ class NamespaceState:
         self.timeline[MemoryStatus.ARCHIVED] = Timeline(
             _entry(self.nodes[i]) for i in self.order[MemoryStatus.ARCHIVED])
         self.archive_loaded = True
+
+    def _read(self, ids: Sequence[str]) -> None:
+        """Read memories this view lists from the record store.
+
+        Raises:
+            ConcurrentWriteError: one of them is gone or changed status since the view
+                was read (another process erased or restored it): the view is stale, the
+                call is repeated on a fresh one.
+        """
+        assert self._fetch is not None
+        for found in self._fetch(ids):
+            self.nodes[found.id] = found
+        missing = [i for i in ids if i not in self.nodes]
+        if missing:
+            raise ConcurrentWriteError(
+                f"namespace {self.name!r} was changed by another process while this call "
+                "read it (a memory it listed is gone); nothing was written: repeat the call")
 
     def all_nodes(self) -> list[MemoryNode]:
         """Every memory, oldest first (loads the archive)."""
