@@ -760,11 +760,20 @@ def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option(
 
 @bench_app.command("fifa")
 def bench_fifa(out: Annotated[Path, typer.Option("--out", help="directory for the results")],
-               quick: QuickOpt = False, progress: ProgressOpt = None) -> None:
+               quick: QuickOpt = False, progress: ProgressOpt = None,
+               absolute: Annotated[bool, typer.Option(
+                   "--absolute-budgets",
+                   help="budgets in tokens as given, not as the paper's share of what the "
+                        "agents store")] = False,
+               paper_stored: Annotated[int, typer.Option(
+                   "--paper-stored", min=1,
+                   help="tokens a paper agent stores (relative budgets: level / this × "
+                        "the world's stored tokens)")] = 64_000) -> None:
     """FiFA: policies × budgets × seeds over five simulated scenarios (seed 000 §6)."""
     from mars_core.bench.fifa import run_fifa
 
-    run_fifa(out, quick=quick, progress=_shown(progress))
+    run_fifa(out, quick=quick, progress=_shown(progress),
+             budget_mode="absolute" if absolute else "relative", paper_stored=paper_stored)
 
 
 @bench_app.command("activator")

@@ -38,7 +38,8 @@ from collections.abc import Mapping, Sequence
 from mars_core.bench.fifa.simulator import AgentStats, mutation_ops
 from mars_core.bench.fifa.validators import Verdict
 
-__all__ = ["COMPOSITE", "METRICS", "TASK_COMPOSITE", "TOKEN_REF", "composite", "score"]
+__all__ = ["COMPOSITE", "METRICS", "TASK_COMPOSITE", "TOKEN_REF", "composite", "score",
+           "score_agents"]
 
 COMPOSITE: dict[str, float] = {"nc": 0.25, "gcr": 0.25, "sra": 0.20, "pp": 0.15, "ce": 0.15}
 """Eq. 14 weights."""
@@ -54,7 +55,10 @@ METRICS: tuple[str, ...] = ("composite", "composite_task", "nc", "gcr", "sra", "
 
 _PERF = {"nc": 0.25, "gcr": 0.25, "sra": 0.20}
 TOKEN_REF = 8000
-"""Tokens per turn that cost one unit (the paper's recommended baseline budget, §6.7)."""
+"""Tokens per turn that cost one unit (the paper's recommended baseline budget, §6.7). It
+stays absolute in the ``relative`` budget mode: the coefficients were fixed a priori, and the
+paper finds CE independent of budget (§6.7.1), which a reference scaled with the budget
+levels would contradict by construction."""
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -107,6 +111,19 @@ def _gcr(goals: Sequence[Verdict]) -> float | None:
     if not goals:
         return None
     return sum(v.weight for v in goals if v.completed) / sum(v.weight for v in goals)
+
+
+def score_agents(verdicts: Sequence[Verdict], agents: Sequence[AgentStats],
+                 metrics: Sequence[str] = ("composite", "nc", "gcr", "sra", "pp", "ce"),
+                 ) -> list[dict[str, float | None]]:
+    """``metrics`` of each cast agent alone: its answers and its store's counters (the
+    agent–scenario–seed unit of seed 000 §6.4.2)."""
+    out = []
+    for i, a in enumerate(agents):
+        m = score([v for v in verdicts if v.agent == i], [a])
+        out.append({k: (None if m[k] is None else round(float(m[k] or 0.0), 6))
+                    for k in metrics})
+    return out
 
 
 def _ce(m: Mapping[str, float | None]) -> float | None:

@@ -1,4 +1,5 @@
-"""Aggregate FiFA cells into results: intervals, paired tests, controls, tables and plots.
+"""Aggregate FiFA cells into results: intervals, controls, tables and plots (the paired
+tests, the ANOVA and the paper side by side are in :mod:`~mars_core.bench.fifa.analysis`).
 
 Everything here is deterministic: cells are sorted, bootstrap generators are seeded,
 floats are rounded before they are written, and wall times stay out of ``results.json``
@@ -20,21 +21,17 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import combinations
 from itertools import pairwise as pairwise_
 from pathlib import Path
 from typing import Any
 
+from mars_core.bench.fifa.analysis import paired
 from mars_core.bench.fifa.metrics import METRICS
 from mars_core.bench.fifa.scenarios import SCENARIOS
-from mars_core.bench.fifa.stats import bootstrap_ci, effect_size, holm, wilcoxon
+from mars_core.bench.fifa.stats import bootstrap_ci
 from mars_core.bench.plots import pyplot, save
 
-__all__ = ["TESTED", "aggregate", "controls", "pairwise", "plot", "render_markdown",
-           "write_json"]
-
-TESTED: tuple[str, ...] = ("composite", "nc", "gcr", "sra", "pp", "ce")
-"""Metric families of the paired tests (Holm–Bonferroni within each)."""
+__all__ = ["aggregate", "controls", "plot", "render_markdown", "write_json"]
 
 _ND = 4
 
@@ -82,46 +79,6 @@ def aggregate(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"overall": overall, "by_budget": by_budget, "by_scenario": by_scenario}
 
 
-def _units(cells: Iterable[Mapping[str, Any]], policy: str, metric: str,
-           scenarios: Sequence[str] | None = None,
-           budgets: Sequence[int] | None = None) -> dict[tuple[int, str], float]:
-    """Per (seed, scenario) value of a policy's metric, averaged over budgets."""
-    acc: dict[tuple[int, str], list[float]] = defaultdict(list)
-    for c in cells:
-        if c["policy"] != policy or c["metrics"].get(metric) is None:
-            continue
-        if (scenarios and c["scenario"] not in scenarios) or \
-                (budgets and c["budget"] not in budgets):
-            continue
-        acc[(c["seed"], c["scenario"])].append(float(c["metrics"][metric]))
-    return {k: statistics.fmean(v) for k, v in sorted(acc.items())}
-
-
-def _paired(cells: Sequence[Mapping[str, Any]], a: str, b: str, metric: str,
-            **kw: Any) -> dict[str, Any]:
-    ua, ub = _units(cells, a, metric, **kw), _units(cells, b, metric, **kw)
-    keys = sorted(set(ua) & set(ub))
-    xa, xb = [ua[k] for k in keys], [ub[k] for k in keys]
-    res, eff = wilcoxon(xa, xb), effect_size(xa, xb)
-    diff = statistics.fmean(ua[k] - ub[k] for k in keys) if keys else 0.0
-    return {"a": a, "b": b, "metric": metric, "pairs": len(keys), "mean_diff": _r(diff),
-            "median_diff": _r(res.median_diff), "w_plus": res.w_plus, "n": res.n,
-            "p": _r(res.p), "method": res.method, "t": _r(eff.t), "d": _r(eff.d),
-            "effect": eff.label}
-
-
-def pairwise(cells: Sequence[Mapping[str, Any]], policies: Sequence[str]) -> list[dict[str, Any]]:
-    """Wilcoxon signed-rank between every policy pair, paired by seed × scenario, per metric
-    family, with Holm–Bonferroni adjusted p-values within each family."""
-    out = []
-    for metric in TESTED:
-        fam = [_paired(cells, a, b, metric) for a, b in combinations(policies, 2)]
-        for row, adj in zip(fam, holm([float(r["p"]) for r in fam]), strict=True):
-            row["p_holm"] = _r(adj)
-            out.append(row)
-    return out
-
-
 def controls(cells: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> dict[str, Any]:
     """The known-direction controls of seed 000 §6.3.2, each with its evidence and verdict."""
     out: dict[str, Any] = {}
@@ -129,7 +86,7 @@ def controls(cells: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> 
     recency = [s.name for s in SCENARIOS if s.recency_dominated]
     tight = sorted({c["budget"] for c in cells if c["acted"] and c["policy"] in ("lru", "random")})
     if {"lru", "random"} <= policies and tight:
-        row = _paired(cells, "lru", "random", "composite", scenarios=recency, budgets=tight)
+        row = paired(cells, "lru", "random", "composite", scenarios=recency, budgets=tight)
         out["random_below_lru_recency"] = {**row, "scenarios": recency, "budgets": tight,
                                            "holds": bool(row["mean_diff"] and row["mean_diff"] > 0)}
     if {"lru", "reflection"} <= policies:
@@ -142,8 +99,8 @@ def _reflection(cells: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) 
     """Reflection's token cost below LRU's, and its leakage not above LRU's band — paired by
     seed × scenario at the budgets where Reflection acted (all budgets if it never did)."""
     tight = sorted({c["budget"] for c in cells if c["acted"] and c["policy"] == "reflection"})
-    tok = _paired(cells, "reflection", "lru", "token_cost", budgets=tight or None)
-    leak = _paired(cells, "reflection", "lru", "leakage", budgets=tight or None)
+    tok = paired(cells, "reflection", "lru", "token_cost", budgets=tight or None)
+    leak = paired(cells, "reflection", "lru", "leakage", budgets=tight or None)
     band = summary["overall"]["lru"]["leakage"]["half"] or 0.0
     lowers = tok["mean_diff"] is not None and tok["mean_diff"] < 0
     no_leak = leak["mean_diff"] is not None and leak["mean_diff"] <= band
@@ -180,52 +137,179 @@ def _pm(iv: Mapping[str, Any]) -> str:
     return "–" if iv["mean"] is None else f"{iv['mean']:.3f} ± {iv['half']:.3f}"
 
 
+def _f(x: float | None, nd: int = 3) -> str:
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def _p(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return "< 0.0001" if x < 1e-4 else f"{x:.4f}"
+
+
+_NAMES = {"composite": "Composite", "nc": "NC", "gcr": "GCR", "sra": "SRA", "pp": "PP",
+          "ce": "CE"}
+
+
 def render_markdown(results: Mapping[str, Any]) -> str:
-    """The markdown report: Table 2 analogue, budget table, controls, pairwise tests."""
+    """The markdown report: budget pressure, Table 2 (ours, then beside the paper's),
+    composite by budget, Table 3, Table 4 beside the paper's, McNemar on goals, controls and
+    the significant pairs."""
     ov = results["summary"]["overall"]
     order = sorted(ov, key=lambda p: -(ov[p]["composite"]["mean"] or 0.0))
+    grid = results["grid"]
     cols = ("composite", "nc", "gcr", "sra", "pp", "ce", "composite_task", "sra_opp", "leakage")
+    mode = grid.get("budget_mode", "absolute")
     lines = [f"# FiFA results ({results['fifa_version']})", "",
-             f"Grid: {len(results['grid']['policies'])} policies × budgets "
-             f"{results['grid']['budgets']} × seeds {results['grid']['seeds']} × "
-             f"{len(results['grid']['scenarios'])} scenarios (world scale "
-             f"{results['grid']['scale']}). Means with 95% bootstrap half-widths over seeds.", "",
-             "| Policy | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+             f"Grid: {len(grid['policies'])} policies × budget levels {grid['budgets']} × "
+             f"seeds {grid['seeds']} × {len(grid['scenarios'])} scenarios (world scale "
+             f"{grid['scale']}), budgets {mode}"
+             + (f" (each level a share of the world's stored tokens, as it is of the paper's "
+                f"{grid['paper_stored_tokens']})" if mode == "relative" else "")
+             + ". Means with 95% bootstrap half-widths over seeds.", ""]
+    lines += _pressure(results)
+    lines += ["", "## Table 2 (all policies)", "",
+              "| Policy | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     lines += [f"| {p} | " + " | ".join(_pm(ov[p][c]) for c in cols) + " |" for p in order]
-    lines += ["", "## Composite by budget", "",
-              "| Policy | " + " | ".join(str(b) for b in results["grid"]["budgets"]) + " |",
-              "|---" * (len(results["grid"]["budgets"]) + 1) + "|"]
+    lines += _table2_vs(results)
+    lines += ["", "## Composite by budget level", "",
+              "| Policy | " + " | ".join(str(b) for b in grid["budgets"]) + " |",
+              "|---" * (len(grid["budgets"]) + 1) + "|"]
     by = results["summary"]["by_budget"]
     lines += [f"| {p} | " + " | ".join(_pm(by[f'{p}@{b}']["composite"])
-                                      for b in results["grid"]["budgets"]) + " |" for p in order]
-    lines += _pressure(results)
+                                      for b in grid["budgets"]) + " |" for p in order]
+    lines += _table3(results) + _table4_vs(results) + _mcnemar(results)
     lines += ["", "## Known-direction controls (seed 000 §6.3.2)", ""]
     lines += [f"- **{k}**: holds = {v['holds']}; "
               + json.dumps({x: y for x, y in v.items() if x != "holds"}, sort_keys=True)
               for k, v in sorted(results["controls"].items())]
-    lines += ["", "## Paired Wilcoxon tests (seed × scenario; Holm–Bonferroni per metric)", "",
-              "Significant pairs (p_Holm < 0.05); d is Cohen's d_z with Hedges' correction "
-              "(positive favours a), t the paired t. Every pair is in `results.json`.", "",
-              "| metric | a | b | mean a−b | t | d | effect | n | p | p (Holm) |",
+    lines += ["", "## Significant pairs (paired t, Holm within each metric, p_Holm < 0.05)", "",
+              "Paired by seed × scenario, averaged over budgets; d is Cohen's d_z with Hedges' "
+              "correction (positive favours a), δ is Cliff's δ; the Wilcoxon signed-rank p "
+              "(Holm) is the non-parametric check. Every pair is in `results.json`.", "",
+              "| metric | a | b | mean a−b | t | p_Holm | p_BH | d | δ | Wilcoxon p_Holm |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['metric']} | {r['a']} | {r['b']} | {r['mean_diff']} | {r['t']} | {r['d']} | "
-              f"{r['effect']} | {r['n']} | {r['p']} | {r['p_holm']} |"
+    lines += [f"| {r['metric']} | {r['a']} | {r['b']} | {r['mean_diff']} | {r['t']} | "
+              f"{_p(r['p_holm'])} | {_p(r['p_bh'])} | {r['d']} | {r['delta']} | "
+              f"{_p(r['p_wilcoxon_holm'])} |"
               for r in results["pairwise"] if r["p_holm"] is not None and r["p_holm"] < 0.05]
     return "\n".join(lines) + "\n"
 
 
+def _table2_vs(results: Mapping[str, Any]) -> list[str]:
+    vs = results.get("paper") or {}
+    t2 = vs.get("table2") or {}
+    if not t2:
+        return []
+    order = sorted(t2, key=lambda p: t2[p]["rank"])
+    tau = vs.get("kendall_tau")
+    out = ["", "## Table 2 beside the paper (the paper's five policies, ranked by composite)",
+           "", "Each cell: ours / paper (mean ± 95% half-width)."
+           + (f" Kendall's τ between the two composite orders: {tau['tau']} "
+              f"(p = {tau['p']})." if tau else ""), "",
+           "| Policy | rank (ours / paper) | " + " | ".join(_NAMES[m] for m in _NAMES) + " |",
+           "|---" * (len(_NAMES) + 2) + "|"]
+    for p in order:
+        row = t2[p]
+        cells = [f"{_f(row[m]['ours'][0])} ± {_f(row[m]['ours'][1])} / "
+                 f"{row[m]['paper'][0]:.3f} ± {row[m]['paper'][1]:.3f}" for m in _NAMES]
+        out.append(f"| {p} | {row['rank']} / {row['paper_rank']} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _table3(results: Mapping[str, Any]) -> list[str]:
+    t3 = results.get("anova") or {}
+    if not t3:
+        return []
+    paper = (results.get("paper") or {}).get("table3") or {}
+    out = ["", "## Table 3: mixed-effects ANOVA (seed 000 §6.4.2)", "",
+           "Per metric, on agent–scenario–seed units: fixed Policy, Budget and Policy × Budget "
+           "(sum-to-zero contrasts), random intercepts for Scenario and Seed (statsmodels "
+           "`mixedlm`, REML). F = Wald χ² / df, p from χ²; η² and partial η² from type-III "
+           "sums of squares with Scenario and Seed as blocks. The paper's columns are its "
+           "Policy row.", "",
+           "| metric | rows | Policy F (df) | p | η² | partial η² | Budget F | p | "
+           "Policy×Budget F | p | paper F | paper p | paper η² |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for m in ("nc", "gcr", "sra", "pp", "ce", "composite"):
+        fit = t3.get(m)
+        if fit is None:
+            continue
+        terms = fit["terms"]
+        pol, bud = terms.get("policy") or {}, terms.get("budget") or {}
+        inter = terms.get("policy:budget") or {}
+        pp = (paper.get(m) or {}).get("paper") or {}
+        out.append(f"| {_NAMES[m]} | {fit['rows']} | {_f(pol.get('F'), 2)} ({pol.get('df')}) | "
+                   f"{_p(pol.get('p'))} | {_f(pol.get('eta2'))} | "
+                   f"{_f(pol.get('partial_eta2'))} | {_f(bud.get('F'), 2)} | "
+                   f"{_p(bud.get('p'))} | {_f(inter.get('F'), 2)} | {_p(inter.get('p'))} | "
+                   f"{pp.get('F', '–')} | {pp.get('p', '–')} | {pp.get('eta2', '–')} |")
+    return out
+
+
+def _table4_vs(results: Mapping[str, Any]) -> list[str]:
+    t4 = (results.get("paper") or {}).get("table4") or []
+    rows = [r for r in t4 if r["ours"] is not None]
+    if not rows:
+        return []
+    out = ["", "## Table 4 beside the paper", "",
+           "Paper: t, Holm-adjusted p and Hedges' d as published. Ours: paired by seed × "
+           "scenario (averaged over budgets), paired t with Holm and BH over the pairs of the "
+           "metric, Hedges-corrected d_z, Cliff's δ.", "",
+           "| comparison | metric | paper t | paper p_adj | paper d | ours mean diff | t | "
+           "p_Holm | p_BH | d | δ | same sign |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        o, pp = r["ours"], r["paper"]
+        out.append(f"| {r['a']} vs {r['b']} | {_NAMES[r['metric']]} | {pp['t']} | "
+                   f"{pp['p_adj']} | {pp['d']} | {o['mean_diff']} | {o['t']} | "
+                   f"{_p(o['p_holm'])} | {_p(o['p_bh'])} | {o['d']} | {o['delta']} | "
+                   f"{'yes' if r['same_sign'] else 'no' if r['same_sign'] is False else '–'} |")
+    return out
+
+
+def _mcnemar(results: Mapping[str, Any]) -> list[str]:
+    rows = results.get("mcnemar") or []
+    if not rows:
+        return []
+    out = ["", "## McNemar on paired goal outcomes (seed 000 §6.3.2)", "",
+           "The same goal of the same world and budget under two policies; exact test on the "
+           "discordant goals, Holm and BH over the pairs.", "",
+           "| a | b | goals | completed a | completed b | only a | only b | p | p_Holm | "
+           "p_BH |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r['a']} | {r['b']} | {r['goals']} | {r['rate_a']} | {r['rate_b']} | "
+            f"{r['table'][0][1]} | {r['table'][1][0]} | {_p(r['p'])} | {_p(r['p_holm'])} | "
+            f"{_p(r['p_bh'])} |" for r in rows]
+    return out
+
+
 def _pressure(results: Mapping[str, Any]) -> list[str]:
-    """Share of runs per budget in which the policy evicted or summarised (the budget bound)."""
+    """Per budget level: its share of the stored tokens, the tokens it gave, and the share of
+    runs (and of agents) in which the budget bound (the policy evicted or summarised)."""
     budgets = results["grid"]["budgets"]
     acted: dict[int, list[bool]] = defaultdict(list)
+    agents: dict[int, list[float]] = defaultdict(list)
+    tokens: dict[int, list[int]] = defaultdict(list)
     for c in results["cells"]:
         acted[c["budget"]].append(bool(c["acted"]))
-    return ["", "## Budget pressure", "",
-            "Share of (seed, scenario, policy) runs in which the budget bound (the policy "
-            "evicted or summarised); a budget that never binds repeats the run below it.", "",
-            "| budget | " + " | ".join(str(b) for b in budgets) + " |",
+        agents[c["budget"]].append(c.get("bound_agents", 0) / max(1, len(c.get("agents") or [])))
+        tokens[c["budget"]].append(int(c.get("budget_tokens", c["budget"])))
+    ref = results["grid"].get("paper_stored_tokens")
+    share = [f"1/{round(ref / b)}" if ref and results["grid"].get("budget_mode") == "relative"
+             else "–" for b in budgets]
+    return ["## Budget pressure", "",
+            "Tokens each level gave (median, range over worlds) and the share of runs and of "
+            "agents whose store evicted or summarised (the budget bound).", "",
+            "| level | " + " | ".join(str(b) for b in budgets) + " |",
             "|---" * (len(budgets) + 1) + "|",
-            "| bound | " + " | ".join(f"{statistics.fmean(acted[b]):.2f}" for b in budgets) + " |"]
+            "| share of stored | " + " | ".join(share) + " |",
+            "| tokens | " + " | ".join(
+                f"{statistics.median(tokens[b]):.0f} ({min(tokens[b])}–{max(tokens[b])})"
+                for b in budgets) + " |",
+            "| runs bound | " + " | ".join(f"{statistics.fmean(acted[b]):.2f}"
+                                           for b in budgets) + " |",
+            "| agents bound | " + " | ".join(f"{statistics.fmean(agents[b]):.2f}"
+                                             for b in budgets) + " |"]
 
 
 def plot(results: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:
@@ -243,7 +327,8 @@ def plot(results: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], out: Pa
     for i, row in enumerate(grid):
         for j, v in enumerate(row):
             ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=8)
-    ax.set_xlabel("budget (tokens)")
+    ax.set_xlabel("budget level (paper tokens; a share of what agents store)"
+                  if results["grid"].get("budget_mode") == "relative" else "budget (tokens)")
     ax.set_title("FiFA composite by policy and budget")
     fig.colorbar(im)
     heat = save(fig, out / "fifa_heatmap.png")

@@ -39,12 +39,14 @@ from mars_core.errors import MarsError, ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
-__all__ = ["AgentStats", "CachedEmbedder", "RunResult", "RunSettings", "simulate"]
+__all__ = ["AgentStats", "CachedEmbedder", "RunResult", "RunSettings", "Volume", "simulate",
+           "stored_volume"]
 
 _START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 _MUTATIONS = frozenset({AuditOp.INSERT, AuditOp.UPDATE, AuditOp.EVICT, AuditOp.SUMMARISE,
                         AuditOp.ERASE, AuditOp.RESTORE, AuditOp.METADATA})
 _NOT_POLICY = frozenset({"ttl", "user", "update"})
+_UNBOUNDED = 2**31 - 1  # a budget no world reaches: nothing is ever evicted
 SENSITIVITY: dict[EventKind, float] = {EventKind.SENSITIVE: 0.9, EventKind.TTL: 0.6,
                                        EventKind.SOCIAL: 0.3, EventKind.RELATION: 0.3}
 """Sensitivity labelled at the source, by event kind (others: 0.05). FiFA measures
@@ -110,6 +112,7 @@ class AgentStats:
     ops: Counter[str] = field(default_factory=Counter)
     policy_actions: int = 0
     stored_tokens_at_answers: int = 0
+    heaviest: int = 0
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,64 @@ class RunResult:
     verdicts: tuple[Verdict, ...]
     agents: tuple[AgentStats, ...]
     acted: bool
+
+
+@dataclass(frozen=True)
+class Volume:
+    """What a world's cast agents store when nothing is ever evicted.
+
+    Attributes:
+        peaks: per cast agent, the most tokens its store held at once (TTL expiries and
+            deletion requests applied, as in every run).
+        heaviest: the heaviest single memory any cast agent wrote (a budget below it
+            cannot hold that memory).
+    """
+
+    peaks: tuple[int, ...]
+    heaviest: int
+
+    @property
+    def mean(self) -> float:
+        """Mean peak over the cast: the stored tokens budgets are shares of."""
+        return sum(self.peaks) / len(self.peaks)
+
+
+def stored_volume(world: World) -> Volume:
+    """Replay ``world``'s writes, TTL maintenance and deletions into unbounded stores (no
+    probes: answering changes nothing a store holds) and measure their peaks.
+
+    Example:
+        >>> from mars_core.bench.fifa.world import WorldConfig, generate_world
+        >>> v = stored_volume(generate_world(2, "crisis_management", WorldConfig(scale=0.3)))
+        >>> len(v.peaks), 0 < v.heaviest <= min(v.peaks)
+        (5, True)
+    """
+    clocks = [FakeClock(_START) for _ in world.cast]
+    stores = [_open_store(world, i, "fifo", _UNBOUNDED, clocks[i])
+              for i in range(len(world.cast))]
+    stats = [AgentStats() for _ in stores]
+    nodes: list[dict[str, list[str]]] = [{} for _ in stores]
+    peaks = [0] * len(stores)
+    try:
+        for event in world.events:
+            for c in clocks:
+                c.set(_START + timedelta(minutes=event.minute))
+            if event.maintenance:
+                for s in stores:
+                    s.maintain(ttl=True, graduated=False, dedup=False, reflect=False)
+            _witness(world, event, stores, nodes, stats)
+            for w in event.writers:
+                peaks[w] = max(peaks[w], _held(stores[w]))
+    finally:
+        for s in stores:
+            s.close()
+    return Volume(tuple(peaks), max(a.heaviest for a in stats))
+
+
+def _held(store: MemoryStore) -> int:
+    """Tokens of the active memories of the store's default namespace (Σ w_i)."""
+    ns = store.config.default_namespace
+    return int(store.stats(ns)["namespaces"][ns]["tokens"])
 
 
 def simulate(world: World, policy: str, budget: int,
@@ -190,6 +251,7 @@ def _witness(world: World, e: Event, stores: list[MemoryStore],
                                          "conversation_id": f"{world.scenario}-{e.session}",
                                          "session_id": f"s{e.session}"})
         stats[w].written += 1
+        stats[w].heaviest = max(stats[w].heaviest, node.weight)
         for key in (e.fact, e.goal if e.kind is EventKind.GOAL else None):
             if key is not None:
                 nodes[w].setdefault(key, []).append(node.id)
@@ -245,8 +307,7 @@ def _answer(world: World, probe: Probe, store: MemoryStore, a: AgentStats,
     tokens = store.token_counter.count(context) if context else 0
     a.answers += 1
     a.answer_tokens += tokens
-    a.stored_tokens_at_answers += int(store.stats(store.config.default_namespace)
-                                      ["namespaces"][store.config.default_namespace]["tokens"])
+    a.stored_tokens_at_answers += _held(store)
     texts: list[str] = []
     if probe.kind is ProbeKind.POST_DELETION:
         texts = [n.content for n in store.list(status=None)]

@@ -47,6 +47,7 @@ class Verdict:
         leaked_tokens: whitespace tokens of sensitive values in the answer (eq. 11).
         tokens: tokens of the answer (the prompt the agent would pay for).
         weight: the probe's weight (a goal's number of prerequisites).
+        agent: cast index of the agent that answered (per-agent metrics, §6.4.2's unit).
     """
 
     probe: int
@@ -61,6 +62,7 @@ class Verdict:
     leaked_tokens: int
     tokens: int
     weight: float = 1.0
+    agent: int = 0
 
 
 def answer_lines(context: str) -> list[str]:
@@ -126,7 +128,8 @@ def judge(probe: Probe, context: str, tokens: int, store_texts: Sequence[str] = 
         contradictions=contradictions, missing=missing, refs_ok=ok, refs=len(refs),
         completed=(missing == 0) if probe.kind is ProbeKind.GOAL else None,
         violation=_violation(probe, context, store_texts),
-        leaked_tokens=sum(len(v.split()) for v in shown), tokens=tokens, weight=probe.weight)
+        leaked_tokens=sum(len(v.split()) for v in shown), tokens=tokens, weight=probe.weight,
+        agent=probe.agent)
 
 
 _NC_KINDS = (ProbeKind.SOCIAL, ProbeKind.ARC, ProbeKind.REFERENT)
