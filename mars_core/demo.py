@@ -31,7 +31,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -279,16 +278,16 @@ def _report(path: Path, budget: int, out: TextIO) -> dict[str, int]:
 
 
 def _fifa_table(out: TextIO) -> None:
-    """A quick FiFA run: three policies, one scenario, one seed, a tight budget."""
-    from mars_core.bench.fifa import run_fifa
+    """A quick FiFA run: three policies, one scenario, one seed, a tight budget (the cells
+    only: the benchmark's statistics need the ``bench`` extra, the demo does not)."""
+    from mars_core.bench.fifa.runner import grid_tasks, run_grid
 
-    with tempfile.TemporaryDirectory(prefix="mars-demo-fifa-") as tmp:
-        doc = run_fifa(Path(tmp), seeds=[0], budgets=[2000],
-                       policies=["fifo", "lru", "hybrid"], scenarios=["crisis_management"],
-                       scale=1.0, progress=False, plots=False, workers=1)
+    tasks = grid_tasks([0], ["fifo", "lru", "hybrid"], [2000], 1.0,
+                       scenarios=["crisis_management"])
+    cells = run_grid(tasks, workers=1, progress=False)
     _line(out, "── FiFA (seed 000 §6), crisis management, seed 0, 2,000-token budget:")
     _line(out, "   policy   composite  coherence  goals  leakage  tokens/answer")
-    for cell in doc["cells"]:
+    for cell in cells:
         m = cell["metrics"]
         _line(out, f"   {cell['policy']:<8} {m['composite']:9.3f} {m['nc']:10.3f} "
                    f"{m['gcr']:6.3f} {m['leakage']:8.3f} {m['token_cost']:14.1f}")

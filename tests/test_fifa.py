@@ -1,8 +1,11 @@
-"""FiFA: world generation, validators, statistics, the runner's budget reuse, the
-known-direction controls of seed 000 §6.3.2 on a reduced grid, and byte-identical reports.
+"""FiFA: world generation, validators, effect sizes, the stored volume and the relative
+budgets, the runner's budget reuse, the known-direction controls of seed 000 §6.3.2 on a
+reduced grid, and a smoke run of the whole pipeline (statistics and the paper side by side
+included) with byte-identical reports. The statistics themselves: ``test_fifa_stats.py``.
 
-The reduced grid uses full-size worlds with a 1000-token budget (the pressure the full
-grid puts on 2000 tokens at scale 2, for a quarter of the CPU) so the suite stays fast.
+The reduced grid uses base-size worlds with absolute 1000- and 4000-token budgets (a store
+pressure like the full grid's lower levels, for a fraction of the CPU) so the suite stays
+fast.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import pytest
 from pngs import assert_plots
 
 from mars_core.bench.fifa import FIFA_VERSION, run_fifa
+from mars_core.bench.fifa.analysis import pairwise
 from mars_core.bench.fifa.metrics import score
-from mars_core.bench.fifa.report import aggregate, controls, pairwise
-from mars_core.bench.fifa.runner import grid_tasks, run_grid
+from mars_core.bench.fifa.paper import level_tokens
+from mars_core.bench.fifa.report import aggregate, controls
+from mars_core.bench.fifa.runner import Task, grid_tasks, measure_volumes, run_grid
 from mars_core.bench.fifa.scenarios import SCENARIOS, EventKind, ProbeKind, scenario
-from mars_core.bench.fifa.simulator import simulate
-from mars_core.bench.fifa.stats import bootstrap_ci, effect_size, holm, wilcoxon
+from mars_core.bench.fifa.simulator import simulate, stored_volume
+from mars_core.bench.fifa.stats import effect_size
 from mars_core.bench.fifa.validators import judge
 from mars_core.bench.fifa.world import Phrase, WorldConfig, generate_world
 from mars_core.bench.plots import replot
@@ -85,24 +90,6 @@ def test_validators_read_contexts_against_ground_truth() -> None:
     assert secret.value not in stale_line
 
 
-def test_statistics_match_known_values() -> None:
-    rng = np.random.default_rng(3)
-    x = list(rng.normal(0.3, 1, 20))
-    res = wilcoxon(x, [0.0] * 20)
-    assert res.method == "exact" and 0 < res.p <= 1
-    scipy = pytest.importorskip("scipy.stats")
-    assert res.p == pytest.approx(scipy.wilcoxon(x, [0.0] * 20, method="exact").pvalue)
-    big = wilcoxon(list(rng.normal(0.3, 1, 90)), [0.0] * 90)
-    assert big.method == "normal"
-    assert holm([0.01, 0.02, 0.5]) == [0.03, 0.04, 0.5]
-    ci = bootstrap_ci([0.5, 0.6, 0.7, 0.8], seed=1)
-    assert ci.low <= ci.mean <= ci.high and ci.mean == pytest.approx(0.65)
-    with pytest.raises(ValidationError):
-        wilcoxon([1.0], [1.0, 2.0])
-    with pytest.raises(ValidationError):
-        bootstrap_ci([])
-
-
 def test_effect_sizes_are_hedges_corrected_paired_d() -> None:
     rng = np.random.default_rng(7)
     x = rng.normal(0.6, 0.1, 12)
@@ -139,7 +126,35 @@ def test_bad_grid_axes_are_typed_errors(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         run_fifa(tmp_path / "x", seeds=(0,), budgets=(2000,), policies=("lru",),
                  scenarios=("picnic",), progress=False)
+    with pytest.raises(ValidationError):
+        run_fifa(tmp_path / "x", seeds=(0,), budgets=(2000,), policies=("lru",),
+                 progress=False, budget_mode="shares")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        grid_tasks([0], ["lru"], [2000], 1.0, volumes={})  # relative without the world
     assert not (tmp_path / "x").exists()
+
+
+def test_stored_volume_is_the_exact_peak_of_an_unbounded_store() -> None:
+    """A budget equal to the largest peak never binds; one token less does."""
+    w = generate_world(3, "personal_reflection", SMALL)
+    v = stored_volume(w)
+    assert len(v.peaks) == len(w.cast) and 0 < v.heaviest <= min(v.peaks)
+    assert not simulate(w, "fifo", max(v.peaks)).acted
+    assert simulate(w, "fifo", max(v.peaks) - 1).acted
+
+
+def test_relative_budgets_are_the_papers_shares_of_each_worlds_store() -> None:
+    vols = measure_volumes([0, 1], ["crisis_management"], 0.4)
+    tasks = grid_tasks([0, 1], ["lru"], [32000, 2000], 0.4, volumes=vols,
+                       scenarios=["crisis_management"])
+    for t in tasks:
+        v = vols[(t.seed, t.scenario)]
+        assert [lvl for lvl, _ in t.budgets] == [2000, 32000]
+        assert t.budgets[1][1] == round(v.mean / 2) and t.budgets[0][1] == max(
+            v.heaviest, round(v.mean / 32))
+        assert t.budgets[0][1] == level_tokens(2000, v.mean, heaviest=v.heaviest)
+    absolute = grid_tasks([0], ["lru"], [2000], 0.4, scenarios=["crisis_management"])
+    assert absolute[0].budgets == ((2000, 2000),)
 
 
 @pytest.mark.parametrize("policy", ["fifo", "reflection", "meta"])
@@ -161,7 +176,7 @@ def test_tight_budgets_make_policies_act_and_differ() -> None:
 
 
 def _reduced_grid() -> list[dict[str, Any]]:
-    tasks = [(seed, "crisis_management", pol, (1000, 4000), 1.0)
+    tasks = [Task(seed, "crisis_management", pol, ((1000, 1000), (4000, 4000)), 1.0)
              for seed in range(6) for pol in ("lru", "random", "reflection")]
     return run_grid(tasks, workers=2, progress=False)
 
@@ -213,14 +228,33 @@ def test_control_performance_non_decreasing_in_budget(reduced: Any) -> None:
     assert loose >= tight
 
 
-def test_same_seed_gives_byte_identical_reports(tmp_path: Path) -> None:
-    kw: dict[str, Any] = {"seeds": (0, 1), "budgets": (1000, 4000), "policies": ("fifo", "random"),
+def test_smoke_run_with_relative_budgets_and_statistics_is_byte_identical(
+        tmp_path: Path) -> None:
+    """The whole pipeline on a tiny grid (relative budgets, the ANOVA, McNemar, Table 4
+    beside the paper's), twice: one worker and two give the same bytes."""
+    kw: dict[str, Any] = {"seeds": (0, 1), "budgets": (8000, 32000),
+                          "policies": ("fifo", "random", "hybrid"),
                           "scenarios": ("crisis_management",), "scale": 0.5, "progress": False}
     a = run_fifa(tmp_path / "a", plots=True, workers=1, **kw)
     run_fifa(tmp_path / "b", plots=False, workers=2, **kw)
     for name in ("results.json", "report.md"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    assert a["fifa_version"] == FIFA_VERSION
+    assert a["fifa_version"] == FIFA_VERSION and a["grid"]["budget_mode"] == "relative"
+    for c in a["cells"]:
+        vol = a["volumes"][f"{c['seed']}/{c['scenario']}"]
+        assert c["budget_tokens"] == level_tokens(c["budget"], vol["mean"],
+                                                  heaviest=vol["heaviest"])
+        assert c["acted"] and len(c["agents"]) == 5  # every level binds, as in the paper
+    assert {r["metric"] for r in a["paper"]["table4"] if r["ours"]} == {"composite", "nc"}
+    comp = a["anova"]["composite"]
+    assert set(comp["terms"]) == {"policy", "budget", "policy:budget"}
+    assert comp["rows"] == 5 * len(a["cells"])  # one row per cast agent per cell
+    assert {(r["a"], r["b"]) for r in a["mcnemar"]} == {("fifo", "random"), ("fifo", "hybrid"),
+                                                        ("random", "hybrid")}
+    report = (tmp_path / "a" / "report.md").read_text()
+    for heading in ("## Budget pressure", "## Table 2 beside the paper", "## Table 3",
+                    "## Table 4 beside the paper", "## McNemar"):
+        assert heading in report
     assert_plots(tmp_path / "a", ("fifa_heatmap.png", "fifa_metrics.png"))
     replot(tmp_path / "b" / "results.json")  # the run without plots, redrawn beside it
     for name in ("fifa_heatmap.png", "fifa_metrics.png"):

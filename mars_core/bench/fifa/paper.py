@@ -25,9 +25,9 @@ agent of a run gets the same budget, as in §6.4.1.
 reveal the tests behind them (checked by :func:`implied_anova_df2` and
 :func:`implied_pairs`): every η² equals F·4 / (F·4 + 70), the η² of a one-way ANOVA over the
 five policies with 75 observations (15 per policy), not a Budget × Policy mixed model over
-300 runs; and every Table 4 d equals t / √7 = t·√(2/14), with p-values that match
-unadjusted two-sample t-tests with 26 degrees of freedom (14 observations per policy), not
-Holm-adjusted paired tests.
+300 runs; and every Table 4 d equals t / √7 (7 pairs, or 14 per group), while its
+"Holm-adjusted" p-values are the unadjusted two-sided p of t with 27–29 degrees of
+freedom — no single design (10 paired seeds, 50 seed × scenario units, 300 runs) gives both.
 
 Example:
     >>> level_tokens(2000, 4800.0, heaviest=70)

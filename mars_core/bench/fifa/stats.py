@@ -312,7 +312,7 @@ _RANDOM = ("scenario", "seed")
 def mixed_anova(rows: Sequence[Mapping[str, Any]], metric: str) -> AnovaResult | None:
     """Fit §6.4.2's model to ``rows`` (dicts with ``policy``, ``budget``, ``scenario``,
     ``seed`` and the metric's value ``y``), or ``None`` when there is nothing to test (fewer
-    than two policies, or fewer than two levels of both random factors).
+    than two policies, fewer than two levels of both random factors, or a constant metric).
 
     Raises:
         ExtraNotInstalledError: statsmodels (the ``bench`` extra) is not installed.
@@ -325,18 +325,18 @@ def mixed_anova(rows: Sequence[Mapping[str, Any]], metric: str) -> AnovaResult |
         frame[k] = frame[k].astype(str)
     fixed = [f for f in _FACTORS if frame[f].nunique() > 1]
     random_ = [r for r in _RANDOM if frame[r].nunique() > 1]
-    if "policy" not in fixed or not random_:
+    if "policy" not in fixed or not random_ or frame["y"].nunique() < 2:
         return None
     rhs = " * ".join(f"C({f}, Sum)" for f in fixed)
     smf = _statsmodels("formula.api")
     frame["one"] = 1
+    sums = _type3(frame, rhs, random_)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = smf.mixedlm(f"y ~ {rhs}", frame, groups="one", re_formula="0",
                           vc_formula={r: f"0 + C({r})" for r in random_}).fit(reml=True)
         wald = fit.wald_test_terms(scalar=True).summary_frame()
     boundary = any("boundary" in str(w.message) for w in caught)
-    sums = _type3(frame, rhs, random_)
     terms = []
     for name, row in wald.iterrows():
         if name == "Intercept":
@@ -345,7 +345,8 @@ def mixed_anova(rows: Sequence[Mapping[str, Any]], metric: str) -> AnovaResult |
         ss, ss_total, ss_resid = sums[str(name)], sums["__total__"], sums["Residual"]
         terms.append(AnovaTerm(term, float(row["chi2"]), int(row["df constraint"]),
                                float(row["chi2"]) / int(row["df constraint"]),
-                               float(row["P>chi2"]), ss / ss_total, ss / (ss + ss_resid)))
+                               float(row["P>chi2"]), ss / ss_total,
+                               ss / (ss + ss_resid) if ss + ss_resid > 0 else 0.0))
     variance = {r: float(v) for r, v in zip(fit.model.exog_vc.names, fit.vcomp, strict=True)}
     variance["residual"] = float(fit.scale)
     return AnovaResult(metric, tuple(terms), variance, len(frame), bool(fit.converged),
