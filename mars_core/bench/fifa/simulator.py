@@ -34,6 +34,7 @@ from mars_core.bench.fifa.validators import Verdict, judge
 from mars_core.bench.fifa.vocab import CLAUSES
 from mars_core.bench.fifa.world import Event, Probe, World
 from mars_core.clock import FakeClock
+from mars_core.config import RetrievalConfig
 from mars_core.embeddings import HashingEmbedder, Matrix
 from mars_core.errors import MarsError, ValidationError
 from mars_core.model import MemoryStatus
@@ -96,10 +97,16 @@ class RunSettings:
     Attributes:
         prompt_tokens: ``render_context`` budget of an answer.
         active_turns: recent turns of the session shown in an answer.
+        search_archive: answers also search what a policy archived to make room (the
+            store's default since the archive became a second retrieval tier). Off in FiFA:
+            the paper's budget bounds what an agent has — an evicted memory is gone (§3,
+            §6.7) — and with the archive searched no budget would bind what an agent answers
+            from, so the benchmark would measure no forgetting at all.
     """
 
     prompt_tokens: int = 256
     active_turns: int = 4
+    search_archive: bool = False
 
 
 @dataclass
@@ -159,7 +166,7 @@ def stored_volume(world: World) -> Volume:
         (5, True)
     """
     clocks = [FakeClock(_START) for _ in world.cast]
-    stores = [_open_store(world, i, "fifo", _UNBOUNDED, clocks[i])
+    stores = [_open_store(world, i, "fifo", _UNBOUNDED, clocks[i], st=RunSettings())
               for i in range(len(world.cast))]
     stats = [AgentStats() for _ in stores]
     nodes: list[dict[str, list[str]]] = [{} for _ in stores]
@@ -197,7 +204,8 @@ def simulate(world: World, policy: str, budget: int,
         raise ValidationError("budget must be a positive integer (tokens)")
     st = settings or RunSettings()
     clocks = [FakeClock(_START) for _ in world.cast]
-    stores = [_open_store(world, i, policy, budget, clocks[i]) for i in range(len(world.cast))]
+    stores = [_open_store(world, i, policy, budget, clocks[i], st=st)
+              for i in range(len(world.cast))]
     try:
         return _replay(world, stores, clocks, st)
     finally:
@@ -205,13 +213,15 @@ def simulate(world: World, policy: str, budget: int,
             s.close()
 
 
-def _open_store(world: World, i: int, policy: str, budget: int, clock: FakeClock) -> MemoryStore:
+def _open_store(world: World, i: int, policy: str, budget: int, clock: FakeClock, *,
+                st: RunSettings) -> MemoryStore:
     key = hashlib.blake2b(f"fifa-audit|{world.seed}|{world.scenario}|{i}".encode(),
                           digest_size=32).digest()
     try:
         return MemoryStore(budget=budget, policy=policy, clock=clock, audit_key=key,
-                           embedder=_EMBEDDER,
-                           seed=world.seed * 101 + i, nlp="off", sensitivity_scoring=False)
+                           embedder=_EMBEDDER, seed=world.seed * 101 + i, nlp="off",
+                           sensitivity_scoring=False,
+                           retrieval=RetrievalConfig(search_archive=st.search_archive))
     except MarsError as exc:
         raise ValidationError(f"cannot build a store with policy {policy!r}: {exc}") from exc
 
