@@ -50,8 +50,8 @@ BUDGETS: tuple[int, ...] = (2000, 4000, 8000, 16000, 32000)
 SEEDS: tuple[int, ...] = tuple(range(10))
 DEFAULT_SCALE = 2.0
 """World size of the full grid: twice the scenarios' base length, so a cast agent stores
-1.5–6.7k tokens at its peak and the 2k level (1/32 of it) still holds one to four memories
-(``docs/benchmarks/fifa.md``)."""
+1.4–7.1k tokens at its peak and the 2k level (1/32 of the cast's mean) still holds one to four
+memories (``docs/benchmarks/fifa.md``)."""
 
 QUICK: dict[str, Any] = {"seeds": (0,), "budgets": (2000, 8000), "scale": DEFAULT_SCALE}
 """The ``--quick`` grid: every policy and scenario, one seed, two budgets."""
