@@ -217,6 +217,13 @@ class StoreConfig(_Config):
         "(PII patterns, secrets, category lexicons, entities) when add() gets sensitivity=None; "
         "False stores 0.0 unless a sensitivity is given.",
     )
+    semantic_sensitivity: bool = Field(
+        True, description="Add the embedding-level classifier to sensitivity scoring "
+        "(seed 000 §4.3; mars_core.privacy.semantic): fitted once per process on the "
+        "store's own embedder from the shipped labelled statements, calibrated by "
+        "cross-validation, and disabled by itself on an embedder that cannot carry it. "
+        "False: detectors only.",
+    )
     dedup_threshold: float = Field(
         0.92, gt=0.0, le=1.0, description="maintain(): cosine above which the older of two "
         "memories is merged into the newer (seed 003's 0.92).",

@@ -40,7 +40,7 @@ __all__ = [
 
 # other privacy modules are re-exported below
 
-# -- sensitivity, detectors and redaction (seed 000 §4.3, §5.4)
+# -- sensitivity, detectors, the semantic signal and redaction (seed 000 §4.3, §5.4)
 from mars_core.privacy.detectors import (
     CATEGORY_KINDS,
     DEFAULT_WEIGHTS,
@@ -59,6 +59,7 @@ from mars_core.privacy.redaction import (
     redact,
     sensitive_phrases,
 )
+from mars_core.privacy.semantic import SemanticSensitivity, SemanticVerdict, semantic_for
 from mars_core.privacy.sensitivity import (
     EntityPreferences,
     PreferencesLike,
@@ -81,6 +82,8 @@ __all__ += [
     "Kind",
     "PreferencesLike",
     "RedactionResult",
+    "SemanticSensitivity",
+    "SemanticVerdict",
     "SensitivityConfig",
     "SensitivityPreferences",
     "SensitivityReport",
@@ -88,5 +91,6 @@ __all__ += [
     "detect",
     "find_protected",
     "redact",
+    "semantic_for",
     "sensitive_phrases",
 ]
