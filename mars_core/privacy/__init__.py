@@ -51,6 +51,7 @@ from mars_core.privacy.detectors import (
     Kind,
     detect,
 )
+from mars_core.privacy.output import FlaggedText, RephraseOrConfirm
 from mars_core.privacy.redaction import (
     DEFAULT_MASK,
     DEFAULT_REDACT_KINDS,
@@ -79,9 +80,11 @@ __all__ += [
     "PATTERN_KINDS",
     "Detection",
     "EntityPreferences",
+    "FlaggedText",
     "Kind",
     "PreferencesLike",
     "RedactionResult",
+    "RephraseOrConfirm",
     "SemanticSensitivity",
     "SemanticVerdict",
     "SensitivityConfig",
