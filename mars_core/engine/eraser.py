@@ -9,6 +9,12 @@ checkpointed and truncated) and the vector index deletes the entries and, where 
 deleted vectors in its files, rebuilds the namespace's partitions. The receipt says what
 was done on disk, and lists the memories an entity erasure left for review.
 
+Before anything is deleted, the surviving memories that restate an erased one in other
+words are found (:func:`~mars_core.privacy.semantic.restates` on the erased vectors'
+nearest neighbours); in the same transaction each is marked (the ``restates_erased``
+signal, one ``metadata`` event), so ``render_context`` withholds it from then on, and the
+receipt lists it for review (``restating``).
+
 Examples:
     >>> from mars_core.engine.eraser import Eraser
     >>> Eraser.__name__
