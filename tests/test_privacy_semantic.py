@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from mars_core import HashingEmbedder, MemoryStore
+from mars_core.bench.assistant_script import SESSIONS
 from mars_core.bench.privacy_corpus import PARAPHRASE_HELD_OUT, SEMANTIC_HELD_OUT
 from mars_core.clock import FakeClock
 from mars_core.embedders import minilm_installed
@@ -102,14 +103,23 @@ def test_fit_is_deterministic_and_cached_per_embedder() -> None:
     assert semantic_for(HashingEmbedder(dim=128)).dim == 128
 
 
+def _conversation_false_alarms(model: SemanticSensitivity, embedder: object) -> float:
+    """Share of the personal-assistant script's turns (nothing sensitive in them) flagged."""
+    chat = [t for s in SESSIONS for pair in s.turns for t in pair]
+    flags = [v.flagged for v in model.verdicts(embedder.embed(chat))]  # type: ignore[attr-defined]
+    return sum(flags) / len(flags)
+
+
 def test_hashing_embedder_carries_a_weak_but_real_signal() -> None:
     emb = HashingEmbedder()
     model = semantic_for(emb)
     cal = model.calibration
-    assert cal.enabled and cal.cv_precision >= 0.9 and cal.cv_recall >= 0.25
+    assert cal.enabled and cal.cv_false_positive_rate <= 0.02 and cal.cv_recall >= 0.1
     precision, recall = _held_out(model, emb)
-    print(f"\nhashing held-out: precision {precision:.3f} recall {recall:.3f}")
-    assert precision >= 0.8 and recall >= 0.5  # measured 0.861 / 0.596
+    alarms = _conversation_false_alarms(model, emb)
+    print(f"\nhashing held-out: precision {precision:.3f} recall {recall:.3f}; "
+          f"false alarms in a conversation {alarms:.3f}")
+    assert precision >= 0.9 and recall >= 0.15 and alarms <= 0.02  # 1.000 / 0.212 / 0.006
 
 
 @needs_minilm
@@ -118,16 +128,18 @@ def test_minilm_is_a_good_classifier() -> None:
 
     emb = SentenceTransformerEmbedder()
     model = semantic_for(emb)
-    assert model.calibration.enabled and model.calibration.cv_precision >= 0.95
+    assert model.calibration.enabled and model.calibration.cv_false_positive_rate <= 0.02
     precision, recall = _held_out(model, emb)
-    print(f"\nMiniLM held-out: precision {precision:.3f} recall {recall:.3f}")
-    assert precision >= 0.93 and recall >= 0.85  # measured 0.959 / 0.904
+    alarms = _conversation_false_alarms(model, emb)
+    print(f"\nMiniLM held-out: precision {precision:.3f} recall {recall:.3f}; "
+          f"false alarms in a conversation {alarms:.3f}")
+    assert precision >= 0.93 and recall >= 0.75 and alarms <= 0.05
     sensitive = [(c, t) for c, t in SEMANTIC_HELD_OUT if c != ORDINARY]
     verdicts = model.verdicts(emb.embed([t for _, t in sensitive]))
     flagged = [(c, v.category) for (c, _), v in zip(sensitive, verdicts, strict=True)
                if v.flagged]
     right = sum(c == got for c, got in flagged) / len(flagged)
-    assert right >= 0.85, flagged  # the category of what it flags (measured 0.96)
+    assert right >= 0.85, flagged  # the category of what it flags
 
 
 @pytest.mark.parametrize("embedder", [RandomEmbedder(), ConstantEmbedder()])
@@ -210,7 +222,7 @@ def test_the_store_scores_with_its_own_embedder(caplog: pytest.LogCaptureFixture
 
 
 def test_restates_routes() -> None:
-    cal = Calibration(0.5, 1.0, 1.0, True, 0.85, 0.3)
+    cal = Calibration(0.5, 1.0, 1.0, 0.0, True, 0.85, 0.3)
     refs = [[1.0, 0.05], [0.0, 1.0]]
     out = restates([[1, 0], [0.6, 0.8], [0.6, 0.8], [-1, 0]],
                    [(), (Kind.HEALTH,), (), (Kind.HEALTH,)], refs,

@@ -9,9 +9,11 @@ it):
    per detector, and over all of them.
 2. **The embedding-level classifier** (:mod:`mars_core.privacy.semantic`), per
    embedder: its cross-validated calibration, then precision and recall on the held-out
-   statements; and what it adds to the lexical scorer — a statement counts as sensitive
+   statements; what it adds to the lexical scorer — a statement counts as sensitive
    when its ingestion sensitivity reaches 0.5 (private mode's default σ), with the
-   detectors alone and with the classifier combined.
+   detectors alone and with the classifier combined; and its false alarms on an
+   ordinary conversation: the 308 turns (user and assistant) of the personal-assistant
+   script (:mod:`mars_core.bench.assistant_script`), which hold nothing sensitive.
 3. **Restatements** (:func:`mars_core.privacy.semantic.restates`), per embedder: on the
    held-out pairs, whether the second text is found to restate the first; and how many
    held-out ordinary statements would be held back against all the held-out sensitive
@@ -33,6 +35,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from mars_core.bench.assistant_script import SESSIONS
 from mars_core.bench.privacy_corpus import (
     DETECTOR_NEGATIVES,
     DETECTOR_POSITIVES,
@@ -150,6 +153,8 @@ def semantic_rows(embedder: Embedder) -> dict[str, Any]:
         by_cat[cat] = {"n": len(idx), "flagged": sum(verdicts[i].flagged for i in idx),
                        "category_right": sum(verdicts[i].flagged and verdicts[i].category == cat
                                              for i in idx)}
+    chat = [text for session in SESSIONS for pair in session.turns for text in pair]
+    chat_flags = [v.flagged for v in model.verdicts(embedder.embed(chat))]
     firsts = [a for a, _, _ in PARAPHRASE_HELD_OUT]
     seconds = [b for _, b, _ in PARAPHRASE_HELD_OUT]
     va = np.asarray(embedder.embed(firsts), dtype=np.float64)
@@ -167,6 +172,7 @@ def semantic_rows(embedder: Embedder) -> dict[str, Any]:
         "calibration": {"enabled": cal.enabled, "threshold": round(cal.threshold, 3),
                         "cv_precision": round(cal.cv_precision, 3),
                         "cv_recall": round(cal.cv_recall, 3),
+                        "cv_false_positive_rate": round(cal.cv_false_positive_rate, 3),
                         "paraphrase_threshold": round(cal.paraphrase_threshold, 3),
                         "topic_threshold": round(cal.topic_threshold, 3)},
         "held_out": {"sensitive": len(sens), "ordinary": len(ordi),
@@ -174,6 +180,7 @@ def semantic_rows(embedder: Embedder) -> dict[str, Any]:
                      "lexical_scorer": _pr(lexical, truth),
                      "combined_scorer": _pr(combined, truth),
                      "by_category": by_cat},
+        "conversation": {"turns": len(chat), "flagged": sum(chat_flags)},
         "restatements": {"pairs": len(PARAPHRASE_HELD_OUT),
                          **_pr(found, [r for *_, r in PARAPHRASE_HELD_OUT]),
                          "ordinary_held_back": sum(h is not None for h in held),
@@ -213,11 +220,13 @@ def main(out: str | os.PathLike[str] | None = None, embedders: Sequence[str] = E
         c, h, p = s["calibration"], s["held_out"], s["restatements"]
         print(f"\n{s['embedder']}: classifier {'on' if c['enabled'] else 'off'}, threshold "
               f"{c['threshold']}, cross-validated precision {c['cv_precision']} recall "
-              f"{c['cv_recall']}")
+              f"{c['cv_recall']} false alarms {c['cv_false_positive_rate']}")
         for key in ("classifier", "lexical_scorer", "combined_scorer"):
             print(f"  held-out {key:<16} precision {_fmt(h[key]['precision'])} "
                   f"recall {_fmt(h[key]['recall'])}  ({h['sensitive']} sensitive, "
                   f"{h['ordinary']} ordinary)")
+        print(f"  false alarms on an ordinary conversation: {s['conversation']['flagged']}/"
+              f"{s['conversation']['turns']} turns")
         print(f"  restatements: precision {_fmt(p['precision'])} recall {_fmt(p['recall'])} "
               f"on {p['pairs']} pairs; {p['ordinary_held_back']}/{p['ordinary']} ordinary "
               f"statements held back (thresholds {c['paraphrase_threshold']}/"

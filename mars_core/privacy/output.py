@@ -190,7 +190,7 @@ def find_flagged(
         paraphrase_threshold: the store's override of the calibrated one.
 
     Examples:
-        >>> cal = Calibration(0.5, 1.0, 1.0, True, 0.8, 0.3)
+        >>> cal = Calibration(0.5, 1.0, 1.0, 0.0, True, 0.8, 0.3)
         >>> refs = [Reference("s", 1, frozenset({Kind.HEALTH}))]
         >>> cands = [Candidate("s", 1, frozenset()), Candidate("p", 5, frozenset()),
         ...          Candidate("q", 6, frozenset(), marked=0.9)]

@@ -15,14 +15,16 @@ steps — numpy only, deterministic. ``P(sensitive) = 1 − P(ordinary)``; the c
 sensitive class.
 
 **Calibration** is per embedder, by 5-fold cross-validation on the same statements (fold
-``i`` holds every fifth statement): the threshold is the one of highest F0.5 (precision
-counts twice as much as recall: a false alarm raises an ordinary memory's sensitivity)
-among those of cross-validated precision ≥ 0.9. When no threshold reaches that precision
-with a recall of at least 0.25, the embedder cannot carry the signal (random or constant
-vectors, say) and the classifier is **disabled**: it flags nothing. Measured on the
-held-out statements of :mod:`mars_core.bench.privacy_corpus` (``mars bench privacy``):
-all-MiniLM-L6-v2 is a good classifier, the hashing embedder a weak one
-(docs/benchmarks/reproductions.md).
+``i`` holds every fifth statement): the threshold is the lowest at which at most 2 % of
+the ordinary statements are flagged. A false-alarm *rate* rather than a precision,
+because in a conversation ordinary turns far outnumber sensitive ones, and each false
+alarm raises an ordinary memory's sensitivity (private mode hides it, policies penalise
+it). When the recall at that threshold is below 0.1, the embedder cannot carry the
+signal (random or constant vectors, say) and the classifier is **disabled**: it flags
+nothing. Measured (``mars bench privacy``) on the held-out statements of
+:mod:`mars_core.bench.privacy_corpus` and on the 308 turns of the personal-assistant
+script, which hold nothing sensitive: all-MiniLM-L6-v2 is a good classifier, the hashing
+embedder a weak one (docs/benchmarks/reproductions.md).
 
 **Restatements** (:func:`restates`): a text restates a sensitive memory when their
 embeddings' cosine reaches ``paraphrase_threshold``, or when both fall in the same
@@ -65,7 +67,7 @@ from mars_core.privacy.semantic_examples import CATEGORIES, ORDINARY, TRAIN
 __all__ = [
     "CATEGORY_KIND",
     "L2",
-    "MIN_PRECISION",
+    "MAX_FALSE_POSITIVE_RATE",
     "MIN_RECALL",
     "Calibration",
     "Restatement",
@@ -97,11 +99,11 @@ STEPS: Final = 200
 FOLDS: Final = 5
 """Cross-validation folds of the calibration."""
 
-MIN_PRECISION: Final = 0.9
-"""Cross-validated precision a threshold must reach."""
+MAX_FALSE_POSITIVE_RATE: Final = 0.02
+"""Share of ordinary statements a threshold may flag (cross-validated)."""
 
-MIN_RECALL: Final = 0.25
-"""Below this cross-validated recall at ``MIN_PRECISION`` the classifier is disabled."""
+MIN_RECALL: Final = 0.1
+"""Below this cross-validated recall at the chosen threshold the classifier is disabled."""
 
 WITHHOLD_QUANTILE: Final = 0.95
 """Quantile of ordinary statements' highest cosine to the sensitive ones: the paraphrase
@@ -121,6 +123,7 @@ class Calibration:
         threshold: ``P(sensitive)`` at which a text is flagged.
         cv_precision: cross-validated precision at ``threshold``.
         cv_recall: cross-validated recall at ``threshold``.
+        cv_false_positive_rate: share of ordinary statements flagged, cross-validated.
         enabled: whether the classifier flags anything on this embedder.
         paraphrase_threshold: cosine at which a text restates a sensitive memory.
         topic_threshold: cosine at which a text of the same sensitive category does.
@@ -131,6 +134,7 @@ class Calibration:
     threshold: float
     cv_precision: float
     cv_recall: float
+    cv_false_positive_rate: float
     enabled: bool
     paraphrase_threshold: float
     topic_threshold: float
@@ -139,6 +143,7 @@ class Calibration:
     def __repr__(self) -> str:
         return (f"Calibration(threshold={self.threshold:.3f}, cv_precision="
                 f"{self.cv_precision:.3f}, cv_recall={self.cv_recall:.3f}, "
+                f"cv_false_positive_rate={self.cv_false_positive_rate:.3f}, "
                 f"enabled={self.enabled}, paraphrase_threshold={self.paraphrase_threshold:.3f}"
                 f", topic_threshold={self.topic_threshold:.3f}, center=<{len(self.center)}>)")
 
@@ -230,21 +235,17 @@ def _probabilities(w: Vectors, x: Vectors) -> Vectors:
 
 
 def _choose_threshold(scores: Vectors, truth: npt.NDArray[np.bool_]
-                      ) -> tuple[float, float, float] | None:
-    """``(threshold, precision, recall)`` of highest F0.5 among precision ≥ the floor."""
-    best: tuple[float, float, float, float] | None = None
-    positives = int(truth.sum())
+                      ) -> tuple[float, float, float, float]:
+    """``(threshold, precision, recall, false-positive rate)`` of the lowest threshold
+    that flags at most :data:`MAX_FALSE_POSITIVE_RATE` of the negatives."""
+    positives, negatives = int(truth.sum()), int((~truth).sum())
     for t in np.unique(scores):
         pred = scores >= t
         tp = int((pred & truth).sum())
         fp = int((pred & ~truth).sum())
-        if tp == 0:
-            continue
-        p, r = tp / (tp + fp), tp / positives
-        f = 1.25 * p * r / (0.25 * p + r)
-        if p >= MIN_PRECISION and (best is None or f > best[0]):
-            best = (f, float(t), p, r)
-    return None if best is None else best[1:]
+        if fp <= MAX_FALSE_POSITIVE_RATE * negatives:
+            return float(t), tp / max(1, tp + fp), tp / max(1, positives), fp / max(1, negatives)
+    return math.inf, 0.0, 0.0, 0.0
 
 
 class SemanticSensitivity:
@@ -306,15 +307,14 @@ class SemanticSensitivity:
             w = _fit_weights(x[~held], y[~held], L2, STEPS)
             cv[held] = 1.0 - _probabilities(w, x[held])[:, -1]
         truth = y != len(_LABELS) - 1
-        chosen = _choose_threshold(cv, truth)
-        enabled = chosen is not None and chosen[2] >= MIN_RECALL
-        threshold, p, r = chosen if chosen is not None else (1.0, 0.0, 0.0)
+        threshold, p, r, fpr = _choose_threshold(cv, truth)
+        enabled = r >= MIN_RECALL
         center = x.mean(axis=0)
         xc = _unit(x - center)
         sims = (xc[~truth] @ xc[truth].T).max(axis=1)
         cal = Calibration(
-            threshold=threshold if enabled else math.inf, cv_precision=p, cv_recall=r,
-            enabled=enabled,
+            threshold=round(threshold, 6) if enabled else math.inf, cv_precision=round(p, 6),
+            cv_recall=round(r, 6), cv_false_positive_rate=round(fpr, 6), enabled=enabled,
             paraphrase_threshold=round(float(np.quantile(sims, WITHHOLD_QUANTILE)), 6),
             topic_threshold=round(float(np.quantile(sims, TOPIC_QUANTILE)), 6),
             center=tuple(round(float(c), 7) for c in center))
@@ -412,7 +412,7 @@ def restates(
         paraphrase_threshold: overrides the calibrated one (the store's configuration).
 
     Examples:
-        >>> cal = Calibration(0.5, 1.0, 1.0, True, 0.8, 0.3)
+        >>> cal = Calibration(0.5, 1.0, 1.0, 0.0, True, 0.8, 0.3)
         >>> restates([[1, 0], [0.6, 0.8], [0, 1]], [(), (Kind.HEALTH,), ()],
         ...          [[1, 0.05]], [(Kind.HEALTH,)], cal)  # doctest: +NORMALIZE_WHITESPACE
         [Restatement(index=0, similarity=0.998752, route='paraphrase'),
