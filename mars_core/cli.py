@@ -683,12 +683,40 @@ def bench_plot(results: Annotated[Path, typer.Argument(
 @bench_app.command("leakage")
 def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")] = 120,
                   seed: Annotated[int, typer.Option(help="generator seed")] = 7,
+                  embedder: Annotated[str, typer.Option(
+                      help="default (what MemoryStore picks), hashing or minilm")] = "default",
                   out: OutOpt = None, progress: ProgressOpt = None) -> None:
-    """Planted PII reaching render_context, with privacy off and on."""
+    """Planted PII, and restatements of sensitive or erased memories, reaching
+    render_context, with privacy off and on."""
     from mars_core.bench import leakage
 
-    with _progress(progress, "bench leakage") as bar:
-        leakage.main(out, turns, seed, progress=bar)
+    if embedder not in leakage.EMBEDDERS:
+        raise _fail(f"--embedder must be one of {', '.join(leakage.EMBEDDERS)}")
+    try:
+        with _progress(progress, "bench leakage") as bar:
+            leakage.main(out, turns, seed, progress=bar, embedder=embedder)
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+
+
+@bench_app.command("privacy")
+def bench_privacy(embedder: Annotated[str, typer.Option(
+                      help="all, hashing or minilm (minilm is skipped when not installed)")]
+                  = "all", out: OutOpt = None, progress: ProgressOpt = None) -> None:
+    """The privacy detectors' precision and recall per kind on a labelled corpus (phone
+    numbers in international formats, e-mail, IBAN, cards, national ids; hard
+    negatives), and the embedding-level sensitivity classifier and restatement test on
+    held-out statements, per embedder (docs/benchmarks/reproductions.md)."""
+    from mars_core.bench import privacy
+
+    names = privacy.EMBEDDERS if embedder == "all" else (embedder,)
+    if any(n not in privacy.EMBEDDERS for n in names):
+        raise _fail(f"--embedder must be all or one of {', '.join(privacy.EMBEDDERS)}")
+    try:
+        with _progress(progress, "bench privacy") as bar:
+            privacy.main(out, names, progress=bar)
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
 
 
 @bench_app.command("assistant")

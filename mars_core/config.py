@@ -23,7 +23,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 import pydantic
@@ -34,6 +34,7 @@ from mars_core.errors import ConfigError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
 from mars_core.privacy.dp import DPConfig
+from mars_core.privacy.output import FlaggedText
 
 __all__ = ["RetrievalConfig", "StoreConfig", "parse_config"]
 
@@ -216,6 +217,30 @@ class StoreConfig(_Config):
         True, description="Score each memory's sensitivity at ingestion from detectors "
         "(PII patterns, secrets, category lexicons, entities) when add() gets sensitivity=None; "
         "False stores 0.0 unless a sensitivity is given.",
+    )
+    semantic_sensitivity: bool = Field(
+        True, description="Add the embedding-level classifier to sensitivity scoring "
+        "(seed 000 §4.3; mars_core.privacy.semantic): fitted once per process on the "
+        "store's own embedder from the shipped labelled statements, calibrated by "
+        "cross-validation, and disabled by itself on an embedder that cannot carry it. "
+        "It also names the sensitive category of what render_context's semantic pass "
+        "compares. False: detectors only (the semantic pass uses the lexicons' categories).",
+    )
+    paraphrase_threshold: float | None = Field(
+        None, gt=0.0, le=1.0, description="render_context: cosine at which a shown memory "
+        "counts as a restatement of a sensitive (≥ 0.7) or erased memory and is withheld "
+        "(or passed to rephrase_or_confirm). None: calibrated on the store's embedder (the "
+        "95th percentile of ordinary statements' highest cosine to sensitive ones).",
+    )
+    rephrase_or_confirm: Callable[[FlaggedText], str | bool] | None = Field(
+        None, exclude=True, description="The rephrase-or-confirm hook of seed 000 §5.4, "
+        "called only when render_context's semantic pass flags a memory as restating a "
+        "sensitive or erased one, with a FlaggedText (mars_core.privacy.output). It returns "
+        "a safer rephrasing (a str, checked again by both passes and withheld if still "
+        "flagged), True (the user confirmed: shown as it is) or False (withheld). Anything "
+        "else, or an exception, is a PrivacyHookError and the call changes nothing. None "
+        "(the default): flagged memories are withheld. Not recorded in the store manifest "
+        "(pass it again when reopening).",
     )
     dedup_threshold: float = Field(
         0.92, gt=0.0, le=1.0, description="maintain(): cosine above which the older of two "

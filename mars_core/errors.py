@@ -34,6 +34,7 @@ __all__ = [
     "MarsError",
     "NotFoundError",
     "PolicyError",
+    "PrivacyHookError",
     "StorageUnavailableError",
     "StoreClosedError",
     "SyncInAsyncError",
@@ -112,6 +113,11 @@ class ImportFormatError(ValidationError):
 
 class PolicyError(MarsError):
     """A forgetting policy could not restore its invariants."""
+
+
+class PrivacyHookError(MarsError):
+    """The ``rephrase_or_confirm`` hook raised or answered with something it may not;
+    nothing was shown and nothing was recorded (the hook's own error is the cause)."""
 
 
 class MarsBackendError(MarsError):

@@ -51,6 +51,7 @@ from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
 from mars_core.policies import Policy, make_policy
 from mars_core.privacy.dp import PrivacyAccountant
 from mars_core.privacy.preferences import PrivacyPreferences
+from mars_core.privacy.semantic import SemanticSensitivity, semantic_for
 from mars_core.privacy.sensitivity import SensitivityScorer
 from mars_core.progress import ProgressFn, report
 from mars_core.scoring.dmf import CentroidTracker
@@ -157,6 +158,7 @@ class Engine:
         self.counter: TokenCounter = make_counter(config.token_counter)
         self.enricher = Enricher(config.nlp)
         self.scorer = SensitivityScorer(analyzer=self.enricher.analyzer)
+        self._semantic: tuple[str, SemanticSensitivity] | None = None
         exclusive = records.capabilities.exclusive_writer and not read_only
         self.shared = not records.capabilities.exclusive_writer
         """Other processes write these records too: new memories are numbered by the
@@ -544,6 +546,16 @@ class Engine:
             d.state["dp"] = state.policy.accountant.state()
 
     # --- vectors and text -----------------------------------------------------------------
+
+    def semantic(self) -> SemanticSensitivity | None:
+        """The embedding-level sensitivity classifier of the store's embedder (fitted on
+        first use, once per process and embedder; :mod:`mars_core.privacy.semantic`), or
+        None when the configuration turns it off."""
+        if not self.config.semantic_sensitivity:
+            return None
+        if self._semantic is None or self._semantic[0] != self.embedder.name:
+            self._semantic = (self.embedder.name, semantic_for(self.embedder))
+        return self._semantic[1]
 
     def stored_vectors(self, state: NamespaceState, ids: Sequence[str]) -> dict[str, Vector]:
         """The vectors the records keep for memories of ``state`` (read once, then kept

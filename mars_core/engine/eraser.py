@@ -9,6 +9,12 @@ checkpointed and truncated) and the vector index deletes the entries and, where 
 deleted vectors in its files, rebuilds the namespace's partitions. The receipt says what
 was done on disk, and lists the memories an entity erasure left for review.
 
+Before anything is deleted, the surviving memories that restate an erased one in other
+words are found (:func:`~mars_core.privacy.semantic.restates` on the erased vectors'
+nearest neighbours); in the same transaction each is marked (the ``restates_erased``
+signal, one ``metadata`` event), so ``render_context`` withholds it from then on, and the
+receipt lists it for review (``restating``).
+
 Examples:
     >>> from mars_core.engine.eraser import Eraser
     >>> Eraser.__name__
@@ -25,16 +31,30 @@ import pydantic
 
 from mars_core.audit import AuditOp
 from mars_core.engine.engine import Engine
+from mars_core.engine.guard import calibration, sensitive_kinds
 from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.unit import Unit
 from mars_core.engine.writer import Embeddings, Writer
 from mars_core.errors import NotFoundError, ValidationError
-from mars_core.model import Edge, MemoryNode, MemoryType, Predicate, Provenance, SemanticPayload
+from mars_core.model import (
+    Edge,
+    MemoryNode,
+    MemoryStatus,
+    MemoryType,
+    Predicate,
+    Provenance,
+    SemanticPayload,
+)
 from mars_core.privacy.erasure import ErasurePlan, ambiguous_mentions, plan_erasure
+from mars_core.privacy.output import ERASED_SIGNAL
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
+from mars_core.privacy.semantic import restates
 
 __all__ = ["Eraser"]
+
+_NEIGHBOURS = 32
+"""Nearest neighbours of each erased memory, per status, checked for restatements."""
 
 
 class Eraser:
@@ -60,8 +80,10 @@ class Eraser:
         params = {"target_hash": self.e.chain.content_hash(selector)[:16]}
         first = state.record.audit_count
         by_type = Counter(state.node(i).type.value for i in plan.erased)
+        restating = self._restating(state, plan)
         with self.e.unit() as unit:
             renamed = self._stage(unit, state, plan, request, params)
+            self._mark(unit, state, restating)
             if whole:
                 self._stage_prefs_erasure(unit, state)
             if self.e.index.capabilities.keeps_deleted:
@@ -71,7 +93,54 @@ class Eraser:
         physical = self.e.purge([ns])
         return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
                               tuple(range(first, state.record.audit_count)), physical,
-                              self._ambiguous(state, plan, renamed.values()))
+                              self._ambiguous(state, plan, renamed.values()),
+                              tuple(nid for nid, _, _ in restating))
+
+    def _restating(self, state: NamespaceState, plan: ErasurePlan
+                   ) -> list[tuple[str, float, str]]:
+        """The surviving memories (active or archived) that restate an erased one:
+        ``(id, cosine, route)``. Candidates come from the vector index (the nearest
+        neighbours of each erased memory), then :func:`~mars_core.privacy.semantic.restates`
+        decides; computed before anything is deleted (the erased vectors are needed)."""
+        gone = set(plan.erased) | {old for old, _ in plan.regenerate}
+        if not plan.erased or len(gone) >= len(state.refs):
+            return []
+        cal = calibration(self.e)
+        override = self.e.config.paraphrase_threshold
+        floor = min(cal.topic_threshold, override or cal.paraphrase_threshold)
+        erased = list(plan.erased)
+        vecs = self.e.vectors(state, erased)
+        found: set[str] = set()
+        self.e.sync.ensure_current()
+        with self.e.sync.querying():
+            for vec in vecs:
+                for status in (MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED):
+                    found.update(nid for nid, score in self.e.index.query(
+                        state.name, status, vec, _NEIGHBOURS) if score >= floor)
+        ids = sorted(i for i in found - gone if i in state)
+        if not ids:
+            return []
+        kinds = [sensitive_kinds(self.e, state, i, state.node(i).content) for i in ids]
+        ref_kinds = [sensitive_kinds(self.e, state, i, state.node(i).content) for i in erased]
+        hits = restates(self.e.vectors(state, ids), kinds, vecs, ref_kinds, cal,
+                        paraphrase_threshold=override)
+        return [(i, h.similarity, h.route) for i, h in zip(ids, hits, strict=True)
+                if h is not None]
+
+    def _mark(self, unit: Unit, state: NamespaceState,
+              restating: Sequence[tuple[str, float, str]]) -> None:
+        """Mark the memories that restate an erased one (one ``metadata`` event each)."""
+        if not restating:
+            return
+        step, now = self.e.step(unit, state.name), self.e.clock.now()
+        for nid, sim, route in restating:
+            node = state.node(nid)
+            self.e.update(unit, node.model_copy(
+                update={"signals": {**node.signals, ERASED_SIGNAL: sim}}), reindex=False)
+            unit.event(state.name, op=AuditOp.METADATA, node_ids=[nid], step=step, at=now,
+                       features={nid: {ERASED_SIGNAL: sim}},
+                       rationale=f"restates an erased memory (cosine {sim:.2f}, {route}): "
+                                 "withheld from render_context")
 
     @staticmethod
     def _ambiguous(state: NamespaceState, plan: ErasurePlan,

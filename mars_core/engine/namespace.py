@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,9 @@ from mars_core.policies.base import Policy
 from mars_core.privacy.preferences import PrivacyPreferences
 from mars_core.scoring.dmf import CentroidTracker
 from mars_core.storage.base import MemoryRef, NamespaceRecord
+
+if TYPE_CHECKING:
+    from mars_core.privacy.detectors import Kind
 
 __all__ = ["NamespaceState", "NamespaceView", "ViewIO"]
 
@@ -87,6 +90,7 @@ class NamespaceState:
         self.prefs: PrivacyPreferences | None = None
         self.centroid: CentroidTracker | None = None
         self.phrases: dict[str, tuple[str, ...]] = {}
+        self.privacy_kinds: dict[str, frozenset[Kind]] = {}  # sensitive categories, by memory
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # stored vectors read so far
         self._cards: dict[MemoryStatus, list[tuple[str, Topic]]] = {}
         self._fetch = fetch
@@ -312,6 +316,7 @@ class NamespaceState:
         node = self.nodes.pop(memory_id, None)
         self.order[ref.status].pop(memory_id, None)
         self.phrases.pop(memory_id, None)
+        self.privacy_kinds.pop(memory_id, None)
         self.vectors.pop(memory_id, None)
         if ref.status is MemoryStatus.ACTIVE and node is not None:
             self._unindex(node)

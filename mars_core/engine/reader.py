@@ -14,17 +14,20 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from dataclasses import replace
+from typing import Any, Final, TypeVar
 
 from mars_core import assemble
 from mars_core.audit import AuditOp
-from mars_core.context import Validity, rank_recall, recall_walk, render_context
+from mars_core.context import EvidenceItem, Validity, rank_recall, recall_walk, render_context
 from mars_core.embeddings import embed_one
 from mars_core.engine.engine import Engine
+from mars_core.engine.guard import OutputGuard
 from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.lexical import tokenize
 from mars_core.model import RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
+from mars_core.privacy.output import Section
 from mars_core.privacy.redaction import redact as redact_text
 from mars_core.privacy.redaction import sensitive_phrases
 from mars_core.retrieval import Hit, Query, pack, rank
@@ -33,8 +36,19 @@ from mars_core.storage.base import Vector
 
 __all__ = ["Reader"]
 
+_T = TypeVar("_T")
+
 _SHOWN: Final = frozenset({Validity.CURRENT, Validity.OUTDATED})
 """Lineage marks of memories that ``render_context`` may show as evidence."""
+
+
+def _items(marked: Sequence[assemble.Marked], shown: Mapping[str, str]) -> list[EvidenceItem]:
+    """Evidence items, with the text the semantic pass let through (a rephrasing)."""
+    out = []
+    for it in assemble.evidence_items(marked):
+        text = shown.get(it.node_id) if it.node_id is not None else None
+        out.append(it if text is None or text == it.text else replace(it, text=text))
+    return out
 
 
 class Reader:
@@ -124,7 +138,15 @@ class Reader:
 
     def render(self, q: Query, budget: int, *, conversation: str | None, active_turns: int,
                evidence: int, redact: bool, evidence_only: bool) -> str:
-        """Prompt-ready context: evidence, its raw support, the active conversation."""
+        """Prompt-ready context: evidence, its raw support, the active conversation.
+
+        With ``redact``, the semantic pass (:class:`~mars_core.engine.guard.OutputGuard`)
+        runs over every memory before it is placed — a withheld piece of evidence makes
+        room for the next — and the surface pass over the rendered text.
+
+        Raises:
+            PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
+        """
         state = self.e.ns(q.namespace)
         active = assemble.active_turns(state, conversation, active_turns)
         skip = frozenset(n.id for n in active)
@@ -140,26 +162,66 @@ class Reader:
         # whose statement was replaced is, marked outdated
         marks = {h.id: assemble.lineage(state, h.id, recallable) for h in ranked}
         hits = [h for h in ranked if marks[h.id][0] in _SHOWN and recallable(h.node)]
+        guard = OutputGuard.for_call(self.e, state) if redact else None
+        if guard is not None and guard.hook is None:
+            # nothing can bring a flagged memory back: drop it before the relative cut-off,
+            # so the best memory that may be shown sets the bar
+            guard.check([h.node for h in hits] + active)
+            hits = guard.drop(hits, lambda kept: self._cut(state, kept, skip)[:evidence])
         # cut with the active turns still in: a fact drawn from a turn on screen stays
-        hits = [h for h in cut(hits, self.e.config.retrieval.relative_cutoff,
-                               self.derivation(state)) if h.id not in skip][:evidence]
+        shown: dict[str, str] = {}
+        while True:
+            kept = self._cut(state, hits, skip)
+            if guard is None:
+                break
+            kept = self._shown(guard, [(h, h.node) for h in kept], "evidence", evidence, shown)
+            gone = {h.id for h in hits if guard.withheld(h.id)}
+            if not gone:
+                break
+            hits = [h for h in hits if h.id not in gone]  # the hook withheld: cut again
+        hits = kept[:evidence]
         cards = [(h.node, h.score, *marks[h.id]) for h in hits]
         support = assemble.support_for(state, [h.node for h in hits],
                                        skip=skip | {h.id for h in hits}, shown=recallable)
-        text = render_context(assemble.evidence_items(cards), assemble.evidence_items(support),
-                              assemble.evidence_items([
-                                  (n, float(i), *assemble.lineage(state, n.id, recallable))
-                                  for i, n in enumerate(active)]),
-                              budget, self.e.counter.count, evidence_only=evidence_only)
+        turns = [(n, float(i), *assemble.lineage(state, n.id, recallable))
+                 for i, n in enumerate(active)]
+        if guard is not None:
+            support = self._shown(guard, [(m, m[0]) for m in support], "support", None, shown)
+            turns = self._shown(guard, [(t, t[0]) for t in turns], "active", None, shown)
+        text = render_context(_items(cards, shown), _items(support, shown),
+                              _items(turns, shown), budget, self.e.counter.count,
+                              evidence_only=evidence_only)
         counts: dict[str, Any] = {}
         if redact:
             result = redact_text(text, protected=self.protected_phrases(state),
                                  analyzer=self.e.enricher.analyzer)
             text, counts = result.text, {"redacted": result.spans_redacted,
                                          "redacted_kinds": sorted(k.value for k in result.kinds)}
+            if guard is not None and guard.counts:
+                counts.update(sorted(guard.counts.items()))
         if hits and not self.e.read_only:
             self.record_access(state, hits, budget, q.text, counts)
         return text
+
+    def _cut(self, state: NamespaceState, hits: list[Hit], skip: frozenset[str]) -> list[Hit]:
+        """The relative cut-off of ``render``, then the active turns left out."""
+        return [h for h in cut(hits, self.e.config.retrieval.relative_cutoff,
+                               self.derivation(state)) if h.id not in skip]
+
+    @staticmethod
+    def _shown(guard: OutputGuard, items: Sequence[tuple[_T, MemoryNode]], section: Section,
+               limit: int | None, shown: dict[str, str]) -> list[_T]:
+        """The items whose memory may be shown (in order, at most ``limit``), recording
+        in ``shown`` the text each is shown with."""
+        out: list[_T] = []
+        for item, node in items:
+            if limit is not None and len(out) >= limit:
+                break
+            text = guard.text(node, section)
+            if text is not None:
+                shown[node.id] = text
+                out.append(item)
+        return out
 
     @staticmethod
     def memories(state: NamespaceState, mtype: MemoryType | str | None,

@@ -480,8 +480,10 @@ class Writer:
                                           node.provenance.source, sig)
         detected = node.sensitivity
         if sens is None and self.e.config.sensitivity_scoring:
-            detected = self.e.scorer.score(text, provenance=node.provenance, type=mt,
-                                           signals=sig).score
+            model = self.e.semantic()
+            detected = self.e.scorer.score(
+                text, provenance=node.provenance, type=mt, signals=sig,
+                semantic=model.verdict(vector) if model is not None else None).score
         signals["sensitivity_detected"] = detected
         node = node.model_copy(update={"signals": signals})
         return node.model_copy(update={"sensitivity": self.user_sensitivity(node, detected)})

@@ -40,7 +40,7 @@ __all__ = [
 
 # other privacy modules are re-exported below
 
-# -- sensitivity, detectors and redaction (seed 000 §4.3, §5.4)
+# -- sensitivity, detectors, the semantic signal and redaction (seed 000 §4.3, §5.4)
 from mars_core.privacy.detectors import (
     CATEGORY_KINDS,
     DEFAULT_WEIGHTS,
@@ -51,6 +51,7 @@ from mars_core.privacy.detectors import (
     Kind,
     detect,
 )
+from mars_core.privacy.output import FlaggedText, RephraseOrConfirm
 from mars_core.privacy.redaction import (
     DEFAULT_MASK,
     DEFAULT_REDACT_KINDS,
@@ -59,6 +60,7 @@ from mars_core.privacy.redaction import (
     redact,
     sensitive_phrases,
 )
+from mars_core.privacy.semantic import SemanticSensitivity, SemanticVerdict, semantic_for
 from mars_core.privacy.sensitivity import (
     EntityPreferences,
     PreferencesLike,
@@ -78,9 +80,13 @@ __all__ += [
     "PATTERN_KINDS",
     "Detection",
     "EntityPreferences",
+    "FlaggedText",
     "Kind",
     "PreferencesLike",
     "RedactionResult",
+    "RephraseOrConfirm",
+    "SemanticSensitivity",
+    "SemanticVerdict",
     "SensitivityConfig",
     "SensitivityPreferences",
     "SensitivityReport",
@@ -88,5 +94,6 @@ __all__ += [
     "detect",
     "find_protected",
     "redact",
+    "semantic_for",
     "sensitive_phrases",
 ]

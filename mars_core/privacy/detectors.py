@@ -42,7 +42,9 @@ caller and passed to the scorer and to redaction through their ``detections=`` a
 
 Known limits: the lexicons are English and ignore negation ("I don't have diabetes" still
 counts as health); a phone number without separators is found only with a trunk "0", a
-"+" or a cue such as "call me"; an address needs a house number and a street-type word (or
+"+" or a cue such as "call me" (or, for an Indian mobile, the 5 + 5 grouping); a number
+named as an order, ticket, booking or similar reference ("order 555-123-4567") is not a
+phone number, whatever its shape; an address needs a house number and a street-type word (or
 a continental "Hauptstraße 5" form); anything shaped like a UK postcode ("PS5 3DS") is one.
 
 Examples:
@@ -346,27 +348,47 @@ def _find_email(text: str) -> Iterator[Detection]:
 
 # ----------------------------------------------------------------------------- phone
 
-_PHONE_INTL = re.compile(r"(?<![\w+])(?<!\d[ .-])(?:\+|00)[1-9](?:[ .()-]{0,2}\d){6,14}(?!\d)")
+_PHONE_INTL = re.compile(
+    r"(?<![\w+(])(?<!\d[ .-])(?:\((?=\+)|\((?=00))?(?:\+|00)[1-9](?:[ .()-]{0,2}\d){6,14}(?!\d)"
+)
 _PHONE_NANP = re.compile(
     r"(?<![\w+.-])(?<!\d[ .-])(?:\+?1[ .-]?)?"
     r"(?:\((?P<a1>[2-9]\d{2})\) ?|(?P<a2>[2-9]\d{2})(?P<s1>[ .-]))"
-    r"[2-9]\d{2}(?P<s2>[ .-])\d{4}(?![\w-]|[.,]\d)"
+    r"\d{3}(?P<s2>[ .-])\d{4}(?![\w-]|[.,]\d)"
 )
 _PHONE_TRUNK = re.compile(
     r"(?<![\w+.,/-])(?<!\d[ .-])0[1-9]\d{0,3}(?P<sep>[ .-])\d{2,8}(?:(?P=sep)\d{2,8}){0,4}"
     r"(?![\w-]|[.,/]\d)"
     r"|(?<![\w+.,/-])0[1-9]\d{8,9}(?![\w-]|[.,/]\d)"
 )
+# India: a ten-digit mobile (6-9 first) written 5 + 5, with or without the trunk 0
+_PHONE_IN = re.compile(r"(?<![\w+.,/-])(?<!\d[ .-])0?[6-9]\d{4}[ -]\d{5}(?![\w-]|[.,/]\d)")
+# Brazil: the two-digit area code in parentheses, then 8 or 9 digits split by a dash
+_PHONE_BR = re.compile(r"(?<![\w+])\(\d{2}\) ?9?\d{4}-\d{4}(?![\w-]|[.,]\d)")
 _PHONE_LOCAL = re.compile(r"(?<![\w+.-])(?<!\d[ .-])\d{3}[ .-]?\d{4}(?![\w-]|[.,]\d)")
 _PHONE_CONTEXT = re.compile(
     r"(?i)\b(?:phone|tel|telephone|mobile|cell(?:phone)?|call(?: me)?|ring me|text me|sms"
     r"|whats ?app|fax|reach me|contact me)\b[^\n]{0,25}$"
 )
+_REFERENCE_CONTEXT = re.compile(
+    r"(?i)\b(?:order|invoice|ticket|ref|reference|booking|reservation|tracking|case|part"
+    r"|model|sku|serial|confirmation|isbn|receipt|transaction|policy|claim)\b"
+    r"(?:\s*(?:no\.?|number|num|#|id|code))?\s*[:#]?\s*$"
+)
 
 
 def _phone_ok(candidate: str, low: int, high: int) -> bool:
     n = len(_digits(candidate))
-    return low <= n <= high and not _DATE_LIKE.search(candidate)
+    if not low <= n <= high:
+        return False
+    # a date inside a number with a country code ("+33.1.23.45.67") is the number's grouping
+    return candidate.lstrip("(").startswith("+") or not _DATE_LIKE.search(candidate)
+
+
+def _reference(text: str, start: int) -> bool:
+    """Whether the number is named as an order, ticket, booking... number ("order
+    555-123-4567"): those are not phone numbers, whatever their shape."""
+    return _REFERENCE_CONTEXT.search(_before(text, start, 30)) is not None
 
 
 def _find_phone(text: str) -> Iterator[Detection]:
@@ -374,11 +396,16 @@ def _find_phone(text: str) -> Iterator[Detection]:
         if _phone_ok(m.group(), 8, 15):
             yield Detection(Kind.PHONE, m.start(), m.end(), 0.95)
     for m in _PHONE_NANP.finditer(text):
-        if m.group("s1") is None or m.group("s1") == m.group("s2"):
+        if (m.group("s1") is None or m.group("s1") == m.group("s2")) and \
+                not _reference(text, m.start()):
             yield Detection(Kind.PHONE, m.start(), m.end(), 0.85)
     for m in _PHONE_TRUNK.finditer(text):
-        if _phone_ok(m.group(), 9, 11):
+        if _phone_ok(m.group(), 9, 11) and not _reference(text, m.start()):
             yield Detection(Kind.PHONE, m.start(), m.end(), 0.75)
+    for pattern, score in ((_PHONE_IN, 0.75), (_PHONE_BR, 0.85)):
+        for m in pattern.finditer(text):
+            if not _reference(text, m.start()):
+                yield Detection(Kind.PHONE, m.start(), m.end(), score)
     for m in _PHONE_LOCAL.finditer(text):
         if _has_context(_PHONE_CONTEXT, text, m.start(), 40) and _phone_ok(m.group(), 7, 7):
             yield Detection(Kind.PHONE, m.start(), m.end(), 0.7)

@@ -66,6 +66,9 @@ class ErasureReceipt:
         ambiguous: memories kept for review, that may name the erased person by part of
             the name (entity erasure; see :class:`AmbiguousMention`). Erase them with
             ``erase(node_id=...)`` once reviewed.
+        restating: memories kept that restate an erased one (by embedding similarity;
+            :mod:`mars_core.privacy.output`): ``render_context`` withholds them from now
+            on; erase them with ``erase(node_id=...)`` once reviewed.
     """
 
     request: str
@@ -76,6 +79,7 @@ class ErasureReceipt:
     audit_seqs: tuple[int, ...]
     physical: str
     ambiguous: tuple[AmbiguousMention, ...] = ()
+    restating: tuple[str, ...] = ()
 
     def render(self) -> str:
         """A human-readable receipt (ids and counts; no memory text)."""
@@ -90,6 +94,10 @@ class ErasureReceipt:
             lines.append(f"  to review (kept): {kept} memories may name the person by part "
                          "of the name")
             lines += [f"    {a.node_id}: {a.part!r}: {_WHY[a.reason]}" for a in self.ambiguous]
+        if self.restating:
+            lines.append(f"  to review (kept, withheld from render_context): "
+                         f"{len(self.restating)} memories restate what was erased")
+            lines += [f"    {nid}" for nid in self.restating]
         if self.audit_seqs:
             lines.append(f"  audit events #{self.audit_seqs[0]}..#{self.audit_seqs[-1]}")
         return "\n".join(lines)

@@ -7,7 +7,12 @@ order, each step a small pure function:
 
 1. **Risks.** Each detection has risk ``r = min(1, weight[kind] * m_J(kind)) * score``
    where ``m_J`` is the multiplier of the memory's jurisdiction (1 by default; "EU" and
-   "UK" raise health and protected attributes, GDPR art. 9).
+   "UK" raise health and protected attributes, GDPR art. 9). The embedding-level
+   classifier (:mod:`mars_core.privacy.semantic`), when it flags the text, counts as one
+   more detection of its category's kind (health, finance, protected, secret for
+   credentials, address for exact whereabouts) scored by its probability — but it never
+   sets the floor of step 4, and where the lexicons already found that kind the larger
+   risk is kept (step 2 takes each kind's maximum).
 2. **Noisy-OR over kinds.** ``s = 1 - Π_k (1 - max_{d of kind k} r_d)``: every kind is an
    independent chance that the text is sensitive; repeating one kind (three names, two
    dates) does not add up, two different kinds do. Adding a detection never lowers ``s``.
@@ -56,6 +61,7 @@ from mars_core.privacy.detectors import (
     Kind,
     detect,
 )
+from mars_core.privacy.semantic import SemanticVerdict
 
 __all__ = [
     "EntityPreferences",
@@ -257,7 +263,8 @@ class SensitivityReport:
         score: ``s`` in [0, 1].
         detections: the detections it was computed from (offsets only).
         reasons: kinds with counts (``"email×2"``) and the adjustments applied
-            (``"consent:denied+0.30"``), never text.
+            (``"consent:denied+0.30"``, ``"semantic:health 0.93"``), never text.
+        semantic: the embedding-level classifier's verdict, when it was consulted.
 
     Examples:
         >>> SensitivityReport(0.7, (Detection(Kind.EMAIL, 0, 9, 1.0),), ("email×1",)).kinds
@@ -267,6 +274,7 @@ class SensitivityReport:
     score: float
     detections: tuple[Detection, ...]
     reasons: tuple[str, ...]
+    semantic: SemanticVerdict | None = None
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -417,6 +425,7 @@ class SensitivityScorer:
         preferences: PreferencesLike | None = None,
         detections: Sequence[Detection] | None = None,
         signals: TextSignals | None = None,
+        semantic: SemanticVerdict | None = None,
     ) -> SensitivityReport:
         """Score one text (see the module docstring for the rule).
 
@@ -427,9 +436,23 @@ class SensitivityScorer:
             preferences: user preferences for this call (default: the scorer's).
             detections: precomputed detections (skip detection; e.g. from another engine).
             signals: precomputed NLP signals of ``text`` (entities are reused).
+            semantic: the embedding-level classifier's verdict on ``text``
+                (:meth:`mars_core.privacy.semantic.SemanticSensitivity.verdict`); a
+                flagged verdict is one more risk (step 1), never a floor.
 
         Raises:
             ValidationError: ``text`` is not a string, or preferences returned a non-number.
+
+        Examples:
+            >>> from mars_core.nlp import Analyzer
+            >>> from mars_core.privacy.semantic import SemanticVerdict
+            >>> scorer = SensitivityScorer(analyzer=Analyzer("rules", sentiment="lexicon"))
+            >>> text = "the oncologist found a lump"
+            >>> scorer.score(text).score
+            0.0
+            >>> r = scorer.score(text, semantic=SemanticVerdict(0.9, "health", True))
+            >>> round(r.score, 2), r.reasons
+            (0.72, ('semantic:health 0.90',))
         """
         if not isinstance(text, str):
             raise ValidationError(f"text must be a str, not {text.__class__.__name__}")
@@ -441,9 +464,13 @@ class SensitivityScorer:
         for d in dets:
             counts[d.kind.value] = counts.get(d.kind.value, 0) + 1
         reasons = [f"{k}×{n}" for k, n in counts.items()]
-        if mult and any(d.kind in mult for d in dets):
+        extra = semantic.detection(len(text)) if semantic is not None else None
+        if extra is not None and semantic is not None:
+            reasons.append(f"semantic:{semantic.category} {semantic.probability:.2f}")
+        risky = (*dets, extra) if extra is not None else dets
+        if mult and any(d.kind in mult for d in risky):
             reasons.append(f"jurisdiction:{prov.jurisdiction}")
-        s = combine_risks(dets, cfg.weights, mult)
+        s = combine_risks(risky, cfg.weights, mult)
         s = _apply(s, cfg.source_shifts.get(prov.source, 0.0), f"source:{prov.source}", reasons)
         s = _apply(s, -cfg.reliability_discount * (1.0 - prov.reliability), "reliability",
                    reasons)
@@ -462,4 +489,4 @@ class SensitivityScorer:
             if adjusted != s:
                 reasons.append(f"preferences{adjusted - s:+.2f}")
             s = adjusted
-        return SensitivityReport(min(1.0, max(0.0, s)), dets, tuple(reasons))
+        return SensitivityReport(min(1.0, max(0.0, s)), dets, tuple(reasons), semantic)

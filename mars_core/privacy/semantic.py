@@ -1,0 +1,451 @@
+"""Embedding-level sensitivity, and restatements of sensitive memories (seed 000 §4.3, §5.4).
+
+Seed 000 initialises a memory's sensitivity from "rule-based detectors ..., named-entity
+recognition ..., and embedding-level classifiers for categories such as health, finance,
+or protected attributes", and checks output in two passes, "a fast pass over the surface
+form ... followed by a semantic pass". This module is the embedding-level part of both.
+
+**The classifier** (:class:`SemanticSensitivity`) is a multinomial logistic regression on
+the store's own embeddings, fitted on the labelled statements of
+:mod:`mars_core.privacy.semantic_examples` (seven sensitive categories and ordinary
+statements): L2-regularised (``λ = 0.003``), classes reweighted so that sensitive and
+ordinary statements weigh the same, Nesterov-accelerated full-batch gradient descent from zero
+weights with a step of ``1/L`` (``L`` the loss's smoothness bound) for a fixed number of
+steps — numpy only, deterministic. ``P(sensitive) = 1 − P(ordinary)``; the category is the likeliest
+sensitive class.
+
+**Calibration** is per embedder, by 5-fold cross-validation on the same statements (fold
+``i`` holds every fifth statement): the threshold is the lowest at which at most 2 % of
+the ordinary statements are flagged. A false-alarm *rate* rather than a precision,
+because in a conversation ordinary turns far outnumber sensitive ones, and each false
+alarm raises an ordinary memory's sensitivity (private mode hides it, policies penalise
+it). When the recall at that threshold is below 0.1, the embedder cannot carry the
+signal (random or constant vectors, say) and the classifier is **disabled**: it flags
+nothing. Measured (``mars bench privacy``) on the held-out statements of
+:mod:`mars_core.bench.privacy_corpus` and on the 308 turns of the personal-assistant
+script, which hold nothing sensitive: all-MiniLM-L6-v2 is a good classifier, the hashing
+embedder a weak one (docs/benchmarks/reproductions.md).
+
+**Restatements** (:func:`restates`): a text restates a sensitive memory when their
+embeddings' cosine reaches ``paraphrase_threshold``, or when both fall in the same
+sensitive category (by this classifier or by the lexicons) and the cosine reaches
+``topic_threshold``. The cosine is taken after subtracting the mean embedding of the
+fitting statements (the common direction that function words and sentence shape share;
+Mu & Viswanath's "all-but-the-top", its first step): on the held-out pairs it lifts the
+hashing embedder's recall of paraphrases from 0.50 to 0.75 at the same rate of ordinary
+statements held back. Both thresholds are calibrated on the embedder too, against what
+must be let through: for each ordinary statement of the fitting set, its highest
+(centred) cosine to any sensitive one; ``paraphrase_threshold`` is the 95th percentile
+of those (at most one ordinary statement in twenty is held back against all the
+sensitive statements at once) and ``topic_threshold`` their median.
+
+Examples:
+    >>> from mars_core.embeddings import HashingEmbedder
+    >>> model = SemanticSensitivity.fit(HashingEmbedder(dim=64))
+    >>> model.calibration.enabled in (True, False), model.categories[-1]
+    (True, 'ordinary')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from threading import Lock
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from mars_core.embeddings import Embedder
+from mars_core.errors import ValidationError
+from mars_core.privacy.detectors import Detection, Kind
+from mars_core.privacy.semantic_examples import CATEGORIES, ORDINARY, TRAIN
+
+__all__ = [
+    "CATEGORY_KIND",
+    "L2",
+    "MAX_FALSE_POSITIVE_RATE",
+    "MIN_RECALL",
+    "Calibration",
+    "Restatement",
+    "SemanticSensitivity",
+    "SemanticVerdict",
+    "restates",
+    "semantic_for",
+]
+
+Vectors = npt.NDArray[np.float64]
+
+CATEGORY_KIND: Final = {
+    "health": Kind.HEALTH,
+    "finance": Kind.FINANCE,
+    "sexuality": Kind.PROTECTED,
+    "religion": Kind.PROTECTED,
+    "politics": Kind.PROTECTED,
+    "credentials": Kind.SECRET,
+    "location": Kind.ADDRESS,
+}
+"""The detector kind of each sensitive category: its weight is the risk of a flagged text."""
+
+L2: Final = 0.003
+"""Weight of the L2 penalty on the (non-bias) coefficients."""
+
+STEPS: Final = 200
+"""Gradient steps of a fit (Nesterov-accelerated; converged on the fitting set)."""
+
+FOLDS: Final = 5
+"""Cross-validation folds of the calibration."""
+
+MAX_FALSE_POSITIVE_RATE: Final = 0.02
+"""Share of ordinary statements a threshold may flag (cross-validated)."""
+
+MIN_RECALL: Final = 0.1
+"""Below this cross-validated recall at the chosen threshold the classifier is disabled."""
+
+WITHHOLD_QUANTILE: Final = 0.95
+"""Quantile of ordinary statements' highest cosine to the sensitive ones: the paraphrase
+threshold."""
+
+TOPIC_QUANTILE: Final = 0.5
+"""The same distribution's quantile for a text of the same sensitive category."""
+
+_LABELS: Final = (*CATEGORIES, ORDINARY)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """What the calibration on one embedder found.
+
+    Attributes:
+        threshold: ``P(sensitive)`` at which a text is flagged.
+        cv_precision: cross-validated precision at ``threshold``.
+        cv_recall: cross-validated recall at ``threshold``.
+        cv_false_positive_rate: share of ordinary statements flagged, cross-validated.
+        enabled: whether the classifier flags anything on this embedder.
+        paraphrase_threshold: cosine at which a text restates a sensitive memory.
+        topic_threshold: cosine at which a text of the same sensitive category does.
+        center: the mean embedding of the fitting statements; restatements compare
+            vectors with it subtracted (empty: compare them as they are).
+    """
+
+    threshold: float
+    cv_precision: float
+    cv_recall: float
+    cv_false_positive_rate: float
+    enabled: bool
+    paraphrase_threshold: float
+    topic_threshold: float
+    center: tuple[float, ...] = ()
+
+    def __repr__(self) -> str:
+        return (f"Calibration(threshold={self.threshold:.3f}, cv_precision="
+                f"{self.cv_precision:.3f}, cv_recall={self.cv_recall:.3f}, "
+                f"cv_false_positive_rate={self.cv_false_positive_rate:.3f}, "
+                f"enabled={self.enabled}, paraphrase_threshold={self.paraphrase_threshold:.3f}"
+                f", topic_threshold={self.topic_threshold:.3f}, center=<{len(self.center)}>)")
+
+    def centred(self, vectors: npt.ArrayLike) -> Vectors:
+        """Unit vectors with :attr:`center` subtracted (what restatements compare)."""
+        x = _unit(vectors)
+        if self.center and x.size:
+            x = _unit(x - np.asarray(self.center, dtype=np.float64))
+        return x
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticVerdict:
+    """The classifier's reading of one text (no text held).
+
+    Attributes:
+        probability: ``P(sensitive)`` in [0, 1].
+        category: the likeliest sensitive category (even when not flagged).
+        flagged: ``probability`` reached the calibrated threshold (and the classifier
+            is enabled).
+
+    Examples:
+        >>> v = SemanticVerdict(0.93, "health", True)
+        >>> v.kind.value, v.detection(20)
+        ('health', Detection(kind='health', start=0, end=20, score=0.93))
+    """
+
+    probability: float
+    category: str
+    flagged: bool
+
+    @property
+    def kind(self) -> Kind:
+        """The detector kind of :attr:`category`."""
+        return CATEGORY_KIND[self.category]
+
+    def detection(self, length: int) -> Detection | None:
+        """A whole-text detection of :attr:`kind` scored by the probability, if flagged."""
+        if not self.flagged:
+            return None
+        return Detection(self.kind, 0, max(1, length), min(1.0, max(0.0, self.probability)))
+
+
+def _unit(matrix: npt.ArrayLike, dim: int | None = None) -> Vectors:
+    x = np.asarray(matrix, dtype=np.float64)
+    if x.ndim != 2 or (dim is not None and x.shape[1] != dim) or not np.all(np.isfinite(x)):
+        raise ValidationError(f"expected finite vectors of shape (n, {dim or 'dim'}), "
+                              f"got shape {x.shape}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    out: Vectors = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    return out
+
+
+def _softmax(z: Vectors) -> Vectors:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    out: Vectors = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+def _fit_weights(x: Vectors, y: npt.NDArray[np.int64], l2: float, steps: int) -> Vectors:
+    """Multinomial logistic regression by accelerated (Nesterov) gradient descent."""
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    target = np.zeros((n, len(_LABELS)))
+    target[np.arange(n), y] = 1.0
+    ordinary = y == len(_LABELS) - 1
+    sample = np.ones(n)
+    if ordinary.any() and (~ordinary).any():
+        sample[ordinary] = n / 2 / ordinary.sum()
+        sample[~ordinary] = n / 2 / (~ordinary).sum()
+    smooth = 0.5 * float(np.linalg.norm(xb, 2)) ** 2 / n * float(sample.max()) + l2
+    penal = np.ones((d + 1, 1))
+    penal[-1] = 0.0
+    w = np.zeros((d + 1, len(_LABELS)))
+    ahead, t = w.copy(), 1.0
+    for _ in range(steps):
+        grad = xb.T @ ((_softmax(xb @ ahead) - target) * sample[:, None]) / n \
+            + l2 * ahead * penal
+        nxt = ahead - grad / smooth
+        t_next = (1.0 + math.sqrt(1.0 + 4.0 * t * t)) / 2.0
+        ahead = nxt + (t - 1.0) / t_next * (nxt - w)
+        w, t = nxt, t_next
+    return w
+
+
+def _probabilities(w: Vectors, x: Vectors) -> Vectors:
+    return _softmax(np.hstack([x, np.ones((len(x), 1))]) @ w)
+
+
+def _choose_threshold(scores: Vectors, truth: npt.NDArray[np.bool_]
+                      ) -> tuple[float, float, float, float]:
+    """``(threshold, precision, recall, false-positive rate)`` of the lowest threshold
+    that flags at most :data:`MAX_FALSE_POSITIVE_RATE` of the negatives."""
+    positives, negatives = int(truth.sum()), int((~truth).sum())
+    for t in np.unique(scores):
+        pred = scores >= t
+        tp = int((pred & truth).sum())
+        fp = int((pred & ~truth).sum())
+        if fp <= MAX_FALSE_POSITIVE_RATE * negatives:
+            return float(t), tp / max(1, tp + fp), tp / max(1, positives), fp / max(1, negatives)
+    return math.inf, 0.0, 0.0, 0.0
+
+
+class SemanticSensitivity:
+    """The embedding-level sensitivity classifier of one embedder (see the module).
+
+    Build it with :meth:`fit` (or :func:`semantic_for`, which caches one per embedder).
+
+    Examples:
+        >>> from mars_core.embeddings import HashingEmbedder
+        >>> emb = HashingEmbedder()
+        >>> model = semantic_for(emb)
+        >>> v = model.verdict(emb.embed(["My password for the bank site is my cat's name"])[0])
+        >>> v.category, v.flagged
+        ('credentials', True)
+    """
+
+    def __init__(self, weights: Vectors, calibration: Calibration, embedder_name: str) -> None:
+        self._w = weights
+        self.calibration = calibration
+        self.embedder_name = embedder_name
+        self.categories: tuple[str, ...] = _LABELS
+
+    def __repr__(self) -> str:
+        c = self.calibration
+        return (f"SemanticSensitivity({self.embedder_name!r}, enabled={c.enabled}, "
+                f"threshold={c.threshold:.3f}, paraphrase={c.paraphrase_threshold:.3f})")
+
+    @property
+    def dim(self) -> int:
+        """The embedding dimension it reads."""
+        return int(self._w.shape[0]) - 1
+
+    @classmethod
+    def fit(cls, embedder: Embedder,
+            examples: Sequence[tuple[str, str]] = TRAIN) -> SemanticSensitivity:
+        """Fit and calibrate on ``embedder``'s vectors of ``examples``.
+
+        Args:
+            embedder: the store's embedder.
+            examples: ``(category, statement)`` pairs; categories from
+                :data:`~mars_core.privacy.semantic_examples.CATEGORIES` or ``ordinary``.
+
+        Raises:
+            ValidationError: an unknown category, too few examples, or vectors of the
+                wrong shape.
+        """
+        labels = [c for c, _ in examples]
+        if any(c not in _LABELS for c in labels):
+            raise ValidationError(f"example categories must be among {list(_LABELS)}")
+        if len(examples) < 2 * FOLDS or ORDINARY not in labels or set(labels) == {ORDINARY}:
+            raise ValidationError("the examples need ordinary and sensitive statements, at "
+                                  f"least {2 * FOLDS} in all")
+        x = _unit(embedder.embed([t for _, t in examples]), embedder.dim)
+        y = np.array([_LABELS.index(c) for c in labels], dtype=np.int64)
+        cv = np.zeros(len(y))
+        folds = np.arange(len(y)) % FOLDS
+        for f in range(FOLDS):
+            held = folds == f
+            w = _fit_weights(x[~held], y[~held], L2, STEPS)
+            cv[held] = 1.0 - _probabilities(w, x[held])[:, -1]
+        truth = y != len(_LABELS) - 1
+        threshold, p, r, fpr = _choose_threshold(cv, truth)
+        enabled = r >= MIN_RECALL
+        center = x.mean(axis=0)
+        xc = _unit(x - center)
+        sims = (xc[~truth] @ xc[truth].T).max(axis=1)
+        cal = Calibration(
+            threshold=round(threshold, 6) if enabled else math.inf, cv_precision=round(p, 6),
+            cv_recall=round(r, 6), cv_false_positive_rate=round(fpr, 6), enabled=enabled,
+            paraphrase_threshold=round(float(np.quantile(sims, WITHHOLD_QUANTILE)), 6),
+            topic_threshold=round(float(np.quantile(sims, TOPIC_QUANTILE)), 6),
+            center=tuple(round(float(c), 7) for c in center))
+        return cls(_fit_weights(x, y, L2, STEPS), cal, embedder.name)
+
+    def probabilities(self, vectors: npt.ArrayLike) -> Vectors:
+        """Class probabilities, one row per vector, columns in :attr:`categories` order.
+
+        Raises:
+            ValidationError: vectors of the wrong shape or not finite.
+        """
+        return _probabilities(self._w, _unit(vectors, self.dim))
+
+    def verdicts(self, vectors: npt.ArrayLike) -> list[SemanticVerdict]:
+        """One :class:`SemanticVerdict` per vector."""
+        probs = self.probabilities(vectors)
+        cal = self.calibration
+        out = []
+        for row in probs:
+            p = float(1.0 - row[-1])
+            cat = CATEGORIES[int(np.argmax(row[:-1]))]
+            out.append(SemanticVerdict(round(p, 6), cat, cal.enabled and p >= cal.threshold))
+        return out
+
+    def verdict(self, vector: npt.ArrayLike) -> SemanticVerdict:
+        """The verdict of one vector."""
+        return self.verdicts(np.asarray(vector, dtype=np.float64).reshape(1, -1))[0]
+
+
+_CACHE: OrderedDict[tuple[str, int, str], SemanticSensitivity] = OrderedDict()
+_CACHE_LOCK = Lock()
+_CACHE_SIZE: Final = 8
+_PROBE: Final = "mars-memory semantic sensitivity probe"
+
+
+def semantic_for(embedder: Embedder) -> SemanticSensitivity:
+    """The classifier of ``embedder``, fitted once per process and embedder.
+
+    Embedders are told apart by name, dimension and the vector of a probe sentence, so
+    two instances of one model share a fit and a differently behaving embedder that
+    reuses a name does not.
+
+    Raises:
+        ValidationError: the embedder returned vectors of the wrong shape.
+    """
+    probe = _unit(embedder.embed([_PROBE]), embedder.dim)
+    key = (embedder.name, embedder.dim,
+           hashlib.blake2b(np.round(probe, 5).tobytes(), digest_size=12).hexdigest())
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    model = SemanticSensitivity.fit(embedder)
+    with _CACHE_LOCK:
+        _CACHE[key] = model
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return model
+
+
+@dataclass(frozen=True, slots=True)
+class Restatement:
+    """A text found to restate a reference memory.
+
+    Attributes:
+        index: which reference (its position in the references given).
+        similarity: their cosine.
+        route: ``paraphrase`` (cosine ≥ the paraphrase threshold) or ``topic`` (same
+            sensitive category, cosine ≥ the topic threshold).
+    """
+
+    index: int
+    similarity: float
+    route: str
+
+
+def restates(
+    vectors: npt.ArrayLike,
+    kinds: Sequence[Iterable[Kind]],
+    references: npt.ArrayLike,
+    reference_kinds: Sequence[Iterable[Kind]],
+    calibration: Calibration,
+    *,
+    paraphrase_threshold: float | None = None,
+) -> list[Restatement | None]:
+    """For each text, the reference it restates most closely (or ``None``).
+
+    Args:
+        vectors: the texts' embeddings, one row each.
+        kinds: per text, its sensitive kinds (the classifier's and the lexicons').
+        references: the sensitive (or erased) memories' embeddings.
+        reference_kinds: per reference, its sensitive kinds.
+        calibration: the embedder's thresholds.
+        paraphrase_threshold: overrides the calibrated one (the store's configuration).
+
+    Examples:
+        >>> cal = Calibration(0.5, 1.0, 1.0, 0.0, True, 0.8, 0.3)
+        >>> restates([[1, 0], [0.6, 0.8], [0, 1]], [(), (Kind.HEALTH,), ()],
+        ...          [[1, 0.05]], [(Kind.HEALTH,)], cal)  # doctest: +NORMALIZE_WHITESPACE
+        [Restatement(index=0, similarity=0.998752, route='paraphrase'),
+         Restatement(index=0, similarity=0.639201, route='topic'), None]
+    """
+    x = _unit(vectors)
+    n = len(x)
+    if len(kinds) != n:
+        raise ValidationError("one set of kinds per text")
+    refs = _unit(references)
+    if len(refs) == 0 or n == 0:
+        return [None] * n
+    if refs.shape[1] != x.shape[1] or len(reference_kinds) != len(refs):
+        raise ValidationError("references must match the texts' dimension and kinds")
+    if calibration.center and len(calibration.center) != x.shape[1]:
+        raise ValidationError("the calibration's center has another dimension")
+    x, refs = calibration.centred(x), calibration.centred(refs)
+    strong = calibration.paraphrase_threshold if paraphrase_threshold is None \
+        else paraphrase_threshold
+    topic = min(calibration.topic_threshold, strong)
+    sims = x @ refs.T
+    ref_sets = [frozenset(k) for k in reference_kinds]
+    out: list[Restatement | None] = []
+    for i in range(n):
+        mine = frozenset(kinds[i])
+        found: Restatement | None = None
+        for j in np.argsort(-sims[i], kind="stable"):
+            s = float(sims[i, j])
+            if s < topic:
+                break
+            route = "paraphrase" if s >= strong else "topic" if mine & ref_sets[j] else None
+            if route is not None:
+                found = Restatement(int(j), round(s, 6), route)
+                break
+        out.append(found)
+    return out

