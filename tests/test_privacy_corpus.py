@@ -75,7 +75,7 @@ def test_cli_writes_the_figures(tmp_path: Path) -> None:
     res = json.loads((tmp_path / "privacy.json").read_text())
     assert res["detectors"][-1]["detector"] == "all"
     (row,) = res["semantic"]
-    assert row["embedder"].startswith("hashing") and row["calibration"]["enabled"]
-    assert row["held_out"]["combined_scorer"]["recall"] > row["held_out"]["lexical_scorer"][
-        "recall"]
+    assert row["embedder"].startswith("hashing") and not row["calibration"]["enabled"]
+    assert 0.1 <= row["calibration"]["cv_recall"] < 0.5  # a signal, too weak to use
+    assert row["held_out"]["combined_scorer"] == row["held_out"]["lexical_scorer"]
     assert main(["bench", "privacy", "--embedder", "glove"]) != 0

@@ -142,7 +142,8 @@ def test_the_hook_is_called_only_when_something_is_flagged() -> None:
     f = calls[0]
     assert (f.section, f.reason, f.route, f.text) == ("evidence", "sensitive", "paraphrase",
                                                       RESTATED)
-    assert "7319" not in repr(f) and f.category == "secret"
+    # no category: the hashing embedder's classifier is off, and no lexicon knows alarm codes
+    assert "7319" not in repr(f) and f.category is None
     assert RESTATED not in _evidence(ctx)  # False: withheld
 
 

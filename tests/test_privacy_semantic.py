@@ -30,7 +30,7 @@ from mars_core.privacy import (
     SensitivityScorer,
     semantic_for,
 )
-from mars_core.privacy.semantic import Calibration, Restatement, restates
+from mars_core.privacy.semantic import MIN_RECALL, Calibration, Restatement, restates
 from mars_core.privacy.semantic_examples import (
     CATEGORIES,
     ORDINARY,
@@ -110,16 +110,16 @@ def _conversation_false_alarms(model: SemanticSensitivity, embedder: object) -> 
     return sum(flags) / len(flags)
 
 
-def test_hashing_embedder_carries_a_weak_but_real_signal() -> None:
+def test_a_lexical_embedder_is_too_weak_and_its_classifier_is_off() -> None:
     emb = HashingEmbedder()
     model = semantic_for(emb)
     cal = model.calibration
-    assert cal.enabled and cal.cv_false_positive_rate <= 0.02 and cal.cv_recall >= 0.1
-    precision, recall = _held_out(model, emb)
-    alarms = _conversation_false_alarms(model, emb)
-    print(f"\nhashing held-out: precision {precision:.3f} recall {recall:.3f}; "
-          f"false alarms in a conversation {alarms:.3f}")
-    assert precision >= 0.9 and recall >= 0.15 and alarms <= 0.02  # 1.000 / 0.212 / 0.006
+    assert cal.cv_false_positive_rate <= 0.02 and 0.1 <= cal.cv_recall < MIN_RECALL
+    assert not cal.enabled  # it carried a signal (0.14), too weak to label conversations
+    intro = "Hi! I'm Maya. I live in Lisbon and I'm allergic to peanuts."
+    assert not model.verdict(emb.embed([intro])[0]).flagged  # it said "sexuality", p 0.83
+    assert _held_out(model, emb) == (0.0, 0.0)
+    assert _conversation_false_alarms(model, emb) == 0.0
 
 
 @needs_minilm
@@ -203,19 +203,31 @@ def test_verdict_detection_and_kind() -> None:
     assert SemanticVerdict(0.75, "politics", True).kind is Kind.PROTECTED
 
 
+@needs_minilm
 def test_the_store_scores_with_its_own_embedder(caplog: pytest.LogCaptureFixture) -> None:
+    from mars_core.embedders import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder()
     text = "My password for the bank site is my cat's name"  # no pattern, no lexicon word
     caplog.set_level(logging.DEBUG)
-    with MemoryStore(clock=FakeClock(), nlp="rules", embedder=HashingEmbedder()) as on, \
-            MemoryStore(clock=FakeClock(), nlp="rules", embedder=HashingEmbedder(),
+    with MemoryStore(clock=FakeClock(), nlp="rules", embedder=emb) as on, \
+            MemoryStore(clock=FakeClock(), nlp="rules", embedder=emb,
                         semantic_sensitivity=False) as off:
         s_on = on.add(text).sensitivity
         s_off = off.add(text).sensitivity
         assert off.add("We had pizza for dinner").sensitivity == 0.0
+        assert on.add("We had pizza for dinner").sensitivity == 0.0
         audit = "".join(e.model_dump_json() for e in on.audit.events())
     assert s_off == 0.0 and s_on >= 0.6
     assert "cat's name" not in audit and "password for the bank" not in audit
     assert "cat's name" not in caplog.text
+
+
+def test_a_store_on_the_hashing_embedder_scores_by_the_detectors_alone() -> None:
+    text = "My password for the bank site is my cat's name"
+    with MemoryStore(clock=FakeClock(), nlp="rules", embedder=HashingEmbedder()) as store:
+        assert store.add(text).sensitivity == 0.0  # no classifier: nothing it could see
+        assert store.add("I was diagnosed with diabetes").sensitivity > 0.0  # the lexicon
 
 
 # --- restatements -------------------------------------------------------------------------------

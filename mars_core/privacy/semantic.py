@@ -19,12 +19,14 @@ sensitive class.
 the ordinary statements are flagged. A false-alarm *rate* rather than a precision,
 because in a conversation ordinary turns far outnumber sensitive ones, and each false
 alarm raises an ordinary memory's sensitivity (private mode hides it, policies penalise
-it). When the recall at that threshold is below 0.1, the embedder cannot carry the
-signal (random or constant vectors, say) and the classifier is **disabled**: it flags
-nothing. Measured (``mars bench privacy``) on the held-out statements of
+it). When the recall at that threshold is below one half (:data:`MIN_RECALL`), the
+classifier is **disabled**: it flags nothing. Random or constant vectors cannot carry the
+signal at all, and a lexical embedder (the hashing one: 0.14) sees words, not meaning,
+and labels conversation text by its surface (a self-introduction as sexuality).
+Measured (``mars bench privacy``) on the held-out statements of
 :mod:`mars_core.bench.privacy_corpus` and on the 308 turns of the personal-assistant
-script, which hold nothing sensitive: all-MiniLM-L6-v2 is a good classifier, the hashing
-embedder a weak one (docs/benchmarks/reproductions.md).
+script, which hold nothing sensitive: all-MiniLM-L6-v2 is a good classifier; the hashing
+embedder's is off (docs/benchmarks/reproductions.md).
 
 **Restatements** (:func:`restates`): a text restates a sensitive memory when their
 embeddings' cosine reaches ``paraphrase_threshold``, or when both fall in the same
@@ -102,8 +104,15 @@ FOLDS: Final = 5
 MAX_FALSE_POSITIVE_RATE: Final = 0.02
 """Share of ordinary statements a threshold may flag (cross-validated)."""
 
-MIN_RECALL: Final = 0.1
-"""Below this cross-validated recall at the chosen threshold the classifier is disabled."""
+MIN_RECALL: Final = 0.5
+"""Below this cross-validated recall at the chosen threshold the classifier is disabled.
+
+At half the sensitive statements missed even where the false alarms are held to 2 %, the
+embedder sees words rather than meaning, and what it does flag in a conversation is often
+the wrong category: the hashing embedder (cross-validated recall 0.14) labelled
+"Hi! I'm Maya. I live in Lisbon and I'm allergic to peanuts." as sexuality (p 0.83), which
+masked the user's allergy in the quick start's context. Restatements (:func:`restates`)
+are still found by similarity with such an embedder."""
 
 WITHHOLD_QUANTILE: Final = 0.95
 """Quantile of ordinary statements' highest cosine to the sensitive ones: the paraphrase
