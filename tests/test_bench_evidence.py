@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from pngs import assert_plots
+from synthetic_locomo import write_locomo
 
 from mars_core.bench import locomo as L
 from mars_core.bench.evidence import run_locomo, run_longmemeval
@@ -20,33 +21,12 @@ from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
 from mars_core.learn import asks_question
 
-PETS = ["dog", "cat", "parrot", "horse", "rabbit", "turtle", "snake", "hamster"]
-CITIES = ["Lisbon", "Oslo", "Paris", "Rome", "Madrid", "Vienna", "Prague", "Dublin"]
-
-
-def _conversation(k: int) -> dict[str, Any]:
-    turns, qa = [], []
-    for i in range(40):
-        speaker = "Ana" if i % 2 == 0 else "Bo"
-        if i % 5 == 0:
-            j = (i // 5 + k) % len(PETS)
-            text = f"I adopted a {PETS[j]} last year and we moved to {CITIES[j]}"
-            qa.append({"question": f"Where did {speaker} move after adopting the {PETS[j]}?",
-                       "answer": CITIES[j], "category": 1 + (i // 5) % 4,
-                       "evidence": [f"D1:{i + 1}"]})
-        else:
-            text = ["haha ok", "thanks!", "sounds good to me", "wow cool"][i % 4]
-        turns.append({"speaker": speaker, "dia_id": f"D1:{i + 1}", "text": text})
-    return {"sample_id": f"c{k}", "qa": qa, "conversation": {
-        "speaker_a": "Ana", "speaker_b": "Bo", "session_1_date_time": "1 pm on 8 May, 2023",
-        "session_1": turns}}
-
 
 @pytest.fixture
 def locomo_file(tmp_path: Path) -> Path:
-    path = tmp_path / "locomo.json"
-    path.write_text(json.dumps([_conversation(k) for k in range(3)]), encoding="utf-8")
-    return path
+    return write_locomo(tmp_path / "locomo.json", turns=40, fact_every=5,
+                        chat=["haha ok", "thanks!", "sounds good to me", "wow cool"],
+                        date="1 pm on 8 May, 2023")
 
 
 def test_run_locomo_writes_results_report_and_plots(locomo_file: Path, tmp_path: Path) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from synthetic_locomo import write_locomo
 from typer.testing import CliRunner
 
 from mars_core.bench import locomo as L
@@ -21,38 +21,14 @@ from mars_core.errors import ValidationError
 from mars_core.learn import FeatureLog
 from mars_core.scoring.reward import RewardConfig
 
-PETS = ["dog", "cat", "parrot", "horse", "rabbit", "turtle", "snake", "hamster"]
-CITIES = ["Lisbon", "Oslo", "Paris", "Rome", "Madrid", "Vienna", "Prague", "Dublin"]
 CHAT = ["haha ok", "thanks a lot, that is really very kind of you to say so", "sounds good",
         "wow cool"]
 
 
-def _conversation(k: int) -> dict[str, Any]:
-    sessions: dict[str, Any] = {}
-    qa = []
-    for i in range(48):
-        speaker = "Ana" if i % 2 == 0 else "Bo"
-        if i % 6 == 0:
-            j = (i // 6 + k) % len(PETS)
-            text = f"I adopted a {PETS[j]} last year and we moved to {CITIES[j]}"
-            qa.append({"question": f"Where did {speaker} move after adopting the {PETS[j]}?",
-                       "answer": CITIES[j], "category": 1 + (i // 6) % 4,
-                       "evidence": [f"D{1 + i // 16}:{i + 1}"]})
-        else:
-            text = CHAT[i % 4]
-        s = 1 + i // 16
-        sessions.setdefault(f"session_{s}", []).append(
-            {"speaker": speaker, "dia_id": f"D{s}:{i + 1}", "text": text})
-        sessions[f"session_{s}_date_time"] = f"1 pm on {s} May, 2023"
-    return {"sample_id": f"c{k}", "qa": qa,
-            "conversation": {"speaker_a": "Ana", "speaker_b": "Bo", **sessions}}
-
-
 @pytest.fixture
 def locomo_file(tmp_path: Path) -> Path:
-    path = tmp_path / "locomo.json"
-    path.write_text(json.dumps([_conversation(k) for k in range(3)]), encoding="utf-8")
-    return path
+    return write_locomo(tmp_path / "locomo.json", turns=48, fact_every=6, chat=CHAT,
+                        per_session=16)
 
 
 @pytest.fixture
