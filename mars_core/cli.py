@@ -337,7 +337,11 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
                 "--namespace", "-n", help="put everything in this namespace (mem0/langgraph "
                 "dumps; default: each record's user_id / namespace tuple; JSON-LD keeps its "
                 "own)")] = None,
-            index: IndexOpt = "auto", progress: ProgressOpt = None) -> None:
+            index: IndexOpt = "auto", progress: ProgressOpt = None,
+            skip_erased: Annotated[bool, typer.Option(
+                "--skip-erased", help="leave out the memories of a JSON-LD export that "
+                "were erased from this store since (default: refuse the file)")]
+            = False) -> None:
     """Import memories into the store at --path (created when missing).
 
     All or nothing: every record is checked before the first write, and all are written
@@ -348,6 +352,10 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
     Safe to run again: records imported before (the same id and text, in the same
     namespace; a JSON-LD memory under its id) are skipped, so a re-run after an
     interruption, or of the same file, stores each record once.
+
+    A JSON-LD export holding memories erased from this store since (by id, or the same
+    text in the same namespace) is refused, so restoring a backup never undoes an
+    erasure; --skip-erased imports the rest.
     """
     from mars_core import importers
     from mars_core.store import MemoryStore
@@ -365,7 +373,7 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
             before = after = store.stats()["audit_events"]
             try:
                 done = importers.run_import(store, source, kind=from_, namespace=namespace,
-                                            progress=bar)
+                                            progress=bar, skip_erased=skip_erased)
             finally:
                 after = store.stats()["audit_events"]
     except (MarsError, KeyboardInterrupt) as exc:
@@ -377,8 +385,9 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
         if created is not None and _remove_created(path, created):
             undo += f", so the new store at {where} was removed again"
         raise _fail(f"{what}{undo}") from exc
-    skipped = (f"; {done.skipped} records already there (imported before) were skipped"
-               if done.skipped else "")
+    why = "already there (imported before) or erased here" if skip_erased \
+        else "already there (imported before)"
+    skipped = f"; {done.skipped} records {why} were skipped" if done.skipped else ""
     console.print(f"imported {done.imported} memories from {source} ({from_}) into "
                   f"{where}{skipped}", highlight=False, soft_wrap=True)
 

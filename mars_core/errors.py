@@ -28,6 +28,7 @@ __all__ = [
     "CorruptStoreError",
     "DestinationNotEmptyError",
     "EmbeddingMismatchError",
+    "ErasedMemoryError",
     "ExtraNotInstalledError",
     "ImportFormatError",
     "MarsBackendError",
@@ -97,6 +98,12 @@ class ConcurrentWriteError(ConflictError):
 class DestinationNotEmptyError(ConflictError):
     """A copy's destination already holds a store (or rows of one); nothing was
     written (:func:`mars_core.transfer.copy_store`)."""
+
+
+class ErasedMemoryError(ConflictError):
+    """An import holds memories erased from this store (the same id, or the same text in
+    the same namespace): restoring a backup must not undo a right-to-be-forgotten
+    request; nothing was imported."""
 
 
 class BudgetExceededError(ValidationError):

@@ -104,12 +104,16 @@ def import_file(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jso
 
 def run_import(store: MemoryStore, path: str | Path, *, kind: ImportKind = "jsonld",
                namespace: NamespaceArg | None = None,
-               progress: ProgressFn | None = None) -> ImportReport:
+               progress: ProgressFn | None = None,
+               skip_erased: bool = False) -> ImportReport:
     """:func:`import_file`, saying how many records were imported and how many skipped
-    (what ``mars import`` prints).
+    (what ``mars import`` prints). ``skip_erased``: a JSON-LD export's memories erased
+    from this store since are left out (counted as skipped) instead of refusing the file.
 
     Raises:
         ImportFormatError: unreadable file or malformed records (nothing is stored).
+        ErasedMemoryError: a JSON-LD export holds memories erased from this store, and
+            not ``skip_erased`` (nothing is stored).
         ValidationError: an unknown ``kind``.
     """
     progress = checked(progress)
@@ -117,7 +121,9 @@ def run_import(store: MemoryStore, path: str | Path, *, kind: ImportKind = "json
         from mars_core.io import load_jsonld, memory_count
 
         doc = load_jsonld(path)
-        imported = store.import_jsonld(doc, existing="skip", progress=progress)
+        imported = store.import_jsonld(doc, existing="skip",
+                                       erased="skip" if skip_erased else "error",
+                                       progress=progress)
         return ImportReport(imported, memory_count(doc) - imported)
     readers: dict[str, Callable[..., ImportReport]] = {"mem0": _mem0, "langgraph": _langgraph}
     if kind not in readers:

@@ -914,6 +914,7 @@ class MemoryStore:
     @_call
     def import_jsonld(self, source: str | os.PathLike[str] | Mapping[str, Any], *,
                       existing: Literal["error", "skip"] = "error",
+                      erased: Literal["error", "skip"] = "error",
                       progress: ProgressFn | None = None) -> int:
         """Import a JSON-LD export (ids preserved); returns how many memories were imported.
 
@@ -931,25 +932,33 @@ class MemoryStore:
                 already here with its id, namespace and text is left as it is and not
                 counted (a re-run of an import imports nothing twice), any other memory
                 under one of the ids is still a conflict.
+            erased: what to do with memories erased from this store before (their id,
+                or their text in their namespace, is in an ``erase`` event of the
+                audit): ``"error"`` refuses the document, ``"skip"`` leaves them out (with
+                their edges) — a restored backup never brings back what was erased.
             progress: ``progress(stage, done, total)`` (:mod:`mars_core.progress`).
 
         Raises:
             ImportFormatError: malformed or out-of-bounds document, saying where
                 (nothing imported).
             ConflictError: an id already exists here (nothing imported).
+            ErasedMemoryError: the document holds memories erased here and ``erased`` is
+                ``"error"`` (nothing imported).
             BudgetExceededError: a namespace's imported active memories exceed its
                 budget (nothing imported).
         """
         from mars_core.io import from_jsonld
 
-        if existing not in ("error", "skip"):
-            raise ValidationError(f"existing must be 'error' or 'skip', not {existing!r}")
+        for name, value in (("existing", existing), ("erased", erased)):
+            if value not in ("error", "skip"):
+                raise ValidationError(f"{name} must be 'error' or 'skip', not {value!r}")
         progress = checked(progress)
         nodes, edges, steps = from_jsonld(source)
         for ns in {n.namespace for n in nodes}:
             self._ns(ns)
         return self._writer.import_nodes(nodes, edges, steps,
-                                         skip_existing=existing == "skip", progress=progress)
+                                         skip_existing=existing == "skip",
+                                         skip_erased=erased == "skip", progress=progress)
 
     @classmethod
     def from_jsonld(cls, source: str | os.PathLike[str] | Mapping[str, Any],

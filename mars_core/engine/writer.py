@@ -31,6 +31,7 @@ from mars_core.errors import (
     BlockedByPreferenceError,
     BudgetExceededError,
     ConflictError,
+    ErasedMemoryError,
     ImportFormatError,
     NotFoundError,
     ValidationError,
@@ -49,7 +50,7 @@ from mars_core.model import (
 )
 from mars_core.policies import Eviction, Summary
 from mars_core.progress import EMBED_BATCH, ProgressFn, report
-from mars_core.storage.base import Vector
+from mars_core.storage.base import RecordTxn, Vector
 
 __all__ = ["NewMemory", "Turn", "Writer", "memory_id"]
 
@@ -349,7 +350,7 @@ class Writer:
 
     def import_nodes(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge],
                      steps: Mapping[str, int], *, skip_existing: bool = False,
-                     progress: ProgressFn | None = None) -> int:
+                     skip_erased: bool = False, progress: ProgressFn | None = None) -> int:
         """Store exported memories as they are (ids, statuses, statistics kept), all or
         nothing.
 
@@ -367,12 +368,19 @@ class Writer:
         document too) and not counted; only another memory under one of the ids is a
         conflict.
 
+        A memory erased here before — its id, or its text in its namespace, is in an
+        ``erase`` event of the audit (texts as keyed hashes) — is refused, or with
+        ``skip_erased`` left out (its edges too): a restored backup must not bring back
+        what a user had erased.
+
         Returns:
             How many memories were imported.
 
         Raises:
             ConflictError: an imported id already exists (with ``skip_existing``: as
                 another memory).
+            ErasedMemoryError: the document holds erased memories (without
+                ``skip_erased``).
             ImportFormatError: an edge names a memory that is neither in the document
                 nor in its namespace here.
             BudgetExceededError: a namespace's imported active memories exceed its budget.
@@ -387,8 +395,17 @@ class Writer:
                 clash = [i for i in clash if i not in same]
                 nodes = [n for n in nodes if n.id not in same]
                 edges = [e for e in edges if e.source not in same]
+            erased = self._erased(tx, nodes)
         if clash:
             raise ConflictError(f"{len(clash)} imported ids already exist (first: {clash[0]})")
+        if erased and not skip_erased:
+            raise ErasedMemoryError(
+                f"{len(erased)} memories of the document were erased from this store "
+                f"(first: {erased[0]}); nothing was imported (skip them to import the rest)")
+        if erased:
+            gone = set(erased)
+            nodes = [n for n in nodes if n.id not in gone]
+            edges = [e for e in edges if e.source not in gone and e.target not in gone]
         if not nodes:
             return 0
         self._check_import_targets(nodes, edges)
@@ -419,6 +436,22 @@ class Writer:
             report(progress, "write", 0, len(nodes))
         report(progress, "write", len(nodes), len(nodes))
         return len(nodes)
+
+    def _erased(self, tx: RecordTxn, nodes: Sequence[MemoryNode]) -> list[str]:
+        """Ids of ``nodes`` erased here before: by id, or by text in their namespace
+        (keyed hashes of the ``erase`` events; one read of each namespace's audit)."""
+        found: list[str] = []
+        for ns in sorted({n.namespace for n in nodes}):
+            ids: set[str] = set()
+            texts: set[str] = set()
+            for ev in tx.audit(ns):
+                if ev.op is AuditOp.ERASE:
+                    ids.update(ev.node_ids)
+                    texts.update(ev.content_hashes.values())
+            if ids:
+                found += [n.id for n in nodes if n.namespace == ns and (
+                    n.id in ids or self.e.chain.content_hash(n.content) in texts)]
+        return found
 
     def _check_import_targets(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge]) -> None:
         """Edge targets outside the document must be memories of the edge's namespace here
