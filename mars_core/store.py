@@ -65,7 +65,7 @@ from mars_core.retrieval import Hit
 from mars_core.storage.base import NamespaceRecord, RecordStore
 from mars_core.storage.postgres import PostgresRecordStore, is_postgres_url
 from mars_core.storage.sqlite import SQLiteRecordStore
-from mars_core.summarise import ExtractiveSummariser, Summariser
+from mars_core.summarise import Summariser
 
 __all__ = ["MemoryStore"]
 
@@ -148,7 +148,9 @@ class MemoryStore:
         clock: wall-clock source (default: the system clock).
         audit_key: secret for keyed content hashes and the audit chains of a new store
             (default: random; recorded in the store).
-        summariser: reflection and erasure summaries (default: extractive, no LLM).
+        summariser: every summary the store writes — the reflection a budget triggers
+            (policies ``reflection``, ``hybrid``, ``meta``), the one ``maintain`` runs,
+            and erasure re-summaries (default: extractive, no LLM).
         read_only: open an existing store to read it: nothing is ever written (every
             change raises :class:`~mars_core.errors.ConflictError`; ``retrieve``,
             ``recall`` and ``render_context`` record no access). Each call sees the store
@@ -216,7 +218,7 @@ class MemoryStore:
                 config=args.configure(config, overrides),
                 explicit=config is not None or bool(overrides),
                 clock=clock if clock is not None else SystemClock(), audit_key=audit_key,
-                summariser=summariser or ExtractiveSummariser(), read_only=bool(read_only),
+                summariser=summariser, read_only=bool(read_only),
                 cache_namespaces=cache_namespaces, note=note,
                 overrides=dict(overrides) if config is None and overrides else None)
         except BaseException:

@@ -64,7 +64,7 @@ from mars_core.storage.base import (
     RecordTxn,
     Vector,
 )
-from mars_core.summarise import Summariser
+from mars_core.summarise import ExtractiveSummariser, Summariser
 
 __all__ = ["FIT_PENDING", "FORMAT_VERSION", "Engine", "build_policy", "recorded_config"]
 
@@ -105,15 +105,19 @@ def recorded_config(manifest: Mapping[str, Any],
             "the recorded one") from None
 
 
-def build_policy(config: StoreConfig, record: NamespaceRecord) -> Policy:
+def build_policy(config: StoreConfig, record: NamespaceRecord,
+                 summariser: Summariser | None = None) -> Policy:
     """A namespace's own policy instance under ``config``, with its shares and DP
-    accountant.
+    accountant; a policy that summarises (``Policy.summarises``) writes its summaries
+    with ``summariser`` (the store's, when one was given; None: the policy's default).
 
     Raises:
         ConfigError: an unknown policy or bad policy parameters.
     """
     name, _, arg = config.policy.partition(":")
     policy = make_policy(name, **{**config.policy_params, **({"path": arg} if arg else {})})
+    if summariser is not None and policy.summarises:
+        policy.use_summariser(summariser)
     if config.type_shares is not None:
         policy.type_shares = TypeShares(initial=config.type_shares)
     if config.dp.enabled:
@@ -136,7 +140,8 @@ class Engine:
         clock: wall-clock source.
         audit_key: the audit HMAC key (default: `$MARS_AUDIT_KEY`, else the key ring of a
             durable store, else random in RAM; :mod:`mars_core.keys`). Never persisted.
-        summariser: the reflection and erasure summariser.
+        summariser: the caller's summariser: reflection (budget-triggered and in
+            ``maintain``) and erasure summaries (None: extractive).
         read_only: a reader: nothing is ever written.
         cache_namespaces: how many namespaces stay loaded between calls.
         note: how the index was chosen (shown by ``stats()``).
@@ -148,12 +153,16 @@ class Engine:
 
     def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, *,
                  config: StoreConfig, explicit: bool, clock: Clock, audit_key: bytes | None,
-                 summariser: Summariser, read_only: bool, cache_namespaces: int,
+                 summariser: Summariser | None, read_only: bool, cache_namespaces: int,
                  note: str, embedder_note: str = "passed",
                  overrides: Mapping[str, Any] | None = None) -> None:
         self.records, self.index, self.embedder = records, index, embedder
         self.embedder_note = embedder_note
-        self.config, self.clock, self.summariser = config, clock, summariser
+        self.config, self.clock = config, clock
+        self.summariser: Summariser = summariser or ExtractiveSummariser()
+        self.policy_summariser = summariser
+        """The caller's summariser for the policies' budget-triggered summaries (None:
+        each policy's default, the extractive one counting with the store's counter)."""
         self.read_only, self.note, self.overrides = read_only, note, overrides
         self.counter: TokenCounter = make_counter(config.token_counter)
         self.enricher = Enricher(config.nlp)
@@ -362,7 +371,7 @@ class Engine:
 
     def _policy(self, record: NamespaceRecord) -> Policy:
         """A namespace's own policy instance, with its shares and DP accountant."""
-        return build_policy(self.config, record)
+        return build_policy(self.config, record, self.policy_summariser)
 
     def _fetcher(self, name: str) -> Any:
         def fetch(ids: Sequence[str]) -> list[MemoryNode]:

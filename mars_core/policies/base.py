@@ -60,6 +60,7 @@ from mars_core.model import MemoryNode, MemoryType
 if TYPE_CHECKING:  # pragma: no cover - import for annotations only (shares imports base)
     from mars_core.privacy.dp import DPConfig, PrivacyAccountant
     from mars_core.shares import TypeShares
+    from mars_core.summarise import Summariser
 
 __all__ = [
     "MAX_DEPTH",
@@ -267,6 +268,17 @@ class Policy:
     """Differential-privacy tie-break at the eviction boundary (opt-in, seed 000 §4.3)."""
     accountant: PrivacyAccountant | None = None
     """Privacy accountant charged by the tie-break (per namespace and subject)."""
+    summarises: ClassVar[bool] = False
+    """Declared capability: the policy writes summaries under budget pressure, so the
+    store hands it its own summariser (:meth:`use_summariser`)."""
+
+    def use_summariser(self, summariser: Summariser) -> None:
+        """Adopt the store's summariser (``MemoryStore(summariser=...)``) for the
+        summaries this policy writes when the budget triggers it.
+
+        A policy that does not summarise (``summarises`` False) ignores it; one built
+        with its own summariser keeps that one.
+        """
 
     def params(self) -> dict[str, Any]:
         """Parameters recorded in the audit (override to report yours)."""

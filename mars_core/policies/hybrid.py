@@ -68,7 +68,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pydantic
@@ -191,6 +191,8 @@ class HybridPolicy(Policy):
         0
     """
 
+    summarises: ClassVar[bool] = True
+
     def __init__(self, config: HybridConfig | None = None, *,
                  summariser: Summariser | None = None, **params: Any) -> None:
         base = config or HybridConfig()
@@ -201,6 +203,12 @@ class HybridPolicy(Policy):
         self.summariser = summariser
         self._never_used: dict[tuple[str, MemoryType], dict[str, MemoryNode]] = {}
         self.working_set = WorkingSetCache(self.config.density.novelty_window)
+
+    def use_summariser(self, summariser: Summariser) -> None:
+        """The store's summariser writes the reflection stage's summaries (unless the
+        policy was built with one)."""
+        if self.summariser is None:
+            self.summariser = summariser
 
     def params(self) -> dict[str, Any]:
         """The stage constants recorded with every decision."""

@@ -71,7 +71,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -93,6 +93,7 @@ from mars_core.policies.base import (
     register,
 )
 from mars_core.scoring.working_set import WorkingSetCache
+from mars_core.summarise import Summariser
 
 __all__ = ["CONTEXT_FEATURES", "DEFAULT_ARMS", "DEFAULT_GRID", "LinUCB", "MetaConfig",
            "MetaController", "candidate_label"]
@@ -385,6 +386,9 @@ class MetaController(Policy):
         ('lru', 'hybrid', 'hybrid(stale_recency=0.2)')
     """
 
+    summarises: ClassVar[bool] = True
+    """Through its arms: the reflection and hybrid arms summarise."""
+
     def __init__(self, config: MetaConfig | None = None, **params: Any) -> None:
         base = config or MetaConfig()
         try:
@@ -424,6 +428,12 @@ class MetaController(Policy):
             ws = getattr(arm, "working_set", None)
             if isinstance(ws, WorkingSetCache):
                 arm.working_set = shared.setdefault(ws.window, ws)  # type: ignore[attr-defined]
+
+    def use_summariser(self, summariser: Summariser) -> None:
+        """Every arm that summarises writes its summaries with the store's summariser."""
+        for arm in self.arms.values():
+            if arm.summarises:
+                arm.use_summariser(summariser)
 
     @property
     def arm_names(self) -> tuple[str, ...]:

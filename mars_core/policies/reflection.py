@@ -78,7 +78,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -747,6 +747,8 @@ class ReflectionSummaryPolicy(Policy):
         (0.1, 'fake')
     """
 
+    summarises: ClassVar[bool] = True
+
     def __init__(self, config: ReflectionConfig | Mapping[str, Any] | None = None, *,
                  summariser: Summariser | None = None, density: DensityConfig | None = None,
                  **overrides: Any) -> None:
@@ -754,6 +756,12 @@ class ReflectionSummaryPolicy(Policy):
         self.summariser = summariser
         self.density = density or DensityConfig()
         self.working_set = WorkingSetCache(self.density.novelty_window)
+
+    def use_summariser(self, summariser: Summariser) -> None:
+        """The store's summariser writes this policy's summaries (unless it was built
+        with one)."""
+        if self.summariser is None:
+            self.summariser = summariser
 
     def params(self) -> dict[str, Any]:
         """The reflection constants and the summariser's name (for the audit)."""
