@@ -58,6 +58,7 @@ from typing import Annotated, Any, TypedDict
 
 from mars_core.control import (
     Buffer,
+    ClusterTarget,
     ControlConfig,
     Decomposer,
     Executor,
@@ -125,6 +126,7 @@ class MarsMemoryState(TypedDict, total=False):
         mars_buffer: the buffer ``B_t`` (JSON items; carried across turns by a checkpointer).
         mars_round: Decayer→Activator rounds done this turn.
         mars_retrieve: the Decayer's last verdict.
+        mars_targets: the uncertain clusters the next Activator run aims at (JSON).
         mars_rounds: this turn's Decayer verdicts (rationales).
         mars_context: memory context rendered for the agent.
         mars_procedures: the routed cluster's learned procedures.
@@ -136,6 +138,7 @@ class MarsMemoryState(TypedDict, total=False):
     mars_buffer: list[dict[str, Any]]
     mars_round: int
     mars_retrieve: bool
+    mars_targets: list[dict[str, Any]]
     mars_rounds: Annotated[list[str], _turn_log]
     mars_context: str
     mars_procedures: list[str]
@@ -265,7 +268,8 @@ class DecayerNode:
         if rnd < ex.config.max_iterations:
             verdict = ex.assess(query, buffer, rnd)
             if verdict.retrieve:
-                return {"mars_retrieve": True, "mars_rounds": [*fresh, verdict.reason]}
+                return {"mars_retrieve": True, "mars_rounds": [*fresh, verdict.reason],
+                        "mars_targets": [t.to_dict() for t in ex.targets(query, verdict)]}
             note = [*fresh, verdict.reason]
         else:
             note = [f"stopped after {len(state.get('mars_rounds', []))} round(s): round limit "
@@ -287,9 +291,11 @@ class ActivatorNode:
             return self._run(ex, state)
 
     def _run(self, ex: Executor, state: MarsMemoryState) -> dict[str, Any]:
+        targets = [ClusterTarget.from_dict(t) for t in state.get("mars_targets", [])]
         act = ex.activator.activate(_last(state, "human"),
                                     Buffer.from_list(state.get("mars_buffer", [])),
-                                    ex.config.buffer.max_items, ex.config.buffer.max_tokens)
+                                    ex.config.buffer.max_items, ex.config.buffer.max_tokens,
+                                    targets)
         rnd = state.get("mars_round", 0) + 1
         return {"mars_buffer": act.buffer.to_list(),
                 "mars_round": rnd if act.added else ex.config.max_iterations}

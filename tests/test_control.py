@@ -14,6 +14,7 @@ import pytest
 from mars_core import MemoryStore
 from mars_core.audit import AuditOp
 from mars_core.control import (
+    CONTROL_KEY,
     UNCLUSTERED,
     Activator,
     ActivatorConfig,
@@ -21,6 +22,7 @@ from mars_core.control import (
     BufferItem,
     Cluster,
     ClusterBook,
+    ClusterTarget,
     ControlConfig,
     Decayer,
     DecayerConfig,
@@ -30,12 +32,13 @@ from mars_core.control import (
     Prompt,
     Recognizer,
     TurnClock,
+    aim_at,
     learn_procedure,
     links,
     memory_retention,
 )
 from mars_core.control.manager import complete_turns
-from mars_core.control.text import decompose, salient_terms
+from mars_core.control.text import content_words, decompose, salient_terms
 from mars_core.errors import ValidationError
 
 Store = Callable[..., MemoryStore]
@@ -202,6 +205,88 @@ def test_cluster_retention_worked_example(make_store: Store) -> None:
 
 
 # --- Activator ------------------------------------------------------------------------------
+
+
+def test_activator_aims_at_the_clusters_the_decayer_found_uncertain(make_store: Store) -> None:
+    """Seed 002 App. F: the Activator expands the query "into a DAG of sub-queries targeting
+    uncertain clusters", "at least 2 semantic and 2 episodic sub-queries per uncertain
+    cluster", each a global search. Worked example, continuing the Decayer's "Ana cello"
+    round 1 (both clusters uncertain, u = 0.75):
+
+    * relevance = share of the query's words {ana, cello} in the cluster's topic and
+      keywords: "personal details" 0 (not aimed at: nothing to aim with), "music" 1/2;
+    * priority = relevance × u = 0.5 × 0.75 = 0.375; each aimed list weighs
+      target_weight × priority = 0.5 × 0.375 = 0.1875;
+    * phrasings "<query> <topic>" = "Ana cello music" and "<query> <keywords the query
+      lacks>" = "Ana cello guitar", each over L2 facts and over L3 episodes.
+
+    "Ana's guitar teacher is called Rui" reaches the buffer only through the aimed L2 nodes.
+    """
+    d = Decayer(TableEmbedder(_WORKED), DecayerConfig(min_similarity=0.55, min_coverage=0.6))
+    v = d.assess("Ana cello", _worked_buffer(), 1, [_HOME, _MUSIC])
+    assert v.retrieve and v.uncertain_topics == ("personal details", "music")
+    [music] = aim_at("Ana cello", v, [_HOME, _MUSIC], 2)
+    assert (music.topic, music.uncertainty, music.relevance) == ("music", 0.75, 0.5)
+    assert music.priority == pytest.approx(0.375)
+    assert aim_at("Ana cello", v, [_HOME, _MUSIC], 0) == ()
+
+    store = make_store()
+    store.add("Bo plays the cello", type="semantic")
+    for i in range(10):
+        store.add(f"Ana went to the cinema with friends on day {i}", type="episodic")
+    store.add("Ana bought a second-hand guitar in Porto", type="episodic")
+    teacher = store.add("Ana's guitar teacher is called Rui", type="social").id
+    cfg = ActivatorConfig(per_query_tokens=24)
+    plain = Activator(store, "default", cfg).activate("Ana cello", Buffer.empty(), 60, 80)
+    aimed = Activator(store, "default", cfg).activate("Ana cello", Buffer.empty(), 60, 80,
+                                                      (music,))
+    assert teacher not in plain.buffer.ids and teacher in aimed.buffer.ids
+    assert plain.targets == () and aimed.targets == (music,)
+    nodes = [s for s in aimed.dag if s.cluster is not None]
+    assert [(s.text, s.layer, s.cluster, s.parents) for s in nodes] == [
+        (text, layer, "music", (0,)) for text in ("Ana cello music", "Ana cello guitar")
+        for layer in (Layer.L2, Layer.L3)]
+    assert all(s.weight == pytest.approx(0.5 * 0.375) for s in nodes)
+    kinds = {s.layer: {store.get(h).type.value for s2 in nodes if s2.layer is s.layer
+                       for h in s2.hits} for s in nodes}
+    assert kinds[Layer.L3] == {"episodic"} and "episodic" not in kinds[Layer.L2]
+    assert [s for s in aimed.dag if s.cluster is None] == list(plain.dag)  # the rest unchanged
+    off = ActivatorConfig(per_query_tokens=24, target_clusters=0)
+    assert Activator(store, "default", off).activate(
+        "Ana cello", Buffer.empty(), 60, 80, (music,)).buffer.ids == plain.buffer.ids
+
+
+def test_executor_hands_the_uncertain_clusters_to_the_activator(make_store: Store) -> None:
+    store = make_store()
+    ex = Executor(store, "u1")
+    ex.turn("I live in Porto with my sister", lambda p: "Noted.")
+    ex.turn("I love jazz and play the guitar", lambda p: "Nice.")
+    ex.turn("Where do I live?", lambda p: "You live in Porto.")
+    read = ex.read("jazz guitar Porto sister", ex.memory)
+    assert read.activations, "every cluster holding items is uncertain: the Activator runs"
+    for verdict, act in zip(read.rounds, read.activations, strict=False):
+        assert act.targets == ex.targets("jazz guitar Porto sister", verdict)
+        assert {t.topic for t in act.targets} <= set(verdict.uncertain_topics)
+        assert {s.cluster for s in act.dag if s.cluster} == {t.topic for t in act.targets}
+    assert read.activations[0].targets  # both clusters share words with the query
+    words = set().union(*(content_words(n.content) for n in store.list("u1")
+                          if n.metadata.get(CONTROL_KEY) != "l1"))
+    for s in (s for a in read.activations for s in a.dag if s.cluster):
+        topic = content_words(s.cluster or "")
+        # an aimed phrasing adds the topic or keywords the L2/L3 memories hold ("love", not
+        # its stem "lov"; not a seed word only the cluster's own summary holds)
+        assert content_words(s.text) - content_words("jazz guitar Porto sister") - topic <= words
+
+
+def test_cluster_target_round_trips_and_refuses_a_malformed_one() -> None:
+    t = ClusterTarget("music", ("cello", "guitar"), 0.75, 0.5)
+    assert ClusterTarget.from_dict(t.to_dict()) == t
+    with pytest.raises(ValidationError):
+        ClusterTarget.from_dict({"topic": "music", "keywords": "cello"})
+    # the seed's clip: no factor of exactly 0 or 1 reaches the product
+    assert ClusterTarget("x", (), 1.0, 1.0).priority == pytest.approx(0.95 * 0.95)
+    assert ClusterTarget("x", (), 0.0, 1.0).priority == pytest.approx(0.05 * 0.95)
+
 
 
 def _two_hop_store(make_store: Store) -> MemoryStore:

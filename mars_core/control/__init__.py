@@ -30,8 +30,21 @@ from mars_core.control.access import (
     namespace_version,
     record_use,
 )
-from mars_core.control.activator import Activation, Activator, Decomposer, SubQuery
-from mars_core.control.clusters import Cluster, ClusterBook, cluster_words, learn_procedure
+from mars_core.control.activator import (
+    Activation,
+    Activator,
+    ClusterTarget,
+    Decomposer,
+    SubQuery,
+    aim_at,
+)
+from mars_core.control.clusters import (
+    Cluster,
+    ClusterBook,
+    cluster_words,
+    learn_procedure,
+    relevance,
+)
 from mars_core.control.config import (
     ActivatorConfig,
     BufferConfig,
@@ -73,6 +86,7 @@ __all__ = [
     "Cluster",
     "ClusterBook",
     "ClusterConfig",
+    "ClusterTarget",
     "ClusterUncertainty",
     "ControlConfig",
     "Decayer",
@@ -94,6 +108,7 @@ __all__ = [
     "TurnResult",
     "Uncertainty",
     "WorkingMemory",
+    "aim_at",
     "attribute",
     "cluster_words",
     "current_step",
@@ -103,4 +118,5 @@ __all__ = [
     "memory_retention",
     "namespace_version",
     "record_use",
+    "relevance",
 ]

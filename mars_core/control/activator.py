@@ -51,15 +51,19 @@ Examples:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from mars_core.control.access import TurnClock, links, memory_retention, namespace_version
+from mars_core.control.clusters import Cluster, relevance
 from mars_core.control.config import ActivatorConfig
+from mars_core.control.decayer import UNCLUSTERED, Uncertainty
 from mars_core.control.memory import CONTROL_KEY, Buffer, BufferItem, Layer, layer_of
 from mars_core.control.text import (
+    content_words,
     cosines,
     decompose,
     document_frequencies,
@@ -71,15 +75,106 @@ from mars_core.control.text import (
 )
 from mars_core.embeddings import embed_one
 from mars_core.errors import NotFoundError, ValidationError
-from mars_core.model import MemoryNode
+from mars_core.model import MemoryNode, MemoryType
 from mars_core.retrieval import Hit
 from mars_core.scoring.retention import OblivionConfig
 from mars_core.store import MemoryStore
 
-__all__ = ["Activation", "Activator", "Decomposer", "SubQuery"]
+__all__ = ["Activation", "Activator", "ClusterTarget", "Decomposer", "SubQuery", "aim_at"]
 
 Decomposer = Callable[[str], Sequence[str]]
 """``decomposer(query)``: focused sub-queries (the query itself is always kept)."""
+
+
+_CLIP = (0.05, 0.95)
+"""Seed 002's Decayer keeps utility and uncertainty scores in [0.05, 0.95]: "exact 0.0 or
+1.0 values are forbidden—they create multiplicative zero-products in downstream budget
+allocation"."""
+
+_LAYER_TYPES: dict[Layer, tuple[MemoryType, ...]] = {
+    Layer.L2: (MemoryType.SEMANTIC, MemoryType.SOCIAL, MemoryType.TASK),
+    Layer.L3: (MemoryType.EPISODIC,),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterTarget:
+    """An L1 cluster the Decayer found uncertain, which the Activator aims sub-queries at.
+
+    Attributes:
+        topic: the cluster's topic.
+        keywords: its summary keywords.
+        uncertainty: ``u_t(c)``, the Decayer's uncertainty of the cluster this round.
+        relevance: share of the query's content words its topic and keywords hold.
+
+    Examples:
+        >>> ClusterTarget("music", ("cello", "guitar"), 0.75, 0.5).priority
+        0.375
+    """
+
+    topic: str
+    keywords: tuple[str, ...]
+    uncertainty: float
+    relevance: float
+
+    @property
+    def priority(self) -> float:
+        """``relevance × u_t(c)``, each factor clipped to [0.05, 0.95] (no zero products)."""
+        lo, hi = _CLIP
+        return round(min(hi, max(lo, self.relevance)) * min(hi, max(lo, self.uncertainty)), 9)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (graph state)."""
+        return {"topic": self.topic, "keywords": list(self.keywords),
+                "uncertainty": self.uncertainty, "relevance": self.relevance}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClusterTarget:
+        """Read :meth:`to_dict`'s form back.
+
+        Raises:
+            ValidationError: a malformed target.
+        """
+        try:
+            kw = data["keywords"]
+            if not isinstance(kw, list | tuple):
+                raise TypeError("keywords")
+            return cls(str(data["topic"]), tuple(str(k) for k in kw),
+                       float(data["uncertainty"]), float(data["relevance"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValidationError(f"a cluster target needs topic, keywords, uncertainty and "
+                                  f"relevance ({exc})") from None
+
+
+def aim_at(query: str, verdict: Uncertainty, clusters: Sequence[Cluster], limit: int
+           ) -> tuple[ClusterTarget, ...]:
+    """The clusters the Activator aims at: those ``verdict`` found uncertain that share a
+    content word with ``query``, highest ``relevance × u_t(c)`` first, at most ``limit``.
+
+    The unclustered group is not a cluster (it has no summary to aim with); a cluster
+    sharing no word with the query is one the paper's Decayer would list to *avoid*.
+
+    Examples:
+        >>> from mars_core.control.decayer import ClusterUncertainty
+        >>> music = Cluster("2", "music", ("cello", "guitar"), (), 0.5, 0, 0)
+        >>> home = Cluster("1", "personal details", ("live", "home"), (), 0.5, 0, 0)
+        >>> v = Uncertainty(True, 0.0, 0.5, None, (), 1, "", (
+        ...     ClusterUncertainty("personal details", ("a",), -0.7, 0.5, None, (), 0.75, True),
+        ...     ClusterUncertainty("music", ("b",), -0.1, 0.5, None, (), 0.75, True)))
+        >>> [(t.topic, t.priority) for t in aim_at("Ana cello", v, [home, music], 2)]
+        [('music', 0.375)]
+    """
+    known = {c.topic: c for c in clusters}
+    found = []
+    for c in verdict.clusters:
+        cluster = known.get(c.topic)
+        if not c.uncertain or c.topic == UNCLUSTERED or cluster is None:
+            continue
+        rel = round(relevance(query, cluster), 6)
+        if rel > 0:
+            found.append(ClusterTarget(c.topic, cluster.keywords, c.uncertainty, rel))
+    found.sort(key=lambda t: (-t.priority, t.topic))
+    return tuple(found[:limit])
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +188,10 @@ class SubQuery:
         hits: ids it retrieved, best first.
         speaker: when set, the node keeps only this speaker's own statements (and
             memories with no known speaker) of its parent's results.
+        layer: when set, the node searches only memories of this layer (L2 facts or L3
+            episodes: seed 002's nodes specify "a memory type (L2 or L3)").
+        cluster: the uncertain cluster's topic the node is aimed at, if any.
+        weight: its list's weight in the fusion (0: run and shown, not fused).
     """
 
     id: int
@@ -100,6 +199,9 @@ class SubQuery:
     parents: tuple[int, ...] = ()
     hits: tuple[str, ...] = ()
     speaker: str | None = None
+    layer: Layer | None = None
+    cluster: str | None = None
+    weight: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +213,14 @@ class Activation:
         dag: the sub-queries run, in topological order.
         added: ids new to the buffer.
         evicted: ids that left it.
+        targets: the uncertain clusters its sub-queries were aimed at.
     """
 
     buffer: Buffer
     dag: tuple[SubQuery, ...]
     added: tuple[str, ...]
     evicted: tuple[str, ...]
+    targets: tuple[ClusterTarget, ...] = ()
 
 
 @dataclass(slots=True)
@@ -129,6 +233,7 @@ class _Run:
 
     def add(self, node: SubQuery, weight: float) -> SubQuery:
         """Append ``node`` and its hits as a fusion list of ``weight``."""
+        node = replace(node, weight=round(weight, 9))
         self.dag.append(node)
         self.lists.append((weight, list(node.hits)))
         return node
@@ -166,9 +271,19 @@ class Activator:
         roots = [query, *(s.strip() for s in subs if isinstance(s, str) and s.strip())]
         return list(dict.fromkeys(roots))
 
-    def activate(self, query: str, buffer: Buffer, max_items: int, max_tokens: int) -> Activation:
-        """Run the DAG and curate the buffer under ``max_items`` and ``max_tokens``."""
-        dag, lists, nodes = self._run_dag(query)
+    def activate(self, query: str, buffer: Buffer, max_items: int, max_tokens: int,
+                 targets: Sequence[ClusterTarget] = ()) -> Activation:
+        """Run the DAG and curate the buffer under ``max_items`` and ``max_tokens``.
+
+        Args:
+            query: the user's message.
+            buffer: the buffer ``B_t``.
+            max_items: item cap.
+            max_tokens: token cap.
+            targets: clusters the Decayer found uncertain (:func:`aim_at`); each gets
+                sub-queries aimed at it (:meth:`aimed`), at most ``target_clusters``.
+        """
+        dag, lists, nodes = self._run_dag(query, targets[: self.config.target_clusters])
         main = _main(dag)
         if self.config.follow_links and main.hits:
             lists.append((self.config.sub_weight, self._linked(main.hits, nodes)))
@@ -179,10 +294,34 @@ class Activator:
                             for n, s, r, via in ranked), max_items, max_tokens)
         old, now = set(buffer.ids), set(new.ids)
         return Activation(new, tuple(dag), tuple(i for i in new.ids if i not in old),
-                          tuple(i for i in buffer.ids if i not in now))
+                          tuple(i for i in buffer.ids if i not in now),
+                          tuple(targets[: self.config.target_clusters]))
 
-    def _run_dag(self, query: str) -> tuple[list[SubQuery], list[tuple[float, list[str]]],
-                                            dict[str, MemoryNode]]:
+    def aimed(self, query: str, target: ClusterTarget) -> list[str]:
+        """Sub-query texts aimed at an uncertain cluster (each run once per layer).
+
+        Seed 002 asks its LLM for "at least 2 semantic and 2 episodic sub-queries per
+        uncertain cluster", phrased differently. The rule-based phrasings are the query
+        in the cluster's context (``"<query> <topic>"``) and the query joined to the
+        cluster's ``target_terms`` keywords it lacks that the namespace holds, rarest
+        first (``"<query> <keywords>"``); each runs over L2 facts and over L3 episodes.
+        """
+        own = content_words(query)
+        df, _ = self._frequencies()
+        forms: dict[frozenset[str], str] = {}  # one surface form per word ("love", not "lov")
+        for k in target.keywords:
+            w = frozenset(content_words(k))
+            if w and not w & own and all(df.get(x, 0) for x in w):
+                forms.setdefault(w, k)
+        pool = sorted(forms.values(), key=lambda k: (min(df[x] for x in content_words(k)), k))
+        texts = [f"{query} {target.topic}"]
+        if self.config.target_terms and pool:
+            texts.append(f"{query} {' '.join(pool[: self.config.target_terms])}")
+        return list(dict.fromkeys(texts))
+
+    def _run_dag(self, query: str, targets: Sequence[ClusterTarget] = ()
+                 ) -> tuple[list[SubQuery], list[tuple[float, list[str]]],
+                            dict[str, MemoryNode]]:
         run = _Run()
         speakers = self._namespace_speakers() if self.config.speaker_scope else frozenset()
         for text in self.plan(query):
@@ -193,6 +332,13 @@ class Activator:
             for text in self._second_hop(query, parent.hits, run.nodes):
                 run.add(self._node(run, text, (parent.id,), parent.speaker, seen),
                         self.config.sub_weight)
+        for target in targets:
+            weight = self.config.target_weight * target.priority
+            for text in self.aimed(query, target):
+                for layer in (Layer.L2, Layer.L3):
+                    found = self._search(text, run.nodes, types=_LAYER_TYPES[layer])
+                    run.add(SubQuery(len(run.dag), text, (0,), tuple(self._head(found, run.nodes)),
+                                     layer=layer, cluster=target.topic), weight)
         return run.dag, run.lists, run.nodes
 
     def _root(self, run: _Run, text: str, speakers: frozenset[str]) -> None:
@@ -267,12 +413,13 @@ class Activator:
             self._speakers = (version, frozenset(w for w in found if w is not None))
         return self._speakers[1]
 
-    def _search(self, text: str, nodes: dict[str, MemoryNode], deep: bool = False
-                ) -> list[str]:
-        """Ranked ids of ``text``'s candidates; ``deep``: ``scope_depth`` times as many tokens."""
+    def _search(self, text: str, nodes: dict[str, MemoryNode], deep: bool = False,
+                types: Sequence[MemoryType] | None = None) -> list[str]:
+        """Ranked ids of ``text``'s candidates; ``deep``: ``scope_depth`` times as many
+        tokens; ``types``: only memories of these types."""
         budget = self.config.per_query_tokens * (self.config.scope_depth if deep else 1)
         hits: list[Hit] = self.store.retrieve(  # no cut-off: fusion ranks the candidates
-            text, budget_tokens=budget, namespace=self.namespace,
+            text, budget_tokens=budget, namespace=self.namespace, types=types,
             read_only=True, relative_cutoff=0.0)
         out = []
         for h in hits:
@@ -294,10 +441,12 @@ class Activator:
         return [f"{query} {t}" for t in terms]
 
     def _frequencies(self) -> tuple[dict[str, int], int]:
-        """Document frequencies of the namespace, recomputed when it changed."""
+        """Document frequencies of the namespace's L2/L3 memories (an L1 cluster's
+        summary is not evidence), recomputed when it changed."""
         version = namespace_version(self.store, self.namespace)
         if self._df is None or self._df[0] != version:
-            df, docs = document_frequencies(n.content for n in self.store.list(self.namespace))
+            df, docs = document_frequencies(n.content for n in self.store.list(self.namespace)
+                                            if n.metadata.get(CONTROL_KEY) != "l1")
             self._df = (version, df, docs)
         return self._df[1], self._df[2]
 

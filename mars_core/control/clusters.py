@@ -39,7 +39,7 @@ from mars_core.model import MemoryNode, Predicate, TaskPayload, TaskStatus
 from mars_core.scoring.retention import OblivionConfig, RetentionState, state_retention
 from mars_core.store import MemoryStore
 
-__all__ = ["Cluster", "ClusterBook", "cluster_words", "learn_procedure"]
+__all__ = ["Cluster", "ClusterBook", "cluster_words", "learn_procedure", "relevance"]
 
 _CUE = re.compile(
     r"(?:^|\b)(?:next time,?\s*|from now on,?\s*|in future,?\s*|in the future,?\s*)?"
@@ -65,6 +65,18 @@ def cluster_words(cluster: Cluster) -> set[str]:
         ['detail', 'liv', 'personal']
     """
     return content_words(" ".join([cluster.topic, *cluster.keywords]))
+
+
+def relevance(query: str, cluster: Cluster) -> float:
+    """Share of the query's content words the cluster's topic and keywords hold (what
+    routing matches; 0 for a query without content words).
+
+    Examples:
+        >>> relevance("Ana cello", Cluster("2", "music", ("cello", "guitar"), (), 0.5, 0, 0))
+        0.5
+    """
+    words = content_words(query)
+    return len(words & cluster_words(cluster)) / len(words) if words else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,6 +130,21 @@ class ActivatorConfig(BaseModel):
     cache_weight: float = Field(0.5, ge=0.0, le=1.0, description="Weight of the cached buffer "
                                 "(ranked by similarity to the new query) in the fusion.")
     rrf_k: int = Field(10, ge=1, description="k of reciprocal-rank fusion 1/(k + rank).")
+    target_clusters: int = Field(2, ge=0, le=64, description="How many of the L1 clusters "
+                                 "the Decayer found uncertain get sub-queries aimed at them, "
+                                 "highest relevance × u_t(c) first (seed 002 App. F: the "
+                                 "Activator expands the query 'into a DAG of sub-queries "
+                                 "targeting uncertain clusters'; 0 disables; the count is "
+                                 "ours).")
+    target_weight: float = Field(0.5, ge=0.0, le=1.0, description="Fusion weight of an aimed "
+                                 "sub-query's list at priority 1: it weighs target_weight × "
+                                 "relevance × u_t(c), both factors kept in [0.05, 0.95] as "
+                                 "the seed's Decayer prompt keeps them ('exact 0.0 or 1.0 ... "
+                                 "create multiplicative zero-products in downstream budget "
+                                 "allocation'); the product form is ours.")
+    target_terms: int = Field(3, ge=0, le=32, description="Cluster keywords (absent from the "
+                              "query, present in the namespace, rarest first) joined to the "
+                              "query in an aimed sub-query's second phrasing (ours).")
     follow_links: bool = Field(True, description="The main query's hits pull their L2↔L3 "
                                "neighbours (shared derivesFrom turns) into the candidates.")
     retention_floor: float = Field(0.5, ge=0.0, le=1.0, description="An item's fused score is "

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 
 from mars_core._async import asyncify
 from mars_core.control.access import TurnClock, memory_retention
-from mars_core.control.activator import Activation, Activator, Decomposer
+from mars_core.control.activator import (
+    Activation,
+    Activator,
+    ClusterTarget,
+    Decomposer,
+    aim_at,
+)
 from mars_core.control.clusters import Cluster, ClusterBook
 from mars_core.control.config import ControlConfig
 from mars_core.control.decayer import Decayer, Judge, Uncertainty
@@ -127,7 +133,8 @@ class Executor:
             if not verdict.retrieve:
                 break
             act = self.activator.activate(query, buffer, self.config.buffer.max_items,
-                                          self.config.buffer.max_tokens)
+                                          self.config.buffer.max_tokens,
+                                          self.targets(query, verdict))
             acts.append(act)
             buffer = act.buffer
             if not act.added:
@@ -140,6 +147,12 @@ class Executor:
         """The Decayer's round ``round_`` over ``buffer``, judging each L1 cluster of the
         namespace on the items attributed to it (``u_t(c)``, seed 002 §2.2)."""
         return self.decayer.assess(query, buffer, round_, self.clusters.all())
+
+    def targets(self, query: str, verdict: Uncertainty) -> tuple[ClusterTarget, ...]:
+        """The clusters ``verdict`` found uncertain that the Activator aims sub-queries at
+        (:func:`~mars_core.control.activator.aim_at`, at most ``target_clusters``)."""
+        return aim_at(query, verdict, self.clusters.all(),
+                      self.config.activator.target_clusters)
 
     def prompt(self, query: str, read: ReadResult) -> Prompt:
         """Render what the agent sees."""

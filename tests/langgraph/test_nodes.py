@@ -23,7 +23,7 @@ from langchain_mars.models import (
 )
 from mars_core import MemoryStore
 from mars_core.audit import AuditOp
-from mars_core.control import ControlConfig
+from mars_core.control import Buffer, ControlConfig, Executor
 from mars_core.errors import ValidationError
 
 Store = Callable[..., MemoryStore]
@@ -223,3 +223,23 @@ def test_namespace_template_without_its_value_is_a_typed_error(make_store: Store
     app = with_mars_memory(lambda s: s, make_store(), namespace=("memories", "{user_id}"))
     with pytest.raises(ValidationError, match="user_id"):
         app.compile().invoke({"messages": [("user", "hi")]})
+
+
+def test_the_activator_node_aims_at_the_clusters_the_decayer_node_found_uncertain(
+        make_store: Store) -> None:
+    """The Decayer node hands its uncertain clusters (``mars_targets``) to the Activator
+    node, as ``Executor.read`` does (seed 002 App. F)."""
+    store, rec = make_store(), Recorder()
+    app = _app(store, ["Noted.", "Nice.", "You live in Porto.", "Jazz on the guitar."], rec)
+    _turn(app, "I live in Porto with my sister")
+    _turn(app, "I love jazz and play the guitar")
+    state, _ = _turn(app, "Where do I live?")
+    query, before = "jazz guitar Porto sister", Buffer.from_list(state["mars_buffer"])
+    ex = Executor(store, "u1")  # the clusters as the turn's Decayer node will see them
+    expected = ex.targets(query, ex.assess(query, before, 0))
+    assert expected, "both clusters holding items share words with the query"
+    cfg = {"configurable": {"thread_id": "t1"}}
+    decided = [u["decayer"] for u in app.stream({"messages": [("user", query)]}, cfg,
+                                                stream_mode="updates") if "decayer" in u]
+    assert decided[0]["mars_retrieve"] is True
+    assert decided[0]["mars_targets"] == [t.to_dict() for t in expected]
