@@ -218,13 +218,18 @@ class StoreConfig(_Config):
         "(PII patterns, secrets, category lexicons, entities) when add() gets sensitivity=None; "
         "False stores 0.0 unless a sensitivity is given.",
     )
-    semantic_sensitivity: bool = Field(
-        True, description="Add the embedding-level classifier to sensitivity scoring "
+    semantic_sensitivity: bool | None = Field(
+        None, description="Add the embedding-level classifier to sensitivity scoring "
         "(seed 000 §4.3; mars_core.privacy.semantic): fitted once per process on the "
-        "store's own embedder from the shipped labelled statements, calibrated by "
-        "cross-validation, and disabled by itself on an embedder that cannot carry it. "
-        "It also names the sensitive category of what render_context's semantic pass "
-        "compares. False: detectors only (the semantic pass uses the lexicons' categories).",
+        "store's own embedder from the shipped labelled statements (about 280 texts "
+        "embedded on first use), calibrated by cross-validation, and disabled by itself on "
+        "an embedder that cannot carry it. It also names the sensitive category of what "
+        "render_context's semantic pass compares. None (default): on with the library's "
+        "local sentence-transformers embedder (mars_core.embedders.SentenceTransformerEmbedder, "
+        "the default when installed), off with any other, where the fit would cost calls to "
+        "a paid or remote model the user did not ask for (and the hashing embedder's "
+        "classifier is too weak to use). True: on with any embedder. False: detectors only "
+        "(the semantic pass uses the lexicons' categories).",
     )
     paraphrase_threshold: float | None = Field(
         None, gt=0.0, le=1.0, description="render_context: cosine at which a shown memory "

@@ -20,7 +20,7 @@ the SWIFT registry's examples or with recomputed check digits), never a real per
   used to calibrate the restatement thresholds.
 
 Examples:
-    >>> len(DETECTOR_POSITIVES) >= 100, len(DETECTOR_NEGATIVES) >= 60
+    >>> len(DETECTOR_POSITIVES) >= 80, len(DETECTOR_NEGATIVES) >= 60
     (True, True)
 """
 

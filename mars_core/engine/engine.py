@@ -30,6 +30,7 @@ from mars_core.audit import AuditChain, AuditOp
 from mars_core.budget import TokenCounter, make_counter
 from mars_core.clock import Clock
 from mars_core.config import StoreConfig, parse_config
+from mars_core.embedders import SentenceTransformerEmbedder
 from mars_core.embeddings import Embedder
 from mars_core.engine.cache import NamespaceCache
 from mars_core.engine.indexing import IndexSync
@@ -559,8 +560,12 @@ class Engine:
     def semantic(self) -> SemanticSensitivity | None:
         """The embedding-level sensitivity classifier of the store's embedder (fitted on
         first use, once per process and embedder; :mod:`mars_core.privacy.semantic`), or
-        None when the configuration turns it off."""
-        if not self.config.semantic_sensitivity:
+        None when the configuration turns it off (by default: on only with the library's
+        local sentence-transformers embedder; ``StoreConfig.semantic_sensitivity``)."""
+        wanted = self.config.semantic_sensitivity
+        if wanted is None:
+            wanted = isinstance(self.embedder, SentenceTransformerEmbedder)
+        if not wanted:
             return None
         if self._semantic is None or self._semantic[0] != self.embedder.name:
             self._semantic = (self.embedder.name, semantic_for(self.embedder))

@@ -267,8 +267,10 @@ class SemanticSensitivity:
         >>> emb = HashingEmbedder()
         >>> model = semantic_for(emb)
         >>> v = model.verdict(emb.embed(["My password for the bank site is my cat's name"])[0])
-        >>> v.category, v.flagged
-        ('credentials', True)
+        >>> v.category, v.flagged  # the hashing embedder's classifier is too weak: off
+        ('credentials', False)
+        >>> model.calibration.enabled
+        False
     """
 
     def __init__(self, weights: Vectors, calibration: Calibration, embedder_name: str) -> None:
