@@ -23,10 +23,13 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+import numpy as np
+import numpy.typing as npt
 import pydantic
 
 from mars_core.audit import AuditOp
@@ -35,7 +38,7 @@ from mars_core.engine.guard import calibration, sensitive_kinds
 from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.unit import Unit
 from mars_core.engine.writer import Embeddings, Writer
-from mars_core.errors import NotFoundError, ValidationError
+from mars_core.errors import MarsBackendError, NotFoundError, ValidationError
 from mars_core.model import (
     Edge,
     MemoryNode,
@@ -52,6 +55,8 @@ from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
 from mars_core.privacy.semantic import restates
 
 __all__ = ["Eraser"]
+
+log = logging.getLogger(__name__)
 
 _NEIGHBOURS = 32
 """Nearest neighbours of each erased memory, per status, checked for restatements."""
@@ -110,13 +115,12 @@ class Eraser:
         floor = min(cal.topic_threshold, override or cal.paraphrase_threshold)
         erased = list(plan.erased)
         vecs = self.e.vectors(state, erased)
-        found: set[str] = set()
-        self.e.sync.ensure_current()
-        with self.e.sync.querying():
-            for vec in vecs:
-                for status in (MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED):
-                    found.update(nid for nid, score in self.e.index.query(
-                        state.name, status, vec, _NEIGHBOURS) if score >= floor)
+        try:
+            found = self._neighbours(state, vecs, floor)
+        except MarsBackendError:  # the index is away: every survivor is a candidate
+            log.warning("the vector index is unreachable: an erasure's restatements are "
+                        "looked for among all %d memories of the namespace", len(state.refs))
+            found = set(state.refs)
         ids = sorted(i for i in found - gone if i in state)
         if not ids:
             return []
@@ -126,6 +130,19 @@ class Eraser:
                         paraphrase_threshold=override)
         return [(i, h.similarity, h.route) for i, h in zip(ids, hits, strict=True)
                 if h is not None]
+
+    def _neighbours(self, state: NamespaceState, vecs: npt.NDArray[np.float32],
+                    floor: float) -> set[str]:
+        """The index's nearest neighbours of each erased vector, per status, at a cosine
+        of ``floor`` or more."""
+        found: set[str] = set()
+        self.e.sync.ensure_current()
+        with self.e.sync.querying():
+            for vec in vecs:
+                for status in (MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED):
+                    found.update(nid for nid, score in self.e.index.query(
+                        state.name, status, vec, _NEIGHBOURS) if score >= floor)
+        return found
 
     def _mark(self, unit: Unit, state: NamespaceState,
               restating: Sequence[tuple[str, float, str]]) -> None:
