@@ -11,7 +11,8 @@ was done on disk, and lists the memories an entity erasure left for review.
 
 Before anything is deleted, the surviving memories that restate an erased one in other
 words are found (:func:`~mars_core.privacy.semantic.restates` on the erased vectors'
-nearest neighbours); in the same transaction each is marked (the ``restates_erased``
+nearest neighbours; a restatement shares a word beyond the subject's name, or a sensitive
+category); in the same transaction each is marked (the ``restates_erased``
 signal, one ``metadata`` event), so ``render_context`` withholds it from then on, and the
 receipt lists it for review (``restating``).
 
@@ -52,7 +53,7 @@ from mars_core.privacy.erasure import ErasurePlan, ambiguous_mentions, plan_eras
 from mars_core.privacy.output import ERASED_SIGNAL
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
-from mars_core.privacy.semantic import restates
+from mars_core.privacy.semantic import Anchors, restates
 
 __all__ = ["Eraser"]
 
@@ -127,7 +128,9 @@ class Eraser:
         kinds = [sensitive_kinds(self.e, state, i, state.node(i).content) for i in ids]
         ref_kinds = [sensitive_kinds(self.e, state, i, state.node(i).content) for i in erased]
         hits = restates(self.e.vectors(state, ids), kinds, vecs, ref_kinds, cal,
-                        paraphrase_threshold=override)
+                        paraphrase_threshold=override,
+                        anchors=[Anchors.of(state.node(i).content) for i in ids],
+                        reference_anchors=[Anchors.of(state.node(i).content) for i in erased])
         return [(i, h.similarity, h.route) for i, h in zip(ids, hits, strict=True)
                 if h is not None]
 

@@ -35,7 +35,7 @@ from mars_core.privacy.output import (
     ask,
     find_flagged,
 )
-from mars_core.privacy.semantic import Calibration, semantic_for
+from mars_core.privacy.semantic import Anchors, Calibration, semantic_for
 
 __all__ = ["TOPIC_KINDS", "OutputGuard", "calibration", "sensitive_kinds"]
 
@@ -91,7 +91,8 @@ class OutputGuard:
         self.counts: Counter[str] = Counter()
         self._decided: dict[str, str | None] = {}
         self._flags: dict[str, Flag] = {}
-        self._refs = [Reference(n.id, n.seq, self.kinds(n.id, n.content)) for n in references]
+        self._refs = [Reference(n.id, n.seq, self.kinds(n.id, n.content), Anchors.of(n.content))
+                      for n in references]
         self._ref_vectors = engine.vectors(state, [n.id for n in references])
         self._calibration: Calibration | None = None
 
@@ -123,7 +124,8 @@ class OutputGuard:
         rest = [n for n in todo if n.id not in self._flags]
         if not rest or not self._refs:
             return
-        cands = [Candidate(n.id, n.seq, self.kinds(n.id, n.content)) for n in rest]
+        cands = [Candidate(n.id, n.seq, self.kinds(n.id, n.content),
+                           anchors=Anchors.of(n.content)) for n in rest]
         self._flags.update(find_flagged(
             cands, self.e.vectors(self.state, [n.id for n in rest]), self._refs,
             self._ref_vectors, self._cal(),
@@ -186,7 +188,7 @@ class OutputGuard:
         """Whether a rephrasing of ``node`` still restates a sensitive memory."""
         if not self._refs:
             return False
-        cand = Candidate(node.id, node.seq, self.kinds(None, text))
+        cand = Candidate(node.id, node.seq, self.kinds(None, text), anchors=Anchors.of(text))
         flags = find_flagged([cand], self.e.embed_rows([text]).astype(np.float64), self._refs,
                              self._ref_vectors, self._cal(),
                              paraphrase_threshold=self.e.config.paraphrase_threshold)

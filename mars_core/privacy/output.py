@@ -9,8 +9,9 @@ abstraction or requests explicit confirmation from the user."
 The surface pass and the verbatim protection of sensitive phrases are
 :func:`mars_core.privacy.redaction.redact`. The semantic pass is here. Before a memory is
 shown, :func:`find_flagged` asks whether it **restates** a memory that must not be
-restated (:func:`mars_core.privacy.semantic.restates`: embedding similarity, tightened to
-a lower similarity when both fall in the same sensitive category):
+restated (:func:`mars_core.privacy.semantic.restates`: embedding similarity and a shared
+word beyond the subject's name, or a lower similarity when both fall in the same
+sensitive category):
 
 * a **sensitive** memory — sensitivity ≥ 0.7, active or archived — other than itself,
   unless the shown memory is itself sensitive and older (then it is the original, shown
@@ -48,7 +49,7 @@ import numpy.typing as npt
 
 from mars_core.errors import PrivacyHookError
 from mars_core.privacy.detectors import Kind
-from mars_core.privacy.semantic import Calibration, restates
+from mars_core.privacy.semantic import Anchors, Calibration, restates
 
 __all__ = [
     "ERASED_SIGNAL",
@@ -121,11 +122,13 @@ class Reference:
         node_id: the memory.
         seq: its creation sequence (who is older).
         kinds: its sensitive kinds (classifier and lexicons).
+        anchors: the words a restatement of it must share (``None``: not asked for).
     """
 
     node_id: str
     seq: int
     kinds: frozenset[Kind]
+    anchors: Anchors | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,12 +140,14 @@ class Candidate:
         seq: its creation sequence.
         kinds: its sensitive kinds (classifier and lexicons).
         marked: the similarity an erasure recorded (``restates_erased``), or 0.
+        anchors: its words beyond its subject's name (``None``: not asked for).
     """
 
     node_id: str
     seq: int
     kinds: frozenset[Kind]
     marked: float = 0.0
+    anchors: Anchors | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +220,8 @@ def find_flagged(
             continue
         found = restates(x[i:i + 1], [cand.kinds], refs[keep],
                          [references[j].kinds for j in keep], calibration,
-                         paraphrase_threshold=paraphrase_threshold)[0]
+                         paraphrase_threshold=paraphrase_threshold, anchors=[cand.anchors],
+                         reference_anchors=[references[j].anchors for j in keep])[0]
         if found is not None:
             ref = references[keep[found.index]]
             out[cand.node_id] = Flag("sensitive", found.route, found.similarity,

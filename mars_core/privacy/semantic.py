@@ -29,9 +29,10 @@ script, which hold nothing sensitive: all-MiniLM-L6-v2 is a good classifier; the
 embedder's is off (docs/benchmarks/reproductions.md).
 
 **Restatements** (:func:`restates`): a text restates a sensitive memory when their
-embeddings' cosine reaches ``paraphrase_threshold``, or when both fall in the same
-sensitive category (by this classifier or by the lexicons) and the cosine reaches
-``topic_threshold``. The cosine is taken after subtracting the mean embedding of the
+embeddings' cosine reaches ``paraphrase_threshold`` and they share a word beyond their
+subject's name (:class:`Anchors`: short facts about one person are close by the name
+alone), or when both fall in the same sensitive category (by this classifier or by the
+lexicons) and the cosine reaches ``topic_threshold``. The cosine is taken after subtracting the mean embedding of the
 fitting statements (the common direction that function words and sentence shape share;
 Mu & Viswanath's "all-but-the-top", its first step): on the held-out pairs it lifts the
 hashing embedder's recall of paraphrases from 0.50 to 0.75 at the same rate of ordinary
@@ -51,10 +52,13 @@ Examples:
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import re
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from threading import Lock
 from typing import Final
 
@@ -63,14 +67,20 @@ import numpy.typing as npt
 
 from mars_core.embeddings import Embedder
 from mars_core.errors import ValidationError
+from mars_core.extract import NON_NAMES
+from mars_core.lexical import tokenize as stems
+from mars_core.nlp.rules import content_word
+from mars_core.nlp.rules import tokenize as rule_tokens
 from mars_core.privacy.detectors import Detection, Kind
 from mars_core.privacy.semantic_examples import CATEGORIES, ORDINARY, TRAIN
 
 __all__ = [
     "CATEGORY_KIND",
+    "SUBJECT_STAND_INS",
     "L2",
     "MAX_FALSE_POSITIVE_RATE",
     "MIN_RECALL",
+    "Anchors",
     "Calibration",
     "Restatement",
     "SemanticSensitivity",
@@ -387,6 +397,122 @@ def semantic_for(embedder: Embedder) -> SemanticSensitivity:
     return model
 
 
+SUBJECT_STAND_INS: Final = frozenset({"user", "assistant"})
+"""Words that stand for the person a memory is about ("The user takes an SSRI"): like a
+name, they are the subject a restatement must say more than."""
+
+_PREFIX_MIN: Final = 5
+"""Two stems of at least this many letters, one a prefix of the other, are one word
+("bankrupt" / "bankruptcy", "month" / "monthly"): the stemmer only strips inflections."""
+
+_NOT_WORD: Final = re.compile(r"[\W_]+")
+
+
+def _leaves(value: object) -> Iterator[str]:
+    """The string and number values of a JSON document, without its keys."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    elif isinstance(value, str):
+        yield value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield str(value)
+
+
+def _prose(text: str) -> str:
+    """What a text says: a JSON object or array (a LangGraph item indexed whole) reads as
+    its values; its keys are the namespace's schema, shared by every item."""
+    s = text.strip()
+    if s[:1] not in ("{", "["):
+        return text
+    try:
+        doc = json.loads(s)
+    except ValueError:
+        return text
+    return "\n".join(_leaves(doc)) if isinstance(doc, dict | list) else text
+
+
+def _name_form(tok: str) -> bool:
+    """Written as a name: capitalised, not an acronym (HIV, PIN), not a pronoun, question
+    word, greeting, weekday or month (:data:`mars_core.extract.NON_NAMES`)."""
+    return (tok[:1].isupper() and not (len(tok) > 1 and tok.isupper())
+            and tok.casefold().removesuffix("'s") not in NON_NAMES)
+
+
+@lru_cache(maxsize=4096)
+def _anchors(text: str) -> Anchors:
+    words: set[str] = set()
+    names: set[str] = set()
+    for tok in rule_tokens(_prose(text)):
+        low = tok.casefold()
+        if any(ch.isdigit() for ch in tok):
+            words.add(_NOT_WORD.sub("", low))
+        elif low in SUBJECT_STAND_INS:
+            words.add(low)
+            names.add(low)
+        elif content_word(tok):
+            found = stems(tok)
+            words.update(found)
+            if _name_form(tok):
+                names.update(found)
+    return Anchors(frozenset(words), frozenset(names))
+
+
+def _same_word(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if min(len(a), len(b)) < _PREFIX_MIN or not (a.isalpha() and b.isalpha()):
+        return False
+    return a.startswith(b) or b.startswith(a)
+
+
+@dataclass(frozen=True, slots=True)
+class Anchors:
+    """The words of a text that a restatement of it must share (beyond its subject).
+
+    Embeddings of short texts about one person are close because of the name alone
+    (all-MiniLM-L6-v2: "Ana drinks green tea" and "Ana likes jazz", centred cosine 0.42,
+    above its paraphrase threshold of 0.37), and a LangGraph item indexed whole adds its
+    JSON keys to every text of a namespace. So the paraphrase route of :func:`restates`
+    also asks the two texts to share a word that carries content: a content word of the
+    rules backend (:func:`mars_core.nlp.rules.content_word`; stemmed, and two stems of five
+    letters or more where one is a prefix of the other count as one word) or a number —
+    not counting *one* name both write as a name (the person they are about; a second
+    shared name, a place or another person, is content), nor the keys of a JSON document.
+    "user" and "assistant" count as names (:data:`SUBJECT_STAND_INS`).
+
+    Attributes:
+        words: the stemmed content words and numbers (lower case).
+        names: those among them written as a name, and the subject stand-ins.
+
+    Examples:
+        >>> tea = Anchors.of("Ana drinks green tea")
+        >>> tea.shares(Anchors.of("Ana likes jazz")), tea.shares(Anchors.of("Ana drinks tea"))
+        (False, True)
+        >>> Anchors.of("Ana moved to Lisbon").shares(Anchors.of("Ana lives in Lisbon"))
+        True
+        >>> Anchors.of('{"text": "Ana has a cat"}') == Anchors.of("Ana has a cat")
+        True
+    """
+
+    words: frozenset[str]
+    names: frozenset[str]
+
+    @staticmethod
+    def of(text: str) -> Anchors:
+        """The anchors of ``text`` (cached per text)."""
+        return _anchors(text)
+
+    def shares(self, other: Anchors) -> bool:
+        """Whether the two texts share a word beyond one name of their subject."""
+        common = {a for a in self.words if any(_same_word(a, b) for b in other.words)}
+        subject = 1 if common & self.names & other.names else 0
+        return len(common) > subject
+
+
 @dataclass(frozen=True, slots=True)
 class Restatement:
     """A text found to restate a reference memory.
@@ -394,8 +520,9 @@ class Restatement:
     Attributes:
         index: which reference (its position in the references given).
         similarity: their cosine.
-        route: ``paraphrase`` (cosine ≥ the paraphrase threshold) or ``topic`` (same
-            sensitive category, cosine ≥ the topic threshold).
+        route: ``paraphrase`` (cosine ≥ the paraphrase threshold, and a shared word
+            beyond the subject's name when the texts' :class:`Anchors` are given) or
+            ``topic`` (same sensitive category, cosine ≥ the topic threshold).
     """
 
     index: int
@@ -411,8 +538,15 @@ def restates(
     calibration: Calibration,
     *,
     paraphrase_threshold: float | None = None,
+    anchors: Sequence[Anchors | None] | None = None,
+    reference_anchors: Sequence[Anchors | None] | None = None,
 ) -> list[Restatement | None]:
     """For each text, the reference it restates most closely (or ``None``).
+
+    A pair is a paraphrase when its cosine reaches the paraphrase threshold and, where
+    both texts' :class:`Anchors` are known, the texts share a word beyond their subject's
+    name; it is a topic restatement when both fall in one sensitive category (a shared
+    meaning of its own) and the cosine reaches the topic threshold.
 
     Args:
         vectors: the texts' embeddings, one row each.
@@ -421,6 +555,12 @@ def restates(
         reference_kinds: per reference, its sensitive kinds.
         calibration: the embedder's thresholds.
         paraphrase_threshold: overrides the calibrated one (the store's configuration).
+        anchors: per text, its :class:`Anchors` (``None``: unknown, no word asked for).
+        reference_anchors: per reference, its :class:`Anchors`.
+
+    Raises:
+        ValidationError: kinds or anchors not one per text and reference, or vectors of
+            another dimension than the references or the calibration's center.
 
     Examples:
         >>> cal = Calibration(0.5, 1.0, 1.0, 0.0, True, 0.8, 0.3)
@@ -428,6 +568,10 @@ def restates(
         ...          [[1, 0.05]], [(Kind.HEALTH,)], cal)  # doctest: +NORMALIZE_WHITESPACE
         [Restatement(index=0, similarity=0.998752, route='paraphrase'),
          Restatement(index=0, similarity=0.639201, route='topic'), None]
+        >>> restates([[1, 0]], [()], [[1, 0.05]], [()], cal,
+        ...          anchors=[Anchors.of("Ana likes jazz")],
+        ...          reference_anchors=[Anchors.of("Ana drinks green tea")])
+        [None]
     """
     x = _unit(vectors)
     n = len(x)
@@ -440,6 +584,11 @@ def restates(
         raise ValidationError("references must match the texts' dimension and kinds")
     if calibration.center and len(calibration.center) != x.shape[1]:
         raise ValidationError("the calibration's center has another dimension")
+    mine_words: list[Anchors | None] = [None] * n if anchors is None else list(anchors)
+    ref_words: list[Anchors | None] = [None] * len(refs) if reference_anchors is None \
+        else list(reference_anchors)
+    if len(mine_words) != n or len(ref_words) != len(refs):
+        raise ValidationError("one set of anchors per text and per reference")
     x, refs = calibration.centred(x), calibration.centred(refs)
     strong = calibration.paraphrase_threshold if paraphrase_threshold is None \
         else paraphrase_threshold
@@ -454,7 +603,10 @@ def restates(
             s = float(sims[i, j])
             if s < topic:
                 break
-            route = "paraphrase" if s >= strong else "topic" if mine & ref_sets[j] else None
+            a, b = mine_words[i], ref_words[j]
+            anchored = a is None or b is None or a.shares(b)
+            route = "paraphrase" if s >= strong and anchored \
+                else "topic" if mine & ref_sets[j] else None
             if route is not None:
                 found = Restatement(int(j), round(s, 6), route)
                 break
