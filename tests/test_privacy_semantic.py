@@ -17,7 +17,12 @@ import pytest
 
 from mars_core import HashingEmbedder, MemoryStore
 from mars_core.bench.assistant_script import SESSIONS
-from mars_core.bench.privacy_corpus import PARAPHRASE_HELD_OUT, SEMANTIC_HELD_OUT
+from mars_core.bench.privacy import as_item, pair_hits
+from mars_core.bench.privacy_corpus import (
+    PARAPHRASE_HELD_OUT,
+    SAME_SUBJECT_HELD_OUT,
+    SEMANTIC_HELD_OUT,
+)
 from mars_core.clock import FakeClock
 from mars_core.embedders import minilm_installed
 from mars_core.errors import ValidationError
@@ -30,7 +35,13 @@ from mars_core.privacy import (
     SensitivityScorer,
     semantic_for,
 )
-from mars_core.privacy.semantic import MIN_RECALL, Calibration, Restatement, restates
+from mars_core.privacy.semantic import (
+    MIN_RECALL,
+    Anchors,
+    Calibration,
+    Restatement,
+    restates,
+)
 from mars_core.privacy.semantic_examples import (
     CATEGORIES,
     ORDINARY,
@@ -264,3 +275,87 @@ def test_restatement_thresholds_hold_back_few_ordinary_statements() -> None:
     held = restates(emb.embed(ordinary), [()] * len(ordinary), emb.embed(sensitive),
                     [()] * len(sensitive), cal)
     assert sum(h is not None for h in held) <= 0.1 * len(ordinary)
+
+
+# --- restatements about one person (they share the name, nothing else) ----------------------
+
+
+def test_anchors_are_the_words_beyond_the_subjects_name() -> None:
+    tea = Anchors.of("Ana drinks green tea")
+    assert tea.words == {"ana", "drink", "green", "tea"} and tea.names == {"ana"}
+    assert not tea.shares(Anchors.of("Ana likes jazz"))  # the name alone
+    assert tea.shares(Anchors.of("Ana's usual drink is green tea"))
+    # one shared name is the subject; a second one (a place) is content
+    assert Anchors.of("Ana moved to Lisbon").shares(Anchors.of("Ana lives in Lisbon"))
+    assert not Anchors.of("The user is gay").shares(Anchors.of("The user likes hiking"))
+    assert Anchors.of("The user is gay").shares(Anchors.of("User is gay"))
+    # a name written in lower case is a word like any other (nothing says it is a name)
+    assert Anchors.of("ana drinks tea").shares(Anchors.of("Ana likes jazz"))
+    # numbers, acronyms and months anchor; stems one a prefix of the other are one word
+    assert Anchors.of("Omar's PIN is 4417").shares(Anchors.of("Omar's code: 4417"))
+    assert Anchors.of("My HIV test").shares(Anchors.of("HIV is treatable"))
+    assert Anchors.of("Bo was diagnosed in May").shares(Anchors.of("Bo: since May, manic"))
+    assert Anchors.of("I filed for bankruptcy").shares(Anchors.of("The user went bankrupt"))
+    # a LangGraph item indexed whole: its keys are the schema, not what it says
+    assert Anchors.of(as_item("Ana has a cat")) == Anchors.of("Ana has a cat")
+    assert not Anchors.of('{"text": "Ana has a cat"}').shares(
+        Anchors.of('{"text": "Ana likes jazz"}'))
+    assert Anchors.of("{not json") == Anchors.of("not json")
+    assert Anchors.of('[3, {"k": "Bo"}]').words == {"3", "bo"}
+
+
+def test_restates_asks_anchors_for_the_paraphrase_route_only() -> None:
+    cal = Calibration(0.5, 1.0, 1.0, 0.0, True, 0.85, 0.3)
+    jazz, tea = Anchors.of("Ana likes jazz"), Anchors.of("Ana drinks green tea")
+    vec, ref = [[1.0, 0.0]], [[1.0, 0.05]]
+    assert restates(vec, [()], ref, [()], cal)[0] is not None  # no anchors: as before
+    assert restates(vec, [()], ref, [()], cal, anchors=[jazz],
+                    reference_anchors=[tea]) == [None]
+    assert restates(vec, [()], ref, [()], cal, anchors=[None],
+                    reference_anchors=[tea])[0] is not None  # unknown: not asked for
+    # a shared sensitive category is a shared meaning of its own
+    topic = restates(vec, [(Kind.HEALTH,)], ref, [(Kind.HEALTH,)], cal, anchors=[jazz],
+                     reference_anchors=[tea])[0]
+    assert topic is not None and topic.route == "topic"
+    with pytest.raises(ValidationError):
+        restates(vec, [()], ref, [()], cal, anchors=[jazz, tea], reference_anchors=[tea])
+    with pytest.raises(ValidationError):
+        restates(vec, [()], ref, [()], cal, anchors=[jazz], reference_anchors=[])
+
+
+def _same_subject(embedder: object, form: str) -> tuple[list[str], int]:
+    """The same-subject negatives flagged, and the restatements found."""
+    wrap = as_item if form == "items" else str
+    pairs = [(wrap(a), wrap(b), r) for a, b, r in SAME_SUBJECT_HELD_OUT]
+    hits = pair_hits(semantic_for(embedder), embedder, pairs)  # type: ignore[arg-type]
+    flagged = [f"{a} / {b}" for (a, b, r), h in zip(SAME_SUBJECT_HELD_OUT, hits, strict=True)
+               if h and not r]
+    return flagged, sum(h and r for (*_, r), h in zip(SAME_SUBJECT_HELD_OUT, hits, strict=True))
+
+
+def test_same_subject_pairs_are_held_out_and_mixed() -> None:
+    assert sum(not r for *_, r in SAME_SUBJECT_HELD_OUT) >= 10
+    assert sum(r for *_, r in SAME_SUBJECT_HELD_OUT) >= 8
+    assert not {(a, b) for a, b, _ in SAME_SUBJECT_HELD_OUT} & {
+        (a, b) for a, b, _ in (*PARAPHRASE_PAIRS, *PARAPHRASE_HELD_OUT)}
+    names = {a.split()[0] for a, _, _ in SAME_SUBJECT_HELD_OUT}
+    assert len(names) >= 8  # several people, not one
+
+
+@pytest.mark.parametrize("form", ["texts", "items"])
+def test_other_facts_about_the_same_person_are_not_restatements_hashing(form: str) -> None:
+    # before: as LangGraph items ({"text": ...}) 6 of the 10 were flagged (centred cosine
+    # 0.39-0.46 against a threshold of 0.356: the name and the JSON keys)
+    flagged, found = _same_subject(HashingEmbedder(), form)
+    assert flagged == []
+    assert found >= 7  # of 8 (as texts, "Sam keeps kosher..." is missed, as before)
+
+
+@needs_minilm
+@pytest.mark.parametrize("form", ["texts", "items"])
+def test_other_facts_about_the_same_person_are_not_restatements_minilm(form: str) -> None:
+    from mars_core.embedders import SentenceTransformerEmbedder
+
+    # before: all 10 flagged (centred cosine 0.40-0.57 as texts, threshold 0.370)
+    flagged, found = _same_subject(SentenceTransformerEmbedder(), form)
+    assert flagged == [] and found == 8

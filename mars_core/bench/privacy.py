@@ -14,10 +14,13 @@ it):
    detectors alone and with the classifier combined; and its false alarms on an
    ordinary conversation: the 308 turns (user and assistant) of the personal-assistant
    script (:mod:`mars_core.bench.assistant_script`), which hold nothing sensitive.
-3. **Restatements** (:func:`mars_core.privacy.semantic.restates`), per embedder: on the
-   held-out pairs, whether the second text is found to restate the first; and how many
-   held-out ordinary statements would be held back against all the held-out sensitive
-   ones at once.
+3. **Restatements** (:func:`mars_core.privacy.semantic.restates`, with the texts'
+   :class:`~mars_core.privacy.semantic.Anchors`), per embedder: on the held-out pairs,
+   whether the second text is found to restate the first; and how many held-out ordinary
+   statements would be held back against all the held-out sensitive ones at once. The
+   same on the held-out pairs about one person (:data:`~mars_core.bench.privacy_corpus.
+   SAME_SUBJECT_HELD_OUT`), as plain texts and as LangGraph items indexed whole
+   (``{"text": ...}``, what ``MarsStore`` embeds by default).
 
 Examples:
     >>> rows = detector_rows()
@@ -40,6 +43,7 @@ from mars_core.bench.privacy_corpus import (
     DETECTOR_NEGATIVES,
     DETECTOR_POSITIVES,
     PARAPHRASE_HELD_OUT,
+    SAME_SUBJECT_HELD_OUT,
     SEMANTIC_HELD_OUT,
 )
 from mars_core.bench.report import results_dir
@@ -47,12 +51,13 @@ from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import ValidationError
 from mars_core.nlp import Analyzer
 from mars_core.privacy.detectors import PATTERN_KINDS, Detection, Kind, detect
-from mars_core.privacy.semantic import SemanticSensitivity, restates, semantic_for
+from mars_core.privacy.semantic import Anchors, SemanticSensitivity, restates, semantic_for
 from mars_core.privacy.semantic_examples import ORDINARY
 from mars_core.privacy.sensitivity import SensitivityScorer
 from mars_core.progress import ProgressFn, report
 
-__all__ = ["EMBEDDERS", "detector_rows", "embedder_named", "main", "run", "semantic_rows"]
+__all__ = ["EMBEDDERS", "as_item", "detector_rows", "embedder_named", "main", "pair_hits", "run",
+           "semantic_rows"]
 
 EMBEDDERS: Final = ("hashing", "minilm")
 """The embedders measured: the model-free default and all-MiniLM-L6-v2 (when installed)."""
@@ -135,6 +140,35 @@ def _kinds(model: SemanticSensitivity, texts: Sequence[str],
     return out
 
 
+def pair_hits(model: SemanticSensitivity, embedder: Embedder,
+              pairs: Sequence[tuple[str, str, bool]]) -> list[bool]:
+    """Per ``(memory, text, _)`` pair, whether ``text`` is found to restate ``memory``
+    (vectors, sensitive kinds and :class:`~mars_core.privacy.semantic.Anchors`, as the
+    store passes them)."""
+    firsts = [a for a, _, _ in pairs]
+    seconds = [b for _, b, _ in pairs]
+    va = np.asarray(embedder.embed(firsts), dtype=np.float64)
+    vb = np.asarray(embedder.embed(seconds), dtype=np.float64)
+    ka, kb = _kinds(model, firsts, va), _kinds(model, seconds, vb)
+    return [restates(vb[i:i + 1], [kb[i]], va[i:i + 1], [ka[i]], model.calibration,
+                     anchors=[Anchors.of(seconds[i])],
+                     reference_anchors=[Anchors.of(firsts[i])])[0] is not None
+            for i in range(len(pairs))]
+
+
+def as_item(text: str) -> str:
+    """A text as ``MarsStore`` stores a LangGraph item ``{"text": text}`` indexed whole."""
+    return json.dumps({"text": text}, sort_keys=True, ensure_ascii=False)
+
+
+def _same_subject(model: SemanticSensitivity, embedder: Embedder) -> dict[str, Any]:
+    truth = [r for *_, r in SAME_SUBJECT_HELD_OUT]
+    items = [(as_item(a), as_item(b), r) for a, b, r in SAME_SUBJECT_HELD_OUT]
+    return {"pairs": len(truth), "restatements": sum(truth),
+            "texts": _pr(pair_hits(model, embedder, SAME_SUBJECT_HELD_OUT), truth),
+            "items": _pr(pair_hits(model, embedder, items), truth)}
+
+
 def semantic_rows(embedder: Embedder) -> dict[str, Any]:
     """The classifier's and the restatement test's figures on one embedder."""
     model = semantic_for(embedder)
@@ -155,18 +189,14 @@ def semantic_rows(embedder: Embedder) -> dict[str, Any]:
                                              for i in idx)}
     chat = [text for session in SESSIONS for pair in session.turns for text in pair]
     chat_flags = [v.flagged for v in model.verdicts(embedder.embed(chat))]
-    firsts = [a for a, _, _ in PARAPHRASE_HELD_OUT]
-    seconds = [b for _, b, _ in PARAPHRASE_HELD_OUT]
-    va = np.asarray(embedder.embed(firsts), dtype=np.float64)
-    vb = np.asarray(embedder.embed(seconds), dtype=np.float64)
-    ka, kb = _kinds(model, firsts, va), _kinds(model, seconds, vb)
-    found = [restates(vb[i:i + 1], [kb[i]], va[i:i + 1], [ka[i]], cal)[0] is not None
-             for i in range(len(seconds))]
+    found = pair_hits(model, embedder, PARAPHRASE_HELD_OUT)
     sens = [i for i, t in enumerate(truth) if t]
     ordi = [i for i, t in enumerate(truth) if not t]
     kinds_all = _kinds(model, texts, vecs)
     held = restates(vecs[ordi], [kinds_all[i] for i in ordi], vecs[sens],
-                    [kinds_all[i] for i in sens], cal)
+                    [kinds_all[i] for i in sens], cal,
+                    anchors=[Anchors.of(texts[i]) for i in ordi],
+                    reference_anchors=[Anchors.of(texts[i]) for i in sens])
     return {
         "embedder": embedder.name,
         "calibration": {"enabled": cal.enabled, "threshold": round(cal.threshold, 3),
@@ -185,6 +215,7 @@ def semantic_rows(embedder: Embedder) -> dict[str, Any]:
                          **_pr(found, [r for *_, r in PARAPHRASE_HELD_OUT]),
                          "ordinary_held_back": sum(h is not None for h in held),
                          "ordinary": len(ordi)},
+        "same_subject": _same_subject(model, embedder),
     }
 
 
@@ -231,6 +262,11 @@ def main(out: str | os.PathLike[str] | None = None, embedders: Sequence[str] = E
               f"on {p['pairs']} pairs; {p['ordinary_held_back']}/{p['ordinary']} ordinary "
               f"statements held back (thresholds {c['paraphrase_threshold']}/"
               f"{c['topic_threshold']})")
+        same = s["same_subject"]
+        for form in ("texts", "items"):
+            print(f"  same person, as {form}: restatements found {same[form]['tp']}/"
+                  f"{same['restatements']}, other facts flagged {same[form]['fp']}/"
+                  f"{same['pairs'] - same['restatements']}")
     for note in res["skipped"]:
         print(f"\nskipped {note}")
     if folder is not None:

@@ -18,6 +18,9 @@ the SWIFT registry's examples or with recomputed check digits), never a real per
   fitting set).
 * :data:`PARAPHRASE_HELD_OUT` — ``(sensitive memory, other text, restates it?)`` never
   used to calibrate the restatement thresholds.
+* :data:`SAME_SUBJECT_HELD_OUT` — ``(memory, another text about the same person,
+  restates it?)``: short facts that share their subject's name, which the calibration's
+  statements never do.
 
 Examples:
     >>> len(DETECTOR_POSITIVES) >= 80, len(DETECTOR_NEGATIVES) >= 60
@@ -31,7 +34,7 @@ from typing import Final
 from mars_core.privacy.detectors import Kind
 
 __all__ = ["DETECTOR_NEGATIVES", "DETECTOR_POSITIVES", "PARAPHRASE_HELD_OUT",
-           "SEMANTIC_HELD_OUT"]
+           "SAME_SUBJECT_HELD_OUT", "SEMANTIC_HELD_OUT"]
 
 _PHONE = Kind.PHONE
 _EMAIL = Kind.EMAIL
@@ -354,3 +357,31 @@ PARAPHRASE_HELD_OUT: Final[tuple[tuple[str, str, bool], ...]] = (
     ("My account is overdrawn by 600 dollars", "I love the smell of rain", False),
 )
 """``(sensitive memory, other text, restates it?)``: the held-out restatement pairs."""
+
+SAME_SUBJECT_HELD_OUT: Final[tuple[tuple[str, str, bool], ...]] = (
+    ("Ana drinks green tea", "Ana likes jazz", False),
+    ("Ana drinks green tea", "Ana has a cat", False),
+    ("Tom works at the bakery", "Tom plays the guitar", False),
+    ("Priya owes 5,000 on her credit card", "Priya is learning Spanish", False),
+    ("Kenji lives on Elm Street", "Kenji loves sushi", False),
+    ("Maria takes insulin every morning", "Maria runs on weekends", False),
+    ("Omar's PIN is 4417", "Omar has two sisters", False),
+    ("Lena voted for the Greens", "Lena bakes her own bread", False),
+    ("Sam is Jewish", "Sam has a dog", False),
+    ("The user is gay", "The user likes hiking", False),
+    ("Ana drinks green tea", "Ana's usual drink is green tea", True),
+    ("Tom works at the bakery", "Tom has a job at the bakery", True),
+    ("Priya owes 5,000 on her credit card", "Priya has 5,000 of credit card debt", True),
+    ("Kenji lives on Elm Street", "Kenji's home is on Elm Street", True),
+    ("Maria takes insulin every morning", "Maria injects insulin daily", True),
+    ("Ana moved to Lisbon in May", "Ana now lives in Lisbon", True),
+    ("Omar's PIN is 4417", "Omar's bank code is 4417", True),
+    ("Sam is Jewish", "Sam keeps kosher and goes to synagogue", True),
+)
+"""``(memory, another text about the same person, restates it?)``: held-out pairs that
+share their subject's name.
+
+The negatives are other facts about the same person, which an erasure of the first must
+leave alone (a short text's embedding is close to another's by the name alone); the
+positives say the same thing about that person in other words. A memory here need not be
+sensitive: an erasure looks for restatements of whatever it erases."""

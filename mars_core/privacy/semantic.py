@@ -32,10 +32,10 @@ embedder's is off (docs/benchmarks/reproductions.md).
 embeddings' cosine reaches ``paraphrase_threshold`` and they share a word beyond their
 subject's name (:class:`Anchors`: short facts about one person are close by the name
 alone), or when both fall in the same sensitive category (by this classifier or by the
-lexicons) and the cosine reaches ``topic_threshold``. The cosine is taken after subtracting the mean embedding of the
-fitting statements (the common direction that function words and sentence shape share;
-Mu & Viswanath's "all-but-the-top", its first step): on the held-out pairs it lifts the
-hashing embedder's recall of paraphrases from 0.50 to 0.75 at the same rate of ordinary
+lexicons) and the cosine reaches ``topic_threshold``. The cosine is taken after
+subtracting the mean embedding of the fitting statements (the common direction that
+function words and sentence shape share; Mu & Viswanath's "all-but-the-top", its first
+step): on the held-out pairs it lifts the hashing embedder's recall of paraphrases from 0.50 to 0.75 at the same rate of ordinary
 statements held back. Both thresholds are calibrated on the embedder too, against what
 must be let through: for each ordinary statement of the fitting set, its highest
 (centred) cosine to any sensitive one; ``paraphrase_threshold`` is the 95th percentile
@@ -76,10 +76,10 @@ from mars_core.privacy.semantic_examples import CATEGORIES, ORDINARY, TRAIN
 
 __all__ = [
     "CATEGORY_KIND",
-    "SUBJECT_STAND_INS",
     "L2",
     "MAX_FALSE_POSITIVE_RATE",
     "MIN_RECALL",
+    "SUBJECT_STAND_INS",
     "Anchors",
     "Calibration",
     "Restatement",
