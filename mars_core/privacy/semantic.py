@@ -35,12 +35,13 @@ alone), or when both fall in the same sensitive category (by this classifier or 
 lexicons) and the cosine reaches ``topic_threshold``. The cosine is taken after
 subtracting the mean embedding of the fitting statements (the common direction that
 function words and sentence shape share; Mu & Viswanath's "all-but-the-top", its first
-step): on the held-out pairs it lifts the hashing embedder's recall of paraphrases from 0.50 to 0.75 at the same rate of ordinary
-statements held back. Both thresholds are calibrated on the embedder too, against what
-must be let through: for each ordinary statement of the fitting set, its highest
-(centred) cosine to any sensitive one; ``paraphrase_threshold`` is the 95th percentile
-of those (at most one ordinary statement in twenty is held back against all the
-sensitive statements at once) and ``topic_threshold`` their median.
+step): on the held-out pairs it lifts the hashing embedder's recall of paraphrases from
+0.50 to 0.75 at the same rate of ordinary statements held back. Both thresholds are
+calibrated on the embedder too, against what must be let through: for each ordinary
+statement of the fitting set, its highest (centred) cosine to any sensitive one;
+``paraphrase_threshold`` is the 95th percentile of those (at most one ordinary statement
+in twenty is held back against all the sensitive statements at once) and
+``topic_threshold`` their median.
 
 Examples:
     >>> from mars_core.embeddings import HashingEmbedder
