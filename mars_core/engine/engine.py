@@ -516,7 +516,7 @@ class Engine:
         """Stage new access statistics of a memory."""
         self.draft(unit, node.namespace)
         unit.stats(node)
-        self.ns(node.namespace).apply_put(node)
+        self.ns(node.namespace).apply_stats(node)
 
     def delete(self, unit: Unit, node: MemoryNode) -> None:
         """Stage an erasure."""

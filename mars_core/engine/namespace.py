@@ -259,8 +259,10 @@ class NamespaceState:
         ref = self.refs.get(node.id)
         if node.type in _CARD_TYPES:
             self._cards.clear()
+        moved = ref is None or ref.status is not node.status
         if ref is not None:
-            self.order[ref.status].pop(node.id, None)
+            if moved:  # a memory that keeps its status keeps its place in the order
+                self.order[ref.status].pop(node.id, None)
             if ref.status is MemoryStatus.ACTIVE and old is not None:
                 self._unindex(old)
             elif ref.status is MemoryStatus.ARCHIVED and self.archive_loaded:
@@ -269,7 +271,8 @@ class NamespaceState:
         self.refs[node.id] = MemoryRef(node.id, node.status, node.type,
                                        node.provenance.conversation_id, node.seq,
                                        node.sensitivity)
-        self._place(node)
+        if moved or node.id not in self.order[node.status]:
+            self._place(node)
         self.nodes[node.id] = node
         if node.is_active:
             self._index(node)
@@ -283,6 +286,22 @@ class NamespaceState:
         for edge in edges:
             self.graph.add(edge)
         self._notify(None if ref is None else ref.status, old, node)
+
+    def apply_stats(self, node: MemoryNode) -> None:
+        """A committed access: new statistics (count, last access, recency) of a memory
+        this view holds. Nothing a statistic does not change is touched — its place in
+        the order, the lexical and temporal indexes, the ledger, the known facts — and
+        the policy hears of it as an access (an active memory whose recency moved).
+
+        Raises:
+            NotFoundError: the view holds no such memory.
+        """
+        old = self.nodes.get(node.id)
+        if old is None or node.id not in self.refs:
+            raise NotFoundError(f"no memory with id {node.id!r}")
+        self.nodes[node.id] = node
+        if node.is_active and node.touch_seq != old.touch_seq:
+            self.policy.on_access(node)
 
     def _place(self, node: MemoryNode) -> None:
         """Put ``node`` in its status order, keeping ``seq`` order."""

@@ -1,0 +1,89 @@
+"""What the store's cost work must not change: an access records statistics without
+re-indexing anything (docs/benchmarks/storage.md, "Store cost")."""
+
+from __future__ import annotations
+
+import pathlib
+import random
+from datetime import timedelta
+from typing import Any
+
+from mars_core import MemoryStore
+from mars_core.bench.storage import TableEmbedder
+from mars_core.clock import FakeClock
+from mars_core.engine.namespace import NamespaceState
+from mars_core.model import MemoryNode, MemoryType, SocialPayload
+from mars_core.policies import make_policy
+
+
+def _everything(store: MemoryStore) -> dict[str, Any]:
+    """The memories (every field), edges and audit events of a store."""
+    nodes = store.list(status=None)
+    return {"memories": [n.model_dump() for n in nodes],
+            "history": [[n.id for n in store.history(n.id)] for n in nodes],
+            "audit": [e.model_dump() for e in store.audit.events()],
+            "stats": store.stats()["namespaces"]}
+
+
+_KEY = b"cost-test-audit-key-0123456789ab"
+
+
+def _store(path: pathlib.Path, texts: list[str], **kwargs: Any) -> MemoryStore:
+    """A store with a fixed clock, seed and audit key: two of them given the same calls
+    hold the same memories and the same audit chain."""
+    return MemoryStore.open(path, index="numpy", embedder=TableEmbedder(texts),
+                            clock=FakeClock(tick=timedelta(seconds=1)), seed=3,
+                            audit_key=_KEY, **kwargs)
+
+
+def test_an_access_changes_statistics_only(tmp_path: pathlib.Path) -> None:
+    """The views keep every memory where it was (order, lexical index, known facts:
+    the people an entity names stay oldest first), the access is counted, and a
+    reopened store reads the same views and statistics."""
+    texts = ["Bo is my brother", "Bo plays the cello", "Ana likes green tea"]
+    with _store(tmp_path / "s", texts) as store:
+        older, newer, _ = store.add_many([
+            {"text": texts[0], "type": "social", "payload": {"entity": "Bo"}},
+            {"text": texts[1], "type": "social", "payload": {"entity": "Bo"}},
+            texts[2]])
+        state = store._engine.ns("default")
+        people = state.known.people("Bo")
+        ranked = state.index(older.status).search("Bo brother cello", 5)
+        order = list(state.ids(older.status))
+        hits = store.retrieve("Bo is my brother", k=1)
+        assert [h.id for h in hits] == [older.id]
+        assert store.get(older.id).access_count == 1
+        assert state.known.people("Bo") == people == (older.id, newer.id)
+        assert state.index(older.status).search("Bo brother cello", 5) == ranked
+        assert list(state.ids(older.status)) == order
+        events = [e for e in store.audit.events() if e.op == "access"]
+        assert [e.node_ids for e in events] == [(older.id,)]
+    with MemoryStore.open(tmp_path / "s", index="numpy", embedder=TableEmbedder(texts),
+                          audit_key=_KEY) as again:
+        fresh = again._engine.ns("default")
+        assert fresh.known.people("Bo") == people
+        assert again.get(older.id).access_count == 1
+        assert again.audit.verify().ok
+
+
+def test_apply_stats_tells_the_policy_and_touches_nothing_else() -> None:
+    """An access moves the memory to the back of the LRU list (the policy hears of it)
+    and leaves the views as they were."""
+    nodes = [MemoryNode(id=f"n{i}", type=MemoryType.SOCIAL, content=f"Bo fact {i}",
+                        weight=3, namespace="ns", seq=i, touch_seq=i,
+                        payload=SocialPayload(entity="Bo"))
+             for i in (1, 2, 3)]
+    policy = make_policy("lru")
+    state = NamespaceState.of("ns", nodes, policy=policy)
+    before = (state.known.people("Bo"), list(state.ids(nodes[0].status)),
+              state.index(nodes[0].status).search("Bo fact", 5), state.used)
+    victim = policy.apply(state.view(10**6, nodes[0].created_at, random.Random(0)),
+                          3, frozenset()).evictions[0].node_id
+    assert victim == "n1"  # least recently used
+    state.apply_stats(nodes[0].model_copy(update={"access_count": 1, "touch_seq": 9}))
+    assert (state.known.people("Bo"), list(state.ids(nodes[0].status)),
+            state.index(nodes[0].status).search("Bo fact", 5), state.used) == before
+    assert state.node("n1").access_count == 1
+    after = policy.apply(state.view(10**6, nodes[0].created_at, random.Random(0)),
+                         3, frozenset()).evictions[0].node_id
+    assert after == "n2"  # n1 was just used
