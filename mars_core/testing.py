@@ -505,6 +505,37 @@ class RecordStoreConformance(abc.ABC):
                                  self.vector(0))
             assert self.snapshot(records) == before
 
+    def test_insert_memories_is_insert_memory_in_order(self, tmp_path: pathlib.Path) -> None:
+        nodes = [self.node(n, "ns-b" if n % 3 == 0 else "ns-a") for n in range(7)]
+
+        def logged(records: RecordStore) -> list[tuple[str, str]]:
+            with records.read() as tx:
+                return [(c.namespace, c.memory_id) for c in tx.changes(0)]
+
+        with self.open_records(tmp_path / "one") as one, \
+                self.open_records(tmp_path / "batch") as batch:
+            with one.write() as tx:
+                for node in nodes:
+                    tx.insert_memory(node, self.vector(node.seq))
+            with batch.write() as tx:
+                tx.insert_memories([(node, self.vector(node.seq)) for node in nodes])
+                tx.insert_memories([])
+            assert self.snapshot(batch) == self.snapshot(one)
+            assert logged(batch) == logged(one) == [(n.namespace, n.id) for n in nodes]
+
+    def test_insert_memories_with_a_taken_or_repeated_id_writes_none(
+            self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            before = self.snapshot(records)
+            fresh = self.node(60, "ns-b")
+            for batch in ([(fresh, self.vector(60)), (nodes[1], self.vector(1))],
+                          [(fresh, self.vector(60)), (self.node(61), self.vector(61)),
+                           (fresh, self.vector(60))]):
+                with _raises(ConflictError), records.write() as tx:
+                    tx.insert_memories(batch)
+                assert self.snapshot(records) == before
+
     def test_update_memory(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
             node = self.populate(records)[0]

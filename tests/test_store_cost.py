@@ -1,5 +1,6 @@
-"""What the store's cost work must not change: an access records statistics without
-re-indexing anything (docs/benchmarks/storage.md, "Store cost")."""
+"""What the store's cost work must not change: a bulk ingest is the same store as single
+adds, an access records statistics without re-indexing anything, and the write-behind
+index takes a bulk in one call (docs/benchmarks/storage.md, "Store cost")."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import random
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from mars_core import MemoryStore
-from mars_core.bench.storage import TableEmbedder
+from mars_core.bench.storage import TableEmbedder, make_texts
 from mars_core.clock import FakeClock
 from mars_core.engine.namespace import NamespaceState
 from mars_core.model import MemoryNode, MemoryType, SocialPayload
@@ -34,6 +37,25 @@ def _store(path: pathlib.Path, texts: list[str], **kwargs: Any) -> MemoryStore:
     return MemoryStore.open(path, index="numpy", embedder=TableEmbedder(texts),
                             clock=FakeClock(tick=timedelta(seconds=1)), seed=3,
                             audit_key=_KEY, **kwargs)
+
+
+@pytest.mark.parametrize("budget", [10**6, 60])
+def test_add_many_stores_what_single_adds_store(tmp_path: pathlib.Path, budget: int) -> None:
+    """Same ids, sensitivities, signals, statistics, archive decisions and audit chain
+    (hashes included): one transaction, one embedding call, one existence check of the
+    ids and batched rows change nothing but the cost. A budget of 60 tokens makes the
+    policy archive as the bulk goes."""
+    texts = [*make_texts(30, seed=5), "my email is ana@example.com and my doctor is Dr Lee",
+             "Ana: I moved to Lisbon last May"]
+    with _store(tmp_path / "one", texts, budget=budget) as one, \
+            _store(tmp_path / "bulk", texts, budget=budget) as bulk:
+        for text in texts:
+            one.add(text)
+        bulk.add_many(texts)
+        expected = _everything(one)
+        assert _everything(bulk) == expected
+        assert budget > 100 or any(m["status"] == "archived" for m in expected["memories"])
+        assert bulk.audit.verify().ok
 
 
 def test_an_access_changes_statistics_only(tmp_path: pathlib.Path) -> None:
@@ -87,3 +109,25 @@ def test_apply_stats_tells_the_policy_and_touches_nothing_else() -> None:
     after = policy.apply(state.view(10**6, nodes[0].created_at, random.Random(0)),
                          3, frozenset()).evictions[0].node_id
     assert after == "n2"  # n1 was just used
+
+
+def test_a_bulk_reaches_a_persistent_index_in_one_write(tmp_path: pathlib.Path) -> None:
+    """The write-behind buffer goes to the index in one call per kind of change, which
+    the index splits as its client requires (Chroma's max batch size)."""
+    pytest.importorskip("chromadb")
+    from mars_core.index.chroma import ChromaIndex
+
+    calls: list[int] = []
+
+    class Counting(ChromaIndex):
+        def upsert(self, rows: Any, *, new: bool = False) -> None:
+            calls.append(len(rows))
+            super().upsert(rows, new=new)
+
+    texts = make_texts(1200, seed=9)
+    index = Counting(path=tmp_path / "chroma")
+    with MemoryStore.open(tmp_path / "s", index=index, embedder=TableEmbedder(texts),
+                          budget=10**9) as store:
+        store.add_many(texts)
+        assert calls == [1200]
+        assert len(store.retrieve(texts[7], read_only=True, relative_cutoff=0, k=5)) == 5

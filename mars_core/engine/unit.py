@@ -88,6 +88,9 @@ class Unit:
             :meth:`~mars_core.storage.base.RecordStore.next_counter`); ``None``: the
             unit counts on from ``counter`` (one writer).
         allocated: the largest number ``allocate`` gave this unit.
+        unused: ids of memories to come, found unused in the records in one read
+            (:meth:`~mars_core.engine.writer.Writer.reserve`): a bulk call does not ask
+            once per memory.
     """
 
     counter: int
@@ -98,6 +101,7 @@ class Unit:
     learned: dict[str, dict[str, Any]] = field(default_factory=dict)
     allocate: Callable[[], int] | None = None
     allocated: int = 0
+    unused: set[str] = field(default_factory=set)
 
     def next_seq(self) -> int:
         """The number of a new memory (its ``seq``, from which its id derives)."""
@@ -211,12 +215,15 @@ class Unit:
             raise ConcurrentWriteError(
                 f"namespace {moved[0]!r} was changed by another process while this call "
                 "ran; nothing was written: repeat the call (it reads the namespace again)")
+        run: list[_Insert] = []  # new memories in a row: written together
         for op in self.ops:
             ns = op.node.namespace
             if isinstance(op, _Insert):
-                tx.insert_memory(op.node, op.vector)
-                tx.add_edges(ns, op.edges)
-            elif isinstance(op, _Update):  # a restore also moves its recency
+                run.append(op)
+                continue
+            _write_inserts(tx, run)
+            run = []
+            if isinstance(op, _Update):  # a restore also moves its recency
                 tx.update_memory(op.node, reindex=op.reindex)
                 tx.update_stats(op.node)
                 tx.add_edges(ns, op.edges)
@@ -224,6 +231,7 @@ class Unit:
                 tx.update_stats(op.node)
             else:
                 tx.delete_memory(op.node.id)
+        _write_inserts(tx, run)
         if self.counter > max(counter_before, self.allocated):  # numbered here, or imported
             tx.set_counter(self.counter)
         if self.compact:
@@ -238,3 +246,16 @@ class Unit:
                 d.state)
             tx.put_namespace(records[name])
         return records
+
+
+def _write_inserts(tx: RecordTxn, run: Sequence[_Insert]) -> None:
+    """New memories staged one after the other: one batch of rows, then their edges in
+    the order they were staged."""
+    if not run:
+        return
+    tx.insert_memories([(op.node, op.vector) for op in run])
+    edges: dict[str, list[Edge]] = {}
+    for op in run:
+        edges.setdefault(op.node.namespace, []).extend(op.edges)
+    for ns, owned in edges.items():
+        tx.add_edges(ns, owned)

@@ -49,6 +49,7 @@ from mars_core.model import (
     default_payload,
 )
 from mars_core.policies import Eviction, Summary
+from mars_core.privacy.semantic import SemanticSensitivity, SemanticVerdict
 from mars_core.progress import EMBED_BATCH, ProgressFn, report
 from mars_core.storage.base import RecordTxn, Vector
 
@@ -108,6 +109,7 @@ class Embeddings:
         self._engine = engine
         wanted = list(dict.fromkeys(texts))
         self._cache: dict[str, Vector] = {}
+        self._verdicts: tuple[SemanticSensitivity, dict[str, SemanticVerdict]] | None = None
         if not wanted:
             return
         report(progress, "embed", 0, len(wanted))
@@ -123,6 +125,19 @@ class Embeddings:
             raise ValidationError(f"embedder {emb.name!r} returned shape {out.shape} or "
                                   f"non-finite values for {len(texts)} texts")
         return list(out)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def verdict(self, text: str, model: SemanticSensitivity) -> SemanticVerdict:
+        """The semantic sensitivity verdict of ``text``'s vector: every vector fetched up
+        front is classified in one matrix product the first time one is asked for."""
+        if self._verdicts is None or self._verdicts[0] is not model:
+            texts = list(self._cache)
+            found = model.verdicts(np.stack([self._cache[t] for t in texts])) if texts else []
+            self._verdicts = (model, dict(zip(texts, found, strict=True)))
+        known = self._verdicts[1].get(text)
+        return known if known is not None else model.verdict(self(text))
 
     def __call__(self, text: str) -> Vector:
         vec = self._cache.get(text)
@@ -156,6 +171,7 @@ class Writer:
         out = []
         report(progress, "store", 0, len(items))
         with self.e.unit() as unit:
+            self.reserve(unit, len(items))
             for done, item in enumerate(items, 1):
                 ns = item.namespace
                 step = self.e.step(unit, ns, advance=True)
@@ -185,6 +201,7 @@ class Writer:
         out: dict[int, list[MemoryNode]] = {}
         report(progress, "store", 0, len(kept))
         with self.e.unit() as unit:
+            self.reserve(unit, len(vectors))
             for done, turn in enumerate(kept, 1):
                 nodes = self._stage_turn(unit, turn, vectors)
                 self.enforce_budget(unit, turn.namespace, [n.id for n in nodes])
@@ -516,14 +533,29 @@ class Writer:
             model = self.e.semantic()
             detected = self.e.scorer.score(
                 text, provenance=node.provenance, type=mt, signals=sig,
-                semantic=model.verdict(vector) if model is not None else None).score
+                semantic=vectors.verdict(text, model) if model is not None else None).score
         signals["sensitivity_detected"] = detected
         node = node.model_copy(update={"signals": signals})
         return node.model_copy(update={"sensitivity": self.user_sensitivity(node, detected)})
 
+    def reserve(self, unit: Unit, count: int) -> None:
+        """Check the ids of the next ``count`` memories of ``unit`` against the records in
+        one read (a bulk call), so :meth:`_new_id` need not read once per memory. Only
+        when this process numbers the memories (one writer); an id found taken is
+        skipped by :meth:`_new_id` as before."""
+        if unit.allocate is not None or count < 2:
+            return
+        ids = [memory_id(self.e.secret, unit.counter + i) for i in range(1, count + 1)]
+        with self.e.records.read() as tx:
+            taken = tx.existing(ids)
+        unit.unused.update(i for i in ids if i not in taken)
+
     def _new_id(self, unit: Unit) -> str:
         while True:
             nid = memory_id(self.e.secret, unit.next_seq())
+            if nid in unit.unused:
+                unit.unused.discard(nid)
+                return nid
             with self.e.records.read() as tx:
                 if not tx.existing([nid]):
                     return nid

@@ -76,6 +76,15 @@ def stats_row(node: MemoryNode) -> tuple[str, int, str | None, int | None, int]:
     return (node.id, node.access_count, last, node.last_access_step, node.touch_seq)
 
 
+def _memory_row(node: MemoryNode, vector: Vector) -> tuple[Any, ...]:
+    """A memory's ``memories`` row (:data:`COLUMNS`, then its vector)."""
+    doc = node.model_dump(mode="json")
+    return (node.id, node.namespace, node.seq, node.status.value, node.type.value,
+            node.weight, node.provenance.conversation_id, node.created_at.timestamp(),
+            node.sensitivity, node.content, canonical_json({k: doc[k] for k in BODY}),
+            canonical_json({k: doc[k] for k in META}), blob_of(vector))
+
+
 class SqlTxn:
     """A :class:`~mars_core.storage.base.RecordTxn` over one SQL connection (see the
     module); a dialect subclasses it.
@@ -368,21 +377,29 @@ class SqlTxn:
     def delete_namespace(self, name: str) -> None:
         self._run("DELETE FROM namespaces WHERE name = ?", (name,))
 
+    def _log_many(self, entries: Sequence[tuple[str, str]]) -> None:
+        """Add change-log entries ``(namespace, memory id)``, in order."""
+        for namespace, memory_id in entries:
+            self._log(namespace, memory_id)
+
     def insert_memory(self, node: MemoryNode, vector: Vector) -> None:
+        self.insert_memories([(node, vector)])
+
+    def insert_memories(self, items: Sequence[tuple[MemoryNode, Vector]]) -> None:
         self._writes()
-        if self._rows("SELECT 1 FROM memories WHERE id = ?", (node.id,)):
-            raise ConflictError(f"a memory with id {node.id!r} already exists")
-        doc = node.model_dump(mode="json")
-        self._run(f"INSERT INTO memories ({COLUMNS}, vector) VALUES "
-                  "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  (node.id, node.namespace, node.seq, node.status.value, node.type.value,
-                   node.weight, node.provenance.conversation_id, node.created_at.timestamp(),
-                   node.sensitivity, node.content,
-                   canonical_json({k: doc[k] for k in BODY}),
-                   canonical_json({k: doc[k] for k in META}), blob_of(vector)))
-        self._run("INSERT INTO stats (id, access_count, last_access_at, last_access_step, "
-                  "touch_seq) VALUES (?, ?, ?, ?, ?)", stats_row(node))
-        self._log(node.namespace, node.id)
+        if not items:
+            return
+        ids = [node.id for node, _ in items]
+        taken = self.existing(ids)
+        if taken or len(set(ids)) != len(ids):
+            twice = next(i for n, i in enumerate(ids) if i in taken or i in ids[:n])
+            raise ConflictError(f"a memory with id {twice!r} already exists")
+        self._many(f"INSERT INTO memories ({COLUMNS}, vector) VALUES "
+                   "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   [_memory_row(node, vector) for node, vector in items])
+        self._many("INSERT INTO stats (id, access_count, last_access_at, last_access_step, "
+                   "touch_seq) VALUES (?, ?, ?, ?, ?)", [stats_row(node) for node, _ in items])
+        self._log_many([(node.namespace, node.id) for node, _ in items])
 
     def update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
         doc = node.model_dump(mode="json", include=set(META))

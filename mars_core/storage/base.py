@@ -335,6 +335,16 @@ class RecordTxn(Protocol):
         """
         ...
 
+    def insert_memories(self, items: Sequence[tuple[MemoryNode, Vector]]) -> None:
+        """Store new memories with their embeddings, in order (logs a change each): what
+        :meth:`insert_memory` does for each, in as few statements as the database allows
+        (a bulk ingest writes thousands).
+
+        Raises:
+            ConflictError: an id exists, or comes twice (nothing is written).
+        """
+        ...
+
     def update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
         """Rewrite a memory's mutable metadata (status, sensitivity, pin, expiry, user
         metadata, signals); ``reindex`` logs a change (status or sensitivity changed)."""

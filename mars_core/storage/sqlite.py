@@ -155,17 +155,29 @@ class _Txn(SqlTxn):
         self._run("INSERT INTO changes (namespace, memory_id) VALUES (?, ?)",
                   (namespace, memory_id))
 
+    def _log_many(self, entries: Sequence[tuple[str, str]]) -> None:
+        self._many("INSERT INTO changes (namespace, memory_id) VALUES (?, ?)", entries)
+
     def last_change(self) -> int:
         return self._sequence("changes")
 
     def append_audit(self, events: Sequence[AuditEvent]) -> None:
         self._writes()
-        for ev in events:
-            self._run("INSERT INTO audit (namespace, seq, body) VALUES (?, ?, ?)",
-                      (ev.namespace, ev.seq, canonical_json(ev.model_dump(mode="json"))))
-            ordinal = self._sequence("audit")
-            self._many("INSERT INTO audit_refs (memory_id, ordinal) VALUES (?, ?) "
-                       "ON CONFLICT DO NOTHING", [(m, ordinal) for m in dict.fromkeys(ev.node_ids)])
+        if not events:
+            return
+        # one writer inside BEGIN IMMEDIATE: AUTOINCREMENT numbers the rows one after
+        # the other from the table's sequence, which is checked after the insert
+        first = self._sequence("audit") + 1
+        self._many("INSERT INTO audit (namespace, seq, body) VALUES (?, ?, ?)",
+                   [(ev.namespace, ev.seq, canonical_json(ev.model_dump(mode="json")))
+                    for ev in events])
+        if self._sequence("audit") != first + len(events) - 1:
+            raise CorruptStoreError(f"the audit table of {self._where} numbered a batch of "
+                                    "events out of sequence")
+        self._many("INSERT INTO audit_refs (memory_id, ordinal) VALUES (?, ?) "
+                   "ON CONFLICT DO NOTHING",
+                   [(m, first + n) for n, ev in enumerate(events)
+                    for m in dict.fromkeys(ev.node_ids)])
 
 
 class SQLiteRecordStore:
