@@ -231,6 +231,16 @@ class StoreConfig(_Config):
         "classifier is too weak to use). True: on with any embedder. False: detectors only "
         "(the semantic pass uses the lexicons' categories).",
     )
+    durable_accesses: bool = Field(
+        False, description="Whether what a read records (retrieve, recall and "
+        "render_context counting an access: the statistics rows and the access audit "
+        "event, one transaction) waits for the disk like every other write. False: it is "
+        "committed without an fsync (SQLite synchronous=NORMAL, PostgreSQL "
+        "synchronous_commit=off, for that transaction alone); it is as atomic and survives "
+        "a crash of the process, and a power cut can roll back only the accesses recorded "
+        "after the last other write (never a memory or any other change, never part of "
+        "one). True: an fsync per access (about 1-4 ms on a VM disk).",
+    )
     paraphrase_threshold: float | None = Field(
         None, gt=0.0, le=1.0, description="render_context: cosine at which a shown memory "
         "counts as a restatement of a sensitive (≥ 0.7) or erased memory and is withheld "

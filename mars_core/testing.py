@@ -536,6 +536,28 @@ class RecordStoreConformance(abc.ABC):
                     tx.insert_memories(batch)
                 assert self.snapshot(records) == before
 
+    def test_a_write_that_need_not_be_durable_commits_all_or_nothing(
+            self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            with records.write(durable=False) as tx:
+                tx.update_stats(nodes[0].model_copy(update={"access_count": 41}))
+            with _raises(ConflictError), records.write(durable=False) as tx:
+                tx.update_stats(nodes[1].model_copy(update={"access_count": 42}))
+                tx.insert_memory(nodes[3], self.vector(3))  # taken: the whole write fails
+            with records.write() as tx:  # the next durable write is as usual
+                tx.set_counter(9)
+                with records.write(durable=False) as inner:  # nested: the open one serves
+                    assert inner is tx
+            with records.read() as tx:
+                counts = [n.access_count for n in tx.memories("ns-a")]
+                assert (counts[:2], tx.counter()) == ([41, nodes[1].access_count], 9)
+        if self.durable:
+            with self.open_records(tmp_path / "records", again=True) as records, \
+                    records.read() as tx:
+                assert tx.memory(nodes[0].id) == nodes[0].model_copy(
+                    update={"access_count": 41})
+
     def test_update_memory(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
             node = self.populate(records)[0]

@@ -261,3 +261,30 @@ def test_a_purge_blocked_by_a_reader_says_so_and_the_next_one_completes(
             done = records.purge()
             assert "truncated" in done and "could not" not in done
             assert _files_holding(directory, marker.encode()) == []  # before any close
+
+
+@pytest.mark.parametrize("synchronous", ["full", "normal"])
+def test_only_a_write_that_need_not_be_durable_skips_the_fsync(
+        tmp_path: pathlib.Path, synchronous: str) -> None:
+    """``write(durable=False)`` commits with ``synchronous=NORMAL`` (WAL: atomic, no
+    fsync) and the next write waits for the disk again; a store opened ``normal`` stays
+    so. Read on the store's own connection inside each transaction."""
+    full, normal = 2, 1  # PRAGMA synchronous values
+    with SQLiteRecordStore(tmp_path / "r.sqlite3", synchronous=synchronous) as records:
+        opened = full if synchronous == "full" else normal
+
+        def level() -> int:
+            return int(records._conn.execute("PRAGMA synchronous").fetchone()[0])
+
+        seen = []
+        for durable in (False, True, False):
+            with records.write(durable=durable) as tx:
+                tx.set_counter(len(seen))
+                seen.append(level())
+        assert seen == [normal, opened, normal]
+        assert level() == opened
+        with pytest.raises(ConflictError), records.write(durable=False):
+            raise ConflictError("a failed write")
+        assert level() == opened
+        with records.read() as tx:
+            assert tx.counter() == 2

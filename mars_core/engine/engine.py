@@ -471,13 +471,15 @@ class Engine:
                           io=self.io(state))
 
     @contextlib.contextmanager
-    def unit(self) -> Iterator[Unit]:
+    def unit(self, *, durable: bool = True) -> Iterator[Unit]:
         """Stage one operation: committed when the block ends, abandoned if it raises
-        (the views of every namespace it touched are read again from the records)."""
+        (the views of every namespace it touched are read again from the records).
+        ``durable=False``: committed without waiting for the disk
+        (:meth:`~mars_core.storage.base.RecordStore.write`)."""
         unit = self.begin()
         try:
             yield unit
-            self.commit(unit)
+            self.commit(unit, durable=durable)
         except BaseException:
             self.abandon(unit)
             raise
@@ -524,13 +526,13 @@ class Engine:
         unit.delete(node)
         self.ns(node.namespace).apply_delete(node.id)
 
-    def commit(self, unit: Unit) -> None:
+    def commit(self, unit: Unit, *, durable: bool = True) -> None:
         """Write the unit in one transaction, then the index."""
         for name, d in unit.drafts.items():
             state = self.cache.peek(name)
             if state is not None:
                 self._stage_policy(state, d)
-        with self.records.write() as tx:
+        with self.records.write(durable=durable) as tx:
             records = unit.write(tx, counter_before=self.seq)
             last = tx.last_change()
             changed = [n.id for n in unit.reindexed()]

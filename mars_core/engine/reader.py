@@ -3,7 +3,10 @@
 A read never rewrites a memory. Counting it as an access stages, for each hit, one small
 statistics row (count, last access, recency) and, for the call, one ``access`` audit
 event, in one transaction (:meth:`Reader.record_access`); a ``read_only`` call or store
-records nothing.
+records nothing. The views follow with the new statistics alone
+(:meth:`~mars_core.engine.namespace.NamespaceState.apply_stats`: nothing is re-indexed),
+and the transaction does not wait for the disk unless ``StoreConfig.durable_accesses``
+(it is as atomic, and survives a crash of the process).
 
 Examples:
     >>> from mars_core.engine.reader import Reader
@@ -259,9 +262,10 @@ class Reader:
     def record_access(self, state: NamespaceState, hits: Sequence[Hit], budget: int,
                       query: str, params: Mapping[str, Any] | None = None, *,
                       rationale: str | None = None) -> None:
-        """One statistics row per hit and one ``access`` event, in one transaction."""
+        """One statistics row per hit and one ``access`` event, in one transaction
+        (durable as ``StoreConfig.durable_accesses`` says)."""
         ns = state.name
-        with self.e.unit() as unit:
+        with self.e.unit(durable=self.e.config.durable_accesses) as unit:
             step, now = self.e.step(unit, ns), self.e.clock.now()
             for h in reversed(hits):  # the best hit becomes the most recently used
                 node = state.node(h.node.id)

@@ -398,8 +398,16 @@ class RecordStore(Protocol):
         """A committed snapshot to read (inside a write transaction: that transaction)."""
         ...
 
-    def write(self) -> AbstractContextManager[RecordTxn]:
+    def write(self, *, durable: bool = True) -> AbstractContextManager[RecordTxn]:
         """One transaction: committed when the block ends, rolled back if it raises.
+
+        ``durable=False``: the commit does not wait for the disk (SQLite's
+        ``synchronous=NORMAL``, PostgreSQL's ``synchronous_commit=off``, for this
+        transaction only). It is as atomic as any other and survives a crash of the
+        process; a power cut (or a crash of the database server) may roll back the last
+        such commits, never one made before a durable commit returned. The store uses
+        it for what a read records (:mod:`mars_core.engine.reader`). Inside an open
+        transaction, that transaction's durability applies.
 
         Raises:
             ConflictError: another writer holds the store past the wait allowed.

@@ -564,7 +564,7 @@ class PostgresRecordStore:
         raise AssertionError("unreachable")  # pragma: no cover
 
     @contextlib.contextmanager
-    def _begin(self, write: bool) -> Iterator[_Txn]:
+    def _begin(self, write: bool, durable: bool = True) -> Iterator[_Txn]:
         with self._lock:
             if self._closed:
                 raise StoreClosedError("this record store is closed; open it again")
@@ -577,6 +577,9 @@ class PostgresRecordStore:
             self._txn = txn = _Txn(conn, self.location, self.schema, write)
             try:
                 try:
+                    if write and not durable:  # this transaction only
+                        with _errors(self.location, conn):
+                            conn.execute("SET LOCAL synchronous_commit TO OFF")
                     yield txn
                     txn.flush()
                 except BaseException:
@@ -593,8 +596,10 @@ class PostgresRecordStore:
         """A committed snapshot (one ``REPEATABLE READ, READ ONLY`` transaction)."""
         return self._begin(False)
 
-    def write(self) -> contextlib.AbstractContextManager[_Txn]:
-        """One write transaction (``READ COMMITTED``, namespaces held as written).
+    def write(self, *, durable: bool = True) -> contextlib.AbstractContextManager[_Txn]:
+        """One write transaction (``READ COMMITTED``, namespaces held as written);
+        ``durable=False``: with ``synchronous_commit=off`` (see
+        :meth:`~mars_core.storage.base.RecordStore.write`).
 
         Raises:
             ConflictError: the store is read-only, or a lock waited past lock_timeout.
@@ -603,7 +608,7 @@ class PostgresRecordStore:
         if self.read_only:
             raise ConflictError("this store was opened with read_only=True; open it without "
                                 "read_only to change it")
-        return self._begin(True)
+        return self._begin(True, durable)
 
     @guarded
     def next_counter(self) -> int:

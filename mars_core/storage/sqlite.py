@@ -223,6 +223,7 @@ class SQLiteRecordStore:
         self._closed = False
         self._txn: _Txn | None = None
         self._lock_fd: int | None = None
+        self._synchronous = synchronous
         self.read_only = bool(read_only)
         self.path = None if path is None else Path(path)
         self.location = "memory" if self.path is None else str(self.path)
@@ -328,7 +329,7 @@ class SQLiteRecordStore:
     # --- transactions ------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _begin(self, statement: str) -> Iterator[_Txn]:
+    def _begin(self, statement: str, durable: bool = True) -> Iterator[_Txn]:
         with self._lock:
             if self._closed:
                 raise StoreClosedError("this record store is closed; open it again")
@@ -337,31 +338,46 @@ class SQLiteRecordStore:
                     raise ConflictError("cannot write inside a read transaction")
                 yield self._txn
                 return
-            with _errors(self.location):
-                self._conn.execute(statement)
-            self._txn = _Txn(self._conn, self.location, statement != "BEGIN")
+            relaxed = not durable and self._synchronous == "full" and self.path is not None
+            if relaxed:  # this commit only: the WAL stays consistent, the fsync is skipped
+                self._conn.execute("PRAGMA synchronous = NORMAL")
             try:
-                yield self._txn
+                yield from self._transaction(statement)
+            finally:
+                if relaxed:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("PRAGMA synchronous = FULL")
+
+    def _transaction(self, statement: str) -> Iterator[_Txn]:
+        """Begin with ``statement``, hand out the transaction, then commit it (roll it
+        back if the block raised)."""
+        with _errors(self.location):
+            self._conn.execute(statement)
+        self._txn = _Txn(self._conn, self.location, statement != "BEGIN")
+        try:
+            yield self._txn
+        except BaseException:
+            self._txn = None
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            raise
+        self._txn = None
+        with _errors(self.location):
+            try:
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._txn = None
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.execute("ROLLBACK")
                 raise
-            self._txn = None
-            with _errors(self.location):
-                try:
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
-                    raise
 
     def read(self) -> contextlib.AbstractContextManager[_Txn]:
         """A committed snapshot (one SQLite read transaction)."""
         return self._begin("BEGIN")
 
-    def write(self) -> contextlib.AbstractContextManager[_Txn]:
-        """One write transaction (``BEGIN IMMEDIATE``).
+    def write(self, *, durable: bool = True) -> contextlib.AbstractContextManager[_Txn]:
+        """One write transaction (``BEGIN IMMEDIATE``); ``durable=False``: committed
+        with ``synchronous=NORMAL`` (no ``fsync``; see
+        :meth:`~mars_core.storage.base.RecordStore.write`).
 
         Raises:
             ConflictError: the store is read-only, or the database stayed busy.
@@ -369,7 +385,7 @@ class SQLiteRecordStore:
         if self.read_only:
             raise ConflictError("this store was opened with read_only=True; open it without "
                                 "read_only (one writer at a time) to change it")
-        return self._begin("BEGIN IMMEDIATE")
+        return self._begin("BEGIN IMMEDIATE", durable)
 
     def next_counter(self) -> int:
         """The next value of the memory counter, written in a transaction of its own (or
