@@ -241,6 +241,8 @@ def answerability(query: str, text: str, speaker: str | None = None) -> Answerab
         speaker: the speaker when known otherwise (e.g. the episode's participant).
     """
     names, temporal_q = _query_cues(query)
+    if not names and not temporal_q:  # only the phatic penalty can be non-zero
+        return Answerability(0.0, 0.0, 0.0, float(_phatic_cue(text)))
     said_by, words, phatic, temporal_m = _text_cues(text)
     who = (said_by or speaker or "").lower()
     entity = sum(n in words for n in names if n != who) / max(1, len(names - {who}))
@@ -257,10 +259,16 @@ def _text_cues(text: str) -> tuple[str | None, frozenset[str], bool, bool]:
     """The query-independent cues of a memory's text (cached: contents never change)."""
     said_by, body = _speaker_and_body(text)
     low = body.lower()
-    words_n = len(body.split())
-    phatic = words_n <= 3 or (_PHATIC.match(body.strip()) is not None and words_n < 12)
-    return (said_by, frozenset(re.findall(r"[\w'\-]+", low)), phatic,
+    return (said_by, frozenset(re.findall(r"[\w'\-]+", low)), _phatic_cue(text),
             _TEMPORAL_M.search(low) is not None)
+
+
+@lru_cache(maxsize=16_384)
+def _phatic_cue(text: str) -> bool:
+    """Whether a memory's text is phatic (:func:`_text_cues`' third cue, alone)."""
+    body = _speaker_and_body(text)[1]
+    words_n = len(body.split())
+    return words_n <= 3 or (_PHATIC.match(body.strip()) is not None and words_n < 12)
 
 
 def cue_score(a: Answerability) -> float:

@@ -331,3 +331,27 @@ def test_the_timeline_follows_forgetting_restoring_and_erasure(make_store) -> No
     state = store._engine.ns("default")
     assert state.window(MemoryStatus.ACTIVE, None, None) == [
         i for i in ids if i != ids[4]]  # oldest first
+
+
+_CUE_WORDS = st.sampled_from(["ana", "Ana", "Bo:", "when", "did", "hi", "thanks", "tea",
+                              "Lisbon", "last", "May", "2023", "ok", "moved", "?", "the"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_CUE_WORDS, max_size=8).map(" ".join),
+       st.lists(_CUE_WORDS, max_size=14).map(" ".join))
+def test_answerability_of_a_query_without_cues_is_the_phatic_penalty_alone(
+        query: str, text: str) -> None:
+    """A query naming no one and asking no temporal question skips the text's word and
+    temporal cues (retrieval scores ~100 candidates per call): the result is the one
+    the whole computation gives."""
+    from mars_core.retrieval import _query_cues, _text_cues, answerability
+
+    names, temporal = _query_cues(query)
+    said_by, words, phatic, temporal_m = _text_cues(text)
+    who = (said_by or "").lower()
+    whole = (sum(n in words for n in names if n != who) / max(1, len(names - {who})),
+             float(bool(who) and who.split()[0] in names), float(temporal and temporal_m),
+             float(phatic))
+    a = answerability(query, text)
+    assert (a.entity, a.speaker, a.temporal, a.phatic) == whole

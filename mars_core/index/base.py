@@ -200,7 +200,9 @@ def exact_cosines(vectors: Sequence[Vector], query: Vector) -> list[float]:
     """
     if not len(vectors):
         return []
-    rows = np.stack([np.asarray(v, dtype=np.float64) for v in vectors])
+    rows = np.array(vectors, dtype=np.float64)  # one conversion of the whole block
+    if rows.ndim != 2:
+        raise ValidationError("vectors must be one-dimensional and of one length")
     q = np.asarray(query, dtype=np.float64)
     dots = (rows * q).sum(axis=1)
     norms = np.sqrt((rows * rows).sum(axis=1)) * math.sqrt(float((q * q).sum()))
