@@ -67,9 +67,9 @@ MARK_EVERY = 1000
 FLUSH_AT = 256
 """Buffered entries that make a persistent index flush before any query asks it to."""
 
-_BATCH = 5000
-"""Rows read from the records per index write when catching up or rebuilding (below
-Chroma's maximum batch, 5,461 on this build: one client call per batch)."""
+_BATCH = 500
+"""Rows read from the records per index write when catching up or rebuilding (a bound
+on what is held at once, and the step of a rebuild's progress)."""
 log = logging.getLogger(__name__)
 
 
