@@ -19,7 +19,8 @@ machines are noisy, so compare ratios, not absolute numbers across runs):
    that buffer — is reported too, against one raw add plus one raw query.
 2. **Bulk ingest**: ``add_many`` of n memories against n single ``add`` calls into a
    fresh store (throughput ratio); with Chroma, raw chromadb adding the same vectors in
-   bulk, whose time bounds what any bulk ingest into it can reach (the ceiling).
+   bulk, whose time bounds what any bulk ingest into it can reach (the ceiling). A full
+   run repeats the three, interleaved, :data:`_BULK_ROUNDS` times (medians).
 3. **Scale**: a store of ``big`` memories over ``namespaces`` namespaces (hashing
    embedder, bulk-loaded with signals and sensitivity scoring off, which only the load
    needs), and a small one (1,000 memories, 10 namespaces): a fresh process times
@@ -233,34 +234,39 @@ def _raw_bulk(path: Path, vectors: Matrix) -> float:
     return time.perf_counter() - t0
 
 
-def bulk(index: IndexKind, n: int, *, workdir: Path,
-         embedder: Embedder | None = None) -> dict[str, Any]:
+def bulk(index: IndexKind, n: int, *, workdir: Path, embedder: Embedder | None = None,
+         rounds: int = 1) -> dict[str, Any]:
     """Section 2: ``add_many`` of n memories against n single adds (fresh stores), with
     precomputed vectors or with ``embedder`` (the model users run). With the Chroma
     index and precomputed vectors, raw chromadb adding the same vectors in bulk too:
     n single adds / that time is the highest throughput ratio any ``add_many`` into
-    Chroma could reach (``ceiling``)."""
+    Chroma could reach (``ceiling``). ``rounds``: singles, ``add_many`` and the raw
+    bulk again and again, interleaved; the figures are medians."""
     texts = make_texts(n, seed=23)
     emb = embedder if embedder is not None else TableEmbedder(texts)
-    timed: dict[str, float] = {}
     label = "precomputed" if embedder is None else "model"
-    for kind in ("singles", "many"):
-        store = MemoryStore.open(workdir / f"bulk-{label}-{kind}-{index}", index=index,
-                                 embedder=emb, budget=10**9)
-        t0 = time.perf_counter()
-        if kind == "many":
-            store.add_many(texts)
-        else:
-            for text in texts:
-                store.add(text)
-        store.close()  # what the index's buffer still holds is part of the cost
-        timed[kind] = time.perf_counter() - t0
-    singles, many = timed["singles"], timed["many"]
+    raw_too = index == "chroma" and embedder is None
+    timed: dict[str, list[float]] = {"singles": [], "many": [], "raw": []}
+    for r in range(rounds):
+        for kind in ("singles", "many"):
+            store = MemoryStore.open(workdir / f"bulk-{label}-{kind}-{index}-{r}", index=index,
+                                     embedder=emb, budget=10**9)
+            t0 = time.perf_counter()
+            if kind == "many":
+                store.add_many(texts)
+            else:
+                for text in texts:
+                    store.add(text)
+            store.close()  # what the index's buffer still holds is part of the cost
+            timed[kind].append(time.perf_counter() - t0)
+        if raw_too:
+            timed["raw"].append(_raw_bulk(workdir / f"bulk-raw-{index}-{r}", emb.embed(texts)))
+    singles, many = statistics.median(timed["singles"]), statistics.median(timed["many"])
     out = {"index": index, "n": n, "embedder": label if embedder is None else emb.name,
-           "singles_per_s": n / singles, "add_many_per_s": n / many,
-           "throughput_ratio": singles / many}
-    if index == "chroma" and embedder is None:
-        raw = _raw_bulk(workdir / f"bulk-raw-{index}", emb.embed(texts))
+           "rounds": rounds, "singles_per_s": n / singles, "add_many_per_s": n / many,
+           "throughput_ratio": singles / many, "runs_s": timed}
+    if raw_too:
+        raw = statistics.median(timed["raw"])
         out.update(raw_bulk_per_s=n / raw, ceiling=singles / raw)
     return out
 
@@ -354,6 +360,9 @@ def _bulk_load(path: Path, total: int, namespaces: int, index: IndexKind,
             report(progress, "load", ns + 1, namespaces)
     return time.perf_counter() - t0
 
+
+_BULK_ROUNDS = 3
+"""Interleaved rounds of the bulk section with precomputed vectors (a full run)."""
 
 _SMALL = 1_000
 """Memories of the scale section's small store (over 10 namespaces)."""
@@ -470,7 +479,8 @@ def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "cost": [step(cost(i, n, block=block, rounds=rounds, workdir=base))
                      for i in indexes],
-            "bulk": [step(bulk(i, n // 4 if quick else n, workdir=base)) for i in indexes]}
+            "bulk": [step(bulk(i, n // 4 if quick else n, workdir=base,
+                               rounds=1 if quick else _BULK_ROUNDS)) for i in indexes]}
         if model is not None:
             result["bulk"] += [step(bulk(i, n // 5, workdir=base, embedder=model))
                                for i in indexes]
