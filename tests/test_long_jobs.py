@@ -29,8 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 N = 600  # more than two embedding batches (EMBED_BATCH = 256)
 
 CHILD = """
+import signal
 import sys
 from mars_core.cli import main
+
+# a terminal's Ctrl-C reaches a process with Python's handler; a runner started in the
+# background (a shell's `&`) passes SIGINT on ignored, which the child would inherit
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 stage, at = sys.argv[1], int(sys.argv[2])
 
