@@ -102,10 +102,13 @@ class RetrievalConfig(_Config):
     a question and its reply form one unit (``reply_units``), and the archive is a second
     tier (``search_archive``); and the symbolic card channel of DMF §9.3 (``card_weight``,
     :mod:`mars_core.frame`) finds the extracted fact that answers a question's frame.
+    BM25 uses Lucene's and Anserini's default parameters (``k1=0.9, b=0.4``), not the
+    textbook 1.2 / 0.75, whose length normalisation ranks short remarks above the turns
+    that tell what happened (measured on the users' path, docs/benchmarks/evidence.md).
 
     Examples:
-        >>> RetrievalConfig().relative_cutoff
-        0.85
+        >>> RetrievalConfig().relative_cutoff, RetrievalConfig().bm25_b
+        (0.85, 0.4)
     """
 
     model_config = _STRICT
@@ -148,9 +151,16 @@ class RetrievalConfig(_Config):
         64, ge=1, le=10_000,
         description="How many candidates each channel (dense, lexical) proposes before fusion.",
     )
-    bm25_k1: float = Field(1.2, gt=0.0, allow_inf_nan=False,
-                           description="BM25 term-frequency saturation k1.")
-    bm25_b: float = Field(0.75, ge=0.0, le=1.0, description="BM25 length normalisation b.")
+    bm25_k1: float = Field(
+        0.9, gt=0.0, allow_inf_nan=False,
+        description="BM25 term-frequency saturation k1 (Lucene/Anserini's default 0.9; the "
+        "textbook Okapi value is 1.2). Read when a store opens: a reopened store keeps the "
+        "value it recorded unless the caller passes a new one.")
+    bm25_b: float = Field(
+        0.4, ge=0.0, le=1.0,
+        description="BM25 length normalisation b (Lucene/Anserini's default 0.4; the textbook "
+        "Okapi value 0.75 favours the shortest memories — a three-word fact or a one-line "
+        "remark — over a turn that tells the event in full: docs/benchmarks/evidence.md).")
     default_budget_tokens: int = Field(
         512, gt=0, description="Token budget of a retrieval when the caller gives none."
     )

@@ -41,6 +41,31 @@ def _filled(make_store: Callable[..., MemoryStore], **kw: object) -> MemoryStore
 def test_the_defaults_are_the_measured_pipeline() -> None:
     cfg = RetrievalConfig()
     assert (cfg.dense_weight, cfg.cue_weight, cfg.relative_cutoff) == (0.3, 0.3, 0.85)
+    assert (cfg.bm25_k1, cfg.bm25_b) == (0.9, 0.4)  # Lucene's and Anserini's defaults
+
+
+STORY = ("We finally went camping by the lake last weekend with the kids, the campfire and "
+         "the marshmallows and the long hike at dawn made it a trip to remember")
+
+
+def _told(make_store: Callable[..., MemoryStore], **kw: object) -> MemoryStore:
+    store = make_store(**kw)
+    for who, text in (("Ana", STORY), ("Bo", "Camping? Fun!"), ("Bo", "I repainted the kitchen"),
+                      ("Ana", "The kids started school again")):
+        store.observe("user", text, speaker=who, conversation_id="c")
+    return store
+
+
+def test_the_turn_that_tells_the_event_outranks_a_short_remark_sharing_less(make_store) -> None:
+    """BM25's length normalisation at the default b = 0.4: the turn that tells the whole
+    camping trip (camping, kids, Ana) ranks above a four-word remark that shares only
+    "kids" and the speaker; the textbook b = 0.75 ranks the remark first."""
+    question = "When did Ana go camping with the kids?"
+    hits = _told(make_store).retrieve(question, relative_cutoff=0, read_only=True)
+    assert hits[0].text == STORY
+    textbook = _told(make_store, retrieval={"bm25_k1": 1.2, "bm25_b": 0.75})
+    old = textbook.retrieve(question, relative_cutoff=0, read_only=True)
+    assert [h.text for h in old][:2] == ["The kids started school again", STORY]
 
 
 def test_the_cutoff_drops_weak_matches_and_zero_gives_the_k_best(make_store) -> None:

@@ -63,12 +63,12 @@ class NamespaceState:
         edges: its edges.
         policy: its own policy instance (rebuilt here from the active memories).
         fetch: reads archived memories by id when asked for (default: none can be).
-        bm25: BM25 ``(k1, b)``.
+        bm25: BM25 ``(k1, b)`` (the defaults of :class:`~mars_core.config.RetrievalConfig`).
     """
 
     def __init__(self, record: NamespaceRecord, refs: Sequence[MemoryRef],
                  active: Sequence[MemoryNode], edges: Iterable[Edge], policy: Policy, *,
-                 fetch: Fetch | None = None, bm25: tuple[float, float] = (1.2, 0.75)) -> None:
+                 fetch: Fetch | None = None, bm25: tuple[float, float] = (0.9, 0.4)) -> None:
         self.name = record.name
         self.record = record
         self.nodes: dict[str, MemoryNode] = {}
