@@ -173,12 +173,7 @@ def stored_volume(world: World) -> Volume:
     peaks = [0] * len(stores)
     try:
         for event in world.events:
-            for c in clocks:
-                c.set(_START + timedelta(minutes=event.minute))
-            if event.maintenance:
-                for s in stores:
-                    s.maintain(ttl=True, graduated=False, dedup=False, reflect=False)
-            _witness(world, event, stores, nodes, stats)
+            _advance(world, event, stores, clocks, nodes=nodes, stats=stats)
             for w in event.writers:
                 peaks[w] = max(peaks[w], _held(stores[w]))
     finally:
@@ -235,17 +230,25 @@ def _replay(world: World, stores: list[MemoryStore], clocks: list[FakeClock],
         probes.setdefault(p.after, []).append(p)
     verdicts: list[Verdict] = []
     for event in world.events:
-        for c in clocks:
-            c.set(_START + timedelta(minutes=event.minute))
-        if event.maintenance:
-            for s in stores:
-                s.maintain(ttl=True, graduated=False, dedup=False, reflect=False)
-        _witness(world, event, stores, nodes, stats)
+        _advance(world, event, stores, clocks, nodes=nodes, stats=stats)
         for probe in probes.get(event.index, []):
             verdicts.append(_answer(world, probe, stores[probe.agent], stats[probe.agent], st))
     for s, a in zip(stores, stats, strict=True):
         _count_ops(s, a)
     return RunResult(tuple(verdicts), tuple(stats), any(a.policy_actions for a in stats))
+
+
+def _advance(world: World, event: Event, stores: list[MemoryStore],
+             clocks: list[FakeClock], *, nodes: list[dict[str, list[str]]],
+             stats: list[AgentStats]) -> None:
+    """One event of the world: the clocks move to it, maintenance runs when it is due,
+    and every agent that witnesses it writes."""
+    for c in clocks:
+        c.set(_START + timedelta(minutes=event.minute))
+    if event.maintenance:
+        for s in stores:
+            s.maintain(ttl=True, graduated=False, dedup=False, reflect=False)
+    _witness(world, event, stores, nodes, stats)
 
 
 def _witness(world: World, e: Event, stores: list[MemoryStore],
