@@ -205,7 +205,7 @@ def test_a_failed_commit_leaves_the_policy_state_unsaved(tmp_path: Path,
         pending = json.loads(json.dumps(store.policy_for().state_dict()))
         assert pending != committed
 
-        def fails() -> Any:
+        def fails(**_: Any) -> Any:  # write(durable=...)
             raise MarsBackendError("the disk is full")
 
         with monkeypatch.context() as m:
