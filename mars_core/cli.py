@@ -98,6 +98,16 @@ def _progress(flag: bool | None, title: str) -> Iterator[ProgressFn | None]:
         yield combine(bar, _OBSERVER.get())
 
 
+@contextmanager
+def _bench_run(flag: bool | None, title: str) -> Iterator[ProgressFn | None]:
+    """:func:`_progress` for a benchmark whose errors (``MarsError``) are usage errors."""
+    try:
+        with _progress(flag, title) as bar:
+            yield bar
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+
+
 def _fail(message: str) -> typer.Exit:
     console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
@@ -701,11 +711,8 @@ def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")
 
     if embedder not in leakage.EMBEDDERS:
         raise _fail(f"--embedder must be one of {', '.join(leakage.EMBEDDERS)}")
-    try:
-        with _progress(progress, "bench leakage") as bar:
-            leakage.main(out, turns, seed, progress=bar, embedder=embedder)
-    except MarsError as exc:
-        raise _fail(str(exc)) from exc
+    with _bench_run(progress, "bench leakage") as bar:
+        leakage.main(out, turns, seed, progress=bar, embedder=embedder)
 
 
 @bench_app.command("privacy")
@@ -721,11 +728,8 @@ def bench_privacy(embedder: Annotated[str, typer.Option(
     names = privacy.EMBEDDERS if embedder == "all" else (embedder,)
     if any(n not in privacy.EMBEDDERS for n in names):
         raise _fail(f"--embedder must be all or one of {', '.join(privacy.EMBEDDERS)}")
-    try:
-        with _progress(progress, "bench privacy") as bar:
-            privacy.main(out, names, progress=bar)
-    except MarsError as exc:
-        raise _fail(str(exc)) from exc
+    with _bench_run(progress, "bench privacy") as bar:
+        privacy.main(out, names, progress=bar)
 
 
 @bench_app.command("assistant")
@@ -740,11 +744,8 @@ def bench_assistant(embedder: Annotated[str, typer.Option(
 
     if embedder not in assistant.EMBEDDERS:
         raise _fail(f"--embedder must be one of {', '.join(assistant.EMBEDDERS)}")
-    try:
-        with _progress(progress, "bench assistant") as bar:
-            assistant.main(out, embedder=embedder, progress=bar)
-    except MarsError as exc:
-        raise _fail(str(exc)) from exc
+    with _bench_run(progress, "bench assistant") as bar:
+        assistant.main(out, embedder=embedder, progress=bar)
 
 
 DataOpt = Annotated[Path, typer.Option("--data", help="the data file (never copied)")]
