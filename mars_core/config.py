@@ -235,8 +235,9 @@ class StoreConfig(_Config):
         "embedded on first use), calibrated by cross-validation, and disabled by itself on "
         "an embedder that cannot carry it. It also names the sensitive category of what "
         "render_context's semantic pass compares. None (default): on with the library's "
-        "local sentence-transformers embedder (mars_core.embedders.SentenceTransformerEmbedder, "
-        "the default when installed), off with any other, where the fit would cost calls to "
+        "local sentence-transformers embedder (mars_core.embedders.runs_locally: a "
+        "SentenceTransformerEmbedder, the default when installed, or an embedder named as "
+        "one), off with any other, where the fit would cost calls to "
         "a paid or remote model the user did not ask for (and the hashing embedder's "
         "classifier is too weak to use). True: on with any embedder. False: detectors only "
         "(the semantic pass uses the lexicons' categories).",

@@ -54,6 +54,7 @@ __all__ = [
     "default_embedder",
     "embedder_for",
     "minilm_installed",
+    "runs_locally",
 ]
 
 Matrix = npt.NDArray[np.float32]
@@ -408,3 +409,18 @@ def embedder_for(name: str, device: str = "cpu") -> Embedder:
         f"cannot rebuild the embedder {name!r} from its name; pass embedder= with the model "
         "the store was built with"
     )
+
+
+def runs_locally(embedder: Embedder) -> bool:
+    """Whether ``embedder`` is a local sentence-transformers model: an instance of
+    :class:`SentenceTransformerEmbedder`, or an embedder that names itself as one (the
+    name identifies the model, as in the store manifest, so a wrapper that keeps it —
+    a cache, say — counts too). Embedding more with it costs no call to anyone.
+
+    Examples:
+        >>> from mars_core.embeddings import HashingEmbedder
+        >>> runs_locally(HashingEmbedder())
+        False
+    """
+    return isinstance(embedder, SentenceTransformerEmbedder) or \
+        embedder.name.startswith("sentence-transformers/")

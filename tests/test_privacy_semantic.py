@@ -359,3 +359,15 @@ def test_other_facts_about_the_same_person_are_not_restatements_minilm(form: str
     # before: all 10 flagged (centred cosine 0.40-0.57 as texts, threshold 0.370)
     flagged, found = _same_subject(SentenceTransformerEmbedder(), form)
     assert flagged == [] and found == 8
+
+
+def test_the_default_follows_the_model_a_wrapper_names() -> None:
+    from mars_core.bench.locomo import CachedEmbedder
+    from mars_core.embedders import SentenceTransformerEmbedder, runs_locally
+
+    local = SentenceTransformerEmbedder()  # not loaded: only its name is read
+    assert runs_locally(local) and runs_locally(CachedEmbedder(local))
+    assert not runs_locally(CachedEmbedder(HashingEmbedder()))
+    with MemoryStore(clock=FakeClock(), nlp="rules",
+                     embedder=CachedEmbedder(HashingEmbedder())) as store:
+        assert store._engine.semantic() is None  # off: the fit would embed ~280 texts

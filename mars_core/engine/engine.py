@@ -30,7 +30,7 @@ from mars_core.audit import AuditChain, AuditOp
 from mars_core.budget import TokenCounter, make_counter
 from mars_core.clock import Clock
 from mars_core.config import StoreConfig, parse_config
-from mars_core.embedders import SentenceTransformerEmbedder
+from mars_core.embedders import runs_locally
 from mars_core.embeddings import Embedder
 from mars_core.engine.cache import NamespaceCache
 from mars_core.engine.indexing import IndexSync
@@ -566,7 +566,7 @@ class Engine:
         local sentence-transformers embedder; ``StoreConfig.semantic_sensitivity``)."""
         wanted = self.config.semantic_sensitivity
         if wanted is None:
-            wanted = isinstance(self.embedder, SentenceTransformerEmbedder)
+            wanted = runs_locally(self.embedder)
         if not wanted:
             return None
         if self._semantic is None or self._semantic[0] != self.embedder.name:
