@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -69,7 +70,7 @@ class BM25Index:
         self.k1 = k1
         self.b = b
         self._postings: dict[str, dict[int, int]] = defaultdict(dict)
-        self._doc_terms: dict[str, tuple[int, Counter[str]]] = {}
+        self._doc_terms: dict[str, tuple[int, tuple[str, ...]]] = {}  # slot, terms
         self._ids: list[str] = []
         self._free: list[int] = []
         self._dl = np.zeros(16, dtype=np.float64)
@@ -100,9 +101,9 @@ class BM25Index:
         """Index a document (re-adding replaces it); ``stamp`` places it in time."""
         if doc_id in self._doc_terms:
             self.remove(doc_id)
-        terms = Counter(tokenize(text))
+        terms = Counter(map(sys.intern, tokenize(text)))  # one string per term, not per doc
         slot = self._slot(doc_id)
-        self._doc_terms[doc_id] = (slot, terms)
+        self._doc_terms[doc_id] = (slot, tuple(terms))  # frequencies live in the postings
         length = sum(terms.values())
         self._dl[slot] = length
         self._stamps[slot] = stamp

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -157,16 +158,50 @@ class Predicate(StrEnum):
     CORRECTS = "corrects"
 
 
+_FIELDS_SETS: dict[tuple[type, frozenset[str]], set[str]] = {}
+"""One ``__pydantic_fields_set__`` per (class, set of fields): loaded memories all set the
+same fields, and a set of 23 names costs 2 KB per memory otherwise."""
+_MAX_FIELDS_SETS = 4096
+_SHARED_FLOATS = {0.0: 0.0, 1.0: 1.0}
+
+
+def _shared_float(x: float) -> float:
+    """``x``, or the one shared 0.0 or 1.0 object equal to it (-0.0 keeps its sign)."""
+    return x if math.copysign(1.0, x) < 0 else _SHARED_FLOATS.get(x, x)
+
+
+class _Value(BaseModel):
+    """A frozen value object whose field-name bookkeeping is shared between instances.
+
+    Pydantic keeps, per instance, the set of fields the caller passed; a memory read back
+    from the records passes every field, so 10,000 memories held 10,000 equal sets (a
+    fifth of a namespace's memory). The models are frozen, so nothing adds to the set in
+    place (``model_copy`` copies it first); instances with equal sets share one.
+    """
+
+    model_config = _FROZEN
+
+    @model_validator(mode="after")
+    def _share_fields_set(self) -> Any:
+        mine = self.__pydantic_fields_set__
+        key = (type(self), frozenset(mine))
+        shared = _FIELDS_SETS.get(key)
+        if shared is None and len(_FIELDS_SETS) < _MAX_FIELDS_SETS:  # bounded: callers
+            shared = _FIELDS_SETS.setdefault(key, mine)  # may pass any subset of fields
+        if shared is not None and shared is not mine:
+            object.__setattr__(self, "__pydantic_fields_set__", shared)
+        return self
+
+
 def _finite(value: float, name: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     return value
 
 
-class EpisodicPayload(BaseModel):
+class EpisodicPayload(_Value):
     """Episodic payload ``(event, context, participants, timestamp, emotional_valence)``."""
 
-    model_config = _FROZEN
     kind: Literal["episodic"] = "episodic"
     event: str | None = Field(None, description="What happened, in a few words.")
     context: str | None = Field(None, description="Where/what situation it happened in.")
@@ -174,10 +209,9 @@ class EpisodicPayload(BaseModel):
     emotional_valence: float = Field(0.0, ge=-1.0, le=1.0, description="Valence in [-1, 1].")
 
 
-class SemanticPayload(BaseModel):
+class SemanticPayload(_Value):
     """Semantic payload ``(concept, relations, confidence, generality_score)``."""
 
-    model_config = _FROZEN
     kind: Literal["semantic"] = "semantic"
     concept: str | None = Field(None, description="The entity or concept the fact is about.")
     relations: tuple[tuple[str, str], ...] = Field(
@@ -187,10 +221,9 @@ class SemanticPayload(BaseModel):
     generality: float = Field(0.5, ge=0.0, le=1.0, description="Generality score in [0, 1].")
 
 
-class SocialPayload(BaseModel):
+class SocialPayload(_Value):
     """Social payload ``(entity, relationship_type, attributes, interaction_history)``."""
 
-    model_config = _FROZEN
     kind: Literal["social"] = "social"
     entity: str | None = Field(None, description="The person or organisation.")
     relationship_type: str | None = Field(None, description="e.g. friend, colleague, sister.")
@@ -198,10 +231,9 @@ class SocialPayload(BaseModel):
     interaction_history: tuple[str, ...] = Field((), description="Ids of related episodes.")
 
 
-class TaskPayload(BaseModel):
+class TaskPayload(_Value):
     """Task payload ``(goal, status, dependencies, priority, deadline)``."""
 
-    model_config = _FROZEN
     kind: Literal["task"] = "task"
     goal: str | None = Field(None, description="The goal, in a few words.")
     status: TaskStatus = Field(TaskStatus.PENDING, description="Goal status; gates task-safety.")
@@ -237,7 +269,7 @@ def default_payload(
     return payload
 
 
-class Provenance(BaseModel):
+class Provenance(_Value):
     """Where a memory came from (ρ_i): source, conversation, reliability, consent.
 
     Examples:
@@ -245,7 +277,6 @@ class Provenance(BaseModel):
         1.0
     """
 
-    model_config = _FROZEN
     source: str = Field("user", min_length=1, max_length=64,
                         description="Producer: user, assistant, tool, document, system, summary.")
     conversation_id: str | None = Field(None, max_length=256,
@@ -260,14 +291,17 @@ class Provenance(BaseModel):
                                     description="An id in the producer's system (dia_id, key).")
 
 
-class MemoryNode(BaseModel):
+_DEFAULT_PROVENANCE = Provenance()
+_EMPTY_PAYLOADS = {mtype: default_payload(mtype) for mtype in MemoryType}
+
+
+class MemoryNode(_Value):
     """One memory: content plus metadata ``(c, t, τ, s, w, ρ)`` of seed 000 §3.1.
 
     Attributes are validated: sensitivity lies in [0, 1], the weight (tokens) is
     positive, the payload matches the type, timestamps are UTC.
     """
 
-    model_config = _FROZEN
     id: str = Field(..., min_length=1, max_length=64, description="UUID string.")
     type: MemoryType = Field(..., description="episodic, semantic, social or task.")
     content: str = Field(..., min_length=1, max_length=MAX_CONTENT_CHARS)
@@ -332,7 +366,8 @@ class MemoryNode(BaseModel):
     def _signals(cls, v: dict[str, float]) -> dict[str, float]:
         for k, x in v.items():
             _finite(x, f"signal {k!r}")
-        return v
+        # every memory carries the same score names, mostly 0 or 1: one object each
+        return {sys.intern(k): _shared_float(x) for k, x in v.items()}
 
     @model_validator(mode="after")
     def _payload_matches_type(self) -> MemoryNode:
@@ -340,6 +375,17 @@ class MemoryNode(BaseModel):
             raise ValueError(
                 f"payload kind {self.payload.kind!r} does not match memory type {self.type.value!r}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _share_defaults(self) -> MemoryNode:
+        # memories stored without provenance or payload (``add(text)``) share one instance
+        # of each default, as they share the field sets: frozen values, so sharing is safe
+        if self.provenance is not _DEFAULT_PROVENANCE and self.provenance == _DEFAULT_PROVENANCE:
+            object.__setattr__(self, "provenance", _DEFAULT_PROVENANCE)
+        empty = _EMPTY_PAYLOADS[self.type]
+        if self.payload is not empty and self.payload == empty:
+            object.__setattr__(self, "payload", empty)
         return self
 
     @property
@@ -370,7 +416,7 @@ class MemoryNode(BaseModel):
         return f"{who}: {self.content}"
 
 
-class Edge(BaseModel):
+class Edge(_Value):
     """A typed, directed edge ``source --predicate--> target`` (an RDF-style statement).
 
     Examples:
@@ -378,7 +424,6 @@ class Edge(BaseModel):
         ('a', 'derivesFrom', 'b')
     """
 
-    model_config = _FROZEN
     source: str = Field(..., min_length=1, max_length=64)
     predicate: Predicate
     target: str = Field(..., min_length=1, max_length=64)

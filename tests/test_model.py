@@ -92,3 +92,32 @@ def test_edges_are_typed_and_reject_self_loops() -> None:
         Edge(source="a", predicate="derivesFrom", target="a")
     with pytest.raises(pydantic.ValidationError):
         Edge(source="a", predicate="likes", target="b")
+
+
+# --- what a namespace of loaded memories shares (issue 17: peak RSS) -------------------------
+
+
+def test_equal_field_sets_are_shared_and_a_copy_does_not_touch_them() -> None:
+    a, b = node(id="m-a", sensitivity=0.1), node(id="m-b", sensitivity=0.2)
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    c = a.model_copy(update={"access_count": 3, "last_access_step": 2})
+    assert "last_access_step" in c.model_fields_set
+    assert "last_access_step" not in a.model_fields_set | b.model_fields_set
+
+
+def test_signal_names_and_zero_one_values_are_shared_but_kept_exact() -> None:
+    a = node(id="m-a", signals={"".join(["om", "ega"]): 0.0, "durable": 1.0, "x": -0.0})
+    b = node(id="m-b", signals={"omega": 0.0, "durable": 1.0, "x": 0.25})
+    ka, kb = (next(k for k in n.signals if k == "omega") for n in (a, b))
+    assert ka is kb and a.signals["omega"] is b.signals["omega"]
+    assert a.signals["durable"] is b.signals["durable"]
+    assert math.copysign(1.0, a.signals["x"]) == -1.0 and b.signals["x"] == 0.25
+    assert MemoryNode.model_validate_json(a.model_dump_json()) == a
+
+
+def test_default_provenance_and_empty_payload_are_one_instance_each() -> None:
+    a, b = node(id="m-a"), node(id="m-b", provenance=Provenance(source="user"))
+    assert a.provenance is b.provenance and a.payload is b.payload
+    c = node(id="m-c", provenance=Provenance(source="user", turn=4))
+    assert c.provenance is not a.provenance and c.provenance.turn == 4
+    assert a.provenance.turn is None  # sharing never leaks a field from another memory

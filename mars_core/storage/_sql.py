@@ -24,6 +24,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -165,7 +166,7 @@ class SqlTxn:
          count, last_at, last_step, touch) = row
         try:
             return MemoryNode.model_validate({
-                "id": mid, "namespace": ns, "seq": seq, "status": status, "type": mtype,
+                "id": mid, "namespace": sys.intern(ns), "seq": seq, "status": status, "type": mtype,
                 "weight": weight, "sensitivity": sens, "content": content,
                 **json.loads(body), **json.loads(meta), "access_count": count,
                 "last_access_at": last_at, "last_access_step": last_step, "touch_seq": touch})
