@@ -22,7 +22,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from mars_core.errors import ValidationError
@@ -33,6 +33,76 @@ __all__ = ["MemoryGraph"]
 _DEP = Predicate.DERIVES_FROM
 _REPLACES = frozenset({Predicate.SUPERSEDES, Predicate.CORRECTS})
 
+_Adjacent = Edge | dict[tuple[Predicate, str], Edge]
+"""A node's edges in one direction: the edge itself while it has one (most memories:
+one ``temporalNext`` each way), a dict keyed by ``(predicate, other end)`` from the
+second on."""
+
+
+class _Side:
+    """The edges of every node in one direction, leaving it (``outgoing``) or entering
+    it, each node's keyed by ``(predicate, the edge's other end)``.
+
+    A node with one edge holds the edge alone, not a dict of one (a dict and its key
+    cost ~280 bytes per edge and direction); a node with more holds a dict, so adding,
+    finding and removing an edge stay O(1) at any degree.
+    """
+
+    __slots__ = ("_by", "_outgoing")
+
+    def __init__(self, *, outgoing: bool) -> None:
+        self._by: dict[str, _Adjacent] = {}
+        self._outgoing = outgoing
+
+    def _ends(self, edge: Edge) -> tuple[str, tuple[Predicate, str]]:
+        """The node ``edge`` is filed under and its key there."""
+        if self._outgoing:
+            return edge.source, (edge.predicate, edge.target)
+        return edge.target, (edge.predicate, edge.source)
+
+    def put(self, edge: Edge) -> None:
+        """File ``edge`` (replacing an edge with its key)."""
+        node, key = self._ends(edge)
+        held = self._by.get(node)
+        if held is None:
+            self._by[node] = edge
+        elif isinstance(held, Edge):
+            mine = self._ends(held)[1]
+            self._by[node] = edge if mine == key else {mine: held, key: edge}
+        else:
+            held[key] = edge
+
+    def pop(self, node: str, key: tuple[Predicate, str]) -> None:
+        """Drop ``node``'s edge of ``key`` if it has one."""
+        held = self._by.get(node)
+        if held is None:
+            return
+        if isinstance(held, Edge):
+            if self._ends(held)[1] == key:
+                del self._by[node]
+            return
+        held.pop(key, None)
+        if len(held) == 1:  # back to the edge alone (a dict always holds two or more)
+            self._by[node] = next(iter(held.values()))
+
+    def of(self, node: str) -> Iterable[Edge]:
+        """``node``'s edges (no order)."""
+        held = self._by.get(node)
+        if held is None:
+            return ()
+        return (held,) if isinstance(held, Edge) else held.values()
+
+    def take(self, node: str) -> list[Edge]:
+        """Drop and return ``node``'s edges (their other ends still hold them)."""
+        held = self._by.pop(node, None)
+        if held is None:
+            return []
+        return [held] if isinstance(held, Edge) else list(held.values())
+
+    def nodes(self) -> Iterable[str]:
+        """The nodes with an edge on this side."""
+        return self._by.keys()
+
 
 class MemoryGraph:
     """Adjacency lists of typed edges over node ids (a view rebuilt on open).
@@ -42,8 +112,8 @@ class MemoryGraph:
     """
 
     def __init__(self) -> None:
-        self._out: dict[str, dict[tuple[Predicate, str], Edge]] = defaultdict(dict)
-        self._in: dict[str, dict[tuple[Predicate, str], Edge]] = defaultdict(dict)
+        self._out = _Side(outgoing=True)
+        self._in = _Side(outgoing=False)
 
     # --- mutation ----------------------------------------------------------------------
 
@@ -79,40 +149,39 @@ class MemoryGraph:
     def add(self, edge: Edge) -> None:
         """Add (or replace) an edge; validates acyclicity of derivesFrom."""
         self.check(edge)
-        self._out[edge.source][(edge.predicate, edge.target)] = edge
-        self._in[edge.target][(edge.predicate, edge.source)] = edge
+        self._out.put(edge)
+        self._in.put(edge)
 
     def remove(self, source: str, predicate: Predicate, target: str) -> None:
         """Remove one edge if present."""
-        self._out.get(source, {}).pop((predicate, target), None)
-        self._in.get(target, {}).pop((predicate, source), None)
+        self._out.pop(source, (predicate, target))
+        self._in.pop(target, (predicate, source))
 
     def remove_node(self, node_id: str) -> list[Edge]:
         """Remove every edge touching ``node_id``; returns the removed edges."""
-        removed = list(self._out.pop(node_id, {}).values())
-        removed += list(self._in.pop(node_id, {}).values())
+        removed = self._out.take(node_id) + self._in.take(node_id)
         for e in removed:
-            self._in.get(e.target, {}).pop((e.predicate, e.source), None)
-            self._out.get(e.source, {}).pop((e.predicate, e.target), None)
+            self._in.pop(e.target, (e.predicate, e.source))
+            self._out.pop(e.source, (e.predicate, e.target))
         return removed
 
     # --- queries -------------------------------------------------------------------------
 
     def out_edges(self, node_id: str, predicate: Predicate | None = None) -> list[Edge]:
         """Edges leaving ``node_id`` (optionally of one predicate), in a stable order."""
-        edges = self._out.get(node_id, {}).values()
+        edges = self._out.of(node_id)
         return sorted((e for e in edges if predicate is None or e.predicate is predicate),
                       key=lambda e: e.key)
 
     def in_edges(self, node_id: str, predicate: Predicate | None = None) -> list[Edge]:
         """Edges entering ``node_id`` (optionally of one predicate), in a stable order."""
-        edges = self._in.get(node_id, {}).values()
+        edges = self._in.of(node_id)
         return sorted((e for e in edges if predicate is None or e.predicate is predicate),
                       key=lambda e: e.key)
 
     def edges(self) -> Iterator[Edge]:
         """Every edge, in a stable order."""
-        for src in sorted(self._out):
+        for src in sorted(self._out.nodes()):
             yield from self.out_edges(src)
 
     def _walk(self, start: str, step: Callable[[str], Iterable[str]]) -> list[str]:

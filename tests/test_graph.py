@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import tracemalloc
+
 import pytest
 
 from mars_core.errors import ValidationError
@@ -61,3 +64,91 @@ def test_remove_node_and_closure_violations() -> None:
     removed = g.remove_node("a")
     assert [e.key for e in removed] == [("s", "derivesFrom", "a")]
     assert g.ancestors("s") == ["b"]
+
+
+# --- the compact adjacency: one edge held alone, a dict from the second on ------------------
+
+_KINDS = (Predicate.TEMPORAL_NEXT, Predicate.FRIEND_OF, Predicate.REQUIRES, D)
+
+
+def _by_key(edges: list[Edge]) -> list[Edge]:
+    return sorted(edges, key=lambda e: e.key)
+
+
+def test_the_graph_answers_as_a_plain_set_of_edges_through_every_change() -> None:
+    """Random adds (some replacing an edge of the same key), removals and node removals
+    over a few nodes, so degrees go up and down through one; every answer is checked
+    against the set of edges the changes leave."""
+    rng = random.Random(17)
+    nodes = [f"n{i}" for i in range(10)]
+    g, kept = MemoryGraph(), dict[tuple[str, str, str], Edge]()
+    for step in range(4000):
+        roll = rng.random()
+        if roll < 0.55:
+            s, t = rng.sample(nodes, 2)
+            e = Edge(source=s, predicate=rng.choice(_KINDS), target=t,
+                     weight=rng.choice([1.0, 2.5]), step=step)
+            try:
+                g.check(e)
+            except ValidationError:
+                continue  # a derivesFrom cycle: refused before anything changes
+            g.add(e)
+            kept[e.key] = e
+        elif roll < 0.9:
+            s, t = rng.sample(nodes, 2)
+            p = rng.choice(_KINDS)
+            g.remove(s, p, t)  # present or not
+            kept.pop((s, p.value, t), None)
+        else:
+            n = rng.choice(nodes)
+            gone = {k: e for k, e in kept.items() if n in (k[0], k[2])}
+            assert _by_key(g.remove_node(n)) == _by_key(list(gone.values()))
+            kept = {k: e for k, e in kept.items() if k not in gone}
+        if step % 40 == 0 or step > 3950:
+            assert list(g.edges()) == _by_key(list(kept.values()))
+            for n in nodes:
+                for p in (None, *_KINDS):
+                    assert g.out_edges(n, p) == _by_key(
+                        [e for e in kept.values() if e.source == n and p in (None, e.predicate)])
+                    assert g.in_edges(n, p) == _by_key(
+                        [e for e in kept.values() if e.target == n and p in (None, e.predicate)])
+
+
+def test_a_hub_holds_every_edge_and_lets_them_go_one_at_a_time() -> None:
+    g = g_of(*((f"e{i}", Predicate.TEMPORAL_NEXT, "hub") for i in range(300)))
+    g.add(Edge(source="hub", predicate=D, target="root"))
+    assert len(g.in_edges("hub")) == 300 and g.ancestors("hub") == ["root"]
+    g.add(Edge(source="e7", predicate=Predicate.TEMPORAL_NEXT, target="hub", weight=3.0))
+    assert [e.weight for e in g.in_edges("hub") if e.source == "e7"] == [3.0]  # replaced
+    for i in range(299):
+        g.remove(f"e{i}", Predicate.TEMPORAL_NEXT, "hub")
+    assert [e.key for e in g.in_edges("hub")] == [("e299", "temporalNext", "hub")]
+    assert g.out_edges("e0") == [] and [e.key for e in g.out_edges("e299")] == \
+        [("e299", "temporalNext", "hub")]
+    g.remove("e299", Predicate.TEMPORAL_NEXT, "hub")
+    g.remove("e299", Predicate.TEMPORAL_NEXT, "hub")  # twice: nothing left to remove
+    assert g.in_edges("hub") == [] and [e.key for e in g.edges()] == [("hub", "derivesFrom",
+                                                                        "root")]
+
+
+def test_a_chain_of_memories_holds_no_dict_per_edge() -> None:
+    """A conversation links each turn to the next: 2,000 turns, one edge in and one out
+    each. The graph adds its two table slots per edge, not a dict and a key per edge and
+    side (~600 bytes per edge before)."""
+    n = 2000
+    edges = [Edge(source=f"m{i}", predicate=Predicate.TEMPORAL_NEXT, target=f"m{i + 1}")
+             for i in range(n)]
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        g = MemoryGraph()
+        before = tracemalloc.get_traced_memory()[0]
+        for e in edges:
+            g.add(e)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    assert held / n < 200
+    assert g.out_edges("m5") == [edges[5]] and g.in_edges("m5") == [edges[4]]
