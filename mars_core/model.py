@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import math
 import sys
+import weakref
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -170,16 +171,35 @@ def _shared_float(x: float) -> float:
     return x if math.copysign(1.0, x) < 0 else _SHARED_FLOATS.get(x, x)
 
 
+def _shared_str(text: str) -> str:
+    """The one interned string equal to ``text`` (``sys.intern``; a str subclass is kept).
+
+    For what memories and edges repeat: ids (each memory's is also in its edges), a
+    conversation's and session's ids, sources, speakers. Interned strings die with their
+    last holder, so none outlives the memories that held it.
+    """
+    return sys.intern(text) if type(text) is str else text
+
+
+def _shared_strs(texts: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`_shared_str` of each of ``texts``."""
+    return tuple(map(_shared_str, texts)) if texts else texts
+
+
 class _Value(BaseModel):
-    """A frozen value object whose field-name bookkeeping is shared between instances.
+    """A frozen value object whose field-name bookkeeping and repeated text are shared
+    between instances.
 
     Pydantic keeps, per instance, the set of fields the caller passed; a memory read back
     from the records passes every field, so 10,000 memories held 10,000 equal sets (a
     fifth of a namespace's memory). The models are frozen, so nothing adds to the set in
-    place (``model_copy`` copies it first); instances with equal sets share one.
+    place (``model_copy`` copies it first); instances with equal sets share one. The
+    text fields a class names in ``_SHARED_TEXT`` are interned (:func:`_shared_str`):
+    one object per distinct id, conversation or source, however many rows decoded it.
     """
 
     model_config = _FROZEN
+    _SHARED_TEXT: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="after")
     def _share_fields_set(self) -> Any:
@@ -190,6 +210,11 @@ class _Value(BaseModel):
             shared = _FIELDS_SETS.setdefault(key, mine)  # may pass any subset of fields
         if shared is not None and shared is not mine:
             object.__setattr__(self, "__pydantic_fields_set__", shared)
+        values = self.__dict__  # frozen: the one way in, as object.__setattr__ would
+        for name in self._SHARED_TEXT:
+            text = values[name]
+            if type(text) is str:  # not None, nor a str subclass (sys.intern refuses it)
+                values[name] = sys.intern(text)
         return self
 
 
@@ -207,6 +232,11 @@ class EpisodicPayload(_Value):
     context: str | None = Field(None, description="Where/what situation it happened in.")
     participants: tuple[str, ...] = Field((), description="Who took part (speaker names).")
     emotional_valence: float = Field(0.0, ge=-1.0, le=1.0, description="Valence in [-1, 1].")
+
+    @field_validator("participants")
+    @classmethod
+    def _share_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return _shared_strs(v)  # a speaker's name, once for all their turns
 
 
 class SemanticPayload(_Value):
@@ -290,9 +320,34 @@ class Provenance(_Value):
     external_id: str | None = Field(None, max_length=256,
                                     description="An id in the producer's system (dia_id, key).")
 
+    # every turn of a conversation repeats them: one string each, not one per memory
+    _SHARED_TEXT: ClassVar[tuple[str, ...]] = ("source", "conversation_id", "session_id",
+                                               "jurisdiction")
+
+    @field_validator("derived_from")
+    @classmethod
+    def _share_ids(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return _shared_strs(v)  # the same objects as the memories' own ids
+
 
 _DEFAULT_PROVENANCE = Provenance()
 _EMPTY_PAYLOADS = {mtype: default_payload(mtype) for mtype in MemoryType}
+_SPEAKERS: weakref.WeakValueDictionary[tuple[Any, ...], EpisodicPayload] = (
+    weakref.WeakValueDictionary())
+"""The episodic payloads of ``observe``'s turns (participants alone), one per value in
+use: every turn of a speaker carries an equal one. Weak: an entry goes with the last
+memory that holds it, so no name outlives its memories (an erasure, a closed store)."""
+
+
+def _shared_episode(payload: EpisodicPayload) -> EpisodicPayload:
+    """The one instance in use equal to ``payload`` (same fields set too), when it holds
+    participants and a valence only (what ``observe`` writes); else ``payload``."""
+    if payload.event is not None or payload.context is not None:
+        return payload  # an event's own text: seldom equal, not worth an entry
+    v = payload.emotional_valence
+    key = (payload.participants, v, math.copysign(1.0, v),
+           frozenset(payload.__pydantic_fields_set__))
+    return _SPEAKERS.setdefault(key, payload)
 
 
 class MemoryNode(_Value):
@@ -331,6 +386,9 @@ class MemoryNode(_Value):
     archive_reason: ArchiveReason | None = Field(
         None, description="Why an archived memory is in the archive (None while active, and "
         "for memories archived before this field existed: not recallable by default).")
+
+    # one object for a memory's id wherever it is held: its edges, its references
+    _SHARED_TEXT: ClassVar[tuple[str, ...]] = ("id", "namespace")
 
     @field_validator("created_at", "last_access_at", "expires_at")
     @classmethod
@@ -386,6 +444,8 @@ class MemoryNode(_Value):
         empty = _EMPTY_PAYLOADS[self.type]
         if self.payload is not empty and self.payload == empty:
             object.__setattr__(self, "payload", empty)
+        elif isinstance(self.payload, EpisodicPayload) and self.payload.participants:
+            object.__setattr__(self, "payload", _shared_episode(self.payload))
         return self
 
     @property
@@ -430,10 +490,13 @@ class Edge(_Value):
     weight: float = Field(1.0, gt=0.0, le=1e6)
     step: int = Field(0, ge=0)
 
+    _SHARED_TEXT: ClassVar[tuple[str, ...]] = ("source", "target")  # the memories' ids
+
     @model_validator(mode="after")
     def _no_self_loop(self) -> Edge:
         if self.source == self.target:
             raise ValueError("an edge may not point from a node to itself")
+        self.__dict__["weight"] = _shared_float(self.weight)  # most are 1.0
         return self
 
     @property

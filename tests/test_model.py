@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import weakref
 from datetime import UTC, datetime, timedelta, timezone
 
 import pydantic
@@ -121,3 +123,81 @@ def test_default_provenance_and_empty_payload_are_one_instance_each() -> None:
     c = node(id="m-c", provenance=Provenance(source="user", turn=4))
     assert c.provenance is not a.provenance and c.provenance.turn == 4
     assert a.provenance.turn is None  # sharing never leaks a field from another memory
+
+
+# --- what a conversation's turns share (peak RSS on the observe path) ----------------------
+
+
+def fresh(text: str) -> str:
+    """A string equal to ``text`` but another object, as each decoded row gives one
+    (literals of a module may already be one object)."""
+    out = "".join(list(text))
+    assert out == text and out is not text
+    return out
+
+
+def test_provenance_strings_are_shared_and_each_turn_keeps_its_own_values() -> None:
+    def turn(n: int) -> Provenance:
+        return Provenance(source=fresh("assistant"), conversation_id=fresh("conv-1"),
+                          session_id=fresh("s-7"), turn=n, jurisdiction=fresh("EU"),
+                          derived_from=(fresh("m-root"),))
+
+    a, b = turn(1), turn(2)
+    for field in ("source", "conversation_id", "session_id", "jurisdiction"):
+        assert getattr(a, field) is getattr(b, field)
+    assert a.derived_from[0] is b.derived_from[0]
+    assert (a.turn, b.turn) == (1, 2)
+    c = Provenance(conversation_id=fresh("conv-2"), session_id=fresh("s-8"), turn=1)
+    assert (c.source, c.conversation_id, c.session_id, c.jurisdiction) == \
+        ("user", "conv-2", "s-8", None)
+    assert a.conversation_id == "conv-1" and a.session_id == "s-7"
+
+
+def test_an_edge_holds_its_memories_ids_not_copies() -> None:
+    a, b = node(id=fresh("m-first"), namespace=fresh("ns-x")), node(id=fresh("m-second"))
+    e = Edge(source=fresh("m-first"), predicate=Predicate.TEMPORAL_NEXT,
+             target=fresh("m-second"), weight=float("1"))
+    assert e.source is a.id and e.target is b.id and e.key == ("m-first", "temporalNext",
+                                                                "m-second")
+    assert node(id=fresh("m-third"), namespace=fresh("ns-x")).namespace is a.namespace
+    assert e.weight is Edge(source="m-x", predicate="isA", target="m-y").weight
+
+
+def test_a_speakers_turns_share_one_payload_and_nothing_else() -> None:
+    def turn(n: int, **payload: object) -> MemoryNode:
+        return node(id=f"m-{n}", payload=EpisodicPayload.model_validate(payload))
+
+    a, b = turn(1, participants=(fresh("Ana Lima"),)), turn(2, participants=(fresh("Ana Lima"),))
+    assert a.payload is b.payload and a.speaker == "Ana Lima"
+    others = [turn(3, participants=("Bo Chen",)),
+              turn(4, participants=("Ana Lima",), event="met Bo"),
+              turn(5, participants=("Ana Lima",), emotional_valence=-0.0),
+              turn(6, participants=("Ana Lima",), emotional_valence=0.5),
+              turn(7, participants=("Ana Lima", "Bo Chen"))]
+    assert all(o.payload is not a.payload for o in others)
+    assert [o.speaker for o in others] == ["Bo Chen", "Ana Lima", "Ana Lima", "Ana Lima",
+                                           "Ana Lima"]
+    assert isinstance(others[2].payload, EpisodicPayload)
+    assert math.copysign(1.0, others[2].payload.emotional_valence) == -1.0  # sign kept
+    assert getattr(others[1].payload, "event", None) == "met Bo"
+    assert getattr(a.payload, "event", "") is None
+    # what a loaded memory passes (every field) is not merged with what a caller set
+    loaded = MemoryNode.model_validate_json(a.model_dump_json())
+    assert loaded.payload == a.payload and loaded.payload is not a.payload
+    assert loaded.payload.model_fields_set != a.payload.model_fields_set
+    again = MemoryNode.model_validate_json(b.model_dump_json())
+    assert again.payload is loaded.payload
+
+
+def test_a_shared_payload_goes_with_the_last_memory_holding_it() -> None:
+    a = node(id="m-1", payload=EpisodicPayload(participants=(fresh("Zed Quinn"),)))
+    b = node(id="m-2", payload=EpisodicPayload(participants=(fresh("Zed Quinn"),)))
+    held = weakref.ref(a.payload)
+    del a
+    gc.collect()
+    assert held() is b.payload  # b still holds it
+    del b
+    gc.collect()
+    assert held() is None  # no name outlives its memories
+    c = node(id="m-3", payload=EpisodicPayload(participants=("Zed Quinn",)))
+    assert c.speaker == "Zed Quinn"

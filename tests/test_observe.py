@@ -109,3 +109,28 @@ def test_observe_survives_reopen_with_the_same_links(tmp_path: Path) -> None:
         prev = graph_of(s2, 'maya').in_edges(new[0].id, Predicate.TEMPORAL_NEXT)
         assert [e.source for e in prev] == [s2.list("maya", type="episodic")[-2].id]
         check_invariants(s2)
+
+
+def test_reopened_turns_share_their_strings_and_keep_their_own_values(tmp_path: Path) -> None:
+    """A reopened conversation's episodes hold one string per conversation, session,
+    source and speaker, one payload per speaker, and their links hold the episodes' own
+    ids (peak RSS); each turn keeps its own turn, session and speaker."""
+    speakers = ["Maya", None, "Ines", "Maya", None, "Ines"]
+    with mk(tmp_path / "db") as s:
+        for i, (who, (_, text)) in enumerate(zip(speakers, TURNS, strict=True)):
+            s.observe("user" if who else "assistant", text, namespace="maya",
+                      conversation_id="c1", session_id=f"s{i // 3}", turn=i, speaker=who)
+    with mk(tmp_path / "db") as s2:
+        eps = s2.list("maya", type="episodic")
+        assert [(e.provenance.turn, e.provenance.session_id, e.speaker) for e in eps] == \
+            [(i, f"s{i // 3}", who) for i, who in enumerate(speakers)]
+        assert len({id(e.provenance.conversation_id) for e in eps}) == 1
+        assert eps[0].provenance.session_id is eps[2].provenance.session_id
+        assert eps[0].provenance.source is eps[3].provenance.source
+        assert eps[0].payload is eps[3].payload and eps[2].payload is eps[5].payload
+        assert eps[0].payload is not eps[2].payload
+        graph = graph_of(s2, "maya")
+        for before, after in itertools.pairwise(eps):
+            (link,) = graph.in_edges(after.id, Predicate.TEMPORAL_NEXT)
+            assert link.source is before.id and link.target is after.id
+        check_invariants(s2)

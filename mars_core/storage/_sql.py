@@ -226,7 +226,9 @@ class SqlTxn:
                 for ns, p in sorted(parts.items())}
 
     def refs(self, namespace: str) -> list[MemoryRef]:
-        return [MemoryRef(i, MemoryStatus(s), MemoryType(t), c or None, int(q), float(v))
+        # interned: the same id objects as the loaded memories', one conversation string
+        return [MemoryRef(sys.intern(i), MemoryStatus(s), MemoryType(t),
+                          sys.intern(c) if c else None, int(q), float(v))
                 for i, s, t, c, q, v in self._rows(
                     "SELECT id, status, type, conversation, seq, sensitivity FROM memories "
                     "WHERE namespace = ? ORDER BY seq", (namespace,))]
