@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import itertools
 import math
 import pathlib
 import random
@@ -483,15 +484,21 @@ class RecordStoreConformance(abc.ABC):
         nodes = [MemoryNode(id=_uid(n), type=MemoryType.EPISODIC, content=f"m{n}", weight=1,
                             seq=n + 1, created_at=_T0) for n in range(1200)]
         ids = [_uid(5000), *(n.id for n in nodes)]
+        chain = [Edge(source=a.id, predicate=Predicate.TEMPORAL_NEXT, target=b.id, step=a.seq)
+                 for a, b in itertools.pairwise(nodes)]
         with self.open_records(tmp_path / "records") as records:
             with records.write() as tx:
                 for node in nodes:
                     tx.insert_memory(node, self.vector(7))
+                tx.add_edges("default", chain)
             with records.read() as tx:
                 assert tx.existing(ids) == set(ids[1:])
                 assert sorted(tx.vectors(ids)) == sorted(ids[1:])
                 assert sorted(r.id for r in tx.index_rows(ids=ids)) == sorted(ids[1:])
-                assert len(tx.refs("default")) == len(tx.memories("default")) == 1200
+                # whole and in order, however many rows a dialect reads at a time
+                assert [r.id for r in tx.refs("default")] == ids[1:]
+                assert tx.memories("default") == nodes
+                assert sorted(tx.edges("default"), key=lambda e: e.key) == chain
 
     def test_insert_of_an_existing_id_conflicts_and_changes_nothing(
             self, tmp_path: pathlib.Path) -> None:

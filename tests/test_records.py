@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import tracemalloc
 import uuid
 from datetime import UTC, datetime
 
@@ -20,6 +21,7 @@ import mars_core
 from mars_core.errors import ConfigError, ConflictError, CorruptStoreError, ValidationError
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.storage import RecordStore, SQLiteRecordStore
+from mars_core.storage._sql import BATCH_ROWS
 from mars_core.storage.sqlite import SCHEMA_VERSION
 from mars_core.testing import RecordStoreConformance
 
@@ -227,6 +229,62 @@ def test_a_file_that_is_not_a_database_is_corrupt(tmp_path: pathlib.Path) -> Non
     for read_only in (False, True):
         with pytest.raises(CorruptStoreError):
             SQLiteRecordStore(path, read_only=read_only, lock_timeout=0)
+
+
+# --- a namespace read a batch of rows at a time ----------------------------------------------
+
+
+def _filled(path: pathlib.Path, n: int) -> None:
+    records = SQLiteRecordStore(path)
+    with records.write() as tx:  # a note as long as the text: rows of ~2 KB
+        tx.insert_memories([(memory(i, f"fact {i} " + "x" * 1500), vector(i)) for i in range(n)])
+    records.close()
+
+
+def test_a_namespace_is_read_a_batch_of_rows_at_a_time(tmp_path: pathlib.Path) -> None:
+    """What ``memories`` holds beyond the memories it returns is a batch of raw rows,
+    not the whole namespace's (a 10,000-memory namespace's rows were ~15 MB)."""
+    n = 8 * BATCH_ROWS + 3
+    _filled(tmp_path / DB, n)
+    records = SQLiteRecordStore(tmp_path / DB)
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        with records.read() as tx:
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            loaded = tx.memories("ns-a")
+            after, peak = tracemalloc.get_traced_memory()
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+        records.close()
+    assert [m.id for m in loaded] == [uid(i) for i in range(n)]  # whole, in seq order
+    assert loaded[-1].content.startswith(f"fact {n - 1} ")
+    assert peak - after < (after - before) / 4  # all rows at once: over 40% of it
+
+
+def test_a_damaged_row_past_the_first_batch_is_corrupt_and_leaves_the_store_usable(
+        tmp_path: pathlib.Path) -> None:
+    n = 2 * BATCH_ROWS + 10
+    _filled(tmp_path / DB, n)
+    with sqlite3.connect(tmp_path / DB) as raw:
+        raw.execute("UPDATE memories SET body = '{' WHERE id = ?", (uid(n - 3),))
+    raw.close()
+    records = SQLiteRecordStore(tmp_path / DB)
+    try:
+        with records.read() as tx:
+            with pytest.raises(CorruptStoreError, match=uid(n - 3)):
+                tx.memories("ns-a")
+            assert [r.id for r in tx.refs("ns-a")] == [uid(i) for i in range(n)]
+        with records.write() as tx:  # no statement of the failed read left open
+            tx.delete_memory(uid(n - 3))
+            tx.insert_memory(memory(n), vector(n))
+        with records.read() as tx:
+            assert len(tx.memories("ns-a")) == n
+    finally:
+        records.close()
 
 
 def test_read_only_needs_an_existing_store_and_creates_nothing(tmp_path: pathlib.Path) -> None:

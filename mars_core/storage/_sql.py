@@ -6,7 +6,7 @@ lists the rows); :class:`SqlTxn` is a
 placeholders. A dialect gives the few things that differ, each a small method:
 
 * how a statement runs and how its driver's errors become ours (:meth:`SqlTxn._rows`,
-  :meth:`SqlTxn._exec`, :meth:`SqlTxn._exec_many`);
+  :meth:`SqlTxn._batches`, :meth:`SqlTxn._exec`, :meth:`SqlTxn._exec_many`);
 * how a list of ids goes into a query (:meth:`SqlTxn._id_chunks`: SQLite binds at most
   a few hundred ``?``, PostgreSQL takes one array);
 * how the change log and the audit events are numbered (:meth:`SqlTxn._log`,
@@ -43,7 +43,8 @@ from mars_core.storage.base import (
     Vector,
 )
 
-__all__ = ["BODY", "COLUMNS", "META", "SqlTxn", "blob_of", "stats_row", "vector_of"]
+__all__ = ["BATCH_ROWS", "BODY", "COLUMNS", "META", "SqlTxn", "blob_of", "stats_row",
+           "vector_of"]
 
 BODY = ("payload", "provenance", "created_at", "step", "depth")
 """The immutable fields of a memory kept in its ``body`` JSON (the rest are columns)."""
@@ -56,6 +57,10 @@ _JOINED = (f"SELECT {', '.join('m.' + c for c in COLUMNS.split(', '))}, s.access
            "s.last_access_at, s.last_access_step, s.touch_seq "
            "FROM memories m JOIN stats s ON s.id = m.id")
 
+
+BATCH_ROWS = 256
+"""Rows a dialect fetches at a time where it reads a batch at a time
+(:meth:`SqlTxn._batches`)."""
 
 _INDEX = "index:"
 """The prefix of the ``meta`` keys of the registered indexes' positions."""
@@ -109,6 +114,12 @@ class SqlTxn:
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         """Run a query (``?`` placeholders); its rows."""
         raise NotImplementedError
+
+    def _batches(self, sql: str, args: Sequence[Any] = ()) -> Iterator[list[Any]]:
+        """Run a query; its rows, a batch at a time. Where the driver can hand them so,
+        a dialect yields :data:`BATCH_ROWS` at a time and a namespace's raw rows are
+        never all held at once (10,000 memories' hold ~15 MB); by default, one batch."""
+        yield self._rows(sql, args)
 
     def _exec(self, sql: str, args: Sequence[Any] = ()) -> None:
         """Run a statement that writes (the transaction is writable)."""
@@ -229,16 +240,17 @@ class SqlTxn:
         # interned: the same id objects as the loaded memories', one conversation string
         return [MemoryRef(sys.intern(i), MemoryStatus(s), MemoryType(t),
                           sys.intern(c) if c else None, int(q), float(v))
-                for i, s, t, c, q, v in self._rows(
+                for rows in self._batches(
                     "SELECT id, status, type, conversation, seq, sensitivity FROM memories "
-                    "WHERE namespace = ? ORDER BY seq", (namespace,))]
+                    "WHERE namespace = ? ORDER BY seq", (namespace,))
+                for i, s, t, c, q, v in rows]
 
     def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:
         where, args = "m.namespace = ?", [namespace]
         if status is not None:
             where, args = where + " AND m.status = ?", [*args, MemoryStatus(status).value]
-        return [self._node(r) for r in self._rows(f"{_JOINED} WHERE {where} ORDER BY m.seq",
-                                                  args)]
+        return [self._node(r) for rows in self._batches(
+            f"{_JOINED} WHERE {where} ORDER BY m.seq", args) for r in rows]
 
     def memory(self, memory_id: str) -> MemoryNode | None:
         found = self._rows(f"{_JOINED} WHERE m.id = ?", (memory_id,))
@@ -279,13 +291,15 @@ class SqlTxn:
 
     def edges(self, namespace: str) -> list[Edge]:
         out = []
-        for src, pred, tgt, weight, step in self._rows(
-                "SELECT source, predicate, target, weight, step FROM edges "
-                f"WHERE namespace = ? ORDER BY {self.EDGE_ORDER}", (namespace,)):
-            try:
-                out.append(Edge(source=src, predicate=pred, target=tgt, weight=weight, step=step))
-            except pydantic.ValidationError as exc:
-                raise CorruptStoreError(f"an edge in {self._where} is unreadable") from exc
+        for rows in self._batches("SELECT source, predicate, target, weight, step FROM edges "
+                                  f"WHERE namespace = ? ORDER BY {self.EDGE_ORDER}",
+                                  (namespace,)):
+            for src, pred, tgt, weight, step in rows:
+                try:
+                    out.append(Edge(source=src, predicate=pred, target=tgt, weight=weight,
+                                    step=step))
+                except pydantic.ValidationError as exc:
+                    raise CorruptStoreError(f"an edge in {self._where} is unreadable") from exc
         return out
 
     def audit(self, namespace: str | None = None) -> list[AuditEvent]:

@@ -72,7 +72,7 @@ from mars_core.errors import (
     StoreClosedError,
     ValidationError,
 )
-from mars_core.storage._sql import SqlTxn
+from mars_core.storage._sql import BATCH_ROWS, SqlTxn
 from mars_core.storage.base import Change, RecordCapabilities
 
 if TYPE_CHECKING:
@@ -301,6 +301,19 @@ class _Txn(SqlTxn):
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with _errors(self._where, self._c):
             return self._c.execute(_pg(sql), tuple(args)).fetchall()
+
+    def _batches(self, sql: str, args: Sequence[Any] = ()) -> Iterator[list[Any]]:
+        with _errors(self._where, self._c):
+            cursor = self._c.execute(_pg(sql), tuple(args))
+        try:  # the driver holds the result; its rows become objects a batch at a time
+            while True:
+                with _errors(self._where, self._c):
+                    batch = cursor.fetchmany(BATCH_ROWS)
+                if not batch:
+                    return
+                yield batch
+        finally:
+            cursor.close()
 
     def _exec(self, sql: str, args: Sequence[Any] = ()) -> None:
         with _errors(self._where, self._c):
