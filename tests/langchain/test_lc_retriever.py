@@ -7,6 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_classic.retrievers.document_compressors import CrossEncoderReranker
+from langchain_core.cross_encoders import BaseCrossEncoder
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 from langchain_tests.integration_tests import RetrieversIntegrationTests
@@ -177,3 +180,32 @@ def test_bad_call_arguments_change_nothing(store: MemoryStore) -> None:
     with pytest.raises(ValidationError):
         retriever.invoke("   ")
     assert len(store.audit) == before
+
+
+class _OverlapCrossEncoder(BaseCrossEncoder):
+    """A deterministic stand-in for a cross-encoder model: it reads each (query, text)
+    pair together and scores the share of the query's words the text holds."""
+
+    def score(self, text_pairs: list[tuple[str, str]]) -> list[float]:
+        def words(s: str) -> set[str]:
+            return {w.strip(".,?!'s").lower() for w in s.split()} - {""}
+        return [len(words(q) & words(t)) / len(words(q)) for q, t in text_pairs]
+
+
+def test_a_cross_encoder_downstream_reranks_every_candidate(store: MemoryStore) -> None:
+    # what docs/benchmarks/evidence.md tells a user with a reranking model to do: the
+    # retriever's cut-off is off (it returns up to k hits), and LangChain's own
+    # compression retriever reranks them with the model
+    retriever = MarsRetriever(store=store, k=5, read_only=True)
+    query = "Who plays drums in a jazz band?"
+    candidates = retriever.invoke(query)
+    assert len(candidates) > len(store.retrieve(query, read_only=True))  # the cut-off's
+    model = _OverlapCrossEncoder()
+    scores = model.score([(query, d.page_content) for d in candidates])
+    want = [d.page_content for _, d in sorted(zip(scores, candidates, strict=True),
+                                              key=lambda p: -p[0])][:2]
+    reranked = ContextualCompressionRetriever(
+        base_compressor=CrossEncoderReranker(model=model, top_n=2),
+        base_retriever=retriever).invoke(query)
+    assert [d.page_content for d in reranked] == want
+    assert want[0] == FACTS[1][0]
