@@ -265,6 +265,31 @@ def test_a_namespace_is_read_a_batch_of_rows_at_a_time(tmp_path: pathlib.Path) -
     assert peak - after < (after - before) / 4  # all rows at once: over 40% of it
 
 
+def test_an_index_rebuild_streams_the_vectors_a_batch_at_a_time(tmp_path: pathlib.Path) -> None:
+    """``index_rows`` (what ``mars reindex`` reads: every memory's vector) holds a batch
+    of raw rows at a time, not the store's: a million 384-d vectors are ~1.5 GB."""
+    n = 8 * BATCH_ROWS + 3
+    records = SQLiteRecordStore(tmp_path / DB)
+    with records.write() as tx:
+        tx.insert_memories([(memory(i), np.full(384, i + 1, dtype=np.float32))
+                            for i in range(n)])
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        with records.read() as tx:
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            seen = [(row.id, float(row.vector[0])) for row in tx.index_rows()]
+            peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+        records.close()
+    assert seen == [(uid(i), float(i + 1)) for i in range(n)]  # whole, in seq order
+    assert peak - before < n * 384 * 4 / 2  # all rows at once: over the whole 3.2 MB
+
+
 def test_a_damaged_row_past_the_first_batch_is_corrupt_and_leaves_the_store_usable(
         tmp_path: pathlib.Path) -> None:
     n = 2 * BATCH_ROWS + 10

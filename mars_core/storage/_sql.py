@@ -284,10 +284,12 @@ class SqlTxn:
         yield from self._index_rows(f"{sql} {where} ORDER BY seq", wargs)
 
     def _index_rows(self, sql: str, args: Sequence[Any]) -> Iterator[IndexRow]:
-        for mid, ns, status, mtype, sens, ts, conv, blob in self._rows(sql, args):
-            yield IndexRow(mid, ns, MemoryStatus(status), vector_of(blob),
-                           {"type": mtype, "sensitivity": float(sens), "created_ts": float(ts),
-                            "conversation": conv or ""})
+        # a batch at a time: a rebuild of a million memories streams their vectors
+        for rows in self._batches(sql, args):
+            for mid, ns, status, mtype, sens, ts, conv, blob in rows:
+                yield IndexRow(mid, ns, MemoryStatus(status), vector_of(blob),
+                               {"type": mtype, "sensitivity": float(sens),
+                                "created_ts": float(ts), "conversation": conv or ""})
 
     def edges(self, namespace: str) -> list[Edge]:
         out = []
