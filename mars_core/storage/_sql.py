@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -111,19 +112,40 @@ class SqlTxn:
 
     # --- the dialect ---------------------------------------------------------------------
 
-    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        """Run a query (``?`` placeholders); its rows."""
+    def _guard(self) -> AbstractContextManager[None]:
+        """A context that turns the driver's errors into the store's (conflict, corrupt,
+        unavailable)."""
         raise NotImplementedError
 
+    def _cursor(self, sql: str, args: Sequence[Any]) -> Any:
+        """Run a query (``?`` placeholders); a DB-API cursor on its result."""
+        raise NotImplementedError
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """Run a query (``?`` placeholders); its rows."""
+        with self._guard():
+            rows: list[Any] = self._cursor(sql, args).fetchall()
+            return rows
+
     def _batches(self, sql: str, args: Sequence[Any] = ()) -> Iterator[list[Any]]:
-        """Run a query; its rows, a batch at a time. Where the driver can hand them so,
-        a dialect yields :data:`BATCH_ROWS` at a time and a namespace's raw rows are
-        never all held at once (10,000 memories' hold ~15 MB); by default, one batch."""
-        yield self._rows(sql, args)
+        """Run a query; its rows, :data:`BATCH_ROWS` at a time, so a namespace's raw rows
+        are never all held at once (10,000 memories' hold ~15 MB)."""
+        with self._guard():
+            cursor = self._cursor(sql, args)
+        try:
+            while True:
+                with self._guard():
+                    batch: list[Any] = cursor.fetchmany(BATCH_ROWS)
+                if not batch:
+                    return
+                yield batch
+        finally:
+            cursor.close()
 
     def _exec(self, sql: str, args: Sequence[Any] = ()) -> None:
         """Run a statement that writes (the transaction is writable)."""
-        raise NotImplementedError
+        with self._guard():
+            self._cursor(sql, args)
 
     def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run a statement that writes once per row."""
@@ -177,7 +199,7 @@ class SqlTxn:
          count, last_at, last_step, touch) = row
         try:
             return MemoryNode.model_validate({
-                "id": mid, "namespace": sys.intern(ns), "seq": seq, "status": status, "type": mtype,
+                "id": mid, "namespace": ns, "seq": seq, "status": status, "type": mtype,
                 "weight": weight, "sensitivity": sens, "content": content,
                 **json.loads(body), **json.loads(meta), "access_count": count,
                 "last_access_at": last_at, "last_access_step": last_step, "touch_seq": touch})

@@ -72,7 +72,7 @@ from mars_core.errors import (
     StoreClosedError,
     ValidationError,
 )
-from mars_core.storage._sql import BATCH_ROWS, SqlTxn
+from mars_core.storage._sql import SqlTxn
 from mars_core.storage.base import Change, RecordCapabilities
 
 if TYPE_CHECKING:
@@ -298,26 +298,13 @@ class _Txn(SqlTxn):
 
     # --- the dialect ---------------------------------------------------------------------
 
-    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        with _errors(self._where, self._c):
-            return self._c.execute(_pg(sql), tuple(args)).fetchall()
+    def _guard(self) -> contextlib.AbstractContextManager[None]:
+        return _errors(self._where, self._c)
 
-    def _batches(self, sql: str, args: Sequence[Any] = ()) -> Iterator[list[Any]]:
-        with _errors(self._where, self._c):
-            cursor = self._c.execute(_pg(sql), tuple(args))
-        try:  # the driver holds the result; its rows become objects a batch at a time
-            while True:
-                with _errors(self._where, self._c):
-                    batch = cursor.fetchmany(BATCH_ROWS)
-                if not batch:
-                    return
-                yield batch
-        finally:
-            cursor.close()
-
-    def _exec(self, sql: str, args: Sequence[Any] = ()) -> None:
-        with _errors(self._where, self._c):
-            self._c.execute(_pg(sql), tuple(args))
+    def _cursor(self, sql: str, args: Sequence[Any]) -> Any:
+        # a client-side cursor: libpq holds the whole result, its rows become Python
+        # objects a batch at a time (fetchmany)
+        return self._c.execute(_pg(sql), tuple(args))
 
     def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with _errors(self._where, self._c), self._c.cursor() as cur:

@@ -60,7 +60,7 @@ from mars_core.errors import (
     StoreClosedError,
     ValidationError,
 )
-from mars_core.storage._sql import BATCH_ROWS, SqlTxn
+from mars_core.storage._sql import SqlTxn
 from mars_core.storage.base import RecordCapabilities
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteRecordStore", "migrate"]
@@ -135,26 +135,11 @@ class _Txn(SqlTxn):
         super().__init__(location, writable)
         self._c = conn
 
-    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        with _errors(self._where):
-            return self._c.execute(sql, tuple(args)).fetchall()
+    def _guard(self) -> contextlib.AbstractContextManager[None]:
+        return _errors(self._where)
 
-    def _batches(self, sql: str, args: Sequence[Any] = ()) -> Iterator[list[Any]]:
-        with _errors(self._where):
-            cursor = self._c.execute(sql, tuple(args))
-        try:
-            while True:
-                with _errors(self._where):
-                    batch = cursor.fetchmany(BATCH_ROWS)
-                if not batch:
-                    return
-                yield batch
-        finally:
-            cursor.close()
-
-    def _exec(self, sql: str, args: Sequence[Any] = ()) -> None:
-        with _errors(self._where):
-            self._c.execute(sql, tuple(args))
+    def _cursor(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
+        return self._c.execute(sql, tuple(args))
 
     def _exec_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with _errors(self._where):
