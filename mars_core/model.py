@@ -202,7 +202,7 @@ class _Value(BaseModel):
     _SHARED_TEXT: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="after")
-    def _share_fields_set(self) -> Any:
+    def _share_repeats(self) -> Any:
         mine = self.__pydantic_fields_set__
         key = (type(self), frozenset(mine))
         shared = _FIELDS_SETS.get(key)
@@ -212,9 +212,8 @@ class _Value(BaseModel):
             object.__setattr__(self, "__pydantic_fields_set__", shared)
         values = self.__dict__  # frozen: the one way in, as object.__setattr__ would
         for name in self._SHARED_TEXT:
-            text = values[name]
-            if type(text) is str:  # not None, nor a str subclass (sys.intern refuses it)
-                values[name] = sys.intern(text)
+            if values[name] is not None:
+                values[name] = _shared_str(values[name])
         return self
 
 
