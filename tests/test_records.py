@@ -12,7 +12,9 @@ import sys
 import threading
 import tracemalloc
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -20,12 +22,13 @@ import pytest
 import mars_core
 from mars_core.errors import ConfigError, ConflictError, CorruptStoreError, ValidationError
 from mars_core.model import MemoryNode, MemoryType
-from mars_core.storage import RecordStore, SQLiteRecordStore
+from mars_core.storage import RecordStore, RecordTxn, SQLiteRecordStore
 from mars_core.storage._sql import BATCH_ROWS
 from mars_core.storage.sqlite import SCHEMA_VERSION
 from mars_core.testing import RecordStoreConformance
 
 DB = "mars.sqlite3"
+T = TypeVar("T")
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 WAIT = 60.0  # a guard against a hang, never a measured duration
 
@@ -241,12 +244,10 @@ def _filled(path: pathlib.Path, n: int) -> None:
     records.close()
 
 
-def test_a_namespace_is_read_a_batch_of_rows_at_a_time(tmp_path: pathlib.Path) -> None:
-    """What ``memories`` holds beyond the memories it returns is a batch of raw rows,
-    not the whole namespace's (a 10,000-memory namespace's rows were ~15 MB)."""
-    n = 8 * BATCH_ROWS + 3
-    _filled(tmp_path / DB, n)
-    records = SQLiteRecordStore(tmp_path / DB)
+def _traced(records: SQLiteRecordStore, read: Callable[[RecordTxn], T]
+            ) -> tuple[T, tuple[int, int, int]]:
+    """``read`` in a read transaction of ``records`` (closed after), and the traced
+    memory (bytes) before it, after it and at its peak."""
     tracing = tracemalloc.is_tracing()
     if not tracing:
         tracemalloc.start()
@@ -254,12 +255,22 @@ def test_a_namespace_is_read_a_batch_of_rows_at_a_time(tmp_path: pathlib.Path) -
         with records.read() as tx:
             before = tracemalloc.get_traced_memory()[0]
             tracemalloc.reset_peak()
-            loaded = tx.memories("ns-a")
+            result = read(tx)
             after, peak = tracemalloc.get_traced_memory()
     finally:
         if not tracing:
             tracemalloc.stop()
         records.close()
+    return result, (before, after, peak)
+
+
+def test_a_namespace_is_read_a_batch_of_rows_at_a_time(tmp_path: pathlib.Path) -> None:
+    """What ``memories`` holds beyond the memories it returns is a batch of raw rows,
+    not the whole namespace's (a 10,000-memory namespace's rows were ~15 MB)."""
+    n = 8 * BATCH_ROWS + 3
+    _filled(tmp_path / DB, n)
+    loaded, (before, after, peak) = _traced(SQLiteRecordStore(tmp_path / DB),
+                                             lambda tx: tx.memories("ns-a"))
     assert [m.id for m in loaded] == [uid(i) for i in range(n)]  # whole, in seq order
     assert loaded[-1].content.startswith(f"fact {n - 1} ")
     assert peak - after < (after - before) / 4  # all rows at once: over 40% of it
@@ -273,19 +284,8 @@ def test_an_index_rebuild_streams_the_vectors_a_batch_at_a_time(tmp_path: pathli
     with records.write() as tx:
         tx.insert_memories([(memory(i), np.full(384, i + 1, dtype=np.float32))
                             for i in range(n)])
-    tracing = tracemalloc.is_tracing()
-    if not tracing:
-        tracemalloc.start()
-    try:
-        with records.read() as tx:
-            before = tracemalloc.get_traced_memory()[0]
-            tracemalloc.reset_peak()
-            seen = [(row.id, float(row.vector[0])) for row in tx.index_rows()]
-            peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        if not tracing:
-            tracemalloc.stop()
-        records.close()
+    seen, (before, _, peak) = _traced(
+        records, lambda tx: [(row.id, float(row.vector[0])) for row in tx.index_rows()])
     assert seen == [(uid(i), float(i + 1)) for i in range(n)]  # whole, in seq order
     assert peak - before < n * 384 * 4 / 2  # all rows at once: over the whole 3.2 MB
 
