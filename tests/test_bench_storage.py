@@ -41,6 +41,7 @@ def test_every_section_runs_and_reports_its_ratios(tmp_path: Path) -> None:
     memory = result["memory"]
     assert memory["store"]["hits"] > 0 and memory["raw"]["hits"] > 0  # real retrievals
     assert memory["rss_ratio"] > 0
+    assert memory["observe"]["hits"] > 0 and memory["observe_rss_ratio"] > 0  # the users' fill
     for s in result["scale"]:
         assert s["large"]["hits"] > 0 and s["small"]["hits"] > 0
         assert s["open_ratio"] > 0 and s["rss_ratio"] > 0

@@ -5,8 +5,9 @@ lists the rows); :class:`SqlTxn` is a
 :class:`~mars_core.storage.base.RecordTxn` written once over them, with ``?``
 placeholders. A dialect gives the few things that differ, each a small method:
 
-* how a statement runs and how its driver's errors become ours (:meth:`SqlTxn._rows`,
-  :meth:`SqlTxn._batches`, :meth:`SqlTxn._exec`, :meth:`SqlTxn._exec_many`);
+* how a statement runs and how its driver's errors become ours (:meth:`SqlTxn._cursor`,
+  :meth:`SqlTxn._guard`, :meth:`SqlTxn._exec_many`; :meth:`SqlTxn._rows`,
+  :meth:`SqlTxn._batches` and :meth:`SqlTxn._exec` are written once over them);
 * how a list of ids goes into a query (:meth:`SqlTxn._id_chunks`: SQLite binds at most
   a few hundred ``?``, PostgreSQL takes one array);
 * how the change log and the audit events are numbered (:meth:`SqlTxn._log`,
