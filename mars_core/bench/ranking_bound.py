@@ -1,0 +1,198 @@
+"""How far a reranker could take the users' path: the bound behind issue 18's recall gap.
+
+The users' path (:mod:`mars_core.bench.users_path`) is ingested once per conversation in
+RAM, and each question's ``k`` best hits are kept with every signal a hit carries
+(``retrieve(q, relative_cutoff=0, k=k, read_only=True)``). Then, offline, at 128
+whitespace words of ``"speaker: text"``:
+
+* **oracle**: the gold turns among the best ``m`` distinct turns that fit the words,
+  shortest first — how much evidence the candidates hold at all;
+* **fitted**: a logistic regression over the 20 best distinct turns' signals (fused score
+  relative to the best, cosine, BM25, the turn's length, whether it asks a question,
+  archived, 1/rank), fitted leave-one-conversation-out, ranking the turns by its
+  probability — what a weighting of the store's own signals reaches;
+* **fitted, in context** (``context=True``): the same with three more cosines per
+  candidate, the query's against the embedder's vectors of the turn alone, of the turn
+  after the one before it, and of the turn followed by the one after it.
+
+Each fitted ranking is read with no cut-off and with a cut-off at ``c`` × the best
+probability. Nothing here is shipped or used by the store: it measures a bound
+(docs/benchmarks/evidence.md, "Against the targets").
+
+``python -m mars_core.bench.ranking_bound PATH [--context]`` prints the figures as JSON.
+
+Examples:
+    >>> oracle_recall([{"conv": "c", "gold": ["a"], "hits": [{"t": "b"}, {"t": "a"}]}],
+    ...               {"c": {"a": 100, "b": 100}}, ks=(1, 2))
+    {1: 0.0, 2: 1.0}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from mars_core.bench import locomo as L
+from mars_core.bench.locomo_data import load_locomo
+from mars_core.bench.users_path import _turn_of, fill_words, ingest
+from mars_core.embeddings import Embedder
+from mars_core.errors import ExtraNotInstalledError
+
+__all__ = ["candidates", "fitted", "main", "oracle_recall"]
+
+Item = dict[str, Any]
+WORDS = 128
+TOP = 20
+CUTS = (0.0, 0.5, 0.6, 0.7)
+
+
+def candidates(data: Sequence[L.ConvData], embedder: Embedder, k: int = 60
+               ) -> tuple[list[Item], dict[str, dict[str, int]], dict[str, dict[str, str]]]:
+    """Each question's ``k`` best hits on the users' path (in RAM), with their signals;
+    and the turns' word counts and texts per conversation."""
+    from mars_core.store import MemoryStore
+
+    items: list[Item] = []
+    for cd in data:
+        with MemoryStore(embedder=embedder, seed=0) as store:
+            ing = ingest(cd, store)
+            for q in cd.questions:
+                hits = store.retrieve(q.question, budget_tokens=10**6, relative_cutoff=0,
+                                      k=k, read_only=True)
+                items.append({"conv": cd.conv.sample_id, "q": q.question,
+                              "gold": list(q.evidence), "hits": [
+                                  {"t": _turn_of(h.node, ing.turn_of), "s": h.score,
+                                   "d": h.dense, "l": h.lexical, "a": h.archived}
+                                  for h in hits]})
+    words = {cd.conv.sample_id: dict(zip(cd.ids, (int(c) for c in cd.cost["words"]),
+                                         strict=True)) for cd in data}
+    texts = {cd.conv.sample_id: dict(zip(cd.ids, cd.texts, strict=True)) for cd in data}
+    return items, words, texts
+
+
+def _metrics(chosen: Sequence[str], gold: Sequence[str]) -> tuple[float, float, float]:
+    m = L.question_metrics(chosen, gold, 0, 1)
+    return m["precision"], m["recall"], m["f1"]
+
+
+def oracle_recall(items: Sequence[Item], words: dict[str, dict[str, int]],
+                  ks: Sequence[int] = (5, 10, 20, 60), budget: int = WORDS
+                  ) -> dict[int, float]:
+    """Mean recall of the gold turns among the best ``k`` distinct turns that fit
+    ``budget`` words, shortest first."""
+    out = {}
+    for k in ks:
+        total = 0.0
+        for it in items:
+            w, gold = words[it["conv"]], set(it["gold"])
+            turns = dict.fromkeys(h["t"] for h in it["hits"][:k] if h["t"])
+            found = sorted((t for t in turns if t in gold), key=lambda t: w[t])
+            total += len(fill_words(found, w, budget)[0]) / len(gold)
+        out[k] = round(total / len(items), 4)
+    return out
+
+
+def _top(it: Item) -> list[dict[str, Any]]:
+    """The best hit of each of a question's :data:`TOP` best distinct turns."""
+    first: dict[str, dict[str, Any]] = {}
+    for h in it["hits"]:
+        if h["t"] and h["t"] not in first:
+            first[h["t"]] = h
+            if len(first) == TOP:
+                break
+    return list(first.values())
+
+
+def _features(it: Item, words: dict[str, int], texts: dict[str, str],
+              context: Callable[[str], list[float]] | None) -> list[tuple[str, list[float]]]:
+    """The best :data:`TOP` distinct turns of a question and their signals."""
+    best = max((h["s"] for h in it["hits"] if h["t"]), default=1.0) or 1.0
+    return [(h["t"], [h["s"] / best, h["d"], h["l"], math.log(words[h["t"]]),
+                      float(texts[h["t"]].rstrip().endswith("?")), float(h["a"]),
+                      1 / (1 + rank)] + (context(h["t"]) if context else []))
+            for rank, h in enumerate(_top(it))]
+
+
+def fitted(items: Sequence[Item], words: dict[str, dict[str, int]],
+           texts: dict[str, dict[str, str]],
+           context: Callable[[int, str, str], list[float]] | None = None
+           ) -> dict[float, dict[str, float]]:
+    """Leave-one-conversation-out logistic reranking; P/R/F1 at :data:`WORDS` per cut-off
+    (``0``: none). ``context(question index, conversation, turn)`` adds features."""
+    try:
+        from sklearn.linear_model import LogisticRegression
+    except ImportError as exc:
+        raise ExtraNotInstalledError("bench", "scikit-learn") from exc
+    def more(i: int) -> Callable[[str], list[float]] | None:
+        if context is None:
+            return None
+        return lambda turn: context(i, items[i]["conv"], turn)
+
+    feats = [_features(it, words[it["conv"]], texts[it["conv"]], more(i))
+             for i, it in enumerate(items)]
+    ranked: dict[int, list[tuple[float, str]]] = {}
+    for conv in sorted({it["conv"] for it in items}):
+        train = [i for i, it in enumerate(items) if it["conv"] != conv]
+        x = np.array([f for i in train for _, f in feats[i]])
+        y = np.array([t in items[i]["gold"] for i in train for t, _ in feats[i]])
+        model = LogisticRegression(max_iter=2000).fit(x, y)
+        for i, it in enumerate(items):
+            if it["conv"] == conv and feats[i]:
+                p = model.predict_proba(np.array([f for _, f in feats[i]]))[:, 1]
+                ranked[i] = sorted(zip(p.tolist(), (t for t, _ in feats[i]), strict=True),
+                                   key=lambda z: -z[0])
+    out = {}
+    for cut in CUTS:
+        sums = np.zeros(3)
+        for i, it in enumerate(items):
+            r = ranked.get(i, [])
+            kept = [t for p, t in r if p >= cut * r[0][0]] if r else []
+            sums += _metrics(fill_words(kept, words[it["conv"]], WORDS)[0], it["gold"])
+        out[cut] = dict(zip(("precision", "recall", "f1"),
+                            (round(float(v) / len(items), 4) for v in sums), strict=True))
+    return out
+
+
+def _context(items: Sequence[Item], texts: dict[str, dict[str, str]], embedder: Embedder
+             ) -> Callable[[int, str, str], list[float]]:
+    """The three context cosines of :func:`fitted`, embedded once for every candidate."""
+    keys = sorted({(it["conv"], h["t"]) for it in items for h in _top(it)})
+    order = {c: list(t) for c, t in texts.items()}
+
+    def windows(conv: str, turn: str) -> list[str]:
+        ids, i = order[conv], order[conv].index(turn)
+        before = texts[conv][ids[i - 1]] + " " if i else ""
+        after = " " + texts[conv][ids[i + 1]] if i + 1 < len(ids) else ""
+        return [texts[conv][turn], before + texts[conv][turn], texts[conv][turn] + after]
+
+    def unit(m: Any) -> Any:
+        m = np.asarray(m, dtype=np.float64)
+        return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+    vecs = unit(embedder.embed([w for c, t in keys for w in windows(c, t)]))
+    at = {key: vecs[3 * j:3 * j + 3] for j, key in enumerate(keys)}
+    queries = unit(embedder.embed([it["q"] for it in items]))
+    return lambda i, conv, turn: (at[(conv, turn)] @ queries[i]).tolist()
+
+
+def main(path: str, *, context: bool = False, embedder: Embedder | None = None
+         ) -> dict[str, Any]:
+    """Every figure of the module on the LoCoMo file at ``path`` (MiniLM when installed)."""
+    from mars_core.bench.evidence import default_bench_embedder
+
+    emb = L.CachedEmbedder(embedder or default_bench_embedder(False))
+    items, words, texts = candidates(L.prepare(load_locomo(path), emb), emb)
+    out: dict[str, Any] = {"questions": len(items), "oracle_recall": oracle_recall(items, words),
+                           "fitted": fitted(items, words, texts)}
+    if context:
+        out["fitted_in_context"] = fitted(items, words, texts, _context(items, texts, emb))
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover - the command line
+    print(json.dumps(main(sys.argv[1], context="--context" in sys.argv[2:]), indent=1))
