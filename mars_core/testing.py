@@ -47,6 +47,7 @@ from typing import Any, ClassVar, NoReturn
 import numpy as np
 import numpy.typing as npt
 
+from mars_core.analysis import terms as analysed_terms
 from mars_core.audit import GENESIS, AuditChain, AuditEvent
 from mars_core.errors import (
     ConflictError,
@@ -81,6 +82,7 @@ from mars_core.model import (
     SocialPayload,
     TaskPayload,
     TaskStatus,
+    default_payload,
 )
 from mars_core.storage.base import (
     Change,
@@ -90,6 +92,7 @@ from mars_core.storage.base import (
     RecordCapabilities,
     RecordStore,
     RecordTxn,
+    TermQuery,
     index_fields,
 )
 
@@ -441,6 +444,128 @@ class RecordStoreConformance(abc.ABC):
         if self.durable:
             with self.open_records(path, again=True) as records:
                 assert records.next_counter() > taken[-1]
+
+    # --- full-text search ---------------------------------------------------------------
+
+    _TEXTS = ("Ana lives in Porto with her dog", "Bo likes jazz and lives alone",
+              "Ana's sister moved to Lisbon", "the dog likes long walks",
+              "jazz jazz jazz every night", "nothing in common here")
+
+    def texts(self, namespace: str = "ns-a", first: int = 0,
+              texts: Sequence[str] = _TEXTS, **update: Any) -> list[MemoryNode]:
+        """Episodic memories of ``texts`` (no speaker), ids from ``first`` on."""
+        return [self.node(first + i, namespace, type=MemoryType.EPISODIC, content=t,
+                          payload=default_payload(MemoryType.EPISODIC), **update)
+                for i, t in enumerate(texts)]
+
+    @staticmethod
+    def bm25_reference(nodes: Sequence[MemoryNode], query: str, k1: float = 0.9,
+                       b: float = 0.4) -> dict[str, float]:
+        """Okapi BM25 of ``query`` over exactly ``nodes`` (the specification)."""
+        docs = {n.id: analysed_terms(n.search_text) for n in nodes}
+        avgdl = sum(map(len, docs.values())) / len(docs) or 1.0
+        out: dict[str, float] = {}
+        for i, words in docs.items():
+            total = []
+            for term in sorted(set(analysed_terms(query))):
+                df = sum(term in d for d in docs.values())
+                tf = words.count(term)
+                if tf:
+                    idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+                    total.append(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(words)
+                                                                    / avgdl)))
+            if total:
+                out[i] = math.fsum(total)
+        return out
+
+    def search(self, records: RecordStore, query: str, namespace: str = "ns-a",
+               statuses: tuple[MemoryStatus, ...] = (ACTIVE,), k: int = 10,
+               **window: float) -> tuple[list[tuple[str, float]], float]:
+        with records.read() as tx:
+            found = tx.search_terms(TermQuery(namespace, tuple(analysed_terms(query)),
+                                              statuses, k, **window))
+        return found.hits, found.best
+
+    def test_search_terms_is_bm25_of_the_namespace(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            mine = self.texts()
+            self.insert(records, *mine)
+            for query in ("Where does Ana live?", "jazz dogs", "likes", "Lisbon"):
+                hits, best = self.search(records, query)
+                want = self.bm25_reference(mine, query)
+                assert [i for i, _ in hits] == sorted(want, key=lambda i: (-want[i], i))
+                for i, score in hits:
+                    assert score == want[i], (query, i)  # exactly: scored in Python
+                assert best == max(want.values())
+            assert self.search(records, "Where does Ana live?", k=1)[0][0][0] == mine[0].id
+            assert self.search(records, "where is the") == ([], 0.0)  # stop words only
+            # another tenant's vocabulary moves nothing here, nor does it match
+            before = self.search(records, "jazz Ana")
+            self.insert(records, *self.texts("ns-b", 20, ["jazz"] * 9 + ["Ana"]))
+            assert self.search(records, "jazz Ana") == before
+            assert {i for i, _ in self.search(records, "jazz", "ns-b")[0]} == \
+                {_uid(20 + i) for i in range(9)}
+
+    def test_search_terms_follows_statuses_and_erasure(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            mine = self.texts()
+            self.insert(records, *mine)
+            moved = mine[4].model_copy(update={"status": ARCHIVED})
+            with records.write() as tx:
+                tx.update_memory(moved, reindex=True)
+            active = [n for n in mine if n.id != moved.id]
+            both = (ACTIVE, ARCHIVED)
+            assert self.search(records, "jazz")[0] == [(mine[1].id, self.bm25_reference(
+                active, "jazz")[mine[1].id])]
+            assert self.search(records, "jazz", statuses=(ARCHIVED,))[0] == [
+                (moved.id, self.bm25_reference([moved], "jazz")[moved.id])]
+            pooled = self.bm25_reference([*active, moved], "jazz")
+            assert self.search(records, "jazz", statuses=both)[0] == sorted(
+                pooled.items(), key=lambda kv: (-kv[1], kv[0]))
+            with records.write() as tx:
+                tx.delete_memory(mine[1].id)
+            rest = [n for n in active if n.id != mine[1].id]
+            assert self.search(records, "lives", statuses=both)[0] == sorted(
+                self.bm25_reference([*rest, moved], "lives").items(),
+                key=lambda kv: (-kv[1], kv[0]))
+            with records.read() as tx:
+                assert tx.totals("ns-a")["ns-a"].active == len(rest)
+
+    def test_search_terms_in_a_window(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            mine = self.texts()
+            self.insert(records, *mine)
+            stamps = [n.created_at.timestamp() for n in mine]
+            full, best = self.search(records, "likes jazz")
+            hits, windowed_best = self.search(records, "likes jazz", since=stamps[2],
+                                              until=stamps[4])
+            assert windowed_best == best  # a window leaves out; it never rescales
+            assert hits == [(i, s) for i, s in full if i in {n.id for n in mine[2:5]}]
+
+    def test_history_reads_without_loading_a_namespace(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            extra = [self.node(n, type=MemoryType.EPISODIC,
+                               payload=default_payload(MemoryType.EPISODIC),
+                               provenance=Provenance(conversation_id=conv))
+                     for n, conv in ((4, "c9"), (5, None), (6, "c9"))]
+            self.insert(records, *extra)
+            with records.read() as tx:
+                assert [n.id for n in tx.memories_by_id("ns-a", [_uid(6), _uid(3), _uid(0),
+                                                                 _uid(77)])] == \
+                    [_uid(0), _uid(6)]  # by seq; ns-b's memory 3 is not ns-a's
+                assert tx.latest_episode("ns-a", "c9") == _uid(6)
+                assert tx.latest_episode("ns-a", None) == _uid(5)
+                assert tx.latest_episode("ns-a", "none such") is None
+                assert tx.newest_ids("ns-a", 3) == [_uid(4), _uid(5), _uid(6)]
+                stamps = [n.created_at.timestamp() for n in nodes]
+                assert tx.ids_in_window("ns-a", ACTIVE, stamps[1], None) == \
+                    [_uid(1), _uid(4), _uid(5), _uid(6)]
+                assert tx.ids_in_window("ns-a", ARCHIVED, None, stamps[2]) == [_uid(2)]
+                assert tx.ids_in_window("ns-a", ACTIVE, None, stamps[0]) == [_uid(0)]
+                edges = tx.edges_of("ns-a", [_uid(1)])
+                assert [(e.source, e.target) for e in edges] == [(_uid(0), _uid(1))]
+                assert tx.edges_of("ns-b", [_uid(1)]) == []
 
     # --- memories -----------------------------------------------------------------------
 

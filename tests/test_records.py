@@ -24,7 +24,8 @@ from mars_core.errors import ConfigError, ConflictError, CorruptStoreError, Vali
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.storage import RecordStore, RecordTxn, SQLiteRecordStore
 from mars_core.storage._sql import BATCH_ROWS
-from mars_core.storage.sqlite import SCHEMA_VERSION
+from mars_core.storage.base import TermQuery
+from mars_core.storage.sqlite import SCHEMA_VERSION, migrate
 from mars_core.testing import RecordStoreConformance
 
 DB = "mars.sqlite3"
@@ -224,6 +225,34 @@ def test_schema_version_is_written_and_a_newer_one_refused(tmp_path: pathlib.Pat
     version(SCHEMA_VERSION)
     with SQLiteRecordStore(path, lock_timeout=0) as records:  # the refusal left no lock
         insert(records, memory(0))
+
+
+V1_UNDO = ("DROP TABLE terms", "DROP TABLE term_totals", "DROP INDEX memories_by_seq",
+           "DROP INDEX memories_by_time", "DROP INDEX memories_by_conversation",
+           "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+"""What makes a current file what version 1 wrote: its tables are version 1's, as are
+its rows (version 2 added tables and indexes only)."""
+
+
+def test_a_version_1_file_is_migrated_by_the_open_that_writes(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / DB
+    texts = ["Ana lives in Porto", "Bo likes jazz", "Ana's dog likes walks"]
+    with SQLiteRecordStore(path) as records:
+        for i, text in enumerate(texts):
+            insert(records, memory(i, text))
+        with records.read() as tx:
+            want = tx.search_terms(TermQuery("ns-a", ("ana", "like"), k=5))
+    conn = sqlite3.connect(path)
+    with conn:
+        for statement in V1_UNDO:
+            conn.execute(statement)
+    conn.close()
+    with pytest.raises(CorruptStoreError, match="schema 1; open it once without read_only"):
+        SQLiteRecordStore(path, read_only=True)
+    with SQLiteRecordStore(path) as records, records.read() as tx:
+        assert tx.search_terms(TermQuery("ns-a", ("ana", "like"), k=5)) == want
+        assert want.hits and tx.totals()["ns-a"].active == 3
+    assert migrate(path) == (SCHEMA_VERSION, SCHEMA_VERSION)
 
 
 def test_a_file_that_is_not_a_database_is_corrupt(tmp_path: pathlib.Path) -> None:

@@ -6,8 +6,10 @@ password."""
 from __future__ import annotations
 
 import pathlib
+import uuid
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from postgres_server import drop_schema, with_schema
 
@@ -19,8 +21,10 @@ from mars_core.errors import (
     StorageUnavailableError,
     ValidationError,
 )
+from mars_core.model import MemoryNode
 from mars_core.storage import NamespaceRecord, RecordStore
 from mars_core.storage import postgres as pg
+from mars_core.storage.base import TermQuery
 from mars_core.storage.postgres import PostgresRecordStore, shown_url
 from mars_core.testing import RecordStoreConformance
 
@@ -76,25 +80,34 @@ def _schema_exists(url: str) -> bool:
 
 
 def test_an_older_schema_is_refused_naming_mars_migrate_which_migrates_it(
-        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        postgres_url: str) -> None:
+    import psycopg
+
     with PostgresRecordStore(postgres_url) as records, records.write() as tx:
         tx.put_namespace(NamespaceRecord("kept", step=7))
-    ran: list[int] = []
-
-    def add_a_column(conn: object) -> None:  # a real step: the next version's new column
-        conn.execute("ALTER TABLE stats ADD COLUMN pinned_at TEXT")  # type: ignore[attr-defined]
-        ran.append(1)
-
-    monkeypatch.setattr(pg, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(pg.MIGRATIONS, 1, add_a_column)
+        tx.insert_memories([(MemoryNode(id=str(uuid.UUID(int=i + 1)), type="episodic",
+                                        content=text, weight=3, seq=i + 1),
+                             np.ones(4, np.float32)) for i, text in enumerate(
+            ["Ana lives in Porto", "Bo likes jazz", "Ana's dog likes walks"])])
+    query = TermQuery("default", ("ana", "like"), k=5)
+    with PostgresRecordStore(postgres_url) as records, records.read() as tx:
+        want = tx.search_terms(query)
+    libpq, schema = pg._split(postgres_url)
+    with psycopg.connect(libpq, autocommit=True) as conn:  # what version 1 wrote
+        for table in ("terms", "term_totals"):
+            conn.execute(f'DROP TABLE "{schema}".{table}')
+        for index in ("memories_by_seq", "memories_by_time", "memories_by_conversation"):
+            conn.execute(f'DROP INDEX "{schema}".{index}')
+    _set_version(postgres_url, 1)
     for read_only in (False, True):
         with pytest.raises(CorruptStoreError, match=r"schema 1 .*mars migrate --path"):
             PostgresRecordStore(postgres_url, read_only=read_only)
-    assert pg.schema_version(postgres_url) == 1 and ran == []
-    assert pg.migrate(postgres_url) == (1, 2) and ran == [1]
-    assert pg.migrate(postgres_url) == (2, 2) and ran == [1]  # current: nothing to do
+    assert pg.schema_version(postgres_url) == 1
+    assert pg.migrate(postgres_url) == (1, 2)
+    assert pg.migrate(postgres_url) == (2, 2)  # current: nothing to do
     with PostgresRecordStore(postgres_url) as records, records.read() as tx:
         assert tx.namespace("kept") == NamespaceRecord("kept", step=7)
+        assert want.hits and tx.search_terms(query) == want
     _set_version(postgres_url, 3)
     with pytest.raises(CorruptStoreError, match="newer"):
         PostgresRecordStore(postgres_url)

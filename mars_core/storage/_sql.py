@@ -25,7 +25,9 @@ Examples:
 from __future__ import annotations
 
 import json
+import math
 import sys
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
@@ -33,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pydantic
 
+from mars_core.analysis import terms as analysed_terms
 from mars_core.audit import AuditEvent, canonical_json
 from mars_core.errors import ConflictError, CorruptStoreError
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
@@ -42,11 +45,23 @@ from mars_core.storage.base import (
     MemoryRef,
     NamespaceRecord,
     NamespaceTotals,
+    TermHits,
+    TermQuery,
     Vector,
 )
 
-__all__ = ["BATCH_ROWS", "BODY", "COLUMNS", "META", "SqlTxn", "blob_of", "stats_row",
-           "vector_of"]
+__all__ = [
+    "BATCH_ROWS",
+    "BODY",
+    "COLUMNS",
+    "META",
+    "SqlTxn",
+    "blob_of",
+    "bm25",
+    "stats_row",
+    "term_rows",
+    "vector_of",
+]
 
 BODY = ("payload", "provenance", "created_at", "step", "depth")
 """The immutable fields of a memory kept in its ``body`` JSON (the rest are columns)."""
@@ -82,6 +97,31 @@ def stats_row(node: MemoryNode) -> tuple[str, int, str | None, int | None, int]:
     """A memory's ``stats`` row: id, access count, last access (ISO), step, recency."""
     last = node.last_access_at.isoformat() if node.last_access_at is not None else None
     return (node.id, node.access_count, last, node.last_access_step, node.touch_seq)
+
+
+_MARGIN = 8
+"""Memories a full-text query ranks in SQL beyond the ``k`` it returns: the SQL sums its
+scores in the database's order, and the exact scores (:func:`bm25`, in Python) decide."""
+
+
+def term_rows(node: MemoryNode) -> tuple[list[tuple[Any, ...]], int]:
+    """A memory's rows of the ``terms`` table (namespace, status, term, id, term
+    frequency, length, creation) and its length in terms."""
+    counts = Counter(analysed_terms(node.search_text))
+    length = sum(counts.values())
+    ts = node.created_at.timestamp()
+    return [(node.namespace, node.status.value, term, node.id, tf, length, ts)
+            for term, tf in sorted(counts.items())], length
+
+
+def bm25(tf: int, length: int, idf: float, avgdl: float, *, k1: float, b: float) -> float:
+    """One term's Okapi BM25 weight in one memory.
+
+    Examples:
+        >>> round(bm25(1, 4, 1.0, 4.0, k1=0.9, b=0.4), 6)
+        1.0
+    """
+    return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
 
 
 def _memory_row(node: MemoryNode, vector: Vector) -> tuple[Any, ...]:
@@ -279,6 +319,103 @@ class SqlTxn:
         found = self._rows(f"{_JOINED} WHERE m.id = ?", (memory_id,))
         return self._node(found[0]) if found else None
 
+    def memories_by_id(self, namespace: str, ids: Sequence[str]) -> list[MemoryNode]:
+        out: list[MemoryNode] = []
+        for cond, args in self._id_chunks(ids):
+            out += [self._node(r) for rows in self._batches(
+                f"{_JOINED} WHERE m.id {cond} AND m.namespace = ?", [*args, namespace])
+                for r in rows]
+        return sorted(out, key=lambda n: n.seq)
+
+    def ids_in_window(self, namespace: str, status: MemoryStatus, since: float | None,
+                      until: float | None) -> list[str]:
+        where, args = self._window("created_ts", since, until)
+        return [r[0] for rows in self._batches(
+            f"SELECT id FROM memories WHERE namespace = ? AND status = ?{where} ORDER BY seq",
+            [namespace, MemoryStatus(status).value, *args]) for r in rows]
+
+    def latest_episode(self, namespace: str, conversation: str | None) -> str | None:
+        conv, args = ("IS NULL", [namespace]) if not conversation else \
+            ("= ?", [namespace, conversation])
+        found = self._rows(f"SELECT id FROM memories WHERE namespace = ? AND conversation "
+                           f"{conv} AND type = 'episodic' ORDER BY seq DESC LIMIT 1", args)
+        return str(found[0][0]) if found else None
+
+    def newest_ids(self, namespace: str, n: int) -> list[str]:
+        found = self._rows("SELECT id FROM memories WHERE namespace = ? ORDER BY seq DESC "
+                           "LIMIT ?", (namespace, max(0, int(n))))
+        return [str(r[0]) for r in reversed(found)]
+
+    @staticmethod
+    def _window(column: str, since: float | None, until: float | None
+                ) -> tuple[str, list[float]]:
+        """`` AND`` conditions of a time window on ``column``, and their arguments."""
+        where, args = "", list[float]()
+        if since is not None:
+            where, args = f"{where} AND {column} >= ?", [*args, float(since)]
+        if until is not None:
+            where, args = f"{where} AND {column} <= ?", [*args, float(until)]
+        return where, args
+
+    # --- full-text search ------------------------------------------------------------------
+
+    def search_terms(self, query: TermQuery) -> TermHits:
+        wanted = sorted(set(query.terms))
+        statuses = sorted({MemoryStatus(s).value for s in query.statuses})
+        if not wanted or not statuses or query.k <= 0:
+            return TermHits([], 0.0)
+        marks = ", ".join("?" * len(statuses))
+        docs, length = self._rows(
+            "SELECT coalesce(sum(docs), 0), coalesce(sum(length), 0) FROM term_totals WHERE "
+            f"namespace = ? AND status IN ({marks})", [query.namespace, *statuses])[0]
+        docs, length = int(docs), int(length)  # PostgreSQL sums to numeric
+        if not docs:
+            return TermHits([], 0.0)
+        found = self._rows(
+            f"SELECT term, count(*) FROM terms WHERE namespace = ? AND status IN ({marks}) "
+            f"AND term IN ({', '.join('?' * len(wanted))}) GROUP BY term",
+            [query.namespace, *statuses, *wanted])
+        idf = {str(t): math.log(1.0 + (docs - int(n) + 0.5) / (int(n) + 0.5)) for t, n in found}
+        if not idf:
+            return TermHits([], 0.0)
+        avgdl = length / docs if length else 1.0
+        hits = self._bm25(query, statuses, idf, avgdl, query.k, windowed=True)
+        if query.since is None and query.until is None:
+            return TermHits(hits, hits[0][1] if hits else 0.0)
+        top = self._bm25(query, statuses, idf, avgdl, 1, windowed=False)
+        return TermHits(hits, top[0][1] if top else 0.0)
+
+    def _bm25(self, query: TermQuery, statuses: list[str], idf: dict[str, float],
+              avgdl: float, k: int, *, windowed: bool) -> list[tuple[str, float]]:
+        """The ``k`` best memories by BM25: ranked in SQL, then scored exactly."""
+        k1, b = float(query.k1), float(query.b)
+        where, wargs = self._window("t.created_ts", query.since, query.until) if windowed \
+            else ("", [])
+        terms = sorted(idf)
+        values = ", ".join("(?, ?)" for _ in terms)
+        rows = self._rows(
+            f"WITH q (term, idf) AS (VALUES {values}) "
+            "SELECT t.memory_id, sum(q.idf * t.tf * ? / (t.tf + ? * (1 - ? + ? * t.length / ?)))"
+            " AS score FROM q CROSS JOIN terms t WHERE t.namespace = ? AND t.term = q.term "
+            f"AND t.status IN ({', '.join('?' * len(statuses))}){where} "
+            f"GROUP BY t.memory_id ORDER BY score DESC, t.memory_id{self.TEXT_ORDER} LIMIT ?",
+            [*(x for t in terms for x in (t, idf[t])), k1 + 1, k1, b, b, avgdl,
+             query.namespace, *statuses, *wargs, k + _MARGIN])
+        ids = [str(r[0]) for r in rows]
+        if not ids:
+            return []
+        parts: dict[str, list[float]] = {i: [] for i in ids}
+        for cond, args in self._id_chunks(ids):
+            for mid, term, tf, length in self._rows(
+                    f"SELECT memory_id, term, tf, length FROM terms WHERE namespace = ? AND "
+                    f"memory_id {cond} AND term IN ({', '.join('?' * len(terms))}) "
+                    f"ORDER BY term{self.TEXT_ORDER}", [query.namespace, *args, *terms]):
+                parts[str(mid)].append(bm25(int(tf), int(length), idf[str(term)], avgdl,
+                                            k1=k1, b=b))
+        scored = sorted(((i, math.fsum(p)) for i, p in parts.items()),
+                        key=lambda kv: (-kv[1], kv[0]))
+        return [(i, s) for i, s in scored[:k] if s > 0]
+
     def existing(self, ids: Sequence[str]) -> set[str]:
         out: set[str] = set()
         for cond, args in self._id_chunks(ids):
@@ -315,17 +452,27 @@ class SqlTxn:
                                 "created_ts": float(ts), "conversation": conv or ""})
 
     def edges(self, namespace: str) -> list[Edge]:
-        out = []
-        for rows in self._batches("SELECT source, predicate, target, weight, step FROM edges "
-                                  f"WHERE namespace = ? ORDER BY {self.EDGE_ORDER}",
-                                  (namespace,)):
-            for src, pred, tgt, weight, step in rows:
-                try:
-                    out.append(Edge(source=src, predicate=pred, target=tgt, weight=weight,
-                                    step=step))
-                except pydantic.ValidationError as exc:
-                    raise CorruptStoreError(f"an edge in {self._where} is unreadable") from exc
-        return out
+        return [self._edge(r) for rows in self._batches(
+            "SELECT source, predicate, target, weight, step FROM edges WHERE namespace = ? "
+            f"ORDER BY {self.EDGE_ORDER}", (namespace,)) for r in rows]
+
+    def edges_of(self, namespace: str, ids: Sequence[str]) -> list[Edge]:
+        rows: dict[tuple[str, str, str], Any] = {}
+        for column in ("source", "target"):
+            for cond, args in self._id_chunks(ids):
+                for batch in self._batches(
+                        f"SELECT source, predicate, target, weight, step, {self.EDGE_ORDER} "
+                        f"FROM edges WHERE {column} {cond} AND namespace = ?",
+                        [*args, namespace]):
+                    rows.update(((r[0], r[1], r[2]), r) for r in batch)
+        return [self._edge(r[:5]) for r in sorted(rows.values(), key=lambda r: r[5])]
+
+    def _edge(self, row: Sequence[Any]) -> Edge:
+        src, pred, tgt, weight, step = row
+        try:
+            return Edge(source=src, predicate=pred, target=tgt, weight=weight, step=step)
+        except pydantic.ValidationError as exc:
+            raise CorruptStoreError(f"an edge in {self._where} is unreadable") from exc
 
     def audit(self, namespace: str | None = None) -> list[AuditEvent]:
         if namespace is None:
@@ -441,9 +588,64 @@ class SqlTxn:
                    [_memory_row(node, vector) for node, vector in items])
         self._many("INSERT INTO stats (id, access_count, last_access_at, last_access_step, "
                    "touch_seq) VALUES (?, ?, ?, ?, ?)", [stats_row(node) for node, _ in items])
+        self._index_terms([node for node, _ in items])
         self._log_many([(node.namespace, node.id) for node, _ in items])
 
+    def _index_terms(self, nodes: Sequence[MemoryNode]) -> None:
+        """Add memories to the full-text index: their terms and their partitions' totals."""
+        rows: list[tuple[Any, ...]] = []
+        totals: Counter[tuple[str, str]] = Counter()
+        docs: Counter[tuple[str, str]] = Counter()
+        for node in nodes:
+            found, length = term_rows(node)
+            rows += found
+            docs[node.namespace, node.status.value] += 1
+            totals[node.namespace, node.status.value] += length
+        self._many("INSERT INTO terms (namespace, status, term, memory_id, tf, length, "
+                   "created_ts) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        for (ns, status), n in sorted(docs.items()):
+            self._add_totals(ns, status, n, totals[ns, status])
+
+    def _add_totals(self, namespace: str, status: str, docs: int, length: int) -> None:
+        """Move a partition's full-text totals (a partition left empty loses its row)."""
+        self._run("INSERT INTO term_totals (namespace, status, docs, length) VALUES "
+                  "(?, ?, ?, ?) ON CONFLICT (namespace, status) DO UPDATE SET docs = "
+                  "term_totals.docs + excluded.docs, length = term_totals.length + "
+                  "excluded.length", (namespace, status, docs, length))
+        if docs < 0:
+            self._run("DELETE FROM term_totals WHERE namespace = ? AND status = ? AND "
+                      "docs <= 0", (namespace, status))
+
+    def index_all_terms(self) -> int:
+        """Build the full-text index of every memory (a migration from a schema without
+        it); returns how many memories it indexed. Reads a namespace 500 rows at a time."""
+        self._writes()
+        done = 0
+        for name in self.namespace_names():
+            after = -1
+            while True:
+                rows = self._rows(f"{_JOINED} WHERE m.namespace = ? AND m.seq > ? "
+                                  "ORDER BY m.seq LIMIT 500", (name, after))
+                if not rows:
+                    break
+                nodes = [self._node(r) for r in rows]
+                self._index_terms(nodes)
+                done, after = done + len(nodes), nodes[-1].seq
+        return done
+
+    def _term_length(self, memory_id: str) -> int:
+        found = self._rows("SELECT length FROM terms WHERE memory_id = ? LIMIT 1",
+                           (memory_id,))
+        return int(found[0][0]) if found else 0
+
     def update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
+        found = self._rows("SELECT status FROM memories WHERE id = ?", (node.id,))
+        if found and found[0][0] != node.status.value:  # the full-text index follows
+            length = self._term_length(node.id)
+            self._add_totals(node.namespace, str(found[0][0]), -1, -length)
+            self._add_totals(node.namespace, node.status.value, 1, length)
+            self._run("UPDATE terms SET status = ? WHERE memory_id = ?",
+                      (node.status.value, node.id))
         doc = node.model_dump(mode="json", include=set(META))
         self._run("UPDATE memories SET status = ?, sensitivity = ?, meta = ? WHERE id = ?",
                   (node.status.value, node.sensitivity, canonical_json(doc), node.id))
@@ -464,9 +666,11 @@ class SqlTxn:
 
     def delete_memory(self, memory_id: str) -> None:
         self._writes()
-        found = self._rows("SELECT namespace FROM memories WHERE id = ?", (memory_id,))
+        found = self._rows("SELECT namespace, status FROM memories WHERE id = ?", (memory_id,))
         if not found:
             return
+        self._add_totals(found[0][0], found[0][1], -1, -self._term_length(memory_id))
+        self._run("DELETE FROM terms WHERE memory_id = ?", (memory_id,))
         self._run("DELETE FROM memories WHERE id = ?", (memory_id,))
         self._run("DELETE FROM stats WHERE id = ?", (memory_id,))
         self._run("DELETE FROM edges WHERE source = ? OR target = ?", (memory_id, memory_id))

@@ -58,6 +58,8 @@ __all__ = [
     "RecordCapabilities",
     "RecordStore",
     "RecordTxn",
+    "TermHits",
+    "TermQuery",
     "Vector",
     "index_fields",
 ]
@@ -156,6 +158,52 @@ class Change:
     memory_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class TermQuery:
+    """A full-text query on one namespace's memories: Okapi BM25 over the terms the
+    store indexed (:func:`mars_core.analysis.terms` of each memory's
+    :attr:`~mars_core.model.MemoryNode.search_text`).
+
+    The statistics — how many memories, their mean length in terms, how many hold a
+    term — are those of the memories of ``namespace`` with one of ``statuses``, never
+    another namespace's: a tenant's vocabulary does not move another's ranking.
+
+    Attributes:
+        namespace: the namespace searched.
+        terms: the query's analysed terms (repeats count once).
+        statuses: the partitions searched (their statistics are pooled).
+        k: how many memories to return at most.
+        since: ``created_ts`` lower bound (inclusive), or ``None``: only memories created
+            in the window are returned; the statistics stay the partitions' own.
+        until: ``created_ts`` upper bound (inclusive), or ``None``.
+        k1: BM25's term-frequency saturation.
+        b: BM25's length normalisation.
+    """
+
+    namespace: str
+    terms: tuple[str, ...]
+    statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
+    k: int = 10
+    since: float | None = None
+    until: float | None = None
+    k1: float = 0.9
+    b: float = 0.4
+
+
+@dataclass(frozen=True, slots=True)
+class TermHits:
+    """The answer to a :class:`TermQuery`.
+
+    Attributes:
+        hits: ``(memory id, BM25 score)``, best first, ties by id; scores > 0.
+        best: the best score of any memory of the partitions, window or not (what
+            retrieval normalises by, so a window leaves hits out and never rescales).
+    """
+
+    hits: list[tuple[str, float]]
+    best: float
+
+
 def index_fields(node: MemoryNode) -> dict[str, str | int | float | bool]:
     """The filter fields a vector index keeps of a memory (no text).
 
@@ -224,8 +272,36 @@ class RecordTxn(Protocol):
         """What a vector index holds: of one namespace, of some ids, or of everything."""
         ...
 
+    def memories_by_id(self, namespace: str, ids: Sequence[str]) -> list[MemoryNode]:
+        """The memories of ``namespace`` among ``ids`` (others are left out), by ``seq``."""
+        ...
+
+    def ids_in_window(self, namespace: str, status: MemoryStatus, since: float | None,
+                      until: float | None) -> list[str]:
+        """Ids of the memories of one partition created in ``[since, until]``
+        (``created_ts``; ``None``: open), by ``seq``."""
+        ...
+
+    def latest_episode(self, namespace: str, conversation: str | None) -> str | None:
+        """The newest episodic memory of a conversation (``None``: of no conversation),
+        or ``None``."""
+        ...
+
+    def newest_ids(self, namespace: str, n: int) -> list[str]:
+        """The ids of the ``n`` newest memories of a namespace (any status), oldest
+        first."""
+        ...
+
+    def search_terms(self, query: TermQuery) -> TermHits:
+        """Full-text search of one namespace (see :class:`TermQuery`)."""
+        ...
+
     def edges(self, namespace: str) -> list[Edge]:
         """Every edge of a namespace."""
+        ...
+
+    def edges_of(self, namespace: str, ids: Sequence[str]) -> list[Edge]:
+        """The edges of ``namespace`` that leave or enter one of ``ids``."""
         ...
 
     def audit(self, namespace: str | None = None) -> list[AuditEvent]:

@@ -83,13 +83,8 @@ __all__ = ["DEFAULT_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "PostgresRecordStor
            "discard_empty_store", "holds_store", "is_postgres_url", "migrate",
            "schema_version", "shown_url"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the schema below; older ones are migrated by :func:`migrate`."""
-
-MIGRATIONS: dict[int, Callable[[Any], None]] = {}
-"""``{from_version: migrate}``: each step takes a psycopg connection inside the
-migration's transaction (``search_path`` on the store's schema) and brings the schema
-one version up (none yet)."""
 
 DEFAULT_SCHEMA = "mars"
 """The schema of a URL without ``?schema=``."""
@@ -124,8 +119,26 @@ CREATE TABLE audit_refs (
     memory_id TEXT NOT NULL, ordinal BIGINT NOT NULL, PRIMARY KEY (memory_id, ordinal));
 CREATE TABLE changes (
     seq BIGINT PRIMARY KEY, namespace TEXT NOT NULL, memory_id TEXT NOT NULL);
-CREATE SEQUENCE memory_counter
+CREATE SEQUENCE memory_counter;
 """
+
+_TABLES_V2 = """
+CREATE TABLE terms (
+    namespace TEXT NOT NULL, status TEXT NOT NULL, term TEXT NOT NULL,
+    memory_id TEXT NOT NULL, tf INTEGER NOT NULL, length INTEGER NOT NULL,
+    created_ts DOUBLE PRECISION NOT NULL, PRIMARY KEY (namespace, status, term, memory_id));
+CREATE INDEX terms_by_memory ON terms (memory_id);
+CREATE TABLE term_totals (
+    namespace TEXT NOT NULL, status TEXT NOT NULL, docs BIGINT NOT NULL,
+    length BIGINT NOT NULL, PRIMARY KEY (namespace, status));
+CREATE INDEX memories_by_seq ON memories (namespace, seq);
+CREATE INDEX memories_by_time ON memories (namespace, status, created_ts);
+CREATE INDEX memories_by_conversation ON memories (namespace, conversation, seq)
+"""
+"""What version 2 added: the full-text index and the indexes that serve a namespace's
+history without loading it (as the SQLite store's)."""
+
+_TABLES += _TABLES_V2
 """The schema's tables (in the store's schema): the SQLite store's, with the change log
 and audit numbered by the store (commit order) and edges ordered by an identity."""
 
@@ -423,6 +436,18 @@ class _Txn(SqlTxn):
         for key in keys:
             self._exec("SELECT pg_advisory_xact_lock(?)", (key,))
         return self._versions(names)
+
+
+def _to_v2(tx: _Txn) -> None:
+    """Version 1 → 2: the full-text index, built from every memory."""
+    for statement in filter(str.strip, _TABLES_V2.split(";")):
+        tx._run(statement)
+    tx.index_all_terms()
+
+
+MIGRATIONS: dict[int, Callable[[_Txn], None]] = {1: _to_v2}
+"""``{from_version: migrate}``: each step takes the migration's transaction
+(``search_path`` on the store's schema) and brings the schema one version up."""
 
 
 class PostgresRecordStore:
@@ -817,7 +842,7 @@ def migrate(url: str, *, connect_timeout: float = 10.0) -> tuple[int, int]:
             version = _version(conn, schema)
             _check_newer(version, location)
             while version < SCHEMA_VERSION:
-                MIGRATIONS[version](conn)
+                MIGRATIONS[version](_Txn(conn, location, schema, True))
                 version += 1
             conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'",
                          (str(version),))

@@ -65,13 +65,10 @@ from mars_core.storage.base import RecordCapabilities
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteRecordStore", "migrate"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the schema below; older files are migrated by :data:`MIGRATIONS`."""
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
-"""``{from_version: migrate}``: each step brings a file one version up (none yet)."""
-
-_SCHEMA = """
+_SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS namespaces (
     name TEXT PRIMARY KEY, version INTEGER NOT NULL, step INTEGER NOT NULL,
@@ -100,6 +97,26 @@ CREATE TABLE IF NOT EXISTS audit_refs (
 CREATE TABLE IF NOT EXISTS changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, memory_id TEXT NOT NULL);
 """
+
+_SCHEMA_V2 = """
+CREATE TABLE IF NOT EXISTS terms (
+    namespace TEXT NOT NULL, status TEXT NOT NULL, term TEXT NOT NULL,
+    memory_id TEXT NOT NULL, tf INTEGER NOT NULL, length INTEGER NOT NULL,
+    created_ts REAL NOT NULL, PRIMARY KEY (namespace, status, term, memory_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS terms_by_memory ON terms (memory_id);
+CREATE TABLE IF NOT EXISTS term_totals (
+    namespace TEXT NOT NULL, status TEXT NOT NULL, docs INTEGER NOT NULL,
+    length INTEGER NOT NULL, PRIMARY KEY (namespace, status));
+CREATE INDEX IF NOT EXISTS memories_by_seq ON memories (namespace, seq);
+CREATE INDEX IF NOT EXISTS memories_by_time ON memories (namespace, status, created_ts);
+CREATE INDEX IF NOT EXISTS memories_by_conversation ON memories (namespace, conversation, seq);
+"""
+"""What version 2 added: the full-text index (``terms``: one row per memory and term;
+``term_totals``: each partition's memories and terms) and the indexes that serve a
+namespace's history without loading it."""
+
+_SCHEMA = _SCHEMA_V1 + _SCHEMA_V2
+
 
 _SYNCHRONOUS = ("full", "normal")
 
@@ -176,6 +193,18 @@ class _Txn(SqlTxn):
                    "ON CONFLICT DO NOTHING",
                    [(m, first + n) for n, ev in enumerate(events)
                     for m in dict.fromkeys(ev.node_ids)])
+
+
+def _to_v2(tx: _Txn) -> None:
+    """Version 1 → 2: the full-text index, built from every memory."""
+    for statement in filter(str.strip, _SCHEMA_V2.split(";")):
+        tx._run(statement)
+    tx.index_all_terms()
+
+
+MIGRATIONS: dict[int, Callable[[_Txn], None]] = {1: _to_v2}
+"""``{from_version: migrate}``: each step brings a file one version up, inside the
+transaction of the open that found it older."""
 
 
 class SQLiteRecordStore:
@@ -320,7 +349,7 @@ class SQLiteRecordStore:
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     tx._run(statement)
             while 0 < version < SCHEMA_VERSION:
-                MIGRATIONS[version](self._conn)
+                MIGRATIONS[version](tx)
                 version += 1
             tx._put_meta("schema_version", str(SCHEMA_VERSION))
 
