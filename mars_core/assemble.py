@@ -7,7 +7,7 @@ Examples:
     >>> from mars_core.engine.namespace import NamespaceState
     >>> from mars_core.policies import make_policy
     >>> from mars_core.storage import NamespaceRecord
-    >>> active_turns(NamespaceState(NamespaceRecord("ns"), [], [], [], make_policy("lru")),
+    >>> active_turns(NamespaceState(NamespaceRecord("ns"), [], [], make_policy("lru")),
     ...              None, 4)
     []
 """
@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from mars_core.analysis import terms
 from mars_core.context import EvidenceItem, Validity, validity_of
 from mars_core.engine.namespace import NamespaceState
-from mars_core.lexical import tokenize
-from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, TaskPayload
+from mars_core.model import MemoryNode, MemoryType, Predicate, TaskPayload
 
 __all__ = ["Marked", "active_turns", "evidence_items", "lineage", "recall_starts",
            "support_for", "validity"]
@@ -101,7 +101,7 @@ def active_turns(state: NamespaceState, conversation: str | None, n: int) -> lis
     active conversation: it is skipped, and the walk goes on to the turns before it.
     """
     out: list[MemoryNode] = []
-    cur = state.last_episode.get(conversation or "")
+    cur = state.latest_episode(conversation)
     while cur is not None and len(out) < n:
         node = state.get(cur)
         if node is None:
@@ -139,22 +139,22 @@ def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card:
 
 
 def recall_starts(state: NamespaceState, entity: str | None, goal: str | None,
-                  limit: int = 10) -> list[str]:
-    """Where a recall walk starts: memories about the entity, or tasks for the goal."""
-    active = set(state.ids(MemoryStatus.ACTIVE))
+                  search: Callable[[str, int], Sequence[str]], limit: int = 10) -> list[str]:
+    """Where a recall walk starts: memories about the entity, or tasks for the goal, then
+    what ``search`` (the active memories' full-text search: text, how many) finds."""
+    active = state.active_ids()
     starts: list[str] = []
     if entity is not None:
-        starts += [i for i in state.known.people(entity) if i in active]
+        starts += [i for i in state.known.people(entity) if state.is_active(i)]
     text = entity if entity is not None else goal or ""
-    hits = state.index(MemoryStatus.ACTIVE).search(text, 4 * limit)
     if goal is not None:
-        words = set(tokenize(goal))
-        for i in sorted(active, key=lambda nid: state.nodes[nid].seq):
+        words = set(terms(goal))
+        for i in active:
             node = state.nodes[i]
             if isinstance(node.payload, TaskPayload) and \
-                    words & set(tokenize(node.payload.goal or node.content)):
+                    words & set(terms(node.payload.goal or node.content)):
                 starts.append(i)
-    starts += [i for i, _ in hits]
+    starts += search(text, 4 * limit)
     return list(dict.fromkeys(starts))[:limit]
 
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from mars_core.analysis import STOPWORDS
 from mars_core.extract import NON_NAMES, RELATION_WORDS, Topic
-from mars_core.lexical import STOPWORDS
 from mars_core.nlp.rules import normalise_apostrophes
 
 __all__ = ["CARD_WEIGHTS", "QueryFrame", "answers", "card_classes", "parse_query",

@@ -23,7 +23,7 @@ Examples:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from mars_core.errors import ValidationError
 from mars_core.model import Edge, Predicate
@@ -104,16 +104,81 @@ class _Side:
         return self._by.keys()
 
 
+EdgeSource = Callable[[Sequence[str]], Iterable[Edge]]
+"""Reads every edge that leaves or enters one of some nodes (from the record store)."""
+
+
 class MemoryGraph:
     """Adjacency lists of typed edges over node ids (a view rebuilt on open).
 
     The graph knows ids only; callers pass predicates such as ``is_active`` so the
     graph stays independent of where node state lives.
+
+    With a ``source``, the graph holds only part of a larger one: the edges of the
+    nodes it was told are *complete* (:meth:`complete`: a namespace's active memories),
+    and reads a node's edges from ``source`` the first time a query asks for them. So a
+    walk may go anywhere in the history while only what it touched is held, and
+    :meth:`retain` lets go of it again.
+
+    Args:
+        source: where the edges it does not hold are (``None``: it holds them all).
+
+    Examples:
+        >>> stored = [Edge(source="b", predicate=Predicate.DERIVES_FROM, target="a")]
+        >>> g = MemoryGraph(source=lambda ids: [e for e in stored
+        ...                                     if e.source in ids or e.target in ids])
+        >>> g.complete(["c"]); g.held()
+        0
+        >>> g.ancestors("b"), g.held()
+        (['a'], 1)
+        >>> g.retain({"c"}); g.held()
+        0
     """
 
-    def __init__(self) -> None:
+    def __init__(self, source: EdgeSource | None = None) -> None:
         self._out = _Side(outgoing=True)
         self._in = _Side(outgoing=False)
+        self._source = source
+        self._complete: set[str] = set()
+
+    # --- what is held ----------------------------------------------------------------------
+
+    def complete(self, node_ids: Iterable[str]) -> None:
+        """Mark nodes whose every edge the graph holds (or will be given)."""
+        self._complete.update(node_ids)
+
+    def load(self, node_ids: Iterable[str]) -> None:
+        """Read the edges of the nodes not complete yet from the source, in one read."""
+        wanted = [n for n in dict.fromkeys(node_ids) if n not in self._complete]
+        if self._source is None or not wanted:
+            return
+        for edge in self._source(wanted):
+            self._put(edge)  # read from the records: checked when it was written
+        self._complete.update(wanted)
+
+    def retain(self, keep: Collection[str]) -> None:
+        """Let go of every edge with no end in ``keep``, and of the completeness of the
+        nodes outside it (their edges are read again when asked for)."""
+        if self._source is None:
+            return
+        for node in [n for n in self._out.nodes() if n not in keep] + \
+                [n for n in self._in.nodes() if n not in keep]:
+            for edge in list(self._out.of(node)) + list(self._in.of(node)):
+                if edge.source not in keep and edge.target not in keep:
+                    self.remove(edge.source, edge.predicate, edge.target)
+        self._complete &= set(keep)
+
+    def held(self) -> int:
+        """How many edges the graph holds."""
+        return sum(1 for node in list(self._out.nodes()) for _ in self._out.of(node))
+
+    def _ensure(self, node_id: str) -> None:
+        if self._source is not None and node_id not in self._complete:
+            self.load([node_id])
+
+    def _put(self, edge: Edge) -> None:
+        self._out.put(edge)
+        self._in.put(edge)
 
     # --- mutation ----------------------------------------------------------------------
 
@@ -149,8 +214,7 @@ class MemoryGraph:
     def add(self, edge: Edge) -> None:
         """Add (or replace) an edge; validates acyclicity of derivesFrom."""
         self.check(edge)
-        self._out.put(edge)
-        self._in.put(edge)
+        self._put(edge)
 
     def remove(self, source: str, predicate: Predicate, target: str) -> None:
         """Remove one edge if present."""
@@ -169,18 +233,21 @@ class MemoryGraph:
 
     def out_edges(self, node_id: str, predicate: Predicate | None = None) -> list[Edge]:
         """Edges leaving ``node_id`` (optionally of one predicate), in a stable order."""
+        self._ensure(node_id)
         edges = self._out.of(node_id)
         return sorted((e for e in edges if predicate is None or e.predicate is predicate),
                       key=lambda e: e.key)
 
     def in_edges(self, node_id: str, predicate: Predicate | None = None) -> list[Edge]:
         """Edges entering ``node_id`` (optionally of one predicate), in a stable order."""
+        self._ensure(node_id)
         edges = self._in.of(node_id)
         return sorted((e for e in edges if predicate is None or e.predicate is predicate),
                       key=lambda e: e.key)
 
     def edges(self) -> Iterator[Edge]:
-        """Every edge, in a stable order."""
+        """Every edge held, in a stable order (with a source: those of the complete
+        nodes and of what queries read)."""
         for src in sorted(self._out.nodes()):
             yield from self.out_edges(src)
 

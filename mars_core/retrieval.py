@@ -30,21 +30,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Final, cast
+from typing import Final, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from mars_core.analysis import STOPWORDS, terms
 from mars_core.config import RetrievalConfig
-from mars_core.engine.namespace import NamespaceState
+from mars_core.engine.namespace import NamespaceState, card_topic
 from mars_core.errors import ValidationError
 from mars_core.frame import answers, parse_query, symbolic_score
-from mars_core.index.base import And, Eq, Filter, In, Range, VectorIndex, exact_cosines
-from mars_core.lexical import STOPWORDS
+from mars_core.index.base import And, Eq, Filter, In, IndexCapabilities, Range, exact_cosines
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
+from mars_core.storage.base import TermHits, TermQuery
 
-__all__ = ["Answerability", "Hit", "Query", "answerability", "check_max_sensitivity",
-           "cue_score", "pack", "rank", "relative_cutoff", "reply_of"]
+__all__ = ["Answerability", "Dense", "Hit", "Lexical", "Query", "answerability",
+           "check_max_sensitivity", "cue_score", "pack", "rank", "relative_cutoff", "reply_of"]
 
 _EPS = 1e-6
 """Scores at or below this are "nothing in common" (float noise of a reopened index)."""
@@ -313,10 +314,32 @@ def relative_cutoff(hits: Sequence[Hit], ratio: float,
     return [h for h in hits if h.id in kept]
 
 
+class Dense(Protocol):
+    """What ranking asks of a vector index (:class:`~mars_core.index.base.VectorIndex`,
+    or the store's follower of one, which sees what is written behind)."""
+
+    @property
+    def capabilities(self) -> IndexCapabilities:
+        """The index's capabilities."""
+        ...
+
+    def query(self, namespace: str, status: MemoryStatus, vector: npt.NDArray[np.float32],
+              k: int, where: Filter | None = None, *,
+              within: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` most similar entries of one partition (see ``VectorIndex.query``)."""
+        ...
+
+
+Lexical = Callable[[TermQuery], TermHits]
+"""The record store's full-text search of one namespace
+(:meth:`~mars_core.storage.base.RecordTxn.search_terms`)."""
+
+
 def rank(
     state: NamespaceState,
-    index: VectorIndex,
+    index: Dense,
     vectors: Callable[[Sequence[str]], dict[str, npt.NDArray[np.float32]]],
+    lexical: Lexical,
     *,
     status: MemoryStatus | Sequence[MemoryStatus],
     qvec: npt.NDArray[np.float32],
@@ -327,63 +350,63 @@ def rank(
     """Fuse the dense and lexical candidates of one namespace's active (or archived, or
     both) memories into ranked hits.
 
-    The index proposes the dense candidates; every candidate is then scored from its
+    Candidates come from where the memories are: the vector index proposes the dense
+    ones, the record store's full-text index the lexical ones (BM25 over the searched
+    partitions' own statistics, one scale for both tiers), and the active memories' cards
+    answer the query's frame. Only the candidates are read (one read for those the
+    namespace's views do not hold, one for their edges), and each is scored from its
     stored vector (:func:`~mars_core.index.base.exact_cosines`), so a memory's score is
     the same whichever index found it, approximate or not, and whatever else it found.
-    Candidates the namespace's views do not hold with that status (an index entry not yet
-    caught up), the query does not admit or ``admit`` refuses are left out. With several
-    statuses (the second tier of retrieval), each partition proposes its candidates and
-    BM25 is normalised by the best score over all of them, so the tiers share one scale;
-    ties rank the active memory first. BM25 is normalised before any filter: a filter
-    only leaves hits out.
+    Candidates without that status (an index entry not yet caught up), that the query
+    does not admit or ``admit`` refuses are left out; ties rank the active memory first.
+    BM25 is normalised by its best score before any filter: a filter only leaves hits out.
 
-    A ``since``/``until`` window reaches the index as the ids the namespace's temporal
-    index holds in it (``within=``; Chroma scans its metadata for a range: 5–7× slower
-    at 100,000 memories), or as a ``created_ts`` range for an index with
-    ``columnar_filters`` (numpy: one comparison over its time column); the lexical side
-    ranks the window's own documents, normalised by the best score without the window.
+    A ``since``/``until`` window reaches the index as the ids created in it (``within=``;
+    Chroma scans its metadata for a range: 5–7× slower at 100,000 memories), or as a
+    ``created_ts`` range for an index with ``columnar_filters`` (numpy: one comparison
+    over its time column); the full-text search ranks the window's own memories,
+    normalised by the best score without the window.
     """
     statuses = (status,) if isinstance(status, MemoryStatus) else tuple(status)
-    lexical: dict[str, float] = {}
-    proposed: list[str] = []
-    bests: list[float] = []
-    corpus = [state.index(st) for st in statuses]
     window = q.window()
     # a window's ids come from the temporal index, as an allow-list — unless the index
     # filters a time range over its own columns, which is cheaper still
     by_ids = window is not None and not index.capabilities.columnar_filters
-    for st, part in zip(statuses, corpus, strict=True):
+    proposed: list[str] = []
+    for st in statuses if np.any(qvec) else ():
         within = state.window(st, *window) if by_ids and window is not None else None
-        if np.any(qvec) and within != []:
+        if within != []:
             proposed += [i for i, _ in index.query(q.namespace, st, qvec, cfg.candidates,
                                                    q.index_filter(time=within is None),
                                                    within=within)]
-        found_lex, best = part.ranked(q.text, cfg.candidates, corpus=corpus, window=window)
-        lexical.update(found_lex)
-        bests.append(best)
-        proposed += [i for i, _ in found_lex]
+    since, until = window or (None, None)
+    found = lexical(TermQuery(q.namespace, tuple(terms(q.text)), statuses,
+                              cfg.candidates * len(statuses), since, until,
+                              cfg.bm25_k1, cfg.bm25_b))
+    lexical_scores = dict(found.hits)
+    proposed += [i for i, _ in found.hits]
+    state.read_around(proposed)  # the candidates, their neighbours and edges: four reads
 
     def eligible(nid: str) -> bool:
-        if nid not in state or state.refs[nid].status not in statuses:
-            return False
-        node = state.node(nid)
-        return q.admits(node) and (admit is None or admit(node))
+        node = state.get(nid)
+        return node is not None and node.status in statuses and q.admits(node) and (
+            admit is None or admit(node))
 
-    card, specific = _card_channel(state, statuses, q.text, cfg.card_weight)
+    card, specific = _card_channel(state, statuses, q.text, cfg.card_weight, proposed)
     proposed += sorted(card, key=lambda i: -card[i])[:cfg.candidates]
     candidates = [i for i in dict.fromkeys(proposed) if eligible(i)]
     units = reply_of(state, candidates, eligible) if cfg.reply_units else []
     candidates = list(dict.fromkeys([*candidates, *(b for _, b in units)]))
-    found = vectors(candidates) if np.any(qvec) else {}
-    have = [i for i in candidates if i in found]
-    cosine = dict(zip(have, exact_cosines([found[i] for i in have], qvec), strict=True))
-    top = max(bests, default=0.0)  # a filter or a window leaves out, it does not rescale
+    stored = vectors(candidates) if np.any(qvec) else {}
+    have = [i for i in candidates if i in stored]
+    cosine = dict(zip(have, exact_cosines([stored[i] for i in have], qvec), strict=True))
+    top = found.best  # a filter or a window leaves out, it does not rescale
     alpha = cfg.dense_weight
     scores: dict[str, tuple[float, float, float]] = {}
     for nid in candidates:
         node = state.node(nid)
         d = cosine.get(nid, 0.0)
-        lx = lexical.get(nid, 0.0) / top if top > 0 else 0.0
+        lx = lexical_scores.get(nid, 0.0) / top if top > 0 else 0.0
         score = alpha * d + (1 - alpha) * lx
         if cfg.cue_weight > 0 and score > _EPS:
             score += cfg.cue_weight * cue_score(answerability(q.text, node.content,
@@ -395,7 +418,7 @@ def rank(
         if own[lender] > scores[borrower][0]:  # own scores: nothing is passed on twice
             scores[borrower] = (own[lender], *scores[borrower][1:])
     # nothing in common with the query: not a hit, however empty the budget
-    hits = [Hit(state.node(nid), score, d, lx, state.refs[nid].status is MemoryStatus.ARCHIVED,
+    hits = [Hit(node := state.node(nid), score, d, lx, node.status is MemoryStatus.ARCHIVED,
                 card.get(nid, 0.0), nid in specific)
             for nid, (score, d, lx) in scores.items() if score > _EPS]
     hits.sort(key=lambda h: (-h.score, h.archived, h.node.step, h.node.id))
@@ -403,21 +426,26 @@ def rank(
 
 
 def _card_channel(state: NamespaceState, statuses: Sequence[MemoryStatus], query: str,
-                  weight: float) -> tuple[dict[str, float], set[str]]:
+                  weight: float, found: Sequence[str]) -> tuple[dict[str, float], set[str]]:
     """The cards that answer ``query``'s frame (:mod:`mars_core.frame`): their bonus
     (``weight`` × the card score) by id, and those that answer on a single-valued
-    predicate."""
+    predicate. Every active card is asked; an archived one when a search ``found`` it."""
     if weight <= 0:
         return {}, set()
     frame = parse_query(query)
+    if not frame.predicates:
+        return {}, set()
+    cards = state.cards() if MemoryStatus.ACTIVE in statuses else []
+    if MemoryStatus.ARCHIVED in statuses:
+        cards += [(i, topic) for i in dict.fromkeys(found) if (node := state.get(i)) is not None
+                  and not node.is_active and (topic := card_topic(node)) is not None]
     bonus: dict[str, float] = {}
     specific: set[str] = set()
-    for st in statuses:
-        for nid, topic in state.cards(st):
-            if answers(frame, topic):
-                bonus[nid] = weight * symbolic_score(frame, topic, state.node(nid).content)
-                if answers(frame, topic, specific=True):
-                    specific.add(nid)
+    for nid, topic in cards:
+        if answers(frame, topic):
+            bonus[nid] = weight * symbolic_score(frame, topic, state.node(nid).content)
+            if answers(frame, topic, specific=True):
+                specific.add(nid)
     return bonus, specific
 
 
@@ -460,19 +488,20 @@ def reply_of(state: NamespaceState, ids: Iterable[str],
         >>> reply_of(state, ["t1", "t2", "t3"], lambda i: True)
         [('t1', 't2'), ('t3', 't2')]
     """
-    out: list[tuple[str, str]] = []
+    near: dict[str, list[str]] = {}
     for nid in ids:
         node = state.node(nid)
         if node.type is not MemoryType.EPISODIC:
             continue
-        near: list[str] = []
+        near[nid] = []
         if "?" in node.content:
-            near += [e.target for e in state.graph.out_edges(nid, Predicate.TEMPORAL_NEXT)]
+            near[nid] += [e.target for e in state.graph.out_edges(nid, Predicate.TEMPORAL_NEXT)]
         if node.provenance.source in _ASSISTANT_ROLES:
-            near += [e.source for e in state.graph.in_edges(nid, Predicate.TEMPORAL_NEXT)]
-        out += [(nid, other) for other in near if other in state and eligible(other)
-                and _voice(state.node(other)) != _voice(node)]
-    return out
+            near[nid] += [e.source for e in state.graph.in_edges(nid, Predicate.TEMPORAL_NEXT)]
+    state.read(i for others in near.values() for i in others)  # the neighbours: one read
+    return [(nid, other) for nid, others in near.items() for other in others
+            if other in state and eligible(other)
+            and _voice(state.node(other)) != _voice(state.node(nid))]
 
 
 def pack(hits: Iterable[Hit], budget_tokens: int, k: int | None) -> list[Hit]:

@@ -558,6 +558,7 @@ class RecordStoreConformance(abc.ABC):
                 assert tx.latest_episode("ns-a", None) == _uid(5)
                 assert tx.latest_episode("ns-a", "none such") is None
                 assert tx.newest_ids("ns-a", 3) == [_uid(4), _uid(5), _uid(6)]
+                assert [n.id for n in tx.sensitive("ns-a", 0.2)] == [_uid(4), _uid(2)]
                 stamps = [n.created_at.timestamp() for n in nodes]
                 assert tx.ids_in_window("ns-a", ACTIVE, stamps[1], None) == \
                     [_uid(1), _uid(4), _uid(5), _uid(6)]

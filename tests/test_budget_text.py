@@ -1,10 +1,11 @@
-"""Token counters, shares, BM25 and the hashing embedder."""
+"""Token counters, shares, the lexical analyser and the hashing embedder."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from mars_core.analysis import terms
 from mars_core.budget import (
     ApproxTokenCounter,
     BudgetLedger,
@@ -14,7 +15,6 @@ from mars_core.budget import (
 )
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ConfigError, ValidationError
-from mars_core.lexical import BM25Index, tokenize
 from mars_core.model import MemoryType
 
 
@@ -49,15 +49,16 @@ def test_ledger() -> None:
     assert led.used("a") == 2 and led.used("b") == 0 and led.namespaces() == ["a"]
 
 
-def test_bm25_ranks_and_forgets() -> None:
-    idx = BM25Index()
-    idx.add("1", "Caroline went to the LGBTQ support group")
-    idx.add("2", "Melanie painted a sunrise")
-    idx.add("3", "Caroline likes painting too")
-    assert idx.search("support group", 3)[0][0] == "1"
-    idx.remove("1")
-    assert all(d != "1" for d, _ in idx.search("support group", 3))
-    assert tokenize("The dogs were running") == ["dog", "runn"]
+def test_the_analyser_meets_the_forms_of_a_word() -> None:
+    """Snowball stems: "live/lives/lived/living" meet; a possessive or a contraction
+    makes no term of its own; accents fold; stop words are Snowball's."""
+    assert terms("The dogs were running") == ["dog", "run"]
+    assert {tuple(terms(w)) for w in ("live", "lives", "lived", "living")} == {("live",)}
+    assert terms("Where does Ana live?") == ["ana", "live"]
+    assert terms("Ana lives in Porto") == ["ana", "live", "porto"]
+    assert terms("Ana's dog doesn't like it") == ["ana", "dog", "like"]
+    assert terms("Inês, INES and ines") == ["ine"] * 3
+    assert "s" not in terms("Bo's, Cy's and Di's cats")
 
 
 def test_hashing_embedder() -> None:

@@ -95,10 +95,13 @@ def test_a_turn_and_the_facts_drawn_from_it_are_cut_together(make_store) -> None
     for text in ("Nice weather today.", "Let us talk about trains."):
         store.observe("user", text, speaker="Maya")
     derived = [n for n in store.list() if turn[0].id in n.provenance.derived_from]
-    assert derived  # the rule-based extractor drew facts from the turn
-    hits = store.retrieve("Where does Maya live?", read_only=True)
-    ids = {h.id for h in hits}
+    assert len(derived) == 2  # the rule-based extractor drew two facts from the turn
+    # the turn answers best: the facts drawn from it come with it
+    ids = {h.id for h in store.retrieve("Where does Maya live and work?", read_only=True)}
     assert turn[0].id in ids and {n.id for n in derived} <= ids
+    # a fact answers best: the turn it was drawn from comes with it
+    hits = store.retrieve("Where does Maya live?", read_only=True)
+    assert "Porto" in hits[0].text and turn[0].id in {h.id for h in hits}
 
 
 def test_render_context_never_offers_the_question_as_its_own_evidence(make_store) -> None:

@@ -70,14 +70,15 @@ def test_an_access_changes_statistics_only(tmp_path: pathlib.Path) -> None:
             texts[2]])
         state = store._engine.ns("default")
         people = state.known.people("Bo")
-        ranked = state.index(older.status).search("Bo brother cello", 5)
-        order = list(state.ids(older.status))
+        ranked = [h.id for h in store.retrieve("Bo brother cello", k=5, read_only=True)]
+        order = state.active_ids()
         hits = store.retrieve("Bo is my brother", k=1)
         assert [h.id for h in hits] == [older.id]
         assert store.get(older.id).access_count == 1
         assert state.known.people("Bo") == people == (older.id, newer.id)
-        assert state.index(older.status).search("Bo brother cello", 5) == ranked
-        assert list(state.ids(older.status)) == order
+        assert [h.id for h in store.retrieve("Bo brother cello", k=5,
+                                             read_only=True)] == ranked
+        assert state.active_ids() == order
         events = [e for e in store.audit.events() if e.op == "access"]
         assert [e.node_ids for e in events] == [(older.id,)]
     with MemoryStore.open(tmp_path / "s", index="numpy", embedder=TableEmbedder(texts),
@@ -97,14 +98,14 @@ def test_apply_stats_tells_the_policy_and_touches_nothing_else() -> None:
              for i in (1, 2, 3)]
     policy = make_policy("lru")
     state = NamespaceState.of("ns", nodes, policy=policy)
-    before = (state.known.people("Bo"), list(state.ids(nodes[0].status)),
-              state.index(nodes[0].status).search("Bo fact", 5), state.used)
+    before = (state.known.people("Bo"), state.active_ids(), state.timeline.window(None, None),
+              state.used)
     victim = policy.apply(state.view(10**6, nodes[0].created_at, random.Random(0)),
                           3, frozenset()).evictions[0].node_id
     assert victim == "n1"  # least recently used
     state.apply_stats(nodes[0].model_copy(update={"access_count": 1, "touch_seq": 9}))
-    assert (state.known.people("Bo"), list(state.ids(nodes[0].status)),
-            state.index(nodes[0].status).search("Bo fact", 5), state.used) == before
+    assert (state.known.people("Bo"), state.active_ids(), state.timeline.window(None, None),
+            state.used) == before
     assert state.node("n1").access_count == 1
     after = policy.apply(state.view(10**6, nodes[0].created_at, random.Random(0)),
                          3, frozenset()).evictions[0].node_id

@@ -47,11 +47,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from mars_core.analysis import terms
 from mars_core.bench.report import results_dir
 from mars_core.clock import FakeClock
 from mars_core.embeddings import Embedder
 from mars_core.errors import ValidationError
-from mars_core.lexical import tokenize
 from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
@@ -157,7 +157,7 @@ _MASK = re.compile(r"\[[A-Z_]+\]")
 
 
 def _content(text: str) -> set[str]:
-    return set(tokenize(_MASK.sub(" ", text)))
+    return set(terms(_MASK.sub(" ", text)))
 
 
 def _shows(body: str, text: str) -> bool:

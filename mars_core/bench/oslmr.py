@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mars_core.analysis import terms
 from mars_core.bench import locomo as L
 from mars_core.bench.locomo_data import Conversation, load_locomo
 from mars_core.bench.report import results_dir
@@ -68,7 +69,6 @@ from mars_core.learn import (
     strip_speaker,
     train_matrix,
 )
-from mars_core.lexical import tokenize
 from mars_core.scoring.mixed import FreshnessConfig, freshness_batch, mixed_score_batch
 from mars_core.scoring.reward import LOCOMO_SHIFT, RewardConfig, step_reward, swap_teacher
 
@@ -470,7 +470,7 @@ def _write_time_prior(conv: Conversation, share: float) -> list[float]:
     for i, text in enumerate(texts):
         prev = strip_speaker(texts[i - 1]) if i else ""
         asked = i > 0 and asks_question(texts[i - 1])
-        pterms, mterms = set(tokenize(prev)), set(tokenize(strip_speaker(text)))
+        pterms, mterms = set(terms(prev)), set(terms(strip_speaker(text)))
         names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+", prev)} if asked else set()
         sig = [1.0, len(pterms & mterms) / len(pterms) if asked and pterms else 0.0, 0.0,
                len(names & mterms) / len(names) if names else 0.0, 1.0,

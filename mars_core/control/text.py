@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.lexical import tokenize
+from mars_core.analysis import terms
 
 __all__ = [
     "FILLER_WORDS",
@@ -58,12 +58,9 @@ _FILLER = FILLER_WORDS
 
 
 def content_words(text: str) -> set[str]:
-    """Stemmed, lower-cased words of ``text`` without stop words (a set).
-
-    On top of :func:`mars_core.lexical.tokenize`, a final ``e`` is dropped so that
-    "live"/"lives" and "hike"/"hiking" meet.
-    """
-    return {w[:-1] if len(w) > 3 and w.endswith("e") else w for w in tokenize(text)}
+    """The terms of ``text`` (:func:`mars_core.analysis.terms`: folded, Snowball-stemmed,
+    without stop words) as a set: "live"/"lives" and "hike"/"hiking" meet."""
+    return set(terms(text))
 
 
 def coverage(query: str, texts: Iterable[str]) -> float:

@@ -9,14 +9,16 @@ those.
 
 A store that is not the only writer of its records (a ``read_only`` reader beside a
 writer) checks a cached namespace's version once per public call (:meth:`new_call`) and
-reads it again when another process has changed it since.
+reads it again when another process has changed it since. The first touch of a cached
+namespace in a call also lets go of what earlier calls read of its history
+(:meth:`~mars_core.engine.namespace.NamespaceState.trim`).
 
 Examples:
     >>> from mars_core.storage.base import NamespaceRecord
     >>> from mars_core.engine.namespace import NamespaceState
     >>> from mars_core.policies import make_policy
     >>> cache = NamespaceCache(lambda name: NamespaceState(
-    ...     NamespaceRecord(name), [], [], [], make_policy("lru")), capacity=2)
+    ...     NamespaceRecord(name), [], [], make_policy("lru")), capacity=2)
     >>> [cache.get(n).name for n in ("a", "b", "c")]
     ['a', 'b', 'c']
     >>> cache.new_call(); cache.names()
@@ -83,6 +85,8 @@ class NamespaceCache:
         if state is None:
             state = self._load(name)
             self._cache[name] = state
+        elif name not in self._checked:
+            state.trim()  # what an earlier call read beyond its active memories goes
         self._checked.add(name)
         self._cache.move_to_end(name)
         return state

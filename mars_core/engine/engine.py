@@ -33,6 +33,7 @@ from mars_core.config import StoreConfig, parse_config
 from mars_core.embedders import runs_locally
 from mars_core.embeddings import Embedder
 from mars_core.engine.cache import NamespaceCache
+from mars_core.engine.history import RecordHistory
 from mars_core.engine.indexing import IndexSync
 from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
 from mars_core.engine.unit import Draft, Unit
@@ -63,6 +64,8 @@ from mars_core.storage.base import (
     NamespaceTotals,
     RecordStore,
     RecordTxn,
+    TermHits,
+    TermQuery,
     Vector,
 )
 from mars_core.summarise import ExtractiveSummariser, Summariser
@@ -349,41 +352,26 @@ class Engine:
         return record.version if record is not None else 0
 
     def _load(self, name: str) -> NamespaceState:
-        eager = self.read_only
+        """A namespace's views: its record, its active memories and their edges (its
+        history is read when asked for, :class:`~mars_core.engine.history.RecordHistory`)."""
         with self.records.read() as tx:
             record = tx.namespace(name) or NamespaceRecord(name)
-            refs, active, edges = tx.refs(name), tx.memories(name, MemoryStatus.ACTIVE), \
-                tx.edges(name)
-            archived = tx.memories(name, MemoryStatus.ARCHIVED) if eager else []
-        state = NamespaceState(record, refs, active, edges, self._policy(record),
-                               fetch=self._fetcher(name),
-                               bm25=(self.config.retrieval.bm25_k1, self.config.retrieval.bm25_b))
+            active = tx.memories(name, MemoryStatus.ACTIVE)
+            edges = tx.edges_of(name, [n.id for n in active]) if active else []
+            archived = (tx.totals(name).get(name) or NamespaceTotals()).archived
+        state = NamespaceState(record, active, edges, self._policy(record), archived=archived,
+                               history=RecordHistory(self.records, name))
         saved = record.state.get("policy") or {}
         if saved.get("name") == state.policy.name and saved.get("state"):
             state.policy.load_state(saved["state"])  # ValidationError on a corrupt record
         state.saved_policy = state.policy.state_dict()
         if record.state.get("prefs") is not None:
             state.prefs = PrivacyPreferences.model_validate(record.state["prefs"])
-        for node in archived:
-            state.nodes[node.id] = node
-        if eager:
-            state.load_archive()
         return state
 
     def _policy(self, record: NamespaceRecord) -> Policy:
         """A namespace's own policy instance, with its shares and DP accountant."""
         return build_policy(self.config, record, self.policy_summariser)
-
-    def _fetcher(self, name: str) -> Any:
-        def fetch(ids: Sequence[str]) -> list[MemoryNode]:
-            with self.records.read() as tx:
-                if len(ids) > 32:
-                    wanted = set(ids)
-                    return [n for n in tx.memories(name, MemoryStatus.ARCHIVED)
-                            if n.id in wanted]
-                found = [tx.memory(i) for i in ids]
-            return [n for n in found if n is not None and n.namespace == name]
-        return fetch
 
     def _evicted(self, state: NamespaceState) -> None:
         """A namespace leaves the cache: save what its policy learned since its last
@@ -418,7 +406,8 @@ class Engine:
         (exactly the vectors written, so a reopened store scores as the live one did)."""
         if state.centroid is None:
             window = self.enricher.config.centroid_window
-            recent = [r.id for r in sorted(state.refs.values(), key=lambda r: r.seq)][-window:]
+            with self.records.read() as tx:
+                recent = tx.newest_ids(state.name, window)
             vecs = self.stored_vectors(state, recent)
             state.centroid = self.enricher.tracker(vecs[i] for i in recent if i in vecs)
         return state.centroid
@@ -509,7 +498,8 @@ class Engine:
 
     def update(self, unit: Unit, node: MemoryNode, *, reindex: bool,
                edges: Sequence[Edge] = ()) -> None:
-        """Stage new metadata (status, sensitivity, pin, ...) of a memory."""
+        """Stage new metadata (status, sensitivity, pin, ...) of a memory (a memory the
+        views do not hold is read first: they follow its move)."""
         self.draft(unit, node.namespace)
         unit.update(node, reindex=reindex, edges=edges)
         self.ns(node.namespace).apply_put(node, edges)
@@ -524,7 +514,7 @@ class Engine:
         """Stage an erasure."""
         self.draft(unit, node.namespace)
         unit.delete(node)
-        self.ns(node.namespace).apply_delete(node.id)
+        self.ns(node.namespace).apply_delete(node)
 
     def commit(self, unit: Unit, *, durable: bool = True) -> None:
         """Write the unit in one transaction, then the index."""
@@ -572,6 +562,19 @@ class Engine:
         if self._semantic is None or self._semantic[0] != self.embedder.name:
             self._semantic = (self.embedder.name, semantic_for(self.embedder))
         return self._semantic[1]
+
+    def everything(self, state: NamespaceState) -> list[MemoryNode]:
+        """Every memory of a namespace, oldest first, read from the records and held by
+        its views until the next call (an erasure by name, new preferences: calls that
+        must see the whole history)."""
+        with self.records.read() as tx:
+            found = tx.memories(state.name)
+        return state.hold(found)
+
+    def search_terms(self, query: TermQuery) -> TermHits:
+        """The record store's full-text search (one committed snapshot)."""
+        with self.records.read() as tx:
+            return tx.search_terms(query)
 
     def stored_vectors(self, state: NamespaceState, ids: Sequence[str]) -> dict[str, Vector]:
         """The vectors the records keep for memories of ``state`` (read once, then kept

@@ -24,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -78,8 +79,9 @@ class Eraser:
         (:mod:`mars_core.privacy.names`); the ambiguous ones are listed in the receipt.
         """
         ns = state.name
-        plan = plan_erasure(state, node_id=node_id, entity=entity, conversation=conversation,
-                            namespace_all=whole, partial=partial)
+        everything = functools.cache(lambda: self.e.everything(state))  # read once
+        plan = plan_erasure(state, everything, node_id=node_id, entity=entity,
+                            conversation=conversation, namespace_all=whole, partial=partial)
         request = ("node" if node_id is not None else "entity" if entity is not None
                    else "conversation" if conversation is not None else "namespace")
         selector = node_id or entity or conversation or ns
@@ -109,7 +111,8 @@ class Eraser:
         neighbours of each erased memory), then :func:`~mars_core.privacy.semantic.restates`
         decides; computed before anything is deleted (the erased vectors are needed)."""
         gone = set(plan.erased) | {old for old, _ in plan.regenerate}
-        if not plan.erased or len(gone) >= len(state.refs):
+        total = state.count() + state.count(MemoryStatus.ARCHIVED)
+        if not plan.erased or len(gone) >= total:
             return []
         cal = calibration(self.e)
         override = self.e.config.paraphrase_threshold
@@ -120,8 +123,8 @@ class Eraser:
             found = self._neighbours(state, vecs, floor)
         except MarsBackendError:  # the index is away: every survivor is a candidate
             log.warning("the vector index is unreachable: an erasure's restatements are "
-                        "looked for among all %d memories of the namespace", len(state.refs))
-            found = set(state.refs)
+                        "looked for among all %d memories of the namespace", total)
+            found = {n.id for n in self.e.everything(state)}
         ids = sorted(i for i in found - gone if i in state)
         if not ids:
             return []
@@ -139,12 +142,10 @@ class Eraser:
         """The index's nearest neighbours of each erased vector, per status, at a cosine
         of ``floor`` or more."""
         found: set[str] = set()
-        self.e.sync.ensure_current()
-        with self.e.sync.querying():
-            for vec in vecs:
-                for status in (MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED):
-                    found.update(nid for nid, score in self.e.index.query(
-                        state.name, status, vec, _NEIGHBOURS) if score >= floor)
+        for vec in vecs:
+            for status in (MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED):
+                found.update(nid for nid, score in self.e.sync.query(
+                    state.name, status, vec, _NEIGHBOURS) if score >= floor)
         return found
 
     def _mark(self, unit: Unit, state: NamespaceState,
@@ -240,7 +241,7 @@ class Eraser:
         with self.e.unit() as unit:
             state.prefs = prefs  # the views follow; a failure reloads them
             step, now = self.e.step(unit, ns), self.e.clock.now()
-            for node in state.all_nodes():
+            for node in self.e.everything(state):
                 detected = node.signals.get("sensitivity_detected", node.sensitivity)
                 new_s = self.w.user_sensitivity(node, detected)
                 if abs(new_s - node.sensitivity) > 1e-12:

@@ -22,7 +22,7 @@ import numpy as np
 
 from mars_core.engine.engine import Engine
 from mars_core.engine.namespace import NamespaceState
-from mars_core.model import MemoryNode, MemoryStatus
+from mars_core.model import MemoryNode
 from mars_core.privacy.detectors import CATEGORY_KINDS, Kind, detect
 from mars_core.privacy.output import (
     ERASED_SIGNAL,
@@ -100,9 +100,8 @@ class OutputGuard:
     def for_call(cls, engine: Engine, state: NamespaceState) -> OutputGuard:
         """The guard of a call: the namespace's sensitive memories (active and
         archived, sensitivity ≥ 0.7) are the references."""
-        refs = sorted((r for r in state.refs.values() if r.sensitivity >= SENSITIVE_THRESHOLD),
-                      key=lambda r: (r.status is MemoryStatus.ARCHIVED, r.seq))
-        return cls(engine, state, [state.node(r.id) for r in refs])
+        with engine.records.read() as tx:
+            return cls(engine, state, tx.sensitive(state.name, SENSITIVE_THRESHOLD))
 
     def kinds(self, node_id: str | None, text: str) -> frozenset[Kind]:
         """A text's sensitive categories (see :func:`sensitive_kinds`)."""

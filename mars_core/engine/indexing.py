@@ -16,9 +16,13 @@ and records it. So:
 
 * an index that loads on demand (numpy, in the process) is updated at once;
 * a persistent index (Chroma, Qdrant) is written behind: a commit's entries wait in a
-  buffer until the next query (which must see them), :data:`FLUSH_AT` of them, an
-  erasure or close, and then go in one batched write — a bulk of single adds costs the
-  index what one batch does. The buffer is only a cache: the commits are in the records;
+  buffer until :data:`FLUSH_AT` of them, a mark, an erasure or close, and then go in one
+  batched write — a bulk of single adds, or an agent's turn after turn, costs the index
+  what one batch does. A query sees them without a write (:meth:`IndexSync.query`): the
+  index answers for what it holds, asked for as many more entries as the buffer holds of
+  the namespace, an entry the buffer changed or deleted is left out of its answer, and
+  the buffered entries of the partition are scored in the process and merged in. The
+  buffer is only a cache: the commits are in the records;
 * a crash with entries still in the buffer, or between a commit and its index write,
   loses nothing: the next open replays the changes after the mark (idempotent upserts
   and deletes, vectors from the records);
@@ -53,9 +57,11 @@ import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from mars_core.errors import ConflictError, MarsBackendError
-from mars_core.index.base import VectorIndex
-from mars_core.model import MemoryNode
+from mars_core.index.base import Filter, IndexCapabilities, VectorIndex, as_vector, matches, unit
+from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.progress import ProgressFn, report
 from mars_core.storage.base import IndexRow, RecordStore, RecordTxn, Vector, index_fields
 
@@ -304,6 +310,45 @@ class IndexSync:
         with self.records.read() as tx:
             tx.lock_index(self.key + "#queries", shared=True)
             yield
+
+    @property
+    def capabilities(self) -> IndexCapabilities:
+        """The index's capabilities."""
+        return self.index.capabilities
+
+    def query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
+              where: Filter | None = None, *,
+              within: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """:meth:`~mars_core.index.base.VectorIndex.query` of the index as the last
+        commit left it: the index (caught up if a write failed), with what is written
+        behind merged in without a write (see the module)."""
+        self._current()
+        mine = [r for r in self._rows.values() if r.namespace == namespace]
+        gone = {i for i, ns in self._gone.items() if ns == namespace}
+        with self.querying():
+            found = self.index.query(namespace, status, vector, k + len(mine) + len(gone),
+                                     where, within=within)
+        if not mine and not gone:
+            return found[:k]
+        stale = gone | {r.id for r in mine}
+        allowed = None if within is None else set(within)
+        q = unit(as_vector(vector))  # checked by the index's query above
+        fresh = [(r.id, float(np.dot(unit(r.vector), q))) for r in mine
+                 if r.status is status and matches(where, r.fields)
+                 and (allowed is None or r.id in allowed)]
+        merged = [h for h in found if h[0] not in stale] + fresh
+        merged.sort(key=lambda h: (-h[1], h[0]))
+        return merged[:k]
+
+    def _current(self) -> None:
+        """Before a query: catch up after a failed write, or follow a shared index."""
+        if not self.writer:
+            return
+        if self.shared:
+            self.sync_shared()
+        elif self.behind:
+            self._clear_buffer()
+            self.catch_up()
 
     def ensure_current(self) -> None:
         """Bring the index up to the last commit: flush what is written behind, or catch

@@ -1,16 +1,21 @@
 """One namespace's in-memory views, loaded on demand from the record store.
 
 A :class:`NamespaceState` holds what the policies, retrieval and extraction read about one
-namespace: its active memories (whole), a brief reference to every memory (id, status,
-type, conversation, ``seq``) so archived ones are known without being loaded, the edge
-graph, the budget ledger, the BM25 indices, the extraction's known facts, the newest
-episode of each conversation, its policy instance, its privacy preferences and its
-moving centroid. Archived memories are read from the record store when something asks
-for them (:meth:`NamespaceState.node`, :meth:`NamespaceState.load_archive`).
+namespace, and only for its **active** memories — what its budget holds: the memories
+themselves, the edges that touch them, the budget ledger, the temporal index, the
+extraction's known facts, the cards, its policy instance, its privacy preferences and its
+moving centroid. Its history stays in the record store: an archived memory, the edges of
+a memory that is not active, the newest turn of a conversation, the archive's memories in
+a time window are read through its :class:`~mars_core.engine.history.History` when a call
+asks for them, held until the next call begins (:meth:`NamespaceState.trim`), and
+counted, not listed (the archive's size). Full-text search is the record store's
+(:meth:`~mars_core.storage.base.RecordTxn.search_terms`). So what a namespace holds is
+bounded by its budget, however long its history.
 
-Views change only after a transaction committed (:mod:`mars_core.engine.unit`); nothing
-here writes. :class:`NamespaceView` is the read-only
-:class:`~mars_core.policies.base.PolicyView` a policy plans over.
+The views follow each change a unit of work stages (:mod:`mars_core.engine.unit`); a
+unit that fails drops them, and they are read again from the records. Nothing here
+writes. :class:`NamespaceView` is the read-only :class:`~mars_core.policies.base.PolicyView`
+a policy plans over.
 
 Examples:
     >>> ns = NamespaceState.of("maya")
@@ -24,22 +29,22 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from mars_core.budget import BudgetLedger
+from mars_core.engine.history import HeldHistory, History
 from mars_core.engine.timeline import Timeline
-from mars_core.errors import ConcurrentWriteError, NotFoundError
+from mars_core.errors import NotFoundError
 from mars_core.extract import KnownFacts, Topic, topic_of
 from mars_core.graph import MemoryGraph
-from mars_core.lexical import BM25Index
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, TaskPayload, TaskStatus
 from mars_core.policies.base import Policy
 from mars_core.privacy.preferences import PrivacyPreferences
 from mars_core.scoring.dmf import CentroidTracker
-from mars_core.storage.base import MemoryRef, NamespaceRecord
+from mars_core.storage.base import NamespaceRecord
 
 if TYPE_CHECKING:
     from mars_core.privacy.detectors import Kind
@@ -48,9 +53,8 @@ __all__ = ["NamespaceState", "NamespaceView", "ViewIO"]
 
 _LIVE_GOALS = (TaskStatus.PENDING, TaskStatus.ACTIVE)
 _CARD_TYPES = (MemoryType.SEMANTIC, MemoryType.SOCIAL)
-
-Fetch = Callable[[Sequence[str]], list[MemoryNode]]
-"""Reads memories of the namespace by id from the record store."""
+_EPISODES: Final = 64
+"""Conversations whose newest turn a namespace remembers between calls."""
 
 
 class NamespaceState:
@@ -58,33 +62,30 @@ class NamespaceState:
 
     Args:
         record: the namespace's persisted record.
-        refs: every memory of the namespace, briefly, by ``seq``.
         active: its active memories, by ``seq``.
-        edges: its edges.
+        edges: every edge that touches one of them.
         policy: its own policy instance (rebuilt here from the active memories).
-        fetch: reads archived memories by id when asked for (default: none can be).
-        bm25: BM25 ``(k1, b)`` (the defaults of :class:`~mars_core.config.RetrievalConfig`).
+        archived: how many archived memories it has.
+        history: where the rest is read (default: nothing else exists).
     """
 
-    def __init__(self, record: NamespaceRecord, refs: Sequence[MemoryRef],
-                 active: Sequence[MemoryNode], edges: Iterable[Edge], policy: Policy, *,
-                 fetch: Fetch | None = None, bm25: tuple[float, float] = (0.9, 0.4)) -> None:
+    def __init__(self, record: NamespaceRecord, active: Sequence[MemoryNode],
+                 edges: Iterable[Edge], policy: Policy, *, archived: int = 0,
+                 history: History | None = None) -> None:
         self.name = record.name
         self.record = record
+        self.history: History = history or HeldHistory()
         self.nodes: dict[str, MemoryNode] = {}
-        self.refs: dict[str, MemoryRef] = {r.id: r for r in refs}
-        self.order: dict[MemoryStatus, dict[str, None]] = {s: {} for s in MemoryStatus}
-        for ref in refs:
-            self.order[ref.status][ref.id] = None
-        self.graph = MemoryGraph()
+        """The active memories, and what this call read of the rest."""
+        self.order: dict[str, None] = {}
+        """The active memories' ids, by ``seq``."""
+        self.archived = archived
+        self.graph = MemoryGraph(source=self.history.edges)
         self.ledger = BudgetLedger()
-        self._bm25 = bm25
-        self.lexical: dict[MemoryStatus, BM25Index] = {MemoryStatus.ACTIVE: BM25Index(*bm25)}
-        self.timeline: dict[MemoryStatus, Timeline] = {
-            MemoryStatus.ACTIVE: Timeline(_entry(n) for n in active)}
-        self.archive_loaded = False
+        self.timeline = Timeline(_entry(n) for n in active)
         self.known = KnownFacts()
         self.last_episode: dict[str, str] = {}
+        """The newest turn of the conversations seen lately (``""``: of none)."""
         self.policy = policy
         self.saved_policy: dict[str, Any] = {}
         self.prefs: PrivacyPreferences | None = None
@@ -92,22 +93,23 @@ class NamespaceState:
         self.phrases: dict[str, tuple[str, ...]] = {}
         self.privacy_kinds: dict[str, frozenset[Kind]] = {}  # sensitive categories, by memory
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # stored vectors read so far
-        self._cards: dict[MemoryStatus, list[tuple[str, Topic]]] = {}
-        self._fetch = fetch
-        for ref in refs:
-            if ref.type is MemoryType.EPISODIC:
-                self.last_episode[ref.conversation or ""] = ref.id
+        self._cards: list[tuple[str, Topic]] | None = None
+        self._absent: set[str] = set()  # ids this call found to be no memory here
+        self._read_more = False  # something beyond the active memories is held
         for node in active:
             self.nodes[node.id] = node
+            self.order[node.id] = None
             self._index(node, timeline=False)  # the timeline was built above, in one sort
         for edge in edges:
             self.graph.add(edge)
+        self.graph.complete(self.order)
         policy.rebuild(active)
 
     @classmethod
     def of(cls, name: str, nodes: Iterable[MemoryNode] = (), edges: Iterable[Edge] = (),
            policy: Policy | None = None) -> NamespaceState:
-        """A namespace holding ``nodes`` (all in memory; for tests and examples).
+        """A namespace of ``nodes`` and ``edges``, its history held in RAM (for tests and
+        examples).
 
         Examples:
             >>> NamespaceState.of("ns").count()
@@ -115,18 +117,17 @@ class NamespaceState:
         """
         from mars_core.policies import make_policy
 
-        state = cls(NamespaceRecord(name), [], [], [], policy or make_policy("lru"))
-        for node in sorted(nodes, key=lambda n: n.seq):
+        given = sorted(nodes, key=lambda n: n.seq)
+        links = list(edges)
+        history = HeldHistory()
+        state = cls(NamespaceRecord(name), [], [], policy or make_policy("lru"),
+                    history=history)
+        for node in given:
             state.apply_put(node)
-        for edge in edges:
+        for edge in links:
             state.graph.add(edge)
-        state.archive_loaded = True
-        state.lexical[MemoryStatus.ARCHIVED] = BM25Index(*state._bm25)
-        for i in state.order[MemoryStatus.ARCHIVED]:
-            state.lexical[MemoryStatus.ARCHIVED].add(i, state.nodes[i].search_text,
-                                                     _stamp(state.nodes[i]))
-        state.timeline[MemoryStatus.ARCHIVED] = Timeline(
-            _entry(state.nodes[i]) for i in state.order[MemoryStatus.ARCHIVED])
+        history.nodes.update((n.id, n) for n in given)  # what a trim lets go of is here
+        history.edge_list += links
         return state
 
     # --- counters --------------------------------------------------------------------
@@ -143,106 +144,129 @@ class NamespaceState:
 
     def count(self, status: MemoryStatus = MemoryStatus.ACTIVE) -> int:
         """How many memories have a status."""
-        return len(self.order[status])
+        return len(self.order) if status is MemoryStatus.ACTIVE else self.archived
 
     # --- lookups -----------------------------------------------------------------------
 
     def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self.refs
+        if not isinstance(memory_id, str):
+            return False
+        if memory_id not in self.nodes and memory_id not in self._absent:
+            self.read([memory_id])
+        return memory_id in self.nodes
 
-    def ids(self, status: MemoryStatus) -> Iterator[str]:
-        """Ids with a status, oldest first."""
-        return iter(list(self.order[status]))
+    def active_ids(self) -> list[str]:
+        """The active memories' ids, oldest first."""
+        return list(self.order)
 
     def node(self, memory_id: str) -> MemoryNode:
-        """A memory by id, active or archived (read from the record store if needed).
+        """A memory by id, active or not (read from the history if need be).
 
         Raises:
             NotFoundError: no such memory in this namespace.
         """
         node = self.nodes.get(memory_id)
-        if node is not None:
-            return node
-        if memory_id not in self.refs or self._fetch is None:
+        if node is None and memory_id not in self._absent:
+            self.read([memory_id])
+            node = self.nodes.get(memory_id)
+        if node is None:
             raise NotFoundError(f"no memory with id {memory_id!r}")
-        self._read([memory_id])
-        return self.nodes[memory_id]
+        return node
 
     def get(self, memory_id: str) -> MemoryNode | None:
         """A memory by id, or ``None``."""
-        return self.node(memory_id) if memory_id in self.refs else None
+        return self.node(memory_id) if memory_id in self else None
 
-    def load_archive(self) -> None:
-        """Read every archived memory (once) and index them for search."""
-        if self.archive_loaded:
+    def read(self, ids: Iterable[str], *, edges: bool = False) -> None:
+        """Read the memories among ``ids`` this view does not hold, in one read (and,
+        with ``edges``, the edges of all of them in one more): what a search found."""
+        wanted = [i for i in dict.fromkeys(ids) if i not in self.nodes and i not in self._absent]
+        if wanted:
+            found = self.history.memories(wanted)
+            for node in found:
+                self.nodes[node.id] = node
+            self._absent.update(set(wanted) - {n.id for n in found})
+            self._read_more = True
+        if edges:
+            self.graph.load(i for i in dict.fromkeys(ids) if i in self.nodes)
+            self._read_more = True
+
+    def read_around(self, ids: Iterable[str], hops: int = 2) -> None:
+        """Read ``ids`` and what lies within ``hops`` edges of them — the memories and
+        their edges — one hop per two reads: what ranking, lineage and the reply units
+        then ask about the candidates of a search is held already."""
+        frontier = list(dict.fromkeys(ids))
+        seen: set[str] = set()
+        for _ in range(hops):
+            self.read(frontier, edges=True)
+            seen.update(frontier)
+            frontier = [e.target if e.source == nid else e.source for nid in frontier
+                        if nid in self.nodes
+                        for e in self.graph.out_edges(nid) + self.graph.in_edges(nid)]
+            frontier = [i for i in dict.fromkeys(frontier) if i not in seen]
+        self.read(frontier)
+
+    def hold(self, nodes: Iterable[MemoryNode]) -> list[MemoryNode]:
+        """Hold memories a caller read from the records (until the next call), keeping
+        the views' version of any already held; returns what is held, in order."""
+        out = []
+        for node in nodes:
+            held = self.nodes.setdefault(node.id, node)
+            self._absent.discard(node.id)
+            out.append(held)
+        self._read_more = True
+        return out
+
+    def trim(self) -> None:
+        """Let go of what earlier calls read beyond the active memories (a call begins)."""
+        if len(self.last_episode) > _EPISODES:
+            self.last_episode.clear()
+        self._absent.clear()
+        if not self._read_more:
             return
-        wanted = [i for i in self.order[MemoryStatus.ARCHIVED] if i not in self.nodes]
-        if wanted and self._fetch is not None:
-            self._read(wanted)
-        index = BM25Index(*self._bm25)
-        for i in self.order[MemoryStatus.ARCHIVED]:
-            index.add(i, self.nodes[i].search_text, _stamp(self.nodes[i]))
-        self.lexical[MemoryStatus.ARCHIVED] = index
-        self.timeline[MemoryStatus.ARCHIVED] = Timeline(
-            _entry(self.nodes[i]) for i in self.order[MemoryStatus.ARCHIVED])
-        self.archive_loaded = True
+        for nid in [i for i in self.nodes if i not in self.order]:
+            del self.nodes[nid]
+            self.vectors.pop(nid, None)
+            self.phrases.pop(nid, None)
+            self.privacy_kinds.pop(nid, None)
+        self.graph.retain(self.order)
+        self._read_more = False
 
-    def _read(self, ids: Sequence[str]) -> None:
-        """Read memories this view lists from the record store.
+    def held(self) -> int:
+        """How many memories this view holds (the active ones, and what this call read)."""
+        return len(self.nodes)
 
-        Raises:
-            ConcurrentWriteError: one of them is gone or changed status since the view
-                was read (another process erased or restored it): the view is stale, the
-                call is repeated on a fresh one.
-        """
-        assert self._fetch is not None
-        for found in self._fetch(ids):
-            self.nodes[found.id] = found
-        missing = [i for i in ids if i not in self.nodes]
-        if missing:
-            raise ConcurrentWriteError(
-                f"namespace {self.name!r} was changed by another process while this call "
-                "read it (a memory it listed is gone); nothing was written: repeat the call")
-
-    def all_nodes(self) -> list[MemoryNode]:
-        """Every memory, oldest first (loads the archive)."""
-        self.load_archive()
-        return sorted((self.nodes[i] for i in self.refs), key=lambda n: n.seq)
-
-    def index(self, status: MemoryStatus) -> BM25Index:
-        """The BM25 index of the active or (loaded then) archived memories."""
-        if status is MemoryStatus.ARCHIVED:
-            self.load_archive()
-        return self.lexical[status]
-
-    def cards(self, status: MemoryStatus) -> list[tuple[str, Topic]]:
-        """The cards of one partition: its semantic and social memories that have a topic
-        (:func:`~mars_core.extract.topic_of`), oldest first; kept until one changes."""
-        found = self._cards.get(status)
-        if found is None:
-            if status is MemoryStatus.ARCHIVED:
-                self.load_archive()
-            found = []
-            for i in self.order[status]:
-                if self.refs[i].type in _CARD_TYPES:
-                    topic = topic_of(self.refs[i].type, self.node(i).payload)
-                    if topic is not None:
-                        found.append((i, topic))
-            self._cards[status] = found
-        return found
+    def cards(self) -> list[tuple[str, Topic]]:
+        """The cards of the active memories: the semantic and social ones that have a
+        topic (:func:`~mars_core.extract.topic_of`), oldest first; kept until one changes."""
+        if self._cards is None:
+            self._cards = [(i, topic) for i in self.order
+                           if (topic := card_topic(self.nodes[i])) is not None]
+        return self._cards
 
     def window(self, status: MemoryStatus, since: float | None,
                until: float | None) -> list[str]:
         """Ids of the memories of ``status`` created in ``[since, until]`` (timestamps;
-        ``None``: open), oldest first — the temporal range index
-        (:class:`~mars_core.engine.timeline.Timeline`)."""
-        self.index(status)  # the archive's views are built when first needed
-        return self.timeline[status].window(since, until)
+        ``None``: open), oldest first — the temporal range index of the active ones
+        (:class:`~mars_core.engine.timeline.Timeline`), the history's for the archive."""
+        if status is MemoryStatus.ACTIVE:
+            return self.timeline.window(since, until)
+        return self.history.window(status, since, until)
+
+    def latest_episode(self, conversation: str | None) -> str | None:
+        """The newest turn of a conversation (``None`` or ``""``: of none), staged ones
+        included."""
+        key = conversation or ""
+        if key not in self.last_episode:
+            found = self.history.latest_episode(conversation or None)
+            if found is None:
+                return None
+            self.last_episode[key] = found
+        return self.last_episode[key]
 
     def is_active(self, memory_id: str) -> bool:
         """The memory exists here and is active."""
-        ref = self.refs.get(memory_id)
-        return ref is not None and ref.status is MemoryStatus.ACTIVE
+        return memory_id in self.order
 
     def is_active_goal(self, memory_id: str) -> bool:
         """An active task whose goal is pending or active."""
@@ -251,66 +275,62 @@ class NamespaceState:
         node = self.nodes[memory_id]
         return isinstance(node.payload, TaskPayload) and node.payload.status in _LIVE_GOALS
 
-    # --- committed changes -------------------------------------------------------------
+    # --- changes -----------------------------------------------------------------------
 
     def apply_put(self, node: MemoryNode, edges: Iterable[Edge] = ()) -> None:
-        """A committed insert or change of a memory (status transitions included)."""
+        """A staged insert or change of a memory (status transitions included). A
+        change of a memory this view does not hold reads its last version first."""
+        if node.id not in self.nodes and node.id not in self._absent:
+            self.read([node.id])
         old = self.nodes.get(node.id)
-        ref = self.refs.get(node.id)
-        if node.type in _CARD_TYPES:
-            self._cards.clear()
-        moved = ref is None or ref.status is not node.status
-        if ref is not None:
-            if moved:  # a memory that keeps its status keeps its place in the order
-                self.order[ref.status].pop(node.id, None)
-            if ref.status is MemoryStatus.ACTIVE and old is not None:
-                self._unindex(old)
-            elif ref.status is MemoryStatus.ARCHIVED and self.archive_loaded:
-                self.lexical[MemoryStatus.ARCHIVED].remove(node.id)
-                self.timeline[MemoryStatus.ARCHIVED].remove(node.id)
-        self.refs[node.id] = MemoryRef(node.id, node.status, node.type,
-                                       node.provenance.conversation_id, node.seq,
-                                       node.sensitivity)
-        if moved or node.id not in self.order[node.status]:
-            self._place(node)
+        was = old.status if old is not None else None
+        if node.type in _CARD_TYPES or (old is not None and old.type in _CARD_TYPES):
+            self._cards = None
+        if was is MemoryStatus.ACTIVE and old is not None:
+            self._unindex(old)
+        elif was is MemoryStatus.ARCHIVED:
+            self.archived -= 1
+        self._absent.discard(node.id)
         self.nodes[node.id] = node
         if node.is_active:
+            self._place(node)
             self._index(node)
+            self.graph.load([node.id])  # a restored memory's edges are held from now on
+            self.graph.complete([node.id])
         else:
+            self.archived += 1
             self.known.remove(node.id)
-            if self.archive_loaded:
-                self.lexical[MemoryStatus.ARCHIVED].add(node.id, node.search_text, _stamp(node))
-                self.timeline[MemoryStatus.ARCHIVED].add(*_entry(node))
+            self._read_more = True
         if node.type is MemoryType.EPISODIC:
             self._track_episode(node)
         for edge in edges:
             self.graph.add(edge)
-        self._notify(None if ref is None else ref.status, old, node)
+        self._notify(was, old, node)
 
     def apply_stats(self, node: MemoryNode) -> None:
-        """A committed access: new statistics (count, last access, recency) of a memory
+        """A staged access: new statistics (count, last access, recency) of a memory
         this view holds. Nothing a statistic does not change is touched — its place in
-        the order, the lexical and temporal indexes, the ledger, the known facts — and
-        the policy hears of it as an access (an active memory whose recency moved).
+        the order, the temporal index, the ledger, the known facts — and the policy hears
+        of it as an access (an active memory whose recency moved).
 
         Raises:
             NotFoundError: the view holds no such memory.
         """
         old = self.nodes.get(node.id)
-        if old is None or node.id not in self.refs:
+        if old is None:
             raise NotFoundError(f"no memory with id {node.id!r}")
         self.nodes[node.id] = node
         if node.is_active and node.touch_seq != old.touch_seq:
             self.policy.on_access(node)
 
     def _place(self, node: MemoryNode) -> None:
-        """Put ``node`` in its status order, keeping ``seq`` order."""
-        order = self.order[node.status]
+        """Put ``node`` in the active order, keeping ``seq`` order."""
+        order = self.order
         order.pop(node.id, None)
-        if not order or self.refs[next(reversed(order))].seq < node.seq:
+        if not order or self.nodes[next(reversed(order))].seq < node.seq:
             order[node.id] = None
             return
-        merged = sorted([*order, node.id], key=lambda i: self.refs[i].seq)
+        merged = sorted([*order, node.id], key=lambda i: self.nodes[i].seq)
         order.clear()
         order.update(dict.fromkeys(merged))
 
@@ -325,48 +345,42 @@ class NamespaceState:
         elif node.is_active:  # metadata only (sensitivity, pin, expiry)
             self.policy.on_update(node)
 
-    def apply_delete(self, memory_id: str) -> None:
-        """A committed erasure of a memory."""
-        ref = self.refs.pop(memory_id, None)
-        if ref is None:
-            return
-        if ref.type in _CARD_TYPES:
-            self._cards.clear()
-        node = self.nodes.pop(memory_id, None)
-        self.order[ref.status].pop(memory_id, None)
-        self.phrases.pop(memory_id, None)
-        self.privacy_kinds.pop(memory_id, None)
-        self.vectors.pop(memory_id, None)
-        if ref.status is MemoryStatus.ACTIVE and node is not None:
-            self._unindex(node)
-            self.policy.on_remove(node)
-        elif self.archive_loaded:
-            self.lexical[MemoryStatus.ARCHIVED].remove(memory_id)
-            self.timeline[MemoryStatus.ARCHIVED].remove(memory_id)
-        self.graph.remove_node(memory_id)
-        conv = ref.conversation or ""
-        if self.last_episode.get(conv) == memory_id:
-            del self.last_episode[conv]
-            for other in sorted(self.refs.values(), key=lambda r: r.seq):
-                if other.type is MemoryType.EPISODIC and (other.conversation or "") == conv:
-                    self.last_episode[conv] = other.id
+    def apply_delete(self, node: MemoryNode) -> None:
+        """A staged erasure of a memory."""
+        held = self.nodes.pop(node.id, None)
+        status = (held or node).status
+        if node.type in _CARD_TYPES:
+            self._cards = None
+        self.phrases.pop(node.id, None)
+        self.privacy_kinds.pop(node.id, None)
+        self.vectors.pop(node.id, None)
+        if node.id in self.order:
+            del self.order[node.id]
+            self._unindex(held or node)
+            self.policy.on_remove(held or node)
+        elif status is MemoryStatus.ARCHIVED:
+            self.archived -= 1
+        self._absent.add(node.id)
+        self.graph.remove_node(node.id)
+        for conv in [c for c, i in self.last_episode.items() if i == node.id]:
+            del self.last_episode[conv]  # read again when asked (after the erasure commits)
 
     def _track_episode(self, node: MemoryNode) -> None:
         conv = node.provenance.conversation_id or ""
-        last = self.refs.get(self.last_episode.get(conv, ""))
-        if last is None or last.seq <= node.seq:
+        last = self.latest_episode(conv)
+        before = self.get(last) if last is not None and last != node.id else None
+        if before is None or before.seq <= node.seq:
             self.last_episode[conv] = node.id
 
     def _index(self, node: MemoryNode, *, timeline: bool = True) -> None:
-        self.lexical[MemoryStatus.ACTIVE].add(node.id, node.search_text, _stamp(node))
         if timeline:
-            self.timeline[MemoryStatus.ACTIVE].add(*_entry(node))
+            self.timeline.add(*_entry(node))
         self.ledger.add(self.name, node.type, node.weight)
         self.known.add(node)
 
     def _unindex(self, node: MemoryNode) -> None:
-        self.lexical[MemoryStatus.ACTIVE].remove(node.id)
-        self.timeline[MemoryStatus.ACTIVE].remove(node.id)
+        self.order.pop(node.id, None)
+        self.timeline.remove(node.id)
         self.ledger.remove(self.name, node.type, node.weight)
         self.known.remove(node.id)
 
@@ -434,7 +448,7 @@ class NamespaceView:
 
     def active(self) -> Iterator[MemoryNode]:
         """Active memories, oldest first."""
-        return (self.state.nodes[i] for i in self.state.ids(MemoryStatus.ACTIVE))
+        return (self.state.nodes[i] for i in self.state.active_ids())
 
     def node(self, node_id: str) -> MemoryNode:
         """A memory by id."""
@@ -465,7 +479,7 @@ class NamespaceView:
 
     def goal_vector(self) -> npt.NDArray[np.float32] | None:
         """Mean embedding of the namespace's active goals (None without goals)."""
-        goals = [i for i in self.state.ids(MemoryStatus.ACTIVE) if self.state.is_active_goal(i)]
+        goals = [i for i in self.state.active_ids() if self.state.is_active_goal(i)]
         if not goals:
             return None
         mean = self.vectors(goals).mean(axis=0)
@@ -479,6 +493,11 @@ def _entry(node: MemoryNode) -> tuple[str, float, int]:
 
 
 def _stamp(node: MemoryNode) -> float:
-    """Where a memory sits in time for the lexical index (its creation, as the vector
-    index's ``created_ts`` field)."""
+    """Where a memory sits in time (its creation, as the vector index's ``created_ts``
+    field)."""
     return node.created_at.timestamp()
+
+
+def card_topic(node: MemoryNode) -> Topic | None:
+    """The topic of a memory that is a card (a semantic or social memory with one)."""
+    return topic_of(node.type, node.payload) if node.type in _CARD_TYPES else None

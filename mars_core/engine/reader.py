@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 from mars_core import assemble
+from mars_core.analysis import terms
 from mars_core.audit import AuditOp
 from mars_core.context import EvidenceItem, Validity, rank_recall, recall_walk, render_context
 from mars_core.embeddings import embed_one
@@ -28,14 +29,13 @@ from mars_core.engine.engine import Engine
 from mars_core.engine.guard import OutputGuard
 from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
-from mars_core.lexical import tokenize
 from mars_core.model import RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
 from mars_core.privacy.output import Section
 from mars_core.privacy.redaction import redact as redact_text
 from mars_core.privacy.redaction import sensitive_phrases
 from mars_core.retrieval import Hit, Query, pack, rank
 from mars_core.retrieval import relative_cutoff as cut
-from mars_core.storage.base import Vector
+from mars_core.storage.base import TermQuery, Vector
 
 __all__ = ["Reader"]
 
@@ -62,13 +62,13 @@ class Reader:
 
     # --- ranking ----------------------------------------------------------------------------
 
-    def rank(self, state: NamespaceState, status: MemoryStatus, qvec: Vector,
-             q: Query) -> list[Hit]:
-        """Ranked hits of one namespace's active or archived memories."""
-        self.e.sync.ensure_current()
-        with self.e.sync.querying():
-            return rank(state, self.e.index, lambda ids: self.e.stored_vectors(state, ids),
-                        status=status, qvec=qvec, q=q, cfg=self.e.config.retrieval)
+    def rank(self, state: NamespaceState, status: MemoryStatus | tuple[MemoryStatus, ...],
+             qvec: Vector, q: Query,
+             admit: Callable[[MemoryNode], bool] | None = None) -> list[Hit]:
+        """Ranked hits of one namespace's active or archived memories (or both)."""
+        return rank(state, self.e.sync, lambda ids: self.e.stored_vectors(state, ids),
+                    self.e.search_terms, status=status, qvec=qvec, q=q,
+                    cfg=self.e.config.retrieval, admit=admit)
 
     def retrieve(self, q: Query, budget: int, *, k: int | None, ratio: float,
                  include_archive: bool | None, read_only: bool) -> list[Hit]:
@@ -117,16 +117,14 @@ class Reader:
                 and (node.expires_at is None or node.expires_at > now)
                 and assemble.validity(state, node.id) in _SHOWN))
 
-        self.e.sync.ensure_current()
-        return rank(state, self.e.index, lambda ids: self.e.stored_vectors(state, ids),
-                    status=statuses, qvec=qvec, q=q, cfg=self.e.config.retrieval,
-                    admit=allowed if admit is not None or len(statuses) > 1 else None)
+        return self.rank(state, statuses, qvec, q,
+                         admit=allowed if admit is not None or len(statuses) > 1 else None)
 
     def recall(self, ns: str, *, entity: str | None, goal: str | None, k: int, max_hops: int,
                read_only: bool) -> list[Hit]:
         """A walk of a small ball around an entity or a goal, reranked by similarity."""
         state = self.e.ns(ns)
-        starts = assemble.recall_starts(state, entity, goal, limit=k)
+        starts = assemble.recall_starts(state, entity, goal, self.searcher(state), limit=k)
         ball = recall_walk(state.graph, starts, state.is_active, max_hops=max_hops,
                            max_nodes=4 * k)
         ids = [i for i, _ in ball]
@@ -226,10 +224,10 @@ class Reader:
                 out.append(item)
         return out
 
-    @staticmethod
-    def memories(state: NamespaceState, mtype: MemoryType | str | None,
+    def memories(self, state: NamespaceState, mtype: MemoryType | str | None,
                  status: MemoryStatus | str | None) -> list[MemoryNode]:
-        """Memories of a namespace, oldest first (``status=None``: active and archived).
+        """Memories of a namespace, oldest first (``status=None``: active and archived;
+        the archive is read from the records, not held).
 
         Raises:
             ValidationError: an unknown type or status.
@@ -239,9 +237,11 @@ class Reader:
             mt = None if mtype is None else MemoryType(mtype)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
-        if MemoryStatus.ARCHIVED in statuses:
-            state.load_archive()
-        nodes = [state.node(i) for s in statuses for i in state.ids(s)]
+        if statuses == [MemoryStatus.ACTIVE]:
+            nodes = [state.nodes[i] for i in state.active_ids()]
+        else:
+            with self.e.records.read() as tx:
+                nodes = tx.memories(state.name, statuses[0] if len(statuses) == 1 else None)
         return sorted((n for n in nodes if mt is None or n.type is mt), key=lambda n: n.seq)
 
     @staticmethod
@@ -315,6 +315,16 @@ class Reader:
                 [e.source for e in g.in_edges(node_id, Predicate.DERIVES_FROM)]
         return linked
 
+    def searcher(self, state: NamespaceState) -> Callable[[str, int], list[str]]:
+        """The full-text search of ``state``'s active memories: text, how many → ids."""
+        cfg = self.e.config.retrieval
+
+        def search(text: str, k: int) -> list[str]:
+            found = self.e.search_terms(TermQuery(state.name, tuple(terms(text)), k=k,
+                                                  k1=cfg.bm25_k1, b=cfg.bm25_b))
+            return [i for i, _ in found.hits]
+        return search
+
     def recallable(self, state: NamespaceState) -> Callable[[MemoryNode], bool]:
         """Private mode: only what consent covers may be recalled."""
         prefs, now = state.prefs, self.e.clock.now()
@@ -326,13 +336,13 @@ class Reader:
         """Purpose limitation (seed 000 §4.3): private mode hides what consent does not
         cover; for a goal, social memories must be linked to a task of that goal."""
         recallable = self.recallable(state)
-        goal_words = set(tokenize(goal or ""))
+        goal_words = set(terms(goal or ""))
 
         def linked_to_goal(nid: str) -> bool:
             for e in state.graph.in_edges(nid) + state.graph.out_edges(nid):
                 other = state.get(e.target if e.source == nid else e.source)
                 if other is not None and other.type is MemoryType.TASK and \
-                        goal_words & set(tokenize(other.content)):
+                        goal_words & set(terms(other.content)):
                     return True
             return False
 
@@ -359,11 +369,8 @@ class Reader:
             phrases += [*prefs.private_entities, *prefs.blocked_entities]
         return list(dict.fromkeys(phrases))
 
-    @staticmethod
-    def _sensitive(state: NamespaceState, threshold: float) -> Iterable[MemoryNode]:
-        """Memories at least ``threshold`` sensitive, active or archived (only those are
-        read from the archive)."""
-        for ref in sorted(state.refs.values(), key=lambda r: (r.status is MemoryStatus.ARCHIVED,
-                                                              r.seq)):
-            if ref.sensitivity >= threshold:
-                yield state.node(ref.id)
+    def _sensitive(self, state: NamespaceState, threshold: float) -> list[MemoryNode]:
+        """Memories at least ``threshold`` sensitive, active or archived (read from the
+        records: only those)."""
+        with self.e.records.read() as tx:
+            return tx.sensitive(state.name, threshold)

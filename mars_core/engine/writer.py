@@ -245,7 +245,7 @@ class Writer:
         episode = self.build(unit, turn.text, MemoryType.EPISODIC, ns, step=step,
                              vectors=vectors, provenance=prov, created_at=turn.at,
                              payload={"participants": (turn.speaker,) if turn.speaker else ()})
-        prev = state.last_episode.get(prov.conversation_id or "")
+        prev = state.latest_episode(prov.conversation_id)
         links = [Edge(source=prev, predicate=Predicate.TEMPORAL_NEXT, target=episode.id,
                       step=step)] if prev in state else []
         self.insert(unit, episode, vectors(turn.text), links, f"; turn of {prov.source}")

@@ -29,15 +29,15 @@ Examples:
     >>> from mars_core.engine.namespace import NamespaceState
     >>> from mars_core.policies import make_policy
     >>> from mars_core.storage import NamespaceRecord
-    >>> state = NamespaceState(NamespaceRecord("ns"), [], [], [], make_policy("lru"))
-    >>> plan_erasure(state, namespace_all=True).erased
+    >>> state = NamespaceState(NamespaceRecord("ns"), [], [], make_policy("lru"))
+    >>> plan_erasure(state, list, namespace_all=True).erased
     ()
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from mars_core.engine.namespace import NamespaceState
@@ -151,13 +151,14 @@ def _check(state: NamespaceState, *, node_id: str | None, entity: str | None,
         raise ValidationError("the entity to erase must be a non-empty string")
 
 
-def _targets(state: NamespaceState, *, node_id: str | None, entity: str | None,
-             conversation: str | None, scans: Mapping[str, NameScan] | None) -> list[str]:
+def _targets(state: NamespaceState, everything: Callable[[], Sequence[MemoryNode]], *,
+             node_id: str | None, entity: str | None, conversation: str | None,
+             scans: Mapping[str, NameScan] | None) -> list[str]:
     if node_id is not None:
         return [node_id]
     if scans is not None:
         return [nid for nid, scan in scans.items() if scan.erase]
-    nodes = state.all_nodes()
+    nodes = everything()
     if entity is not None:
         return [n.id for n in nodes if mentions(n, entity.strip())]
     if conversation is not None:
@@ -180,6 +181,7 @@ def _members(state: NamespaceState, node_id: str) -> list[str]:
 
 def plan_erasure(
     state: NamespaceState,
+    everything: Callable[[], Sequence[MemoryNode]],
     *,
     node_id: str | None = None,
     entity: str | None = None,
@@ -187,7 +189,9 @@ def plan_erasure(
     namespace_all: bool = False,
     partial: bool = True,
 ) -> ErasurePlan:
-    """Plan an erasure in the namespace of ``state`` (exactly one selector).
+    """Plan an erasure in the namespace of ``state`` (exactly one selector);
+    ``everything`` gives every memory of the namespace, active or archived (read only
+    when the selector is not one memory).
 
     With ``entity`` and ``partial`` (the default), a name of two parts or more also
     reaches its partial mentions (see the module).
@@ -198,10 +202,13 @@ def plan_erasure(
     """
     _check(state, node_id=node_id, entity=entity, conversation=conversation,
            namespace_all=namespace_all)
-    name = _person(state, entity) if entity is not None and partial else None
-    scans = None if name is None else {n.id: _scan(name, n) for n in state.all_nodes()}
-    targets = _targets(state, node_id=node_id, entity=entity, conversation=conversation,
-                       scans=scans)
+    name = person_name(everything(), entity.strip()) if entity is not None and partial \
+        else None
+    if name is not None and not name.partial:
+        name = None
+    scans = None if name is None else {n.id: _scan(name, n) for n in everything()}
+    targets = _targets(state, everything, node_id=node_id, entity=entity,
+                       conversation=conversation, scans=scans)
     erased, regenerate = _cascade(state, targets)
     if name is None or scans is None:
         return ErasurePlan(tuple(targets), erased, regenerate)
@@ -211,12 +218,6 @@ def plan_erasure(
     return ErasurePlan(tuple(targets), erased, regenerate,
                        partial=tuple(t for t in targets if not scans[t].full),
                        ambiguous=ambiguous, name=name)
-
-
-def _person(state: NamespaceState, entity: str) -> PersonName | None:
-    """The entity as a person's name with partial mentions, or ``None`` (one part)."""
-    name = person_name(state.all_nodes(), entity.strip())
-    return name if name.partial else None
 
 
 def _cascade(state: NamespaceState, targets: Sequence[str]

@@ -66,10 +66,10 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from mars_core.analysis import terms as stems
 from mars_core.embeddings import Embedder
 from mars_core.errors import ValidationError
 from mars_core.extract import NON_NAMES
-from mars_core.lexical import tokenize as stems
 from mars_core.nlp.rules import content_word
 from mars_core.nlp.rules import tokenize as rule_tokens
 from mars_core.privacy.detectors import Detection, Kind

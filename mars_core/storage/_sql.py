@@ -341,6 +341,12 @@ class SqlTxn:
                            f"{conv} AND type = 'episodic' ORDER BY seq DESC LIMIT 1", args)
         return str(found[0][0]) if found else None
 
+    def sensitive(self, namespace: str, threshold: float) -> list[MemoryNode]:
+        found = [self._node(r) for rows in self._batches(
+            f"{_JOINED} WHERE m.namespace = ? AND m.sensitivity >= ?",
+            (namespace, float(threshold))) for r in rows]
+        return sorted(found, key=lambda n: (not n.is_active, n.seq))
+
     def newest_ids(self, namespace: str, n: int) -> list[str]:
         found = self._rows("SELECT id FROM memories WHERE namespace = ? ORDER BY seq DESC "
                            "LIMIT ?", (namespace, max(0, int(n))))

@@ -287,6 +287,11 @@ class RecordTxn(Protocol):
         or ``None``."""
         ...
 
+    def sensitive(self, namespace: str, threshold: float) -> list[MemoryNode]:
+        """The memories of a namespace at least ``threshold`` sensitive, active ones
+        first, then by ``seq``."""
+        ...
+
     def newest_ids(self, namespace: str, n: int) -> list[str]:
         """The ids of the ``n`` newest memories of a namespace (any status), oldest
         first."""

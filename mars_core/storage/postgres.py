@@ -133,7 +133,8 @@ CREATE TABLE term_totals (
     length BIGINT NOT NULL, PRIMARY KEY (namespace, status));
 CREATE INDEX memories_by_seq ON memories (namespace, seq);
 CREATE INDEX memories_by_time ON memories (namespace, status, created_ts);
-CREATE INDEX memories_by_conversation ON memories (namespace, conversation, seq)
+CREATE INDEX memories_by_conversation ON memories (namespace, conversation, seq);
+CREATE INDEX memories_by_sensitivity ON memories (namespace, sensitivity)
 """
 """What version 2 added: the full-text index and the indexes that serve a namespace's
 history without loading it (as the SQLite store's)."""

@@ -110,6 +110,7 @@ CREATE TABLE IF NOT EXISTS term_totals (
 CREATE INDEX IF NOT EXISTS memories_by_seq ON memories (namespace, seq);
 CREATE INDEX IF NOT EXISTS memories_by_time ON memories (namespace, status, created_ts);
 CREATE INDEX IF NOT EXISTS memories_by_conversation ON memories (namespace, conversation, seq);
+CREATE INDEX IF NOT EXISTS memories_by_sensitivity ON memories (namespace, sensitivity);
 """
 """What version 2 added: the full-text index (``terms``: one row per memory and term;
 ``term_totals``: each partition's memories and terms) and the indexes that serve a
