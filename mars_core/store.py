@@ -737,7 +737,10 @@ class MemoryStore:
 
     @_call
     def stats(self, namespace: NamespaceArg | None = None) -> dict[str, Any]:
-        """Counts, token use and configuration (of one namespace, or of all)."""
+        """Counts, token use and configuration (of one namespace, or of all). Per
+        namespace: ``active``, ``archived``, ``tokens``, ``budget``, ``tokens_by_type``,
+        ``step`` and ``held``, the memories this process holds in RAM (its active ones
+        once the namespace is loaded, 0 before: the archive stays in the records)."""
         return self._engine.report(None if namespace is None else self._ns(namespace))
 
     # --- maintenance -------------------------------------------------------------------------

@@ -96,7 +96,8 @@ from mars_core.storage.base import (
     index_fields,
 )
 
-__all__ = ["CountingEmbedder", "RecordStoreConformance", "VectorIndexConformance"]
+__all__ = ["CountingEmbedder", "CountingRecords", "RecordStoreConformance",
+           "VectorIndexConformance"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -104,6 +105,87 @@ ACTIVE, ARCHIVED = MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED
 _T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 _TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.SOCIAL, MemoryType.TASK)
 _AUDIT_KEY = b"conformance-audit-key-0123456789"
+
+
+_COUNTED = frozenset({"memories", "memories_by_id", "memory", "sensitive"})
+"""The reads of a record store that return memories (what :class:`CountingRecords`
+counts)."""
+
+
+class _CountingTxn:
+    """A transaction that hands every call to another one, counting the memories its
+    reads return."""
+
+    def __init__(self, inner: RecordTxn, owner: CountingRecords) -> None:
+        self._inner, self._owner = inner, owner
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if name not in _COUNTED:
+            return found
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            out = found(*args, **kwargs)
+            self._owner.memories_read += 0 if out is None else 1 if isinstance(
+                out, MemoryNode) else len(out)
+            return out
+        return counted
+
+
+class CountingRecords:
+    """A record store that hands everything to another one and counts the memories its
+    reads return: how much of a namespace's history a call read.
+
+    Args:
+        inner: the record store that keeps the rows (default: SQLite in RAM).
+
+    Attributes:
+        memories_read: memories returned by reads so far (set it to 0 to start again).
+
+    Examples:
+        >>> from mars_core import MemoryStore
+        >>> records = CountingRecords()
+        >>> with MemoryStore(records=records) as store:
+        ...     _ = store.add("Ana likes tea")
+        ...     records.memories_read = 0
+        ...     _ = store.retrieve("tea", read_only=True)
+        >>> records.memories_read
+        0
+    """
+
+    def __init__(self, inner: RecordStore | None = None) -> None:
+        from mars_core.storage import SQLiteRecordStore
+
+        self.inner = inner if inner is not None else SQLiteRecordStore()
+        self.name, self.location = self.inner.name, self.inner.location
+        self.capabilities = self.inner.capabilities
+        self.memories_read = 0
+
+    @contextlib.contextmanager
+    def _counting(self, opened: contextlib.AbstractContextManager[RecordTxn]
+                  ) -> Iterator[RecordTxn]:
+        with opened as tx:
+            yield _CountingTxn(tx, self)  # type: ignore[misc]
+
+    def read(self) -> contextlib.AbstractContextManager[RecordTxn]:
+        """The inner store's snapshot, counted."""
+        return self._counting(self.inner.read())
+
+    def write(self, *, durable: bool = True) -> contextlib.AbstractContextManager[RecordTxn]:
+        """The inner store's transaction, counted."""
+        return self._counting(self.inner.write(durable=durable))
+
+    def next_counter(self) -> int:
+        """The inner store's counter."""
+        return self.inner.next_counter()
+
+    def purge(self) -> str:
+        """The inner store's purge."""
+        return self.inner.purge()
+
+    def close(self) -> None:
+        """Close the inner store."""
+        self.inner.close()
 
 
 class CountingEmbedder:

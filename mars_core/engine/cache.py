@@ -95,6 +95,16 @@ class NamespaceCache:
         """The cached views of ``name``, if any (nothing is loaded)."""
         return self._cache.get(name)
 
+    def held(self, name: str) -> int:
+        """How many memories the cached views of ``name`` hold at this point of the call
+        (0: not cached); nothing is loaded."""
+        state = self._cache.get(name)
+        if state is None:
+            return 0
+        if name not in self._checked:
+            state.trim()
+        return state.held()
+
     def drop(self, name: str) -> None:
         """Forget a namespace's views (they are read again when next needed)."""
         self._cache.pop(name, None)

@@ -1,0 +1,142 @@
+"""Search where the data lives (DESIGN §3): the lexical analysis meets the forms of a word,
+a long history is read only as far as a query needs, and what a process holds of a
+namespace is its active memories, whatever its history.
+
+The reads are counted by :class:`mars_core.testing.CountingRecords` (the memories the
+record store returned), never timed."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from mars_core import HashingEmbedder, MemoryStore
+from mars_core.bench.history import conversation
+from mars_core.index.numpy import NumpyIndex
+from mars_core.storage import SQLiteRecordStore
+from mars_core.testing import CountingEmbedder, CountingRecords
+
+QUERY = "Where does Ana's sister live and what did Greta say about jazz?"
+
+
+def _filled(path: pathlib.Path, turns: int, budget: int = 600) -> None:
+    with MemoryStore(records=SQLiteRecordStore(path), index=NumpyIndex(),
+                     embedder=HashingEmbedder(), budget=budget) as store:
+        store.observe_many([{"role": r, "text": t, "speaker": "Ana" if r == "user" else None,
+                             "conversation_id": "c1"} for r, t in conversation(turns)])
+
+
+def _reopened(path: pathlib.Path) -> tuple[MemoryStore, CountingRecords]:
+    records = CountingRecords(SQLiteRecordStore(path))
+    return MemoryStore(records=records, index=NumpyIndex(), embedder=HashingEmbedder()), records
+
+
+def test_a_long_history_is_read_only_as_far_as_a_query_needs(tmp_path: pathlib.Path) -> None:
+    """Opening a namespace reads its active memories; a render_context reads its
+    candidates and their neighbours: the same few hundred memories after 300 turns and
+    after 1,500, where the archive grew fivefold."""
+    read: dict[int, tuple[int, int, int]] = {}
+    for turns in (300, 1500):
+        path = tmp_path / f"s{turns}.sqlite3"
+        _filled(path, turns)
+        store, records = _reopened(path)
+        with store:
+            stats = store.stats("default")["namespaces"]["default"]
+            records.memories_read = 0
+            store.render_context(QUERY)
+            read[turns] = (records.memories_read, stats["active"], stats["archived"])
+            # the next call lets go of what this one read beyond the active memories
+            assert store.stats("default")["namespaces"]["default"]["held"] == stats["active"]
+    (small, active_s, archived_s), (large, active_l, archived_l) = read[300], read[1500]
+    assert archived_l > 4 * archived_s  # the history grew ...
+    assert small <= active_s + 1000 and large <= active_l + 1000  # ... what is read did not
+    assert large - active_l <= 1.6 * (small - active_s) + 100
+
+
+def test_opening_holds_the_active_memories_not_the_archive(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    _filled(path, 800)
+    store, records = _reopened(path)
+    with store:
+        stats = store.stats("default")["namespaces"]["default"]
+        assert stats["held"] == 0 and stats["archived"] > 5 * stats["active"]
+        records.memories_read = 0
+        store.add("Ana's sister lives in Lyon now")
+        assert records.memories_read <= stats["active"] + 5
+        assert store.stats("default")["namespaces"]["default"]["held"] == \
+            store.stats("default")["namespaces"]["default"]["active"]
+        # listing the archive reads it from the records, and holds none of it after
+        archived = store.list(status="archived")
+        assert len(archived) == store.stats("default")["namespaces"]["default"]["archived"]
+        assert store.stats("default")["namespaces"]["default"]["held"] == \
+            store.stats("default")["namespaces"]["default"]["active"]
+
+
+@pytest.mark.parametrize("query", ["Where does Ana live?", "Where is Ana living now?",
+                                   "Ana lived where?"])
+def test_the_forms_of_a_word_meet(query: str) -> None:
+    """"live", "lives", "lived", "living": one term (the hand-made stemmer made "liv" of
+    "lives" and "live" of "live", so the question never met the answer)."""
+    with MemoryStore(embedder=HashingEmbedder()) as store:
+        answer = store.add("Ana lives in Porto")
+        for text in ("Bo likes jazz", "Cy plays chess on Sundays", "Dev works in Lisbon",
+                     "Ana bought a red bike"):
+            store.add(text)
+        hits = store.retrieve(query, k=2, read_only=True, relative_cutoff=0)
+        assert hits[0].id == answer.id and hits[0].lexical == 1.0
+
+
+def test_a_possessive_makes_no_term_of_its_own() -> None:
+    """"Bo's" is "bo": no memory with a possessive matches a query's "'s"."""
+    with MemoryStore(embedder=HashingEmbedder(dim=8)) as store:  # dense: near nothing
+        for text in ("Bo's car is red", "Cy's dog barks at night", "Di's flat is small"):
+            store.add(text)
+        target = store.add("Ana's sister teaches maths")
+        hits = store.retrieve("Who is Ana's sister?", read_only=True, relative_cutoff=0)
+        lexical = {h.id: h.lexical for h in hits}
+        assert hits[0].id == target.id and lexical[target.id] == 1.0
+        assert all(score == 0.0 for i, score in lexical.items() if i != target.id)
+
+
+class _Profile:
+    """An embedder that places one fact near the question, the way a sentence model
+    does, and the rest far from it (a model's geometry, without a model)."""
+
+    name, dim = "profile-test", 16
+
+    def __init__(self, near: str, question: str) -> None:
+        self.near, self.question = near, question
+        self._base = HashingEmbedder(dim=self.dim)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = self._base.embed(texts)
+        anchor = self._base.embed([self.question])[0]
+        for i, text in enumerate(texts):
+            if text in (self.near, self.question):
+                out[i] = anchor + 0.35 * out[i] / np.linalg.norm(out[i])
+        return out
+
+
+def test_the_embeddings_best_hit_of_a_profile_reaches_the_top_three() -> None:
+    """A 20-fact profile where every fact names its subject with a possessive: the
+    keyword channel must not outvote the embedding's clear best hit (cosine ≈ 0.94 here;
+    the old analyser gave every decoy the shared "ana" and "s" terms)."""
+    question = "What does Ana like to eat?"
+    best = "Ana's favourite food is grilled octopus"
+    facts = [best] + [f"Ana's {w} is {v}" for w, v in (
+        ("brother", "called Tom"), ("car", "a green Fiat"), ("job", "nursing"),
+        ("city", "Porto"), ("sister", "in Lyon"), ("dog", "a beagle"), ("cat", "grey"),
+        ("hobby", "climbing"), ("band", "Radiohead"), ("book", "Dune"), ("phone", "old"),
+        ("bike", "red"), ("school", "in Braga"), ("team", "FC Porto"), ("drink", "tea"),
+        ("garden", "small"), ("flat", "on the third floor"), ("boss", "Rui"),
+        ("birthday", "in May"))]
+    embedder = CountingEmbedder(_Profile(best, question))
+    with MemoryStore(embedder=embedder) as store:
+        ids = {store.add(f, type="semantic").content: None for f in facts}
+        assert len(ids) == 20
+        hits = store.retrieve(question, k=5, read_only=True, relative_cutoff=0)
+        dense_best = max(hits, key=lambda h: h.dense)
+        assert dense_best.text == best and dense_best.dense > 0.9
+        assert best in [h.text for h in hits[:3]]
