@@ -15,7 +15,7 @@ Three hooks of :class:`langchain.agents.middleware.AgentMiddleware`, sync and as
 
 "Used" is decided deterministically, by lexical overlap (:func:`used_memories`): a memory
 was used when at least ``min_overlap`` of its distinct content words (lower-cased,
-stop words removed, light stemming — :func:`mars_core.lexical.tokenize`) appear in the
+stop words removed, light stemming — :func:`mars_core.analysis.terms`) appear in the
 answer. "Offered" are the memories whose (whitespace-normalised) text is a rendered line
 of the context; a memory whose text the redaction pass changed is shown but not
 credited.
@@ -48,9 +48,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mars_core.analysis import terms
 from mars_core.context import HEADER_ACTIVE, HEADER_RECALLED
 from mars_core.errors import ExtraNotInstalledError, ValidationError
-from mars_core.lexical import tokenize
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 
@@ -91,10 +91,10 @@ def used_memories(answer: str, offered: Mapping[str, str], min_overlap: float = 
         ...               {"m1": "The user is allergic to peanuts", "m2": "Bo likes jazz"})
         ['m1']
     """
-    words = set(tokenize(answer))
+    words = set(terms(answer))
     used = []
     for node_id, text in offered.items():
-        own = set(tokenize(text))
+        own = set(terms(text))
         if own and len(own & words) >= min_overlap * len(own):
             used.append(node_id)
     return used

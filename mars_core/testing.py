@@ -165,7 +165,7 @@ class CountingRecords:
     def _counting(self, opened: contextlib.AbstractContextManager[RecordTxn]
                   ) -> Iterator[RecordTxn]:
         with opened as tx:
-            yield _CountingTxn(tx, self)  # type: ignore[misc]
+            yield _CountingTxn(tx, self)
 
     def read(self) -> contextlib.AbstractContextManager[RecordTxn]:
         """The inner store's snapshot, counted."""
