@@ -589,17 +589,26 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
                 indexes: Annotated[str, typer.Option(
                     help="comma-separated: chroma, numpy, qdrant")] = "chroma,numpy",
                 quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
+                history: Annotated[str, typer.Option(
+                    help="sections 5-8 (a long-lived user, many namespaces, the budget "
+                         "lifted, the agent loop): 'full', 'quick' or 'off'")] = "full",
                 out: OutOpt = None, progress: ProgressOpt = None) -> None:
     """What the storage costs: add, retrieve, observe and bulk ingest against raw chromadb,
-    open + first retrieve at a million memories, peak RSS (docs/benchmarks/storage.md)."""
+    open + first retrieve at a million memories, peak RSS, and as a history grows
+    (docs/benchmarks/storage.md)."""
     from mars_core.bench import storage
+    from mars_core.bench.history import Plan
 
     kinds = tuple(i.strip() for i in indexes.split(",") if i.strip())
     if not kinds or set(kinds) - {"chroma", "numpy", "qdrant"}:
         raise _fail("--indexes takes chroma, numpy and qdrant, comma-separated")
+    plans = {"full": Plan(), "quick": Plan.quick(), "off": None}
+    if history not in plans:
+        raise _fail("--history takes full, quick or off")
+    plan = Plan.quick() if quick and history == "full" else plans[history]
     with _progress(progress, "bench store") as bar:
         storage.main(out, n=n, big=big, namespaces=namespaces, quick=quick,
-                     indexes=kinds, progress=bar)  # type: ignore[arg-type]
+                     indexes=kinds, plan=plan, progress=bar)  # type: ignore[arg-type]
 
 
 @bench_app.command("window")

@@ -168,6 +168,10 @@ class MemoryGraph:
                     self.remove(edge.source, edge.predicate, edge.target)
         self._complete &= set(keep)
 
+    def touches(self, node_id: str) -> bool:
+        """Whether an edge the graph holds leaves or enters ``node_id`` (no read)."""
+        return bool(self._out.of(node_id)) or bool(self._in.of(node_id))
+
     def held(self) -> int:
         """How many edges the graph holds."""
         return sum(1 for node in list(self._out.nodes()) for _ in self._out.of(node))

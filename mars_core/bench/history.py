@@ -43,6 +43,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,8 @@ from mars_core.embeddings import HashingEmbedder
 from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
-__all__ = ["agent_loop", "budget_lifted", "conversation", "long_lived", "many_namespaces"]
+__all__ = ["Plan", "agent_loop", "budget_lifted", "conversation", "long_lived",
+           "many_namespaces", "run", "table"]
 
 _SYLLABLES = ("ka lo mi ne ru sa ti vo be da fe gi ho ju ma no pe qui ra so tu ve wi xa "
               "yo ze al en ir on ul ar es").split()
@@ -297,6 +299,49 @@ def agent_loop(history: int, rounds: int, *, workdir: Path, block: int = 10,
     raw_ms = 1000 * statistics.median(samples["raw"])
     return {"history": history, "rounds": rounds, "store_ms": store_ms, "raw_ms": raw_ms,
             "ratio": store_ms / raw_ms}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The sizes of sections 5–8 (0 or ``()`` skips a section).
+
+    Attributes:
+        sizes: turns of the long-lived user (section 5).
+        namespaces: namespaces of section 6, each of ``turns`` turns.
+        turns: turns of each namespace of section 6.
+        lifted: memories of the one namespace of section 7.
+        history: turns of the agent loop's namespace (section 8).
+        rounds: rounds of the agent loop.
+    """
+
+    sizes: tuple[int, ...] = (1_000, 20_000, 100_000)
+    namespaces: int = 256
+    turns: int = 5_000
+    lifted: int = 50_000
+    history: int = 10_000
+    rounds: int = 200
+
+    @classmethod
+    def quick(cls) -> Plan:
+        """A smoke run's sizes (seconds, not hours)."""
+        return cls(sizes=(300, 1_500), namespaces=4, turns=300, lifted=2_000, history=600,
+                   rounds=20)
+
+
+def run(plan: Plan, *, workdir: Path, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Sections 5–8 of ``plan`` (each skipped when its size is 0)."""
+    out: dict[str, Any] = {"plan": vars(plan)}
+    if plan.sizes:
+        out["long_lived"] = long_lived(plan.sizes, workdir=workdir, progress=progress)
+    if plan.namespaces and plan.turns:
+        out["many"] = many_namespaces(plan.namespaces, plan.turns, workdir=workdir,
+                                      progress=progress)
+    if plan.lifted:
+        out["lifted"] = budget_lifted(plan.lifted, workdir=workdir, progress=progress)
+    if plan.history and plan.rounds:
+        out["loop"] = agent_loop(plan.history, plan.rounds, workdir=workdir,
+                                 progress=progress)
+    return out
 
 
 def table(result: dict[str, Any]) -> str:

@@ -35,6 +35,8 @@ machines are noisy, so compare ratios, not absolute numbers across runs):
    retrieves once, against a process that opens the raw chromadb collection with the
    same vectors and queries it once; the store filled with ``add_many``, and again turn
    by turn with ``observe`` as the framework adapters fill it.
+5. to 8. **As the history grows** (:mod:`mars_core.bench.history`): a long-lived user,
+   many namespaces in one process, the budget lifted, the agent loop.
 
 Examples:
     >>> r = run(n=150, block=5, rounds=2, big=0, indexes=("numpy",), quick=True)
@@ -64,6 +66,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mars_core.bench import history
 from mars_core.bench.plots import plot_storage, pyplot
 from mars_core.bench.report import results_dir
 from mars_core.embeddings import Embedder, HashingEmbedder
@@ -492,11 +495,12 @@ def _workdir(base: Path | None) -> Iterator[Path]:
 def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_000,
         namespaces: int = 10_000, indexes: Sequence[IndexKind] = ("chroma", "numpy"),
         quick: bool = False, workdir: Path | None = None,
-        model: Embedder | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
-    """All four sections (``big=0`` skips the scale one; ``quick``: the memory section
+        model: Embedder | None = None, plan: history.Plan | None = None,
+        progress: ProgressFn | None = None) -> dict[str, Any]:
+    """All sections (``big=0`` skips the scale one; ``quick``: the memory section
     runs at ``n`` too but the bulk section at n/4; ``model``: the bulk section runs
-    again at n/5 with it; ``progress``: stage ``sections``, one step per index and
-    section)."""
+    again at n/5 with it; ``plan``: the sizes of sections 5–8, None skips them;
+    ``progress``: stage ``sections``, one step per index and section)."""
     os.environ.setdefault("MARS_EMBEDDER", "hashing")
     total = len(indexes) * (2 + (model is not None) + bool(big)) + ("chroma" in indexes)
     step = _Steps(progress, total)
@@ -515,6 +519,8 @@ def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_
         if big:
             result["scale"] = [step(scale(big, namespaces, index=i, workdir=base))
                                for i in indexes]
+        if plan is not None:
+            result["history"] = history.run(plan, workdir=base)
     result["peak_rss_mb_of_the_run"] = resource.getrusage(
         resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
@@ -570,6 +576,7 @@ def table(result: dict[str, Any]) -> str:
 def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int = 1_000_000,
          namespaces: int = 10_000, quick: bool = False,
          indexes: Sequence[IndexKind] = ("chroma", "numpy"),
+         plan: history.Plan | None = None,
          progress: ProgressFn | None = None) -> dict[str, Any]:
     """Run and print (and write ``storage.json``, the plots of
     :func:`mars_core.bench.plots.plot_storage` and ``storage.md`` to ``out``, made before
@@ -582,8 +589,10 @@ def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int
     result = run(n, big=big, namespaces=namespaces, indexes=indexes, quick=quick,
                  block=5 if quick else 20, rounds=2 if quick else 10,
                  model=None if quick else _model(),  # the default embedder, as users run it
-                 progress=progress)
+                 plan=plan, progress=progress)
     text = table(result)
+    if "history" in result:
+        text += "\n\n" + history.table(result["history"])
     print(text)
     if folder is not None:
         (folder / "storage.json").write_text(json.dumps(result, indent=1))

@@ -149,9 +149,13 @@ class NamespaceState:
     # --- lookups -----------------------------------------------------------------------
 
     def __contains__(self, memory_id: object) -> bool:
+        """Whether the namespace has this memory: held, or at an end of an edge held
+        (edges join memories of the namespace, and go with them), else read."""
         if not isinstance(memory_id, str):
             return False
-        if memory_id not in self.nodes and memory_id not in self._absent:
+        if memory_id in self.nodes or self.graph.touches(memory_id):
+            return True
+        if memory_id not in self._absent:
             self.read([memory_id])
         return memory_id in self.nodes
 
@@ -191,20 +195,17 @@ class NamespaceState:
             self.graph.load(i for i in dict.fromkeys(ids) if i in self.nodes)
             self._read_more = True
 
-    def read_around(self, ids: Iterable[str], hops: int = 2) -> None:
-        """Read ``ids`` and what lies within ``hops`` edges of them — the memories and
-        their edges — one hop per two reads: what ranking, lineage and the reply units
-        then ask about the candidates of a search is held already."""
-        frontier = list(dict.fromkeys(ids))
-        seen: set[str] = set()
-        for _ in range(hops):
-            self.read(frontier, edges=True)
-            seen.update(frontier)
-            frontier = [e.target if e.source == nid else e.source for nid in frontier
+    def read_around(self, ids: Iterable[str]) -> None:
+        """Read ``ids`` with their edges, and the edges of their neighbours (three
+        reads): what ranking and lineage then ask about the candidates of a search — is
+        it current, was what it says replaced, which turn follows it — is held already;
+        a neighbour itself is read when asked for."""
+        wanted = list(dict.fromkeys(ids))
+        self.read(wanted, edges=True)
+        self.graph.load(e.target if e.source == nid else e.source for nid in wanted
                         if nid in self.nodes
-                        for e in self.graph.out_edges(nid) + self.graph.in_edges(nid)]
-            frontier = [i for i in dict.fromkeys(frontier) if i not in seen]
-        self.read(frontier)
+                        for e in self.graph.out_edges(nid) + self.graph.in_edges(nid))
+        self._read_more = True
 
     def hold(self, nodes: Iterable[MemoryNode]) -> list[MemoryNode]:
         """Hold memories a caller read from the records (until the next call), keeping
