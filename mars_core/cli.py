@@ -656,11 +656,15 @@ def bench_import(n: Annotated[int, typer.Option(min=1, help="mem0 records in the
 def bench_postgres(*, writers: Annotated[str, typer.Option(
                        help="comma-separated numbers of writer processes")] = "1,2,4,8",
                    quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
+                   history: Annotated[str, typer.Option(
+                       help="bench store's sections 5-8 on PostgreSQL and the process-count "
+                            "row: 'full', 'quick' or 'off'")] = "full",
                    out: OutOpt = None) -> None:
     """PostgreSQL + a Chroma server against the SQLite default: latency per call
-    (interleaved, medians, ratios), and adds/s of 1, 2, 4, 8 writer processes on
-    distinct namespaces (servers started for the run)."""
+    (interleaved, medians, ratios), adds/s of 1, 2, 4, 8 writer processes on distinct
+    namespaces, and as the history grows (servers started for the run)."""
     from mars_core.bench import postgres
+    from mars_core.bench.history import Plan
 
     try:
         counts = tuple(int(w) for w in writers.split(",") if w.strip())
@@ -668,7 +672,11 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
         counts = ()
     if not counts or min(counts) < 1:
         raise _fail("--writers takes positive numbers, comma-separated")
-    postgres.main(out, quick=quick, writers=counts)
+    plans = {"full": Plan(), "quick": Plan.quick(), "off": None}
+    if history not in plans:
+        raise _fail("--history takes full, quick or off")
+    postgres.main(out, quick=quick, writers=counts,
+                  plan=Plan.quick() if quick and history == "full" else plans[history])
 
 
 @bench_app.command("policies")

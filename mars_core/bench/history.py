@@ -42,7 +42,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -52,8 +52,8 @@ from mars_core.embeddings import HashingEmbedder
 from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
-__all__ = ["Plan", "agent_loop", "budget_lifted", "conversation", "long_lived",
-           "many_namespaces", "run", "table"]
+__all__ = ["Plan", "Where", "agent_loop", "budget_lifted", "conversation", "long_lived",
+           "many_namespaces", "on_disk", "run", "table", "workers"]
 
 _SYLLABLES = ("ka lo mi ne ru sa ti vo be da fe gi ho ju ma no pe qui ra so tu ve wi xa "
               "yo ze al en ir on ul ar es").split()
@@ -125,7 +125,7 @@ def _fill(store: MemoryStore, turns: Sequence[tuple[str, str]], namespace: str,
 
 _PROBE = textwrap.dedent("""
     import json, sys, time
-    kind, path, query = sys.argv[1], sys.argv[2], sys.argv[3]
+    kind, path, query, index = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5]
     names = sys.argv[4].split(",")
 
     def peak_mb():
@@ -147,7 +147,7 @@ _PROBE = textwrap.dedent("""
     from mars_core import HashingEmbedder, MemoryStore
     import chromadb  # the index's client: imported before the clock starts
     t0 = time.perf_counter()
-    store = MemoryStore.open(path, embedder=HashingEmbedder())
+    store = MemoryStore.open(path, index=index, embedder=HashingEmbedder())
     if kind == "retrieve":
         store.retrieve(query, namespace=names[0], read_only=True)
     else:
@@ -165,10 +165,32 @@ _PROBE = textwrap.dedent("""
 _QUERY = "Where does Ana's sister live and what did Greta say about jazz?"
 
 
-def _probe(kind: str, path: Path, names: Sequence[str] = ("default",)) -> dict[str, Any]:
+Where = Callable[[str], tuple[str, str]]
+"""Where the store named so lives: ``(location, index)`` as ``MemoryStore.open`` takes
+them (a directory and ``"auto"``; a PostgreSQL URL and a Chroma server's URL)."""
+
+
+def on_disk(workdir: Path) -> Where:
+    """Stores in directories of ``workdir`` with the default index (embedded Chroma).
+
+    Examples:
+        >>> on_disk(Path("/tmp/w"))("user-1")
+        ('/tmp/w/user-1', 'auto')
+    """
+    return lambda name: (str(workdir / name), "auto")
+
+
+def _open(where: Where, name: str, **kwargs: Any) -> MemoryStore:
+    location, index = where(name)
+    return MemoryStore.open(location, index=index, embedder=HashingEmbedder(), **kwargs)
+
+
+def _probe(kind: str, store: tuple[str, str], names: Sequence[str] = ("default",)
+           ) -> dict[str, Any]:
     env = {**os.environ, "MARS_EMBEDDER": "hashing"}
-    done = subprocess.run([sys.executable, "-c", _PROBE, kind, str(path), _QUERY,
-                           ",".join(names)], capture_output=True, text=True, env=env,
+    location, index = store
+    done = subprocess.run([sys.executable, "-c", _PROBE, kind, location, _QUERY,
+                           ",".join(names), index], capture_output=True, text=True, env=env,
                           check=False, timeout=3600)
     if done.returncode != 0:
         raise RuntimeError(f"the probe failed: {done.stderr[-2000:]}")
@@ -200,21 +222,22 @@ def _medians(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 _START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def long_lived(sizes: Sequence[int], *, workdir: Path, rounds: int = 3,
-               progress: ProgressFn | None = None) -> dict[str, Any]:
+def long_lived(sizes: Sequence[int], *, workdir: Path, where: Where | None = None,
+               rounds: int = 3, progress: ProgressFn | None = None) -> dict[str, Any]:
     """Section 5 (see the module): one row per size."""
+    where = where or on_disk(workdir)
     rows = []
     turns = conversation(max(sizes))
     for size in sizes:
-        path, raw = workdir / f"user-{size}", workdir / f"user-raw-{size}"
-        with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        raw = workdir / f"user-raw-{size}"
+        with _open(where, f"user{size}") as store:
             _fill(store, turns[:size], "default", _START, progress)
             stats = store.stats()["namespaces"]["default"]
         _raw(raw, [t for _, t in turns[:size]])
         ours, base = [], []
         for _ in range(rounds):  # interleaved fresh processes
-            ours.append(_probe("render", path))
-            base.append(_probe("raw", raw))
+            ours.append(_probe("render", where(f"user{size}")))
+            base.append(_probe("raw", (str(raw), "")))
         o, b = _medians(ours), _medians(base)
         rows.append({"turns": size, "active": stats["active"], "archived": stats["archived"],
                      "open_render_s": o["open_read_s"], "raw_open_query_s": b["open_read_s"],
@@ -225,28 +248,29 @@ def long_lived(sizes: Sequence[int], *, workdir: Path, rounds: int = 3,
     return {"rows": rows, "rss_flat": rows[-1]["rss_ratio"] / rows[0]["rss_ratio"]}
 
 
-def many_namespaces(namespaces: int, turns: int, *, workdir: Path,
+def many_namespaces(namespaces: int, turns: int, *, workdir: Path, where: Where | None = None,
                     progress: ProgressFn | None = None) -> dict[str, Any]:
     """Section 6 (see the module)."""
-    path = workdir / f"many-{namespaces}x{turns}"
+    where = where or on_disk(workdir)
     said = conversation(turns, seed=9)
     names = [f"user-{i:04d}" for i in range(namespaces)]
-    with MemoryStore.open(path, embedder=HashingEmbedder(), cache_namespaces=8) as store:
+    with _open(where, f"many{namespaces}x{turns}", cache_namespaces=8) as store:
         for k, name in enumerate(names):
             _fill(store, said, name, _START, progress, offset=k * turns,
                   total=namespaces * turns)
-    probe = _probe("render", path, names)
+    probe = _probe("render", where(f"many{namespaces}x{turns}"), names)
     return {"namespaces": namespaces, "turns": turns, "after_one_mb": probe["peak_rss_mb"],
             "after_all_mb": probe["peak_rss_all_mb"], "all_s": probe["all_s"],
             "rss_ratio": probe["peak_rss_all_mb"] / probe["peak_rss_mb"]}
 
 
-def budget_lifted(n: int, *, workdir: Path, rounds: int = 3,
+def budget_lifted(n: int, *, workdir: Path, where: Where | None = None, rounds: int = 3,
                   progress: ProgressFn | None = None) -> dict[str, Any]:
     """Section 7 (see the module)."""
-    path, raw = workdir / f"lifted-{n}", workdir / f"lifted-raw-{n}"
+    where = where or on_disk(workdir)
+    raw = workdir / f"lifted-raw-{n}"
     turns = conversation(n, seed=11)
-    with MemoryStore.open(path, embedder=HashingEmbedder(), budget=10**9) as store:
+    with _open(where, f"lifted{n}", budget=10**9) as store:
         for i in range(0, n, 1000):  # memories, not turns: add_many of the texts
             store.add_many([t for _, t in turns[i:i + 1000]])
             report(progress, "add", min(n, i + 1000), n)
@@ -254,8 +278,8 @@ def budget_lifted(n: int, *, workdir: Path, rounds: int = 3,
     _raw(raw, [t for _, t in turns])
     ours, base = [], []
     for _ in range(rounds):
-        ours.append(_probe("retrieve", path))
-        base.append(_probe("raw", raw))
+        ours.append(_probe("retrieve", where(f"lifted{n}")))
+        base.append(_probe("raw", (str(raw), "")))
     o, b = _medians(ours), _medians(base)
     return {"n": n, "active": active, "open_retrieve_s": o["open_read_s"],
             "raw_open_query_s": b["open_read_s"], "time_ratio": o["open_read_s"] /
@@ -264,20 +288,21 @@ def budget_lifted(n: int, *, workdir: Path, rounds: int = 3,
             b["peak_rss_mb"]}
 
 
-def agent_loop(history: int, rounds: int, *, workdir: Path, block: int = 10,
-               progress: ProgressFn | None = None) -> dict[str, Any]:
+def agent_loop(history: int, rounds: int, *, workdir: Path, where: Where | None = None,
+               block: int = 10, progress: ProgressFn | None = None) -> dict[str, Any]:
     """Section 8 (see the module)."""
     import chromadb
     from chromadb.config import Settings
 
+    where = where or on_disk(workdir)
     turns = conversation(history + rounds, seed=13)
-    path, raw_path = workdir / f"loop-{history}", workdir / f"loop-raw-{history}"
+    raw_path = workdir / f"loop-raw-{history}"
     emb = HashingEmbedder()
     _raw(raw_path, [t for _, t in turns[:history]])
     col = chromadb.PersistentClient(path=str(raw_path), settings=Settings(
         anonymized_telemetry=False)).get_collection("raw", embedding_function=None)
     samples: dict[str, list[float]] = {"store": [], "raw": []}
-    with MemoryStore.open(path, embedder=emb) as store:
+    with _open(where, f"loop{history}") as store:
         _fill(store, turns[:history], "default", _START, progress)
         at = _START + timedelta(minutes=history)
         for start in range(0, rounds, block):
@@ -299,6 +324,70 @@ def agent_loop(history: int, rounds: int, *, workdir: Path, block: int = 10,
     raw_ms = 1000 * statistics.median(samples["raw"])
     return {"history": history, "rounds": rounds, "store_ms": store_ms, "raw_ms": raw_ms,
             "ratio": store_ms / raw_ms}
+
+
+_WORKER = textwrap.dedent("""
+    import json, sys
+    from mars_core import HashingEmbedder, MemoryStore
+    location, index, query = sys.argv[1], sys.argv[2], sys.argv[3]
+    names = sys.argv[4].split(",")
+    store = MemoryStore.open(location, index=index, embedder=HashingEmbedder())
+    print("ready", flush=True)
+    sys.stdin.readline()
+    for name in names:
+        store.render_context(query, namespace=name)
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    store.close()
+    print(json.dumps({"peak_rss_mb": peak / 1024}), flush=True)
+""")
+
+
+def workers(counts: Sequence[int], namespaces: int, turns: int, *, where: Where,
+            progress: ProgressFn | None = None) -> dict[str, Any]:
+    """The process-count row (a store several processes write: PostgreSQL): for each
+    count, that many processes start together and each calls ``render_context`` in every
+    one of the same ``namespaces`` namespaces (each process in its own order); the peak
+    RSS of each, against one process alone."""
+    said = conversation(turns, seed=17)
+    names = [f"team-{i:03d}" for i in range(namespaces)]
+    with _open(where, f"workers{namespaces}x{turns}", cache_namespaces=8) as store:
+        for k, name in enumerate(names):
+            _fill(store, said, name, _START, progress, offset=k * turns,
+                  total=namespaces * turns)
+    location, index = where(f"workers{namespaces}x{turns}")
+    env = {**os.environ, "MARS_EMBEDDER": "hashing"}
+    rows = []
+    for count in counts:
+        procs = [subprocess.Popen(
+            [sys.executable, "-c", _WORKER, location, index, _QUERY,
+             ",".join(names[i:] + names[:i])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, env=env) for i in range(count)]
+        try:
+            for p in procs:
+                assert p.stdout is not None
+                if p.stdout.readline().strip() != "ready":
+                    raise RuntimeError("a worker process did not start")
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            peaks = []
+            for p in procs:
+                assert p.stdout is not None
+                peaks.append(json.loads(p.stdout.readline())["peak_rss_mb"])
+                p.wait()
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        rows.append({"workers": count, "median_peak_rss_mb": statistics.median(peaks),
+                     "max_peak_rss_mb": max(peaks)})
+    one = rows[0]["median_peak_rss_mb"]
+    for row in rows:
+        row["vs_one"] = row["max_peak_rss_mb"] / one
+    return {"namespaces": namespaces, "turns": turns, "rows": rows}
 
 
 @dataclass(frozen=True)
@@ -328,18 +417,22 @@ class Plan:
                    rounds=20)
 
 
-def run(plan: Plan, *, workdir: Path, progress: ProgressFn | None = None) -> dict[str, Any]:
-    """Sections 5–8 of ``plan`` (each skipped when its size is 0)."""
+def run(plan: Plan, *, workdir: Path, where: Where | None = None,
+        progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Sections 5–8 of ``plan`` (each skipped when its size is 0), the stores where
+    ``where`` puts them (default: directories of ``workdir``)."""
     out: dict[str, Any] = {"plan": vars(plan)}
     if plan.sizes:
-        out["long_lived"] = long_lived(plan.sizes, workdir=workdir, progress=progress)
+        out["long_lived"] = long_lived(plan.sizes, workdir=workdir, where=where,
+                                       progress=progress)
     if plan.namespaces and plan.turns:
         out["many"] = many_namespaces(plan.namespaces, plan.turns, workdir=workdir,
-                                      progress=progress)
+                                      where=where, progress=progress)
     if plan.lifted:
-        out["lifted"] = budget_lifted(plan.lifted, workdir=workdir, progress=progress)
+        out["lifted"] = budget_lifted(plan.lifted, workdir=workdir, where=where,
+                                      progress=progress)
     if plan.history and plan.rounds:
-        out["loop"] = agent_loop(plan.history, plan.rounds, workdir=workdir,
+        out["loop"] = agent_loop(plan.history, plan.rounds, workdir=workdir, where=where,
                                  progress=progress)
     return out
 
@@ -367,6 +460,12 @@ def table(result: dict[str, Any]) -> str:
                       f"{b['raw_open_query_s']:.2f} s, {b['time_ratio']:.1f}x), peak RSS "
                       f"{b['peak_rss_mb']:.0f} MB (raw {b['raw_peak_rss_mb']:.0f} MB, "
                       f"{b['rss_ratio']:.2f}x)"]
+    if "workers" in result:
+        w = result["workers"]
+        lines += ["", f"Processes that each serve the same {w['namespaces']} namespaces "
+                      f"({w['turns']} turns each): " + ", ".join(
+                          f"{r['workers']} at once: {r['max_peak_rss_mb']:.0f} MB at most "
+                          f"({r['vs_one']:.2f}x one alone)" for r in w["rows"])]
     if "loop" in result:
         a = result["loop"]
         lines += ["", f"Agent loop on {a['history']:,} turns ({a['rounds']} rounds of "

@@ -25,6 +25,10 @@ the hashing embedder (the store is timed, not a model):
    a common start signal (a line on its stdin); adds per second over the whole run
    (from the signal to the last process's end), and the ratio to one process. A machine
    with few cores flattens the curve early: the figure says where.
+4. **As the history grows**: ``mars bench store``'s sections 5–8
+   (:mod:`mars_core.bench.history`) with the records on PostgreSQL and the index on the
+   Chroma server, and the process-count row: 1 and 8 processes serving the same 50
+   namespaces, the peak RSS of each against one alone.
 
 Examples:
     >>> texts = _texts(3, seed=1)
@@ -48,6 +52,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from mars_core.bench import history
 from mars_core.bench.chroma_server import chroma_server
 from mars_core.bench.postgres_server import postgres_server
 from mars_core.bench.report import results_dir
@@ -243,8 +248,10 @@ def throughput(url: str, index: str, writers: Sequence[int], adds: int) -> list[
 
 
 def run(n: int = 2000, *, block: int = 20, rounds: int = 5, adds: int = 200,
-        writers: Sequence[int] = (1, 2, 4, 8)) -> dict[str, Any]:
-    """Both sections on servers started for the run."""
+        writers: Sequence[int] = (1, 2, 4, 8), plan: history.Plan | None = None,
+        workers: tuple[int, int] = (50, 1000)) -> dict[str, Any]:
+    """Every section on servers started for the run (``plan``: the sizes of section 4,
+    None skips it; ``workers``: the process-count row's namespaces and turns each)."""
     os.environ.setdefault("MARS_EMBEDDER", "hashing")
     with tempfile.TemporaryDirectory(prefix="mars-bench-pg-") as tmp, \
             postgres_server(durable=True) as pg, chroma_server(Path(tmp)) as chroma:
@@ -265,8 +272,15 @@ def run(n: int = 2000, *, block: int = 20, rounds: int = 5, adds: int = 200,
         tput = throughput(url + "&schema=writers",
                           f"chroma://{chroma.host}:{chroma.port}?prefix=writers_",
                           writers, adds)
+        grown: dict[str, Any] = {}
+        if plan is not None:
+            def where(name: str) -> tuple[str, str]:
+                return (f"{url}&schema=h_{name}",
+                        f"chroma://{chroma.host}:{chroma.port}?prefix=h{name}_")
+            grown = history.run(plan, workdir=Path(tmp), where=where)
+            grown["workers"] = history.workers((1, max(writers)), *workers, where=where)
     return {"machine": {"cpus": os.cpu_count()}, "latency": lat, "check": check,
-            "throughput": tput}
+            "throughput": tput, **({"history": grown} if grown else {})}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -302,15 +316,20 @@ def table(result: dict[str, Any]) -> str:
     for row in result["throughput"]:
         lines.append(f"| {row['writers']} | {row['adds']} | {row['seconds']:.1f} | "
                      f"{row['adds_per_s']:.0f} | {row['vs_one']:.2f} |")
+    if "history" in result:
+        lines += ["", "As the history grows (PostgreSQL + Chroma server):", "",
+                  history.table(result["history"])]
     return "\n".join(lines)
 
 
 def main(out: str | os.PathLike[str] | None = None, *, quick: bool = False,
-         writers: Sequence[int] = (1, 2, 4, 8)) -> dict[str, Any]:
+         writers: Sequence[int] = (1, 2, 4, 8),
+         plan: history.Plan | None = None) -> dict[str, Any]:
     """Run and print (and write ``postgres.json`` and ``postgres.md`` to ``out``)."""
     folder = None if out is None else results_dir(out)
     result = run(200 if quick else 2000, block=5 if quick else 20, rounds=2 if quick else 5,
-                 adds=10 if quick else 200, writers=writers)
+                 adds=10 if quick else 200, writers=writers, plan=plan,
+                 workers=(4, 100) if quick else (50, 1000))
     text = table(result)
     print(text)
     if folder is not None:

@@ -493,7 +493,7 @@ class Engine:
         unit.insert(node, vector, edges)
         state = self.ns(node.namespace)
         state.vectors[node.id] = vector  # a policy planning in this unit reads it
-        state.apply_put(node, edges)
+        state.apply_put(node, edges, new=True)
         self.enricher.commit(vector, self.centroid(state))
 
     def update(self, unit: Unit, node: MemoryNode, *, reindex: bool,

@@ -123,7 +123,7 @@ class NamespaceState:
         state = cls(NamespaceRecord(name), [], [], policy or make_policy("lru"),
                     history=history)
         for node in given:
-            state.apply_put(node)
+            state.apply_put(node, new=True)
         for edge in links:
             state.graph.add(edge)
         history.nodes.update((n.id, n) for n in given)  # what a trim lets go of is here
@@ -278,10 +278,12 @@ class NamespaceState:
 
     # --- changes -----------------------------------------------------------------------
 
-    def apply_put(self, node: MemoryNode, edges: Iterable[Edge] = ()) -> None:
-        """A staged insert or change of a memory (status transitions included). A
-        change of a memory this view does not hold reads its last version first."""
-        if node.id not in self.nodes and node.id not in self._absent:
+    def apply_put(self, node: MemoryNode, edges: Iterable[Edge] = (), *,
+                  new: bool = False) -> None:
+        """A staged insert (``new``) or change of a memory (status transitions
+        included). A change of a memory this view does not hold reads its last version
+        first."""
+        if not new and node.id not in self.nodes and node.id not in self._absent:
             self.read([node.id])
         old = self.nodes.get(node.id)
         was = old.status if old is not None else None
@@ -296,7 +298,8 @@ class NamespaceState:
         if node.is_active:
             self._place(node)
             self._index(node)
-            self.graph.load([node.id])  # a restored memory's edges are held from now on
+            if not new and was is not MemoryStatus.ACTIVE:
+                self.graph.load([node.id])  # a restored memory's edges are held from now on
             self.graph.complete([node.id])
         else:
             self.archived += 1
