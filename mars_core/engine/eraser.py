@@ -142,6 +142,7 @@ class Eraser:
         """The index's nearest neighbours of each erased vector, per status, at a cosine
         of ``floor`` or more."""
         found: set[str] = set()
+        self.e.sync.prepare()
         for vec in vecs:
             for status in (MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED):
                 found.update(nid for nid, score in self.e.sync.query(

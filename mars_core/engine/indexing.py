@@ -320,9 +320,9 @@ class IndexSync:
               where: Filter | None = None, *,
               within: Sequence[str] | None = None) -> list[tuple[str, float]]:
         """:meth:`~mars_core.index.base.VectorIndex.query` of the index as the last
-        commit left it: the index (caught up if a write failed), with what is written
-        behind merged in without a write (see the module)."""
-        self._current()
+        commit left it (after :meth:`prepare`): the index, with what is written behind
+        merged in without a write (see the module). It writes nothing, so it can run
+        inside a read transaction of the records."""
         mine = [r for r in self._rows.values() if r.namespace == namespace]
         gone = {i for i, ns in self._gone.items() if ns == namespace}
         with self.querying():
@@ -340,8 +340,10 @@ class IndexSync:
         merged.sort(key=lambda h: (-h[1], h[0]))
         return merged[:k]
 
-    def _current(self) -> None:
-        """Before a query: catch up after a failed write, or follow a shared index."""
+    def prepare(self) -> None:
+        """Before queries: catch up after a failed write, or follow a shared index to the
+        last commit of any process (this may write the records: call it outside a read
+        transaction)."""
         if not self.writer:
             return
         if self.shared:

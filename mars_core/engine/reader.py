@@ -65,10 +65,13 @@ class Reader:
     def rank(self, state: NamespaceState, status: MemoryStatus | tuple[MemoryStatus, ...],
              qvec: Vector, q: Query,
              admit: Callable[[MemoryNode], bool] | None = None) -> list[Hit]:
-        """Ranked hits of one namespace's active or archived memories (or both)."""
-        return rank(state, self.e.sync, lambda ids: self.e.stored_vectors(state, ids),
-                    self.e.search_terms, status=status, qvec=qvec, q=q,
-                    cfg=self.e.config.retrieval, admit=admit)
+        """Ranked hits of one namespace's active or archived memories (or both), read in
+        one snapshot of the records (the index brought to the last commit first)."""
+        self.e.sync.prepare()
+        with self.e.records.read():  # every read of the search: one transaction
+            return rank(state, self.e.sync, lambda ids: self.e.stored_vectors(state, ids),
+                        self.e.search_terms, status=status, qvec=qvec, q=q,
+                        cfg=self.e.config.retrieval, admit=admit)
 
     def retrieve(self, q: Query, budget: int, *, k: int | None, ratio: float,
                  include_archive: bool | None, read_only: bool) -> list[Hit]:
