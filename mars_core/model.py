@@ -48,6 +48,7 @@ __all__ = [
     "TaskPayload",
     "TaskStatus",
     "default_payload",
+    "search_text",
     "utc",
 ]
 
@@ -469,10 +470,7 @@ class MemoryNode(_Value):
             >>> n.search_text
             'Ana: I moved to Lisbon'
         """
-        who = self.speaker
-        if not who or self.content.casefold().startswith(who.casefold()):
-            return self.content
-        return f"{who}: {self.content}"
+        return search_text(self.content, self.speaker)
 
 
 class Edge(_Value):
@@ -502,3 +500,16 @@ class Edge(_Value):
     def key(self) -> tuple[str, str, str]:
         """The identity of the edge: (source, predicate, target)."""
         return (self.source, self.predicate.value, self.target)
+
+
+def search_text(content: str, speaker: str | None) -> str:
+    """What full-text search matches of a memory: ``content``, after ``speaker``'s name
+    when it does not already start with it (:attr:`MemoryNode.search_text`).
+
+    Examples:
+        >>> search_text("I moved to Lisbon", "Ana"), search_text("Ana: hi", "Ana")
+        ('Ana: I moved to Lisbon', 'Ana: hi')
+    """
+    if not speaker or content.casefold().startswith(speaker.casefold()):
+        return content
+    return f"{speaker}: {content}"

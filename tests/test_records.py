@@ -229,6 +229,7 @@ def test_schema_version_is_written_and_a_newer_one_refused(tmp_path: pathlib.Pat
 
 V1_UNDO = ("DROP TABLE terms", "DROP TABLE term_totals", "DROP INDEX memories_by_seq",
            "DROP INDEX memories_by_time", "DROP INDEX memories_by_conversation",
+           "DROP INDEX memories_by_sensitivity",
            "UPDATE meta SET value = '1' WHERE key = 'schema_version'")
 """What makes a current file what version 1 wrote: its tables are version 1's, as are
 its rows (version 2 added tables and indexes only)."""

@@ -96,7 +96,8 @@ def test_an_older_schema_is_refused_naming_mars_migrate_which_migrates_it(
     with psycopg.connect(libpq, autocommit=True) as conn:  # what version 1 wrote
         for table in ("terms", "term_totals"):
             conn.execute(f'DROP TABLE "{schema}".{table}')
-        for index in ("memories_by_seq", "memories_by_time", "memories_by_conversation"):
+        for index in ("memories_by_seq", "memories_by_time", "memories_by_conversation",
+                      "memories_by_sensitivity"):
             conn.execute(f'DROP INDEX "{schema}".{index}')
     _set_version(postgres_url, 1)
     for read_only in (False, True):

@@ -38,7 +38,7 @@ import pydantic
 from mars_core.analysis import terms as analysed_terms
 from mars_core.audit import AuditEvent, canonical_json
 from mars_core.errors import ConflictError, CorruptStoreError
-from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
+from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, search_text
 from mars_core.storage.base import (
     Change,
     IndexRow,
@@ -104,14 +104,23 @@ _MARGIN = 8
 scores in the database's order, and the exact scores (:func:`bm25`, in Python) decide."""
 
 
-def term_rows(node: MemoryNode) -> tuple[list[tuple[Any, ...]], int]:
+def term_rows(namespace: str, status: str, memory_id: str, created_ts: float,
+              text: str) -> tuple[list[tuple[Any, ...]], int]:
     """A memory's rows of the ``terms`` table (namespace, status, term, id, term
-    frequency, length, creation) and its length in terms."""
-    counts = Counter(analysed_terms(node.search_text))
-    length = sum(counts.values())
-    ts = node.created_at.timestamp()
-    return [(node.namespace, node.status.value, term, node.id, tf, length, ts)
-            for term, tf in sorted(counts.items())], length
+    frequency, length, creation) from its :func:`~mars_core.model.search_text`, and its
+    length in terms."""
+    counts = Counter(analysed_terms(text))
+    return [(namespace, status, term, memory_id, tf, sum(counts.values()), created_ts)
+            for term, tf in sorted(counts.items())], sum(counts.values())
+
+
+def _speaker(mtype: str, body: str) -> str | None:
+    """An episode's speaker from its stored ``body`` (its first participant)."""
+    if mtype != MemoryType.EPISODIC.value:
+        return None
+    payload = json.loads(body).get("payload") or {}
+    parts = payload.get("participants") or ()
+    return str(parts[0]) if parts else None
 
 
 def bm25(tf: int, length: int, idf: float, avgdl: float, *, k1: float, b: float) -> float:
@@ -603,10 +612,12 @@ class SqlTxn:
         totals: Counter[tuple[str, str]] = Counter()
         docs: Counter[tuple[str, str]] = Counter()
         for node in nodes:
-            found, length = term_rows(node)
+            key = (node.namespace, node.status.value)
+            found, length = term_rows(*key, node.id, node.created_at.timestamp(),
+                                      node.search_text)
             rows += found
-            docs[node.namespace, node.status.value] += 1
-            totals[node.namespace, node.status.value] += length
+            docs[key] += 1
+            totals[key] += length
         self._many("INSERT INTO terms (namespace, status, term, memory_id, tf, length, "
                    "created_ts) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         for (ns, status), n in sorted(docs.items()):
@@ -624,19 +635,32 @@ class SqlTxn:
 
     def index_all_terms(self) -> int:
         """Build the full-text index of every memory (a migration from a schema without
-        it); returns how many memories it indexed. Reads a namespace 500 rows at a time."""
+        it); returns how many memories it indexed. Reads a namespace 500 rows at a time,
+        the few columns a memory's terms need."""
         self._writes()
         done = 0
         for name in self.namespace_names():
             after = -1
             while True:
-                rows = self._rows(f"{_JOINED} WHERE m.namespace = ? AND m.seq > ? "
-                                  "ORDER BY m.seq LIMIT 500", (name, after))
-                if not rows:
+                found = self._rows("SELECT id, status, type, created_ts, content, body, seq "
+                                   "FROM memories WHERE namespace = ? AND seq > ? ORDER BY "
+                                   "seq LIMIT 500", (name, after))
+                if not found:
                     break
-                nodes = [self._node(r) for r in rows]
-                self._index_terms(nodes)
-                done, after = done + len(nodes), nodes[-1].seq
+                rows: list[tuple[Any, ...]] = []
+                totals: Counter[str] = Counter()
+                docs: Counter[str] = Counter()
+                for mid, status, mtype, ts, content, body, _ in found:
+                    made, length = term_rows(name, status, mid, float(ts),
+                                             search_text(content, _speaker(mtype, body)))
+                    rows += made
+                    docs[status] += 1
+                    totals[status] += length
+                self._many("INSERT INTO terms (namespace, status, term, memory_id, tf, "
+                           "length, created_ts) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                for status, n in sorted(docs.items()):
+                    self._add_totals(name, status, n, totals[status])
+                done, after = done + len(found), int(found[-1][-1])
         return done
 
     def _term_length(self, memory_id: str) -> int:
