@@ -88,3 +88,29 @@ def test_a_quick_run_with_out_writes_its_plots_and_the_json_redraws_them(
     replot(tmp_path / "old.json", tmp_path / "old")
     assert (tmp_path / "old" / "storage_scale.png").read_bytes() == (
         out / "storage_scale.png").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_history_sections_run_and_report_what_they_are_judged_by(tmp_path: Path) -> None:
+    """Sections 5-8 of ``mars bench store`` (mars_core.bench.history), tiny: each runs
+    real stores and real raw chromadb, in fresh processes, and reports its ratios."""
+    pytest.importorskip("chromadb")
+    from mars_core.bench import history
+
+    plan = history.Plan(sizes=(150, 450), namespaces=2, turns=120, lifted=300, history=200,
+                        rounds=4, probes=1)
+    result = history.run(plan, workdir=tmp_path)
+    rows = result["long_lived"]["rows"]
+    assert [r["turns"] for r in rows] == [150, 450]
+    assert rows[1]["archived"] > rows[0]["archived"] > 0  # the history grew, forgotten
+    for r in rows:
+        assert r["time_ratio"] > 0 and r["rss_ratio"] > 0 and r["peak_rss_mb"] > 0
+    assert result["long_lived"]["rss_flat"] > 0
+    many = result["many"]
+    assert many["after_all_mb"] >= many["after_one_mb"] > 0 and many["namespaces"] == 2
+    lifted = result["lifted"]
+    assert lifted["active"] == 300 and lifted["time_ratio"] > 0
+    loop = result["loop"]
+    assert loop["rounds"] == 4 and loop["store_ms"] > 0 and loop["raw_ms"] > 0
+    text = history.table(result)
+    assert "| 450 |" in text and "Agent loop on 200 turns" in text and "Budget lifted" in text

@@ -48,6 +48,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from mars_core.bench.together import together
 from mars_core.embeddings import HashingEmbedder
 from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
@@ -121,6 +122,15 @@ def _fill(store: MemoryStore, turns: Sequence[tuple[str, str]], namespace: str,
              "at": start + timedelta(minutes=i + j)}
             for j, (role, text) in enumerate(chunk)], namespace=namespace)
         report(progress, "observe", offset + i + len(chunk), total or len(turns))
+
+
+def _fill_each(where: Where, store_name: str, names: Sequence[str],
+               turns: Sequence[tuple[str, str]], progress: ProgressFn | None) -> None:
+    """The store ``store_name`` with ``turns`` observed into each of ``names``."""
+    with _open(where, store_name, cache_namespaces=8) as store:
+        for k, name in enumerate(names):
+            _fill(store, turns, name, _START, progress, offset=k * len(turns),
+                  total=len(names) * len(turns))
 
 
 _PROBE = textwrap.dedent("""
@@ -252,12 +262,9 @@ def many_namespaces(namespaces: int, turns: int, *, workdir: Path, where: Where 
                     progress: ProgressFn | None = None) -> dict[str, Any]:
     """Section 6 (see the module)."""
     where = where or on_disk(workdir)
-    said = conversation(turns, seed=9)
     names = [f"user-{i:04d}" for i in range(namespaces)]
-    with _open(where, f"many{namespaces}x{turns}", cache_namespaces=8) as store:
-        for k, name in enumerate(names):
-            _fill(store, said, name, _START, progress, offset=k * turns,
-                  total=namespaces * turns)
+    _fill_each(where, f"many{namespaces}x{turns}", names, conversation(turns, seed=9),
+               progress)
     probe = _probe("render", where(f"many{namespaces}x{turns}"), names)
     return {"namespaces": namespaces, "turns": turns, "after_one_mb": probe["peak_rss_mb"],
             "after_all_mb": probe["peak_rss_all_mb"], "all_s": probe["all_s"],
@@ -349,39 +356,16 @@ def workers(counts: Sequence[int], namespaces: int, turns: int, *, where: Where,
     count, that many processes start together and each calls ``render_context`` in every
     one of the same ``namespaces`` namespaces (each process in its own order); the peak
     RSS of each, against one process alone."""
-    said = conversation(turns, seed=17)
     names = [f"team-{i:03d}" for i in range(namespaces)]
-    with _open(where, f"workers{namespaces}x{turns}", cache_namespaces=8) as store:
-        for k, name in enumerate(names):
-            _fill(store, said, name, _START, progress, offset=k * turns,
-                  total=namespaces * turns)
+    _fill_each(where, f"workers{namespaces}x{turns}", names, conversation(turns, seed=17),
+               progress)
     location, index = where(f"workers{namespaces}x{turns}")
     env = {**os.environ, "MARS_EMBEDDER": "hashing"}
     rows = []
     for count in counts:
-        procs = [subprocess.Popen(
-            [sys.executable, "-c", _WORKER, location, index, _QUERY,
-             ",".join(names[i:] + names[:i])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, env=env) for i in range(count)]
-        try:
-            for p in procs:
-                assert p.stdout is not None
-                if p.stdout.readline().strip() != "ready":
-                    raise RuntimeError("a worker process did not start")
-            for p in procs:
-                assert p.stdin is not None
-                p.stdin.write("go\n")
-                p.stdin.flush()
-            peaks = []
-            for p in procs:
-                assert p.stdout is not None
-                peaks.append(json.loads(p.stdout.readline())["peak_rss_mb"])
-                p.wait()
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+        _, lines = together([[sys.executable, "-c", _WORKER, location, index, _QUERY,
+                              ",".join(names[i:] + names[:i])] for i in range(count)], env)
+        peaks = [json.loads(line)["peak_rss_mb"] for line in lines]
         rows.append({"workers": count, "median_peak_rss_mb": statistics.median(peaks),
                      "max_peak_rss_mb": max(peaks)})
     one = rows[0]["median_peak_rss_mb"]
@@ -401,6 +385,8 @@ class Plan:
         lifted: memories of the one namespace of section 7.
         history: turns of the agent loop's namespace (section 8).
         rounds: rounds of the agent loop.
+        probes: fresh processes per measured store, and as many of raw chromadb,
+            interleaved (sections 5 and 7; medians).
     """
 
     sizes: tuple[int, ...] = (1_000, 20_000, 100_000)
@@ -409,12 +395,13 @@ class Plan:
     lifted: int = 50_000
     history: int = 10_000
     rounds: int = 200
+    probes: int = 3
 
     @classmethod
     def quick(cls) -> Plan:
         """A smoke run's sizes (seconds, not hours)."""
         return cls(sizes=(300, 1_500), namespaces=4, turns=300, lifted=2_000, history=600,
-                   rounds=20)
+                   rounds=20, probes=1)
 
 
 def run(plan: Plan, *, workdir: Path, where: Where | None = None,
@@ -424,13 +411,13 @@ def run(plan: Plan, *, workdir: Path, where: Where | None = None,
     out: dict[str, Any] = {"plan": vars(plan)}
     if plan.sizes:
         out["long_lived"] = long_lived(plan.sizes, workdir=workdir, where=where,
-                                       progress=progress)
+                                       rounds=plan.probes, progress=progress)
     if plan.namespaces and plan.turns:
         out["many"] = many_namespaces(plan.namespaces, plan.turns, workdir=workdir,
                                       where=where, progress=progress)
     if plan.lifted:
         out["lifted"] = budget_lifted(plan.lifted, workdir=workdir, where=where,
-                                      progress=progress)
+                                      rounds=plan.probes, progress=progress)
     if plan.history and plan.rounds:
         out["loop"] = agent_loop(plan.history, plan.rounds, workdir=workdir, where=where,
                                  progress=progress)

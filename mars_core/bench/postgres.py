@@ -42,7 +42,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +55,7 @@ from mars_core.bench import history
 from mars_core.bench.chroma_server import chroma_server
 from mars_core.bench.postgres_server import postgres_server
 from mars_core.bench.report import results_dir
+from mars_core.bench.together import together
 from mars_core.embeddings import HashingEmbedder
 from mars_core.store import MemoryStore
 
@@ -214,30 +214,9 @@ def throughput(url: str, index: str, writers: Sequence[int], adds: int) -> list[
     rows: list[dict[str, Any]] = []
     for w in writers:
         tag = uuid.uuid4().hex[:6]
-        procs = [subprocess.Popen(
-            [sys.executable, "-c", _WRITER, url, index, f"w{tag}-{i}", str(adds)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-            for i in range(w)]
-        try:
-            for p in procs:
-                assert p.stdout is not None
-                if p.stdout.readline().strip() != "ready":
-                    raise RuntimeError("a writer process did not start")
-            start = time.time()
-            for p in procs:
-                assert p.stdin is not None
-                p.stdin.write("go\n")
-                p.stdin.flush()
-            ends = []
-            for p in procs:
-                assert p.stdout is not None
-                ends.append(float(p.stdout.readline()))
-                p.wait()
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+        start, lines = together([[sys.executable, "-c", _WRITER, url, index,
+                                  f"w{tag}-{i}", str(adds)] for i in range(w)], env)
+        ends = [float(line) for line in lines]
         seconds = max(ends) - start
         rows.append({"writers": w, "adds": w * adds, "seconds": seconds,
                      "adds_per_s": w * adds / seconds})
