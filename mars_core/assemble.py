@@ -22,8 +22,8 @@ from mars_core.context import EvidenceItem, Validity, validity_of
 from mars_core.engine.namespace import NamespaceState
 from mars_core.model import MemoryNode, MemoryType, Predicate, TaskPayload
 
-__all__ = ["Marked", "active_turns", "evidence_items", "lineage", "recall_starts",
-           "support_for", "validity"]
+__all__ = ["Marked", "active_turns", "evidence_items", "lineage", "read_lineage",
+           "recall_starts", "support_for", "validity"]
 
 Marked = tuple[MemoryNode, float, Validity, str | None]
 """A memory to render: the node, its rank, its lineage mark and the mark's note."""
@@ -55,6 +55,13 @@ def lineage(state: NamespaceState, node_id: str,
         return found, None
     note = "; ".join(dict.fromkeys(n.content for n in newer if shown(n)))
     return Validity.OUTDATED, note or None
+
+
+def read_lineage(state: NamespaceState, ids: Sequence[str]) -> None:
+    """Read, in one read, the edges :func:`lineage` asks about for ``ids``: those of the
+    memories derived from them (whether what a turn said was replaced)."""
+    g = state.graph
+    state.graph.load(e.source for i in ids for e in g.in_edges(i, Predicate.DERIVES_FROM))
 
 
 def _replacements(state: NamespaceState, episode_id: str) -> list[MemoryNode]:

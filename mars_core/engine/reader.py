@@ -164,6 +164,7 @@ class Reader:
                              Query(q.text, q.namespace), admit=not_echo)
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
         # whose statement was replaced is, marked outdated
+        assemble.read_lineage(state, [h.id for h in ranked])
         marks = {h.id: assemble.lineage(state, h.id, recallable) for h in ranked}
         hits = [h for h in ranked if marks[h.id][0] in _SHOWN and recallable(h.node)]
         guard = OutputGuard.for_call(self.e, state) if redact else None
