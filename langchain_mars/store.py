@@ -96,6 +96,7 @@ from mars_core.errors import (
     NotFoundError,
     ValidationError,
 )
+from mars_core.io_checks import check_nesting
 from mars_core.model import MemoryNode, MemoryType, Provenance
 from mars_core.namespaces import ITEM_KEY
 from mars_core.privacy.receipts import ErasureReceipt
@@ -136,6 +137,8 @@ MARKER = ITEM_KEY
 _ALL_TOKENS = 2**62  # a retrieval budget that never binds: search ranks, it does not pack
 _COMPARISONS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 _OPERATORS = _COMPARISONS | {"$eq", "$ne"}
+_MAX_FILTER_NESTING = 32
+"""Deepest search filter (a value's own nesting bounds what a filter can match)."""
 _MAX_TTL = 1e9  # minutes (about 1,900 years): any expiry stays a valid datetime
 _TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes",
                        "omit_expired"})
@@ -296,7 +299,7 @@ class MarsStore(BaseStore):
         """LangGraph's ``get`` (see :class:`~langgraph.store.base.BaseStore`)."""
         self._refuse_in_loop("get")
         with _langgraph_errors():
-            return super().get(_as_tuple(namespace), key, refresh_ttl=refresh_ttl)
+            return super().get(_as_tuple(namespace), _key(key), refresh_ttl=refresh_ttl)
 
     def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
@@ -314,13 +317,13 @@ class MarsStore(BaseStore):
         """LangGraph's ``put`` (see :class:`~langgraph.store.base.BaseStore`)."""
         self._refuse_in_loop("put")
         with _langgraph_errors():
-            super().put(_as_tuple(namespace), key, value, index, ttl=ttl)
+            super().put(_as_tuple(namespace), _key(key), value, index, ttl=ttl)
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """LangGraph's ``delete``: an erasure (see the module)."""
         self._refuse_in_loop("delete")
         with _langgraph_errors():
-            super().delete(_as_tuple(namespace), key)
+            super().delete(_as_tuple(namespace), _key(key))
 
     def list_namespaces(self, *, prefix: NamespacePath | None = None,
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
@@ -345,7 +348,8 @@ class MarsStore(BaseStore):
                    refresh_ttl: bool | None = None) -> Item | None:
         """Async :meth:`get`."""
         with _langgraph_errors():
-            return await super().aget(_as_tuple(namespace), key, refresh_ttl=refresh_ttl)
+            return await super().aget(_as_tuple(namespace), _key(key),
+                                      refresh_ttl=refresh_ttl)
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                       filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
@@ -361,12 +365,12 @@ class MarsStore(BaseStore):
                    ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
         """Async :meth:`put`."""
         with _langgraph_errors():
-            await super().aput(_as_tuple(namespace), key, value, index, ttl=ttl)
+            await super().aput(_as_tuple(namespace), _key(key), value, index, ttl=ttl)
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """Async :meth:`delete`."""
         with _langgraph_errors():
-            await super().adelete(_as_tuple(namespace), key)
+            await super().adelete(_as_tuple(namespace), _key(key))
 
     async def alist_namespaces(self, *, prefix: NamespacePath | None = None,
                                suffix: NamespacePath | None = None,
@@ -767,6 +771,20 @@ def _as_tuple(namespace: object, what: str = "namespace") -> Namespace:
                           f"('memories', 'ana'), not {type(namespace).__name__}")
 
 
+def _key(key: object) -> str:
+    """An item key as a caller gives it: a non-empty string. LangGraph's ``get``/``put``/
+    ``delete`` would store ``str(key)`` (``put(key=5)`` as ``"5"``, ``get(key=None)``
+    reading ``"None"``), which a batch of the same operations refuses.
+
+    Raises:
+        ValidationError: anything else.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValidationError(f"an item key must be a non-empty string, not "
+                              f"{type(key).__name__ if not isinstance(key, str) else 'empty'}")
+    return key
+
+
 def _optional_tuple(namespace: object, what: str) -> Namespace | None:
     return None if namespace is None else _as_tuple(namespace, what)
 
@@ -884,6 +902,7 @@ def _check_page(limit: object, offset: object) -> None:
 def _check_filter(flt: object) -> None:
     if flt is None:
         return
+    check_nesting(flt, "a search filter", _MAX_FILTER_NESTING, ValidationError)
     if not isinstance(flt, Mapping) or not all(isinstance(k, str) for k in flt):
         raise ValidationError("a search filter must be a mapping of value fields (string keys)")
     for cond in flt.values():

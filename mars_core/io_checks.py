@@ -221,7 +221,8 @@ def check_tree(doc: object, *, max_nesting: int = MAX_DOC_NESTING,
                 raise ImportFormatError(f"{_where(_path((crumb, key)))}: {error}")
 
 
-def check_nesting(value: object, what: str, max_nesting: int = MAX_NESTING) -> None:
+def check_nesting(value: object, what: str, max_nesting: int = MAX_NESTING,
+                  error: type[ValidationError] = ImportFormatError) -> None:
     """Refuse objects and arrays (any mappings, lists or tuples) nested deeper than
     ``max_nesting`` levels, before anything recursive (``json.dumps``) walks them.
 
@@ -244,7 +245,7 @@ def check_nesting(value: object, what: str, max_nesting: int = MAX_NESTING) -> N
         else:
             continue
         if level > max_nesting:
-            raise ImportFormatError(f"{what}: nested deeper than {max_nesting} levels")
+            raise error(f"{what}: nested deeper than {max_nesting} levels")
         stack.extend((c, level + 1) for c in children)
 
 

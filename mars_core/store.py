@@ -826,7 +826,7 @@ class MemoryStore:
         if entity is not None:
             args.phrase(entity, "entity", max_chars=1000)
         if conversation is not None:
-            args.phrase(conversation, "conversation", max_chars=256)
+            args.conversation(conversation)
         whole = namespace is not None and node_id is None and entity is None \
             and conversation is None
         return self._eraser.erase(state, node_id=node_id, entity=entity,

@@ -39,9 +39,10 @@ from mars_core.model import MAX_CONTENT_CHARS, MemoryType, Provenance, default_p
 from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Query, check_max_sensitivity
 
-__all__ = ["ADD_FIELDS", "TURN_FIELDS", "collection", "configure", "count", "cutoff", "flag",
-           "id_list", "item", "items", "label", "mapping", "memory_id", "moment", "namespace",
-           "path", "phrase", "query", "turn", "turns", "unit_number"]
+__all__ = ["ADD_FIELDS", "TURN_FIELDS", "collection", "configure", "conversation", "count",
+           "cutoff", "flag", "id_list", "item", "items", "label", "mapping", "memory_id",
+           "memory_type", "moment", "namespace", "path", "phrase", "query", "turn", "turns",
+           "unit_number"]
 
 ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
                         "metadata", "pinned", "expires_at", "links"})
@@ -61,7 +62,7 @@ def _shown(value: object) -> str:
     kind = builtins.type(value).__name__
     try:
         shown = repr(value)
-    except ValueError:  # an int of more than 4,300 digits has no repr
+    except (ValueError, RecursionError):  # an int of 4,300+ digits, a list 5,000 deep
         return kind
     return kind if len(shown) > 40 else f"{kind} {shown}"
 
@@ -269,11 +270,54 @@ def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
     moment(expires_at, "expires_at")
     if isinstance(provenance, Mapping):
         _no_coercion(provenance, Provenance, "provenance")
+    _conversation_ids(provenance)
     if isinstance(payload, Mapping) and str(type) in _TYPE_NAMES:  # else the writer refuses
         _no_coercion(payload, builtins.type(default_payload(MemoryType(str(type)))), "payload")
     return NewMemory(text, type, payload, sensitivity,  # type: ignore[arg-type]
                      provenance, namespace(namespace_, default=default_ns),
                      mapping(metadata, "metadata"), pinned, expires_at, pairs)
+
+
+def conversation(value: object, what: str = "conversation") -> str:
+    """A conversation (or session) id as a call names one: :func:`label`'s rules, so
+    what ``observe`` and ``add`` record, ``erase(conversation=...)`` can name.
+
+    Raises:
+        ValidationError: not a non-empty string of at most 256 characters without
+            control characters.
+
+    Examples:
+        >>> conversation("chat-7")
+        'chat-7'
+    """
+    return label(value, what, max_chars=256)
+
+
+def _conversation_ids(provenance: object) -> None:
+    """Refuse a provenance whose conversation or session id :func:`conversation` refuses
+    (``""`` included: no ``erase(conversation=...)`` could name it)."""
+    fields = provenance if isinstance(provenance, Mapping) else \
+        provenance.model_dump() if isinstance(provenance, Provenance) else {}
+    for name in ("conversation_id", "session_id"):
+        value = fields.get(name)
+        if value is not None:
+            conversation(value, f"provenance {name}")
+
+
+def memory_type(value: object) -> MemoryType:
+    """A memory type by its name (``"semantic"``) or as a :class:`MemoryType`.
+
+    Raises:
+        ValidationError: anything else.
+
+    Examples:
+        >>> memory_type("task").value
+        'task'
+    """
+    if isinstance(value, str) and value in _TYPE_NAMES:
+        return MemoryType(value)
+    raise ValidationError(f"unknown memory type {_shown(value)}; use one of "
+                          f"{sorted(_TYPE_NAMES)}")
 
 
 def unit_number(value: object, what: str, otherwise: str = "") -> float:
@@ -365,6 +409,9 @@ def turn(role: object, text: object, *, default_ns: str, namespace_: object = No
     if at is not None and not isinstance(at, datetime):
         raise ValidationError("at must be a datetime (naive ones are UTC) or None")
     moment(at, "at")
+    for name, value in (("conversation_id", conversation_id), ("session_id", session_id)):
+        if value is not None:
+            conversation(value, name)
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, numbers.Integral)):
         raise ValidationError(f"turn must be an int or None, not a {builtins.type(turn).__name__}")
     try:
@@ -421,10 +468,8 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
         moment(when, name)
     if conversation is not None and not isinstance(conversation, str):
         raise ValidationError('conversation must be a string ("": no conversation) or None')
-    try:
-        tset = None if types is None else frozenset(MemoryType(t) for t in types)
-    except (ValueError, TypeError) as exc:
-        raise ValidationError(str(exc)) from None
+    tset = None if types is None else frozenset(
+        memory_type(t) for t in collection(types, "types"))
     ns = namespace(namespace_, default=config.default_namespace)
     return Query(text, ns, tset, cap, since, until,  # type: ignore[arg-type]
                  conversation), budget

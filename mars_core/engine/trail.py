@@ -114,9 +114,10 @@ def _digest(heads: dict[str, tuple[int, str]]) -> str:
 def _parse(head: object) -> tuple[int, str]:
     """``(position, digest)`` of an anchored head."""
     parts = head.split(":") if isinstance(head, str) else []
-    if len(parts) != 3 or parts[0] != _ANCHOR or not parts[1].isdigit() or \
+    if len(parts) != 3 or parts[0] != _ANCHOR or not parts[1].isascii() or \
+            not parts[1].isdigit() or len(parts[1]) > 18 or \
             len(parts[2]) != 64 or not all(c in "0123456789abcdef" for c in parts[2]):
         raise ValidationError("expected_head must be a head the store gave "
-                              f"(store.audit.head or `mars verify`: '{_ANCHOR}:<position>:"
-                              "<64 hex digits>')")
+                              f"(store.audit.head or `mars verify`: '{_ANCHOR}:<position, at most "
+                              "18 digits>:<64 hex digits>')")
     return int(parts[1]), parts[2]

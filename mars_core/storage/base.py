@@ -47,9 +47,11 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.audit import GENESIS, AuditEvent
+from mars_core.errors import ValidationError
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
 
 __all__ = [
+    "MAX_TIMEOUT",
     "Change",
     "IndexRow",
     "MemoryRef",
@@ -59,6 +61,7 @@ __all__ = [
     "RecordStore",
     "RecordTxn",
     "Vector",
+    "check_timeout",
     "index_fields",
 ]
 
@@ -154,6 +157,31 @@ class Change:
     seq: int
     namespace: str
     memory_id: str
+
+
+MAX_TIMEOUT = 2_147_483.0
+"""The longest wait a record store takes (seconds): SQLite's ``busy_timeout`` and
+PostgreSQL's ``lock_timeout`` are 32-bit counts of milliseconds (about 24.8 days)."""
+
+
+def check_timeout(value: object, what: str) -> float:
+    """A wait in seconds: a finite number from 0 to :data:`MAX_TIMEOUT` (not a bool).
+
+    Raises:
+        ValidationError: anything else (``float("inf")`` too: no wait is endless).
+
+    Examples:
+        >>> check_timeout(5, "lock_timeout")
+        5.0
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 <= value <= MAX_TIMEOUT:
+        shown = repr(value) if isinstance(value, float) or (
+            isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**20) \
+            else type(value).__name__
+        raise ValidationError(f"{what} must be a number of seconds from 0 to "
+                              f"{MAX_TIMEOUT:,.0f} (about 24.8 days), not {shown}")
+    return float(value)
 
 
 def index_fields(node: MemoryNode) -> dict[str, str | int | float | bool]:

@@ -61,7 +61,7 @@ from mars_core.errors import (
     ValidationError,
 )
 from mars_core.storage._sql import SqlTxn
-from mars_core.storage.base import RecordCapabilities
+from mars_core.storage.base import RecordCapabilities, check_timeout
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteRecordStore", "migrate"]
 
@@ -210,10 +210,7 @@ class SQLiteRecordStore:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
                  lock_timeout: float = 5.0,
                  synchronous: Literal["full", "normal"] = "full") -> None:
-        if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, int | float) \
-                or not lock_timeout >= 0:
-            raise ValidationError(f"lock_timeout must be a number of seconds >= 0, "
-                                  f"not {lock_timeout!r}")
+        lock_timeout = check_timeout(lock_timeout, "lock_timeout")
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be one of {_SYNCHRONOUS}, not "
                                   f"{synchronous!r}")
