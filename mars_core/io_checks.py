@@ -41,6 +41,12 @@ document's ``mars:namespaces`` step and the steps of the memories imported into 
 store's counters move past the imported ``seq``, ``touch_seq`` and ``activated_seq``. All
 are at most 2**53 - 1, so later writes never overflow the record store's 64-bit integers.
 
+The same bounds hold for every write (:func:`check_storable`, called for each memory the
+store writes): what ``add``, ``observe``, ``update`` or ``set_metadata`` would store
+beyond them is refused with a :class:`~mars_core.errors.ValidationError`, so a store's
+own export always imports. A counter at ``MAX_COUNTER`` is the last: the next write that
+would pass it is refused.
+
 Examples:
     >>> check_tree({"a": [1, 2.5, "x", None, True]})
     >>> try:
@@ -81,6 +87,7 @@ __all__ = [
     "check_namespace",
     "check_nesting",
     "check_node",
+    "check_storable",
     "check_tree",
     "check_uuid",
     "counter",
@@ -372,6 +379,40 @@ def check_node(node: MemoryNode, where: str) -> None:
         raise ImportFormatError(f"{where}: provenance.derived_from names the memory itself")
     for i, target in enumerate(derived):
         check_uuid(target, f"{where}: provenance.derived_from[{i}]")
+
+
+def check_storable(node: MemoryNode, what: str = "the memory") -> None:
+    """What every memory written to a store must satisfy: the bounds of an import
+    (:func:`check_tree` over the memory's JSON, then :func:`check_node`), so anything a
+    store holds, its export holds and an import of that export takes back.
+
+    ``add``, ``observe``, ``update``, ``set_metadata``, summaries and imports all write
+    through it (:meth:`mars_core.engine.engine.Engine.insert` and ``update``);
+    ``what`` names the memory in the message.
+
+    Raises:
+        ValidationError: the first bound the memory breaks, naming the field.
+
+    Examples:
+        >>> from mars_core.model import MemoryNode
+        >>> node = MemoryNode(id="00000000-0000-4000-8000-000000000001", type="semantic",
+        ...                   content="x", weight=1, payload={"kind": "semantic"},
+        ...                   metadata={"n": 2**64})
+        >>> try:
+        ...     check_storable(node)
+        ... except ValidationError as exc:
+        ...     print(exc)
+        the memory: metadata.n: integer beyond the 64-bit range
+    """
+    where = what
+    try:
+        check_tree(node.model_dump(mode="json"), max_nesting=MAX_NESTING + 1)
+    except ImportFormatError as exc:
+        raise ValidationError(f"{where}: {exc}") from None
+    try:
+        check_node(node, where)
+    except ImportFormatError as exc:
+        raise ValidationError(str(exc)) from None
 
 
 # --- the graph -------------------------------------------------------------------------------

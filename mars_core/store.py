@@ -407,7 +407,7 @@ class MemoryStore:
         metadata = args.mapping(metadata, "metadata")
         keep = isinstance(expires_at, str) and expires_at == "keep"
         return self._writer.update(old, text, metadata, old.expires_at if keep
-                                   else args.moment(expires_at, "expires_at"))
+                                   else args.stored_moment(expires_at, "expires_at"))
 
     @_call
     def forget(self, node_id: str, reason: str = "forgotten on request", *,
@@ -522,7 +522,7 @@ class MemoryStore:
         if metadata is not None:
             change["metadata"] = args.mapping(metadata, "metadata")
         if not (isinstance(expires_at, str) and expires_at == "keep"):
-            change["expires_at"] = args.moment(expires_at, "expires_at")
+            change["expires_at"] = args.stored_moment(expires_at, "expires_at")
         if pinned is not None:
             change["pinned"] = args.flag(pinned, "pinned")
         return self._writer.set_metadata(old, change)

@@ -20,6 +20,7 @@ Examples:
 from __future__ import annotations
 
 import builtins
+import json
 import numbers
 import os
 import re
@@ -34,15 +35,16 @@ import pydantic
 
 from mars_core.config import StoreConfig, parse_config
 from mars_core.engine.writer import NewMemory, Turn
-from mars_core.errors import ConfigError, ValidationError
+from mars_core.errors import ConfigError, ImportFormatError, ValidationError
+from mars_core.io_checks import MAX_DATE, MIN_DATE, check_json_value
 from mars_core.model import MAX_CONTENT_CHARS, MemoryType, Provenance, default_payload, utc
 from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Query, check_max_sensitivity
 
 __all__ = ["ADD_FIELDS", "TURN_FIELDS", "collection", "configure", "conversation", "count",
            "cutoff", "flag", "id_list", "item", "items", "label", "mapping", "memory_id",
-           "memory_type", "moment", "namespace", "path", "phrase", "query", "turn", "turns",
-           "unit_number"]
+           "memory_type", "moment", "namespace", "path", "phrase", "query", "stored_moment",
+           "turn", "turns", "unit_number"]
 
 ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
                         "metadata", "pinned", "expires_at", "links"})
@@ -127,6 +129,30 @@ def count(value: object, what: str, *, low: int = 0) -> int:
     return value
 
 
+def stored_moment(value: object, what: str) -> datetime | None:
+    """A point in time a memory will keep (an expiry, a turn's time): :func:`moment`,
+    within the years every stored date keeps (:data:`~mars_core.io_checks.MIN_DATE`
+    1900 to :data:`~mars_core.io_checks.MAX_DATE` 2200, UTC).
+
+    Raises:
+        ValidationError: anything else.
+
+    Examples:
+        >>> stored_moment(datetime(9999, 1, 1), "expires_at")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        mars_core.errors.ValidationError: expires_at: 9999-01-01T00:00:00+00:00 is outside ...
+    """
+    moment(value, what)
+    if value is not None:
+        assert isinstance(value, datetime)
+        at = utc(value)
+        if not MIN_DATE <= at < MAX_DATE:
+            raise ValidationError(f"{what}: {at.isoformat()} is outside the years "
+                                  f"{MIN_DATE.year} to {MAX_DATE.year - 1} (UTC) a memory "
+                                  "can keep")
+    return value
+
+
 def moment(value: object, what: str) -> datetime | None:
     """A point in time or None (a number or a string is not a datetime here), one that
     has a UTC time.
@@ -146,17 +172,31 @@ def moment(value: object, what: str) -> datetime | None:
 
 
 def mapping(value: object, what: str) -> dict[str, Any] | None:
-    """A mapping a call copies (metadata), or None.
+    """A memory's metadata as a call gives it, or None: a mapping of JSON values within
+    the bounds every stored memory keeps (:mod:`mars_core.io_checks`: string keys,
+    integers within 64 bits, finite numbers, valid Unicode, at most 32 levels deep and
+    1 MiB of JSON), copied as the JSON it is stored as (a tuple becomes a list), so what
+    ``add`` returns is what a reopened store, an export and its import give back.
 
     Raises:
         ValidationError: anything else.
+
+    Examples:
+        >>> mapping({"tags": ("a", "b")}, "metadata")
+        {'tags': ['a', 'b']}
     """
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise ValidationError(f"{what} must be a mapping of JSON values such as "
                               f"{{'colour': 'red'}}, not {_shown(value)}")
-    return dict(value)
+    try:
+        check_json_value(value, what)
+    except ImportFormatError as exc:
+        raise ValidationError(str(exc)) from None
+    copied = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    assert isinstance(copied, dict)
+    return copied
 
 
 def collection(values: object, what: str) -> list[Any]:
@@ -267,7 +307,7 @@ def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
     if not isinstance(pinned, bool):
         raise ValidationError(f"pinned must be True or False, not a "
                               f"{builtins.type(pinned).__name__}")
-    moment(expires_at, "expires_at")
+    stored_moment(expires_at, "expires_at")
     if isinstance(provenance, Mapping):
         _no_coercion(provenance, Provenance, "provenance")
     _conversation_ids(provenance)
@@ -408,7 +448,7 @@ def turn(role: object, text: object, *, default_ns: str, namespace_: object = No
         raise ValidationError("speaker must be a string or None")
     if at is not None and not isinstance(at, datetime):
         raise ValidationError("at must be a datetime (naive ones are UTC) or None")
-    moment(at, "at")
+    stored_moment(at, "at")
     for name, value in (("conversation_id", conversation_id), ("session_id", session_id)):
         if value is not None:
             conversation(value, name)

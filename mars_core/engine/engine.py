@@ -47,6 +47,7 @@ from mars_core.errors import (
     ValidationError,
 )
 from mars_core.index.base import VectorIndex
+from mars_core.io_checks import check_storable
 from mars_core.keys import KEY_ENV, KeyRing, check_key, env_key, key_id
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
 from mars_core.policies import Policy, make_policy
@@ -499,7 +500,13 @@ class Engine:
 
     def insert(self, unit: Unit, node: MemoryNode, vector: Vector,
                edges: Sequence[Edge] = ()) -> None:
-        """Stage a new memory (and push its vector into the namespace's centroid)."""
+        """Stage a new memory (and push its vector into the namespace's centroid).
+
+        Raises:
+            ValidationError: the memory breaks a bound an import of the store's export
+                would refuse (:func:`~mars_core.io_checks.check_storable`).
+        """
+        check_storable(node, "the new memory")
         self.draft(unit, node.namespace)
         unit.insert(node, vector, edges)
         state = self.ns(node.namespace)
@@ -509,7 +516,12 @@ class Engine:
 
     def update(self, unit: Unit, node: MemoryNode, *, reindex: bool,
                edges: Sequence[Edge] = ()) -> None:
-        """Stage new metadata (status, sensitivity, pin, ...) of a memory."""
+        """Stage new metadata (status, sensitivity, pin, ...) of a memory.
+
+        Raises:
+            ValidationError: as :meth:`insert`.
+        """
+        check_storable(node, f"memory {node.id}")
         self.draft(unit, node.namespace)
         unit.update(node, reindex=reindex, edges=edges)
         self.ns(node.namespace).apply_put(node, edges)
