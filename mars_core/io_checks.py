@@ -121,6 +121,7 @@ LINEAGE_GROUPS: tuple[frozenset[Predicate], ...] = (
 
 _COUNTERS = ("step", "seq", "touch_seq", "activated_seq", "access_count", "depth", "weight")
 _DATES = ("created_at", "last_access_at", "expires_at")
+_FREE_FORM = {"metadata", "payload", "provenance", "signals"}
 
 
 # --- generic JSON ----------------------------------------------------------------------------
@@ -406,7 +407,8 @@ def check_storable(node: MemoryNode, what: str = "the memory") -> None:
     """
     where = what
     try:
-        check_tree(node.model_dump(mode="json"), max_nesting=MAX_NESTING + 1)
+        # the free-form fields; the model bounds the others (ranges, the content's text)
+        check_tree(node.model_dump(mode="json", include=_FREE_FORM), max_nesting=MAX_NESTING + 1)
     except ImportFormatError as exc:
         raise ValidationError(f"{where}: {exc}") from None
     try:
