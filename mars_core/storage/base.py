@@ -235,6 +235,12 @@ class RecordTxn(Protocol):
         """The memories of a namespace (of one status, or all), by ``seq``."""
         ...
 
+    def scan(self, namespace: str) -> Iterator[list[MemoryNode]]:
+        """Every memory of a namespace (active and archived), by ``seq``, a batch at a
+        time, so a pass over a large namespace (an erasure's plan, a verification) never
+        holds all of its memories at once."""
+        ...
+
     def memory(self, memory_id: str) -> MemoryNode | None:
         """One memory by id (any namespace), or ``None``."""
         ...
@@ -353,6 +359,20 @@ class RecordTxn(Protocol):
 
     def delete_namespace(self, name: str) -> None:
         """Delete a namespace's record (its memories must be gone first)."""
+        ...
+
+    def rename_namespace(self, old: str, new: str, events: Sequence[AuditEvent]) -> None:
+        """Give an emptied namespace another name in every row that names it: its record,
+        its change-log entries and its audit chain, whose events are replaced by
+        ``events`` — the chain's events, in order, renamed by the caller (who holds the
+        audit key, and hashes them). An erased namespace leaves its name nowhere this way
+        (:func:`~mars_core.audit.erased_name`).
+
+        Raises:
+            ConflictError: the namespace still holds memories or edges, ``new`` is taken,
+                or ``events`` is not one event per event of the chain (nothing is
+                changed).
+        """
         ...
 
     def insert_memory(self, node: MemoryNode, vector: Vector) -> None:

@@ -393,6 +393,10 @@ class _Txn(SqlTxn):
         self.flush()
         return super().audit_heads(upto)
 
+    def rename_namespace(self, old: str, new: str, events: Sequence[AuditEvent]) -> None:
+        self.flush()
+        super().rename_namespace(old, new, events)
+
     # --- the counter and the namespaces ---------------------------------------------------
 
     def counter(self) -> int:
