@@ -475,7 +475,10 @@ def verify(path: PathOpt = DEFAULT_PATH, head: Annotated[str | None, typer.Optio
             raise _fail(str(exc)) from exc
         current = store.audit.head
     if report.ok:
-        _say(f"audit chain ok: {report.checked} events verified"
+        rows = (f", {report.rows} memory rows match the audit's record of them; recorded "
+                "heads and the namespace list sealed") if report.sealed else \
+            " (rows and seals not checked: a writer's next open brings this store under them)"
+        _say(f"audit chain ok: {report.checked} events verified{rows}"
              f"{' (the anchored head holds)' if head else ''}\nhead: {current}")
         return
     where = f" at event #{report.first_bad_seq}" if report.first_bad_seq is not None else ""
