@@ -759,10 +759,14 @@ def _as_tuple(namespace: object, what: str = "namespace") -> Namespace:
     LangGraph's stores take tuples; a string would be read label by label (``"users"``
     as ``("u", "s", "e", "r", "s")``), so it is refused before anything runs.
     """
-    if isinstance(namespace, tuple):
-        return namespace
-    if isinstance(namespace, list):
-        return tuple(namespace)
+    if isinstance(namespace, tuple | list):
+        labels = tuple(namespace)
+        for label in labels:  # before LangGraph's message prints a label of any size
+            if not isinstance(label, str):
+                raise InvalidNamespaceLabelError(
+                    f"a MarsStore {what}'s labels must be strings, not "
+                    f"{type(label).__name__}. Use labels such as ('memories', 'ana').")
+        return labels
     if isinstance(namespace, str):
         raise ValidationError(f"a MarsStore {what} is a tuple of labels, not the string "
                               f"{namespace[:60]!r}: pass a tuple such as {(namespace[:60],)!r} "

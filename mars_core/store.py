@@ -195,6 +195,7 @@ class MemoryStore:
             raise ConfigError(f"allow_sync_in_loop must be True or False, not "
                               f"{builtins.type(allow_sync_in_loop).__name__}")
         self._allow_sync_in_loop = allow_sync_in_loop
+        args.flag(read_only, "read_only")
         _check_parts(records=records, index=index, embedder=embedder, clock=clock,
                      summariser=summariser)
         records = records if records is not None else _default_records()
@@ -285,6 +286,7 @@ class MemoryStore:
             ConflictError: another process writes the store (after ``lock_timeout``).
             StorageUnavailableError: the PostgreSQL server cannot be reached.
         """
+        args.flag(read_only, "read_only")
         fields = {k: v for k, v in kwargs.items() if k in StoreConfig.model_fields}
         if fields or kwargs.get("config") is not None:  # refuse before touching the disk
             given = args.configure(kwargs.get("config"), fields)
@@ -830,7 +832,8 @@ class MemoryStore:
         whole = namespace is not None and node_id is None and entity is None \
             and conversation is None
         return self._eraser.erase(state, node_id=node_id, entity=entity,
-                                  conversation=conversation, whole=whole, partial=partial)
+                                  conversation=conversation, whole=whole,
+                                  partial=args.flag(partial, "partial"))
 
     @_call
     def preferences(self, namespace: NamespaceArg | None = None) -> PrivacyPreferences:

@@ -41,10 +41,10 @@ from mars_core.model import MAX_CONTENT_CHARS, MemoryType, Provenance, default_p
 from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Query, check_max_sensitivity
 
-__all__ = ["ADD_FIELDS", "TURN_FIELDS", "collection", "configure", "conversation", "count",
-           "cutoff", "flag", "id_list", "item", "items", "label", "mapping", "memory_id",
-           "memory_type", "moment", "namespace", "path", "phrase", "query", "stored_moment",
-           "turn", "turns", "unit_number"]
+__all__ = ["ADD_FIELDS", "MAX_RESULT", "TURN_FIELDS", "collection", "configure",
+           "conversation", "count", "cutoff", "flag", "id_list", "item", "items", "label",
+           "mapping", "memory_id", "memory_type", "moment", "namespace", "path", "phrase",
+           "query", "stored_moment", "turn", "turns", "unit_number"]
 
 ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
                         "metadata", "pinned", "expires_at", "links"})
@@ -54,6 +54,9 @@ TURN_FIELDS = frozenset({"role", "text", "namespace", "conversation_id", "sessio
                          "speaker", "at", "external_id"})
 """What an ``observe_many`` turn may name (the arguments of ``observe``)."""
 
+MAX_RESULT = 2**31 - 1
+"""The most a retrieval may ask for: ``k`` and ``budget_tokens`` (a 32-bit count, the
+largest limit every index takes)."""
 _TYPE_NAMES = frozenset(t.value for t in MemoryType)
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -64,8 +67,8 @@ def _shown(value: object) -> str:
     kind = builtins.type(value).__name__
     try:
         shown = repr(value)
-    except (ValueError, RecursionError):  # an int of 4,300+ digits, a list 5,000 deep
-        return kind
+    except Exception:  # an int of 4,300+ digits, a list 5,000 deep, an object whose
+        return kind    # repr raises: the message names its type instead
     return kind if len(shown) > 40 else f"{kind} {shown}"
 
 
@@ -497,10 +500,12 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
         raise ValidationError("a query must be a non-empty string")
     phrase(text, "a query")
     budget = config.retrieval.default_budget_tokens if budget_tokens is None else budget_tokens
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
-        raise ValidationError("budget_tokens must be a positive integer")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
-        raise ValidationError("k must be a positive integer")
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 0 < budget <= MAX_RESULT:
+        raise ValidationError(f"budget_tokens must be a positive integer of at most "
+                              f"{MAX_RESULT:,}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int)
+                          or not 0 < k <= MAX_RESULT):
+        raise ValidationError(f"k must be a positive integer of at most {MAX_RESULT:,}")
     cap = check_max_sensitivity(max_sensitivity)
     for name, when in (("since", since), ("until", until)):
         if when is not None and not isinstance(when, datetime):
