@@ -59,6 +59,11 @@ __all__ = ["KEYED_FIELDS", "KeyedIndex"]
 
 KEYED_FIELDS = frozenset({"conversation"})
 """The filter fields an index receives as keyed hashes."""
+_CACHED = 4096
+"""Tokens kept per kind (a store's namespaces and conversations in use)."""
+_NAMED = 65536
+"""Namespaces whose name a token is read back to (an index reading a namespace's rows
+asks by token, during a call that passed the name)."""
 
 
 class KeyedIndex:
@@ -76,6 +81,8 @@ class KeyedIndex:
         self.location: str = inner.location
         self._chain: AuditChain | None = None
         self._names: dict[str, str] = {}  # token -> the name last seen with it
+        self._tokens: dict[str, str] = {}  # name -> token (an HMAC each: kept)
+        self._fields: dict[tuple[str, str], str] = {}
 
     def use(self, chain: AuditChain) -> None:
         """Key the tokens with the store's audit key (before the index is bound)."""
@@ -101,8 +108,15 @@ class KeyedIndex:
 
     def token(self, namespace: str) -> str:
         """The partition a namespace's entries are in."""
-        token = self._key().namespace_token(namespace)
+        token = self._tokens.get(namespace)
+        if token is None:
+            token = self._key().namespace_token(namespace)
+            if len(self._tokens) >= _CACHED:
+                self._tokens.clear()
+            self._tokens[namespace] = token
         if erased_token(namespace) is None:  # an erased namespace has no rows to read
+            if len(self._names) >= _NAMED and token not in self._names:
+                self._names.clear()  # names come back with the next call that uses them
             self._names[token] = namespace
         return token
 
@@ -111,9 +125,15 @@ class KeyedIndex:
         return IndexRow(row.id, self.token(row.namespace), row.status, row.vector, fields)
 
     def _field(self, key: str, value: str | int | float | bool) -> str | int | float | bool:
-        if key in KEYED_FIELDS and isinstance(value, str):
-            return self._key().field_token(key, value)
-        return value
+        if key not in KEYED_FIELDS or not isinstance(value, str):
+            return value
+        cached = self._fields.get((key, value))
+        if cached is None:
+            cached = self._key().field_token(key, value)
+            if len(self._fields) >= _CACHED:
+                self._fields.clear()
+            self._fields[(key, value)] = cached
+        return cached
 
     def _filter(self, flt: Filter | None) -> Filter | None:
         if flt is None:

@@ -19,6 +19,7 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +40,8 @@ from mars_core.model import Edge, MemoryNode
 from mars_core.storage.base import NamespaceRecord, RecordTxn, Vector
 
 __all__ = ["Draft", "Unit"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -284,8 +287,12 @@ class Unit:
                 self.chain.row_digest(row_state(node))
         for ns, written in rows.items():
             d = self.drafts[ns]
-            if not d.audit.events:  # every change names its event; this one did not
-                raise AssertionError(f"rows of {ns!r} written without an event")
+            if not d.audit.events:  # every change has its event; should one not, the rows
+                log.warning("memory rows of a namespace were written without an event; "
+                            "the audit records them in one of its own")
+                d.audit.add(op=AuditOp.RECORD, namespace=ns, step=d.step, at=None,
+                            rationale=f"recorded the state of {len(written)} memories "
+                                      "written by a change that named no event")
             d.audit.record_rows(written)
 
     def _retire(self, tx: RecordTxn, name: str, record: NamespaceRecord) -> str:
