@@ -185,13 +185,19 @@ class VerifyReport:
 
 @dataclass
 class AuditTxn:
-    """Events prepared for one namespace in one store operation, chained, not committed."""
+    """Events prepared for one namespace in one store operation, chained, not committed.
+
+    ``deferred``: the events are chained (linked and hashed) only by :meth:`finish`, once
+    the operation knows the memory rows it wrote (the store's units of work); until then
+    they hold no hash.
+    """
 
     chain: AuditChain
     namespace: str
     next_seq: int
     head: str
     events: list[AuditEvent] = field(default_factory=list)
+    deferred: bool = False
 
     def add(
         self,
@@ -219,11 +225,45 @@ class AuditTxn:
             score=score, rationale=rationale, content_hashes=hashes, at=at, step=step,
             prev_hash=self.head, scheme=SCHEME,
         )
+        if self.deferred:
+            self.events.append(draft)
+            self.next_seq += 1
+            return draft
         ev = draft.model_copy(update={"hash": self.chain.chain_hash(draft)})
         self.events.append(ev)
         self.next_seq += 1
         self.head = ev.hash
         return ev
+
+    def finish(self, rows: Mapping[str, str] | None = None) -> None:
+        """Chain a deferred transaction's events, the memory rows the operation wrote
+        (as :meth:`record_rows` takes them) on its last event.
+
+        Raises:
+            ValueError: rows and no event to record them on.
+        """
+        if rows:
+            if not self.events:
+                raise ValueError(f"no event of namespace {self.namespace!r} to record rows on")
+            last = self.events[-1]
+            self.events[-1] = last.model_copy(update={"rows": {**last.rows, **rows}})
+        if not self.deferred:
+            if rows:
+                self._rehash_last()
+            return
+        prev = self.head
+        for i, ev in enumerate(self.events):
+            linked = ev.model_copy(update={"prev_hash": prev})
+            linked = linked.model_copy(update={"hash": self.chain.chain_hash(linked)})
+            self.events[i] = linked
+            prev = linked.hash
+        self.head, self.deferred = prev, False
+
+    def _rehash_last(self) -> None:
+        last = self.events[-1]
+        last = last.model_copy(update={"hash": self.chain.chain_hash(last)})
+        self.events[-1] = last
+        self.head = last.hash
 
     def record_rows(self, rows: Mapping[str, str]) -> None:
         """Record on the last event prepared what the call left of the memory rows it
@@ -233,12 +273,7 @@ class AuditTxn:
         Raises:
             ValueError: no event was prepared.
         """
-        if not self.events:
-            raise ValueError(f"no event of namespace {self.namespace!r} to record rows on")
-        last = self.events[-1].model_copy(update={"rows": {**self.events[-1].rows, **rows}})
-        last = last.model_copy(update={"hash": self.chain.chain_hash(last)})
-        self.events[-1] = last
-        self.head = last.hash
+        self.finish(rows)
 
 
 class AuditChain:
@@ -315,10 +350,11 @@ class AuditChain:
         stored name's mark; dropping a namespace without the key cannot keep it)."""
         return int(self._mac(b"listed", name), 16)
 
-    def begin(self, namespace: str, next_seq: int, head: str) -> AuditTxn:
+    def begin(self, namespace: str, next_seq: int, head: str, *,
+              deferred: bool = False) -> AuditTxn:
         """Start preparing a namespace's events: its chain holds ``next_seq`` events
-        ending in ``head``."""
-        return AuditTxn(self, namespace, next_seq, head)
+        ending in ``head`` (``deferred``: see :class:`AuditTxn`)."""
+        return AuditTxn(self, namespace, next_seq, head, deferred=deferred)
 
     def renamed(self, events: Iterable[AuditEvent], name: str) -> list[AuditEvent]:
         """A chain's events under another stored name (an erased namespace's,

@@ -276,6 +276,12 @@ def check_json_value(value: object, what: str, *, max_nesting: int = MAX_NESTING
         check_nesting(value, what, max_nesting)
     else:
         check_tree(value, max_nesting=max_nesting, path=(what,))
+    _check_size(value, what, max_chars)
+
+
+def _check_size(value: object, what: str, max_chars: int = MAX_JSON_CHARS) -> None:
+    if not value:  # {} or (): nothing to measure
+        return
     try:
         size = len(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
     except (TypeError, ValueError) as exc:
@@ -336,9 +342,12 @@ def _check_date(value: datetime | None, what: str) -> None:
                                 f"2199 (UTC)")
 
 
-def check_node(node: MemoryNode, where: str) -> None:
+def check_node(node: MemoryNode, where: str, *,
+               dumped: Mapping[str, Any] | None = None) -> None:
     """The bounds :class:`~mars_core.model.MemoryNode`'s own validation leaves open (the
-    node was validated from a document :func:`check_tree` passed).
+    node was validated from a document :func:`check_tree` passed; ``dumped``: its
+    metadata and payload as JSON, walked by :func:`check_tree` at their depth bound
+    already, so only their size is left to check).
 
     Args:
         node: a memory validated by the model.
@@ -368,8 +377,13 @@ def check_node(node: MemoryNode, where: str) -> None:
         if not 1 <= len(name) <= 64 or not -MAX_SIGNAL <= value <= MAX_SIGNAL:
             raise ImportFormatError(f"{where}: signal {name[:64]!r} must be named by 1 to 64 "
                                     f"characters and lie in [-1e9, 1e9]")
-    check_json_value(node.metadata, f"{where}: metadata", walked=True)
-    check_json_value(node.payload.model_dump(mode="json"), f"{where}: payload", walked=True)
+    if dumped is None:
+        check_json_value(node.metadata, f"{where}: metadata", walked=True)
+        check_json_value(node.payload.model_dump(mode="json"), f"{where}: payload",
+                         walked=True)
+    else:
+        for name in ("metadata", "payload"):
+            _check_size(dumped[name], f"{where}: {name}")
     derived = node.provenance.derived_from
     if len(derived) > MAX_REFS:
         raise ImportFormatError(f"{where}: provenance.derived_from lists more than "
@@ -406,13 +420,15 @@ def check_storable(node: MemoryNode, what: str = "the memory") -> None:
         the memory: metadata.n: integer beyond the 64-bit range
     """
     where = what
+    # the free-form fields, at their depth bound (each is one level below the root); the
+    # model bounds the others (ranges, the content's text)
+    dumped = node.model_dump(mode="json", include=_FREE_FORM)
     try:
-        # the free-form fields; the model bounds the others (ranges, the content's text)
-        check_tree(node.model_dump(mode="json", include=_FREE_FORM), max_nesting=MAX_NESTING + 1)
+        check_tree(dumped, max_nesting=MAX_NESTING + 1)
     except ImportFormatError as exc:
         raise ValidationError(f"{where}: {exc}") from None
     try:
-        check_node(node, where)
+        check_node(node, where, dumped=dumped)
     except ImportFormatError as exc:
         raise ValidationError(str(exc)) from None
 

@@ -137,7 +137,8 @@ class Unit:
         d = self.drafts.get(record.name)
         if d is None:
             d = Draft(record, record.step, record.touch,
-                      self.chain.begin(record.name, record.audit_count, record.audit_head),
+                      self.chain.begin(record.name, record.audit_count, record.audit_head,
+                                       deferred=True),  # chained with its rows, at write
                       dict(state))
             self.drafts[record.name] = d
         return d
@@ -275,7 +276,8 @@ class Unit:
     def _record_rows(self) -> None:
         """Record, on the last event of each namespace, the memory rows the unit wrote
         there as it leaves them (keyed digests; ``""``: deleted): what
-        :class:`~mars_core.engine.trail.AuditTrail` checks the rows against."""
+        :class:`~mars_core.engine.trail.AuditTrail` checks the rows against; then chain
+        each namespace's events (deferred until now)."""
         latest: dict[str, tuple[str, MemoryNode | None]] = {}
         for op in self.ops:
             if not isinstance(op, _Stats):
@@ -285,15 +287,15 @@ class Unit:
         for memory_id, (ns, node) in latest.items():
             rows.setdefault(ns, {})[memory_id] = "" if node is None else \
                 self.chain.row_digest(row_state(node))
-        for ns, written in rows.items():
-            d = self.drafts[ns]
-            if not d.audit.events:  # every change has its event; should one not, the rows
+        for ns, d in self.drafts.items():
+            written = rows.get(ns, {})
+            if written and not d.audit.events:  # every change has its event; should one
                 log.warning("memory rows of a namespace were written without an event; "
                             "the audit records them in one of its own")
                 d.audit.add(op=AuditOp.RECORD, namespace=ns, step=d.step, at=None,
                             rationale=f"recorded the state of {len(written)} memories "
                                       "written by a change that named no event")
-            d.audit.record_rows(written)
+            d.audit.finish(written)
 
     def _retire(self, tx: RecordTxn, name: str, record: NamespaceRecord) -> str:
         """Rename an erased namespace's record and chain (its memories are gone) to
