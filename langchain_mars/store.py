@@ -87,6 +87,7 @@ from typing import Any, Literal, cast
 
 from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
 from mars_core._async import refuse_in_loop, sync_in_loop_allowed
+from mars_core.budget import MAX_BUDGET
 from mars_core.engine.args import collection, phrase
 from mars_core.errors import (
     BudgetExceededError,
@@ -134,7 +135,7 @@ log = logging.getLogger(__name__)
 MARKER = ITEM_KEY
 """Metadata key under which a memory keeps its LangGraph item (namespace, key, value)."""
 
-_ALL_TOKENS = 2**62  # a retrieval budget that never binds: search ranks, it does not pack
+_ALL_TOKENS = MAX_BUDGET  # a retrieval budget that never binds: search ranks, not packs
 _COMPARISONS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 _OPERATORS = _COMPARISONS | {"$eq", "$ne"}
 _MAX_FILTER_NESTING = 32

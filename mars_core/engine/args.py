@@ -33,6 +33,7 @@ from typing import Any
 
 import pydantic
 
+from mars_core.budget import MAX_BUDGET
 from mars_core.config import StoreConfig, parse_config
 from mars_core.engine.writer import NewMemory, Turn
 from mars_core.errors import ConfigError, ImportFormatError, ValidationError
@@ -55,8 +56,9 @@ TURN_FIELDS = frozenset({"role", "text", "namespace", "conversation_id", "sessio
 """What an ``observe_many`` turn may name (the arguments of ``observe``)."""
 
 MAX_RESULT = 2**31 - 1
-"""The most a retrieval may ask for: ``k`` and ``budget_tokens`` (a 32-bit count, the
-largest limit every index takes)."""
+"""The most memories a retrieval may ask for (``k``: a 32-bit count, the largest limit
+every index takes); its ``budget_tokens`` is at most a budget's bound,
+:data:`~mars_core.budget.MAX_BUDGET`."""
 _TYPE_NAMES = frozenset(t.value for t in MemoryType)
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -500,9 +502,9 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
         raise ValidationError("a query must be a non-empty string")
     phrase(text, "a query")
     budget = config.retrieval.default_budget_tokens if budget_tokens is None else budget_tokens
-    if isinstance(budget, bool) or not isinstance(budget, int) or not 0 < budget <= MAX_RESULT:
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 0 < budget <= MAX_BUDGET:
         raise ValidationError(f"budget_tokens must be a positive integer of at most "
-                              f"{MAX_RESULT:,}")
+                              f"{MAX_BUDGET:,}")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int)
                           or not 0 < k <= MAX_RESULT):
         raise ValidationError(f"k must be a positive integer of at most {MAX_RESULT:,}")
