@@ -156,6 +156,13 @@ class AuditTrail:
         """The keyed hash events hold for a text."""
         return self._chain.content_hash(text)
 
+    def token(self, namespace: str) -> str:
+        """The keyed token a namespace's events are hashed with and the vector index
+        partitions it by; an erased namespace's chain is kept as
+        ``erased//<token>//<n>`` (so the name finds its erasures, and nothing else
+        does)."""
+        return self._chain.namespace_token(namespace)
+
     def __len__(self) -> int:
         with self._records.read() as tx:
             return tx.audit_size()

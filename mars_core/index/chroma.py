@@ -544,8 +544,9 @@ class ChromaIndex(IndexBase):
         if isinstance(stamp, str):
             if self._claims(self._stamped(stamp), identity):
                 self.stamp = stamp
-                kept = recorded[stamp] if stamp in recorded else self._kept_mark(state)
-                return max(kept, self._own_mark())
+                if stamp not in recorded:  # no position the records vouch for
+                    return self._kept_mark(state)
+                return max(recorded[stamp], self._own_mark())
         elif state is not None:  # written before stamps: identity and mark in a record
             meta = self._state_record(state)
             if self._claims(meta.get("identity"), identity) and \
