@@ -87,6 +87,7 @@ from typing import Any, Literal, cast
 
 from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
 from mars_core._async import refuse_in_loop, sync_in_loop_allowed
+from mars_core.budget import MAX_BUDGET
 from mars_core.engine.args import collection, phrase
 from mars_core.errors import (
     BudgetExceededError,
@@ -96,6 +97,7 @@ from mars_core.errors import (
     NotFoundError,
     ValidationError,
 )
+from mars_core.io_checks import check_nesting
 from mars_core.model import MemoryNode, MemoryType, Provenance
 from mars_core.namespaces import ITEM_KEY
 from mars_core.privacy.receipts import ErasureReceipt
@@ -133,9 +135,11 @@ log = logging.getLogger(__name__)
 MARKER = ITEM_KEY
 """Metadata key under which a memory keeps its LangGraph item (namespace, key, value)."""
 
-_ALL_TOKENS = 2**62  # a retrieval budget that never binds: search ranks, it does not pack
+_ALL_TOKENS = MAX_BUDGET  # a retrieval budget that never binds: search ranks, not packs
 _COMPARISONS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 _OPERATORS = _COMPARISONS | {"$eq", "$ne"}
+_MAX_FILTER_NESTING = 32
+"""Deepest search filter (a value's own nesting bounds what a filter can match)."""
 _MAX_TTL = 1e9  # minutes (about 1,900 years): any expiry stays a valid datetime
 _TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes",
                        "omit_expired"})
@@ -296,7 +300,7 @@ class MarsStore(BaseStore):
         """LangGraph's ``get`` (see :class:`~langgraph.store.base.BaseStore`)."""
         self._refuse_in_loop("get")
         with _langgraph_errors():
-            return super().get(_as_tuple(namespace), key, refresh_ttl=refresh_ttl)
+            return super().get(_as_tuple(namespace), _key(key), refresh_ttl=refresh_ttl)
 
     def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
@@ -314,13 +318,13 @@ class MarsStore(BaseStore):
         """LangGraph's ``put`` (see :class:`~langgraph.store.base.BaseStore`)."""
         self._refuse_in_loop("put")
         with _langgraph_errors():
-            super().put(_as_tuple(namespace), key, value, index, ttl=ttl)
+            super().put(_as_tuple(namespace), _key(key), value, index, ttl=ttl)
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """LangGraph's ``delete``: an erasure (see the module)."""
         self._refuse_in_loop("delete")
         with _langgraph_errors():
-            super().delete(_as_tuple(namespace), key)
+            super().delete(_as_tuple(namespace), _key(key))
 
     def list_namespaces(self, *, prefix: NamespacePath | None = None,
                         suffix: NamespacePath | None = None, max_depth: int | None = None,
@@ -345,7 +349,8 @@ class MarsStore(BaseStore):
                    refresh_ttl: bool | None = None) -> Item | None:
         """Async :meth:`get`."""
         with _langgraph_errors():
-            return await super().aget(_as_tuple(namespace), key, refresh_ttl=refresh_ttl)
+            return await super().aget(_as_tuple(namespace), _key(key),
+                                      refresh_ttl=refresh_ttl)
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                       filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
@@ -361,12 +366,12 @@ class MarsStore(BaseStore):
                    ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
         """Async :meth:`put`."""
         with _langgraph_errors():
-            await super().aput(_as_tuple(namespace), key, value, index, ttl=ttl)
+            await super().aput(_as_tuple(namespace), _key(key), value, index, ttl=ttl)
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """Async :meth:`delete`."""
         with _langgraph_errors():
-            await super().adelete(_as_tuple(namespace), key)
+            await super().adelete(_as_tuple(namespace), _key(key))
 
     async def alist_namespaces(self, *, prefix: NamespacePath | None = None,
                                suffix: NamespacePath | None = None,
@@ -755,16 +760,34 @@ def _as_tuple(namespace: object, what: str = "namespace") -> Namespace:
     LangGraph's stores take tuples; a string would be read label by label (``"users"``
     as ``("u", "s", "e", "r", "s")``), so it is refused before anything runs.
     """
-    if isinstance(namespace, tuple):
-        return namespace
-    if isinstance(namespace, list):
-        return tuple(namespace)
+    if isinstance(namespace, tuple | list):
+        labels = tuple(namespace)
+        for label in labels:  # before LangGraph's message prints a label of any size
+            if not isinstance(label, str):
+                raise InvalidNamespaceLabelError(
+                    f"a MarsStore {what}'s labels must be strings, not "
+                    f"{type(label).__name__}. Use labels such as ('memories', 'ana').")
+        return labels
     if isinstance(namespace, str):
         raise ValidationError(f"a MarsStore {what} is a tuple of labels, not the string "
                               f"{namespace[:60]!r}: pass a tuple such as {(namespace[:60],)!r} "
                               "or ('memories', 'ana')")
     raise ValidationError(f"a MarsStore {what} is a tuple of string labels such as "
                           f"('memories', 'ana'), not {type(namespace).__name__}")
+
+
+def _key(key: object) -> str:
+    """An item key as a caller gives it: a non-empty string. LangGraph's ``get``/``put``/
+    ``delete`` would store ``str(key)`` (``put(key=5)`` as ``"5"``, ``get(key=None)``
+    reading ``"None"``), which a batch of the same operations refuses.
+
+    Raises:
+        ValidationError: anything else.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValidationError(f"an item key must be a non-empty string, not "
+                              f"{type(key).__name__ if not isinstance(key, str) else 'empty'}")
+    return key
 
 
 def _optional_tuple(namespace: object, what: str) -> Namespace | None:
@@ -884,6 +907,7 @@ def _check_page(limit: object, offset: object) -> None:
 def _check_filter(flt: object) -> None:
     if flt is None:
         return
+    check_nesting(flt, "a search filter", _MAX_FILTER_NESTING, ValidationError)
     if not isinstance(flt, Mapping) or not all(isinstance(k, str) for k in flt):
         raise ValidationError("a search filter must be a mapping of value fields (string keys)")
     for cond in flt.values():

@@ -28,6 +28,7 @@ from mars_core.errors import ConfigError, ExtraNotInstalledError
 from mars_core.model import MemoryType
 
 __all__ = [
+    "MAX_BUDGET",
     "SHARES_TOLERANCE",
     "ApproxTokenCounter",
     "BudgetLedger",
@@ -139,6 +140,10 @@ def make_counter(name: str) -> TokenCounter:
         f"unknown token counter {name!r}; use 'approx-v1', 'whitespace' or 'tiktoken-<encoding>'")
 
 
+MAX_BUDGET = 2**53 - 1
+"""The largest token budget (exact as a float, which shares and scores multiply it by)."""
+
+
 def check_budget(value: object, what: str = "budget") -> int:
     """A token budget as configured: a whole number of tokens above zero.
 
@@ -171,6 +176,9 @@ def check_budget(value: object, what: str = "budget") -> int:
         raise ConfigError(
             f"{what} must be at least 1 token, not {int(value)}; a namespace cannot hold "
             "memories in a budget of 0 or less (to stop storing, erase or forget instead)")
+    if int(value) > MAX_BUDGET:
+        raise ConfigError(f"{what} must be at most {MAX_BUDGET:,} tokens (2**53 - 1: exact "
+                          "in every number the budget meets, shares and scores included)")
     return int(value)
 
 

@@ -30,6 +30,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from mars_core.errors import MarsError
 from mars_core.progress import ProgressFn, combine, progress_bar
@@ -108,8 +109,20 @@ def _bench_run(flag: bool | None, title: str) -> Iterator[ProgressFn | None]:
         raise _fail(str(exc)) from exc
 
 
+def _say(text: str, *, lead: str = "", style: str = "") -> None:
+    """Print a line (or lines) of output: what a store holds or a user typed may be in
+    it, so nothing in it is read as markup, and every character a terminal would act
+    on is shown escaped (:func:`~mars_core.inspect.printable`); ``lead``, in ``style``,
+    is ours."""
+    from mars_core.inspect import printable
+
+    line = Text(lead, style=style)
+    line.append(printable(text))
+    console.print(line, highlight=False, soft_wrap=True)
+
+
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    _say(message, lead="error: ", style="bold red")
     return typer.Exit(code=2)
 
 
@@ -231,7 +244,7 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
                 "--text/--no-text", help="show (redacted) text")] = True) -> None:
     """A table of memories, newest first: id, type, DMF tier, decayed score Ω_eff,
     sensitivity, tokens, uses and the redacted text. Nothing is written or counted as use."""
-    from mars_core.inspect import inspect_rows
+    from mars_core.inspect import inspect_rows, printable
 
     with _open(path, read_only=True) as store:
         try:
@@ -241,11 +254,10 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
         ns = store.config.default_namespace if namespace is None else namespace
         known = store.namespaces()
     if not rows and ns not in known:
-        console.print(_namespace_hint(ns, known, path, default=namespace is None),
-                      highlight=False, soft_wrap=True)
+        _say(_namespace_hint(ns, known, path, default=namespace is None))
         return
-    table = Table(title=f"{len(rows)} {status} memories of namespace {ns!r} in "
-                        f"{_where(path)}")
+    table = Table(title=Text(printable(f"{len(rows)} {status} memories of namespace {ns!r} "
+                                       f"in {_where(path)}")))
     for col in ("id", "type", "tier", "Ω_eff", "sens.", "tokens", "uses"):
         table.add_column(col, justify="right" if col in {"Ω_eff", "sens.", "tokens", "uses"}
                          else "left")
@@ -254,7 +266,8 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
     for r in rows:
         cells = [r.id[:8], r.type, r.tier, f"{r.score:.3f}", f"{r.sensitivity:.2f}",
                  str(r.weight), str(r.access_count)]
-        table.add_row(*cells, *([r.text] if show_text else []))
+        table.add_row(*(Text(printable(c, lines=False))
+                        for c in [*cells, *([r.text] if show_text else [])]))
     console.print(table)
 
 
@@ -280,7 +293,7 @@ def explain(node_id: Annotated[str, typer.Argument(
     """Why a memory is where it is: provenance chain and audit rationales (no text)."""
     with _open(path, read_only=True) as store:
         ns, node_id = _resolve_id(store, node_id, namespace)
-        console.print(store.explain(node_id, namespace=ns).render(), highlight=False)
+        _say(store.explain(node_id, namespace=ns).render())
 
 
 @app.command()
@@ -320,7 +333,7 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
                                   namespace=namespace, partial=not exact)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
-        console.print(receipt.render(), highlight=False)
+        _say(receipt.render())
 
 
 @app.command()
@@ -332,7 +345,7 @@ def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
             store.export_jsonld(out)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
-    console.print(f"exported {_where(path)} to {out}", highlight=False)
+    _say(f"exported {_where(path)} to {out}")
 
 
 @app.command(name="import")
@@ -398,8 +411,8 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
     why = "already there (imported before) or erased here" if skip_erased \
         else "already there (imported before)"
     skipped = f"; {done.skipped} records {why} were skipped" if done.skipped else ""
-    console.print(f"imported {done.imported} memories from {source} ({from_}) into "
-                  f"{where}{skipped}", highlight=False, soft_wrap=True)
+    _say(f"imported {done.imported} memories from {source} ({from_}) into "
+         f"{where}{skipped}")
 
 
 def _created_by_open(where: str) -> tuple[Path, bool] | None:
@@ -462,12 +475,14 @@ def verify(path: PathOpt = DEFAULT_PATH, head: Annotated[str | None, typer.Optio
             raise _fail(str(exc)) from exc
         current = store.audit.head
     if report.ok:
-        console.print(f"audit chain ok: {report.checked} events verified"
-                      f"{' (the anchored head holds)' if head else ''}\nhead: {current}",
-                      highlight=False)
+        rows = (f", {report.rows} memory rows match the audit's record of them; recorded "
+                "heads and the namespace list sealed") if report.sealed else \
+            " (rows and seals not checked: a writer's next open brings this store under them)"
+        _say(f"audit chain ok: {report.checked} events verified{rows}"
+             f"{' (the anchored head holds)' if head else ''}\nhead: {current}")
         return
     where = f" at event #{report.first_bad_seq}" if report.first_bad_seq is not None else ""
-    console.print(f"[bold red]audit chain BROKEN[/]{where}: {report.reason}", highlight=False)
+    _say(f"{where}: {report.reason}", lead="audit chain BROKEN", style="bold red")
     raise typer.Exit(1)
 
 
@@ -489,10 +504,9 @@ def migrate(path: PathOpt = DEFAULT_PATH) -> None:
     except MarsError as exc:
         raise _fail(f"cannot migrate {where}: {exc}") from exc
     if before == after:
-        console.print(f"{where}: schema {after} is current; nothing to do", highlight=False)
+        _say(f"{where}: schema {after} is current; nothing to do")
     else:
-        console.print(f"{where}: migrated the schema from {before} to {after}",
-                      highlight=False)
+        _say(f"{where}: migrated the schema from {before} to {after}")
 
 
 @app.command()
@@ -517,18 +531,17 @@ def copy(source: Annotated[str, typer.Argument(
             done = copy_store(source, destination, index=index, progress=bar)
     except MarsError as exc:
         raise _fail(f"cannot copy {_where(source)} to {_where(destination)}: {exc}") from exc
-    console.print(f"copied {done.source} to {done.destination}: {done.memories} memories in "
-                  f"{done.namespaces} namespaces, {done.edges} edges, {done.audit_events} "
-                  f"audit events; the copy verifies up to the source's head\nhead: "
-                  f"{done.head}\nindex: {done.index}\naudit key: {done.key}",
-                  highlight=False, soft_wrap=True)
+    _say(f"copied {done.source} to {done.destination}: {done.memories} memories in "
+         f"{done.namespaces} namespaces, {done.edges} edges, {done.audit_events} "
+         f"audit events; the copy verifies up to the source's head\nhead: "
+         f"{done.head}\nindex: {done.index}\naudit key: {done.key}")
 
 
 @app.command()
 def stats(path: PathOpt = DEFAULT_PATH) -> None:
     """Record store, index, embedder, policy and per-namespace occupancy, as JSON."""
     with _open(path, read_only=True) as store:
-        console.print_json(json.dumps(store.stats(), default=str))
+        console.print_json(json.dumps(store.stats(), default=str), ensure_ascii=True)
 
 
 @app.command()
@@ -542,8 +555,8 @@ def reindex(path: PathOpt = DEFAULT_PATH, index: IndexOpt = "auto",
         except MarsError as exc:
             raise _fail(str(exc)) from exc
         index = store.stats()["index"]
-    console.print(f"rebuilt the {index} index of {_where(path)} from its records: {n} "
-                  "entries", highlight=False)
+    _say(f"rebuilt the {index} index of {_where(path)} from its records: {n} "
+         "entries")
 
 
 @app.command()
@@ -563,8 +576,7 @@ def reembed(path: PathOpt = DEFAULT_PATH,
             n = store.reembed(target, progress=bar)
         except MarsError as exc:
             raise _fail(str(exc)) from exc
-    console.print(f"re-embedded {n} memories in {_where(path)} with {target.name}",
-                  highlight=False)
+    _say(f"re-embedded {n} memories in {_where(path)} with {target.name}")
 
 
 def _resolve_id(store: Any, prefix: str, namespace: str | None) -> tuple[str, str]:
@@ -649,7 +661,7 @@ def bench_import(n: Annotated[int, typer.Option(min=1, help="mem0 records in the
         raise _fail("--embedders takes hashing and semantic, comma-separated")
     with _progress(progress, "bench import") as bar:
         ingest.main(out, n=n, reps=reps, embedders=names, progress=bar,
-                    echo=lambda text: console.print(text, highlight=False))
+                    echo=_say)
 
 
 @bench_app.command("postgres")
@@ -713,7 +725,7 @@ def bench_plot(results: Annotated[Path, typer.Argument(
     except MarsError as exc:
         raise _fail(str(exc)) from exc
     for path in paths:
-        console.print(f"wrote {path}", highlight=False, soft_wrap=True)
+        _say(f"wrote {path}")
 
 
 @bench_app.command("leakage")
@@ -800,7 +812,7 @@ def bench_oslmr(data: DataOpt, out: Annotated[Path, typer.Option(
     result = _checked(run_table2, data, out, quick=quick,
                       counters=[c for c in counters.split(",") if c],
                       progress=_shown(progress))
-    typer.echo(result["table"])
+    _say(result["table"])
 
 
 @bench_app.command("longmemeval")
@@ -869,7 +881,7 @@ def learn(log: Annotated[Path, typer.Option(help="a feature log (JSON lines)")],
     except MarsError as exc:
         raise _fail(str(exc)) from exc
     model.save(out)
-    console.print(f"trained a {kind} model on {log}; wrote {out}")
+    _say(f"trained a {kind} model on {log}; wrote {out}")
 
 
 def _checked(fn: Any, *args: Any, **kwargs: Any) -> Any:

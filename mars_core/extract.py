@@ -112,6 +112,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel
 
+from mars_core.io_checks import MAX_DATE, MIN_DATE
 from mars_core.model import MemoryNode, MemoryType, Predicate, TaskStatus, utc
 from mars_core.nlp.lexicons import STOPWORDS
 from mars_core.nlp.rules import normalise_apostrophes, split_sentences
@@ -1046,9 +1047,11 @@ def _find_when(text: str, anchor: datetime | None) -> _When | None:
     try:
         if found is None and local is not None and deadline <= local:
             deadline += timedelta(days=1)  # a bare time already past today means tomorrow
-        return _When(phrase, spans, utc(deadline), not loose)
+        at = utc(deadline)
     except OverflowError:  # past the end of the calendar (or before its start in UTC)
         return _When(phrase, spans, None, not loose)
+    # a date no stored memory can keep (io_checks): the plan is kept, without it
+    return _When(phrase, spans, at if MIN_DATE <= at < MAX_DATE else None, not loose)
 
 
 def parse_deadline(text: str, anchor: datetime | None) -> datetime | None:

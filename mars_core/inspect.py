@@ -14,6 +14,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,10 +25,42 @@ from mars_core.scoring.dmf import effective_score, tier
 if TYPE_CHECKING:
     from mars_core.store import MemoryStore
 
-__all__ = ["InspectRow", "inspect_rows", "resolve_id"]
+__all__ = ["InspectRow", "inspect_rows", "printable", "resolve_id"]
 
 _NEUTRAL_OMEGA = 0.5
 TEXT_CHARS = 60
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e"
+                          "\u2060-\u2069\ufeff\ufff9-\ufffb]")
+"""What a terminal would act on rather than show: C0 controls but tab and newline (ESC
+starts the sequences that recolour, move the cursor, set the title or write a link),
+DEL, C1 controls (0x9b is a one-byte CSI), and the invisible format characters that
+reorder or hide text (bidirectional overrides and isolates, zero-width ones, line and
+paragraph separators)."""
+_NEWLINES = re.compile("[\t\n]")
+
+
+def printable(text: str, *, lines: bool = True) -> str:
+    r"""``text`` safe to print on a terminal: every character a terminal would act on
+    (:data:`_UNPRINTABLE`) is shown as its escape (``\x1b``, ``\u202e``) instead;
+    ``lines=False`` escapes tabs and newlines too (``\t``, ``\n``: a table cell, one
+    line of a list).
+
+    Examples:
+        >>> print(printable("ok \x1b[31mred\x1b[0m"))
+        ok \x1b[31mred\x1b[0m
+        >>> print(printable("a\nb", lines=False))
+        a\nb
+    """
+    out = _UNPRINTABLE.sub(_escaped, text)
+    return out if lines else _NEWLINES.sub(_escaped, out)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if char in "\t\n":
+        return "\\t" if char == "\t" else "\\n"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 @dataclass(frozen=True)
@@ -82,7 +115,7 @@ def inspect_rows(store: MemoryStore, namespace: str | None = None, *,
     for node in reversed(nodes[-limit:] if limit else nodes):
         omega = float(node.signals.get("omega", _NEUTRAL_OMEGA))
         score = effective_score(omega, max(0, step - node.step))
-        text = " ".join(redact(node.content).text.split())
+        text = printable(" ".join(redact(node.content).text.split()), lines=False)
         rows.append(InspectRow(
             node.id, node.type.value, tier(score).value, score, node.sensitivity, node.weight,
             node.access_count, node.status.value,

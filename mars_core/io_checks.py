@@ -41,6 +41,12 @@ document's ``mars:namespaces`` step and the steps of the memories imported into 
 store's counters move past the imported ``seq``, ``touch_seq`` and ``activated_seq``. All
 are at most 2**53 - 1, so later writes never overflow the record store's 64-bit integers.
 
+The same bounds hold for every write (:func:`check_storable`, called for each memory the
+store writes): what ``add``, ``observe``, ``update`` or ``set_metadata`` would store
+beyond them is refused with a :class:`~mars_core.errors.ValidationError`, so a store's
+own export always imports. A counter at ``MAX_COUNTER`` is the last: the next write that
+would pass it is refused.
+
 Examples:
     >>> check_tree({"a": [1, 2.5, "x", None, True]})
     >>> try:
@@ -81,6 +87,7 @@ __all__ = [
     "check_namespace",
     "check_nesting",
     "check_node",
+    "check_storable",
     "check_tree",
     "check_uuid",
     "counter",
@@ -114,6 +121,7 @@ LINEAGE_GROUPS: tuple[frozenset[Predicate], ...] = (
 
 _COUNTERS = ("step", "seq", "touch_seq", "activated_seq", "access_count", "depth", "weight")
 _DATES = ("created_at", "last_access_at", "expires_at")
+_FREE_FORM = {"metadata", "payload", "provenance", "signals"}
 
 
 # --- generic JSON ----------------------------------------------------------------------------
@@ -221,7 +229,8 @@ def check_tree(doc: object, *, max_nesting: int = MAX_DOC_NESTING,
                 raise ImportFormatError(f"{_where(_path((crumb, key)))}: {error}")
 
 
-def check_nesting(value: object, what: str, max_nesting: int = MAX_NESTING) -> None:
+def check_nesting(value: object, what: str, max_nesting: int = MAX_NESTING,
+                  error: type[ValidationError] = ImportFormatError) -> None:
     """Refuse objects and arrays (any mappings, lists or tuples) nested deeper than
     ``max_nesting`` levels, before anything recursive (``json.dumps``) walks them.
 
@@ -244,7 +253,7 @@ def check_nesting(value: object, what: str, max_nesting: int = MAX_NESTING) -> N
         else:
             continue
         if level > max_nesting:
-            raise ImportFormatError(f"{what}: nested deeper than {max_nesting} levels")
+            raise error(f"{what}: nested deeper than {max_nesting} levels")
         stack.extend((c, level + 1) for c in children)
 
 
@@ -267,6 +276,12 @@ def check_json_value(value: object, what: str, *, max_nesting: int = MAX_NESTING
         check_nesting(value, what, max_nesting)
     else:
         check_tree(value, max_nesting=max_nesting, path=(what,))
+    _check_size(value, what, max_chars)
+
+
+def _check_size(value: object, what: str, max_chars: int = MAX_JSON_CHARS) -> None:
+    if not value:  # {} or (): nothing to measure
+        return
     try:
         size = len(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
     except (TypeError, ValueError) as exc:
@@ -327,9 +342,12 @@ def _check_date(value: datetime | None, what: str) -> None:
                                 f"2199 (UTC)")
 
 
-def check_node(node: MemoryNode, where: str) -> None:
+def check_node(node: MemoryNode, where: str, *,
+               dumped: Mapping[str, Any] | None = None) -> None:
     """The bounds :class:`~mars_core.model.MemoryNode`'s own validation leaves open (the
-    node was validated from a document :func:`check_tree` passed).
+    node was validated from a document :func:`check_tree` passed; ``dumped``: its
+    metadata and payload as JSON, walked by :func:`check_tree` at their depth bound
+    already, so only their size is left to check).
 
     Args:
         node: a memory validated by the model.
@@ -359,8 +377,13 @@ def check_node(node: MemoryNode, where: str) -> None:
         if not 1 <= len(name) <= 64 or not -MAX_SIGNAL <= value <= MAX_SIGNAL:
             raise ImportFormatError(f"{where}: signal {name[:64]!r} must be named by 1 to 64 "
                                     f"characters and lie in [-1e9, 1e9]")
-    check_json_value(node.metadata, f"{where}: metadata", walked=True)
-    check_json_value(node.payload.model_dump(mode="json"), f"{where}: payload", walked=True)
+    if dumped is None:
+        check_json_value(node.metadata, f"{where}: metadata", walked=True)
+        check_json_value(node.payload.model_dump(mode="json"), f"{where}: payload",
+                         walked=True)
+    else:
+        for name in ("metadata", "payload"):
+            _check_size(dumped[name], f"{where}: {name}")
     derived = node.provenance.derived_from
     if len(derived) > MAX_REFS:
         raise ImportFormatError(f"{where}: provenance.derived_from lists more than "
@@ -371,6 +394,43 @@ def check_node(node: MemoryNode, where: str) -> None:
         raise ImportFormatError(f"{where}: provenance.derived_from names the memory itself")
     for i, target in enumerate(derived):
         check_uuid(target, f"{where}: provenance.derived_from[{i}]")
+
+
+def check_storable(node: MemoryNode, what: str = "the memory") -> None:
+    """What every memory written to a store must satisfy: the bounds of an import
+    (:func:`check_tree` over the memory's JSON, then :func:`check_node`), so anything a
+    store holds, its export holds and an import of that export takes back.
+
+    ``add``, ``observe``, ``update``, ``set_metadata``, summaries and imports all write
+    through it (:meth:`mars_core.engine.engine.Engine.insert` and ``update``);
+    ``what`` names the memory in the message.
+
+    Raises:
+        ValidationError: the first bound the memory breaks, naming the field.
+
+    Examples:
+        >>> from mars_core.model import MemoryNode
+        >>> node = MemoryNode(id="00000000-0000-4000-8000-000000000001", type="semantic",
+        ...                   content="x", weight=1, payload={"kind": "semantic"},
+        ...                   metadata={"n": 2**64})
+        >>> try:
+        ...     check_storable(node)
+        ... except ValidationError as exc:
+        ...     print(exc)
+        the memory: metadata.n: integer beyond the 64-bit range
+    """
+    where = what
+    # the free-form fields, at their depth bound (each is one level below the root); the
+    # model bounds the others (ranges, the content's text)
+    dumped = node.model_dump(mode="json", include=_FREE_FORM)
+    try:
+        check_tree(dumped, max_nesting=MAX_NESTING + 1)
+    except ImportFormatError as exc:
+        raise ValidationError(f"{where}: {exc}") from None
+    try:
+        check_node(node, where, dumped=dumped)
+    except ImportFormatError as exc:
+        raise ValidationError(str(exc)) from None
 
 
 # --- the graph -------------------------------------------------------------------------------

@@ -95,17 +95,28 @@ def refuse_old_layout(directory: Path) -> None:
     """Refuse a directory written by mars-memory 0.1 (the vector collections were the
     system of record there).
 
-    Also refuse a store whose record store file is gone while its index or write-ahead
-    log is still there: opening would create an empty store over the remains.
+    Also refuse a store whose record store file is gone, or empty (0 bytes), while its
+    index or write-ahead log is still there: opening would create an empty store over
+    the remains, and its audit would verify.
 
     Raises:
         CorruptStoreError: the directory holds the old layout, or the remains of a store,
             and no record store.
     """
-    if holds_store(directory):
-        return
     remains = [name for name in (INDEX_DIR, f"{RECORDS_FILE}-wal", f"{RECORDS_FILE}-shm")
                if (directory / name).exists()]
+    if holds_store(directory):
+        try:
+            empty = (directory / RECORDS_FILE).stat().st_size == 0
+        except OSError:
+            empty = False
+        if empty and remains:
+            raise CorruptStoreError(
+                f"the record store {directory / RECORDS_FILE} is empty (0 bytes), but "
+                f"{directory} holds the rest of a store ({', '.join(remains)}): restore "
+                f"{RECORDS_FILE} from a backup (the index is derived from it and cannot "
+                "replace it); nothing was changed")
+        return
     if remains:
         raise CorruptStoreError(
             f"the record store {directory / RECORDS_FILE} is missing, but {directory} holds "

@@ -195,6 +195,7 @@ class MemoryStore:
             raise ConfigError(f"allow_sync_in_loop must be True or False, not "
                               f"{builtins.type(allow_sync_in_loop).__name__}")
         self._allow_sync_in_loop = allow_sync_in_loop
+        args.flag(read_only, "read_only")
         _check_parts(records=records, index=index, embedder=embedder, clock=clock,
                      summariser=summariser)
         records = records if records is not None else _default_records()
@@ -285,6 +286,7 @@ class MemoryStore:
             ConflictError: another process writes the store (after ``lock_timeout``).
             StorageUnavailableError: the PostgreSQL server cannot be reached.
         """
+        args.flag(read_only, "read_only")
         fields = {k: v for k, v in kwargs.items() if k in StoreConfig.model_fields}
         if fields or kwargs.get("config") is not None:  # refuse before touching the disk
             given = args.configure(kwargs.get("config"), fields)
@@ -407,7 +409,7 @@ class MemoryStore:
         metadata = args.mapping(metadata, "metadata")
         keep = isinstance(expires_at, str) and expires_at == "keep"
         return self._writer.update(old, text, metadata, old.expires_at if keep
-                                   else args.moment(expires_at, "expires_at"))
+                                   else args.stored_moment(expires_at, "expires_at"))
 
     @_call
     def forget(self, node_id: str, reason: str = "forgotten on request", *,
@@ -522,7 +524,7 @@ class MemoryStore:
         if metadata is not None:
             change["metadata"] = args.mapping(metadata, "metadata")
         if not (isinstance(expires_at, str) and expires_at == "keep"):
-            change["expires_at"] = args.moment(expires_at, "expires_at")
+            change["expires_at"] = args.stored_moment(expires_at, "expires_at")
         if pinned is not None:
             change["pinned"] = args.flag(pinned, "pinned")
         return self._writer.set_metadata(old, change)
@@ -829,11 +831,12 @@ class MemoryStore:
         if entity is not None:
             args.phrase(entity, "entity", max_chars=1000)
         if conversation is not None:
-            args.phrase(conversation, "conversation", max_chars=256)
+            args.conversation(conversation)
         whole = namespace is not None and node_id is None and entity is None \
             and conversation is None
         return self._eraser.erase(state, node_id=node_id, entity=entity,
-                                  conversation=conversation, whole=whole, partial=partial)
+                                  conversation=conversation, whole=whole,
+                                  partial=args.flag(partial, "partial"))
 
     @_call
     def preferences(self, namespace: NamespaceArg | None = None) -> PrivacyPreferences:

@@ -672,6 +672,51 @@ class RecordStoreConformance(abc.ABC):
                 for node in nodes:
                     self.assert_vector(vectors[node.id], self.vector(node.seq - 1))
 
+    def test_scan_reads_a_namespace_in_batches(self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            many = [self.node(n, "ns-c", status=ARCHIVED if n % 3 else ACTIVE)
+                    for n in range(10, 10 + 600)]
+            with records.write() as tx:
+                tx.insert_memories([(n, self.vector(n.seq)) for n in many])
+            with records.read() as tx:
+                assert [n for batch in tx.scan("ns-a") for n in batch] == nodes[:3]
+                batches = list(tx.scan("ns-c"))
+                assert [n for batch in batches for n in batch] == many
+                assert len(batches) > 1 and all(len(b) <= 500 for b in batches)
+                assert list(tx.scan("ns-z")) == []
+
+    def test_rename_namespace_moves_every_row_that_names_it(
+            self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            with records.write() as tx:
+                tx.delete_memory(nodes[3].id)  # ns-b emptied, its deletion in the log
+            with records.read() as tx:
+                events = tx.audit("ns-b")
+                record = tx.namespace("ns-b")
+                others = (tx.audit("ns-a"), tx.namespace("ns-a"), tx.memories("ns-a"))
+            assert record is not None
+            renamed = [e.model_copy(update={"namespace": "gone//b"}) for e in events]
+            with records.write() as tx:
+                with _raises(ConflictError):  # memories left
+                    tx.rename_namespace("ns-a", "gone//a", [])
+                with _raises(ConflictError):  # not the chain's events
+                    tx.rename_namespace("ns-b", "gone//b", renamed[:1])
+                with _raises(ConflictError):  # taken
+                    tx.rename_namespace("ns-b", "ns-a", [e.model_copy(
+                        update={"namespace": "ns-a"}) for e in events])
+                tx.rename_namespace("ns-b", "gone//b", renamed)
+            with records.read() as tx:
+                assert tx.namespace("ns-b") is None and tx.audit("ns-b") == []
+                assert tx.namespace("gone//b") == replace(record, name="gone//b")
+                assert tx.audit("gone//b") == renamed
+                assert {c.namespace for c in tx.changes(0)} == {"ns-a", "gone//b"}
+                assert "ns-b" not in tx.namespace_names()
+                assert tx.audit_heads()[1]["gone//b"] == (len(events), events[-1].hash)
+                assert (tx.audit("ns-a"), tx.namespace("ns-a"), tx.memories("ns-a")) == \
+                    others
+
     def test_index_rows_round_trip(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
             nodes = self.populate(records)
@@ -997,6 +1042,7 @@ class RecordStoreConformance(abc.ABC):
                 lambda tx: tx.set_counter(9),
                 lambda tx: tx.put_namespace(NamespaceRecord("ns-z")),
                 lambda tx: tx.delete_namespace("ns-a"),
+                lambda tx: tx.rename_namespace("ns-b", "gone//b", []),
                 lambda tx: tx.insert_memory(self.node(9), self.vector(9)),
                 lambda tx: tx.update_memory(nodes[0], reindex=True),
                 lambda tx: tx.update_stats(nodes[0]),

@@ -92,7 +92,7 @@ class CopyReport:
             need.
 
     Examples:
-        >>> CopyReport("a", "b", 1, 2, 0, 3, "mars-head-1:3:x", "numpy", "caller").memories
+        >>> CopyReport("a", "b", 1, 2, 0, 3, "mars-head-2:3:x", "numpy", "caller").memories
         2
     """
 

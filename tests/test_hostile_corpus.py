@@ -1415,18 +1415,21 @@ def test_control_characters_in_memory_text_are_kept_exactly(world: World) -> Non
     check_invariants(world.store)
 
 
-def test_relative_dates_at_the_end_of_the_calendar_store_the_turn(world: World) -> None:
-    """"Tomorrow" on the last day of the calendar names no date: the turn and its plan are
-    stored, the plan without a deadline, and nothing overflows."""
+def test_relative_dates_past_the_storable_years_store_the_turn(world: World) -> None:
+    """"Tomorrow" on the last day a memory can keep (2199-12-31, io_checks.MAX_DATE)
+    names a day no stored memory can: the turn and its plan are stored, the plan without
+    a deadline; a turn dated outside the years a memory keeps is refused, nothing stored."""
     nodes = world.store.observe("user", "I will fly to Rome tomorrow",
-                                at=datetime(9999, 12, 31, 23, 0), namespace="edge")
+                                at=datetime(2199, 12, 31, 23, 0), namespace="edge")
     tasks = [n for n in nodes if n.type is MemoryType.TASK]
     assert nodes[0].content == "I will fly to Rome tomorrow" and len(tasks) == 1
     assert tasks[0].payload.deadline is None  # type: ignore[union-attr]
-    early = world.store.observe("user", "I will fly to Rome tomorrow",
-                                at=datetime(1, 1, 1, 1, 0), namespace="edge")
-    assert [n.payload.deadline.year for n in early  # type: ignore[union-attr]
-            if n.type is MemoryType.TASK] == [1]
+    before = state(world.store)
+    for when in (datetime(9999, 12, 31, 23, 0), datetime(1, 1, 1, 1, 0)):
+        with pytest.raises(ValidationError, match="outside the years"):
+            world.store.observe("user", "I will fly to Rome tomorrow", at=when,
+                                namespace="edge")
+    assert state(world.store) == before
     check_invariants(world.store)
 
 

@@ -481,16 +481,23 @@ def test_export_import_round_trip_is_exact(tmp_path: Path, source_doc: Doc) -> N
 
 def test_bounds_are_inclusive_where_documented(world: World, source_doc: Doc) -> None:
     doc = copy.deepcopy(source_doc)
-    doc["mars:namespaces"]["default"]["step"] = MAX_COUNTER
+    doc["mars:namespaces"]["default"]["step"] = MAX_COUNTER - 1
     carla = node(doc, "Carla is")
     carla.update(created_at="1900-01-01T00:00:00Z", expires_at="2199-12-31T23:59:59Z",
                  metadata=deep(MAX_NESTING), access_count=MAX_COUNTER)
     world.store.import_jsonld(doc)
-    assert world.store.stats("default")["namespaces"]["default"]["step"] == MAX_COUNTER
+    assert world.store.stats("default")["namespaces"]["default"]["step"] == MAX_COUNTER - 1
     world.store.close()
     world.store = _open(world.path)
     n = world.store.add("the counter still moves")
-    assert n.step == MAX_COUNTER + 1
+    assert n.step == MAX_COUNTER
+    # the bound holds both ways: a write past it is refused (the export of a store that
+    # wrote it would not import), typed, and changes nothing
+    before = capture(world.store)
+    with pytest.raises(ValidationError, match="step"):
+        world.store.add("past the last counter")
+    assert capture(world.store) == before
+    assert world.store.import_jsonld(world.store.export_jsonld(), existing="skip") == 0
 
 
 def test_derivation_from_a_memory_already_in_the_store_cascades_on_erasure(

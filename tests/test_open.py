@@ -299,7 +299,7 @@ def test_a_store_whose_chroma_index_kept_its_own_mark_opens_without_a_rebuild(
     path = tmp_path / "s"
     with _open(path) as store:
         ids = {store.add(f"a note about the sea, number {i}").id for i in range(4)}
-        identity, key = store._engine.index._identity, store._engine.sync.key
+        identity, key = store._engine.index.inner._identity, store._engine.sync.key
     with SQLiteRecordStore(path / "mars.sqlite3") as records, records.read() as tx:
         last = tx.last_change()
     with sqlite3.connect(path / "mars.sqlite3") as conn:  # the old layout: no position

@@ -493,7 +493,8 @@ def test_a_crash_around_recording_the_index_position_is_caught_up(
             assert tx.index_positions() == {sync.key: tx.last_change()}
         index = store._engine.index
         store.retrieve("a river", read_only=True)  # the index is current before a query
-        held = index._collection(partition_name("mars_", "default", MemoryStatus.ACTIVE))
+        held = index.inner._collection(partition_name("mars_", index.token("default"),
+                                                      MemoryStatus.ACTIVE))
         assert set(held.get(include=[])["ids"]) == before | acknowledged  # all of them
         check_invariants(store)
 

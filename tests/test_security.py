@@ -279,7 +279,11 @@ def test_a_key_holder_who_rechains_is_caught_by_the_anchor(tmp_path: Path) -> No
         forged = forged.model_copy(update={"hash": chain.chain_hash(forged)})
         _set(db, ordinal, forged)
         prev = forged.hash
-    db.execute("UPDATE namespaces SET audit_head = ? WHERE name = 'ana'", (prev,))
+    (count, state), = db.execute("SELECT audit_count, state FROM namespaces WHERE name = "
+                                 "'ana'").fetchall()
+    sealed = {**json.loads(state), "seal": chain.seal("ana", count, prev or "")}
+    db.execute("UPDATE namespaces SET audit_head = ?, state = ? WHERE name = 'ana'",
+               (prev, json.dumps(sealed)))  # the key holder seals the record again too
     db.commit()
     db.close()
     with _open(tmp_path / "s", audit_key=KEY) as store:
@@ -300,7 +304,7 @@ def test_an_anchor_holds_while_the_trail_grows(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", ["", "mars-head-1:x:y", "mars-head-1:3:" + "g" * 64, 42,
-                                 "mars-head-2:1:" + "0" * 64])
+                                 "mars-head-3:1:" + "0" * 64])
 def test_a_malformed_anchor_is_a_typed_error(bad: object) -> None:
     with MemoryStore(clock=FakeClock()) as store:
         store.add("x")

@@ -269,7 +269,7 @@ def test_reembed_moves_the_store_to_a_new_embedder(tmp_path: Path) -> None:
         assert s2.stats()["embedder"] == "hashing-v1-64-c3"
         assert s2.retrieve("octopus arms", include_archive=True)[0].id == a.id
         index = s2._engine.index  # rebuilt from the new vectors, nothing of the old
-        assert index.dim == 64 and index.query(
+        assert index.inner.dim == 64 and index.query(
             "default", MemoryStatus.ACTIVE, HashingEmbedder(dim=64).embed(["octopus arms"])[0],
             1)[0][0] == a.id
 

@@ -399,8 +399,9 @@ def _chroma_floor(path: Path, namespace: str) -> tuple[Path, str]:
     from mars_core.layout import INDEX_DIR
     from mars_core.model import MemoryStatus
 
-    return path / INDEX_DIR / "chroma", partition_name("mars_", namespace,
-                                                       MemoryStatus.ACTIVE)
+    with MemoryStore.open(path, read_only=True) as store:  # the index partitions by token
+        token = store.audit.token(namespace)
+    return path / INDEX_DIR / "chroma", partition_name("mars_", token, MemoryStatus.ACTIVE)
 
 
 def scale(big: int, namespaces: int, *, index: IndexKind, workdir: Path,

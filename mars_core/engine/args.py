@@ -20,6 +20,7 @@ Examples:
 from __future__ import annotations
 
 import builtins
+import json
 import numbers
 import os
 import re
@@ -32,16 +33,19 @@ from typing import Any
 
 import pydantic
 
+from mars_core.budget import MAX_BUDGET
 from mars_core.config import StoreConfig, parse_config
 from mars_core.engine.writer import NewMemory, Turn
-from mars_core.errors import ConfigError, ValidationError
+from mars_core.errors import ConfigError, ImportFormatError, ValidationError
+from mars_core.io_checks import MAX_DATE, MIN_DATE, check_json_value
 from mars_core.model import MAX_CONTENT_CHARS, MemoryType, Provenance, default_payload, utc
 from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Query, check_max_sensitivity
 
-__all__ = ["ADD_FIELDS", "TURN_FIELDS", "collection", "configure", "count", "cutoff", "flag",
-           "id_list", "item", "items", "label", "mapping", "memory_id", "moment", "namespace",
-           "path", "phrase", "query", "turn", "turns", "unit_number"]
+__all__ = ["ADD_FIELDS", "MAX_RESULT", "TURN_FIELDS", "collection", "configure",
+           "conversation", "count", "cutoff", "flag", "id_list", "item", "items", "label",
+           "mapping", "memory_id", "memory_type", "moment", "namespace", "path", "phrase",
+           "query", "stored_moment", "turn", "turns", "unit_number"]
 
 ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
                         "metadata", "pinned", "expires_at", "links"})
@@ -51,6 +55,10 @@ TURN_FIELDS = frozenset({"role", "text", "namespace", "conversation_id", "sessio
                          "speaker", "at", "external_id"})
 """What an ``observe_many`` turn may name (the arguments of ``observe``)."""
 
+MAX_RESULT = 2**31 - 1
+"""The most memories a retrieval may ask for (``k``: a 32-bit count, the largest limit
+every index takes); its ``budget_tokens`` is at most a budget's bound,
+:data:`~mars_core.budget.MAX_BUDGET`."""
 _TYPE_NAMES = frozenset(t.value for t in MemoryType)
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -61,8 +69,8 @@ def _shown(value: object) -> str:
     kind = builtins.type(value).__name__
     try:
         shown = repr(value)
-    except ValueError:  # an int of more than 4,300 digits has no repr
-        return kind
+    except Exception:  # an int of 4,300+ digits, a list 5,000 deep, an object whose
+        return kind    # repr raises: the message names its type instead
     return kind if len(shown) > 40 else f"{kind} {shown}"
 
 
@@ -126,6 +134,30 @@ def count(value: object, what: str, *, low: int = 0) -> int:
     return value
 
 
+def stored_moment(value: object, what: str) -> datetime | None:
+    """A point in time a memory will keep (an expiry, a turn's time): :func:`moment`,
+    within the years every stored date keeps (:data:`~mars_core.io_checks.MIN_DATE`
+    1900 to :data:`~mars_core.io_checks.MAX_DATE` 2200, UTC).
+
+    Raises:
+        ValidationError: anything else.
+
+    Examples:
+        >>> stored_moment(datetime(9999, 1, 1), "expires_at")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        mars_core.errors.ValidationError: expires_at: 9999-01-01T00:00:00+00:00 is outside ...
+    """
+    moment(value, what)
+    if value is not None:
+        assert isinstance(value, datetime)
+        at = utc(value)
+        if not MIN_DATE <= at < MAX_DATE:
+            raise ValidationError(f"{what}: {at.isoformat()} is outside the years "
+                                  f"{MIN_DATE.year} to {MAX_DATE.year - 1} (UTC) a memory "
+                                  "can keep")
+    return value
+
+
 def moment(value: object, what: str) -> datetime | None:
     """A point in time or None (a number or a string is not a datetime here), one that
     has a UTC time.
@@ -145,17 +177,31 @@ def moment(value: object, what: str) -> datetime | None:
 
 
 def mapping(value: object, what: str) -> dict[str, Any] | None:
-    """A mapping a call copies (metadata), or None.
+    """A memory's metadata as a call gives it, or None: a mapping of JSON values within
+    the bounds every stored memory keeps (:mod:`mars_core.io_checks`: string keys,
+    integers within 64 bits, finite numbers, valid Unicode, at most 32 levels deep and
+    1 MiB of JSON), copied as the JSON it is stored as (a tuple becomes a list), so what
+    ``add`` returns is what a reopened store, an export and its import give back.
 
     Raises:
         ValidationError: anything else.
+
+    Examples:
+        >>> mapping({"tags": ("a", "b")}, "metadata")
+        {'tags': ['a', 'b']}
     """
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise ValidationError(f"{what} must be a mapping of JSON values such as "
                               f"{{'colour': 'red'}}, not {_shown(value)}")
-    return dict(value)
+    try:
+        check_json_value(value, what)
+    except ImportFormatError as exc:
+        raise ValidationError(str(exc)) from None
+    copied = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    assert isinstance(copied, dict)
+    return copied
 
 
 def collection(values: object, what: str) -> list[Any]:
@@ -266,14 +312,57 @@ def item(text: object, *, default_ns: str, type: object = MemoryType.EPISODIC,
     if not isinstance(pinned, bool):
         raise ValidationError(f"pinned must be True or False, not a "
                               f"{builtins.type(pinned).__name__}")
-    moment(expires_at, "expires_at")
+    stored_moment(expires_at, "expires_at")
     if isinstance(provenance, Mapping):
         _no_coercion(provenance, Provenance, "provenance")
+    _conversation_ids(provenance)
     if isinstance(payload, Mapping) and str(type) in _TYPE_NAMES:  # else the writer refuses
         _no_coercion(payload, builtins.type(default_payload(MemoryType(str(type)))), "payload")
     return NewMemory(text, type, payload, sensitivity,  # type: ignore[arg-type]
                      provenance, namespace(namespace_, default=default_ns),
                      mapping(metadata, "metadata"), pinned, expires_at, pairs)
+
+
+def conversation(value: object, what: str = "conversation") -> str:
+    """A conversation (or session) id as a call names one: :func:`label`'s rules, so
+    what ``observe`` and ``add`` record, ``erase(conversation=...)`` can name.
+
+    Raises:
+        ValidationError: not a non-empty string of at most 256 characters without
+            control characters.
+
+    Examples:
+        >>> conversation("chat-7")
+        'chat-7'
+    """
+    return label(value, what, max_chars=256)
+
+
+def _conversation_ids(provenance: object) -> None:
+    """Refuse a provenance whose conversation or session id :func:`conversation` refuses
+    (``""`` included: no ``erase(conversation=...)`` could name it)."""
+    fields = provenance if isinstance(provenance, Mapping) else \
+        provenance.model_dump() if isinstance(provenance, Provenance) else {}
+    for name in ("conversation_id", "session_id"):
+        value = fields.get(name)
+        if value is not None:
+            conversation(value, f"provenance {name}")
+
+
+def memory_type(value: object) -> MemoryType:
+    """A memory type by its name (``"semantic"``) or as a :class:`MemoryType`.
+
+    Raises:
+        ValidationError: anything else.
+
+    Examples:
+        >>> memory_type("task").value
+        'task'
+    """
+    if isinstance(value, str) and value in _TYPE_NAMES:
+        return MemoryType(value)
+    raise ValidationError(f"unknown memory type {_shown(value)}; use one of "
+                          f"{sorted(_TYPE_NAMES)}")
 
 
 def unit_number(value: object, what: str, otherwise: str = "") -> float:
@@ -364,7 +453,10 @@ def turn(role: object, text: object, *, default_ns: str, namespace_: object = No
         raise ValidationError("speaker must be a string or None")
     if at is not None and not isinstance(at, datetime):
         raise ValidationError("at must be a datetime (naive ones are UTC) or None")
-    moment(at, "at")
+    stored_moment(at, "at")
+    for name, value in (("conversation_id", conversation_id), ("session_id", session_id)):
+        if value is not None:
+            conversation(value, name)
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, numbers.Integral)):
         raise ValidationError(f"turn must be an int or None, not a {builtins.type(turn).__name__}")
     try:
@@ -410,10 +502,12 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
         raise ValidationError("a query must be a non-empty string")
     phrase(text, "a query")
     budget = config.retrieval.default_budget_tokens if budget_tokens is None else budget_tokens
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
-        raise ValidationError("budget_tokens must be a positive integer")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k <= 0):
-        raise ValidationError("k must be a positive integer")
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 0 < budget <= MAX_BUDGET:
+        raise ValidationError(f"budget_tokens must be a positive integer of at most "
+                              f"{MAX_BUDGET:,}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int)
+                          or not 0 < k <= MAX_RESULT):
+        raise ValidationError(f"k must be a positive integer of at most {MAX_RESULT:,}")
     cap = check_max_sensitivity(max_sensitivity)
     for name, when in (("since", since), ("until", until)):
         if when is not None and not isinstance(when, datetime):
@@ -421,10 +515,8 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
         moment(when, name)
     if conversation is not None and not isinstance(conversation, str):
         raise ValidationError('conversation must be a string ("": no conversation) or None')
-    try:
-        tset = None if types is None else frozenset(MemoryType(t) for t in types)
-    except (ValueError, TypeError) as exc:
-        raise ValidationError(str(exc)) from None
+    tset = None if types is None else frozenset(
+        memory_type(t) for t in collection(types, "types"))
     ns = namespace(namespace_, default=config.default_namespace)
     return Query(text, ns, tset, cap, since, until,  # type: ignore[arg-type]
                  conversation), budget

@@ -35,7 +35,9 @@ from mars_core.embeddings import Embedder
 from mars_core.engine.cache import NamespaceCache
 from mars_core.engine.history import RecordHistory
 from mars_core.engine.indexing import IndexSync
+from mars_core.engine.keyed import KeyedIndex
 from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
+from mars_core.engine.trail import AUDIT_FORMAT, enlist, sealed, upgrade
 from mars_core.engine.unit import Draft, Unit
 from mars_core.enrich import Enricher
 from mars_core.errors import (
@@ -48,6 +50,7 @@ from mars_core.errors import (
     ValidationError,
 )
 from mars_core.index.base import VectorIndex
+from mars_core.io_checks import check_storable
 from mars_core.keys import KEY_ENV, KeyRing, check_key, env_key, key_id
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
 from mars_core.policies import Policy, make_policy
@@ -160,7 +163,8 @@ class Engine:
                  summariser: Summariser | None, read_only: bool, cache_namespaces: int,
                  note: str, embedder_note: str = "passed",
                  overrides: Mapping[str, Any] | None = None) -> None:
-        self.records, self.index, self.embedder = records, index, embedder
+        self.records, self.embedder = records, embedder
+        self.index = KeyedIndex(index)  # names and conversation ids reach it keyed
         self.embedder_note = embedder_note
         self.config, self.clock = config, clock
         self.summariser: Summariser = summariser or ExtractiveSummariser()
@@ -179,7 +183,7 @@ class Engine:
         self.cache = NamespaceCache(self._load, capacity=cache_namespaces,
                                     on_evict=self._evicted, on_stale=self._stale,
                                     version=None if exclusive else self._version)
-        self.sync = IndexSync(records, index, writer=not read_only)
+        self.sync = IndexSync(records, self.index, writer=not read_only)
         self.seq = 0
         self.store_id = self.secret = ""
         self.ring = KeyRing() if records.capabilities.durable else None
@@ -219,12 +223,22 @@ class Engine:
         self.store_id = str(manifest["store_id"])
         self.secret = str(manifest.get("id_secret", self.config.seed or 0))
         self.chain = AuditChain(key)
+        if not self.read_only and int(manifest.get("audit_format", 1)) < AUDIT_FORMAT:
+            with self.records.write() as tx:  # written before rows and heads were audited
+                upgrade(tx, self.chain, self.clock.now())
         index = manifest.get("index") or {}
-        self.sync.bind(f"{self.store_id}:{self.embedder.name}:{self.embedder.dim}:"
-                       f"{index.get('generation', 0)}", self.embedder.dim)
+        self.index.use(self.chain)
+        self.sync.bind(self.index_identity(self.embedder, int(index.get("generation", 0))),
+                       self.embedder.dim)
         if not self.read_only:  # a crash may have left an erasure's WAL or index behind
             pending = list(manifest.get("compact_pending") or [])
             self.purge(pending) if pending else self.records.purge()
+
+    def index_identity(self, embedder: Embedder, generation: int) -> str:
+        """What the vector index is bound as: the store, its embedder and the index's
+        generation (``:keyed``: an index written before it held keyed tokens, not names,
+        is another one, rebuilt from the records)."""
+        return f"{self.store_id}:{embedder.name}:{embedder.dim}:{generation}:keyed"
 
     def _create(self, tx: RecordTxn, given: bytes | None) -> tuple[dict[str, Any], bytes]:
         """A new store's manifest: a random store id and id secret (the seed's, when
@@ -238,7 +252,9 @@ class Engine:
         manifest = {**self.manifest(), "store_id": store_id,
                     "id_secret": str(seed) if seed is not None else os.urandom(16).hex(),
                     "audit_key_id": key_id(key),
-                    "audit_key": "caller" if given is not None or self.ring is None else "ring"}
+                    "audit_key": "caller" if given is not None or self.ring is None else "ring",
+                    "audit_format": AUDIT_FORMAT}
+        manifest = enlist(AuditChain(key), manifest)  # no namespace yet
         tx.put_manifest(manifest)
         return manifest, key
 
@@ -326,18 +342,22 @@ class Engine:
             wanted[FIT_PENDING] = True  # cleared once every namespace fits (Writer.fit_budgets)
         if wanted == manifest:
             return
-        tx.put_manifest(wanted)
         if explicit and manifest.get("config") != wanted["config"]:
             chain = AuditChain(key)
             ns = self.config.default_namespace
             tx.lock_namespaces([ns])  # the recorded configuration may name another one
-            record = tx.namespace(ns) or NamespaceRecord(ns)
+            found = tx.namespace(ns)
+            record = found or NamespaceRecord(ns)
             txn = chain.begin(ns, record.audit_count, record.audit_head)
             txn.add(op=AuditOp.CONFIG, namespace=ns, params=wanted["config"], step=record.step,
                     at=self.clock.now(), rationale="store reopened with a new configuration")
             tx.append_audit(txn.events)
-            tx.put_namespace(NamespaceRecord(ns, record.version + 1, record.step, record.touch,
-                                             txn.next_seq, txn.head, record.state))
+            tx.put_namespace(sealed(chain, NamespaceRecord(
+                ns, record.version + 1, record.step, record.touch, txn.next_seq, txn.head,
+                record.state)))
+            if found is None and int(wanted.get("audit_format", 1)) >= AUDIT_FORMAT:
+                wanted = enlist(chain, wanted, [ns])  # a new namespace, in the sealed list
+        tx.put_manifest(wanted)
         manifest.update(wanted)
 
     # --- namespaces ----------------------------------------------------------------------
@@ -488,7 +508,13 @@ class Engine:
 
     def insert(self, unit: Unit, node: MemoryNode, vector: Vector,
                edges: Sequence[Edge] = ()) -> None:
-        """Stage a new memory (and push its vector into the namespace's centroid)."""
+        """Stage a new memory (and push its vector into the namespace's centroid).
+
+        Raises:
+            ValidationError: the memory breaks a bound an import of the store's export
+                would refuse (:func:`~mars_core.io_checks.check_storable`).
+        """
+        check_storable(node, "the new memory")
         self.draft(unit, node.namespace)
         unit.insert(node, vector, edges)
         state = self.ns(node.namespace)
@@ -499,7 +525,12 @@ class Engine:
     def update(self, unit: Unit, node: MemoryNode, *, reindex: bool,
                edges: Sequence[Edge] = ()) -> None:
         """Stage new metadata (status, sensitivity, pin, ...) of a memory (a memory the
-        views do not hold is read first: they follow its move)."""
+        views do not hold is read first: they follow its move).
+
+        Raises:
+            ValidationError: as :meth:`insert`.
+        """
+        check_storable(node, f"memory {node.id}")
         self.draft(unit, node.namespace)
         unit.update(node, reindex=reindex, edges=edges)
         self.ns(node.namespace).apply_put(node, edges)
@@ -528,6 +559,9 @@ class Engine:
             changed = [n.id for n in unit.reindexed()]
             rows: list[IndexRow] = list(tx.index_rows(ids=changed)) if changed else []
         self.seq = unit.counter
+        for name in unit.retired:  # erased whole: its record is gone, the views with it
+            self.cache.drop(name)
+            self.index.forget(name)
         for name, record in records.items():
             state = self.cache.peek(name)
             if state is not None:
@@ -698,14 +732,14 @@ class Engine:
         index = self.index
         if self.sync.behind:
             done.append(f"{index.name}: unreachable; its entries are deleted when it is caught "
-                        "up (no text was ever sent to it)")
+                        "up")
             return "; ".join(done)
         if index.capabilities.keeps_deleted:
             try:
                 done.append(self.sync.compact(list(namespaces)))
             except ConflictError:  # the erasure stands; the next open compacts them
                 done.append(f"{index.name}: held by another process; its partitions are "
-                            "compacted at the next open (no text was ever sent to it)")
+                            "compacted at the next open")
                 return "; ".join(done)
         else:
             done.append(f"{index.name}: entries deleted")

@@ -24,10 +24,9 @@ Examples:
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -41,6 +40,7 @@ from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.unit import Unit
 from mars_core.engine.writer import Embeddings, Writer
 from mars_core.errors import MarsBackendError, NotFoundError, ValidationError
+from mars_core.graph import MemoryGraph
 from mars_core.model import (
     Edge,
     MemoryNode,
@@ -55,8 +55,29 @@ from mars_core.privacy.output import ERASED_SIGNAL
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
 from mars_core.privacy.semantic import Anchors, restates
+from mars_core.storage.base import RecordTxn
 
 __all__ = ["Eraser"]
+
+
+class _Snapshot:
+    """What an erasure plan reads of a namespace (:class:`~mars_core.privacy.erasure.
+    Memories`), from one read transaction of the records: its memories a batch at a
+    time, one by id, its edges."""
+
+    def __init__(self, tx: RecordTxn, name: str) -> None:
+        self.tx, self.name = tx, name
+        self.graph = MemoryGraph()
+        for edge in tx.edges(name):
+            self.graph.add(edge)
+
+    def each(self) -> Iterator[MemoryNode]:
+        for batch in self.tx.scan(self.name):
+            yield from batch
+
+    def get(self, memory_id: str) -> MemoryNode | None:
+        node = self.tx.memory(memory_id)
+        return node if node is not None and node.namespace == self.name else None
 
 log = logging.getLogger(__name__)
 
@@ -79,30 +100,46 @@ class Eraser:
         (:mod:`mars_core.privacy.names`); the ambiguous ones are listed in the receipt.
         """
         ns = state.name
-        everything = functools.cache(lambda: self.e.everything(state))  # read once
-        plan = plan_erasure(state, everything, node_id=node_id, entity=entity,
-                            conversation=conversation, namespace_all=whole, partial=partial)
+        with self.e.records.read() as tx:  # one snapshot, streamed: no view holds it all
+            plan = plan_erasure(_Snapshot(tx, ns), node_id=node_id, entity=entity,
+                                conversation=conversation, namespace_all=whole,
+                                partial=partial)
         request = ("node" if node_id is not None else "entity" if entity is not None
                    else "conversation" if conversation is not None else "namespace")
         selector = node_id or entity or conversation or ns
         params = {"target_hash": self.e.chain.content_hash(selector)[:16]}
-        first = state.record.audit_count
-        by_type = Counter(state.node(i).type.value for i in plan.erased)
+        by_type = Counter(plan.nodes[i].type.value for i in plan.erased)
         restating = self._restating(state, plan)
         with self.e.unit() as unit:
             renamed = self._stage(unit, state, plan, request, params)
             self._mark(unit, state, restating)
-            if whole:
+            if whole:  # its record and chain leave its name behind (renamed to a token)
                 self._stage_prefs_erasure(unit, state)
+                unit.retire.add(ns)
             if self.e.index.capabilities.keeps_deleted:
                 unit.compact.add(ns)
+        draft = unit.drafts.get(ns)
+        seqs = tuple(ev.seq for ev in draft.audit.events) if draft is not None else ()
         state = self.e.ns(ns)
         state.centroid = None  # primed again from what survives: no erased vector in it
-        physical = self.e.purge([ns])
+        physical = f"{self.e.purge([unit.retired.get(ns, ns)])}; {self._checked(plan, ns, whole)}"
         return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
-                              tuple(range(first, state.record.audit_count)), physical,
-                              self._ambiguous(state, plan, renamed.values()),
+                              seqs, physical, self._ambiguous(state, plan, renamed.values()),
                               tuple(nid for nid, _, _ in restating))
+
+    def _checked(self, plan: ErasurePlan, ns: str, whole: bool) -> str:
+        """What the records hold of the erasure once it is done, read back: the receipt
+        states what was checked, not what is assumed."""
+        with self.e.records.read() as tx:
+            left = tx.existing(list(plan.erased))
+            named = whole and (tx.namespace(ns) is not None or bool(tx.audit(ns)))
+        found = [f"the records hold none of the {len(plan.erased)} erased memories"
+                 if not left else f"NOT REMOVED: {len(left)} of the erased memories are "
+                 "still in the records"]
+        if whole:
+            found.append("the namespace's name is still in the records (NOT REMOVED)" if named
+                         else "no namespace record or audit event bears its name")
+        return "checked: " + ", ".join(found)
 
     def _restating(self, state: NamespaceState, plan: ErasurePlan
                    ) -> list[tuple[str, float, str]]:
@@ -125,15 +162,16 @@ class Eraser:
             log.warning("the vector index is unreachable: an erasure's restatements are "
                         "looked for among all %d memories of the namespace", total)
             found = {n.id for n in self.e.everything(state)}
+        state.read(found - gone)  # one read for the neighbours the views do not hold
         ids = sorted(i for i in found - gone if i in state)
         if not ids:
             return []
         kinds = [sensitive_kinds(self.e, state, i, state.node(i).content) for i in ids]
-        ref_kinds = [sensitive_kinds(self.e, state, i, state.node(i).content) for i in erased]
+        ref_kinds = [sensitive_kinds(self.e, state, i, plan.nodes[i].content) for i in erased]
         hits = restates(self.e.vectors(state, ids), kinds, vecs, ref_kinds, cal,
                         paraphrase_threshold=override,
                         anchors=[Anchors.of(state.node(i).content) for i in ids],
-                        reference_anchors=[Anchors.of(state.node(i).content) for i in erased])
+                        reference_anchors=[Anchors.of(plan.nodes[i].content) for i in erased])
         return [(i, h.similarity, h.route) for i, h in zip(ids, hits, strict=True)
                 if h is not None]
 
@@ -182,10 +220,11 @@ class Eraser:
         step = self.e.step(unit, ns)
         renamed: dict[str, str] = {}
         for old_id, members in plan.regenerate:
-            new = self._regenerate(unit, state, old_id, [renamed.get(m, m) for m in members])
+            new = self._regenerate(unit, state, plan.nodes[old_id],
+                                   [renamed.get(m, m) for m in members], plan.nodes)
             renamed[old_id] = new.id
         for nid in [*plan.erased, *renamed]:
-            node = state.node(nid)
+            node = plan.nodes[nid]
             why = (f"regenerated as {renamed[nid]} without the erased material" if nid in renamed
                    else "erased on request: names the person by part of the name"
                    if nid in plan.partial
@@ -197,10 +236,12 @@ class Eraser:
                        rationale=why, contents={nid: node.content})
         return renamed
 
-    def _regenerate(self, unit: Unit, state: NamespaceState, old_id: str,
-                    members: Sequence[str]) -> MemoryNode:
-        old = state.node(old_id)
-        nodes = [state.node(m) for m in members]
+    def _regenerate(self, unit: Unit, state: NamespaceState, old: MemoryNode,
+                    members: Sequence[str], known: Mapping[str, MemoryNode]) -> MemoryNode:
+        """A summary written again from ``members`` (the plan's memories, or summaries
+        this erasure regenerated)."""
+        old_id = old.id
+        nodes = [known[m] if m in known else state.node(m) for m in members]
         text = self.e.summariser([n.content for n in nodes], target_tokens=old.weight)
         concept = old.payload.concept if isinstance(old.payload, SemanticPayload) else None
         prov = Provenance(source="summary", derived_from=tuple(members),

@@ -96,6 +96,9 @@ class IndexSync:
         self.pruned = 0    # the last change pruned from the log
         self.behind = False
         self.rebuilt = False
+        self.ahead: tuple[int, int] | None = None
+        """``(the index's position, the records' last change)`` when an open found the
+        index ahead of the records (they lost committed writes) and rebuilt it."""
         self._rows: dict[str, IndexRow] = {}  # written behind: the newest row of each id
         self._new: set[str] = set()  # ids of _rows the index has never held
         self._gone: dict[str, str] = {}  # ids to delete, with their namespace
@@ -126,6 +129,12 @@ class IndexSync:
         caps = self.index.capabilities
         if caps.loads_on_demand or not self.writer:
             return
+        if applied > last:
+            self.ahead = (applied, last)
+            log.warning("the vector index at %s holds changes up to %d but the records end "
+                        "at %d: the record store lost committed writes (its write-ahead log "
+                        "deleted, or an older copy put back); the index is rebuilt from the "
+                        "records", self.index.location, applied, last)
         self.applied = self.marked = applied
         if self.shared:
             self._bind_shared(applied)
@@ -196,6 +205,7 @@ class IndexSync:
             self.index.delete(ns, ids)
         self.applied, self.behind = last, False
         if not self.shared:
+            self.index.mark(last)
             self._maybe_mark()
         return len(latest)
 
@@ -244,6 +254,7 @@ class IndexSync:
         if count != total:
             report(progress, "index", count, count)
         self.applied, self.behind, self.rebuilt = last, False, True
+        self.index.mark(last)
         return count
 
     def sync_shared(self) -> int:
@@ -431,6 +442,7 @@ class IndexSync:
                         "caught up from the records before the next query", exc)
             return
         self.applied = last
+        self.index.mark(last)  # the index's own witness of what it holds
         self._maybe_mark()
 
     def _clear_buffer(self) -> None:

@@ -167,7 +167,6 @@ class Maintainer:
             self.e.cache.drop(state.name)
             self.e.index.forget(state.name)
         # another identity: the index empties itself and is rebuilt from the new vectors
-        self.e.sync.bind(f"{self.e.store_id}:{embedder.name}:{embedder.dim}:{generation}",
-                         embedder.dim)
+        self.e.sync.bind(self.e.index_identity(embedder, generation), embedder.dim)
         return count
 

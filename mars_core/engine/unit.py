@@ -19,17 +19,29 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from mars_core.audit import AuditChain, AuditEvent, AuditOp, AuditTxn
+from mars_core.audit import (
+    GENESIS,
+    AuditChain,
+    AuditEvent,
+    AuditOp,
+    AuditTxn,
+    erased_name,
+    erased_token,
+)
+from mars_core.engine.trail import enlist, row_state, sealed
 from mars_core.errors import ConcurrentWriteError
 from mars_core.model import Edge, MemoryNode
 from mars_core.storage.base import NamespaceRecord, RecordTxn, Vector
 
 __all__ = ["Draft", "Unit"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -91,6 +103,10 @@ class Unit:
         unused: ids of memories to come, found unused in the records in one read
             (:meth:`~mars_core.engine.writer.Writer.reserve`): a bulk call does not ask
             once per memory.
+        retire: namespaces erased whole: once written, each leaves its name in no row —
+            its record and audit chain are renamed ``erased//<token>//<n>``
+            (:func:`~mars_core.audit.erased_name`).
+        retired: what :meth:`write` renamed them to.
     """
 
     counter: int
@@ -102,6 +118,8 @@ class Unit:
     allocate: Callable[[], int] | None = None
     allocated: int = 0
     unused: set[str] = field(default_factory=set)
+    retire: set[str] = field(default_factory=set)
+    retired: dict[str, str] = field(default_factory=dict)
 
     def next_seq(self) -> int:
         """The number of a new memory (its ``seq``, from which its id derives)."""
@@ -119,7 +137,8 @@ class Unit:
         d = self.drafts.get(record.name)
         if d is None:
             d = Draft(record, record.step, record.touch,
-                      self.chain.begin(record.name, record.audit_count, record.audit_head),
+                      self.chain.begin(record.name, record.audit_count, record.audit_head,
+                                       deferred=True),  # chained with its rows, at write
                       dict(state))
             self.drafts[record.name] = d
         return d
@@ -234,18 +253,64 @@ class Unit:
         _write_inserts(tx, run)
         if self.counter > max(counter_before, self.allocated):  # numbered here, or imported
             tx.set_counter(self.counter)
-        if self.compact:
-            manifest = dict(tx.manifest() or {})
-            pending = set(manifest.get("compact_pending") or []) | self.compact
-            tx.put_manifest({**manifest, "compact_pending": sorted(pending)})
+        self._record_rows()
         records = {}
         for name, d in self.drafts.items():
             tx.append_audit(d.audit.events)
-            records[name] = NamespaceRecord(
+            records[name] = sealed(self.chain, NamespaceRecord(
                 name, d.record.version + 1, d.step, d.touch, d.audit.next_seq, d.audit.head,
-                d.state)
+                d.state))
             tx.put_namespace(records[name])
+        added = [name for name in self.drafts if versions.get(name, 0) == 0]
+        removed = sorted(self.retire)
+        added += [self._retire(tx, name, records.pop(name)) for name in removed]
+        if self.compact or added or removed:
+            manifest = enlist(self.chain, tx.manifest() or {}, added, removed)
+            if self.compact:
+                pending = set(manifest.get("compact_pending") or []) | {
+                    self.retired.get(n, n) for n in self.compact}
+                manifest["compact_pending"] = sorted(pending)
+            tx.put_manifest(manifest)
         return records
+
+    def _record_rows(self) -> None:
+        """Record, on the last event of each namespace, the memory rows the unit wrote
+        there as it leaves them (keyed digests; ``""``: deleted): what
+        :class:`~mars_core.engine.trail.AuditTrail` checks the rows against; then chain
+        each namespace's events (deferred until now)."""
+        latest: dict[str, tuple[str, MemoryNode | None]] = {}
+        for op in self.ops:
+            if not isinstance(op, _Stats):
+                latest[op.node.id] = (op.node.namespace,
+                                      None if isinstance(op, _Delete) else op.node)
+        rows: dict[str, dict[str, str]] = {}
+        for memory_id, (ns, node) in latest.items():
+            rows.setdefault(ns, {})[memory_id] = "" if node is None else \
+                self.chain.row_digest(row_state(node))
+        for ns, d in self.drafts.items():
+            written = rows.get(ns, {})
+            if written and not d.audit.events:  # every change has its event; should one
+                log.warning("memory rows of a namespace were written without an event; "
+                            "the audit records them in one of its own")
+                d.audit.add(op=AuditOp.RECORD, namespace=ns, step=d.step, at=None,
+                            rationale=f"recorded the state of {len(written)} memories "
+                                      "written by a change that named no event")
+            d.audit.finish(written)
+
+    def _retire(self, tx: RecordTxn, name: str, record: NamespaceRecord) -> str:
+        """Rename an erased namespace's record and chain (its memories are gone) to
+        ``erased//<token>//<n>``, ``n`` counting the namespaces of that name erased
+        before; returns the new name."""
+        token = self.chain.namespace_token(name)
+        generation = sum(1 for n in tx.namespace_names() if erased_token(n) == token)
+        new = erased_name(token, generation)
+        events = self.chain.renamed(tx.audit(name), new)
+        tx.rename_namespace(name, new, events)
+        tx.put_namespace(sealed(self.chain, NamespaceRecord(
+            new, record.version, record.step, record.touch, len(events),
+            events[-1].hash if events else GENESIS)))
+        self.retired[name] = new
+        return new
 
 
 def _write_inserts(tx: RecordTxn, run: Sequence[_Insert]) -> None:

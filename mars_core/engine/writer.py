@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pydantic
 
-from mars_core.audit import AuditOp
+from mars_core.audit import AuditOp, erased_token
 from mars_core.engine.engine import Engine
 from mars_core.engine.unit import Unit
 from mars_core.errors import (
@@ -456,12 +456,17 @@ class Writer:
 
     def _erased(self, tx: RecordTxn, nodes: Sequence[MemoryNode]) -> list[str]:
         """Ids of ``nodes`` erased here before: by id, or by text in their namespace
-        (keyed hashes of the ``erase`` events; one read of each namespace's audit)."""
+        (keyed hashes of the ``erase`` events; one read of each namespace's audit, and of
+        the chains of the namespace's earlier erasures as a whole, kept under its token:
+        :func:`~mars_core.audit.erased_name`)."""
         found: list[str] = []
+        names = tx.namespace_names()
         for ns in sorted({n.namespace for n in nodes}):
             ids: set[str] = set()
             texts: set[str] = set()
-            for ev in tx.audit(ns):
+            token = self.e.chain.namespace_token(ns)
+            chains = [ns, *(n for n in names if erased_token(n) == token)]
+            for ev in (e for chain in chains for e in tx.audit(chain)):
                 if ev.op is AuditOp.ERASE:
                     ids.update(ev.node_ids)
                     texts.update(ev.content_hashes.values())

@@ -301,9 +301,12 @@ class VectorIndex(Protocol):
         ...
 
     def mark(self, applied: int) -> None:
-        """Every change up to ``applied`` is in the index (called before the record
-        store records that position; an index that keeps no mark of its own — every
-        index shipped here — does nothing)."""
+        """Every change up to ``applied`` is in the index (called after every write
+        that got it there, before the record store records that position). An index
+        that keeps files of its own may keep the position with them, as a witness:
+        ``bind`` then says when the index is ahead of the records (they lost committed
+        writes), and the store rebuilds it (the embedded Chroma index does; the others
+        keep nothing)."""
         ...
 
     def forget(self, namespace: str) -> None:

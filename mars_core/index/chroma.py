@@ -52,9 +52,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import math
 import os
 import re
+import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -70,6 +72,7 @@ from mars_core.errors import (
 )
 from mars_core.index._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
 from mars_core.index._filters import normal_form as _normal_form
+from mars_core.index._hnsw import check_segment, record_sums, recorded_sums
 from mars_core.index._scrub import ScrubReport, mark_closed, scrub_index_files, take_closed
 from mars_core.index.base import (
     Eq,
@@ -106,6 +109,8 @@ _STAMP = "mars_stamp"
 _PAGE = 2_000
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,40}$")
 _LETTER = {MemoryStatus.ACTIVE: "a", MemoryStatus.ARCHIVED: "x"}
+_log = logging.getLogger(__name__)
+_APPLIED = "mars-applied"
 
 
 # --- filter translation ----------------------------------------------------------------
@@ -364,6 +369,11 @@ class ChromaIndex(IndexBase):
         self._database: str | None = None
         self._owns_client = client is None
         self._scrub_dir: Path | None = None
+        self._sums: dict[str, dict[str, list[int]]] | None = None
+        self._checked: set[str] = set()
+        self.repaired: list[str] = []
+        """Namespaces whose damaged files this index found and rebuilt from the records
+        (see :mod:`mars_core.index._hnsw`)."""
         self.open_scrub: ScrubReport | None = None
         """What the scrub before opening a directory did (``None``: none was needed,
         the last close scrubbed; see :mod:`mars_core.index._scrub`)."""
@@ -394,7 +404,9 @@ class ChromaIndex(IndexBase):
             self._take_lock(directory)
             self.location = str(directory)
             self._scrub_dir = directory
-            if not take_closed(directory):  # a crash skipped the last close's scrub
+            if take_closed(directory):  # untouched since a close: its checksums hold
+                self._sums = recorded_sums(directory)
+            else:  # a crash skipped the last close's scrub
                 self.open_scrub = scrub_index_files(directory)
             return self._persistent_client()
         if host is not None:
@@ -532,7 +544,9 @@ class ChromaIndex(IndexBase):
         if isinstance(stamp, str):
             if self._claims(self._stamped(stamp), identity):
                 self.stamp = stamp
-                return recorded[stamp] if stamp in recorded else self._kept_mark(state)
+                if stamp not in recorded:  # no position the records vouch for
+                    return self._kept_mark(state)
+                return max(recorded[stamp], self._own_mark())
         elif state is not None:  # written before stamps: identity and mark in a record
             meta = self._state_record(state)
             if self._claims(meta.get("identity"), identity) and \
@@ -566,6 +580,7 @@ class ChromaIndex(IndexBase):
                     raise ValidationError(f"field name {key!r} cannot be stored in Chroma "
                                           "(it reserves keys starting with '#' or 'chroma:')")
         for ns, group in rows_by_namespace(rows).items():
+            self._guard(ns)
             for status in MemoryStatus:
                 part = [r for r in group if r.status is status]
                 if not part:
@@ -594,6 +609,7 @@ class ChromaIndex(IndexBase):
 
     def _delete(self, namespace: str, ids: list[str]) -> None:
         self._free_loaded()
+        self._guard(namespace)
         for status in MemoryStatus:
             for i in range(0, len(ids), self._max_batch):
                 chunk = ids[i:i + self._max_batch]
@@ -608,6 +624,7 @@ class ChromaIndex(IndexBase):
         node = TRUE if where is None else _normal_form(where, _storable_key)
         if node == FALSE:
             return []
+        self._guard(namespace)
 
         def ask(col: Any) -> Any:
             from chromadb.errors import ChromaError
@@ -639,7 +656,31 @@ class ChromaIndex(IndexBase):
                 for rid, dist in zip(res["ids"][0], res["distances"][0], strict=True)]
 
     def _mark(self, applied: int) -> None:
-        """Nothing: the record store keeps the position, beside :attr:`stamp`."""
+        """The record store keeps the position, beside :attr:`stamp`; an index on disk
+        also keeps the last position it was told of in its directory (``mars-applied``,
+        with its stamp), so that an open finds it *ahead* of the records when they lost
+        committed writes (their write-ahead log deleted, an older copy put back): the
+        store then rebuilds it from the records and says so
+        (:meth:`~mars_core.engine.indexing.IndexSync.bind`)."""
+        if self._scrub_dir is None or not self.stamp:
+            return
+        tmp = self._scrub_dir / (_APPLIED + ".tmp")
+        try:
+            tmp.write_text(f"{self.stamp} {int(applied)}", encoding="utf-8")
+            os.replace(tmp, self._scrub_dir / _APPLIED)
+        except OSError:  # only a witness: the records keep the position
+            _log.warning("could not write the index's position in %s", self._scrub_dir)
+
+    def _own_mark(self) -> int:
+        """The position this directory says the index reached under its stamp (0: none)."""
+        if self._scrub_dir is None:
+            return 0
+        try:
+            stamp, _, applied = (self._scrub_dir / _APPLIED).read_text(
+                encoding="utf-8").partition(" ")
+        except (OSError, ValueError):
+            return 0
+        return int(applied) if stamp == self.stamp and applied.isdigit() else 0
 
     def forget(self, namespace: str) -> None:
         """Drop the cached collection handles of a namespace."""
@@ -672,24 +713,68 @@ class ChromaIndex(IndexBase):
 
     def _compact(self, namespaces: list[str]) -> str:
         """Drop each namespace's collections and write them again from the records."""
-        assert self._source is not None
         self._free_loaded()
         for ns in namespaces:
-            for status in MemoryStatus:
-                name = partition_name(self._prefix, ns, status)
-                self._handles.pop(name, None)  # another process may have made it anew
-                if self._collection(name) is not None:
-                    self._handles.pop(name, None)
-                    with _client_errors(f"rebuild collection {name!r}"):
-                        self._client.delete_collection(name)
-            rows = list(self._source(ns))
-            for status in MemoryStatus:
-                part = [r for r in rows if r.status is status]
-                if part:
-                    self._put(partition_name(self._prefix, ns, status), part, True)
-        where = "its files" if self._scrub_dir is not None else "the server"
-        return (f"chroma: {len(namespaces)} namespace collection(s) rebuilt without the erased "
-                f"vectors; no text was ever sent to {where}")
+            self._rewrite(ns)
+        return (f"chroma: {len(namespaces)} namespace collection(s) rebuilt from the records, "
+                "without the erased vectors")
+
+    def _rewrite(self, ns: str) -> None:
+        """Drop a namespace's collections (Chroma drops one without loading its files)
+        and write them again from the records."""
+        assert self._source is not None
+        for status in MemoryStatus:
+            name = partition_name(self._prefix, ns, status)
+            self._handles.pop(name, None)  # another process may have made it anew
+            if self._collection(name) is not None:
+                self._handles.pop(name, None)
+                with _client_errors(f"rebuild collection {name!r}"):
+                    self._client.delete_collection(name)
+        self._checked.add(ns)  # new files, written by this process
+        rows = list(self._source(ns))
+        for status in MemoryStatus:
+            part = [r for r in rows if r.status is status]
+            if part:
+                self._put(partition_name(self._prefix, ns, status), part, True)
+
+    def _guard(self, ns: str) -> None:
+        """Check a namespace's HNSW files the first time this process uses them, before
+        Chroma loads them (:mod:`mars_core.index._hnsw`), and rebuild its collections from
+        the records when they are damaged: a flipped byte would otherwise crash the
+        process on the first query."""
+        if self._scrub_dir is None or ns in self._checked:
+            return
+        found = []
+        for status in MemoryStatus:
+            for segment in self._segments(partition_name(self._prefix, ns, status)):
+                recorded = self._sums.get(segment.name) if self._sums is not None else None
+                why = check_segment(segment, recorded)
+                if why is not None:
+                    found.append(f"{segment.name}: {why}")
+        if found:
+            _log.warning("damaged index files in %s (%s): the namespace's collections are "
+                         "rebuilt from the records", self.location, "; ".join(found))
+            self._rewrite(ns)
+            self.repaired.append(ns)
+        self._checked.add(ns)
+
+    def _segments(self, name: str) -> list[Path]:
+        """The HNSW directories of a collection, from Chroma's catalogue (read as a file:
+        no collection is loaded); every segment directory when the catalogue cannot be
+        read that way (another Chroma version)."""
+        assert self._scrub_dir is not None
+        directory = self._scrub_dir
+        try:
+            conn = sqlite3.connect(f"file:{directory / 'chroma.sqlite3'}?mode=ro", uri=True)
+            try:
+                ids = [str(r[0]) for r in conn.execute(
+                    "SELECT s.id FROM segments s JOIN collections c ON c.id = s.collection "
+                    "WHERE c.name = ? AND s.scope = 'VECTOR'", (name,))]
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return [h.parent for h in sorted(directory.glob("*/header.bin"))]
+        return [directory / i for i in ids if (directory / i / "header.bin").is_file()]
 
     def _release(self) -> None:
         """Close the client (if this index created it) and the directory's lock."""
@@ -706,6 +791,7 @@ class ChromaIndex(IndexBase):
                 client.close()
             if self._scrub_dir is not None:  # the client is closed, the lock still held
                 scrub_index_files(self._scrub_dir)
+                record_sums(self._scrub_dir)
                 mark_closed(self._scrub_dir)
         self._handles.clear()
         if self._lock_fd is not None:

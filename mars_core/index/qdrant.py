@@ -417,9 +417,9 @@ class QdrantIndex(IndexBase):
 
     def _compact(self, namespaces: list[str]) -> str:
         """Qdrant vacuums deleted points itself (server) or keeps them in free SQLite
-        pages (local mode): nothing to rewrite here, and no text was ever sent."""
+        pages (local mode): nothing to rewrite here."""
         return ("qdrant: erased points deleted; their vectors leave the files when Qdrant "
-                "vacuums the segment (no text was ever sent)")
+                "vacuums the segment")
 
     def _release(self) -> None:
         """Close the client (if this index created it)."""

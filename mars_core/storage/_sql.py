@@ -324,6 +324,11 @@ class SqlTxn:
         return [self._node(r) for rows in self._batches(
             f"{_JOINED} WHERE {where} ORDER BY m.seq", args) for r in rows]
 
+    def scan(self, namespace: str) -> Iterator[list[MemoryNode]]:
+        for rows in self._batches(f"{_JOINED} WHERE m.namespace = ? ORDER BY m.seq",
+                                  (namespace,)):
+            yield [self._node(r) for r in rows]
+
     def memory(self, memory_id: str) -> MemoryNode | None:
         found = self._rows(f"{_JOINED} WHERE m.id = ?", (memory_id,))
         return self._node(found[0]) if found else None
@@ -580,6 +585,30 @@ class SqlTxn:
 
     def delete_namespace(self, name: str) -> None:
         self._run("DELETE FROM namespaces WHERE name = ?", (name,))
+        self._run("DELETE FROM term_totals WHERE namespace = ?", (name,))
+
+    def rename_namespace(self, old: str, new: str, events: Sequence[AuditEvent]) -> None:
+        self._writes()
+        held = self._rows("SELECT (SELECT count(*) FROM memories WHERE namespace = ?), "
+                          "(SELECT count(*) FROM edges WHERE namespace = ?), "
+                          "(SELECT count(*) FROM audit WHERE namespace = ?), "
+                          "(SELECT count(*) FROM namespaces WHERE name = ?) + "
+                          "(SELECT count(*) FROM audit WHERE namespace = ?)",
+                          (old, old, old, new, new))[0]
+        if int(held[0]) or int(held[1]):
+            raise ConflictError(f"namespace {old!r} still holds memories; it cannot be renamed")
+        if int(held[3]):
+            raise ConflictError(f"namespace {new!r} exists already")
+        if int(held[2]) != len(events) or [e.seq for e in events] != list(range(len(events))) \
+                or any(e.namespace != new for e in events):
+            raise ConflictError(f"the events given are not the {int(held[2])} events of "
+                                f"namespace {old!r}'s chain, renamed to {new!r}")
+        self._many("UPDATE audit SET namespace = ?, body = ? WHERE namespace = ? AND seq = ?",
+                   [(new, canonical_json(e.model_dump(mode="json")), old, e.seq)
+                    for e in events])
+        self._run("UPDATE namespaces SET name = ? WHERE name = ?", (new, old))
+        self._run("UPDATE changes SET namespace = ? WHERE namespace = ?", (new, old))
+        self._run("DELETE FROM term_totals WHERE namespace = ?", (old,))  # counts of nothing
 
     def _log_many(self, entries: Sequence[tuple[str, str]]) -> None:
         """Add change-log entries ``(namespace, memory id)``, in order."""

@@ -47,9 +47,11 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.audit import GENESIS, AuditEvent
+from mars_core.errors import ValidationError
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
 
 __all__ = [
+    "MAX_TIMEOUT",
     "Change",
     "IndexRow",
     "MemoryRef",
@@ -61,6 +63,7 @@ __all__ = [
     "TermHits",
     "TermQuery",
     "Vector",
+    "check_timeout",
     "index_fields",
 ]
 
@@ -204,6 +207,31 @@ class TermHits:
     best: float
 
 
+MAX_TIMEOUT = 2_147_483.0
+"""The longest wait a record store takes (seconds): SQLite's ``busy_timeout`` and
+PostgreSQL's ``lock_timeout`` are 32-bit counts of milliseconds (about 24.8 days)."""
+
+
+def check_timeout(value: object, what: str) -> float:
+    """A wait in seconds: a finite number from 0 to :data:`MAX_TIMEOUT` (not a bool).
+
+    Raises:
+        ValidationError: anything else (``float("inf")`` too: no wait is endless).
+
+    Examples:
+        >>> check_timeout(5, "lock_timeout")
+        5.0
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 <= value <= MAX_TIMEOUT:
+        shown = repr(value) if isinstance(value, float) or (
+            isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**20) \
+            else type(value).__name__
+        raise ValidationError(f"{what} must be a number of seconds from 0 to "
+                              f"{MAX_TIMEOUT:,.0f} (about 24.8 days), not {shown}")
+    return float(value)
+
+
 def index_fields(node: MemoryNode) -> dict[str, str | int | float | bool]:
     """The filter fields a vector index keeps of a memory (no text).
 
@@ -253,6 +281,12 @@ class RecordTxn(Protocol):
 
     def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:
         """The memories of a namespace (of one status, or all), by ``seq``."""
+        ...
+
+    def scan(self, namespace: str) -> Iterator[list[MemoryNode]]:
+        """Every memory of a namespace (active and archived), by ``seq``, a batch at a
+        time, so a pass over a large namespace (an erasure's plan, a verification) never
+        holds all of its memories at once."""
         ...
 
     def memory(self, memory_id: str) -> MemoryNode | None:
@@ -406,6 +440,20 @@ class RecordTxn(Protocol):
 
     def delete_namespace(self, name: str) -> None:
         """Delete a namespace's record (its memories must be gone first)."""
+        ...
+
+    def rename_namespace(self, old: str, new: str, events: Sequence[AuditEvent]) -> None:
+        """Give an emptied namespace another name in every row that names it: its record,
+        its change-log entries and its audit chain, whose events are replaced by
+        ``events`` — the chain's events, in order, renamed by the caller (who holds the
+        audit key, and hashes them). An erased namespace leaves its name nowhere this way
+        (:func:`~mars_core.audit.erased_name`).
+
+        Raises:
+            ConflictError: the namespace still holds memories or edges, ``new`` is taken,
+                or ``events`` is not one event per event of the chain (nothing is
+                changed).
+        """
         ...
 
     def insert_memory(self, node: MemoryNode, vector: Vector) -> None:

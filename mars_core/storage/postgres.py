@@ -73,7 +73,7 @@ from mars_core.errors import (
     ValidationError,
 )
 from mars_core.storage._sql import SqlTxn
-from mars_core.storage.base import Change, RecordCapabilities
+from mars_core.storage.base import Change, RecordCapabilities, check_timeout
 
 if TYPE_CHECKING:
     import psycopg
@@ -407,6 +407,10 @@ class _Txn(SqlTxn):
         self.flush()
         return super().audit_heads(upto)
 
+    def rename_namespace(self, old: str, new: str, events: Sequence[AuditEvent]) -> None:
+        self.flush()
+        super().rename_namespace(old, new, events)
+
     # --- the counter and the namespaces ---------------------------------------------------
 
     def counter(self) -> int:
@@ -488,12 +492,8 @@ class PostgresRecordStore:
     def __init__(self, url: str, *, read_only: bool = False, lock_timeout: float = 5.0,
                  connect_timeout: float = 10.0, pool_size: int = 4,
                  synchronous: Literal["full", "normal"] = "full") -> None:
-        for label, value in (("lock_timeout", lock_timeout),
-                             ("connect_timeout", connect_timeout)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or \
-                    not value >= 0:
-                raise ValidationError(f"{label} must be a number of seconds >= 0, "
-                                      f"not {value!r}")
+        lock_timeout = check_timeout(lock_timeout, "lock_timeout")
+        connect_timeout = check_timeout(connect_timeout, "connect_timeout")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 2:
             raise ValidationError(f"pool_size must be an int >= 2, not {pool_size!r}")
         if synchronous not in _SYNCHRONOUS:

@@ -61,7 +61,7 @@ from mars_core.errors import (
     ValidationError,
 )
 from mars_core.storage._sql import SqlTxn
-from mars_core.storage.base import RecordCapabilities
+from mars_core.storage.base import RecordCapabilities, check_timeout
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteRecordStore", "migrate"]
 
@@ -240,10 +240,7 @@ class SQLiteRecordStore:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
                  lock_timeout: float = 5.0,
                  synchronous: Literal["full", "normal"] = "full") -> None:
-        if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, int | float) \
-                or not lock_timeout >= 0:
-            raise ValidationError(f"lock_timeout must be a number of seconds >= 0, "
-                                  f"not {lock_timeout!r}")
+        lock_timeout = check_timeout(lock_timeout, "lock_timeout")
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be one of {_SYNCHRONOUS}, not "
                                   f"{synchronous!r}")
@@ -296,11 +293,28 @@ class SQLiteRecordStore:
                                        check_same_thread=False, timeout=timeout)
         with _errors(self.location):
             conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._refuse_foreign(conn)
             conn.execute("PRAGMA secure_delete = ON")
             if self.path is not None and not self.read_only:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         return conn
+
+    def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
+        """Refuse a database that holds tables but not a store's (another program's),
+        before anything is written to it (not even the switch to WAL mode).
+
+        Raises:
+            CorruptStoreError: it is one.
+        """
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
+                                            "'table'")}
+        if names and "meta" not in names:
+            conn.close()
+            raise CorruptStoreError(
+                f"{self.location} holds another database (tables that are not a "
+                "mars-memory store's): open a store in a path of its own; nothing was "
+                "changed")
 
     def _take_writer_lock(self, timeout: float) -> None:
         assert self.path is not None
@@ -335,6 +349,7 @@ class SQLiteRecordStore:
         with self._begin("BEGIN" if self.read_only else "BEGIN IMMEDIATE") as tx:
             found = tx._rows("SELECT name FROM sqlite_master WHERE name = 'meta'")
             version = int(tx._meta("schema_version") or 0) if found else 0
+
             if version > SCHEMA_VERSION:
                 raise CorruptStoreError(
                     f"{self.location} was written by a newer mars-memory (schema {version}, "
