@@ -42,6 +42,7 @@ from mars_core.storage.base import (
     MemoryRef,
     NamespaceRecord,
     NamespaceTotals,
+    SensitiveRow,
     Vector,
 )
 
@@ -293,6 +294,13 @@ class SqlTxn:
                                         args):
                 out[mid] = vector_of(blob)
         return out
+
+    def sensitive(self, namespace: str, at_least: float) -> list[SensitiveRow]:
+        return [SensitiveRow(sys.intern(i), int(q), vector_of(blob))
+                for rows in self._batches(
+                    "SELECT id, seq, vector FROM memories WHERE namespace = ? AND "
+                    "sensitivity >= ? ORDER BY seq", (namespace, float(at_least)))
+                for i, q, blob in rows]
 
     def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
                    ) -> Iterator[IndexRow]:

@@ -58,6 +58,7 @@ __all__ = [
     "RecordCapabilities",
     "RecordStore",
     "RecordTxn",
+    "SensitiveRow",
     "Vector",
     "index_fields",
 ]
@@ -148,6 +149,16 @@ class IndexRow:
 
 
 @dataclass(frozen=True, slots=True)
+class SensitiveRow:
+    """A memory at least some sensitivity, as the output check compares it: its id,
+    creation ``seq`` and stored vector (:meth:`RecordTxn.sensitive`)."""
+
+    id: str
+    seq: int
+    vector: Vector
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     """One entry of the change log: the index entry of ``memory_id`` changed."""
 
@@ -217,6 +228,13 @@ class RecordTxn(Protocol):
 
     def vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored embeddings by id (missing ids are left out)."""
+        ...
+
+    def sensitive(self, namespace: str, at_least: float) -> list[SensitiveRow]:
+        """The memories of a namespace (active or archived) whose sensitivity is at least
+        ``at_least``, with their vectors, by ``seq``: the protected facts the output
+        check compares what it is about to show against, read without the rest of the
+        namespace."""
         ...
 
     def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
