@@ -42,6 +42,7 @@ from mars_core.scoring.dmf import CentroidTracker
 from mars_core.storage.base import MemoryRef, NamespaceRecord
 
 if TYPE_CHECKING:
+    from mars_core.engine.protected import ProtectedFacts
     from mars_core.privacy.detectors import Kind
 
 __all__ = ["NamespaceState", "NamespaceView", "ViewIO"]
@@ -89,7 +90,7 @@ class NamespaceState:
         self.saved_policy: dict[str, Any] = {}
         self.prefs: PrivacyPreferences | None = None
         self.centroid: CentroidTracker | None = None
-        self.phrases: dict[str, tuple[str, ...]] = {}
+        self.protected: ProtectedFacts | None = None  # read by the output check
         self.privacy_kinds: dict[str, frozenset[Kind]] = {}  # sensitive categories, by memory
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # stored vectors read so far
         self._cards: dict[MemoryStatus, list[tuple[str, Topic]]] = {}
@@ -334,7 +335,6 @@ class NamespaceState:
             self._cards.clear()
         node = self.nodes.pop(memory_id, None)
         self.order[ref.status].pop(memory_id, None)
-        self.phrases.pop(memory_id, None)
         self.privacy_kinds.pop(memory_id, None)
         self.vectors.pop(memory_id, None)
         if ref.status is MemoryStatus.ACTIVE and node is not None:
