@@ -53,7 +53,9 @@ import json
 import os
 import random
 import re
+import statistics
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -345,6 +347,24 @@ def run_corpus(seed: int = 7, embedder: str = "default",
 # --- parts 2 and 3: what it costs ------------------------------------------------------------
 
 
+def _latency(store: MemoryStore, questions: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Median ms of ``retrieve`` and ``render_context`` with the check off and on,
+    interleaved question by question (the order alternating), and on / off."""
+    took: dict[tuple[str, bool], list[float]] = {}
+    for i, q in enumerate(questions):
+        for redact in ((False, True) if i % 2 else (True, False)):
+            for name, call in (("retrieve", lambda: store.retrieve(q, redact=redact)),
+                               ("render", lambda: store.render_context(q, redact=redact))):
+                t0 = time.perf_counter()
+                call()
+                took.setdefault((name, redact), []).append(1000 * (time.perf_counter() - t0))
+    out = {}
+    for name in ("retrieve", "render"):
+        off, on = (statistics.median(took[name, r]) for r in (False, True))
+        out[name] = {"off_ms": off, "on_ms": on, "ratio": on / off if off else 1.0}
+    return out
+
+
 def run_locomo(data: str | os.PathLike[str], embedder: str = "default", quick: bool = False,
                progress: ProgressFn | None = None) -> dict[str, Any]:
     """Part 2: evidence recall on the development conversations, the check off and on
@@ -365,9 +385,12 @@ def run_locomo(data: str | os.PathLike[str], embedder: str = "default", quick: b
     emb = L.CachedEmbedder(chosen or default_bench_embedder(False))
     sums = {k: [0.0, 0.0] for k in ("render", "retrieve")}
     n = masked = 0
+    latency: dict[str, dict[str, float]] = {}
     for c, cd in enumerate(L.prepare(convs, emb)):
         with MemoryStore(embedder=emb, seed=0) as store:
             ing = ingest(cd, store)
+            if c == 0:  # the questions' vectors are cached: the check's own cost shows
+                latency = _latency(store, [q.question for q in cd.questions])
             for slot, redact in enumerate((False, True)):
                 rd = read(cd, store, ing, read_budget=4 * max(USERS_BUDGETS), redact=redact)
                 masked += rd.masked if redact else 0
@@ -379,7 +402,7 @@ def run_locomo(data: str | os.PathLike[str], embedder: str = "default", quick: b
         n += sum(1 for q in cd.questions if q.category in L.CATEGORIES)
         report(progress, "conversations", c + 1, len(convs))
     out: dict[str, Any] = {"conversations": len(convs), "questions": n, "embedder": emb.name,
-                           "quick": quick, "masked_lines": masked}
+                           "quick": quick, "masked_lines": masked, "latency": latency}
     for name, (off, on) in sums.items():
         out[name] = {"off": off / max(1, n), "on": on / max(1, n),
                      "ratio": on / off if off else 1.0}
@@ -440,6 +463,11 @@ def table(result: dict[str, Any]) -> str:
             lines.append(f"| development conversations ({loco['questions']} questions) | "
                          f"evidence recall: {what} | {r['off']:.3f} | {r['on']:.3f} "
                          f"({r['ratio']:.3f}× off) | – |")
+        for name, what in (("retrieve", "retrieve"), ("render", "render_context")):
+            r = loco["latency"][name]
+            lines.append(f"| development conversations (first, interleaved) | median ms: "
+                         f"{what} | {r['off_ms']:.1f} | {r['on_ms']:.1f} ({r['ratio']:.2f}× "
+                         "off) | – |")
     asst = result.get("assistant")
     if asst is not None:
         for key in ("answered", "passed"):
