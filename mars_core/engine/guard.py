@@ -61,7 +61,7 @@ from mars_core.privacy.output import (
     ask,
     find_flagged,
 )
-from mars_core.privacy.semantic import Anchors, Calibration, semantic_for
+from mars_core.privacy.semantic import Anchors, Calibration, prose, semantic_for
 
 __all__ = ["NEAREST", "TOPIC_KINDS", "OutputCheck", "Shown", "calibration", "sensitive_kinds"]
 
@@ -246,7 +246,13 @@ class OutputCheck:
         if model is None:
             self._classified.update((n.id, None) for n in todo)
             return
-        verdicts = model.verdicts(self.e.vectors(self.state, [n.id for n in todo]))
+        vectors = self.e.vectors(self.state, [n.id for n in todo])
+        # a JSON item (a LangGraph value indexed whole) is read by what it says: its
+        # stored vector embeds the keys too, which the classifier was not fitted on
+        items = [i for i, n in enumerate(todo) if prose(n.content) != n.content]
+        if items:
+            vectors[items] = self.e.embed_rows([prose(todo[i].content) for i in items])
+        verdicts = model.verdicts(vectors)
         for node, verdict in zip(todo, verdicts, strict=True):
             self._classified[node.id] = verdict.kind if verdict.flagged else None
 

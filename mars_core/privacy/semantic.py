@@ -86,6 +86,7 @@ __all__ = [
     "Restatement",
     "SemanticSensitivity",
     "SemanticVerdict",
+    "prose",
     "restates",
     "semantic_for",
     "word_spans",
@@ -431,9 +432,14 @@ def _leaves(value: object) -> Iterator[str]:
         yield str(value)
 
 
-def _prose(text: str) -> str:
+def prose(text: str) -> str:
     """What a text says: a JSON object or array (a LangGraph item indexed whole) reads as
-    its values; its keys are the namespace's schema, shared by every item."""
+    its values; its keys are the namespace's schema, shared by every item.
+
+    Examples:
+        >>> prose('{"text": "Ana has a cat"}'), prose("Ana has a cat")
+        ('Ana has a cat', 'Ana has a cat')
+    """
     s = text.strip()
     if s[:1] not in ("{", "["):
         return text
@@ -468,7 +474,7 @@ def _forms(tok: str) -> tuple[tuple[str, ...], bool]:
 def _anchors(text: str) -> Anchors:
     words: set[str] = set()
     names: set[str] = set()
-    for tok in rule_tokens(_prose(text)):
+    for tok in rule_tokens(prose(text)):
         forms, name = _forms(tok)
         words.update(forms)
         if name:
