@@ -534,7 +534,7 @@ class Engine:
         state = self.ns(node.namespace)
         state.apply_delete(node.id)
         if state.protected is not None:
-            state.protected.drop(node.id)
+            state.protected.drop(node.id, erased=True)
 
     def commit(self, unit: Unit, *, durable: bool = True) -> None:
         """Write the unit in one transaction, then the index."""

@@ -155,7 +155,6 @@ class OutputCheck:
             [*prefs.private_entities, *prefs.blocked_entities])) if prefs is not None else ()
         self.decided: dict[str, Shown] = {}
         """What was decided in this call, by memory id."""
-        self._classified: dict[str, Kind | None] = {}
 
     # --- the semantic pass --------------------------------------------------------------
 
@@ -238,13 +237,15 @@ class OutputCheck:
         return sensitive_kinds(self.e, self.state, node.id, node.content)
 
     def _classifier_kind(self, nodes: Sequence[MemoryNode]) -> None:
-        """The classifier's category of each memory that it flags (one product)."""
+        """The classifier's category of each memory that it flags (one product; kept
+        with the protected facts)."""
         model = self.e.semantic()
-        todo = [n for n in nodes if n.id not in self._classified]
+        known = self.facts().classified
+        todo = [n for n in {n.id: n for n in nodes}.values() if n.id not in known]
         if not todo:
             return
         if model is None:
-            self._classified.update((n.id, None) for n in todo)
+            known.update((n.id, None) for n in todo)
             return
         vectors = self.e.vectors(self.state, [n.id for n in todo])
         # a JSON item (a LangGraph value indexed whole) is read by what it says: its
@@ -254,7 +255,7 @@ class OutputCheck:
             vectors[items] = self.e.embed_rows([prose(todo[i].content) for i in items])
         verdicts = model.verdicts(vectors)
         for node, verdict in zip(todo, verdicts, strict=True):
-            self._classified[node.id] = verdict.kind if verdict.flagged else None
+            known[node.id] = verdict.kind if verdict.flagged else None
 
     # --- what is shown --------------------------------------------------------------------
 
@@ -282,7 +283,7 @@ class OutputCheck:
         consented = self._consented(node)
         sensitive = node.sensitivity >= SENSITIVE_THRESHOLD
         own = Masker(categories=sensitive or flag is not None, phrases=self.phrases,
-                     fallback=self._classified.get(node.id) if sensitive else None)
+                     fallback=self.facts().classified.get(node.id) if sensitive else None)
         text: str | None = node.content
         if self._flagged(flag):
             assert flag is not None
@@ -325,7 +326,7 @@ class OutputCheck:
         shared = frozenset[str]()
         if ref is not None and ref.anchors is not None and not facts.pinned.get(ref.node_id):
             shared = Anchors.of(node.content).common(ref.anchors)
-        return replace(own, whole=self._classified.get(node.id), shared=shared,
+        return replace(own, whole=self.facts().classified.get(node.id), shared=shared,
                        shared_kind=_category_kind(flag.category))
 
     def _resolve(self, node: MemoryNode, section: Section, flag: Flag, plain: Masker,

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.model import MemoryNode
+from mars_core.privacy.detectors import Kind
 from mars_core.privacy.output import SENSITIVE_THRESHOLD, Flag, Reference
 from mars_core.storage.base import SensitiveRow, Vector
 
@@ -57,6 +58,9 @@ class ProtectedFacts:
         """What the check decided about memories, by id (dropped on any change)."""
         self.references: dict[str, Reference] = {}
         """What the check read of protected facts, by id (their kinds and anchors)."""
+        self.classified: dict[str, Kind | None] = {}
+        """The embedding-level classifier's category of memories checked, by id (content
+        never changes: kept until the memory is erased)."""
         self.pinned: dict[str, bool] = {}
         """Whether a fact read has words of a sensitive category (a lexicon span): then
         its sensitivity is pinned to those words, and a restatement of it is masked at
@@ -84,8 +88,11 @@ class ProtectedFacts:
         self._vectors[node.id] = vector if vector is not None else None
         self._changed()
 
-    def drop(self, node_id: str) -> None:
-        """A memory was erased (or is no longer sensitive)."""
+    def drop(self, node_id: str, *, erased: bool = False) -> None:
+        """A memory is no longer sensitive, or was ``erased``."""
+        if erased:
+            self.classified.pop(node_id, None)
+            self.verdicts.pop(node_id, None)
         if self._seq.pop(node_id, None) is not None:
             self._vectors.pop(node_id, None)
             self.references.pop(node_id, None)
