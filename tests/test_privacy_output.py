@@ -203,6 +203,10 @@ def test_a_mark_of_the_topic_route_alone_masks_the_category_words(store: MemoryS
     assert marked.signals[ERASED_SIGNAL] < 0.3  # below any paraphrase threshold
     with pytest.raises(ValidationError):
         store.check_output([marked], namespace="elsewhere")
+    for bad in ("not a list", [object()], [marked.model_dump()], None):
+        with pytest.raises(ValidationError):
+            store.check_output(bad)  # type: ignore[arg-type]
+    assert store.check_output([]) == []
     [shown] = store.check_output([marked])
     assert shown.node is not None and shown.node.content == "My [HEALTH] test came back positive"
     assert other.id
