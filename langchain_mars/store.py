@@ -721,9 +721,11 @@ class MarsStore(BaseStore):
         hit_lists: dict[str, list[Hit]] = {}
         scored: dict[str, tuple[int, float]] = {}
         for ns in sorted({n.namespace for n in mine.values()}):
+            # pages through every match; only ids and scores are read here (what a search
+            # returns goes through the output check in _search)
             hits = self.memory.retrieve(query, namespace=ns, budget_tokens=_ALL_TOKENS,
                                         include_archive=True, read_only=True,
-                                        relative_cutoff=0.0)  # pages through every match
+                                        relative_cutoff=0.0, redact=False)
             hit_lists[ns] = hits
             for h in hits:
                 if h.id in mine and _record_or_empty(mine[h.id]).get("indexed"):

