@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from mars_core.engine.engine import Engine
 from mars_core.engine.namespace import NamespaceState
@@ -170,43 +171,49 @@ class OutputCheck:
         matrix product over the protected facts; kept with them)."""
         facts = self.facts()
         todo = [n for n in {n.id: n for n in nodes}.values() if n.id not in facts.verdicts]
-        strong = self._strong()
         for n in todo:  # a paraphrase of an erased memory: nothing else matters
-            if n.signals.get(ERASED_SIGNAL, 0.0) >= strong:
+            if n.signals.get(ERASED_SIGNAL, 0.0) >= self._strong():
                 facts.verdicts[n.id] = self._erased(n)
         rest = [n for n in todo if n.id not in facts.verdicts]
-        if not rest:
-            return
         if not len(facts):
             facts.verdicts.update((n.id, self._erased(n)) for n in rest)
+        if not rest or not len(facts):
             return
-        cal = self._cal()
         ids, refs = facts.matrix(lambda i: self.e.stored_vectors(self.state, i))
         vectors = self.e.vectors(self.state, [n.id for n in rest]).astype(np.float64)
-        sims = cal.centred(vectors) @ cal.centred(refs).T if len(ids) else \
-            np.zeros((len(rest), 0))
-        floor = min(cal.topic_threshold, strong)
-        near: dict[str, list[int]] = {}
+        near = self._nearest(facts, ids, refs, vectors, rest)
+        references = self._references(
+            facts, sorted({ids[j] for js in near for j in js} | {n.id for n in rest
+                                                               if n.id in facts}),
+            {n.id: n for n in rest})
+        row = {i: j for j, i in enumerate(ids)}
         for i, node in enumerate(rest):
-            mine = facts.seq(node.id)
-            order = np.argsort(-sims[i], kind="stable")
-            keep = [int(j) for j in order if sims[i, j] >= floor and ids[j] != node.id
-                    and (mine is None or (facts.seq(ids[j]) or 0) < mine)]
-            near[node.id] = keep[:NEAREST]
-        wanted = sorted({ids[j] for js in near.values() for j in js}
-                        | {n.id for n in rest if n.id in facts})
-        references = self._references(facts, wanted, {n.id: n for n in rest})
-        for i, node in enumerate(rest):
-            if not near[node.id]:
-                facts.verdicts[node.id] = self._erased(node)
-                continue
-            cand = Candidate(node.id, node.seq, self.kinds(node), anchors=Anchors.of(node.content))
-            chosen = [references[ids[j]] for j in near[node.id]]
-            own = [references[node.id]] if node.id in references else []
-            found = find_flagged([cand], vectors[i:i + 1], [*chosen, *own],
-                                 refs[[*near[node.id], *([ids.index(node.id)] if own else [])]],
-                                 cal, paraphrase_threshold=self.e.config.paraphrase_threshold)
+            chosen = [j for j in near[i] if ids[j] in references]
+            if node.id in references:  # a fact itself: only older facts can be its source
+                chosen.append(row[node.id])
+            cand = Candidate(node.id, node.seq, self.kinds(node),
+                             anchors=Anchors.of(node.content))
+            found = find_flagged([cand], vectors[i:i + 1], [references[ids[j]] for j in chosen],
+                                 refs[chosen], self._cal(),
+                                 paraphrase_threshold=self.e.config.paraphrase_threshold)
             facts.verdicts[node.id] = found.get(node.id) or self._erased(node)
+
+    def _nearest(self, facts: ProtectedFacts, ids: Sequence[str], refs: npt.NDArray[Any],
+                 vectors: npt.NDArray[Any], nodes: Sequence[MemoryNode]) -> list[list[int]]:
+        """For each memory, the rows of the :data:`NEAREST` facts it may restate: at the
+        topic threshold or above (centred cosine), not itself, older than it if it is
+        one."""
+        cal = self._cal()
+        sims = cal.centred(vectors) @ cal.centred(refs).T
+        floor = min(cal.topic_threshold, self._strong())
+        out = []
+        for i, node in enumerate(nodes):
+            mine = facts.seq(node.id)
+            keep = [int(j) for j in np.argsort(-sims[i], kind="stable")
+                    if sims[i, j] >= floor and ids[j] != node.id
+                    and (mine is None or (facts.seq(ids[j]) or 0) < mine)]
+            out.append(keep[:NEAREST])
+        return out
 
     @staticmethod
     def _erased(node: MemoryNode) -> Flag | None:
