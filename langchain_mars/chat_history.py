@@ -14,7 +14,12 @@ Reading — the *budgeted working history*: ``messages`` returns the most recent
 ``max_messages``; nothing else (no recalled long-term memories: use
 :class:`~langchain_mars.retrievers.MarsRetriever` or the middleware for those). Because
 the store forgets on purpose, a turn its policy archived is absent from the history
-even when it would fit the budget.
+even when it would fit the budget. Each turn goes through the store's output check
+(:meth:`~mars_core.store.MemoryStore.check_output`, as ``retrieve`` does): a phone number
+in an earlier turn comes back as ``[PHONE]``, a health statement of a sensitive turn
+with its health words as ``[HEALTH]``, a turn that restates an erased memory not at all
+(``redact=False``: the stored text; ``None``, the default, follows the store's
+``StoreConfig.redact``).
 
 Clearing is scoped to the session: ``clear_mode="forget"`` (the default) moves the
 session's turns to the archive (still explainable, out of the history); ``"erase"``
@@ -42,6 +47,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from mars_core.engine.args import collection, label
+from mars_core.engine.guard import Shown
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace
@@ -59,7 +65,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("langchain", "langchain-core") from exc
 
-__all__ = ["MarsChatMessageHistory", "clear_session", "message_role", "turn_message"]
+__all__ = ["MarsChatMessageHistory", "clear_session", "message_role", "shown_messages",
+           "turn_message"]
 
 _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 _MESSAGE_OF_ROLE: dict[str, type[BaseMessage]] = {
@@ -85,6 +92,12 @@ def turn_message(node: MemoryNode) -> BaseMessage:
     if cls is None:
         return ChatMessage(content=node.content, role=role, id=node.id)
     return cls(content=node.content, id=node.id)
+
+
+def shown_messages(shown: Sequence[Shown]) -> list[BaseMessage]:
+    """Stored turns as messages, as the store's output check lets them out (a withheld
+    turn is left out)."""
+    return [turn_message(s.node) for s in shown if s.node is not None]
 
 
 def _session_turns(nodes: Sequence[MemoryNode], session_id: str) -> list[MemoryNode]:
@@ -125,6 +138,8 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         budget_tokens: the most tokens ``messages`` returns.
         max_messages: the most messages ``messages`` returns (None: no limit).
         clear_mode: ``"forget"`` (archive the session's turns) or ``"erase"``.
+        redact: the store's output check over the turns ``messages`` returns (None: the
+            store's setting; False: the stored text).
 
     Raises:
         ValidationError: an empty session id, an invalid namespace, a bad budget or
@@ -144,7 +159,8 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
     def __init__(self, store: MemoryStore, session_id: str, *,
                  namespace: NamespaceArg | None = None,
                  budget_tokens: int = 2000, max_messages: int | None = None,
-                 clear_mode: Literal["forget", "erase"] = "forget") -> None:
+                 clear_mode: Literal["forget", "erase"] = "forget",
+                 redact: bool | None = None) -> None:
         super().__init__()
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -157,12 +173,15 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
                 raise ValidationError(f"{name} must be a positive integer")
         if clear_mode not in ("forget", "erase"):
             raise ValidationError("clear_mode must be 'forget' or 'erase'")
+        if redact is not None and not isinstance(redact, bool):
+            raise ValidationError("redact must be True, False or None")
         self.store = store
         self.session_id = session_id
         self.namespace = None if namespace is None else canonical_namespace(namespace)
         self.budget_tokens = budget_tokens
         self.max_messages = max_messages
         self.clear_mode = clear_mode
+        self.redact = redact
 
     # --- pure parts, shared by the sync and async paths -----------------------------------
 
@@ -170,7 +189,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         """This session's turns among ``nodes`` (oldest first, as the store lists them)."""
         return _session_turns(nodes, self.session_id)
 
-    def _window(self, nodes: Sequence[MemoryNode]) -> list[BaseMessage]:
+    def _window(self, nodes: Sequence[MemoryNode]) -> list[MemoryNode]:
         """The newest active turns of this session that fit the budget, oldest first."""
         kept: list[MemoryNode] = []
         used = 0
@@ -179,7 +198,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
                 break
             kept.append(node)
             used += node.weight
-        return [turn_message(n) for n in reversed(kept)]
+        return kept[::-1]
 
     def _observations(self, messages: Sequence[BaseMessage],
                       first_turn: int) -> list[tuple[str, str, int]]:
@@ -198,11 +217,15 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The budgeted working history of this session (see the module docstring)."""
-        return self._window(self.store.list(self.namespace, type=MemoryType.EPISODIC))
+        kept = self._window(self.store.list(self.namespace, type=MemoryType.EPISODIC))
+        return shown_messages(self.store.check_output(kept, namespace=self.namespace,
+                                                      redact=self.redact))
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async :attr:`messages`."""
-        return self._window(await self.store.alist(self.namespace, type=MemoryType.EPISODIC))
+        kept = self._window(await self.store.alist(self.namespace, type=MemoryType.EPISODIC))
+        return shown_messages(await self.store.acheck_output(kept, namespace=self.namespace,
+                                                             redact=self.redact))
 
     def _turns_of(self, observations: Sequence[tuple[str, str, int]]) -> list[dict[str, Any]]:
         """``observe_many``'s turns: all of the messages are stored in one call, or none."""

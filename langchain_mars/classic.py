@@ -13,7 +13,10 @@ without it raises :class:`~mars_core.errors.ExtraNotInstalledError` naming the e
   memories) it returns ``{memory_key: messages}`` instead: the recalled memories (the
   same sections, redacted) as one ``SystemMessage`` when there are any, then this
   session's last ``active_turns`` active turns as ``HumanMessage``/``AIMessage``, oldest
-  first; the turns take the budget first, the memories get what is left.
+  first; the turns take the budget first, the memories get what is left. Like the
+  recalled memories, each turn passes the store's output check
+  (:meth:`~mars_core.store.MemoryStore.check_output`): a phone number or a card in an
+  earlier turn comes back masked (``[PHONE]``, ``[CARD]``).
 * ``save_context(inputs, outputs)`` observes the input as a ``user`` turn and the output
   as an ``assistant`` turn of the session.
 * ``clear()`` is scoped to the session (see
@@ -62,7 +65,7 @@ try:
 except ImportError as exc:
     raise ExtraNotInstalledError("langchain-classic", "langchain-classic") from exc
 
-from langchain_mars.chat_history import clear_session, turn_message
+from langchain_mars.chat_history import clear_session, shown_messages
 
 __all__ = ["MarsMemory"]
 
@@ -175,7 +178,7 @@ class MarsMemory(BaseMemory):
                 break
             kept.append(node)
             used += node.weight
-        turns = [turn_message(n) for n in reversed(kept)]
+        turns = shown_messages(self.store.check_output(kept[::-1], namespace=self.namespace))
         left = self.budget_tokens - used
         if left <= 0 or self.evidence == 0:
             return turns

@@ -52,6 +52,7 @@ from mars_core.analysis import terms
 from mars_core.context import HEADER_ACTIVE, HEADER_RECALLED
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryStatus
+from mars_core.privacy.masking import MASK, shows
 from mars_core.store import MemoryStore
 
 try:
@@ -198,8 +199,10 @@ class MarsMemoryMiddleware(AgentMiddleware):
         if HEADER_RECALLED not in context:
             return request, None
         lines = _rendered_lines(context)
+        masked = [line for line in lines if MASK.search(line)]  # what the check masked
         offered = {n.id: n.content for n in self.store.list(ns, status=MemoryStatus.ACTIVE)
-                   if " ".join(n.content.split()) in lines}
+                   if " ".join(n.content.split()) in lines
+                   or any(shows(line, n.content) for line in masked)}
         system = request.system_message
         text = f"{self.preamble}\n{context}"
         if system is not None and system.text:

@@ -16,6 +16,11 @@ whose metadata carries the memory's type, sensitivity, scores and provenance.
   or a :class:`~langchain_mars._namespace.NamespaceTemplate` filled from the run config
   (``config["configurable"]``) of each call.
 * ``read_only=True`` leaves the store's statistics and audit untouched (inspection).
+* Privacy: each document's ``page_content`` is the memory as the store's output check
+  lets it out (``store.retrieve``: sensitive spans masked by typed placeholders such as
+  ``[PHONE]`` or ``[HEALTH]``; ``metadata["masked"]`` lists the kinds). ``redact=False``
+  asks for the stored text (an explicit read, recorded as such in the store's audit);
+  ``None`` (the default) follows the store's ``StoreConfig.redact``.
 
 Every keyword but ``k`` can be overridden per call too (``invoke(q, types=["semantic"])``).
 
@@ -59,7 +64,7 @@ from langchain_mars._namespace import NamespaceTemplate, as_template, resolve_na
 __all__ = ["MarsRetriever", "hit_to_document"]
 
 _OPTIONS = ("types", "max_sensitivity", "budget_tokens", "score_cutoff", "include_archive",
-            "read_only")
+            "read_only", "redact")
 _UNBOUNDED = 2**31 - 1
 
 
@@ -77,7 +82,7 @@ def hit_to_document(hit: Hit) -> Document:
     node = hit.node
     return Document(
         id=node.id,
-        page_content=node.content,
+        page_content=hit.text,
         metadata={
             "id": node.id,
             "memory_type": node.type.value,
@@ -91,6 +96,7 @@ def hit_to_document(hit: Hit) -> Document:
             "source": node.provenance.source,
             "conversation_id": node.provenance.conversation_id,
             "archived": hit.archived,
+            "masked": list(hit.masked),
         },
     )
 
@@ -109,6 +115,8 @@ class MarsRetriever(BaseRetriever):
         score_cutoff: relative cut-off in (0, 1] against the best score (off by default).
         include_archive: also search forgotten (archived) memories, ranked lower.
         read_only: do not count the retrieval as an access.
+        redact: the store's output check on (True) or off (False; the stored text);
+            None: the store's setting.
 
     Raises:
         ValidationError: bad ``k``, ``score_cutoff``, filter or namespace values.
@@ -138,6 +146,8 @@ class MarsRetriever(BaseRetriever):
                                   description="Also search archived memories.")
     read_only: bool = Field(False, strict=True,
                             description="Do not count the retrieval as an access.")
+    redact: bool | None = Field(None, strict=True,
+                                description="The store's output check (None: its setting).")
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -217,6 +227,8 @@ class MarsRetriever(BaseRetriever):
         for flag in ("include_archive", "read_only"):
             if not isinstance(opts[flag], bool):
                 raise ValidationError(f"{flag} must be True or False")
+        if opts["redact"] is not None and not isinstance(opts["redact"], bool):
+            raise ValidationError("redact must be True, False or None")
         budget = opts["budget_tokens"]
         if budget is None:  # off: the namespace's budget holds every active memory
             budget = _UNBOUNDED if opts["include_archive"] else \
@@ -225,7 +237,7 @@ class MarsRetriever(BaseRetriever):
         return {"k": k, "budget_tokens": budget, "namespace": ns,
                   "types": opts["types"], "max_sensitivity": opts["max_sensitivity"],
                   "include_archive": opts["include_archive"], "read_only": opts["read_only"],
-                  "relative_cutoff": opts["score_cutoff"] or 0.0}
+                  "relative_cutoff": opts["score_cutoff"] or 0.0, "redact": opts["redact"]}
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun,

@@ -28,7 +28,13 @@ LangGraph's key-value contract:
   put with ``index=False`` (score ``None``), so every matching item is reachable by
   pagination. Without a query: most recently written first. ``filter`` compares value
   fields for equality or with ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``.
-* **Privacy.** In a namespace in private mode (``PrivacyPreferences.private_mode``),
+* **Privacy.** ``get`` and ``search`` return each item's value as the store's output
+  check lets it out (:meth:`MemoryStore.check_output`, the check of ``retrieve``): the
+  sensitive spans of its string values masked by typed placeholders (``[PHONE]``,
+  ``[HEALTH]``...), keys and other values kept; an item that restates an erased memory
+  has every string value masked. ``MarsStore(..., redact=False)`` returns the stored
+  values (``None``, the default, follows ``StoreConfig.redact``). Filters compare the
+  stored values. In a namespace in private mode (``PrivacyPreferences.private_mode``),
   ``search`` hides sensitive items without a consent grant, as MaRS retrieval does;
   ``get`` by key still reads them.
 * **Access.** ``get`` and listing are not accesses. A query search *is* one (it is how an
@@ -89,6 +95,7 @@ from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_n
 from mars_core._async import refuse_in_loop, sync_in_loop_allowed
 from mars_core.budget import MAX_BUDGET
 from mars_core.engine.args import collection, phrase
+from mars_core.engine.guard import Shown
 from mars_core.errors import (
     BudgetExceededError,
     ConfigError,
@@ -176,6 +183,8 @@ class MarsStore(BaseStore):
             with ``embedder=mars_core.embedders.LangChainEmbeddings(...)``.
         memory_type: the MaRS type of the memories (default ``semantic``).
         search_access: whether a query search counts as an access (default True).
+        redact: the store's output check over the values ``get`` and ``search`` return
+            (None: the store's ``StoreConfig.redact``; False: the stored values).
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes; what ``put`` uses when
             no ``ttl`` is given), ``refresh_on_read`` (the default of ``refresh_ttl`` in
             ``get`` and ``search``; default True) and ``sweep_interval_minutes`` (for
@@ -204,12 +213,16 @@ class MarsStore(BaseStore):
         index: IndexConfig | None = None,
         memory_type: MemoryType | str = MemoryType.SEMANTIC,
         search_access: bool = True,
+        redact: bool | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
         if not isinstance(memory, MemoryStore):
             raise ConfigError("MarsStore needs a mars_core.MemoryStore")
         if not isinstance(search_access, bool):
             raise ConfigError("search_access must be True or False")
+        if redact is not None and not isinstance(redact, bool):
+            raise ConfigError("redact must be True, False or None")
+        self.redact = redact
         try:
             self.memory_type = MemoryType(memory_type)
         except ValueError:
@@ -230,7 +243,8 @@ class MarsStore(BaseStore):
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, index: IndexConfig | None = None,
              memory_type: MemoryType | str = MemoryType.SEMANTIC, search_access: bool = True,
-             ttl: TTLConfig | None = None, **store_kwargs: Any) -> MarsStore:
+             redact: bool | None = None, ttl: TTLConfig | None = None,
+             **store_kwargs: Any) -> MarsStore:
         """Open (or create) a persistent store under ``path``; ``close()`` closes it.
 
         ``store_kwargs`` go to :meth:`MemoryStore.open` (``budget``, ``policy``, ``embedder``...).
@@ -238,7 +252,7 @@ class MarsStore(BaseStore):
         memory = MemoryStore.open(path, **store_kwargs)
         try:
             store = cls(memory, index=index, memory_type=memory_type,
-                        search_access=search_access, ttl=ttl)
+                        search_access=search_access, redact=redact, ttl=ttl)
         except BaseException:
             memory.close()
             raise
@@ -535,7 +549,7 @@ class MarsStore(BaseStore):
             node = self._live(op.namespace, op.key, now)
             if node is not None and op.refresh_ttl:
                 node = self._refresh(node, now)
-            return None if node is None else _item(node)
+            return None if node is None else _item(node, self._shown([node])[0])
         if isinstance(op, PutOp):
             if op.value is None:  # erases an expired item too: delete is the right to forget
                 self._erase(op.namespace, op.key)
@@ -682,7 +696,18 @@ class MarsStore(BaseStore):
         if op.refresh_ttl:  # what a search returns has been read: its ttl starts again
             for node, _ in page:
                 self._refresh(node, now)
-        return [_search_item(node, score) for node, score in page]
+        shown = self._shown([node for node, _ in page])
+        return [_search_item(node, score, s) for (node, score), s in zip(page, shown, strict=True)]
+
+    def _shown(self, nodes: list[MemoryNode]) -> list[Shown]:
+        """The output check over items about to be returned (one call per namespace)."""
+        out: dict[str, Shown] = {}
+        for ns in dict.fromkeys(n.namespace for n in nodes):
+            mine = [n for n in nodes if n.namespace == ns]
+            out.update((n.id, s) for n, s in zip(
+                mine, self.memory.check_output(mine, namespace=ns, redact=self.redact),
+                strict=True))
+        return [out[n.id] for n in nodes]
 
     def _candidates(self, ns: Namespace, flt: Mapping[str, Any], now: datetime
                     ) -> list[tuple[Namespace, str, MemoryNode]]:
@@ -701,9 +726,11 @@ class MarsStore(BaseStore):
         hit_lists: dict[str, list[Hit]] = {}
         scored: dict[str, tuple[int, float]] = {}
         for ns in sorted({n.namespace for n in mine.values()}):
+            # pages through every match; only ids and scores are read here (what a search
+            # returns goes through the output check in _search)
             hits = self.memory.retrieve(query, namespace=ns, budget_tokens=_ALL_TOKENS,
                                         include_archive=True, read_only=True,
-                                        relative_cutoff=0.0)  # pages through every match
+                                        relative_cutoff=0.0, redact=False)
             hit_lists[ns] = hits
             for h in hits:
                 if h.id in mine and _record_or_empty(mine[h.id]).get("indexed"):
@@ -974,21 +1001,27 @@ def _record_or_empty(node: MemoryNode) -> dict[str, Any]:
     return _record(node) or {"value": {}}
 
 
-def _item(node: MemoryNode) -> Item:
+def _value(rec: dict[str, Any], shown: Shown) -> dict[str, Any]:
+    """An item's value as the output check lets it out (a copy: callers may mutate it)."""
+    value = shown.mask(json.loads(json.dumps(rec["value"])))
+    assert isinstance(value, dict)
+    return value
+
+
+def _item(node: MemoryNode, shown: Shown) -> Item:
     """The LangGraph item of a memory."""
     rec = _record_or_empty(node)
-    return Item(value=json.loads(json.dumps(rec["value"])),  # callers may mutate what they get
-                key=rec.get("key", node.id), namespace=_namespace_of(node, rec),
-                created_at=_created_at(node, rec), updated_at=node.created_at)
+    return Item(value=_value(rec, shown), key=rec.get("key", node.id),
+                namespace=_namespace_of(node, rec), created_at=_created_at(node, rec),
+                updated_at=node.created_at)
 
 
-def _search_item(node: MemoryNode, score: float | None) -> SearchItem:
+def _search_item(node: MemoryNode, score: float | None, shown: Shown) -> SearchItem:
     """The LangGraph search result of a memory."""
     rec = _record_or_empty(node)
     return SearchItem(namespace=_namespace_of(node, rec), key=rec.get("key", node.id),
-                      value=json.loads(json.dumps(rec["value"])),
-                      created_at=_created_at(node, rec), updated_at=node.created_at,
-                      score=None if score is None else float(score))
+                      value=_value(rec, shown), created_at=_created_at(node, rec),
+                      updated_at=node.created_at, score=None if score is None else float(score))
 
 
 def _namespace_of(node: MemoryNode, rec: dict[str, Any]) -> Namespace:

@@ -69,7 +69,8 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         evidence: the most memories recalled per read.
         priority: LlamaIndex truncation priority (0: never truncated).
         observe_roles: roles of flushed messages observed into the store.
-        redact: mask identifiers and sensitive phrases in recalled text.
+        redact: the store's output check over the recalled text (None, the default: the
+            store's ``StoreConfig.redact``; False: the stored text).
         description: LlamaIndex block description.
         accept_short_term_memory: take the messages the FIFO flushes (default True).
 
@@ -90,7 +91,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
     budget_tokens: int = Field(description="Most tokens the block returns.")
     evidence: int = Field(description="Most memories recalled per read.")
     observe_roles: tuple[str, ...] = Field(description="Roles observed into the store.")
-    redact: bool = Field(description="Mask identifiers and sensitive phrases in recall.")
+    redact: bool | None = Field(description="The store's output check (None: its setting).")
 
     def __init__(
         self,
@@ -102,7 +103,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         evidence: int = 5,
         priority: int = 1,
         observe_roles: Sequence[str] = ("user", "assistant"),
-        redact: bool = True,
+        redact: bool | None = None,
         description: str | None = "Long-term memories recalled by MaRS.",
         accept_short_term_memory: bool = True,
     ) -> None:
@@ -121,9 +122,11 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
                                   "memory with its headers; raise it")
         if isinstance(observe_roles, str) or not all(isinstance(r, str) for r in observe_roles):
             raise ValidationError("observe_roles must be a sequence of role names")
+        if redact is not None and not isinstance(redact, bool):
+            raise ValidationError("redact must be True, False or None")
         super().__init__(store=store, name=name, namespace=namespace,
                          budget_tokens=budget_tokens, evidence=evidence, priority=priority,
-                         observe_roles=tuple(observe_roles), redact=bool(redact),
+                         observe_roles=tuple(observe_roles), redact=redact,
                          description=description,
                          accept_short_term_memory=accept_short_term_memory)
 

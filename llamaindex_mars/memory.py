@@ -9,10 +9,14 @@ as LlamaIndex's own buffers do) and:
   (``store.observe(role, text, namespace=(session_id,), conversation_id=...)``): an episode
   per turn plus the facts, preferences and relations MaRS extracts — no LLM call;
 * ``get(input)`` returns one system message with what MaRS recalls for the query
-  (``store.render_context``: redacted, ranked, budgeted — the turns already in the
-  window are not repeated), followed by the newest messages of the working history,
-  all within ``token_limit`` tokens of the store's counter. The query is ``input`` or,
-  when an agent calls ``aget()`` with none, the latest user message;
+  (``store.render_context``: ranked, budgeted — the turns already in the window are not
+  repeated), followed by the newest messages of the working history, all within
+  ``token_limit`` tokens of the store's counter. The query is ``input`` or, when an
+  agent calls ``aget()`` with none, the latest user message. What ``get`` returns passes
+  the store's output check: the recalled memories, and the window's earlier stored
+  turns (``store.check_output``: a phone number said three turns ago comes back as
+  ``[PHONE]``); the latest user message and what follows it are the exchange in
+  progress and are kept as given;
 * ``reset`` *forgets* the session: its working history is cleared and every active
   memory of its namespace moves to the store's archive (deliberate forgetting —
   restorable, explainable, audited). ``erase`` is the right to be forgotten: the
@@ -48,6 +52,7 @@ Examples:
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -58,7 +63,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from llamaindex_mars import _text
 from mars_core._async import sync_in_loop_allowed
 from mars_core.engine.args import collection, phrase
-from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.errors import ExtraNotInstalledError, NotFoundError, ValidationError
 from mars_core.model import MemoryNode
 from mars_core.namespaces import id_namespace
 from mars_core.privacy.receipts import ErasureReceipt
@@ -88,7 +93,7 @@ class _Entry:
 class _Plan:
     """What one ``get`` reads: the window of the working history and the recall call."""
 
-    window: list[ChatMessage]
+    window: list[_Entry]
     recall_budget: int
     render: dict[str, Any] | None
 
@@ -110,8 +115,9 @@ class MarsMemory(BaseMemory):
         evidence: the most memories recalled per ``get``.
         observe_roles: message roles observed into the store (system prompts and tool
             outputs are kept in the working history only).
-        redact: mask identifiers and sensitive phrases in recalled text (the store's
-            two-pass output check).
+        redact: the store's output check over what ``get`` returns — the recalled
+            memories and the earlier stored turns of the window (None, the default: the
+            store's ``StoreConfig.redact``; False: the stored text).
         insert: where recalled memories go: ``"system"`` (default) — a system message
             before the history; ``"user"`` — prepended to (a copy of) the latest user
             message. A ``ReActAgent`` without a ``system_prompt`` discards a leading
@@ -142,7 +148,7 @@ class MarsMemory(BaseMemory):
     recall_tokens: int = Field(description="Tokens reserved for recalled memories.")
     evidence: int = Field(description="Most memories recalled per `get`.")
     observe_roles: tuple[str, ...] = Field(description="Roles observed into the store.")
-    redact: bool = Field(description="Mask identifiers and sensitive phrases in recall.")
+    redact: bool | None = Field(description="The store's output check (None: its setting).")
     insert: Literal["system", "user"] = Field(description="Where recalled memories go.")
 
     _entries: list[_Entry] = PrivateAttr(default_factory=list)
@@ -158,7 +164,7 @@ class MarsMemory(BaseMemory):
         recall_tokens: int | None = None,
         evidence: int = 5,
         observe_roles: Sequence[str] = ("user", "assistant"),
-        redact: bool = True,
+        redact: bool | None = None,
         insert: Literal["system", "user"] = "system",
     ) -> None:
         if not isinstance(store, MemoryStore):
@@ -178,8 +184,8 @@ class MarsMemory(BaseMemory):
             raise ValidationError("observe_roles must be a sequence of role names")
         if insert not in ("system", "user"):
             raise ValidationError("insert must be 'system' or 'user'")
-        if not isinstance(redact, bool):
-            raise ValidationError("redact must be True or False")
+        if redact is not None and not isinstance(redact, bool):
+            raise ValidationError("redact must be True, False or None")
         if not conversation_id:
             with sync_in_loop_allowed():  # a constructor cannot await; one brief read
                 conversation_id = _next_conversation(store, namespace, session)
@@ -189,7 +195,7 @@ class MarsMemory(BaseMemory):
                          conversation_id=conversation,
                          token_limit=token_limit, recall_tokens=recall_tokens,
                          evidence=evidence, observe_roles=tuple(observe_roles),
-                         redact=bool(redact), insert=insert)
+                         redact=redact, insert=insert)
 
     @classmethod
     def class_name(cls) -> str:
@@ -231,7 +237,7 @@ class MarsMemory(BaseMemory):
         """Async :meth:`get` (the store call runs through ``store.arender_context``)."""
         plan = self._plan(input, kwargs.get("initial_token_count", 0))
         rendered = await self.store.arender_context(**plan.render) if plan.render else ""
-        return self._assemble(plan, rendered)
+        return await asyncio.to_thread(self._assemble, plan, rendered)
 
     def get_all(self) -> list[ChatMessage]:
         """The whole working history of this conversation (untrimmed, no recall)."""
@@ -327,13 +333,13 @@ class MarsMemory(BaseMemory):
         text = query if query is not None else _text.last_user_text([e.message for e in entries])
         recall_budget = limit - used
         if not text.strip() or recall_budget < self._count(_text.MIN_RECALL):
-            return _Plan([e.message for e in window], recall_budget, None)
+            return _Plan(window, recall_budget, None)
         episodes = [e for e in window if e.episode is not None]
         render = {"query": text, "namespace": self.namespace,
                   "conversation": self.conversation_id, "active_turns": len(episodes),
                   "evidence": self.evidence, "redact": self.redact,
                   "budget_tokens": recall_budget + self._active_estimate(episodes)}
-        return _Plan([e.message for e in window], recall_budget, render)
+        return _Plan(window, recall_budget, render)
 
     def _active_estimate(self, episodes: Sequence[_Entry]) -> int:
         """An upper estimate of the tokens the store spends rendering the window's turns
@@ -342,15 +348,43 @@ class MarsMemory(BaseMemory):
                  f"{_text.message_text(e.message)}" for e in episodes]
         return self._count("\n".join([_text.HEADER_ACTIVE, *lines])) + 2 * len(lines) + 8
 
+    def _shown(self, window: Sequence[_Entry]) -> list[ChatMessage]:
+        """The window's messages, its earlier stored turns as the store's output check
+        lets them out: every turn before the latest user message that the store holds
+        (a turn erased since is left out); that message and what follows it — the
+        exchange in progress, the app's own input and tool calls — are kept as given."""
+        users = [i for i, e in enumerate(window) if e.message.role is MessageRole.USER]
+        end = users[-1] if users else len(window)
+        stored = {i: e.episode for i, e in enumerate(window[:end]) if e.episode is not None
+                  and all(isinstance(b, TextBlock) for b in e.message.blocks)}
+        nodes: dict[int, MemoryNode] = {}
+        for i, episode in stored.items():
+            try:
+                nodes[i] = self.store.get(episode, namespace=self.namespace)
+            except NotFoundError:
+                continue
+        shown = dict(zip(nodes, self.store.check_output(
+            list(nodes.values()), namespace=self.namespace, redact=self.redact), strict=True))
+        out = []
+        for i, entry in enumerate(window):
+            if i not in stored:
+                out.append(entry.message)
+            elif i in shown and shown[i].node is not None:
+                text = shown[i].node.content  # type: ignore[union-attr]
+                out.append(entry.message if text == _text.message_text(entry.message) else
+                           entry.message.model_copy(update={"blocks": [TextBlock(text=text)]}))
+        return out
+
     def _assemble(self, plan: _Plan, rendered: str) -> list[ChatMessage]:
+        window = self._shown(plan.window)
         recalled = _text.fit_recalled(_text.recalled_part(rendered), plan.recall_budget,
                                       self._count)
         if not recalled:
-            return plan.window
-        users = [i for i, m in enumerate(plan.window) if m.role is MessageRole.USER]
+            return window
+        users = [i for i, m in enumerate(window) if m.role is MessageRole.USER]
         if self.insert == "system" or not users:
-            return [ChatMessage(role=MessageRole.SYSTEM, content=recalled), *plan.window]
-        out, last = list(plan.window), users[-1]
+            return [ChatMessage(role=MessageRole.SYSTEM, content=recalled), *window]
+        out, last = list(window), users[-1]
         blocks = [TextBlock(text=recalled + "\n\n"), *out[last].blocks]
         out[last] = out[last].model_copy(update={"blocks": blocks})
         return out

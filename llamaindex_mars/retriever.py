@@ -12,8 +12,11 @@ audit) unless ``read_only=True``.
 It fits any LlamaIndex component that takes a retriever, e.g.
 ``CondensePlusContextChatEngine.from_defaults(retriever=MarsRetriever(...))``.
 
-Privacy: the text is the memory as stored (use ``max_sensitivity=`` to keep sensitive
-memories out; ``MarsMemory`` and ``MarsMemoryBlock`` render redacted text instead).
+Privacy: the text is the memory as the store's output check lets it out
+(``store.retrieve``: sensitive spans masked by typed placeholders such as ``[PHONE]`` or
+``[HEALTH]``; ``metadata["masked"]`` lists the kinds, kept out of the LLM's view).
+``redact=False`` reads the stored text (an explicit read, recorded as such in the
+store's audit); ``max_sensitivity=`` keeps sensitive memories out altogether.
 
 Examples:
     >>> from mars_core import MemoryStore
@@ -51,7 +54,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["MarsRetriever", "to_node"]
 
 _HIDDEN = ["memory_id", "namespace", "sensitivity", "source", "conversation_id", "archived",
-           "dense", "lexical"]
+           "dense", "lexical", "masked"]
 """Metadata kept out of the LLM and embedding views of a node."""
 
 
@@ -71,9 +74,9 @@ def to_node(hit: Hit) -> NodeWithScore:
         "sensitivity": node.sensitivity, "namespace": node.namespace,
         "source": node.provenance.source, "conversation_id": node.provenance.conversation_id,
         "created_at": node.created_at.isoformat(), "archived": hit.archived,
-        "dense": hit.dense, "lexical": hit.lexical,
+        "dense": hit.dense, "lexical": hit.lexical, "masked": list(hit.masked),
     }
-    text = TextNode(id_=node.id, text=node.content, metadata=meta,
+    text = TextNode(id_=node.id, text=hit.text, metadata=meta,
                     excluded_llm_metadata_keys=list(_HIDDEN),
                     excluded_embed_metadata_keys=list(_HIDDEN))
     return NodeWithScore(node=text, score=hit.score)
@@ -101,6 +104,8 @@ class MarsRetriever(BaseRetriever):
             [0, 1], or None for no cap).
         include_archive: also search forgotten (archived) memories, ranked after active ones.
         read_only: do not count the retrieval as an access.
+        redact: the store's output check on (True) or off (False: the stored text, an
+            explicit read recorded as such in the audit); None: the store's setting.
         callback_manager: LlamaIndex callbacks.
 
     Raises:
@@ -127,6 +132,7 @@ class MarsRetriever(BaseRetriever):
         max_sensitivity: float | None = None,
         include_archive: bool = False,
         read_only: bool = False,
+        redact: bool | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
@@ -145,6 +151,8 @@ class MarsRetriever(BaseRetriever):
         for flag, value in (("include_archive", include_archive), ("read_only", read_only)):
             if not isinstance(value, bool):
                 raise ValidationError(f"{flag} must be True or False")
+        if redact is not None and not isinstance(redact, bool):
+            raise ValidationError("redact must be True, False or None")
         if score_cutoff is not None and (isinstance(score_cutoff, bool) or not isinstance(
                 score_cutoff, int | float) or not 0.0 < score_cutoff <= 1.0):
             raise ValidationError("score_cutoff is relative to the best score: use (0, 1]")
@@ -155,7 +163,7 @@ class MarsRetriever(BaseRetriever):
             "budget_tokens": budget_tokens, "k": k, "types": kinds,
             "max_sensitivity": cap, "namespace": self.namespace,
             "include_archive": include_archive, "read_only": read_only,
-            "relative_cutoff": score_cutoff or 0.0,
+            "relative_cutoff": score_cutoff or 0.0, "redact": redact,
         }
 
     def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:

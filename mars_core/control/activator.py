@@ -451,13 +451,16 @@ class Activator:
         return self._df[1], self._df[2]
 
     def _linked(self, ids: Sequence[str], nodes: dict[str, MemoryNode]) -> list[str]:
-        out: list[str] = []
-        for neighbours in links(self.store, self.namespace, list(ids)).values():
-            for n in neighbours:
-                if n not in nodes:
-                    nodes[n] = self.store.get(n, namespace=self.namespace)
-                out.append(n)
-        return list(dict.fromkeys(out))
+        """The linked memories of ``ids``, read through the store's output check as
+        ``retrieve``'s hits are (a withheld one is left out)."""
+        found = [n for neighbours in links(self.store, self.namespace, list(ids)).values()
+                 for n in neighbours]
+        fresh = [self.store.get(n, namespace=self.namespace)
+                 for n in dict.fromkeys(found) if n not in nodes]
+        for shown in self.store.check_output(fresh, namespace=self.namespace):
+            if shown.node is not None:
+                nodes[shown.node.id] = shown.node
+        return [n for n in dict.fromkeys(found) if n in nodes]
 
     def _cached(self, query: str, buffer: Buffer, nodes: dict[str, MemoryNode]) -> list[str]:
         live = []

@@ -37,6 +37,7 @@ from mars_core.engine.history import RecordHistory
 from mars_core.engine.indexing import IndexSync
 from mars_core.engine.keyed import KeyedIndex
 from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
+from mars_core.engine.protected import ProtectedFacts
 from mars_core.engine.trail import AUDIT_FORMAT, enlist, sealed, upgrade
 from mars_core.engine.unit import Draft, Unit
 from mars_core.enrich import Enricher
@@ -55,6 +56,7 @@ from mars_core.keys import KEY_ENV, KeyRing, check_key, env_key, key_id
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
 from mars_core.policies import Policy, make_policy
 from mars_core.privacy.dp import PrivacyAccountant
+from mars_core.privacy.output import SENSITIVE_THRESHOLD
 from mars_core.privacy.preferences import PrivacyPreferences
 from mars_core.privacy.semantic import SemanticSensitivity, semantic_for
 from mars_core.privacy.sensitivity import SensitivityScorer
@@ -520,6 +522,8 @@ class Engine:
         state = self.ns(node.namespace)
         state.vectors[node.id] = vector  # a policy planning in this unit reads it
         state.apply_put(node, edges, new=True)
+        if state.protected is not None:
+            state.protected.follow(node, vector)
         self.enricher.commit(vector, self.centroid(state))
 
     def update(self, unit: Unit, node: MemoryNode, *, reindex: bool,
@@ -533,7 +537,10 @@ class Engine:
         check_storable(node, f"memory {node.id}")
         self.draft(unit, node.namespace)
         unit.update(node, reindex=reindex, edges=edges)
-        self.ns(node.namespace).apply_put(node, edges)
+        state = self.ns(node.namespace)
+        state.apply_put(node, edges)
+        if state.protected is not None:
+            state.protected.follow(node)
 
     def stats(self, unit: Unit, node: MemoryNode) -> None:
         """Stage new access statistics of a memory."""
@@ -545,7 +552,10 @@ class Engine:
         """Stage an erasure."""
         self.draft(unit, node.namespace)
         unit.delete(node)
-        self.ns(node.namespace).apply_delete(node)
+        state = self.ns(node.namespace)
+        state.apply_delete(node)
+        if state.protected is not None:
+            state.protected.drop(node.id, erased=True)
 
     def commit(self, unit: Unit, *, durable: bool = True) -> None:
         """Write the unit in one transaction, then the index."""
@@ -609,6 +619,15 @@ class Engine:
         """The record store's full-text search (one committed snapshot)."""
         with self.records.read() as tx:
             return tx.search_terms(query)
+    def protected(self, state: NamespaceState) -> ProtectedFacts:
+        """The namespace's protected facts (its memories at least
+        :data:`~mars_core.privacy.output.SENSITIVE_THRESHOLD` sensitive, with their
+        vectors), read by one query the first time the output check asks, then kept up
+        to date by :meth:`insert`, :meth:`update` and :meth:`delete`."""
+        if state.protected is None:
+            with self.records.read() as tx:
+                state.protected = ProtectedFacts(tx.sensitive(state.name, SENSITIVE_THRESHOLD))
+        return state.protected
 
     def stored_vectors(self, state: NamespaceState, ids: Sequence[str]) -> dict[str, Vector]:
         """The vectors the records keep for memories of ``state`` (read once, then kept

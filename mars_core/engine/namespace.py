@@ -47,6 +47,7 @@ from mars_core.scoring.dmf import CentroidTracker
 from mars_core.storage.base import NamespaceRecord
 
 if TYPE_CHECKING:
+    from mars_core.engine.protected import ProtectedFacts
     from mars_core.privacy.detectors import Kind
 
 __all__ = ["NamespaceState", "NamespaceView", "ViewIO"]
@@ -90,7 +91,7 @@ class NamespaceState:
         self.saved_policy: dict[str, Any] = {}
         self.prefs: PrivacyPreferences | None = None
         self.centroid: CentroidTracker | None = None
-        self.phrases: dict[str, tuple[str, ...]] = {}
+        self.protected: ProtectedFacts | None = None  # read by the output check
         self.privacy_kinds: dict[str, frozenset[Kind]] = {}  # sensitive categories, by memory
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # stored vectors read so far
         self._cards: list[tuple[str, Topic]] | None = None
@@ -228,7 +229,6 @@ class NamespaceState:
         for nid in [i for i in self.nodes if i not in self.order]:
             del self.nodes[nid]
             self.vectors.pop(nid, None)
-            self.phrases.pop(nid, None)
             self.privacy_kinds.pop(nid, None)
         self.graph.retain(self.order)
         self._read_more = False
@@ -355,7 +355,6 @@ class NamespaceState:
         status = (held or node).status
         if node.type in _CARD_TYPES:
             self._cards = None
-        self.phrases.pop(node.id, None)
         self.privacy_kinds.pop(node.id, None)
         self.vectors.pop(node.id, None)
         if node.id in self.order:

@@ -26,13 +26,11 @@ from mars_core.audit import AuditOp
 from mars_core.context import EvidenceItem, Validity, rank_recall, recall_walk, render_context
 from mars_core.embeddings import embed_one
 from mars_core.engine.engine import Engine
-from mars_core.engine.guard import OutputGuard
+from mars_core.engine.guard import OutputCheck, Shown
 from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.model import RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
-from mars_core.privacy.output import Section
 from mars_core.privacy.redaction import redact as redact_text
-from mars_core.privacy.redaction import sensitive_phrases
 from mars_core.retrieval import Hit, Query, pack, rank
 from mars_core.retrieval import relative_cutoff as cut
 from mars_core.storage.base import TermQuery, Vector
@@ -43,15 +41,6 @@ _T = TypeVar("_T")
 
 _SHOWN: Final = frozenset({Validity.CURRENT, Validity.OUTDATED})
 """Lineage marks of memories that ``render_context`` may show as evidence."""
-
-
-def _items(marked: Sequence[assemble.Marked], shown: Mapping[str, str]) -> list[EvidenceItem]:
-    """Evidence items, with the text the semantic pass let through (a rephrasing)."""
-    out = []
-    for it in assemble.evidence_items(marked):
-        text = shown.get(it.node_id) if it.node_id is not None else None
-        out.append(it if text is None or text == it.text else replace(it, text=text))
-    return out
 
 
 class Reader:
@@ -74,12 +63,16 @@ class Reader:
                         cfg=self.e.config.retrieval, admit=admit)
 
     def retrieve(self, q: Query, budget: int, *, k: int | None, ratio: float,
-                 include_archive: bool | None, read_only: bool) -> list[Hit]:
-        """Hybrid retrieval, cut and packed; an access unless ``read_only``.
+                 include_archive: bool | None, read_only: bool, redact: bool) -> list[Hit]:
+        """Hybrid retrieval, cut and packed, then the output check (``redact``); an
+        access unless ``read_only``.
 
         ``include_archive``: ``True`` adds every archived memory (scores × 0.9), ``False``
         searches the active memories alone, ``None`` the active ones and the second tier
         (:meth:`search`).
+
+        Raises:
+            PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
         state = self.e.ns(q.namespace)
         qvec = embed_one(self.e.embedder, q.text)
@@ -91,13 +84,41 @@ class Reader:
         else:
             hits = self.search(state, qvec, q, second_tier=include_archive is None)
         recallable = self.recallable(state)  # private mode without consent
-        chosen = pack(cut([h for h in hits if recallable(h.node)], ratio,
-                          self.derivation(state)), budget, k)
-        if not read_only and chosen and not self.e.read_only:
-            state.policy.on_retrieve(q.namespace, [h.node for h in chosen if not h.archived],
-                                     budget, state.step)
-            self.record_access(state, chosen, budget, q.text)
-        return chosen
+        check = OutputCheck(self.e, state) if redact else None
+        chosen = pack(cut([h for h in hits if recallable(h.node)
+                           and (check is None or not check.withheld_before(h.node))],
+                          ratio, self.derivation(state)), budget, k)
+        shown = self.checked(check, chosen)
+        if not read_only and shown and not self.e.read_only:
+            ids = {h.id for h in shown}
+            state.policy.on_retrieve(q.namespace, [h.node for h in chosen if not h.archived
+                                                   and h.id in ids], budget, state.step)
+            self.record_access(state, shown, budget, q.text, self.check_params(check))
+        return shown
+
+    @staticmethod
+    def checked(check: OutputCheck | None, hits: Sequence[Hit]) -> list[Hit]:
+        """The hits as the output check lets them out (``None``: unchecked); a withheld
+        one is left out."""
+        if check is None:
+            return list(hits)
+        shown = check.shown_all([h.node for h in hits])
+        return [replace(h, node=s.node, masked=s.kinds) for h, s in zip(hits, shown, strict=True)
+                if s.node is not None]
+
+    @staticmethod
+    def check_params(check: OutputCheck | None) -> dict[str, Any]:
+        """What an access event records of the output check: its counts, or that it was
+        off (an explicit read of the raw text)."""
+        return {"redact": False} if check is None else check.params()
+
+    def check_output(self, state: NamespaceState, nodes: Sequence[MemoryNode],
+                     redact: bool) -> list[Shown]:
+        """The output check over memories a caller read by other means (an adapter's
+        chat history, a LangGraph item); ``redact=False``: shown as they are."""
+        if not redact:
+            return [Shown(n, (), None) for n in nodes]
+        return OutputCheck(self.e, state).shown_all(nodes, "active")
 
     def search(self, state: NamespaceState, qvec: Vector, q: Query, *,
                second_tier: bool = True,
@@ -124,8 +145,13 @@ class Reader:
                          admit=allowed if admit is not None or len(statuses) > 1 else None)
 
     def recall(self, ns: str, *, entity: str | None, goal: str | None, k: int, max_hops: int,
-               read_only: bool) -> list[Hit]:
-        """A walk of a small ball around an entity or a goal, reranked by similarity."""
+               read_only: bool, redact: bool) -> list[Hit]:
+        """A walk of a small ball around an entity or a goal, reranked by similarity, then
+        the output check (``redact``).
+
+        Raises:
+            PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
+        """
         state = self.e.ns(ns)
         starts = assemble.recall_starts(state, entity, goal, self.searcher(state), limit=k)
         ball = recall_walk(state.graph, starts, state.is_active, max_hops=max_hops,
@@ -134,19 +160,23 @@ class Reader:
         vecs = dict(zip(ids, self.e.vectors(state, ids), strict=True))
         ranked = rank_recall(ball, vecs, embed_one(self.e.embedder, entity or goal or ""),
                              allowed=self.purpose_filter(state, goal), limit=k)
-        hits = [Hit(state.node(r.node_id), r.score, r.similarity or 0.0, 0.0) for r in ranked]
+        check = OutputCheck(self.e, state) if redact else None
+        found = [(state.node(r.node_id), r) for r in ranked]
+        hits = self.checked(check, [Hit(n, r.score, r.similarity or 0.0, 0.0) for n, r in found
+                                    if check is None or not check.withheld_before(n)])
         if hits and not read_only and not self.e.read_only:
             self.record_access(state, hits, sum(h.node.weight for h in hits),
-                               entity or goal or "")
+                               entity or goal or "", self.check_params(check))
         return hits
 
     def render(self, q: Query, budget: int, *, conversation: str | None, active_turns: int,
                evidence: int, redact: bool, evidence_only: bool) -> str:
         """Prompt-ready context: evidence, its raw support, the active conversation.
 
-        With ``redact``, the semantic pass (:class:`~mars_core.engine.guard.OutputGuard`)
-        runs over every memory before it is placed — a withheld piece of evidence makes
-        room for the next — and the surface pass over the rendered text.
+        With ``redact``, the output check (:class:`~mars_core.engine.guard.OutputCheck`)
+        decides what of each memory is shown before it is placed — a withheld piece of
+        evidence makes room for the next — and the surface pass runs over the rendered
+        text (the tags and notes the lines add).
 
         Raises:
             PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
@@ -165,68 +195,93 @@ class Reader:
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
         # whose statement was replaced is, marked outdated
         assemble.read_lineage(state, [h.id for h in ranked])
-        marks = {h.id: assemble.lineage(state, h.id, recallable) for h in ranked}
-        hits = [h for h in ranked if marks[h.id][0] in _SHOWN and recallable(h.node)]
-        guard = OutputGuard.for_call(self.e, state) if redact else None
-        if guard is not None and guard.hook is None:
-            # nothing can bring a flagged memory back: drop it before the relative cut-off,
+        marks = {h.id: assemble.lineage(state, h.id, recallable)[0] for h in ranked}
+        hits = [h for h in ranked if marks[h.id] in _SHOWN and recallable(h.node)]
+        check = OutputCheck(self.e, state) if redact else None
+        if check is not None:
+            # nothing brings such a memory back: left out before the relative cut-off,
             # so the best memory that may be shown sets the bar
-            guard.check([h.node for h in hits] + active)
-            hits = guard.drop(hits, lambda kept: self._cut(state, kept, skip)[:evidence])
+            withheld = sum(check.withheld_before(h.node)
+                           for h in self._cut(state, hits, skip)[:evidence])
+            if withheld:
+                check.counts["withheld"] += withheld
+            hits = [h for h in hits if not check.withheld_before(h.node)]
         # cut with the active turns still in: a fact drawn from a turn on screen stays
-        shown: dict[str, str] = {}
         while True:
             kept = self._cut(state, hits, skip)
-            if guard is None:
+            if check is None:
                 break
-            kept = self._shown(guard, [(h, h.node) for h in kept], "evidence", evidence, shown)
-            gone = {h.id for h in hits if guard.withheld(h.id)}
+            kept = self._kept(check, kept, evidence)
+            gone = {h.id for h in hits if h.id in check.decided and check.decided[h.id].withheld}
             if not gone:
                 break
             hits = [h for h in hits if h.id not in gone]  # the hook withheld: cut again
         hits = kept[:evidence]
-        cards = [(h.node, h.score, *marks[h.id]) for h in hits]
+        text = self._text(check)
+        cards = [(h.node, h.score, *assemble.lineage(state, h.id, recallable, text))
+                 for h in hits]
         support = assemble.support_for(state, [h.node for h in hits],
-                                       skip=skip | {h.id for h in hits}, shown=recallable)
-        turns = [(n, float(i), *assemble.lineage(state, n.id, recallable))
+                                       skip=skip | {h.id for h in hits}, shown=recallable,
+                                       text=text)
+        turns = [(n, float(i), *assemble.lineage(state, n.id, recallable, text))
                  for i, n in enumerate(active)]
-        if guard is not None:
-            support = self._shown(guard, [(m, m[0]) for m in support], "support", None, shown)
-            turns = self._shown(guard, [(t, t[0]) for t in turns], "active", None, shown)
-        text = render_context(_items(cards, shown), _items(support, shown),
-                              _items(turns, shown), budget, self.e.counter.count,
-                              evidence_only=evidence_only)
-        counts: dict[str, Any] = {}
-        if redact:
-            result = redact_text(text, protected=self.protected_phrases(state),
-                                 analyzer=self.e.enricher.analyzer)
-            text, counts = result.text, {"redacted": result.spans_redacted,
-                                         "redacted_kinds": sorted(k.value for k in result.kinds)}
-            if guard is not None and guard.counts:
-                counts.update(sorted(guard.counts.items()))
+        if check is not None:
+            check.prepare([m[0] for m in support] + [t[0] for t in turns])
+            support = [m for m in support if not check.shown(m[0], "support").withheld]
+            turns = [t for t in turns if not check.shown(t[0], "active").withheld]
+        rendered = render_context(self._items(check, cards), self._items(check, support),
+                                  self._items(check, turns), budget, self.e.counter.count,
+                                  evidence_only=evidence_only)
+        counts = self.check_params(check)
+        if check is not None:  # the surface pass over what the lines add (tags, names)
+            result = redact_text(rendered, protected=check.phrases)
+            rendered = result.text
+            if result.changed:
+                counts["redacted_lines"] = result.spans_redacted
         if hits and not self.e.read_only:
             self.record_access(state, hits, budget, q.text, counts)
+        return rendered
+
+    @staticmethod
+    def _kept(check: OutputCheck, hits: Sequence[Hit], limit: int) -> list[Hit]:
+        """The first ``limit`` hits the check does not withhold."""
+        out: list[Hit] = []
+        for h in hits:
+            if len(out) >= limit:
+                break
+            if not check.shown(h.node, "evidence").withheld:
+                out.append(h)
+        return out
+
+    @staticmethod
+    def _text(check: OutputCheck | None) -> Callable[[MemoryNode], str | None]:
+        """A memory's text as the check shows it (a note quoting a replacement)."""
+        if check is None:
+            return lambda n: n.content
+
+        def text(node: MemoryNode) -> str | None:
+            shown = check.shown(node, "support").node
+            return None if shown is None else shown.content
         return text
+
+    @staticmethod
+    def _items(check: OutputCheck | None, marked: Sequence[assemble.Marked]
+               ) -> list[EvidenceItem]:
+        """Evidence items, each with the text the check lets out."""
+        items = assemble.evidence_items(marked)
+        if check is None:
+            return items
+        out = []
+        for it in items:
+            node = check.decided[it.node_id].node if it.node_id in check.decided else None
+            out.append(it if node is None or node.content == it.text
+                       else replace(it, text=node.content))
+        return out
 
     def _cut(self, state: NamespaceState, hits: list[Hit], skip: frozenset[str]) -> list[Hit]:
         """The relative cut-off of ``render``, then the active turns left out."""
         return [h for h in cut(hits, self.e.config.retrieval.relative_cutoff,
                                self.derivation(state)) if h.id not in skip]
-
-    @staticmethod
-    def _shown(guard: OutputGuard, items: Sequence[tuple[_T, MemoryNode]], section: Section,
-               limit: int | None, shown: dict[str, str]) -> list[_T]:
-        """The items whose memory may be shown (in order, at most ``limit``), recording
-        in ``shown`` the text each is shown with."""
-        out: list[_T] = []
-        for item, node in items:
-            if limit is not None and len(out) >= limit:
-                break
-            text = guard.text(node, section)
-            if text is not None:
-                shown[node.id] = text
-                out.append(item)
-        return out
 
     def memories(self, state: NamespaceState, mtype: MemoryType | str | None,
                  status: MemoryStatus | str | None) -> list[MemoryNode]:
@@ -357,24 +412,3 @@ class Reader:
             return goal is None or node.type is not MemoryType.SOCIAL or linked_to_goal(nid)
 
         return allowed
-
-    def protected_phrases(self, state: NamespaceState, threshold: float = 0.7) -> list[str]:
-        """What the second redaction pass protects: the sensitive phrases of the
-        namespace's high-sensitivity memories, and the user's private/blocked entities."""
-        phrases: list[str] = []
-        cache = state.phrases
-        for node in self._sensitive(state, threshold):
-            if node.id not in cache:  # content is immutable: detect once per memory
-                cache[node.id] = tuple(sensitive_phrases(
-                    node.content, self.e.scorer.detect(node.content)))
-            phrases += cache[node.id]
-        prefs = state.prefs
-        if prefs is not None:
-            phrases += [*prefs.private_entities, *prefs.blocked_entities]
-        return list(dict.fromkeys(phrases))
-
-    def _sensitive(self, state: NamespaceState, threshold: float) -> list[MemoryNode]:
-        """Memories at least ``threshold`` sensitive, active or archived (read from the
-        records: only those)."""
-        with self.e.records.read() as tx:
-            return tx.sensitive(state.name, threshold)

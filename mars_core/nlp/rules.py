@@ -59,6 +59,7 @@ __all__ = [
     "content_word",
     "query_like_rules",
     "split_sentences",
+    "token_spans",
     "tokenize",
 ]
 
@@ -116,6 +117,17 @@ def tokenize(text: str) -> list[str]:
         ['I', 'do', "n't", 'like', 'O', '(', 'n', ')', 'code', '!']
     """
     return _TOKEN.findall(normalise_apostrophes(text))
+
+
+def token_spans(text: str) -> list[tuple[int, int, str]]:
+    """:func:`tokenize`'s tokens with their offsets in ``text``: ``(start, end, token)``.
+
+    Examples:
+        >>> token_spans("Ana’s cat")
+        [(0, 3, 'Ana'), (3, 5, "'s"), (6, 9, 'cat')]
+    """
+    return [(m.start(), m.end(), m.group())
+            for m in _TOKEN.finditer(normalise_apostrophes(text))]
 
 
 def _is_word(tok: str) -> bool:

@@ -778,6 +778,7 @@ _LEXICONS: dict[Kind, dict[str, tuple[str, ...]]] = {
             r"transgender", r"trans (?:woman|women|man|men|person|people|kids?|youth)",
             r"non-?binary", r"genderqueer", r"genderfluid", r"asexual", r"pansexual",
             r"intersex", r"sexual orientation", r"gender identity", r"gender transition",
+            r"attracted to (?:men|women|boys|girls|guys|the same sex|both sexes)",
             r"sex life", r"sexual (?:health|partners?|history)",
             # political opinions and trade-union membership
             r"political (?:views|party|affiliation|beliefs|opinions)", r"democrats?",

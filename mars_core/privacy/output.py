@@ -159,12 +159,14 @@ class Flag:
         route: ``paraphrase``, ``topic`` or ``marked``.
         similarity: the cosine to the restated memory.
         category: the restated memory's riskiest sensitive kind, if any.
+        reference: the restated memory (``None``: an erased one, or not known).
     """
 
     reason: Literal["sensitive", "erased"]
     route: str
     similarity: float
     category: str | None
+    reference: str | None = None
 
 
 _ORDER: Final = ("secret", "health", "protected", "finance", "address")
@@ -202,8 +204,9 @@ def find_flagged(
         >>> find_flagged(cands, [[1, 0], [0.95, 0.3], [0, 1]], refs, [[1, 0]], cal)
         ... # doctest: +NORMALIZE_WHITESPACE
         {'p': Flag(reason='sensitive', route='paraphrase', similarity=0.953583,
-                   category='health'),
-         'q': Flag(reason='erased', route='marked', similarity=0.9, category=None)}
+                   category='health', reference='s'),
+         'q': Flag(reason='erased', route='marked', similarity=0.9, category=None,
+                   reference=None)}
     """
     x = np.asarray(vectors, dtype=np.float64)
     refs = np.asarray(reference_vectors, dtype=np.float64)
@@ -225,7 +228,7 @@ def find_flagged(
         if found is not None:
             ref = references[keep[found.index]]
             out[cand.node_id] = Flag("sensitive", found.route, found.similarity,
-                                     _category(ref.kinds))
+                                     _category(ref.kinds), ref.node_id)
     return out
 
 

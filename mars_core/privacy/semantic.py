@@ -57,7 +57,7 @@ import json
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from threading import Lock
@@ -70,7 +70,7 @@ from mars_core.analysis import terms as stems
 from mars_core.embeddings import Embedder
 from mars_core.errors import ValidationError
 from mars_core.extract import NON_NAMES
-from mars_core.nlp.rules import content_word
+from mars_core.nlp.rules import content_word, token_spans
 from mars_core.nlp.rules import tokenize as rule_tokens
 from mars_core.privacy.detectors import Detection, Kind
 from mars_core.privacy.semantic_examples import CATEGORIES, ORDINARY, TRAIN
@@ -86,8 +86,10 @@ __all__ = [
     "Restatement",
     "SemanticSensitivity",
     "SemanticVerdict",
+    "prose",
     "restates",
     "semantic_for",
+    "word_spans",
 ]
 
 Vectors = npt.NDArray[np.float64]
@@ -149,6 +151,10 @@ class Calibration:
         topic_threshold: cosine at which a text of the same sensitive category does.
         center: the mean embedding of the fitting statements; restatements compare
             vectors with it subtracted (empty: compare them as they are).
+        close_threshold: cosine from which a restatement is a *close* one: no ordinary
+            statement of the fitting set is that close to any sensitive one (their
+            highest cosine's maximum). The output check masks the words a close
+            restatement shares with what it restates (1.0: none is close).
     """
 
     threshold: float
@@ -159,13 +165,15 @@ class Calibration:
     paraphrase_threshold: float
     topic_threshold: float
     center: tuple[float, ...] = ()
+    close_threshold: float = 1.0
 
     def __repr__(self) -> str:
         return (f"Calibration(threshold={self.threshold:.3f}, cv_precision="
                 f"{self.cv_precision:.3f}, cv_recall={self.cv_recall:.3f}, "
                 f"cv_false_positive_rate={self.cv_false_positive_rate:.3f}, "
                 f"enabled={self.enabled}, paraphrase_threshold={self.paraphrase_threshold:.3f}"
-                f", topic_threshold={self.topic_threshold:.3f}, center=<{len(self.center)}>)")
+                f", topic_threshold={self.topic_threshold:.3f}, close_threshold="
+                f"{self.close_threshold:.3f}, center=<{len(self.center)}>)")
 
     def centred(self, vectors: npt.ArrayLike) -> Vectors:
         """Unit vectors with :attr:`center` subtracted (what restatements compare)."""
@@ -339,7 +347,8 @@ class SemanticSensitivity:
             cv_recall=round(r, 6), cv_false_positive_rate=round(fpr, 6), enabled=enabled,
             paraphrase_threshold=round(float(np.quantile(sims, WITHHOLD_QUANTILE)), 6),
             topic_threshold=round(float(np.quantile(sims, TOPIC_QUANTILE)), 6),
-            center=tuple(round(float(c), 7) for c in center))
+            center=tuple(round(float(c), 7) for c in center),
+            close_threshold=round(float(sims.max()), 6))
         return cls(_fit_weights(x, y, L2, STEPS), cal, embedder.name)
 
     def probabilities(self, vectors: npt.ArrayLike) -> Vectors:
@@ -423,9 +432,14 @@ def _leaves(value: object) -> Iterator[str]:
         yield str(value)
 
 
-def _prose(text: str) -> str:
+def prose(text: str) -> str:
     """What a text says: a JSON object or array (a LangGraph item indexed whole) reads as
-    its values; its keys are the namespace's schema, shared by every item."""
+    its values; its keys are the namespace's schema, shared by every item.
+
+    Examples:
+        >>> prose('{"text": "Ana has a cat"}'), prose("Ana has a cat")
+        ('Ana has a cat', 'Ana has a cat')
+    """
     s = text.strip()
     if s[:1] not in ("{", "["):
         return text
@@ -443,23 +457,44 @@ def _name_form(tok: str) -> bool:
             and tok.casefold().removesuffix("'s") not in NON_NAMES)
 
 
+def _forms(tok: str) -> tuple[tuple[str, ...], bool]:
+    """A token's anchor forms (a number without separators, a subject stand-in, or the
+    stems of a content word; none for a function word) and whether they are a name."""
+    low = tok.casefold()
+    if any(ch.isdigit() for ch in tok):
+        return (_NOT_WORD.sub("", low),), False
+    if low in SUBJECT_STAND_INS:
+        return (low,), True
+    if content_word(tok):
+        return tuple(stems(tok)), _name_form(tok)
+    return (), False
+
+
 @lru_cache(maxsize=4096)
 def _anchors(text: str) -> Anchors:
     words: set[str] = set()
     names: set[str] = set()
-    for tok in rule_tokens(_prose(text)):
-        low = tok.casefold()
-        if any(ch.isdigit() for ch in tok):
-            words.add(_NOT_WORD.sub("", low))
-        elif low in SUBJECT_STAND_INS:
-            words.add(low)
-            names.add(low)
-        elif content_word(tok):
-            found = stems(tok)
-            words.update(found)
-            if _name_form(tok):
-                names.update(found)
+    for tok in rule_tokens(prose(text)):
+        forms, name = _forms(tok)
+        words.update(forms)
+        if name:
+            names.update(forms)
     return Anchors(frozenset(words), frozenset(names))
+
+
+def word_spans(text: str, words: Collection[str]) -> list[tuple[int, int]]:
+    """Where ``text`` says one of ``words`` (anchor forms, as :meth:`Anchors.common`
+    gives them): the ``(start, end)`` of each such token.
+
+    Examples:
+        >>> t = "Noted: 7319 disarms the alarm at your house"
+        >>> [t[a:b] for a, b in word_spans(t, {"7319", "alarm"})]
+        ['7319', 'alarm']
+    """
+    if not words:
+        return []
+    return [(start, end) for start, end, tok in token_spans(text)
+            if any(_same_word(f, w) for f in _forms(tok)[0] for w in words)]
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -512,6 +547,20 @@ class Anchors:
         common = {a for a in self.words if any(_same_word(a, b) for b in other.words)}
         subject = 1 if common & self.names & other.names else 0
         return len(common) > subject
+
+    def common(self, other: Anchors) -> frozenset[str]:
+        """This text's words that ``other`` says too, leaving out the names both write as
+        names (their subjects): what a restatement shares with what it restates.
+
+        Examples:
+            >>> a = Anchors.of("Ana's usual drink is green tea")
+            >>> sorted(a.common(Anchors.of("Ana drinks green tea")))
+            ['drink', 'green', 'tea']
+        """
+        return frozenset(a for a in self.words
+                         if any(_same_word(a, b) for b in other.words)
+                         and not (a in self.names and any(_same_word(a, b)
+                                                          for b in other.names)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from mars_core.storage.base import (
     RecordCapabilities,
     RecordStore,
     RecordTxn,
+    SensitiveRow,
     index_fields,
 )
 from mars_core.storage.postgres import PostgresRecordStore
@@ -36,5 +37,6 @@ __all__ = [
     "RecordStore",
     "RecordTxn",
     "SQLiteRecordStore",
+    "SensitiveRow",
     "index_fields",
 ]

@@ -45,6 +45,7 @@ from mars_core.storage.base import (
     MemoryRef,
     NamespaceRecord,
     NamespaceTotals,
+    SensitiveRow,
     TermHits,
     TermQuery,
     Vector,
@@ -355,12 +356,6 @@ class SqlTxn:
                            f"{conv} AND type = 'episodic' ORDER BY seq DESC LIMIT 1", args)
         return str(found[0][0]) if found else None
 
-    def sensitive(self, namespace: str, threshold: float) -> list[MemoryNode]:
-        found = [self._node(r) for rows in self._batches(
-            f"{_JOINED} WHERE m.namespace = ? AND m.sensitivity >= ?",
-            (namespace, float(threshold))) for r in rows]
-        return sorted(found, key=lambda n: (not n.is_active, n.seq))
-
     def newest_ids(self, namespace: str, n: int) -> list[str]:
         found = self._rows("SELECT id FROM memories WHERE namespace = ? ORDER BY seq DESC "
                            "LIMIT ?", (namespace, max(0, int(n))))
@@ -450,6 +445,13 @@ class SqlTxn:
                                         args):
                 out[mid] = vector_of(blob)
         return out
+
+    def sensitive(self, namespace: str, at_least: float) -> list[SensitiveRow]:
+        return [SensitiveRow(sys.intern(i), int(q), vector_of(blob))
+                for rows in self._batches(
+                    "SELECT id, seq, vector FROM memories WHERE namespace = ? AND "
+                    "sensitivity >= ? ORDER BY seq", (namespace, float(at_least)))
+                for i, q, blob in rows]
 
     def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
                    ) -> Iterator[IndexRow]:

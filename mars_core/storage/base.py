@@ -60,6 +60,7 @@ __all__ = [
     "RecordCapabilities",
     "RecordStore",
     "RecordTxn",
+    "SensitiveRow",
     "TermHits",
     "TermQuery",
     "Vector",
@@ -150,6 +151,16 @@ class IndexRow:
     status: MemoryStatus
     vector: Vector
     fields: Mapping[str, str | int | float | bool]
+
+
+@dataclass(frozen=True, slots=True)
+class SensitiveRow:
+    """A memory at least some sensitivity, as the output check compares it: its id,
+    creation ``seq`` and stored vector (:meth:`RecordTxn.sensitive`)."""
+
+    id: str
+    seq: int
+    vector: Vector
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +312,13 @@ class RecordTxn(Protocol):
         """Stored embeddings by id (missing ids are left out)."""
         ...
 
+    def sensitive(self, namespace: str, at_least: float) -> list[SensitiveRow]:
+        """The memories of a namespace (active or archived) whose sensitivity is at least
+        ``at_least``, with their vectors, by ``seq``: the protected facts the output
+        check compares what it is about to show against, read without the rest of the
+        namespace."""
+        ...
+
     def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
                    ) -> Iterator[IndexRow]:
         """What a vector index holds: of one namespace, of some ids, or of everything."""
@@ -319,11 +337,6 @@ class RecordTxn(Protocol):
     def latest_episode(self, namespace: str, conversation: str | None) -> str | None:
         """The newest episodic memory of a conversation (``None``: of no conversation),
         or ``None``."""
-        ...
-
-    def sensitive(self, namespace: str, threshold: float) -> list[MemoryNode]:
-        """The memories of a namespace at least ``threshold`` sensitive, active ones
-        first, then by ``seq``."""
         ...
 
     def newest_ids(self, namespace: str, n: int) -> list[str]:

@@ -94,6 +94,29 @@ def test_answer_reinforces_only_used_memories(lc_store: MemoryStore, recorder: M
     assert ALLERGY not in texts
 
 
+def test_a_masked_memory_is_still_offered_and_credited(lc_store: MemoryStore,
+                                                       recorder: ModelInputs,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The output check masks the number in what the model sees; the memory is still the
+    one offered, and the answer that uses it credits it."""
+    credits: list[list[str]] = []
+    real_credit = lc_store.credit
+
+    def spy(used: Any, offered: Any, namespace: str | None = None) -> None:
+        credits.append(list(used))
+        real_credit(used, offered, namespace)
+
+    monkeypatch.setattr(lc_store, "credit", spy)
+    fact = lc_store.add("The plumber Jonas answers on 555-123-4567 on weekdays",
+                        type="semantic", namespace="memories/ana")
+    agent = _agent(lc_store, ["The plumber Jonas answers the phone on weekdays."])
+    _run(agent, "How do I reach the plumber Jonas?", "t1", "ana", recorder)
+    system = recorder.system_texts(0)[0]
+    assert "The plumber Jonas answers on [PHONE] on weekdays" in system
+    assert "4567" not in system
+    assert credits == [[fact.id]]
+
+
 async def test_async_agent_recalls_and_observes(lc_store: MemoryStore,
                                                 recorder: ModelInputs) -> None:
     agent = _agent(lc_store, ["Noted.", "Peanuts."])
