@@ -42,6 +42,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from mars_core._env import env
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import ConfigError, ExtraNotInstalledError, ValidationError
 
@@ -364,7 +365,7 @@ def default_embedder(
             an unknown ``prefer`` / ``MARS_EMBEDDER``.
     """
     if prefer is None:
-        prefer = os.environ.get("MARS_EMBEDDER", "auto")  # type: ignore[assignment]
+        prefer = env("MARS_EMBEDDER", "auto")  # type: ignore[assignment]
     if prefer not in ("auto", "semantic", "hashing"):
         raise ConfigError(f"prefer (or MARS_EMBEDDER) must be 'auto', 'semantic' or 'hashing', "
                           f"not {prefer!r}")

@@ -86,7 +86,7 @@ def test_the_command_exits_2_and_says_why(tmp_path: Path, out: Path,
     path.write_text(json.dumps({"cost": "not a list"}))
     before = _snapshot(out)
     assert cli_main(["bench", "plot", str(path), "--out", str(out)]) == 2
-    said = " ".join(capsys.readouterr().out.split())
+    said = " ".join(capsys.readouterr().err.split())  # errors go to standard error
     assert "not a benchmark results file" in said and "mars bench store" in said
     assert _snapshot(out) == before
 
