@@ -625,6 +625,47 @@ def stats(path: PathOpt = DEFAULT_PATH, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
+def mcp(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are parameters)
+        namespace: Annotated[str | None, typer.Option(
+            "--namespace", "-n", help="the one namespace served (default: the store's "
+            "default namespace); no tool reaches another")] = None,
+        transport: Annotated[str, typer.Option(
+            help="stdio (the MCP client starts this command) or http (streamable HTTP at "
+            "http://HOST:PORT/mcp)")] = "stdio",
+        host: Annotated[str, typer.Option(
+            help="http: the address to listen on (default: this machine only)")]
+        = "127.0.0.1",
+        port: Annotated[int, typer.Option(min=1, max=65535, help="http: the port")] = 8000,
+        k: Annotated[int, typer.Option(min=1, help="the most memories `search` returns "
+                                                   "by default")] = 5,
+        budget_tokens: Annotated[int | None, typer.Option(
+            min=1, help="the token budget of `recall` and `search` (default: the "
+            "store's)")] = None,
+        read_only: Annotated[bool, typer.Option(
+            "--read-only", help="serve only recall, search and explain, and write nothing "
+            "(the store must exist)")] = False,
+        index: IndexOpt = "auto") -> None:
+    """Serve the store to MCP clients (desktop assistants, IDE agents): the tools remember,
+    recall, search, forget, erase and explain, in one namespace.
+
+    Needs the mcp extra (pip install 'mars-memory[mcp]'). With stdio, the client starts
+    this command itself (docs/integrations/mcp.md has the configuration); the store at
+    --path is created when missing. Stops when the client disconnects (stdio) or on
+    Ctrl-C (http).
+    """
+    from mars_core import mcp_server
+
+    if transport not in ("stdio", "http"):
+        raise _fail(f"--transport must be stdio or http, not {transport!r}")
+    try:
+        mcp_server.serve(path, namespace=namespace, transport=transport,  # type: ignore[arg-type]
+                         host=host, port=port, k=k, budget_tokens=budget_tokens,
+                         read_only=read_only, index=_index(index))
+    except MarsError as exc:
+        raise _fail(f"cannot serve {_where(path)}: {exc}", exc) from exc
+
+
+@app.command()
 def reindex(path: PathOpt = DEFAULT_PATH, index: IndexOpt = "auto",
             progress: ProgressOpt = None) -> None:
     """Rebuild the vector index from the records (the index is derived: nothing is lost;
