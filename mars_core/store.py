@@ -390,11 +390,18 @@ class MemoryStore:
     def update(self, node_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
                expires_at: datetime | Literal["keep"] | None = "keep",
                namespace: NamespaceArg | None = None) -> MemoryNode:
-        """Replace a memory's content: a new memory derivesFrom and supersedes the old one,
-        which goes to the archive.
+        """Replace a memory's content: a new memory derivesFrom and supersedes the newest
+        version, which goes to the archive.
+
+        Content is immutable, so each version is a memory of its own, with its own id;
+        the versions form one line along ``supersedes`` edges (:meth:`history`). Any
+        version's id is a stable handle for the memory: ``update`` by it extends the line
+        from its newest version (never a second branch), and ``get(id, latest=True)``
+        reads the newest — the habit of mem0's ``update(memory_id, ...)`` and LangGraph's
+        ``put`` on a key, with every earlier version kept in the archive.
 
         Args:
-            node_id: the memory to replace.
+            node_id: the memory to replace: any of its versions.
             text: the new content.
             metadata: the new version's metadata (default: a copy of the old one's).
             expires_at: the new version's expiry (default: the old one's; None: none).
@@ -403,7 +410,7 @@ class MemoryStore:
         Raises:
             NotFoundError: no such memory in the namespace.
         """
-        old = self._node(node_id, namespace)
+        old = self._newest(self._node(node_id, namespace))
         metadata = args.mapping(metadata, "metadata")
         keep = isinstance(expires_at, str) and expires_at == "keep"
         return self._writer.update(old, text, metadata, old.expires_at if keep
@@ -530,14 +537,19 @@ class MemoryStore:
     # --- reading -----------------------------------------------------------------------------
 
     @_call
-    def get(self, node_id: str, *, namespace: NamespaceArg | None = None) -> MemoryNode:
+    def get(self, node_id: str, *, namespace: NamespaceArg | None = None,
+            latest: bool = False) -> MemoryNode:
         """A memory of ``namespace`` by id (active or archived); not counted as an access.
+
+        With ``latest``, the newest version of the memory that id is a version of
+        (:meth:`update`: any version's id is a stable handle), else that very version.
 
         Raises:
             NotFoundError: no such memory in the namespace (another namespace's id is
                 not found either: ids never cross namespaces).
         """
-        return self._node(node_id, namespace)
+        node = self._node(node_id, namespace)
+        return self._newest(node) if args.flag(latest, "latest") else node
 
     @_call
     def list(self, namespace: NamespaceArg | None = None, *, type: MemoryType | str | None = None,
@@ -1042,6 +1054,11 @@ class MemoryStore:
 
     def _node(self, node_id: object, namespace: object) -> MemoryNode:
         return self._holder(node_id, namespace).node(node_id)  # type: ignore[arg-type]
+
+    def _newest(self, node: MemoryNode) -> MemoryNode:
+        """The newest version of the memory ``node`` is a version of (along
+        ``supersedes``; itself when it has no later one)."""
+        return self._reader.history(self._engine.ns(node.namespace), node.id)[-1]
 
     # --- async twins (written once) ----------------------------------------------------------
 
