@@ -811,6 +811,34 @@ def bench_import(n: Annotated[int, typer.Option(min=1, help="mem0 records in the
                                     echo=lambda text: console.print(text, highlight=False))
 
 
+@bench_app.command("first-answer")
+def bench_first_answer(*, baseline: Annotated[Path | None, typer.Option(
+                           help="another checkout to compare with, run for run (e.g. "
+                           "`git worktree add /tmp/before <commit>`)")] = None,
+                       examples: Annotated[str | None, typer.Option(
+                           help="comma-separated quick starts (default: every "
+                           "examples/*.py)")] = None,
+                       embedders: Annotated[str, typer.Option(
+                           help="comma-separated: hashing, semantic")] = "hashing,semantic",
+                       reps: Annotated[int, typer.Option(min=1, help="runs of each")] = 3,
+                       out: OutOpt = None, progress: ProgressOpt = None,
+                       as_json: JsonOpt = False) -> None:
+    """Each quick start (examples/*.py) as a new user runs it, in a fresh process, with
+    the hashing embedder and MiniLM: seconds to its first answer and to its end, and
+    whether a dependency drew a progress bar; against --baseline in the same run
+    (medians, interleaved, ratios; docs/benchmarks/README.md)."""
+    from mars_core.bench import first_answer
+
+    names = tuple(e.strip() for e in embedders.split(",") if e.strip())
+    if not names or set(names) - set(first_answer.EMBEDDERS):
+        raise _fail("--embedders takes hashing and semantic, comma-separated")
+    chosen = tuple(e.strip() for e in examples.split(",") if e.strip()) if examples else None
+    with _summary(as_json) as summary, _bench_run(progress, "bench first-answer") as bar:
+        summary.value = first_answer.main(out, baseline=baseline, examples=chosen,
+                                          embedders=names, reps=reps, progress=bar,
+                                          echo=lambda t: console.print(t, highlight=False))
+
+
 @bench_app.command("postgres")
 def bench_postgres(*, writers: Annotated[str, typer.Option(
                        help="comma-separated numbers of writer processes")] = "1,2,4,8",
