@@ -28,8 +28,6 @@ import socket
 import time
 from pathlib import Path
 
-from filelock import lock_descriptor, unlock_descriptor
-
 __all__ = ["LockFile", "LockHeld"]
 
 _POLL = 0.05
@@ -59,6 +57,8 @@ class LockFile:
             OSError: the file cannot be created or opened.
             LockHeld: another descriptor still holds it after ``timeout``.
         """
+        from filelock import lock_descriptor  # imported when a store is opened to write
+
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
         deadline = time.monotonic() + timeout
         try:
@@ -82,6 +82,8 @@ class LockFile:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        from filelock import unlock_descriptor
+
         with contextlib.suppress(OSError):
             unlock_descriptor(fd)
         os.close(fd)
