@@ -41,8 +41,8 @@ from typing import Any, TextIO
 
 from mars_core.errors import ValidationError
 
-__all__ = ["EMBED_BATCH", "STAGES", "ProgressFn", "checked", "combine", "progress_bar",
-           "progress_lines", "report"]
+__all__ = ["EMBED_BATCH", "STAGES", "LineCounter", "ProgressFn", "checked", "combine",
+           "progress_bar", "progress_lines", "report"]
 
 ProgressFn = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: see the module."""
@@ -204,3 +204,43 @@ def progress_lines(stream: TextIO | None = None, *, title: str = "",
         out.flush()
 
     yield line
+
+
+class LineCounter:
+    """A counter with tqdm's ``update(n)`` that reports as :func:`progress_lines` does:
+    what a benchmark counting steps prints when standard error is not a terminal (a
+    tqdm bar there is one line rewritten with carriage returns, seen at the end).
+
+    Examples:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> with LineCounter(4, "locomo", stream=out, step=50) as bar:
+        ...     for _ in range(4):
+        ...         bar.update(1)
+        >>> print(out.getvalue(), end="")
+        locomo: steps 0/4 (0%)
+        locomo: steps 2/4 (50%)
+        locomo: steps 4/4 (100%)
+    """
+
+    def __init__(self, total: int, desc: str, *, stream: TextIO | None = None,
+                 step: int = LINE_STEP) -> None:
+        self.total, self.n = total, 0
+        self._lines = progress_lines(stream, title=desc, step=step)
+        self._report = self._lines.__enter__()
+        self._report("steps", 0, total)
+
+    def update(self, n: int = 1) -> None:
+        """Count ``n`` more steps."""
+        self.n += n
+        self._report("steps", self.n, self.total)
+
+    def close(self) -> None:
+        """End the counter (idempotent)."""
+        self._lines.__exit__(None, None, None)
+
+    def __enter__(self) -> LineCounter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
