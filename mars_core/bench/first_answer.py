@@ -25,7 +25,6 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import selectors
@@ -38,7 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mars_core.bench.report import results_dir
+from mars_core.bench.report import results_dir, write_results
 from mars_core.errors import ValidationError
 from mars_core.progress import ProgressFn, report
 
@@ -216,7 +215,5 @@ def main(out: str | os.PathLike[str] | None = None, *, baseline: Path | None = N
                  progress=progress)
     text = table(result)
     echo(text)
-    if folder is not None:
-        (folder / "first_answer.json").write_text(json.dumps(result, indent=1))
-        (folder / "first_answer.md").write_text(text + "\n")
+    write_results(folder, "first_answer", result, text)
     return result

@@ -34,7 +34,6 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import statistics
@@ -50,7 +49,7 @@ from typing import Any
 
 from mars_core.bench.chroma_server import chroma_server
 from mars_core.bench.postgres_server import postgres_server
-from mars_core.bench.report import results_dir
+from mars_core.bench.report import results_dir, write_results
 from mars_core.embeddings import HashingEmbedder
 from mars_core.store import MemoryStore
 
@@ -313,7 +312,5 @@ def main(out: str | os.PathLike[str] | None = None, *, quick: bool = False,
                  adds=10 if quick else 200, writers=writers)
     text = table(result)
     print(text)
-    if folder is not None:
-        (folder / "postgres.json").write_text(json.dumps(result, indent=1))
-        (folder / "postgres.md").write_text(text + "\n")
+    write_results(folder, "postgres", result, text)
     return result
