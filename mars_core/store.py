@@ -390,15 +390,18 @@ class MemoryStore:
     def update(self, node_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
                expires_at: datetime | Literal["keep"] | None = "keep",
                namespace: NamespaceArg | None = None) -> MemoryNode:
-        """Replace a memory's content: a new memory derivesFrom and supersedes the newest
+        """Replace a memory's content: a new memory derivesFrom and supersedes its current
         version, which goes to the archive.
 
         Content is immutable, so each version is a memory of its own, with its own id;
         the versions form one line along ``supersedes`` edges (:meth:`history`). Any
-        version's id is a stable handle for the memory: ``update`` by it extends the line
-        from its newest version (never a second branch), and ``get(id, latest=True)``
-        reads the newest — the habit of mem0's ``update(memory_id, ...)`` and LangGraph's
-        ``put`` on a key, with every earlier version kept in the archive.
+        version's id is a stable handle for the memory: ``update`` by it replaces the
+        memory's current version — the one named when it is active, else the newest
+        active version of its line, else its newest — so updating by the first id again
+        and again extends one line (never a second branch), and ``get(id,
+        current=True)`` reads that version: the habit of mem0's ``update(memory_id,
+        ...)`` and LangGraph's ``put`` on a key, with every earlier version kept in the
+        archive.
 
         Args:
             node_id: the memory to replace: any of its versions.
@@ -410,7 +413,7 @@ class MemoryStore:
         Raises:
             NotFoundError: no such memory in the namespace.
         """
-        old = self._newest(self._node(node_id, namespace))
+        old = self._current(self._node(node_id, namespace))
         metadata = args.mapping(metadata, "metadata")
         keep = isinstance(expires_at, str) and expires_at == "keep"
         return self._writer.update(old, text, metadata, old.expires_at if keep
@@ -538,18 +541,20 @@ class MemoryStore:
 
     @_call
     def get(self, node_id: str, *, namespace: NamespaceArg | None = None,
-            latest: bool = False) -> MemoryNode:
+            current: bool = False) -> MemoryNode:
         """A memory of ``namespace`` by id (active or archived); not counted as an access.
 
-        With ``latest``, the newest version of the memory that id is a version of
-        (:meth:`update`: any version's id is a stable handle), else that very version.
+        With ``current``, the current version of the memory that id is a version of (the
+        one named when it is active, else the newest active version of its line, else
+        its newest; :meth:`update`: any version's id is a stable handle), else that very
+        version.
 
         Raises:
             NotFoundError: no such memory in the namespace (another namespace's id is
                 not found either: ids never cross namespaces).
         """
         node = self._node(node_id, namespace)
-        return self._newest(node) if args.flag(latest, "latest") else node
+        return self._current(node) if args.flag(current, "current") else node
 
     @_call
     def list(self, namespace: NamespaceArg | None = None, *, type: MemoryType | str | None = None,
@@ -1055,10 +1060,15 @@ class MemoryStore:
     def _node(self, node_id: object, namespace: object) -> MemoryNode:
         return self._holder(node_id, namespace).node(node_id)  # type: ignore[arg-type]
 
-    def _newest(self, node: MemoryNode) -> MemoryNode:
-        """The newest version of the memory ``node`` is a version of (along
-        ``supersedes``; itself when it has no later one)."""
-        return self._reader.history(self._engine.ns(node.namespace), node.id)[-1]
+    def _current(self, node: MemoryNode) -> MemoryNode:
+        """The current version of the memory ``node`` is a version of (along
+        ``supersedes``): ``node`` when it is active, else the newest active version,
+        else the newest."""
+        if node.is_active:
+            return node
+        versions = self._reader.history(self._engine.ns(node.namespace), node.id)
+        active = [v for v in versions if v.is_active]
+        return (active or versions)[-1]
 
     # --- async twins (written once) ----------------------------------------------------------
 

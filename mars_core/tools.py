@@ -136,9 +136,9 @@ class MemoryTools:
     def forget(self, memory_id: str, *, namespace: NamespaceArg | None = None,
                reason: str = "forgotten by the agent's forget tool") -> str:
         """Move a memory to the archive (still explainable); an earlier version's id
-        stands for the memory's newest version (:meth:`MemoryStore.update`)."""
-        newest = self.store.get(memory_id, namespace=namespace, latest=True)
-        self.store.forget(newest.id, reason=reason, namespace=namespace)
+        stands for the memory's current version (:meth:`MemoryStore.update`)."""
+        current = self.store.get(memory_id, namespace=namespace, current=True)
+        self.store.forget(current.id, reason=reason, namespace=namespace)
         return f"Forgot {memory_id}."
 
     def erase(self, memory_id: str | None = None, entity: str | None = None, *,

@@ -905,7 +905,9 @@ LANGCHAIN: list[Case] = [
                                          "zero": 0},
                 V, lambda w, v: w.lc.start_ttl_sweeper(v)),
     *_cases_for("lg.init", {
-        "memory-none": {"memory": None}, "memory-type-opinion": {"memory_type": "opinion"},
+        # memory=None is a new store in RAM, as LangGraph's InMemoryStore() (issue 34)
+        "memory-string": {"memory": "./mars_data"}, "index-embed-int": {"index": {"embed": 5}},
+        "memory-type-opinion": {"memory_type": "opinion"},
         "memory-type-int": {"memory_type": 5}, "index-unknown-key": {"index": {"colour": 1}},
         "index-dims": {"index": {"dims": 7}}, "index-fields-int": {"index": {"fields": [5]}},
         "index-int": {"index": 5}, "index-string": {"index": "text"},

@@ -107,10 +107,12 @@ def pyplot() -> Any:
 
 def save(fig: Any, path: Path) -> Path:
     """Write ``fig`` as a PNG without a software or date stamp, close it, return ``path``.
-    The image is cut to what is drawn, a legend outside the axes included."""
+    A figure with a legend is cut to what is drawn, so a legend outside the axes is in
+    the image; any other keeps its figure size."""
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI, metadata={"Software": None}, bbox_inches="tight",
-                pad_inches=0.1)
+    legends = bool(fig.legends) or any(ax.get_legend() is not None for ax in fig.axes)
+    fig.savefig(path, dpi=DPI, metadata={"Software": None},
+                bbox_inches="tight" if legends else None, pad_inches=0.1)
     pyplot().close(fig)
     return path
 
