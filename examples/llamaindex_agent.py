@@ -15,7 +15,7 @@ from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
 from llama_index.core.llms import ChatMessage, MockFunctionCallingLLM
 
 from llamaindex_mars import MarsMemory
-from mars_core import HashingEmbedder, MemoryStore
+from mars_core import MemoryStore
 
 
 def words(text: str) -> set[str]:
@@ -38,14 +38,14 @@ async def main(path: str) -> None:
                   ReActAgent(llm=llm, tools=[], system_prompt=prompt)):
         name = type(agent).__name__
         # Monday: the user tells the agent a few things (session = store namespace).
-        with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        with MemoryStore.open(path) as store:
             memory = MarsMemory(store, session_id=f"alice-{name}")
             for turn in ["My sister Ana lives in Porto.", "I prefer window seats on trains."]:
                 await agent.run(user_msg=turn, memory=memory)
             await agent.run(user_msg="I love hiking.",
                             memory=MarsMemory(store, session_id=f"bob-{name}"))
         # Friday, after a restart: a new conversation, an empty chat history.
-        with MemoryStore.open(path, embedder=HashingEmbedder()) as store:
+        with MemoryStore.open(path) as store:
             memory = MarsMemory(store, session_id=f"alice-{name}")
             answer = await agent.run(user_msg="Which seats do I prefer on trains?",
                                      memory=memory)

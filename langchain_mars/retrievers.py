@@ -2,7 +2,9 @@
 
 A thin adapter: it calls ``store.retrieve`` (or ``aretrieve``) and turns each
 :class:`~mars_core.retrieval.Hit` into a ``Document`` whose ``id`` is the memory id and
-whose metadata carries the memory's type, sensitivity, scores and provenance.
+whose metadata carries the memory's type, sensitivity, scores and provenance. Its
+``score`` is in [0, 1] (:func:`mars_core.retrieval.relevance`: the fused score over the
+most it can be, so the order is kept); ``fused_score`` is the store's own.
 
 * ``k`` documents at most, exactly ``k`` when the namespace holds ``k`` matching memories
   (the ``langchain-tests`` retriever contract). ``k`` can be overridden per call:
@@ -40,10 +42,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mars_core.config import RetrievalConfig
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
-from mars_core.retrieval import Hit, check_max_sensitivity
+from mars_core.retrieval import Hit, check_max_sensitivity, relevance
 from mars_core.store import MemoryStore
 
 try:
@@ -68,8 +71,10 @@ _OPTIONS = ("types", "max_sensitivity", "budget_tokens", "score_cutoff", "includ
 _UNBOUNDED = 2**31 - 1
 
 
-def hit_to_document(hit: Hit) -> Document:
-    """One retrieved memory as a LangChain ``Document`` (``id`` = the memory id).
+def hit_to_document(hit: Hit, config: RetrievalConfig | None = None) -> Document:
+    """One retrieved memory as a LangChain ``Document`` (``id`` = the memory id); its
+    ``score`` in [0, 1] is :func:`~mars_core.retrieval.relevance` under ``config`` (the
+    store's ``config.retrieval``; default: ``RetrievalConfig()``).
 
     Examples:
         >>> from mars_core import MemoryStore
@@ -87,7 +92,8 @@ def hit_to_document(hit: Hit) -> Document:
             "id": node.id,
             "memory_type": node.type.value,
             "sensitivity": node.sensitivity,
-            "score": hit.score,
+            "score": relevance(hit, config if config is not None else RetrievalConfig()),
+            "fused_score": hit.score,
             "dense_score": hit.dense,
             "lexical_score": hit.lexical,
             "tokens": node.weight,
@@ -242,10 +248,13 @@ class MarsRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun,
                                 **kwargs: Any) -> list[Document]:
-        return [hit_to_document(h) for h in self.store.retrieve(query, **self._plan(query, kwargs))]
+        config = self.store.config.retrieval
+        return [hit_to_document(h, config)
+                for h in self.store.retrieve(query, **self._plan(query, kwargs))]
 
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        **kwargs: Any) -> list[Document]:
         plan = self._plan(query, kwargs)
-        return [hit_to_document(h) for h in await self.store.aretrieve(query, **plan)]
+        config = self.store.config.retrieval
+        return [hit_to_document(h, config) for h in await self.store.aretrieve(query, **plan)]

@@ -83,6 +83,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -94,6 +95,7 @@ from typing import Any, Literal, cast
 from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
 from mars_core._async import refuse_in_loop, sync_in_loop_allowed
 from mars_core.budget import MAX_BUDGET
+from mars_core.embeddings import Embedder
 from mars_core.engine.args import collection, phrase
 from mars_core.engine.guard import Shown
 from mars_core.errors import (
@@ -132,10 +134,11 @@ try:
         get_text_at_path,
         validate_op_namespace,
     )
+    from langgraph.store.base.embed import ensure_embeddings
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("langgraph", "langgraph") from exc
 
-__all__ = ["InvalidNamespaceLabelError", "MarsStore"]
+__all__ = ["InvalidNamespaceLabelError", "MarsStore", "index_embedder"]
 
 log = logging.getLogger(__name__)
 
@@ -176,11 +179,18 @@ class MarsStore(BaseStore):
     """A LangGraph store over a :class:`~mars_core.store.MemoryStore` (see the module doc).
 
     Args:
-        memory: the MaRS store that holds the items (budgets, policies, embedder, index).
-        index: LangGraph's ``IndexConfig``; only ``fields`` (default ``["$"]``) is used, and
-            ``dims`` when given must equal the store's embedder dimension. Embeddings come
-            from the store's embedder: to use a LangChain ``Embeddings``, build the store
-            with ``embedder=mars_core.embedders.LangChainEmbeddings(...)``.
+        memory: the MaRS store that holds the items (budgets, policies, embedder, index);
+            default: a new one in RAM (``MemoryStore()``, as LangGraph's
+            ``InMemoryStore()``), closed with this store.
+        index: LangGraph's ``IndexConfig``: ``fields`` (default ``["$"]``), ``dims`` (when
+            given, the embedder's dimension) and ``embed`` as LangGraph takes it — a
+            LangChain ``Embeddings``, a function ``texts -> vectors`` (sync or async), or
+            a ``"provider:model"`` string (``init_embeddings``). ``embed`` chooses the
+            embedder of a store this object makes (no ``memory``, or :meth:`open` of a
+            new directory); a ``memory`` given must already embed with it (the
+            embedder's name is ``langgraph:<module>.<function>`` for a function,
+            ``langgraph:<provider:model>`` for a string). Without ``embed``, the
+            store's own embedder.
         memory_type: the MaRS type of the memories (default ``semantic``).
         search_access: whether a query search counts as an access (default True).
         redact: the store's output check over the values ``get`` and ``search`` return
@@ -192,8 +202,10 @@ class MarsStore(BaseStore):
             ``omit_expired`` may only be True.
 
     Raises:
-        ConfigError: unknown ``index`` keys, an ``embed`` function, a ``dims`` mismatch,
-            an unknown memory type, or a bad ``ttl`` config.
+        ConfigError: unknown ``index`` keys, an ``embed`` that is none of those or that
+            the given ``memory`` does not embed with, a ``dims`` that is not the
+            embedder's, an unknown memory type, or a bad ``ttl`` config; each message
+            names the fix.
 
     Examples:
         >>> from mars_core import FakeClock, MemoryStore
@@ -208,7 +220,7 @@ class MarsStore(BaseStore):
 
     def __init__(
         self,
-        memory: MemoryStore,
+        memory: MemoryStore | None = None,
         *,
         index: IndexConfig | None = None,
         memory_type: MemoryType | str = MemoryType.SEMANTIC,
@@ -216,8 +228,9 @@ class MarsStore(BaseStore):
         redact: bool | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
-        if not isinstance(memory, MemoryStore):
-            raise ConfigError("MarsStore needs a mars_core.MemoryStore")
+        if memory is not None and not isinstance(memory, MemoryStore):
+            raise ConfigError("MarsStore needs a mars_core.MemoryStore (or none: a new one "
+                              "in RAM)")
         if not isinstance(search_access, bool):
             raise ConfigError("search_access must be True or False")
         if redact is not None and not isinstance(redact, bool):
@@ -227,11 +240,27 @@ class MarsStore(BaseStore):
             self.memory_type = MemoryType(memory_type)
         except ValueError:
             raise ConfigError(f"unknown memory type {memory_type!r}") from None
+        embedder = index_embedder(index)
+        owned = memory is None
+        if memory is None:
+            memory = MemoryStore(embedder=embedder)
+        elif embedder is not None and embedder.name != memory.embedder.name:
+            raise ConfigError(
+                f"index['embed'] is the embedder {embedder.name!r}, but this MemoryStore "
+                f"embeds with {memory.embedder.name!r}: leave 'embed' out to use the "
+                "store's, build the MemoryStore with embedder=mars_core.embedders."
+                "LangChainEmbeddings(...), or let MarsStore make the store "
+                "(MarsStore(index=...) in RAM, MarsStore.open(path, index=...) on disk)")
         self.memory = memory
-        self.fields = _index_fields(index, memory.embedder.dim)
+        try:
+            self.fields = _index_fields(index, memory.embedder)
+        except BaseException:
+            if owned:
+                memory.close()
+            raise
         self.search_access = search_access
         self.ttl_config = _ttl_config(ttl)
-        self._owned = False
+        self._owned = owned
         self._lock = threading.RLock()
         self._index = KeyIndex()
         self._sweeper: threading.Thread | None = None
@@ -248,7 +277,14 @@ class MarsStore(BaseStore):
         """Open (or create) a persistent store under ``path``; ``close()`` closes it.
 
         ``store_kwargs`` go to :meth:`MemoryStore.open` (``budget``, ``policy``, ``embedder``...).
+        ``index={"embed": ...}`` is the embedder of a new store (and must be the one a
+        store reopened was built with: the manifest keeps its name).
         """
+        embedder = index_embedder(index)
+        if embedder is not None:
+            if store_kwargs.get("embedder") is not None:
+                raise ConfigError("give index['embed'] or embedder=, not both")
+            store_kwargs = {**store_kwargs, "embedder": embedder}
         memory = MemoryStore.open(path, **store_kwargs)
         try:
             store = cls(memory, index=index, memory_type=memory_type,
@@ -761,7 +797,75 @@ class MarsStore(BaseStore):
 # --- pure helpers -------------------------------------------------------------------------------
 
 
-def _index_fields(index: IndexConfig | None, dim: int) -> list[str]:
+def index_embedder(index: IndexConfig | None) -> Embedder | None:
+    """The embedder ``index["embed"]`` names, as LangGraph's ``IndexConfig`` takes it: a
+    LangChain ``Embeddings``, a function ``texts -> vectors`` (sync or async), or a
+    ``"provider:model"`` string; None without ``embed``.
+
+    Raises:
+        ConfigError: anything else, a string LangChain cannot resolve here, or a function
+            whose vectors are not a ``(texts, dim)`` matrix (each message names the fix).
+
+    Examples:
+        >>> index_embedder({"embed": lambda texts: [[1.0, 0.0, 0.5] for _ in texts]}).dim
+        3
+        >>> index_embedder({"dims": 3}) is None
+        True
+    """
+    if not isinstance(index, Mapping) or index.get("embed") is None:
+        return None
+    embed = index["embed"]
+    from langchain_core.embeddings import Embeddings
+
+    from mars_core.embedders import LangChainEmbeddings
+
+    if isinstance(embed, Embeddings):
+        return LangChainEmbeddings(embed)
+    if isinstance(embed, str):
+        name = f"langgraph:{embed}"
+        try:
+            embeddings = ensure_embeddings(embed)
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(
+                f"index['embed'] {embed!r}: {exc} Or pass an Embeddings object or a "
+                "function texts -> vectors as 'embed'") from None
+    elif callable(embed):
+        name = "langgraph:" + _callable_name(embed)
+        embeddings = ensure_embeddings(_synchronous(embed))
+    else:
+        raise ConfigError(f"index['embed'] must be a LangChain Embeddings, a function "
+                          f"texts -> vectors or a 'provider:model' string, not "
+                          f"{type(embed).__name__}")
+    try:
+        return LangChainEmbeddings(embeddings, name=name)
+    except MarsError as exc:
+        raise ConfigError(f"index['embed'] {name.removeprefix('langgraph:')}: {exc}; it "
+                          "must return one vector (a list of floats) per text") from None
+
+
+def _callable_name(fn: Any) -> str:
+    """``module.qualname`` of a function (the embedder's name in the manifest)."""
+    target = getattr(fn, "func", fn)  # a functools.partial: its function
+    module = getattr(target, "__module__", None) or "?"
+    qualname = getattr(target, "__qualname__", None) or type(target).__qualname__
+    return f"{module}.{qualname}"
+
+
+def _synchronous(embed: Any) -> Any:
+    """A coroutine function as a synchronous one (run on a thread of its own, so it works
+    whether or not the calling thread runs an event loop); others unchanged."""
+    if not inspect.iscoroutinefunction(embed):
+        return embed
+
+    def run(texts: list[str]) -> Any:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, embed(texts)).result()
+
+    run.__qualname__ = getattr(embed, "__qualname__", "embed")
+    return run
+
+
+def _index_fields(index: IndexConfig | None, embedder: Embedder) -> list[str]:
     if index is None:
         return ["$"]
     if not isinstance(index, Mapping):
@@ -769,12 +873,16 @@ def _index_fields(index: IndexConfig | None, dim: int) -> list[str]:
                           "{'fields': ['text']})")
     unknown = set(index) - {"fields", "dims", "embed"}
     if unknown:
-        raise ConfigError(f"unknown index keys {sorted(unknown)}; MarsStore reads 'fields'")
-    if "embed" in index:
-        raise ConfigError("MarsStore embeds with its MemoryStore's embedder: build the store "
-                          "with embedder=mars_core.embedders.LangChainEmbeddings(your_embeddings)")
-    if "dims" in index and index["dims"] != dim:
-        raise ConfigError(f"index dims {index['dims']} differ from the store embedder's {dim}")
+        raise ConfigError(f"unknown index keys {sorted(unknown)}; MarsStore reads 'fields', "
+                          "'dims' and 'embed'")
+    dims = index.get("dims")
+    if dims is not None and dims != embedder.dim:
+        raise ConfigError(
+            f"index dims {dims!r} is not the dimension of the store's embedder "
+            f"{embedder.name!r} ({embedder.dim}): set 'dims': {embedder.dim}, or give the "
+            f"embedder whose vectors have {dims} dimensions — index['embed'] for a store "
+            f"MarsStore makes, embedder= for MemoryStore.open, or MemoryStore.reembed(...) "
+            "to move an existing store to it")
     fields = list(index.get("fields") or ["$"])
     if not all(isinstance(f, str) and f for f in fields):
         raise ConfigError("index fields must be non-empty path strings")

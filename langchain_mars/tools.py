@@ -1,7 +1,8 @@
 """LangChain tools ``remember``, ``recall`` and ``forget`` over a MaRS store.
 
 ``memory_tools(store, namespace=...)`` builds the three tools for tool-calling agents
-(``create_agent(model, tools=memory_tools(store))``). Each is a thin call:
+(``create_agent(model, tools=memory_tools(store))``). Each is a thin call of the
+framework-free :class:`mars_core.tools.MemoryTools` (which the MCP server serves too):
 
 * ``remember(content, memory_type="semantic")`` → ``store.add`` (source ``"agent"``);
   returns the new memory's id.
@@ -36,11 +37,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from mars_core.engine.args import collection
 from mars_core.errors import ExtraNotInstalledError, MarsError, ValidationError
 from mars_core.store import MemoryStore
+from mars_core.tools import MemoryKind, MemoryTools
 
 try:
     import pydantic
@@ -52,19 +54,16 @@ from langchain_mars._namespace import as_template, resolve_namespace, run_config
 
 __all__ = ["memory_tools"]
 
-MemoryKind = Literal["semantic", "episodic", "social", "task"]
 TOOL_NAMES = ("remember", "recall", "forget")
 
 
 class _Tools:
-    """The three tool bodies, bound to a store and a namespace."""
+    """The three tool bodies: :class:`~mars_core.tools.MemoryTools` in the namespace of
+    the run, errors as ``ToolException`` s."""
 
-    def __init__(self, store: MemoryStore, namespace: Any, k: int, budget_tokens: int | None,
-                 raise_errors: bool) -> None:
-        self.store = store
+    def __init__(self, core: MemoryTools, namespace: Any, raise_errors: bool) -> None:
+        self.core = core
         self.namespace = as_template(namespace)
-        self.k = k
-        self.budget_tokens = budget_tokens
         self.raise_errors = raise_errors
 
     def _ns(self) -> str | None:
@@ -80,29 +79,16 @@ class _Tools:
 
     def remember(self, content: str, memory_type: MemoryKind = "semantic") -> str:
         """Store a fact, preference, plan or event about the user for later conversations."""
-        def run() -> str:
-            node = self.store.add(content, type=memory_type, namespace=self._ns(),
-                                  provenance={"source": "agent"})
-            return f"Remembered (id={node.id})."
-        return self._guard(run)
+        return self._guard(lambda: self.core.remember(content, memory_type,
+                                                      namespace=self._ns()))
 
     def recall(self, query: str) -> str:
         """Search long-term memory for what is known about the query."""
-        def run() -> str:
-            hits = self.store.retrieve(query, k=self.k, budget_tokens=self.budget_tokens,
-                                       namespace=self._ns())
-            if not hits:
-                return "No memories found."
-            return "\n".join(f"- [{h.id}] ({h.node.type.value}) {h.text}" for h in hits)
-        return self._guard(run)
+        return self._guard(lambda: self.core.search(query, namespace=self._ns()))
 
     def forget(self, memory_id: str) -> str:
         """Forget a memory by its id (as shown by recall) when it is wrong or outdated."""
-        def run() -> str:
-            self.store.forget(memory_id, reason="forgotten by the agent's forget tool",
-                              namespace=self._ns())
-            return f"Forgot {memory_id}."
-        return self._guard(run)
+        return self._guard(lambda: self.core.forget(memory_id, namespace=self._ns()))
 
 
 def _tool(fn: Callable[..., str], raise_errors: bool) -> StructuredTool:
@@ -154,5 +140,6 @@ def memory_tools(store: MemoryStore, *, namespace: Any = None, k: int = 5,
     unknown = set(names) - set(TOOL_NAMES)
     if unknown or not include:
         raise ValidationError(f"include must name some of {TOOL_NAMES}, got {include!r}")
-    bodies = _Tools(store, namespace, k, budget_tokens, raise_errors)
+    bodies = _Tools(MemoryTools(store, k=k, budget_tokens=budget_tokens), namespace,
+                    raise_errors)
     return [_tool(getattr(bodies, name), raise_errors) for name in names]

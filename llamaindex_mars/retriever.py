@@ -22,9 +22,12 @@ Examples:
     >>> from mars_core import MemoryStore
     >>> store = MemoryStore(budget=500)
     >>> _ = store.add("Ana's birthday is on 3 May", type="semantic", namespace="alice")
-    >>> [hit] = MarsRetriever(store, namespace="alice").retrieve("When is Ana's birthday?")
+    >>> retriever = MarsRetriever(store, namespace="alice", similarity_top_k=3)
+    >>> [hit] = retriever.retrieve("When is Ana's birthday?")
     >>> hit.node.metadata["memory_type"], hit.node.node_id == hit.node.metadata["memory_id"]
     ('semantic', True)
+    >>> 0.0 < hit.score <= 1.0
+    True
     >>> MarsRetriever(store, namespace="bob").retrieve("When is Ana's birthday?")
     []
     >>> MarsRetriever(store, session_id="team/ana").namespace  # a session id is one part
@@ -37,11 +40,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from mars_core.config import RetrievalConfig
 from mars_core.engine.args import phrase
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
-from mars_core.retrieval import Hit, check_max_sensitivity
+from mars_core.retrieval import Hit, check_max_sensitivity, relevance
 from mars_core.store import MemoryStore
 
 try:
@@ -54,12 +58,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["MarsRetriever", "to_node"]
 
 _HIDDEN = ["memory_id", "namespace", "sensitivity", "source", "conversation_id", "archived",
-           "dense", "lexical", "masked"]
+           "dense", "lexical", "masked", "fused_score"]
 """Metadata kept out of the LLM and embedding views of a node."""
 
 
-def to_node(hit: Hit) -> NodeWithScore:
-    """A store hit as a scored ``TextNode`` (see the module docs for its metadata).
+def to_node(hit: Hit, config: RetrievalConfig | None = None) -> NodeWithScore:
+    """A store hit as a scored ``TextNode`` (see the module docs for its metadata); its
+    score in [0, 1] is :func:`~mars_core.retrieval.relevance` under ``config`` (the
+    store's ``config.retrieval``; default: ``RetrievalConfig()``).
 
     Examples:
         >>> from mars_core import MemoryStore
@@ -75,11 +81,13 @@ def to_node(hit: Hit) -> NodeWithScore:
         "source": node.provenance.source, "conversation_id": node.provenance.conversation_id,
         "created_at": node.created_at.isoformat(), "archived": hit.archived,
         "dense": hit.dense, "lexical": hit.lexical, "masked": list(hit.masked),
+        "fused_score": hit.score,
     }
     text = TextNode(id_=node.id, text=hit.text, metadata=meta,
                     excluded_llm_metadata_keys=list(_HIDDEN),
                     excluded_embed_metadata_keys=list(_HIDDEN))
-    return NodeWithScore(node=text, score=hit.score)
+    return NodeWithScore(node=text, score=relevance(
+        hit, config if config is not None else RetrievalConfig()))
 
 
 class MarsRetriever(BaseRetriever):
@@ -94,7 +102,9 @@ class MarsRetriever(BaseRetriever):
             one namespace part, as those adapters map it (``"team/ana"`` →
             ``"team%2Fana"``).
         budget_tokens: token budget of the results (default: the store's retrieval default).
-        k: the most results.
+        similarity_top_k: the most results (LlamaIndex's name for it; default: all that
+            fit ``budget_tokens``).
+        k: the same, by the name the LangChain retriever uses (give one of the two).
         score_cutoff: a relative cut-off in (0, 1]: keep only the results scoring at least
             this share of the best one (off by default — ``k`` results when ``k`` exist,
             whatever the store's own ``RetrievalConfig.relative_cutoff``; LlamaIndex's
@@ -114,9 +124,9 @@ class MarsRetriever(BaseRetriever):
 
     Examples:
         >>> from mars_core import MemoryStore
-        >>> MarsRetriever(MemoryStore(), k=0)  # doctest: +IGNORE_EXCEPTION_DETAIL
+        >>> MarsRetriever(MemoryStore(), similarity_top_k=0)  # doctest: +IGNORE_EXCEPTION_DETAIL
         Traceback (most recent call last):
-        mars_core.errors.ValidationError: k must be an int >= 1 or None
+        mars_core.errors.ValidationError: similarity_top_k must be an int >= 1 or None
     """
 
     def __init__(
@@ -126,6 +136,7 @@ class MarsRetriever(BaseRetriever):
         *,
         session_id: str | None = None,
         budget_tokens: int | None = None,
+        similarity_top_k: int | None = None,
         k: int | None = None,
         score_cutoff: float | None = None,
         types: Iterable[MemoryType | str] | None = None,
@@ -137,7 +148,11 @@ class MarsRetriever(BaseRetriever):
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
-        for what, value in (("k", k), ("budget_tokens", budget_tokens)):
+        if k is not None and similarity_top_k is not None and k != similarity_top_k:
+            raise ValidationError(f"give similarity_top_k or k, not both ({similarity_top_k} "
+                                  f"and {k}): they are one setting")
+        k = similarity_top_k if similarity_top_k is not None else k
+        for what, value in (("similarity_top_k", k), ("budget_tokens", budget_tokens)):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                       or value < 1):
                 raise ValidationError(f"{what} must be an int >= 1 or None")
@@ -159,6 +174,7 @@ class MarsRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager)
         self.store = store
         self.namespace = _namespace(store, namespace, session_id)
+        self.similarity_top_k = k
         self._kwargs: dict[str, Any] = {
             "budget_tokens": budget_tokens, "k": k, "types": kinds,
             "max_sensitivity": cap, "namespace": self.namespace,
@@ -176,12 +192,14 @@ class MarsRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Hits of ``store.retrieve`` as scored nodes, best first."""
-        return [to_node(h) for h in self.store.retrieve(query_bundle.query_str, **self._kwargs)]
+        config = self.store.config.retrieval
+        return [to_node(h, config)
+                for h in self.store.retrieve(query_bundle.query_str, **self._kwargs)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Async :meth:`_retrieve` (through ``store.aretrieve``)."""
         hits = await self.store.aretrieve(query_bundle.query_str, **self._kwargs)
-        return [to_node(h) for h in hits]
+        return [to_node(h, self.store.config.retrieval) for h in hits]
 
 
 def _query(query: object) -> QueryType:

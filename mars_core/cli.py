@@ -7,11 +7,18 @@ its password). A path that holds no store is an error that says how to create on
 is never created by a read. ``mars copy SOURCE DESTINATION`` moves a store, SQLite to
 PostgreSQL included (:mod:`mars_core.transfer`).
 
-Long commands (``import``, ``reindex``, ``reembed``, ``bench ...``) draw a progress bar
-on standard error when it is a terminal and stay quiet otherwise; ``--progress`` /
-``--no-progress`` decide instead. A program that runs the command line in its own
+Long commands (``import``, ``reindex``, ``reembed``, ``copy``, ``bench ...``) draw a
+progress bar on standard error when it is a terminal and stay quiet otherwise;
+``--progress`` asks for progress anyway (plain lines when standard error is not a
+terminal), ``--no-progress`` for none. A program that runs the command line in its own
 process can follow the same events with ``main(argv, progress=callback)``
 (:mod:`mars_core.progress`).
+
+The commands that read (``inspect``, ``explain``, ``stats``, ``verify``, ``erase``'s
+receipt, the benchmarks' summaries) take ``--json``: one JSON object on standard output,
+in the schema docs/cli.md documents; messages and errors go to standard error. Exit
+codes: 0 done, 1 failed (the command was right but could not be done), 2 usage (what it
+was given is wrong), 130 interrupted (Ctrl-C).
 
 Examples:
     >>> main(["--help"])  # doctest: +SKIP
@@ -19,6 +26,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import sys
@@ -32,10 +40,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mars_core.errors import MarsError
-from mars_core.progress import ProgressFn, combine, progress_bar
+from mars_core import __version__
+from mars_core.errors import MarsError, NotFoundError, ValidationError
+from mars_core.progress import ProgressFn, combine, progress_bar, progress_lines
 
-__all__ = ["app", "main"]
+__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "app", "main"]
+
+EXIT_FAILURE = 1
+"""The command was right but could not be done (a store another process writes, a
+damaged store, a server out of reach, a broken audit chain, a declined erasure)."""
+EXIT_USAGE = 2
+"""What the command was given is wrong: an unknown option, a value an option refuses,
+a ``--path`` that holds no store, an id or a file that names nothing, a file whose
+content the command refuses (a bad import record)."""
+EXIT_INTERRUPTED = 130
+"""Interrupted by Ctrl-C (128 + SIGINT, the shells' convention)."""
 
 app = typer.Typer(
     name="mars", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -50,6 +69,20 @@ bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
                         help="Run a benchmark (results under --out).")
 app.add_typer(bench_app, name="bench")
 console = Console()
+err_console = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"mars-memory {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="print the version (mars-memory X.Y.Z) and exit")] = False) -> None:
+    """mars-memory's command line (the group's options)."""
 
 def _store_path(value: str) -> str:
     """``--path``: a directory or a URL; a NUL byte is neither (a usage error)."""
@@ -71,9 +104,13 @@ IndexOpt = Annotated[str, typer.Option(
     "from $QDRANT_API_KEY); a postgresql:// store takes auto/numpy or a server")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="directory for the results")]
 ProgressOpt = Annotated[bool | None, typer.Option(
-    "--progress/--no-progress", help="a progress bar on standard error (default: only when "
-    "it is a terminal)")]
+    "--progress/--no-progress", help="progress on standard error: a bar on a terminal, "
+    "plain lines otherwise (default: a bar only when it is a terminal)")]
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="print one JSON object on standard output instead (schema: docs/cli.md, "
+    "JSON output)")]
 DEFAULT_PATH = "mars_data"
+TEXT_WIDTH = 60  # characters of redacted text in a table row (--json: the whole text)
 IMPORT_KINDS = ("jsonld", "mem0", "langgraph")
 
 
@@ -83,17 +120,22 @@ _OBSERVER: contextvars.ContextVar[ProgressFn | None] = contextvars.ContextVar(
 
 
 def _shown(flag: bool | None) -> bool:
-    """Whether to draw a bar: as ``--progress/--no-progress`` says, else when standard
+    """Whether to show progress: as ``--progress/--no-progress`` says, else when standard
     error is a terminal."""
     return flag if flag is not None else sys.stderr.isatty()
 
 
 @contextmanager
 def _progress(flag: bool | None, title: str) -> Iterator[ProgressFn | None]:
-    """The progress callback of a long command: a bar on standard error when shown, and
-    the observer given to :func:`main`; None when neither."""
+    """The progress callback of a long command: a bar on standard error when it is a
+    terminal, plain lines when it is not and ``--progress`` asks, and the observer given
+    to :func:`main`; None when none of them."""
     if not _shown(flag):
         yield _OBSERVER.get()
+        return
+    if not sys.stderr.isatty():
+        with progress_lines(title=title) as lines:
+            yield combine(lines, _OBSERVER.get())
         return
     with progress_bar(Console(stderr=True), title=title) as bar:
         yield combine(bar, _OBSERVER.get())
@@ -101,29 +143,45 @@ def _progress(flag: bool | None, title: str) -> Iterator[ProgressFn | None]:
 
 @contextmanager
 def _bench_run(flag: bool | None, title: str) -> Iterator[ProgressFn | None]:
-    """:func:`_progress` for a benchmark whose errors (``MarsError``) are usage errors."""
+    """:func:`_progress` for a benchmark; its errors (``MarsError``) end the command."""
     try:
         with _progress(flag, title) as bar:
             yield bar
     except MarsError as exc:
-        raise _fail(str(exc)) from exc
+        raise _fail(str(exc), exc) from exc
 
 
-def _say(text: str, *, lead: str = "", style: str = "") -> None:
-    """Print a line (or lines) of output: what a store holds or a user typed may be in
-    it, so nothing in it is read as markup, and every character a terminal would act
-    on is shown escaped (:func:`~mars_core.inspect.printable`); ``lead``, in ``style``,
-    is ours."""
+def _say(text: str, *, lead: str = "", style: str = "", to: Console | None = None) -> None:
+    """Print a line (or lines) of output on ``to`` (default: standard output): what a
+    store holds or a user typed may be in it, so nothing in it is read as markup, and
+    every character a terminal would act on is shown escaped
+    (:func:`~mars_core.inspect.printable`); ``lead``, in ``style``, is ours."""
     from mars_core.inspect import printable
 
     line = Text(lead, style=style)
     line.append(printable(text))
-    console.print(line, highlight=False, soft_wrap=True)
+    (to or console).print(line, highlight=False, soft_wrap=True)
 
 
-def _fail(message: str) -> typer.Exit:
-    _say(message, lead="error: ", style="bold red")
-    return typer.Exit(code=2)
+def _code(exc: BaseException | None) -> int:
+    """The exit code of a command ended by ``exc`` (None: a usage error found here)."""
+    if exc is None or isinstance(exc, ValidationError | NotFoundError):
+        return EXIT_USAGE  # what it was given: an option, a path, an id, a file's content
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_FAILURE
+
+
+def _fail(message: str, exc: BaseException | None = None) -> typer.Exit:
+    """Print ``error: message`` on standard error (escaped as :func:`_say` does); the
+    Exit to raise, whose code :func:`_code` takes from ``exc`` (none: a usage error)."""
+    _say(message, lead="error: ", style="bold red", to=err_console)
+    return typer.Exit(code=_code(exc))
+
+
+def _emit(payload: Any) -> None:
+    """One JSON object on standard output (``--json``), on one line."""
+    typer.echo(json.dumps(payload, ensure_ascii=False, default=str))
 
 
 def _where(path: str) -> str:
@@ -181,7 +239,7 @@ def _open(path: str, *, read_only: bool = False, index: str = "auto") -> Iterato
             raise _fail(_no_store(path))
         store = MemoryStore.open(path, read_only=read_only, index=_index(index))
     except MarsError as exc:
-        raise _fail(f"cannot open the store at {_where(path)}: {exc}") from exc
+        raise _fail(f"cannot open the store at {_where(path)}: {exc}", exc) from exc
     try:
         yield store
     finally:
@@ -230,29 +288,40 @@ def demo(path: Annotated[str, typer.Option(
         code = demo_mod.main(["--path", path] + (["--fresh"] if fresh else [])
                              + ([] if fifa else ["--no-fifa"]))
     except (MarsError, OSError) as exc:
-        raise _fail(f"the demo cannot use {path}: {exc}") from exc
+        raise _fail(f"the demo cannot use {path}: {exc}", exc) from exc
     raise typer.Exit(code)
 
 
 @app.command()
-def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,
+def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,  # noqa: PLR0917
             status: Annotated[str, typer.Option(
                 help="active (held in memory) or archived (forgotten, still explainable)")]
             = "active",
             limit: Annotated[int, typer.Option(min=1, help="rows to show")] = 50,
             show_text: Annotated[bool, typer.Option(
-                "--text/--no-text", help="show (redacted) text")] = True) -> None:
+                "--text/--no-text", help="show (redacted) text")] = True,
+            as_json: JsonOpt = False) -> None:
     """A table of memories, newest first: id, type, DMF tier, decayed score Ω_eff,
     sensitivity, tokens, uses and the redacted text. Nothing is written or counted as use."""
+    from dataclasses import asdict
+
     from mars_core.inspect import inspect_rows, printable
 
+    if status not in ("active", "archived"):
+        raise _fail(f"--status must be active or archived, not {status!r}")
     with _open(path, read_only=True) as store:
         try:
-            rows = inspect_rows(store, namespace=namespace, status=status, limit=limit)
+            rows = inspect_rows(store, namespace=namespace, status=status, limit=limit,
+                                width=None if as_json else TEXT_WIDTH)
         except MarsError as exc:
-            raise _fail(str(exc)) from exc
+            raise _fail(str(exc), exc) from exc
         ns = store.config.default_namespace if namespace is None else namespace
         known = store.namespaces()
+    if as_json:
+        memories = [asdict(r) | ({} if show_text else {"text": None}) for r in rows]
+        _emit({"store": _where(path), "namespace": ns, "status": status,
+               "memories": memories, "namespaces": known})
+        return
     if not rows and ns not in known:
         _say(_namespace_hint(ns, known, path, default=namespace is None))
         return
@@ -289,11 +358,15 @@ def explain(node_id: Annotated[str, typer.Argument(
                 "shows 8)")],
             path: PathOpt = DEFAULT_PATH, namespace: Annotated[str | None, typer.Option(
                 "--namespace", "-n", help="the memory's namespace (default: search every "
-                "namespace)")] = None) -> None:
+                "namespace)")] = None, as_json: JsonOpt = False) -> None:
     """Why a memory is where it is: provenance chain and audit rationales (no text)."""
     with _open(path, read_only=True) as store:
         ns, node_id = _resolve_id(store, node_id, namespace)
-        _say(store.explain(node_id, namespace=ns).render())
+        explanation = store.explain(node_id, namespace=ns)
+    if as_json:
+        _emit(explanation.as_dict())
+    else:
+        _say(explanation.render())
 
 
 @app.command()
@@ -312,7 +385,7 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
               "namespace); given alone: the WHOLE namespace")] = None,
           yes: Annotated[bool, typer.Option("--yes", help="do not ask for confirmation")]
           = False,
-          index: IndexOpt = "auto") -> None:
+          index: IndexOpt = "auto", as_json: JsonOpt = False) -> None:
     """Right to be forgotten: erase memories and what derives from them; print the receipt.
 
     Give one of --id, --entity, --conversation; --namespace alone erases the namespace.
@@ -323,8 +396,9 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
             (node_id is entity is conversation is namespace is None):
         raise _fail("give exactly one of --id, --entity, --conversation (or only --namespace "
                     "to erase a whole namespace)")
-    if not yes and not typer.confirm("Erasure cannot be undone. Continue?"):
-        raise typer.Exit(1)
+    if not yes and not typer.confirm("Erasure cannot be undone. Continue?", err=True):
+        err_console.print("nothing erased", highlight=False)
+        raise typer.Exit(EXIT_FAILURE)
     with _open(path, index=index) as store:
         if node_id is not None:
             namespace, node_id = _resolve_id(store, node_id, namespace)
@@ -332,7 +406,10 @@ def erase(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are para
             receipt = store.erase(node_id, entity=entity, conversation=conversation,
                                   namespace=namespace, partial=not exact)
         except MarsError as exc:
-            raise _fail(str(exc)) from exc
+            raise _fail(str(exc), exc) from exc
+    if as_json:
+        _emit(receipt.as_dict())
+    else:
         _say(receipt.render())
 
 
@@ -344,7 +421,7 @@ def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
         try:
             store.export_jsonld(out)
         except MarsError as exc:
-            raise _fail(str(exc)) from exc
+            raise _fail(str(exc), exc) from exc
     _say(f"exported {_where(path)} to {out}")
 
 
@@ -403,11 +480,11 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
         what = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
         if after != before:  # the import had committed before the interruption
             raise _fail(f"{what} after the import was written: run `mars import` again to "
-                        "see that every record is there") from exc
+                        "see that every record is there", exc) from exc
         undo = "; nothing was imported"
         if created is not None and _remove_created(path, created):
             undo += f", so the new store at {where} was removed again"
-        raise _fail(f"{what}{undo}") from exc
+        raise _fail(f"{what}{undo}", exc) from exc
     why = "already there (imported before) or erased here" if skip_erased \
         else "already there (imported before)"
     skipped = f"; {done.skipped} records {why} were skipped" if done.skipped else ""
@@ -465,25 +542,33 @@ def _remove_created(path: str, created: tuple[Path, bool]) -> bool:
 @app.command()
 def verify(path: PathOpt = DEFAULT_PATH, head: Annotated[str | None, typer.Option(
         "--head", help="a head printed by an earlier `mars verify` (keep it outside the "
-        "store): the trail up to it must be unchanged")] = None) -> None:
+        "store): the trail up to it must be unchanged")] = None,
+        as_json: JsonOpt = False) -> None:
     """Check the audit log's HMAC hash chain, event by event (exit code 1 if broken), and
     print its head to keep. A store created with ``audit_key=`` needs ``$MARS_AUDIT_KEY``."""
     with _open(path, read_only=True) as store:
         try:
             report = store.verify(expected_head=head)
         except MarsError as exc:
-            raise _fail(str(exc)) from exc
+            raise _fail(str(exc), exc) from exc
         current = store.audit.head
-    if report.ok:
+    if as_json:
+        _emit({"ok": report.ok, "checked": report.checked,
+               "first_bad_seq": report.first_bad_seq, "reason": report.reason or None,
+               "rows": report.rows, "sealed": report.sealed,
+               "head": current, "anchored": head is not None})
+    elif report.ok:
         rows = (f", {report.rows} memory rows match the audit's record of them; recorded "
                 "heads and the namespace list sealed") if report.sealed else \
             " (rows and seals not checked: a writer's next open brings this store under them)"
         _say(f"audit chain ok: {report.checked} events verified{rows}"
              f"{' (the anchored head holds)' if head else ''}\nhead: {current}")
-        return
-    where = f" at event #{report.first_bad_seq}" if report.first_bad_seq is not None else ""
-    _say(f"{where}: {report.reason}", lead="audit chain BROKEN", style="bold red")
-    raise typer.Exit(1)
+    else:
+        where = f" at event #{report.first_bad_seq}" \
+            if report.first_bad_seq is not None else ""
+        _say(f"{where}: {report.reason}", lead="audit chain BROKEN", style="bold red")
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 @app.command()
@@ -502,7 +587,7 @@ def migrate(path: PathOpt = DEFAULT_PATH) -> None:
         else:
             before, after = sqlite.migrate(Path(path) / RECORDS_FILE)
     except MarsError as exc:
-        raise _fail(f"cannot migrate {where}: {exc}") from exc
+        raise _fail(f"cannot migrate {where}: {exc}", exc) from exc
     if before == after:
         _say(f"{where}: schema {after} is current; nothing to do")
     else:
@@ -530,7 +615,8 @@ def copy(source: Annotated[str, typer.Argument(
         with _progress(progress, "copy") as bar:
             done = copy_store(source, destination, index=index, progress=bar)
     except MarsError as exc:
-        raise _fail(f"cannot copy {_where(source)} to {_where(destination)}: {exc}") from exc
+        raise _fail(f"cannot copy {_where(source)} to {_where(destination)}: {exc}",
+                    exc) from exc
     _say(f"copied {done.source} to {done.destination}: {done.memories} memories in "
          f"{done.namespaces} namespaces, {done.edges} edges, {done.audit_events} "
          f"audit events; the copy verifies up to the source's head\nhead: "
@@ -538,10 +624,56 @@ def copy(source: Annotated[str, typer.Argument(
 
 
 @app.command()
-def stats(path: PathOpt = DEFAULT_PATH) -> None:
-    """Record store, index, embedder, policy and per-namespace occupancy, as JSON."""
+def stats(path: PathOpt = DEFAULT_PATH, as_json: JsonOpt = False) -> None:
+    """Record store, index, embedder, policy and per-namespace occupancy, as JSON
+    (indented; with --json on one line, uncoloured, for a program)."""
     with _open(path, read_only=True) as store:
-        console.print_json(json.dumps(store.stats(), default=str), ensure_ascii=True)
+        report = store.stats()
+    if as_json:
+        _emit(report)
+    else:
+        console.print_json(json.dumps(report, default=str), ensure_ascii=True)
+
+
+@app.command()
+def mcp(path: PathOpt = DEFAULT_PATH,  # noqa: PLR0917 (typer options are parameters)
+        namespace: Annotated[str | None, typer.Option(
+            "--namespace", "-n", help="the one namespace served (default: the store's "
+            "default namespace); no tool reaches another")] = None,
+        transport: Annotated[str, typer.Option(
+            help="stdio (the MCP client starts this command) or http (streamable HTTP at "
+            "http://HOST:PORT/mcp)")] = "stdio",
+        host: Annotated[str, typer.Option(
+            help="http: the address to listen on (default: this machine only)")]
+        = "127.0.0.1",
+        port: Annotated[int, typer.Option(min=1, max=65535, help="http: the port")] = 8000,
+        k: Annotated[int, typer.Option(min=1, help="the most memories `search` returns "
+                                                   "by default")] = 5,
+        budget_tokens: Annotated[int | None, typer.Option(
+            min=1, help="the token budget of `recall` and `search` (default: the "
+            "store's)")] = None,
+        read_only: Annotated[bool, typer.Option(
+            "--read-only", help="serve only recall, search and explain, and write nothing "
+            "(the store must exist)")] = False,
+        index: IndexOpt = "auto") -> None:
+    """Serve the store to MCP clients (desktop assistants, IDE agents): the tools remember,
+    recall, search, forget, erase and explain, in one namespace.
+
+    Needs the mcp extra (pip install 'mars-memory[mcp]'). With stdio, the client starts
+    this command itself (docs/integrations/mcp.md has the configuration); the store at
+    --path is created when missing. Stops when the client disconnects (stdio) or on
+    Ctrl-C (http).
+    """
+    from mars_core import mcp_server
+
+    if transport not in ("stdio", "http"):
+        raise _fail(f"--transport must be stdio or http, not {transport!r}")
+    try:
+        mcp_server.serve(path, namespace=namespace, transport=transport,  # type: ignore[arg-type]
+                         host=host, port=port, k=k, budget_tokens=budget_tokens,
+                         read_only=read_only, index=_index(index))
+    except MarsError as exc:
+        raise _fail(f"cannot serve {_where(path)}: {exc}", exc) from exc
 
 
 @app.command()
@@ -553,7 +685,7 @@ def reindex(path: PathOpt = DEFAULT_PATH, index: IndexOpt = "auto",
         try:
             n = store.reindex(progress=bar)
         except MarsError as exc:
-            raise _fail(str(exc)) from exc
+            raise _fail(str(exc), exc) from exc
         index = store.stats()["index"]
     _say(f"rebuilt the {index} index of {_where(path)} from its records: {n} "
          "entries")
@@ -575,7 +707,7 @@ def reembed(path: PathOpt = DEFAULT_PATH,
             target = default_embedder(embedder)  # type: ignore[arg-type]
             n = store.reembed(target, progress=bar)
         except MarsError as exc:
-            raise _fail(str(exc)) from exc
+            raise _fail(str(exc), exc) from exc
     _say(f"re-embedded {n} memories in {_where(path)} with {target.name}")
 
 
@@ -586,10 +718,41 @@ def _resolve_id(store: Any, prefix: str, namespace: str | None) -> tuple[str, st
     try:
         return resolve_id(store, prefix, namespace)
     except MarsError as exc:
-        raise _fail(f"{exc}; list ids with `mars inspect`") from exc
+        raise _fail(f"{exc}; list ids with `mars inspect`", exc) from exc
 
 
 # --- benchmarks --------------------------------------------------------------------------
+
+
+class _Summary:
+    """What a benchmark command returns, for ``--json``."""
+
+    value: Any = None
+
+
+@contextmanager
+def _summary(as_json: bool) -> Iterator[_Summary]:
+    """With ``--json``: what the benchmark prints goes to standard error, and its summary
+    (what its run returns, the dict it writes to its results file) is printed as one
+    JSON object on standard output once it ends well."""
+    summary = _Summary()
+    if not as_json:
+        yield summary
+        return
+    with contextlib.redirect_stdout(sys.stderr):
+        yield summary
+    _emit(_jsonable(summary.value))
+
+
+def _jsonable(value: Any) -> Any:
+    """A benchmark's result as JSON values (dataclasses and pydantic models as dicts)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
 
 
 @bench_app.command("store")
@@ -604,7 +767,8 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
                 history: Annotated[str, typer.Option(
                     help="sections 5-8 (a long-lived user, many namespaces, the budget "
                          "lifted, the agent loop): 'full', 'quick' or 'off'")] = "full",
-                out: OutOpt = None, progress: ProgressOpt = None) -> None:
+                out: OutOpt = None, progress: ProgressOpt = None,
+                as_json: JsonOpt = False) -> None:
     """What the storage costs: add, retrieve, observe and bulk ingest against raw chromadb,
     open + first retrieve at a million memories, peak RSS, and as a history grows
     (docs/benchmarks/storage.md)."""
@@ -618,9 +782,10 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
     if history not in plans:
         raise _fail("--history takes full, quick or off")
     plan = Plan.quick() if quick and history == "full" else plans[history]
-    with _progress(progress, "bench store") as bar:
-        storage.main(out, n=n, big=big, namespaces=namespaces, quick=quick,
-                     indexes=kinds, plan=plan, progress=bar)  # type: ignore[arg-type]
+    with _summary(as_json) as summary, _progress(progress, "bench store") as bar:
+        summary.value = storage.main(out, n=n, big=big, namespaces=namespaces, quick=quick,
+                                     indexes=kinds, plan=plan,  # type: ignore[arg-type]
+                                     progress=bar)
 
 
 @bench_app.command("window")
@@ -631,7 +796,8 @@ def bench_window(*, n: Annotated[int, typer.Option(min=10, help="memories in the
                  indexes: Annotated[str, typer.Option(
                      help="comma-separated: chroma, numpy, qdrant")] = "numpy,chroma",
                  quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
-                 out: OutOpt = None, progress: ProgressOpt = None) -> None:
+                 out: OutOpt = None, progress: ProgressOpt = None,
+                 as_json: JsonOpt = False) -> None:
     """since/until retrieval on one large namespace: each window against no window in the
     same run (medians, interleaved), and the 1-day window's top 10 against the exact
     window ranking (docs/benchmarks/reproductions.md, MaRS control)."""
@@ -640,9 +806,9 @@ def bench_window(*, n: Annotated[int, typer.Option(min=10, help="memories in the
     kinds = tuple(i.strip() for i in indexes.split(",") if i.strip())
     if not kinds or set(kinds) - {"chroma", "numpy", "qdrant"}:
         raise _fail("--indexes takes chroma, numpy and qdrant, comma-separated")
-    with _progress(progress, "bench window") as bar:
-        window.main(out, n=n, days=days, indexes=kinds, quick=quick,  # type: ignore[arg-type]
-                    progress=bar)
+    with _summary(as_json) as summary, _progress(progress, "bench window") as bar:
+        summary.value = window.main(out, n=n, days=days, indexes=kinds,  # type: ignore[arg-type]
+                                    quick=quick, progress=bar)
 
 
 @bench_app.command("import")
@@ -651,7 +817,8 @@ def bench_import(n: Annotated[int, typer.Option(min=1, help="mem0 records in the
                  embedders: Annotated[str, typer.Option(
                      help="comma-separated: hashing, semantic (skipped when not installed)")]
                  = "hashing,semantic",
-                 out: OutOpt = None, progress: ProgressOpt = None) -> None:
+                 out: OutOpt = None, progress: ProgressOpt = None,
+                 *, as_json: JsonOpt = False) -> None:
     """`mars import` of a mem0 dump against the same records added one by one, in the
     same run (medians, ratios; docs/benchmarks/README.md)."""
     from mars_core.bench import ingest
@@ -659,9 +826,37 @@ def bench_import(n: Annotated[int, typer.Option(min=1, help="mem0 records in the
     names = tuple(e.strip() for e in embedders.split(",") if e.strip())
     if not names or set(names) - {"hashing", "semantic"}:
         raise _fail("--embedders takes hashing and semantic, comma-separated")
-    with _progress(progress, "bench import") as bar:
-        ingest.main(out, n=n, reps=reps, embedders=names, progress=bar,
-                    echo=_say)
+    with _summary(as_json) as summary, _progress(progress, "bench import") as bar:
+        summary.value = ingest.main(out, n=n, reps=reps, embedders=names, progress=bar,
+                                    echo=_say)
+
+
+@bench_app.command("first-answer")
+def bench_first_answer(*, baseline: Annotated[Path | None, typer.Option(
+                           help="another checkout to compare with, run for run (e.g. "
+                           "`git worktree add /tmp/before <commit>`)")] = None,
+                       examples: Annotated[str | None, typer.Option(
+                           help="comma-separated quick starts (default: every "
+                           "examples/*.py)")] = None,
+                       embedders: Annotated[str, typer.Option(
+                           help="comma-separated: hashing, semantic")] = "hashing,semantic",
+                       reps: Annotated[int, typer.Option(min=1, help="runs of each")] = 3,
+                       out: OutOpt = None, progress: ProgressOpt = None,
+                       as_json: JsonOpt = False) -> None:
+    """Each quick start (examples/*.py) as a new user runs it, in a fresh process, with
+    the hashing embedder and MiniLM: seconds to its first answer and to its end, and
+    whether a dependency drew a progress bar; against --baseline in the same run
+    (medians, interleaved, ratios; docs/benchmarks/README.md)."""
+    from mars_core.bench import first_answer
+
+    names = tuple(e.strip() for e in embedders.split(",") if e.strip())
+    if not names or set(names) - set(first_answer.EMBEDDERS):
+        raise _fail("--embedders takes hashing and semantic, comma-separated")
+    chosen = tuple(e.strip() for e in examples.split(",") if e.strip()) if examples else None
+    with _summary(as_json) as summary, _bench_run(progress, "bench first-answer") as bar:
+        summary.value = first_answer.main(out, baseline=baseline, examples=chosen,
+                                          embedders=names, reps=reps, progress=bar,
+                                          echo=_say)
 
 
 @bench_app.command("postgres")
@@ -671,7 +866,7 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
                    history: Annotated[str, typer.Option(
                        help="bench store's sections 5-8 on PostgreSQL and the process-count "
                             "row: 'full', 'quick' or 'off'")] = "full",
-                   out: OutOpt = None) -> None:
+                   out: OutOpt = None, as_json: JsonOpt = False) -> None:
     """PostgreSQL + a Chroma server against the SQLite default: latency per call
     (interleaved, medians, ratios), adds/s of 1, 2, 4, 8 writer processes on distinct
     namespaces, and as the history grows (servers started for the run)."""
@@ -687,8 +882,10 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
     plans = {"full": Plan(), "quick": Plan.quick(), "off": None}
     if history not in plans:
         raise _fail("--history takes full, quick or off")
-    postgres.main(out, quick=quick, writers=counts,
-                  plan=Plan.quick() if quick and history == "full" else plans[history])
+    with _summary(as_json) as summary:
+        summary.value = postgres.main(
+            out, quick=quick, writers=counts,
+            plan=Plan.quick() if quick and history == "full" else plans[history])
 
 
 @bench_app.command("policies")
@@ -699,13 +896,15 @@ def bench_policies(  # noqa: PLR0917 (typer options are parameters)
         big: Annotated[int, typer.Option(
             help="size for fifo/lru/priority/dmf only (0 skips it)")] = 1_000_000,
         policies: Annotated[str | None, typer.Option(help="comma-separated names")] = None,
-        out: OutOpt = None, progress: ProgressOpt = None) -> None:
+        out: OutOpt = None, progress: ProgressOpt = None,
+                 as_json: JsonOpt = False) -> None:
     """Per-add and per-trigger cost of each policy against store size n."""
     from mars_core.bench import policies as pol
 
-    with _progress(progress, "bench policies") as bar:
-        pol.main(tuple(n or (1000, 10_000, 100_000)), big or None,
-                 policies.split(",") if policies else None, out, quick=quick, progress=bar)
+    with _summary(as_json) as summary, _progress(progress, "bench policies") as bar:
+        summary.value = pol.main(tuple(n or (1000, 10_000, 100_000)), big or None,
+                                 policies.split(",") if policies else None, out,
+                                 quick=quick, progress=bar)
 
 
 @bench_app.command("plot")
@@ -714,7 +913,8 @@ def bench_plot(results: Annotated[Path, typer.Argument(
                         "as a benchmark's --out wrote it")],
                out: Annotated[Path | None, typer.Option(
                    "--out", help="directory for the PNG files (default: the results "
-                                 "file's directory)")] = None) -> None:
+                                 "file's directory)")] = None,
+               as_json: JsonOpt = False) -> None:
     """Redraw a benchmark's plots from its results file, with the code the run uses (no
     benchmark runs): `mars bench plot docs/benchmarks/policies.json --out
     docs/benchmarks/img`."""
@@ -723,7 +923,10 @@ def bench_plot(results: Annotated[Path, typer.Argument(
     try:
         paths = replot(results, out)
     except MarsError as exc:
-        raise _fail(str(exc)) from exc
+        raise _fail(str(exc), exc) from exc
+    if as_json:
+        _emit({"written": [str(p) for p in paths]})
+        return
     for path in paths:
         _say(f"wrote {path}")
 
@@ -740,7 +943,8 @@ def bench_leakage(  # noqa: PLR0917 (typer options are parameters)
             help="with --data: 2 conversations × 150 turns × 25 questions")] = False,
         assistant: Annotated[bool, typer.Option(
             help="also the assistant evaluation, the check off and on")] = True,
-        out: OutOpt = None, progress: ProgressOpt = None) -> None:
+        out: OutOpt = None, progress: ProgressOpt = None,
+        as_json: JsonOpt = False) -> None:
     """What the output check keeps from a reader and what it costs, in one table: the
     privacy corpus (identifiers, special-category statements, restatements of sensitive
     or erased memories) through render_context, retrieve and check_output with the
@@ -752,18 +956,19 @@ def bench_leakage(  # noqa: PLR0917 (typer options are parameters)
         raise _fail(f"--embedder must be one of {', '.join(leakage.EMBEDDERS)}")
     if data is not None and not data.is_file():
         raise _fail(f"no data file {data} (LoCoMo: ../shared/data/locomo/locomo_dev7.json)")
-    with _bench_run(progress, "bench leakage") as bar:
+    with _summary(as_json) as summary, _bench_run(progress, "bench leakage") as bar:
         try:
-            leakage.main(out, seed, progress=bar, embedder=embedder, data=data, quick=quick,
-                         assistant=assistant)
+            summary.value = leakage.main(out, seed, progress=bar, embedder=embedder,
+                                         data=data, quick=quick, assistant=assistant)
         except MarsError as exc:
-            raise _fail(str(exc)) from exc
+            raise _fail(str(exc), exc) from exc
 
 
 @bench_app.command("privacy")
 def bench_privacy(embedder: Annotated[str, typer.Option(
                       help="all, hashing or minilm (minilm is skipped when not installed)")]
-                  = "all", out: OutOpt = None, progress: ProgressOpt = None) -> None:
+                  = "all", out: OutOpt = None, progress: ProgressOpt = None,
+                 as_json: JsonOpt = False) -> None:
     """The privacy detectors' precision and recall per kind on a labelled corpus (phone
     numbers in international formats, e-mail, IBAN, cards, national ids; hard
     negatives), and the embedding-level sensitivity classifier and restatement test on
@@ -773,14 +978,15 @@ def bench_privacy(embedder: Annotated[str, typer.Option(
     names = privacy.EMBEDDERS if embedder == "all" else (embedder,)
     if any(n not in privacy.EMBEDDERS for n in names):
         raise _fail(f"--embedder must be all or one of {', '.join(privacy.EMBEDDERS)}")
-    with _bench_run(progress, "bench privacy") as bar:
-        privacy.main(out, names, progress=bar)
+    with _summary(as_json) as summary, _bench_run(progress, "bench privacy") as bar:
+        summary.value = privacy.main(out, names, progress=bar)
 
 
 @bench_app.command("assistant")
 def bench_assistant(embedder: Annotated[str, typer.Option(
                         help="default (what MemoryStore.open picks), hashing or minilm")]
-                    = "default", out: OutOpt = None, progress: ProgressOpt = None) -> None:
+                    = "default", out: OutOpt = None, progress: ProgressOpt = None,
+                 as_json: JsonOpt = False) -> None:
     """A personal assistant's memory on the users' path: eight sessions of small talk with
     facts, some of them changed later (a new job, a move, a renamed dog, a cancelled
     trip), observed into a store with its defaults; per question, whether render_context
@@ -789,8 +995,8 @@ def bench_assistant(embedder: Annotated[str, typer.Option(
 
     if embedder not in assistant.EMBEDDERS:
         raise _fail(f"--embedder must be one of {', '.join(assistant.EMBEDDERS)}")
-    with _bench_run(progress, "bench assistant") as bar:
-        assistant.main(out, embedder=embedder, progress=bar)
+    with _summary(as_json) as summary, _bench_run(progress, "bench assistant") as bar:
+        summary.value = assistant.main(out, embedder=embedder, progress=bar)
 
 
 DataOpt = Annotated[Path, typer.Option("--data", help="the data file (never copied)")]
@@ -803,12 +1009,14 @@ def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option(
                  quick: QuickOpt = False,
                  methods: Annotated[str | None, typer.Option(
                      help="comma-separated Task 1 method names (default: all)")] = None,
-                 progress: ProgressOpt = None) -> None:
+                 progress: ProgressOpt = None, *, as_json: JsonOpt = False) -> None:
     """LoCoMo: evidence retrieval under a context budget and retention under a store budget."""
     from mars_core.bench.evidence import run_locomo
 
-    _checked(run_locomo, data, out, quick=quick,
-             methods=methods.split(",") if methods else None, progress=_shown(progress))
+    with _summary(as_json) as summary:
+        summary.value = _checked(run_locomo, data, out, quick=quick,
+                                 methods=methods.split(",") if methods else None,
+                                 progress=_shown(progress))
 
 
 @bench_app.command("oslmr")
@@ -818,27 +1026,31 @@ def bench_oslmr(data: DataOpt, out: Annotated[Path, typer.Option(
                 counters: Annotated[str, typer.Option(
                     help="comma-separated budget counters: store (≈ BPE tokens), words")
                 ] = "store,words",
-                progress: ProgressOpt = None) -> None:
+                progress: ProgressOpt = None, *, as_json: JsonOpt = False) -> None:
     """Seed 001's Table 2 on LoCoMo beside the paper's (budgets 32/64/128; Recency, GA,
     Mixed-Score, BC-learner, OSL-MR with and without prior): prints the table and writes
     table2.json, table2.md and the per-decision reward trace (docs/benchmarks/
     reproductions.md)."""
     from mars_core.bench.oslmr import run_table2
 
-    result = _checked(run_table2, data, out, quick=quick,
-                      counters=[c for c in counters.split(",") if c],
-                      progress=_shown(progress))
-    _say(result["table"])
+    with _summary(as_json) as summary:
+        result = summary.value = _checked(run_table2, data, out, quick=quick,
+                                          counters=[c for c in counters.split(",") if c],
+                                          progress=_shown(progress))
+        _say(result["table"])
 
 
 @bench_app.command("longmemeval")
 def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option(
                           "--out", help="directory for the results")],
-                      quick: QuickOpt = False, progress: ProgressOpt = None) -> None:
+                      quick: QuickOpt = False, progress: ProgressOpt = None,
+                      as_json: JsonOpt = False) -> None:
     """LongMemEval: evidence retrieval at 256/512/1024 tokens."""
     from mars_core.bench.evidence import run_longmemeval
 
-    _checked(run_longmemeval, data, out, quick=quick, progress=_shown(progress))
+    with _summary(as_json) as summary:
+        summary.value = _checked(run_longmemeval, data, out, quick=quick,
+                                 progress=_shown(progress))
 
 
 @bench_app.command("fifa")
@@ -851,12 +1063,15 @@ def bench_fifa(out: Annotated[Path, typer.Option("--out", help="directory for th
                paper_stored: Annotated[int, typer.Option(
                    "--paper-stored", min=1,
                    help="tokens a paper agent stores (relative budgets: level / this × "
-                        "the world's stored tokens)")] = 64_000) -> None:
+                        "the world's stored tokens)")] = 64_000,
+               *, as_json: JsonOpt = False) -> None:
     """FiFA: policies × budgets × seeds over five simulated scenarios (seed 000 §6)."""
     from mars_core.bench.fifa import run_fifa
 
-    run_fifa(out, quick=quick, progress=_shown(progress),
-             budget_mode="absolute" if absolute else "relative", paper_stored=paper_stored)
+    with _summary(as_json) as summary:
+        summary.value = run_fifa(out, quick=quick, progress=_shown(progress),
+                                 budget_mode="absolute" if absolute else "relative",
+                                 paper_stored=paper_stored)
 
 
 @bench_app.command("activator")
@@ -865,8 +1080,10 @@ def bench_activator(data: DataOpt,
                         "--out", help="JSON file for the full report")] = None,
                     quick: QuickOpt = False,
                     embedder: Annotated[str, typer.Option(help="hashing or minilm")]
-                    = "hashing", progress: ProgressOpt = None) -> None:
-    """LoCoMo multi-hop: the Activator's sub-query DAG against a single query."""
+                    = "hashing", progress: ProgressOpt = None,
+                    *, as_json: JsonOpt = False) -> None:
+    """LoCoMo multi-hop: the Activator's sub-query DAG against a single query (its
+    summary printed as JSON)."""
     from mars_core.bench.activator import run_activator_bench
 
     if embedder not in {"hashing", "minilm"}:
@@ -874,8 +1091,11 @@ def bench_activator(data: DataOpt,
     with _progress(progress, "bench activator") as bar:
         report = _checked(run_activator_bench, data, out, quick, embedder=embedder,
                           progress=bar)
-    console.print_json(json.dumps({k: report[k] for k in ("embedder", "tune", "test", "seconds")
-                                   if k in report}))
+    summary = {k: report[k] for k in ("embedder", "tune", "test", "seconds") if k in report}
+    if as_json:
+        _emit(summary)
+    else:
+        console.print_json(json.dumps(summary))
 
 
 @app.command()
@@ -895,7 +1115,7 @@ def learn(log: Annotated[Path, typer.Option(help="a feature log (JSON lines)")],
     try:
         model = train(FeatureLog.load(log).rows(kind), kind=kind)  # type: ignore[arg-type]
     except MarsError as exc:
-        raise _fail(str(exc)) from exc
+        raise _fail(str(exc), exc) from exc
     model.save(out)
     _say(f"trained a {kind} model on {log}; wrote {out}")
 
@@ -908,7 +1128,7 @@ def _checked(fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except MarsError as exc:
-        raise _fail(str(exc)) from exc
+        raise _fail(str(exc), exc) from exc
 
 
 def main(argv: Sequence[str] | None = None, *, progress: ProgressFn | None = None) -> int:

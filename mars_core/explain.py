@@ -6,12 +6,15 @@ It works for active memories, for forgotten ones (in the archive) and for erased
 Examples:
     >>> Explanation(node_id="x", status="unknown", node=None).render().splitlines()[0]
     'memory x: unknown'
+    >>> Explanation(node_id="x", status="unknown", node=None).as_dict()["events"]
+    []
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from mars_core.audit import AuditEvent
 from mars_core.engine.namespace import NamespaceState
@@ -72,6 +75,25 @@ class Explanation:
             who = f" by {ev.policy}" if ev.policy else ""
             lines.append(f"  #{ev.seq} step {ev.step} {ev.op.value}{who}: {ev.rationale}")
         return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The account as JSON-ready values: what :meth:`render` says, field by field (no
+        memory text, no content hash; the schema of ``mars explain --json``)."""
+        n = self.node
+        memory = None if n is None else {
+            "namespace": n.namespace, "type": n.type.value, "status": n.status.value,
+            "tokens": n.weight, "sensitivity": n.sensitivity, "source": n.provenance.source,
+            "uses": n.access_count, "created_at": n.created_at.isoformat()}
+        return {
+            "id": self.node_id, "status": self.status, "memory": memory,
+            "derives_from": [{"id": c.node_id, "type": c.type, "status": c.status,
+                              "source": c.source} for c in self.provenance],
+            "derived": list(self.derived),
+            "events": [{"seq": e.seq, "op": e.op.value, "step": e.step,
+                        "at": None if e.at is None else e.at.isoformat(),
+                        "policy": e.policy, "score": e.score, "node_ids": list(e.node_ids),
+                        "rationale": e.rationale} for e in self.events],
+        }
 
 
 def explain(state: NamespaceState | None, events: Sequence[AuditEvent],

@@ -36,6 +36,7 @@ import os
 import re
 from pathlib import Path
 
+from mars_core._env import env
 from mars_core.errors import ConfigError
 
 __all__ = ["KEY_ENV", "KeyRing", "check_key", "default_key_dir", "env_key", "key_id"]
@@ -74,8 +75,8 @@ def env_key() -> bytes | None:
     Raises:
         ConfigError: the variable is set but is not hex of at least 16 bytes.
     """
-    value = os.environ.get(KEY_ENV)
-    if not value:
+    value = env(KEY_ENV)
+    if value is None:
         return None
     try:
         return check_key(bytes.fromhex(value.strip()))
@@ -87,10 +88,10 @@ def env_key() -> bytes | None:
 def default_key_dir() -> Path:
     """``$MARS_KEY_DIR``, else ``$XDG_DATA_HOME/mars-memory/keys``, else
     ``~/.local/share/mars-memory/keys``."""
-    explicit = os.environ.get("MARS_KEY_DIR")
-    if explicit:
+    explicit = env("MARS_KEY_DIR")
+    if explicit is not None:
         return Path(explicit)
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    base = env("XDG_DATA_HOME", str(Path.home() / ".local" / "share"))
     return Path(base) / "mars-memory" / "keys"
 
 

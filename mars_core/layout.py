@@ -44,12 +44,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from mars_core._env import env
 from mars_core.errors import ConfigError, CorruptStoreError
 from mars_core.index.base import VectorIndex
 from mars_core.index.numpy import NumpyIndex
@@ -195,7 +195,7 @@ def index_from_url(url: str) -> VectorIndex:
 
     parts = urlsplit(url.removeprefix("qdrant+"))
     return QdrantIndex(url=urlunsplit((*parts[:3], "", "")),
-                       api_key=os.environ.get("QDRANT_API_KEY"), prefix=prefix)
+                       api_key=env("QDRANT_API_KEY"), prefix=prefix)
 
 
 def open_index(directory: Path, kind: IndexKind | str | VectorIndex,

@@ -45,7 +45,8 @@ from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
 from mars_core.storage.base import TermHits, TermQuery
 
 __all__ = ["Answerability", "Dense", "Hit", "Lexical", "Query", "answerability",
-           "check_max_sensitivity", "cue_score", "pack", "rank", "relative_cutoff", "reply_of"]
+           "check_max_sensitivity", "cue_score", "pack", "rank", "relative_cutoff", "relevance",
+           "reply_of"]
 
 _EPS = 1e-6
 """Scores at or below this are "nothing in common" (float noise of a reopened index)."""
@@ -522,3 +523,22 @@ def pack(hits: Iterable[Hit], budget_tokens: int, k: int | None) -> list[Hit]:
             out.append(h)
             used += h.node.weight
     return out
+
+
+def relevance(hit: Hit, config: RetrievalConfig) -> float:
+    """A hit's fused score on the [0, 1] scale retrievers report (LangChain's and
+    LlamaIndex's users read a score as a similarity): the score divided by the most a
+    score can be under ``config`` — ``1 + cue_weight + card_weight`` (cosine and the
+    normalised BM25 are at most 1 between them; the cue and card terms at most their
+    weights) — so the order of the hits is kept, and a memory that matches on every
+    channel scores 1.
+
+    Examples:
+        >>> from mars_core.config import RetrievalConfig
+        >>> from mars_core.model import MemoryNode
+        >>> hit = Hit(MemoryNode.model_construct(id="a"), 1.09, 0.9, 1.0)
+        >>> relevance(hit, RetrievalConfig(cue_weight=0.3, card_weight=0.0))
+        0.8384615384615385
+    """
+    top = 1.0 + max(0.0, config.cue_weight) + max(0.0, config.card_weight)
+    return min(1.0, max(0.0, hit.score / top))

@@ -393,11 +393,21 @@ class MemoryStore:
     def update(self, node_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
                expires_at: datetime | Literal["keep"] | None = "keep",
                namespace: NamespaceArg | None = None) -> MemoryNode:
-        """Replace a memory's content: a new memory derivesFrom and supersedes the old one,
-        which goes to the archive.
+        """Replace a memory's content: a new memory derivesFrom and supersedes its current
+        version, which goes to the archive.
+
+        Content is immutable, so each version is a memory of its own, with its own id;
+        the versions form one line along ``supersedes`` edges (:meth:`history`). Any
+        version's id is a stable handle for the memory: ``update`` by it replaces the
+        memory's current version — the one named when it is active, else the newest
+        active version of its line, else its newest — so updating by the first id again
+        and again extends one line (never a second branch), and ``get(id,
+        current=True)`` reads that version: the habit of mem0's ``update(memory_id,
+        ...)`` and LangGraph's ``put`` on a key, with every earlier version kept in the
+        archive.
 
         Args:
-            node_id: the memory to replace.
+            node_id: the memory to replace: any of its versions.
             text: the new content.
             metadata: the new version's metadata (default: a copy of the old one's).
             expires_at: the new version's expiry (default: the old one's; None: none).
@@ -406,7 +416,7 @@ class MemoryStore:
         Raises:
             NotFoundError: no such memory in the namespace.
         """
-        old = self._node(node_id, namespace)
+        old = self._current(self._node(node_id, namespace))
         metadata = args.mapping(metadata, "metadata")
         keep = isinstance(expires_at, str) and expires_at == "keep"
         return self._writer.update(old, text, metadata, old.expires_at if keep
@@ -533,14 +543,21 @@ class MemoryStore:
     # --- reading -----------------------------------------------------------------------------
 
     @_call
-    def get(self, node_id: str, *, namespace: NamespaceArg | None = None) -> MemoryNode:
+    def get(self, node_id: str, *, namespace: NamespaceArg | None = None,
+            current: bool = False) -> MemoryNode:
         """A memory of ``namespace`` by id (active or archived); not counted as an access.
+
+        With ``current``, the current version of the memory that id is a version of (the
+        one named when it is active, else the newest active version of its line, else
+        its newest; :meth:`update`: any version's id is a stable handle), else that very
+        version.
 
         Raises:
             NotFoundError: no such memory in the namespace (another namespace's id is
                 not found either: ids never cross namespaces).
         """
-        return self._node(node_id, namespace)
+        node = self._node(node_id, namespace)
+        return self._current(node) if args.flag(current, "current") else node
 
     @_call
     def list(self, namespace: NamespaceArg | None = None, *, type: MemoryType | str | None = None,
@@ -1102,6 +1119,16 @@ class MemoryStore:
 
     def _node(self, node_id: object, namespace: object) -> MemoryNode:
         return self._holder(node_id, namespace).node(node_id)  # type: ignore[arg-type]
+
+    def _current(self, node: MemoryNode) -> MemoryNode:
+        """The current version of the memory ``node`` is a version of (along
+        ``supersedes``): ``node`` when it is active, else the newest active version,
+        else the newest."""
+        if node.is_active:
+            return node
+        versions = self._reader.history(self._engine.ns(node.namespace), node.id)
+        active = [v for v in versions if v.is_active]
+        return (active or versions)[-1]
 
     # --- async twins (written once) ----------------------------------------------------------
 

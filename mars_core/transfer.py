@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from mars_core import layout
+from mars_core._env import env
 from mars_core.errors import (
     ConfigError,
     CorruptStoreError,
@@ -217,7 +218,7 @@ def _write(source: RecordTxn, destination: RecordStore, where: str,
 def _key_note(manifest: dict[str, Any], audit_key: bytes | None) -> str:
     from mars_core.keys import KEY_ENV, KeyRing
 
-    if audit_key is not None or os.environ.get(KEY_ENV):
+    if audit_key is not None or env(KEY_ENV) is not None:
         return ("the audit key you gave (audit_key= or $MARS_AUDIT_KEY): every process "
                 "that opens the copy needs it")
     if manifest.get("audit_key") == "ring":

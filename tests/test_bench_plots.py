@@ -86,7 +86,7 @@ def test_the_command_exits_2_and_says_why(tmp_path: Path, out: Path,
     path.write_text(json.dumps({"cost": "not a list"}))
     before = _snapshot(out)
     assert cli_main(["bench", "plot", str(path), "--out", str(out)]) == 2
-    said = " ".join(capsys.readouterr().out.split())
+    said = " ".join(capsys.readouterr().err.split())  # errors go to standard error
     assert "not a benchmark results file" in said and "mars bench store" in said
     assert _snapshot(out) == before
 
@@ -99,3 +99,33 @@ def test_the_command_exits_2_and_says_why(tmp_path: Path, out: Path,
 ])
 def test_each_kind_is_recognised(doc: dict[str, Any], kind: str) -> None:
     assert results_kind(doc) == kind
+
+
+def test_every_series_has_its_own_colour_and_no_legend_covers_an_axes() -> None:
+    """15 methods, as an evidence run draws them, in 15 colours (it was 10: 'ours' and
+    'dense' shared red), and the legend right of the axes, over none of them."""
+    from mars_core.bench.plots import legend_outside, pyplot, series_style
+
+    names = [f"method-{k:02d}" for k in range(15)]
+    styles = series_style(names)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name in names:
+        for ax in axes:
+            ax.plot([1, 2, 4], [k := names.index(name), k + 1, k + 2], label=name,
+                    **styles[name])
+    legend_outside(fig, axes[1])
+    fig.canvas.draw()
+    box = fig.legends[0].get_window_extent()
+    assert all(not box.overlaps(ax.get_window_extent()) for ax in axes)
+    assert len({line.get_color() for line in axes[0].lines}) == 15
+    plt.close(fig)
+
+
+def test_long_tick_labels_are_shortened_and_wrapped() -> None:
+    from mars_core.bench.plots import short_label
+
+    label = short_label("sentence-transformers/all-MiniLM-L6-v2", 12)
+    assert label == "all-MiniLM-L6-v2"  # one unbreakable word: kept whole
+    assert max(len(line) for line in short_label("numpy index, precomputed vectors",
+                                                 12).splitlines()) <= 12

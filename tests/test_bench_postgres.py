@@ -50,4 +50,4 @@ def test_the_latency_and_the_writer_sections_run_and_report(
 def test_bad_writer_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     for bad in ("0", "two", ""):
         assert cli_main(["bench", "postgres", "--writers", bad]) == 2
-    assert capsys.readouterr().out.count("--writers takes positive numbers") == 3
+    assert capsys.readouterr().err.count("--writers takes positive numbers") == 3

@@ -98,7 +98,7 @@ def test_a_directory_of_other_files_is_not_a_store(tmp_path: Path, command: str)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "qdrant"]
     (tmp_path / "qdrant" / "meta.json").write_text("{}")  # a store of mars-memory 0.1
     code, out = run(command, "--path", str(tmp_path))
-    assert code == 2 and "mars-memory 0.1" in out and "mars export" in out
+    assert code == 1 and "mars-memory 0.1" in out and "mars export" in out
 
 
 def test_explain_by_prefix_and_bad_ids(store_path: Path) -> None:

@@ -905,7 +905,9 @@ LANGCHAIN: list[Case] = [
                                          "zero": 0},
                 V, lambda w, v: w.lc.start_ttl_sweeper(v)),
     *_cases_for("lg.init", {
-        "memory-none": {"memory": None}, "memory-type-opinion": {"memory_type": "opinion"},
+        # memory=None is a new store in RAM, as LangGraph's InMemoryStore() (issue 34)
+        "memory-string": {"memory": "./mars_data"}, "index-embed-int": {"index": {"embed": 5}},
+        "memory-type-opinion": {"memory_type": "opinion"},
         "memory-type-int": {"memory_type": 5}, "index-unknown-key": {"index": {"colour": 1}},
         "index-dims": {"index": {"dims": 7}}, "index-fields-int": {"index": {"fields": [5]}},
         "index-int": {"index": 5}, "index-string": {"index": "text"},
@@ -1363,7 +1365,7 @@ def test_cli_refuses_with_one_line_and_changes_nothing(
     if usage:
         assert result.exit_code == 2 and "Usage" in result.output, result.output
     elif args[0] == "erase" and "--yes" not in args:
-        assert lines[-1].startswith("Aborted") or "Continue?" in lines[-1], result.output
+        assert result.exit_code == 1 and lines[-1] == "nothing erased", result.output
     else:
         assert len(lines) == 1 and lines[0].startswith("error: "), result.output
     assert disk_state(disk.path) == before

@@ -192,14 +192,16 @@ class StoreMachine(RuleBasedStateMachine):
     def update(self, data: st.DataObject, text: str) -> None:
         nid = data.draw(st.sampled_from(self._ids()), label="update")
         ns = self.ever[nid]
-        old = self.store.get(nid, namespace=ns)
+        # any version's id is a handle: the update replaces the memory's current version
+        old = self.store.get(nid, namespace=ns, current=True)
+        assert old.id == nid or not self.store.get(nid, namespace=ns).is_active
         new = self.store.update(nid, text, namespace=ns)
-        assert new.id != nid and new.content == text and new.namespace == old.namespace
+        assert new.id != old.id and new.content == text and new.namespace == old.namespace
         assert new.is_active
-        assert self.store.get(nid, namespace=ns).status is MemoryStatus.ARCHIVED
+        assert self.store.get(old.id, namespace=ns).status is MemoryStatus.ARCHIVED
         assert [n.id for n in self.store.history(new.id, namespace=ns)][-1] == new.id
         assert nid in [n.id for n in self.store.history(new.id, namespace=ns)]
-        assert nid in self.store._engine.ns(new.namespace).graph.ancestors(new.id)
+        assert old.id in self.store._engine.ns(new.namespace).graph.ancestors(new.id)
         self.ever[new.id] = new.namespace
 
     @precondition(lambda self: bool(self.ever))

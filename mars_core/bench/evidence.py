@@ -13,6 +13,7 @@ Examples:
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from mars_core.bench.longmemeval import LME_BUDGETS, load_longmemeval
 from mars_core.bench.report import results_dir, write_report
 from mars_core.bench.users_path import users_path_task
 from mars_core.embeddings import Embedder, HashingEmbedder
+from mars_core.progress import LineCounter
 
 __all__ = ["USERS", "default_bench_embedder", "run_locomo", "run_longmemeval"]
 
@@ -54,6 +56,10 @@ def _quick(convs: Sequence[Conversation], n_convs: int, n_turns: int, n_q: int
 
 
 def _bar(total: int, desc: str, progress: bool) -> Any:
+    """A tqdm bar on a terminal; plain lines (:class:`~mars_core.progress.LineCounter`)
+    when standard error is a pipe or a file."""
+    if progress and not sys.stderr.isatty():
+        return LineCounter(total, desc)
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     return tqdm(total=total, desc=desc, disable=not progress, unit="step")

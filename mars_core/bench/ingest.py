@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mars_core.bench.report import results_dir
+from mars_core.bench.report import results_dir, write_results
 from mars_core.bench.storage import make_texts
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import MarsError, ValidationError
@@ -200,7 +200,5 @@ def main(out: str | os.PathLike[str] | None = None, *, n: int = 1500, reps: int 
     result = run(n, reps=reps, embedders=embedders, progress=progress)
     text = table(result)
     echo(text)
-    if folder is not None:
-        (folder / "ingest.json").write_text(json.dumps(result, indent=1))
-        (folder / "ingest.md").write_text(text + "\n")
+    write_results(folder, "ingest", result, text)
     return result

@@ -5,7 +5,10 @@ writes PNG plots beside its JSON and markdown, with the functions of this module
 same functions redraw them from a results file the command wrote (:func:`replot`, ``mars
 bench plot RESULTS --out DIR``), which is how the docs' images are made without running
 a benchmark again. Output is deterministic: fixed figure sizes, fixed colours per name,
-and no software or date stamp in the PNG metadata.
+and no software or date stamp in the PNG metadata. Readable at any number of series:
+every series has a colour of its own (up to :data:`MAX_SERIES`, with a marker and line
+style of its own too), legends sit outside the axes so they never cover a line or a
+target, and long tick labels are shortened and wrapped.
 
 Kinds of results file (:func:`results_kind`):
 
@@ -45,7 +48,9 @@ from mars_core.errors import ExtraNotInstalledError, ValidationError
 
 __all__ = [
     "KINDS",
+    "MAX_SERIES",
     "ResultsKind",
+    "legend_outside",
     "plot_evidence",
     "plot_policies",
     "plot_retention",
@@ -55,6 +60,8 @@ __all__ = [
     "replot",
     "results_kind",
     "save",
+    "series_style",
+    "short_label",
 ]
 
 Row = Mapping[str, Any]
@@ -68,8 +75,14 @@ DPI = 110
 _SMALL_STORE = 1_000
 """Memories of the scale section's small store, for files written before it was recorded."""
 
-_STYLES = ("-", "--", ":", "-.")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p")
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+            "#7f7f7f", "#bcbd22", "#17becf",  # matplotlib's tab10
+            "#000075", "#808000", "#800000", "#469990", "#f032e6", "#9a6324", "#4b0082",
+            "#00a86b", "#c71585", "#4682b4")  # ten more, as far from those as on paper
+MAX_SERIES = len(_PALETTE)
+"""Series a plot tells apart by colour alone; more get a colour twice (and a marker and
+line style of their own): draw small multiples instead."""
 
 
 def pyplot() -> Any:
@@ -93,20 +106,69 @@ def pyplot() -> Any:
 
 
 def save(fig: Any, path: Path) -> Path:
-    """Write ``fig`` as a PNG without a software or date stamp, close it, return ``path``."""
+    """Write ``fig`` as a PNG without a software or date stamp, close it, return ``path``.
+    A figure with a legend is cut to what is drawn, so a legend outside the axes is in
+    the image; any other keeps its figure size."""
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI, metadata={"Software": None})
+    legends = bool(fig.legends) or any(ax.get_legend() is not None for ax in fig.axes)
+    fig.savefig(path, dpi=DPI, metadata={"Software": None},
+                bbox_inches="tight" if legends else None, pad_inches=0.1)
     pyplot().close(fig)
     return path
 
 
-def _style(names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """A fixed colour, line style and marker per name (sorted, so the same name gets the
-    same look in every plot of a run), distinct for up to 40 names."""
+def series_style(names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A fixed colour, marker and line style per name (sorted, so the same name looks the
+    same in every plot of a run): a colour of its own for each of up to
+    :data:`MAX_SERIES` names, a marker of its own for each of up to 12, and dashed lines
+    for the second half of the list, so two names never look alike.
+
+    Examples:
+        >>> looks = series_style([f"m{k}" for k in range(15)])
+        >>> len({v["color"] for v in looks.values()})
+        15
+        >>> len({(v["color"], v["marker"], v["linestyle"]) for v in looks.values()})
+        15
+    """
     ordered = sorted(set(names))
-    return {name: {"color": f"C{k % 10}", "linestyle": _STYLES[(k // 10) % len(_STYLES)],
-                   "marker": _MARKERS[k % len(_MARKERS)]}
+    half = (len(ordered) + 1) // 2 if len(ordered) > len(_MARKERS) else len(ordered)
+    return {name: {"color": _PALETTE[k % len(_PALETTE)], "marker": _MARKERS[k % len(_MARKERS)],
+                   "linestyle": "-" if k < half else "--"}
             for k, name in enumerate(ordered)}
+
+
+def legend_outside(fig: Any, ax: Any, *, below: bool = False, columns: int = 1) -> None:
+    """One legend for the figure, from ``ax``'s labelled artists, outside every axes:
+    right of them (default) or below them — never over a line, a bar or a target."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if below:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncols=columns, fontsize=8, frameon=False)
+    else:
+        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5),
+                   ncols=columns, fontsize=8, frameon=False)
+
+
+def short_label(text: str, width: int = 16) -> str:
+    """A tick label that fits under its bar: a model's organisation prefix dropped, then
+    wrapped at ``width`` characters.
+
+    Examples:
+        >>> print(short_label("sentence-transformers/all-MiniLM-L6-v2"))
+        all-MiniLM-L6-v2
+        >>> print(short_label("an index with a rather long name", 12))
+        an index
+        with a
+        rather long
+        name
+    """
+    import textwrap
+
+    words = text.rsplit("/", 1)[-1] if "/" in text and " " not in text else text
+    return "\n".join(textwrap.wrap(words, width, break_long_words=False,
+                                   break_on_hyphens=False)) or text
 
 
 def _log_axes(ax: Any, xlabel: str, ylabel: str, *, logy: bool = True) -> None:
@@ -171,7 +233,7 @@ def plot_policies(rows: Sequence[Row], out: Path, *, goal_policies: Sequence[str
     names = sorted({str(r["policy"]) for r in rows if not r.get("reference")})
     styles = {name: {"color": s["color"], "marker": s["marker"],
                      "linestyle": "-" if name in goal_policies else "--"}
-              for name, s in _style(names).items()}
+              for name, s in series_style(names).items()}
     paths = []
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     for ax, stat in zip(axes[:2], ("mean", "median"), strict=True):
@@ -180,7 +242,7 @@ def plot_policies(rows: Sequence[Row], out: Path, *, goal_policies: Sequence[str
     _lines(axes[2], _policy_series(rows, lambda r: r.get("add_cpu_ratio")), styles)
     axes[2].axhline(2.0, color="black", linewidth=1, linestyle=":", label="2× goal")
     _log_axes(axes[2], "store size n (memories)", "mean CPU per add / same at smallest n")
-    axes[2].legend(fontsize=7, loc="upper left")
+    legend_outside(fig, axes[2])
     fig.suptitle("Per-add cost against store size (steady state, one eviction per add)")
     paths.append(save(fig, out / "policies_per_add.png"))
 
@@ -188,14 +250,14 @@ def plot_policies(rows: Sequence[Row], out: Path, *, goal_policies: Sequence[str
     for ax, stat in zip(axes, ("median", "mean"), strict=True):
         _lines(ax, _policy_series(rows, _stat("per_trigger_us", stat, triggered=True)), styles)
         _log_axes(ax, "store size n (memories)", f"time in the policy per trigger, {stat} (µs)")
-    axes[1].legend(fontsize=7, loc="upper left")
+    legend_outside(fig, axes[1])
     fig.suptitle("Per-trigger cost against store size (sweep + apply)")
     paths.append(save(fig, out / "policies_per_trigger.png"))
 
     fig, ax = plt.subplots(figsize=(6.5, 4.4))
     _lines(ax, _policy_series(rows, lambda r: r["peak_rss_mb"]), styles)
     _log_axes(ax, "store size n (memories)", "peak RSS of the process (MB)")
-    ax.legend(fontsize=7, loc="upper left")
+    legend_outside(fig, ax)
     ax.set_title("Memory against store size")
     paths.append(save(fig, out / "policies_rss.png"))
     return paths
@@ -218,7 +280,7 @@ def _bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float]],
     width = 0.8 / max(1, len(series))
     for k, (name, values) in enumerate(series.items()):
         xs = [g + (k - (len(series) - 1) / 2) * width for g in range(len(groups))]
-        bars = ax.bar(xs, values, width, label=name, color=f"C{k % 10}")
+        bars = ax.bar(xs, values, width, label=name, color=_PALETTE[k % len(_PALETTE)])
         ax.bar_label(bars, fmt=fmt, fontsize=7)
     label: str | None = "target"
     for g, target in enumerate(targets):
@@ -227,26 +289,35 @@ def _bars(ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[float]],
             label = None  # one legend entry for all the ticks
     ax.set_xticks(range(len(groups)), groups, fontsize=8)
     ax.grid(alpha=0.3, axis="y")
+    ax.margins(y=0.12)  # room above the tallest bar's value
+
+
+def _legend_below(ax: Any, columns: int = 2) -> None:
+    """A panel's own legend under its tick labels (a bar chart's targets and bars are
+    at every height, so nowhere inside is free)."""
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=columns,
+              frameon=False)
 
 
 def _cost_figure(plt: Any, result: Mapping[str, Any], out: Path) -> Path:
     cost, bulk = list(result["cost"]), list(result["bulk"])
     memory = result.get("memory")
-    fig, axes = plt.subplots(1, 3 if memory else 2, figsize=(15 if memory else 11, 4.4),
-                             gridspec_kw={"width_ratios": [5, 3, 2] if memory else [5, 3]})
+    fig, axes = plt.subplots(1, 3 if memory else 2, figsize=(16 if memory else 12, 5),
+                             gridspec_kw={"width_ratios": [5, 4, 2] if memory else [5, 4]})
     n = ", ".join(sorted({f"{int(c['n']):,}" for c in cost}))
     _bars(axes[0], [label for _k, label, _t in _COST_RATIOS],
           {str(c["index"]): [float(c[k]) for k, _l, _t in _COST_RATIOS] for c in cost},
           [t for _k, _l, t in _COST_RATIOS])
     axes[0].set_ylabel("ratio of medians (same run)")
     axes[0].set_title(f"Store cost at n = {n} memories")
-    axes[0].legend(fontsize=7)
-    labels = [f"{b['index']}\n{b['embedder']}\nn = {int(b['n']):,}" for b in bulk]
+    _legend_below(axes[0])
+    labels = [f"{b['index']}\n{short_label(str(b['embedder']), 12)}\nn = {int(b['n']):,}"
+              for b in bulk]
     _bars(axes[1], labels, {"add_many / single adds": [float(b["throughput_ratio"])
                                                          for b in bulk]}, [10.0] * len(bulk))
     axes[1].set_ylabel("throughput ratio")
     axes[1].set_title("Bulk ingest")
-    axes[1].legend(fontsize=7)
+    _legend_below(axes[1])
     if memory:
         bars = {"store, add_many (Chroma index)": [float(memory["store"]["peak_rss_mb"])]}
         if "observe" in memory:  # runs before the observe row drew one bar
@@ -255,12 +326,12 @@ def _cost_figure(plt: Any, result: Mapping[str, Any], out: Path) -> Path:
         _bars(axes[2], [f"n = {int(memory['n']):,}"], bars, fmt="%.0f")
         axes[2].set_ylabel("peak RSS (MB)")
         axes[2].set_title("One namespace: memory")
-        axes[2].legend(fontsize=7)
+        _legend_below(axes[2], columns=1)
     return save(fig, out / "storage_cost.png")
 
 
 def _scale_figure(plt: Any, scale: Sequence[Row], out: Path) -> Path:
-    styles = _style([str(s["index"]) for s in scale])
+    styles = series_style([str(s["index"]) for s in scale])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     for s in scale:
         name, st = str(s["index"]), styles[str(s["index"])]
@@ -282,7 +353,7 @@ def _scale_figure(plt: Any, scale: Sequence[Row], out: Path) -> Path:
     for ax in axes:
         ax.set_xticks(sizes, [f"{x:,}" for x in sizes])
         ax.set_xticks([], minor=True)  # the measured sizes only
-        ax.legend(fontsize=7)
+    legend_outside(fig, axes[0])
     namespaces = ", ".join(sorted({f"{int(s['namespaces']):,}" for s in scale}))
     fig.suptitle(f"A fresh process opens the store and retrieves in one namespace "
                  f"(large store over {namespaces} namespaces)")
@@ -321,7 +392,7 @@ def plot_retrieval(rows: Sequence[Row], counter: str, path: Path) -> Path:
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     methods = sorted({str(r["method"]) for r in _sel(rows, task="retrieval")})
-    styles = _style(methods)
+    styles = series_style(methods)
     for m in methods:
         pts = sorted(_sel(rows, task="retrieval", counter=counter, category="all", method=m),
                      key=lambda r: r["budget"])
@@ -332,7 +403,7 @@ def plot_retrieval(rows: Sequence[Row], counter: str, path: Path) -> Path:
         ax.set_xlabel(f"context budget ({counter} tokens)")
         ax.set_ylabel(f"evidence {key}")
         ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=7, loc="best")
+    legend_outside(fig, axes[1])
     return save(fig, path)
 
 
@@ -341,7 +412,7 @@ def plot_retention(rows: Sequence[Row], path: Path) -> Path:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     methods = sorted({str(r["method"]) for r in _sel(rows, task="retention")})
-    styles = _style(methods)
+    styles = series_style(methods)
     for m in methods:
         pts = sorted(_sel(rows, task="retention", category="all", method=m),
                      key=lambda r: r["budget"])
@@ -350,7 +421,7 @@ def plot_retention(rows: Sequence[Row], path: Path) -> Path:
     ax.set_xlabel("active store budget (% of conversation tokens)")
     ax.set_ylabel("evidence survival")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    legend_outside(fig, ax)
     return save(fig, path)
 
 

@@ -38,7 +38,6 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import statistics
@@ -54,7 +53,7 @@ from typing import Any
 from mars_core.bench import history
 from mars_core.bench.chroma_server import chroma_server
 from mars_core.bench.postgres_server import postgres_server
-from mars_core.bench.report import results_dir
+from mars_core.bench.report import results_dir, write_results
 from mars_core.bench.together import together
 from mars_core.embeddings import HashingEmbedder
 from mars_core.store import MemoryStore
@@ -311,7 +310,5 @@ def main(out: str | os.PathLike[str] | None = None, *, quick: bool = False,
                  workers=(4, 100) if quick else (50, 1000))
     text = table(result)
     print(text)
-    if folder is not None:
-        (folder / "postgres.json").write_text(json.dumps(result, indent=1))
-        (folder / "postgres.md").write_text(text + "\n")
+    write_results(folder, "postgres", result, text)
     return result

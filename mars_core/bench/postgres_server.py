@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from mars_core._env import env
 from mars_core.errors import ExtraNotInstalledError, MarsBackendError
 
 __all__ = ["USER", "PostgresServer", "postgres_bin", "postgres_server", "server_user"]
@@ -70,8 +71,8 @@ class PostgresServer:
 
 def postgres_bin() -> Path | None:
     """The directory of ``initdb`` and ``postgres``, or ``None`` when not installed."""
-    given = os.environ.get("MARS_PG_BIN")
-    if given:
+    given = env("MARS_PG_BIN")
+    if given is not None:
         return Path(given) if (Path(given) / "initdb").exists() else None
     found = shutil.which("initdb")
     if found:

@@ -21,7 +21,7 @@ from mars_core.bench.plots import plot_evidence, plot_retention, plot_retrieval
 from mars_core.errors import ValidationError
 
 __all__ = ["plot_retention", "plot_retrieval", "results_dir", "retention_table",
-           "retrieval_table", "users_path_section", "write_report"]
+           "retrieval_table", "users_path_section", "write_report", "write_results"]
 
 Row = Mapping[str, Any]
 
@@ -48,6 +48,23 @@ def results_dir(out: str | os.PathLike[str]) -> Path:
         raise ValidationError(f"cannot write benchmark results to {str(path)!r}: {exc}; "
                               "pass another --out directory") from exc
     return path
+
+
+def write_results(folder: Path | None, stem: str, result: Mapping[str, Any],
+                  text: str) -> None:
+    """A benchmark's results as ``{stem}.json`` and its table as ``{stem}.md`` in
+    ``folder`` (nothing when it is None: the run was not asked to write).
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     write_results(Path(tmp), "x", {"a": 1}, "| a |")
+        ...     sorted(p.name for p in Path(tmp).iterdir())
+        ['x.json', 'x.md']
+    """
+    if folder is not None:
+        (folder / f"{stem}.json").write_text(json.dumps(result, indent=1))
+        (folder / f"{stem}.md").write_text(text + "\n")
 
 
 def _sel(rows: Sequence[Row], **kw: Any) -> list[Row]:

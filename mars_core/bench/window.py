@@ -23,7 +23,6 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import tempfile
@@ -33,7 +32,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from mars_core.bench.report import results_dir
+from mars_core.bench.report import results_dir, write_results
 from mars_core.bench.storage import make_texts
 from mars_core.clock import FakeClock
 from mars_core.config import RetrievalConfig
@@ -150,7 +149,5 @@ def main(out: str | os.PathLike[str] | None = None, *, n: int = 100_000, days: i
                  progress=progress)
     text = table(result)
     print(text)
-    if folder is not None:
-        (folder / "window.json").write_text(json.dumps(result, indent=1))
-        (folder / "window.md").write_text(text + "\n")
+    write_results(folder, "window", result, text)
     return result

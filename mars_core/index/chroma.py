@@ -50,7 +50,6 @@ Examples:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import math
@@ -63,6 +62,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard, TypeVar
 
+from mars_core._lockfile import LockFile, LockHeld
 from mars_core.errors import (
     ConflictError,
     ExtraNotInstalledError,
@@ -365,7 +365,7 @@ class ChromaIndex(IndexBase):
         self._used: set[str] = set()  # collections used since the client opened
         self.reopens = 0
         """How often the client was reopened to free loaded collections."""
-        self._lock_fd: int | None = None
+        self._lock_file: LockFile | None = None
         self._database: str | None = None
         self._owns_client = client is None
         self._scrub_dir: Path | None = None
@@ -445,17 +445,14 @@ class ChromaIndex(IndexBase):
     def _take_lock(self, directory: Path) -> None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(directory / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_file = LockFile.take(directory / _LOCK, timeout=0)
+        except LockHeld as held:
+            raise ConflictError(f"another process ({held.holder or 'unknown'}) has the "
+                                f"Chroma index at {directory} open; one process at a time "
+                                "uses an embedded index") from None
         except OSError as exc:
             raise MarsBackendError(f"cannot use {directory} for a Chroma index: {exc}; pass a "
                                    "writable directory") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            raise ConflictError(f"another process has the Chroma index at {directory} open; "
-                                "one process at a time uses an embedded index") from exc
-        self._lock_fd = fd
 
     def __repr__(self) -> str:
         return f"ChromaIndex({self.location!r}, prefix={self._prefix!r})"
@@ -794,11 +791,9 @@ class ChromaIndex(IndexBase):
                 record_sums(self._scrub_dir)
                 mark_closed(self._scrub_dir)
         self._handles.clear()
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock_file is not None:
+            self._lock_file.release()
+            self._lock_file = None
 
 
 def _flip(status: MemoryStatus) -> MemoryStatus:

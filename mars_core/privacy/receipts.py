@@ -10,6 +10,8 @@ Examples:
     >>> r = ErasureReceipt("entity", "u1", ("a", "b"), (), {"episodic": 2}, (7, 8), "compacted")
     >>> r.render().splitlines()[0]
     'erasure (entity) in namespace u1: 2 memories removed, 0 summaries regenerated'
+    >>> r.as_dict()["erased"], r.as_dict()["by_type"]
+    (['a', 'b'], {'episodic': 2})
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from mars_core.audit import AuditEvent, AuditOp
 from mars_core.model import MemoryNode, MemoryStatus
@@ -101,6 +104,20 @@ class ErasureReceipt:
         if self.audit_seqs:
             lines.append(f"  audit events #{self.audit_seqs[0]}..#{self.audit_seqs[-1]}")
         return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The receipt as JSON-ready values (ids and counts, no memory text; the schema
+        of ``mars erase --json``)."""
+        return {
+            "request": self.request, "namespace": self.namespace,
+            "erased": list(self.erased),
+            "regenerated": [{"old": old, "new": new} for old, new in self.regenerated],
+            "by_type": dict(sorted(self.by_type.items())),
+            "audit_seqs": list(self.audit_seqs), "physical": self.physical,
+            "ambiguous": [{"id": a.node_id, "part": a.part, "reason": a.reason}
+                          for a in self.ambiguous],
+            "restating": list(self.restating),
+        }
 
 
 @dataclass(frozen=True, slots=True)

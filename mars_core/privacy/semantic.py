@@ -52,6 +52,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -60,6 +61,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from threading import Lock
 from typing import Final
 
@@ -77,6 +79,7 @@ from mars_core.privacy.semantic_examples import CATEGORIES, ORDINARY, TRAIN
 
 __all__ = [
     "CATEGORY_KIND",
+    "FITS",
     "L2",
     "MAX_FALSE_POSITIVE_RATE",
     "MIN_RECALL",
@@ -86,9 +89,12 @@ __all__ = [
     "Restatement",
     "SemanticSensitivity",
     "SemanticVerdict",
+    "fit_key",
     "prose",
     "restates",
     "semantic_for",
+    "ship_fit",
+    "shipped_fit",
     "word_spans",
 ]
 
@@ -232,6 +238,21 @@ def _softmax(z: Vectors) -> Vectors:
     return out
 
 
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Run numpy's linear algebra on one thread inside the block (``threadpoolctl``).
+
+    The fit is some 1,200 products of a few hundred rows by a few hundred columns: a
+    second BLAS thread saves nothing there, and on a machine whose cores are busy it
+    spins waiting for them — the fit took 7.5 s with OpenBLAS's threads and 0.75 s with
+    one, measured side by side at load 11 on 2 cores. Only this block is limited.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 def _fit_weights(x: Vectors, y: npt.NDArray[np.int64], l2: float, steps: int) -> Vectors:
     """Multinomial logistic regression by accelerated (Nesterov) gradient descent."""
     n, d = x.shape
@@ -329,27 +350,29 @@ class SemanticSensitivity:
             raise ValidationError("the examples need ordinary and sensitive statements, at "
                                   f"least {2 * FOLDS} in all")
         x = _unit(embedder.embed([t for _, t in examples]), embedder.dim)
-        y = np.array([_LABELS.index(c) for c in labels], dtype=np.int64)
-        cv = np.zeros(len(y))
-        folds = np.arange(len(y)) % FOLDS
-        for f in range(FOLDS):
-            held = folds == f
-            w = _fit_weights(x[~held], y[~held], L2, STEPS)
-            cv[held] = 1.0 - _probabilities(w, x[held])[:, -1]
-        truth = y != len(_LABELS) - 1
-        threshold, p, r, fpr = _choose_threshold(cv, truth)
-        enabled = r >= MIN_RECALL
-        center = x.mean(axis=0)
-        xc = _unit(x - center)
-        sims = (xc[~truth] @ xc[truth].T).max(axis=1)
-        cal = Calibration(
-            threshold=round(threshold, 6) if enabled else math.inf, cv_precision=round(p, 6),
-            cv_recall=round(r, 6), cv_false_positive_rate=round(fpr, 6), enabled=enabled,
-            paraphrase_threshold=round(float(np.quantile(sims, WITHHOLD_QUANTILE)), 6),
-            topic_threshold=round(float(np.quantile(sims, TOPIC_QUANTILE)), 6),
-            center=tuple(round(float(c), 7) for c in center),
-            close_threshold=round(float(sims.max()), 6))
-        return cls(_fit_weights(x, y, L2, STEPS), cal, embedder.name)
+        with _one_blas_thread():  # small matrices: threads only wait on a busy machine
+            y = np.array([_LABELS.index(c) for c in labels], dtype=np.int64)
+            cv = np.zeros(len(y))
+            folds = np.arange(len(y)) % FOLDS
+            for f in range(FOLDS):
+                held = folds == f
+                w = _fit_weights(x[~held], y[~held], L2, STEPS)
+                cv[held] = 1.0 - _probabilities(w, x[held])[:, -1]
+            truth = y != len(_LABELS) - 1
+            threshold, p, r, fpr = _choose_threshold(cv, truth)
+            enabled = r >= MIN_RECALL
+            center = x.mean(axis=0)
+            xc = _unit(x - center)
+            sims = (xc[~truth] @ xc[truth].T).max(axis=1)
+            cal = Calibration(
+                threshold=round(threshold, 6) if enabled else math.inf, cv_precision=round(p, 6),
+                cv_recall=round(r, 6), cv_false_positive_rate=round(fpr, 6), enabled=enabled,
+                paraphrase_threshold=round(float(np.quantile(sims, WITHHOLD_QUANTILE)), 6),
+                topic_threshold=round(float(np.quantile(sims, TOPIC_QUANTILE)), 6),
+                center=tuple(round(float(c), 7) for c in center),
+                close_threshold=round(float(sims.max()), 6))
+            weights = _fit_weights(x, y, L2, STEPS)
+        return cls(weights, cal, embedder.name)
 
     def probabilities(self, vectors: npt.ArrayLike) -> Vectors:
         """Class probabilities, one row per vector, columns in :attr:`categories` order.
@@ -380,9 +403,17 @@ _CACHE_LOCK = Lock()
 _CACHE_SIZE: Final = 8
 _PROBE: Final = "mars-memory semantic sensitivity probe"
 
+FITS: Final = Path(__file__).with_name("semantic_fits")
+"""Fits shipped with the package (:func:`ship_fit`), one JSON file per embedder: a new
+process reads one instead of embedding the examples and fitting (for MiniLM, the
+embedding of the 278 statements was most of a first write's cost)."""
+_FIT_FORMAT: Final = 1
+
 
 def semantic_for(embedder: Embedder) -> SemanticSensitivity:
-    """The classifier of ``embedder``, fitted once per process and embedder.
+    """The classifier of ``embedder``, fitted once per process and embedder — or read
+    from the fit shipped for it (:data:`FITS`), when it was fitted on the same examples
+    with an embedder that gives the same vector for a probe sentence.
 
     Embedders are told apart by name, dimension and the vector of a probe sentence, so
     two instances of one model share a fit and a differently behaving embedder that
@@ -391,20 +422,79 @@ def semantic_for(embedder: Embedder) -> SemanticSensitivity:
     Raises:
         ValidationError: the embedder returned vectors of the wrong shape.
     """
-    probe = _unit(embedder.embed([_PROBE]), embedder.dim)
-    key = (embedder.name, embedder.dim,
-           hashlib.blake2b(np.round(probe, 5).tobytes(), digest_size=12).hexdigest())
+    key = fit_key(embedder)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    model = SemanticSensitivity.fit(embedder)
+    model = shipped_fit(key) or SemanticSensitivity.fit(embedder)
     with _CACHE_LOCK:
         _CACHE[key] = model
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return model
+
+
+def fit_key(embedder: Embedder) -> tuple[str, int, str]:
+    """What tells embedders apart for a fit: name, dimension, and a digest of the vector
+    it gives a probe sentence (rounded to 5 decimals).
+
+    Examples:
+        >>> from mars_core.embeddings import HashingEmbedder
+        >>> fit_key(HashingEmbedder())[:2]
+        ('hashing-v1-384-c3', 384)
+    """
+    probe = _unit(embedder.embed([_PROBE]), embedder.dim)
+    return (embedder.name, embedder.dim,
+            hashlib.blake2b(np.round(probe, 5).tobytes(), digest_size=12).hexdigest())
+
+
+def _fit_path(key: tuple[str, int, str], examples: Sequence[tuple[str, str]] = TRAIN) -> Path:
+    """The file of a shipped fit: named by the embedder's key, the examples and the
+    format, so a fit of other examples (or another format) is never read."""
+    text = json.dumps([_FIT_FORMAT, list(key), [list(e) for e in examples], list(_LABELS)])
+    return FITS / f"{hashlib.blake2b(text.encode(), digest_size=16).hexdigest()}.json"
+
+
+def shipped_fit(key: tuple[str, int, str]) -> SemanticSensitivity | None:
+    """The fit shipped for the embedder of ``key`` (:func:`fit_key`), or None when there
+    is none for it and the current examples (or it cannot be read)."""
+    try:
+        doc = json.loads(_fit_path(key).read_text(encoding="utf-8"))
+        weights = np.asarray(doc["weights"], dtype=np.float64)
+        calibration = Calibration(**{**doc["calibration"],
+                                     "center": tuple(doc["calibration"]["center"])})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if weights.shape != (key[1] + 1, len(_LABELS)):
+        return None
+    return SemanticSensitivity(weights, calibration, key[0])
+
+
+def ship_fit(embedder: Embedder) -> Path:
+    """Fit ``embedder``'s classifier and write it to :data:`FITS` (what a release ships,
+    so its users' first write does not fit it again); returns the file.
+
+    Run it again whenever the examples or the fit change, for each embedder shipped
+    (``tests/test_first_run.py`` fails while a shipped fit is stale or missing)::
+
+        python -c "from mars_core.privacy.semantic import ship_fit; \\
+        from mars_core.embeddings import HashingEmbedder; \\
+        from mars_core.embedders import SentenceTransformerEmbedder; \\
+        [print(ship_fit(e)) for e in (HashingEmbedder(), SentenceTransformerEmbedder())]"
+    """
+    key = fit_key(embedder)
+    model = SemanticSensitivity.fit(embedder)
+    path = _fit_path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cal = model.calibration
+    doc = {"format": _FIT_FORMAT, "embedder": key[0], "dim": key[1], "probe": key[2],
+           "examples": len(TRAIN),
+           "calibration": {f: getattr(cal, f) for f in Calibration.__dataclass_fields__},
+           "weights": model._w.tolist()}
+    path.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    return path
 
 
 SUBJECT_STAND_INS: Final = frozenset({"user", "assistant"})

@@ -6,8 +6,9 @@ One database file holds a whole store (:mod:`mars_core.storage.base` lists the r
   A file store is in WAL mode: readers never block the writer, and each read
   (:meth:`SQLiteRecordStore.read`) sees one committed snapshot.
 * **One writing process.** A file store opened to write takes an exclusive lock on
-  ``<file>-writer.lock`` (``fcntl.flock``; the kernel drops it when the process dies, so
-  a crash leaves no stale lock). A second writer waits ``lock_timeout`` seconds, then
+  ``<file>-writer.lock`` (the operating system's file lock through :mod:`filelock`:
+  ``flock`` on POSIX, ``LockFileEx`` on Windows; the kernel drops it when the process
+  dies, so a crash leaves no stale lock). A second writer waits ``lock_timeout`` seconds, then
   gets :class:`~mars_core.errors.ConflictError` naming the process that holds it;
   ``read_only=True`` opens never lock and never write. (The store's caches rely on
   this: nothing else changes the records under a writer.)
@@ -40,17 +41,15 @@ Examples:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import socket
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from mars_core._guard import guarded
+from mars_core._lockfile import LockFile, LockHeld
 from mars_core.audit import AuditEvent, canonical_json
 from mars_core.errors import (
     ConflictError,
@@ -247,7 +246,7 @@ class SQLiteRecordStore:
         self._lock = threading.RLock()
         self._closed = False
         self._txn: _Txn | None = None
-        self._lock_fd: int | None = None
+        self._lock_file: LockFile | None = None
         self._synchronous = synchronous
         self.read_only = bool(read_only)
         self.path = None if path is None else Path(path)
@@ -321,28 +320,16 @@ class SQLiteRecordStore:
         lock = self.path.with_name(self.path.name + "-writer.lock")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+            self._lock_file = LockFile.take(lock, timeout=timeout)
+        except LockHeld as held:
+            raise ConflictError(
+                f"another process ({held.holder or 'unknown'}) is writing the store at "
+                f"{self.path}; one process writes a store at a time: open it with "
+                "read_only=True to read beside it, or once that process has closed "
+                f"it (waited {timeout:g} s)") from None
         except OSError as exc:
             raise MarsBackendError(f"cannot open {lock} to write the store: {exc}; pass a "
                                    "writable directory") from exc
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
-                    os.close(fd)
-                    raise ConflictError(
-                        f"another process ({holder or 'unknown'}) is writing the store at "
-                        f"{self.path}; one process writes a store at a time: open it with "
-                        "read_only=True to read beside it, or once that process has closed "
-                        f"it (waited {timeout:g} s)") from None
-                time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
-        self._lock_fd = fd
 
     def _prepare(self) -> None:
         """Create the schema (a writer), check or migrate its version."""
@@ -475,11 +462,9 @@ class SQLiteRecordStore:
         self._unlock()
 
     def _unlock(self) -> None:
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock_file is not None:
+            self._lock_file.release()
+            self._lock_file = None
 
     def __enter__(self) -> SQLiteRecordStore:
         return self

@@ -209,3 +209,19 @@ def test_a_cross_encoder_downstream_reranks_every_candidate(store: MemoryStore) 
         base_retriever=retriever).invoke(query)
     assert [d.page_content for d in reranked] == want
     assert want[0] == FACTS[1][0]
+
+
+def test_scores_are_in_zero_one_and_keep_the_order() -> None:
+    """The store's fused score passes 1 when the card channel answers a question (1.47
+    here); the document's ``score`` is that score over the most it can be, in [0, 1]."""
+    with MemoryStore(budget=2000) as s:
+        s.observe("user", "I work at Acme as a baker.")
+        s.observe("user", "My dog Rex loves the beach.")
+        docs = MarsRetriever(store=s, k=3).invoke("Where do I work?")
+        fused = [d.metadata["fused_score"] for d in docs]
+        scores = [d.metadata["score"] for d in docs]
+        assert fused[0] > 1.0 and all(0.0 <= x <= 1.0 for x in scores)
+        assert scores == sorted(scores, reverse=True)
+        cfg = s.config.retrieval
+        top = 1 + cfg.cue_weight + cfg.card_weight
+        assert scores == pytest.approx([f / top for f in fused])

@@ -457,10 +457,16 @@ def test_bad_batches_change_nothing(make: Callable[..., MarsStore]) -> None:
 
 def test_config_errors() -> None:
     with MemoryStore(clock=FakeClock()) as memory:
-        with pytest.raises(ConfigError, match="LangChainEmbeddings"):
+        with pytest.raises(ConfigError, match="LangChainEmbeddings"):  # the fix is named
             MarsStore(memory, index={"embed": lambda texts: [[0.0]] * len(texts)})
-        with pytest.raises(ConfigError, match="dims"):
+        with pytest.raises(ConfigError, match=rf"set 'dims': {memory.embedder.dim}"):
             MarsStore(memory, index={"dims": 3})
+        with pytest.raises(ConfigError, match="function texts -> vectors"):
+            MarsStore(index={"embed": 42})
+        with pytest.raises(ConfigError, match=r"one vector .* per text"):
+            MarsStore(index={"embed": lambda texts: [1.0, 2.0]})
+        with pytest.raises(ConfigError, match="Embeddings object or a function"):
+            MarsStore(index={"embed": "no-such-provider:model"})
         with pytest.raises(ConfigError):
             MarsStore(memory, memory_type="nonsense")
         assert MarsStore(memory, index={"dims": memory.embedder.dim, "fields": ["t"]}).fields \
@@ -644,3 +650,50 @@ def test_example_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 def test_docs_quick_start_is_the_example() -> None:
     doc = (ROOT / "docs" / "integrations" / "langgraph_store.md").read_text(encoding="utf-8")
     assert '--8<-- "examples/langgraph_store.py"' in doc  # mkdocs includes the file itself
+
+
+# --- embed= as LangGraph's IndexConfig takes it ---------------------------------------------
+
+
+def _letters(texts: list[str]) -> list[list[float]]:
+    """A toy embedding: how often a text uses a, e and o (deterministic, 3 dimensions)."""
+    return [[t.lower().count(c) + 0.01 for c in "aeo"] for t in texts]
+
+
+async def _aletters(texts: list[str]) -> list[list[float]]:
+    return _letters(texts)
+
+
+@pytest.mark.parametrize("embed", [_letters, _aletters], ids=["function", "async"])
+def test_embed_functions_choose_the_embedder_of_a_new_store(embed: Any) -> None:
+    with MarsStore(index={"embed": embed, "dims": 3, "fields": ["text"]}) as store:
+        assert store.memory.embedder.dim == 3
+        assert store.memory.embedder.name == f"langgraph:{__name__}.{embed.__qualname__}"
+        assert store.memory.embedder.embed(["oooo boo"]).tolist()[0] == \
+            pytest.approx(_letters(["oooo boo"])[0])  # the function's vectors are the store's
+        store.put(("u",), "a", {"text": "aaaa banana"})
+        store.put(("u",), "o", {"text": "oooo boo"})
+        [hit, *_] = store.search(("u",), query="oooo boo")
+        assert hit.key == "o" and (hit.score or 0.0) > 0.0
+    assert store.memory.closed  # the store it made is closed with it
+
+
+def test_an_embeddings_object_and_a_reopened_directory(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    fake = DeterministicFakeEmbedding(size=8)
+    with MarsStore(index={"embed": fake, "dims": 8}) as store:
+        assert store.memory.embedder.dim == 8
+    with MarsStore.open(tmp_path / "s", index={"embed": _letters, "dims": 3},
+                        clock=FakeClock()) as store:
+        store.put(("u",), "k", {"text": "a note"})
+    with MarsStore.open(tmp_path / "s", index={"embed": _letters}, clock=FakeClock()) as store:
+        assert store.get(("u",), "k").value == {"text": "a note"}  # type: ignore[union-attr]
+    with pytest.raises(ConfigError, match="reembed"):  # another function: not this store's
+        MarsStore.open(tmp_path / "s", index={"embed": _aletters}, clock=FakeClock())
+    from langchain_mars.store import index_embedder
+
+    mine = index_embedder({"embed": _letters})
+    with MemoryStore.open(tmp_path / "s", clock=FakeClock(), embedder=mine) as memory, \
+            pytest.raises(ConfigError, match=r"MarsStore\.open"):
+        MarsStore(memory, index={"embed": _aletters})

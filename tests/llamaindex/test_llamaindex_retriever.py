@@ -83,3 +83,24 @@ def test_top_k_whatever_the_stores_cutoff_unless_asked(mstore) -> None:
 def test_bad_arguments_are_typed_errors(mstore, kwargs: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         MarsRetriever(mstore(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_similarity_top_k_is_llamaindexs_name_for_k(mstore) -> None:
+    store = _store(mstore)
+    hits = MarsRetriever(store, "alice", similarity_top_k=2).retrieve("Ana")
+    assert len(hits) == 2 and all(0.0 < h.score <= 1.0 for h in hits)
+    assert [h.node.node_id for h in hits] == [
+        h.node.node_id for h in MarsRetriever(store, "alice", k=2).retrieve("Ana")]
+    assert MarsRetriever(store, "alice", similarity_top_k=2, k=2).similarity_top_k == 2
+    with pytest.raises(ValidationError, match="similarity_top_k or k"):
+        MarsRetriever(store, "alice", similarity_top_k=2, k=3)
+    with pytest.raises(ValidationError, match="similarity_top_k must be"):
+        MarsRetriever(store, "alice", similarity_top_k=0)
+
+
+def test_scores_are_in_zero_one(mstore) -> None:
+    store = mstore()
+    store.observe("user", "I work at Acme as a baker.", namespace="alice")
+    hits = MarsRetriever(store, "alice").retrieve("Where do I work?")
+    assert hits[0].node.metadata["fused_score"] > 1.0  # the card channel answers it
+    assert all(0.0 <= h.score <= 1.0 for h in hits)

@@ -1,0 +1,103 @@
+"""A new user's first run (issue 34, item 5): no progress bar from a dependency, the
+semantic sensitivity fit read from the package instead of recomputed, small embeddings
+on one torch thread, and ``mars bench first-answer`` (a smoke run of the benchmark)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mars_core.embedders import minilm_installed
+from mars_core.embeddings import HashingEmbedder
+from mars_core.privacy import semantic
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _embedders() -> list[object]:
+    found: list[object] = [HashingEmbedder()]
+    if minilm_installed():
+        from mars_core.embedders import SentenceTransformerEmbedder
+
+        found.append(SentenceTransformerEmbedder())
+    return found
+
+
+@pytest.mark.parametrize("embedder", _embedders(), ids=lambda e: e.name)  # type: ignore[attr-defined]
+def test_the_shipped_fit_is_what_a_fit_gives_now(embedder: object) -> None:
+    """Fails when the examples or the fit changed and the shipped file was not written
+    again (``mars_core.privacy.semantic.ship_fit`` says how)."""
+    key = semantic.fit_key(embedder)  # type: ignore[arg-type]
+    shipped = semantic.shipped_fit(key)
+    assert shipped is not None, f"no shipped fit for {key[0]}: run ship_fit (see its doc)"
+    fresh = semantic.SemanticSensitivity.fit(embedder)  # type: ignore[arg-type]
+    vectors = np.eye(key[1])[:40]  # the two classifiers answer alike
+    assert np.allclose(shipped.probabilities(vectors), fresh.probabilities(vectors),
+                       rtol=0, atol=1e-6)
+    a, b = shipped.calibration, fresh.calibration
+    assert (a.enabled, a.cv_recall, a.cv_precision) == (b.enabled, b.cv_recall, b.cv_precision)
+    assert a.threshold == pytest.approx(b.threshold, abs=1e-5)
+    assert a.paraphrase_threshold == pytest.approx(b.paraphrase_threshold, abs=1e-5)
+    assert np.allclose(a.center, b.center, atol=1e-6)
+
+
+FIRST = textwrap.dedent("""
+    from mars_core.embeddings import HashingEmbedder
+    from mars_core.privacy.semantic import TRAIN, semantic_for
+    from mars_core.testing import CountingEmbedder
+    shipped, other = CountingEmbedder(HashingEmbedder()), CountingEmbedder(HashingEmbedder(64))
+    semantic_for(shipped)
+    semantic_for(other)  # nothing shipped for it: fitted
+    print(sum(shipped.batches), sum(other.batches) - len(TRAIN))
+""")
+
+
+def test_a_first_write_reads_the_shipped_fit_instead_of_fitting() -> None:
+    done = subprocess.run([sys.executable, "-c", FIRST], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+                          check=False)  # a new process: nothing fitted or cached yet
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "1"]  # the probe only; the other: probe + examples
+
+
+LOAD = textwrap.dedent("""
+    import torch
+    from transformers.utils import logging as hf_logging
+    from mars_core.embedders import SMALL_BATCH, SentenceTransformerEmbedder
+    torch.set_num_threads(2)
+    e = SentenceTransformerEmbedder()
+    e.embed(["a first sentence"])
+    e.embed([f"sentence {i}" for i in range(SMALL_BATCH + 1)])
+    print(hf_logging.is_progress_bar_enabled(), torch.get_num_threads())
+""")
+
+
+@pytest.mark.skipif(not minilm_installed(), reason="needs the semantic extra")
+def test_loading_minilm_draws_no_bar_and_leaves_settings_as_they_were() -> None:
+    done = subprocess.run([sys.executable, "-c", LOAD], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Loading weights" not in done.stderr and "\r" not in done.stderr, done.stderr
+    assert done.stdout.split() == ["True", "2"]  # transformers' bars and torch's threads
+
+
+def test_bench_first_answer_smoke() -> None:
+    from mars_core.bench import first_answer
+
+    result = first_answer.run(baseline=ROOT, examples=("quickstart",),
+                              embedders=("hashing",), reps=1)
+    [row] = result["rows"]
+    assert row["example"] == "quickstart" and row["embedder"] == "hashing"
+    for side in ("after", "before"):
+        assert 0 < row[side]["first_s"] <= row[side]["done_s"]
+        assert row[side]["bars"] is False
+    assert row["first_ratio"] > 0 and "| quickstart | hashing |" in first_answer.table(result)
+    with pytest.raises(Exception, match="unknown quick starts"):
+        first_answer.run(examples=("nope",), embedders=("hashing",), reps=1)
