@@ -797,7 +797,8 @@ def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option(
 
 
 @bench_app.command("fifa")
-def bench_fifa(out: Annotated[Path, typer.Option("--out", help="directory for the results")],
+def bench_fifa(  # noqa: PLR0917 (typer options are parameters)
+               out: Annotated[Path, typer.Option("--out", help="directory for the results")],
                quick: QuickOpt = False, progress: ProgressOpt = None,
                absolute: Annotated[bool, typer.Option(
                    "--absolute-budgets",
@@ -806,12 +807,50 @@ def bench_fifa(out: Annotated[Path, typer.Option("--out", help="directory for th
                paper_stored: Annotated[int, typer.Option(
                    "--paper-stored", min=1,
                    help="tokens a paper agent stores (relative budgets: level / this × "
-                        "the world's stored tokens)")] = 64_000) -> None:
+                        "the world's stored tokens)")] = 64_000,
+               regenerate_docs: Annotated[bool, typer.Option(
+                   "--regenerate-docs",
+                   help="run the full and the quick grid, write docs/benchmarks/results/"
+                        "fifa*.json, redraw the figures and rewrite the generated blocks "
+                        "of docs/benchmarks/fifa.md and reproductions.md (a checkout)")]
+               = False,
+               from_run: Annotated[Path | None, typer.Option(
+                   "--from", help="with --regenerate-docs: the results.json of an earlier "
+                                  "full run, instead of running the grid again")] = None,
+               docs: Annotated[Path | None, typer.Option(
+                   "--docs", help="with --regenerate-docs: the docs/ directory (default: "
+                                  "the checkout's)")] = None) -> None:
     """FiFA: policies × budgets × seeds over five simulated scenarios (seed 000 §6)."""
     from mars_core.bench.fifa import run_fifa
 
-    run_fifa(out, quick=quick, progress=_shown(progress),
-             budget_mode="absolute" if absolute else "relative", paper_stored=paper_stored)
+    if not regenerate_docs:
+        if from_run is not None or docs is not None:
+            raise _fail("--from and --docs go with --regenerate-docs")
+        run_fifa(out, quick=quick, progress=_shown(progress),
+                 budget_mode="absolute" if absolute else "relative", paper_stored=paper_stored)
+        return
+    if quick or absolute or paper_stored != 64_000:
+        raise _fail("--regenerate-docs runs the page's protocol (the full and the quick grid, "
+                    "relative budgets, --paper-stored 64000): drop --quick, "
+                    "--absolute-budgets and --paper-stored")
+    _regenerate_fifa(out, from_run, docs, _shown(progress))
+
+
+def _regenerate_fifa(out: Path, from_run: Path | None, docs: Path | None,
+                     progress: bool) -> None:
+    from mars_core.bench.fifa.docs import regenerate_docs
+    from mars_core.bench.pages import docs_dir, read_results
+
+    try:
+        where = docs if docs is not None else docs_dir()
+        full = read_results(from_run) if from_run is not None else None
+        if full is not None and "cells" not in full:
+            raise _fail(f"{from_run} has no cells: pass the results.json of a full run")
+        done = regenerate_docs(where, full_results=full, progress=progress, out=out)
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+    console.print(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/fifa.json "
+                  f"and fifa_quick.json (commit {done['full']['commit']})", highlight=False)
 
 
 @bench_app.command("activator")

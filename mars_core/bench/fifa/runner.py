@@ -53,8 +53,12 @@ DEFAULT_SCALE = 2.0
 1.4–7.1k tokens at its peak and the 2k level (1/32 of the cast's mean) still holds one to four
 memories (``docs/benchmarks/fifa.md``)."""
 
-QUICK: dict[str, Any] = {"seeds": (0,), "budgets": (2000, 8000), "scale": DEFAULT_SCALE}
-"""The ``--quick`` grid: every policy and scenario, one seed, two budgets."""
+QUICK: dict[str, Any] = {"seeds": (0,), "budgets": (2000, 8000), "scale": DEFAULT_SCALE,
+                         "scenarios": ("personal_reflection",)}
+"""The ``--quick`` grid: every policy, one seed, two budget levels, one scenario — a personal
+reflection (sensitive facts, deletions, TTL facts, a few goals with prerequisites). Small
+enough that ``tests/test_reproduction_pages.py`` reruns it in about half a minute on two
+loaded cores and compares it with the figures of ``docs/benchmarks/fifa.md``."""
 
 BudgetMode = Literal["relative", "absolute"]
 """``relative``: a level is a share of what the world's agents store (the paper's protocol,
