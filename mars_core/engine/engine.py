@@ -658,7 +658,8 @@ class Engine:
                 "index_choice": self.note, "embedder": self.embedder.name,
                 "embedder_choice": f"{self.embedder.name} ({self.embedder_note})",
                 "dim": self.embedder.dim, "token_counter": self.counter.name,
-                "signals": self.enricher.name, "policy": self.config.policy,
+                "signals": self.enricher.name, "signals_choice": self.enricher.choice,
+                "policy": self.config.policy,
                 "audit_events": events, "namespaces": per}
 
     def export(self, namespace: str | None) -> dict[str, Any]:
