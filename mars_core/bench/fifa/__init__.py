@@ -122,6 +122,7 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
     grid_tasks(seeds_t, pols, budgets_t, scale_v, scenarios=names)  # validate before writing
     folder = results_dir(out)
     n_workers = workers or min(os.cpu_count() or 1, 2)
+    commit = git_commit(Path(__file__).parent)  # the code the grid runs on, not a later one
     started = time.perf_counter()
     volumes = measure_volumes(seeds_t, names, scale_v, workers=n_workers, progress=progress) \
         if budget_mode == "relative" else None
@@ -131,7 +132,7 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
     run_wall = time.perf_counter() - started
     results = _results(cells, seeds=seeds_t, budgets=budgets_t, pols=pols, names=names,
                        scale=scale_v, mode=budget_mode, paper_stored=paper_stored,
-                       volumes=volumes, workers=n_workers)
+                       volumes=volumes, workers=n_workers, commit=commit)
     wall = time.perf_counter() - started
     write_json(folder / "results.json", results)
     (folder / "report.md").write_text(render_markdown(results), encoding="utf-8")
@@ -146,7 +147,8 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
 def _results(cells: list[dict[str, Any]], *, seeds: tuple[int, ...],
              budgets: tuple[int, ...], pols: tuple[str, ...], names: tuple[str, ...],
              scale: float, mode: str, paper_stored: int,
-             volumes: dict[tuple[int, str], Volume] | None, workers: int) -> dict[str, Any]:
+             volumes: dict[tuple[int, str], Volume] | None, workers: int,
+             commit: str) -> dict[str, Any]:
     clean = [{k: v for k, v in c.items() if k != "wall_s"} for c in cells]
     for c in clean:
         c["metrics"] = {k: (None if v is None else round(v, 6)) for k, v in c["metrics"].items()}
@@ -156,7 +158,7 @@ def _results(cells: list[dict[str, Any]], *, seeds: tuple[int, ...],
     table3 = anova(clean, workers=workers)
     return {
         "fifa_version": FIFA_VERSION,
-        "commit": git_commit(Path(__file__).parent),
+        "commit": commit,
         "grid": {"seeds": list(seeds), "budgets": list(budgets), "policies": list(pols),
                  "scenarios": list(names), "scale": scale, "budget_mode": mode,
                  "paper_stored_tokens": paper_stored},
