@@ -160,7 +160,7 @@ class Reader:
             return " ".join(node.content.split()).casefold() != echo
 
         ranked = self.search(state, embed_one(self.e.embedder, q.text),
-                             Query(q.text, q.namespace), admit=not_echo)
+                             q, admit=not_echo)  # q: the call's scope (template, jurisdiction)
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
         # whose statement was replaced is, marked outdated
         marks = {h.id: assemble.lineage(state, h.id, recallable) for h in ranked}
