@@ -29,7 +29,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_serializer, field_validator
 
-from mars_core.budget import check_budget, check_shares
+from mars_core.budget import ElasticBudget, check_budget, check_shares
 from mars_core.errors import ConfigError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
@@ -247,6 +247,13 @@ class StoreConfig(_Config):
         default_factory=dict, description="Per-namespace overrides of `budget`: namespace "
         "(a string, parts joined by '/': see mars_core.namespaces) → an int ≥ 1, checked as "
         "`budget` is."
+    )
+    elastic: ElasticBudget | None = Field(
+        None, description="Elastic budgeting (seed 000 §6.9.2; mars_core.budget."
+        "ElasticBudget): each namespace runs at its budget B0 and the store raises it, up "
+        "to max_factor × B0, while telemetry shows stress (the policy firing on most writes "
+        "and retrievals served by the archive), lowering it back when the load normalises. "
+        "None (default): the budget is fixed.",
     )
     policy: str = Field(
         "lru", min_length=1,

@@ -93,7 +93,7 @@ class Reader:
         if not read_only and chosen and not self.e.read_only:
             state.policy.on_retrieve(q.namespace, [h.node for h in chosen if not h.archived],
                                      budget, state.step)
-            self.record_access(state, chosen, budget, q.text)
+            self.record_access(state, chosen, budget, q.text, telemetry=True)
         return chosen
 
     def search(self, state: NamespaceState, qvec: Vector, q: Query, *,
@@ -203,7 +203,7 @@ class Reader:
             if guard is not None and guard.counts:
                 counts.update(sorted(guard.counts.items()))
         if hits and not self.e.read_only:
-            self.record_access(state, hits, budget, q.text, counts)
+            self.record_access(state, hits, budget, q.text, counts, telemetry=True)
         return text
 
     def _cut(self, state: NamespaceState, hits: list[Hit], skip: frozenset[str]) -> list[Hit]:
@@ -261,11 +261,16 @@ class Reader:
 
     def record_access(self, state: NamespaceState, hits: Sequence[Hit], budget: int,
                       query: str, params: Mapping[str, Any] | None = None, *,
-                      rationale: str | None = None) -> None:
+                      rationale: str | None = None, telemetry: bool = False) -> None:
         """One statistics row per hit and one ``access`` event, in one transaction
-        (durable as ``StoreConfig.durable_accesses`` says)."""
+        (durable as ``StoreConfig.durable_accesses`` says). ``telemetry``: a retrieval,
+        whose share of active hits feeds an elastic budget's hit rate."""
         ns = state.name
         with self.e.unit(durable=self.e.config.durable_accesses) as unit:
+            elastic, cfg = self.e.elastic(ns, unit), self.e.config.elastic
+            if telemetry and elastic is not None and cfg is not None:
+                self.e.set_elastic(unit, ns, elastic.observe_hits(
+                    cfg, active=sum(1 for h in hits if not h.archived), total=len(hits)))
             step, now = self.e.step(unit, ns), self.e.clock.now()
             for h in reversed(hits):  # the best hit becomes the most recently used
                 node = state.node(h.node.id)
