@@ -767,23 +767,54 @@ def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option(
 
 
 @bench_app.command("oslmr")
-def bench_oslmr(data: DataOpt, out: Annotated[Path, typer.Option(
+def bench_oslmr(  # noqa: PLR0917 (typer options are parameters)
+                data: DataOpt, out: Annotated[Path, typer.Option(
                     "--out", help="directory for the results")],
                 quick: QuickOpt = False,
                 counters: Annotated[str, typer.Option(
                     help="comma-separated budget counters: store (≈ BPE tokens), words")
                 ] = "store,words",
-                progress: ProgressOpt = None) -> None:
+                progress: ProgressOpt = None,
+                sensitivity: Annotated[bool, typer.Option(
+                    "--sensitivity", help="also §4.4's reward sensitivity (every coefficient "
+                    "× 0.25–4, the BC-learner retrained at budget 64) and the Mixed-Score "
+                    "freshness variants: sensitivity.json/.md and one PNG per budget")]
+                = False,
+                regenerate_docs: Annotated[bool, typer.Option(
+                    "--regenerate-docs", help="run the full run with --sensitivity and the "
+                    "quick one, write docs/benchmarks/results/oslmr*.json and the plots, and "
+                    "rewrite the OSL-MR blocks of docs/benchmarks/reproductions.md")] = False,
+                docs: Annotated[Path | None, typer.Option(
+                    "--docs", help="with --regenerate-docs: the docs/ directory (default: "
+                    "the checkout's)")] = None) -> None:
     """Seed 001's Table 2 on LoCoMo beside the paper's (budgets 32/64/128; Recency, GA,
     Mixed-Score, BC-learner, OSL-MR with and without prior): prints the table and writes
     table2.json, table2.md and the per-decision reward trace (docs/benchmarks/
     reproductions.md)."""
     from mars_core.bench.oslmr import run_table2
 
+    if regenerate_docs:
+        if quick or counters != "store,words":
+            raise _fail("--regenerate-docs runs the page's protocol (the full and the quick "
+                        "variant, both counters): drop --quick and --counters")
+        _checked(_regenerate_oslmr, data, out, docs, _shown(progress))
+        return
+    if docs is not None:
+        raise _fail("--docs goes with --regenerate-docs")
     result = _checked(run_table2, data, out, quick=quick,
                       counters=[c for c in counters.split(",") if c],
-                      progress=_shown(progress))
+                      progress=_shown(progress), sensitivity=sensitivity)
     typer.echo(result["table"])
+
+
+def _regenerate_oslmr(data: Path, out: Path, docs: Path | None, progress: bool) -> None:
+    from mars_core.bench.oslmr_docs import regenerate_docs
+    from mars_core.bench.pages import docs_dir
+
+    done = regenerate_docs(docs if docs is not None else docs_dir(), data, out,
+                           progress=progress)
+    console.print(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/oslmr.json "
+                  f"and oslmr_quick.json (commit {done['full']['commit']})", highlight=False)
 
 
 @bench_app.command("longmemeval")

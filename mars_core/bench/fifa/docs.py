@@ -42,6 +42,7 @@ from mars_core.bench.fifa.report import (
 )
 from mars_core.bench.fifa.runner import POLICIES, QUICK, grid_tasks, measure_volumes, run_grid
 from mars_core.bench.pages import RESULTS, provenance, read_results, splice, write_results
+from mars_core.bench.reproductions import regenerate_summary
 
 __all__ = ["COMMAND", "FULL_FILE", "QUICK_FILE", "compact", "page_blocks", "quick_diff",
            "quick_run", "regenerate_docs", "repro_blocks", "summary_rows"]
@@ -400,8 +401,6 @@ def regenerate_docs(docs: Path, *, full_results: Mapping[str, Any] | None = None
         path = docs / page
         path.write_text(splice(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
         pages.append(str(page))
-    from mars_core.bench.reproductions import regenerate_summary
-
     pages += regenerate_summary(docs)
     return {"full": full, "quick": quick, "pages": pages}
 
