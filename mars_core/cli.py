@@ -884,6 +884,33 @@ def _regenerate_fifa(out: Path, from_run: Path | None, docs: Path | None,
                   f"and fifa_quick.json (commit {done['full']['commit']})", highlight=False)
 
 
+@bench_app.command("mechanisms")
+def bench_mechanisms(regenerate_docs: Annotated[bool, typer.Option(
+                         "--regenerate-docs", help="write docs/benchmarks/results/"
+                         "mechanisms.json and rewrite the worked examples of docs/benchmarks/"
+                         "reproductions.md (a checkout)")] = False,
+                     docs: Annotated[Path | None, typer.Option(
+                         "--docs", help="with --regenerate-docs: the docs/ directory")]
+                     = None) -> None:
+    """The seeds' mechanisms worked by the shipped code (DMF Tables 2–3 and §7.2 pruning,
+    Priority-Decay's privacy penalty, Reflection's privacy gate, elastic budgets,
+    retrieval scope, A.2 freshness, Oblivion retention): prints them as JSON."""
+    from mars_core.bench import mechanisms
+    from mars_core.bench.pages import docs_dir
+
+    if not regenerate_docs:
+        if docs is not None:
+            raise _fail("--docs goes with --regenerate-docs")
+        console.print_json(json.dumps(mechanisms.compute()))
+        return
+    try:
+        done = mechanisms.regenerate_docs(docs if docs is not None else docs_dir())
+    except MarsError as exc:
+        raise _fail(str(exc)) from exc
+    console.print(f"wrote {', '.join(done['pages'])} (commit {done['doc']['commit']})",
+                  highlight=False)
+
+
 @bench_app.command("activator")
 def bench_activator(data: DataOpt,
                     out: Annotated[Path | None, typer.Option(

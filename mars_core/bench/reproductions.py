@@ -53,11 +53,19 @@ def _oslmr(doc: Mapping[str, Any]) -> list[dict[str, str]]:
     return summary_rows(doc)
 
 
+def _mechanisms(doc: Mapping[str, Any]) -> list[dict[str, str]]:
+    from mars_core.bench.mechanisms import summary_rows
+
+    return summary_rows(doc)
+
+
 SOURCES: tuple[tuple[str, str, str, Callable[[Mapping[str, Any]], list[dict[str, str]]]],
               ...] = (
     ("000 MaRS / FiFA", "fifa.json", "mars bench fifa --regenerate-docs", _fifa),
     ("001 OSL-MR", "oslmr.json", "mars bench oslmr --data LOCOMO --out DIR --regenerate-docs",
      _oslmr),
+    ("001/004 mechanisms", "mechanisms.json", "mars bench mechanisms --regenerate-docs",
+     _mechanisms),
 )
 """(paper, results file, command, rows of the file)."""
 
