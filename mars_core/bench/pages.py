@@ -103,16 +103,30 @@ def docs_dir(start: Path | None = None) -> Path:
                           "from a checkout of mars-memory (or pass --docs DIR)")
 
 
-def git_commit(where: Path) -> str:
-    """``git describe --always --dirty --abbrev=12`` of the checkout holding ``where``
-    ("unknown" outside one): the commit a results file was computed on."""
+def _git(where: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
-                             cwd=where, capture_output=True, text=True, timeout=30,
-                             check=True)
+        out = subprocess.run(["git", *args], cwd=where, capture_output=True, text=True,
+                             timeout=30, check=True)
     except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def git_commit(where: Path) -> str:
+    """The commit of the checkout holding ``where`` (12 hex digits; "unknown" outside one)
+    that a results file was computed on, with ``-dirty`` when the code — the packages, not
+    the docs a regeneration rewrites — differs from it."""
+    head = _git(where, "rev-parse", "--short=12", "HEAD")
+    if not head:
         return "unknown"
-    return out.stdout.strip() or "unknown"
+    top = _git(where, "rev-parse", "--show-toplevel") or str(where)
+    changed = _git(Path(top), "status", "--porcelain", "--untracked-files=no", "--",
+                   *_CODE)
+    return head + ("-dirty" if changed else "")
+
+
+_CODE = ("mars_core", "langchain_mars", "llamaindex_mars", "pyproject.toml")
+"""What "the code" is, for :func:`git_commit`."""
 
 
 def provenance(command: str, where: Path) -> dict[str, str]:
