@@ -352,7 +352,7 @@ def regenerate_docs(docs: Path, command: str = COMMAND) -> dict[str, Any]:
     path = docs / REPRO
     path.write_text(splice(path.read_text(encoding="utf-8"), repro_blocks(doc)),
                     encoding="utf-8")
-    return {"doc": doc, "pages": [str(REPRO), *regenerate_summary(docs)]}
+    return {"doc": doc, "pages": list(dict.fromkeys([str(REPRO), *regenerate_summary(docs)]))}
 
 
 def load(docs: Path) -> dict[str, Any]:

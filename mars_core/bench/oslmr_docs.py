@@ -221,7 +221,8 @@ def regenerate_docs(docs: Path, data: Path, out: Path, *, progress: bool = True,
     path = docs / REPRO
     path.write_text(splice(path.read_text(encoding="utf-8"), repro_blocks(full, quick)),
                     encoding="utf-8")
-    return {"full": full, "quick": quick, "pages": [str(REPRO), *regenerate_summary(docs)]}
+    return {"full": full, "quick": quick,
+            "pages": list(dict.fromkeys([str(REPRO), *regenerate_summary(docs)]))}
 
 
 def load(docs: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -401,7 +401,7 @@ def regenerate_docs(docs: Path, *, full_results: Mapping[str, Any] | None = None
         path = docs / page
         path.write_text(splice(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
         pages.append(str(page))
-    pages += regenerate_summary(docs)
+    pages = list(dict.fromkeys([*pages, *regenerate_summary(docs)]))
     return {"full": full, "quick": quick, "pages": pages}
 
 
