@@ -80,7 +80,7 @@ def test_the_summary_is_what_every_results_file_renders() -> None:
 def test_fifa_quick_grid_still_gives_the_pages_figures() -> None:
     """Reruns `mars bench fifa --quick`'s grid (7 policies, 2 levels, 1 world; ~30 s on two
     loaded cores) and compares every metric of every cell with fifa_quick.json."""
-    _full, page = fifa_docs.load(DOCS)
+    page = _results("fifa_quick.json")
     diff = fifa_docs.quick_diff(page, fifa_docs.quick_run(workers=2))
     assert not diff, (f"the FiFA quick grid no longer gives the figures of "
                       f"docs/benchmarks/fifa.md ({len(diff)} differ, e.g. {diff[:5]}); if "
@@ -92,7 +92,7 @@ def test_fifa_quick_grid_still_gives_the_pages_figures() -> None:
 def test_oslmr_quick_variant_still_gives_the_pages_figures() -> None:
     from mars_core.bench import oslmr_docs
 
-    _full, page = oslmr_docs.load(DOCS)
+    page = _results("oslmr_quick.json")
     diff = oslmr_docs.quick_diff(page, oslmr_docs.quick_run(LOCOMO))
     assert not diff, (f"OSL-MR's quick variant no longer gives the figures of "
                       f"docs/benchmarks/reproductions.md ({diff[:5]}); if the change is "
@@ -109,7 +109,7 @@ def test_mechanisms_still_give_the_pages_worked_examples() -> None:
 
 def test_a_moved_figure_is_named() -> None:
     """The comparison names every cell and metric that moved (what a failure prints)."""
-    _full, page = fifa_docs.load(DOCS)
+    page = _results("fifa_quick.json")
     key = sorted(page["cells"])[0]
     moved = {**page, "cells": {**page["cells"],
                                key: {**page["cells"][key], "composite": -1.0}}}

@@ -44,7 +44,8 @@ from mars_core.bench.fifa.runner import POLICIES, QUICK, grid_tasks, measure_vol
 from mars_core.bench.pages import RESULTS, provenance, read_results, splice, write_results
 from mars_core.bench.reproductions import regenerate_summary
 
-__all__ = ["COMMAND", "FULL_FILE", "QUICK_FILE", "compact", "page_blocks", "quick_diff",
+__all__ = ["COMMAND", "DIAGNOSTIC_POLICIES", "FULL_FILE", "NO_CHECK", "QUICK_FILE", "compact",
+           "page_blocks", "quick_diff",
            "quick_run", "regenerate_docs", "repro_blocks", "summary_rows"]
 
 COMMAND = "mars bench fifa --regenerate-docs"
@@ -53,6 +54,9 @@ FULL_FILE = RESULTS / "fifa.json"
 QUICK_FILE = RESULTS / "fifa_quick.json"
 PAGE = Path("benchmarks") / "fifa.md"
 REPRO = Path("benchmarks") / "reproductions.md"
+DIAGNOSTIC_POLICIES: tuple[str, ...] = ("fifo", "hybrid")
+"""Policies the quick grid also runs with answers that skip the output check."""
+NO_CHECK = "/no-output-check"
 _KEEP = ("fifa_version", "grid", "settings", "summary", "pairwise", "mcnemar", "anova",
          "paper", "controls")
 _ND = 4
@@ -82,13 +86,22 @@ def quick_run(*, workers: int = 1, progress: bool = False) -> dict[str, Any]:
     scenarios = QUICK["scenarios"]
     vols = measure_volumes(seeds, scenarios, scale, workers=workers)
     tasks = grid_tasks(seeds, POLICIES, budgets, scale, volumes=vols, scenarios=scenarios)
-    cells = run_grid(tasks, workers=workers, progress=progress)
-    out = {f"{c['policy']}/{c['budget']}/{c['scenario']}":
-           {m: (None if c["metrics"][m] is None else round(c["metrics"][m], _ND))
-            for m in METRICS} for c in cells if c["seed"] == seeds[0]}
+    tasks += [t._replace(redact=False) for t in tasks if t.policy in DIAGNOSTIC_POLICIES]
+    cells = iter(run_grid(tasks, workers=workers, progress=progress))
+    out = {}
+    for task in tasks:
+        for _level in task.budgets:
+            c = next(cells)
+            key = f"{c['policy']}/{c['budget']}/{c['scenario']}" + (
+                "" if task.redact else NO_CHECK)
+            out[key] = {m: (None if c["metrics"][m] is None else round(c["metrics"][m], _ND))
+                        for m in METRICS}
+            out[key]["withheld_per_answer"] = round(
+                c["counts"]["withheld"] / max(1, c["counts"]["answers"]), _ND)
     return {"fifa_version": FIFA_VERSION,
             "grid": {"seeds": list(seeds), "budgets": list(budgets), "scale": scale,
-                     "scenarios": list(scenarios), "policies": list(POLICIES)},
+                     "scenarios": list(scenarios), "policies": list(POLICIES),
+                     "diagnostic_policies": list(DIAGNOSTIC_POLICIES)},
             "cells": dict(sorted(out.items()))}
 
 
@@ -241,13 +254,17 @@ def _quick_table(quick: Mapping[str, Any]) -> list[str]:
     cols = [(sc, b) for sc in g["scenarios"] for b in g["budgets"]]
     head = "| policy | " + " | ".join(f"{sc.replace('_', ' ')} {b}" for sc, b in cols) + " |"
     lines = [head, "|---" * (len(cols) + 1) + "|"]
-    for p in g["policies"]:
+    rows = [(p, "") for p in g["policies"]] + [
+        (p, NO_CHECK) for p in g.get("diagnostic_policies", ())]
+    for p, tail in rows:
         vals = []
         for sc, b in cols:
-            m = quick["cells"][f"{p}/{b}/{sc}"]
+            m = quick["cells"][f"{p}/{b}/{sc}{tail}"]
             vals.append(f"{_f(m['composite'])} ({_f(m['nc'], 2)} / {_f(m['gcr'], 2)} / "
-                        f"{_f(m['pp'], 2)})")
-        lines.append(f"| {p} | " + " | ".join(vals) + " |")
+                        f"{_f(m['pp'], 2)}); {_f(m['answer_tokens'], 1)} tokens, "
+                        f"{_f(m['withheld_per_answer'], 1)} withheld")
+        label = p if not tail else f"{p}, answers without the output check (diagnostic)"
+        lines.append(f"| {label} | " + " | ".join(vals) + " |")
     return lines
 
 
@@ -272,9 +289,10 @@ def page_blocks(full: Mapping[str, Any], quick: Mapping[str, Any]) -> dict[str, 
             f"*Quick grid (`mars bench fifa --quick`; {full['fifa_version']}, commit "
             f"`{quick['commit']}`): every policy, seed {g['seeds'][0]}, levels {g['budgets']}, "
             f"{' and '.join(g['scenarios'])}, scale {g['scale']}. Each cell: composite (NC / "
-            "GCR / PP); every metric of every cell is in `docs/benchmarks/results/"
-            "fifa_quick.json`, and `tests/test_reproduction_pages.py` reruns the grid and "
-            "fails when one differs.*", "", *_quick_table(quick)]),
+            "GCR / PP); tokens per answer (of 256); memories the output check's semantic "
+            "pass withheld per answer. Every metric of every cell is in `docs/benchmarks/"
+            "results/fifa_quick.json`, and `tests/test_reproduction_pages.py` reruns the grid "
+            "and fails when one differs.*", "", *_quick_table(quick)]),
     }
 
 

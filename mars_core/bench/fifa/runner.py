@@ -67,13 +67,15 @@ BudgetMode = Literal["relative", "absolute"]
 
 class Task(NamedTuple):
     """One ``(seed, scenario, policy)`` with its budgets as ``(level, tokens)`` pairs in
-    ascending order, and the world scale."""
+    ascending order, and the world scale; ``redact`` False is the reproduction pages'
+    diagnostic (answers without the store's output check, :class:`RunSettings`)."""
 
     seed: int
     scenario: str
     policy: str
     budgets: tuple[tuple[int, int], ...]
     scale: float
+    redact: bool = True
 
 
 _T = TypeVar("_T")
@@ -160,7 +162,7 @@ def _levels(levels: Sequence[int], volume: Volume | None, *, relative: bool,
 def run_task(task: Task) -> list[dict[str, Any]]:
     """Run one ``(seed, scenario, policy)`` over its budgets; one cell per budget level."""
     world = generate_world(task.seed, task.scenario, WorldConfig(scale=task.scale))
-    settings = RunSettings()
+    settings = RunSettings(redact=task.redact)
     cells: list[dict[str, Any]] = []
     reuse: dict[str, Any] | None = None
     for level, tokens in task.budgets:
@@ -192,6 +194,7 @@ def _counts(agents: Sequence[Any], answers: int) -> dict[str, int]:
         for op, n in a.ops.items():
             ops[op] = ops.get(op, 0) + n
     return {"answers": answers, "written": sum(a.written for a in agents),
+            "withheld": sum(a.withheld for a in agents),
             "mutations": sum(mutation_ops(a) for a in agents),
             "policy_actions": sum(a.policy_actions for a in agents),
             **{f"op_{k}": v for k, v in sorted(ops.items())}}
