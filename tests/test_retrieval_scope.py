@@ -153,3 +153,17 @@ def test_the_middleware_recalls_within_its_template() -> None:
             MarsMemoryMiddleware(s, template="legal")
         m = MarsMemoryMiddleware(s, template="eu-hr", jurisdiction=["eu"])
         assert (m.template, m.jurisdiction) == ("eu-hr", ["EU"])
+
+
+def test_the_llamaindex_memory_recalls_within_its_template() -> None:
+    from llama_index.core.llms import ChatMessage
+
+    from llamaindex_mars import MarsMemory
+
+    with store() as s:
+        with pytest.raises(ValidationError, match="no retrieval template"):
+            MarsMemory(s, template="legal")
+        m = MarsMemory(s, template="eu-hr", token_limit=400, redact=False)
+        m.put(ChatMessage(role="user", content=QUESTION))
+        recalled = m.get()[0].content or ""
+        assert "Berlin" in recalled and "Austin" not in recalled
