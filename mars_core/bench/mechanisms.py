@@ -347,8 +347,7 @@ def summary_rows(doc: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def regenerate_docs(docs: Path, command: str = COMMAND) -> dict[str, Any]:
     """Compute the examples, write the results file, rewrite the page's blocks."""
-    doc = {**compute(), **provenance(command, docs)}
-    write_results(docs / FILE, doc)
+    doc = write_results(docs / FILE, {**compute(), **provenance(command, docs)})
     path = docs / REPRO
     path.write_text(splice(path.read_text(encoding="utf-8"), repro_blocks(doc)),
                     encoding="utf-8")

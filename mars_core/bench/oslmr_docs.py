@@ -214,8 +214,8 @@ def regenerate_docs(docs: Path, data: Path, out: Path, *, progress: bool = True,
     result = run_table2(data, out, sensitivity=True, progress=progress)
     full = {**compact(result), **stamp}
     quick = {**quick_run(data), **stamp}
-    write_results(docs / FULL_FILE, full)
-    write_results(docs / QUICK_FILE, quick)
+    full = write_results(docs / FULL_FILE, full)
+    quick = write_results(docs / QUICK_FILE, quick)
     for png in sorted(out.glob("oslmr_sensitivity_b*.png")):
         shutil.copyfile(png, docs / "benchmarks" / "img" / png.name)
     path = docs / REPRO

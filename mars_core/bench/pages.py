@@ -134,11 +134,15 @@ def provenance(command: str, where: Path) -> dict[str, str]:
     return {"command": command, "commit": git_commit(where)}
 
 
-def write_results(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write a results file: sorted, indented JSON, byte-stable for the same document."""
+def write_results(path: Path, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Write a results file (sorted, indented JSON, byte-stable for the same document) and
+    return it as it reads back — what a page must be rendered from, so the page is exactly
+    what the test renders from the file (key order, tuples as lists)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                    encoding="utf-8")
+    text = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    back: dict[str, Any] = json.loads(text)
+    return back
 
 
 def read_results(path: Path) -> dict[str, Any]:

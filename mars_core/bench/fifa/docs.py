@@ -410,8 +410,8 @@ def regenerate_docs(docs: Path, *, full_results: Mapping[str, Any] | None = None
     full = {**compact(full_results), **stamp,
             "commit": str(full_results.get("commit") or stamp["commit"])}
     quick = {**quick_run(workers=n, progress=progress), **stamp}
-    write_results(docs / FULL_FILE, full)
-    write_results(docs / QUICK_FILE, quick)
+    full = write_results(docs / FULL_FILE, full)
+    quick = write_results(docs / QUICK_FILE, quick)
     img = docs / "benchmarks" / "img"
     plot(full_results, full_results["cells"], img)
     pages = []
