@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 PKGS   := mars_core langchain_mars llamaindex_mars
 DEMO_DIR ?= ./mars_data/demo
 
-.PHONY: demo test lint typecheck pytest docs clean
+.PHONY: demo test lint typecheck pytest docs clean reproductions fifa-docs oslmr-docs mechanisms-docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,5 +38,21 @@ docs: $(VENV)/.stamp-test
 
 test: lint typecheck docs pytest
 
+# The reproduction pages (docs/benchmarks/): each target runs a benchmark and regenerates
+# its results file and the page blocks rendered from it (tests/test_reproduction_pages.py).
+LOCOMO ?= ../shared/data/locomo/locomo_dev7.json
+REPRO_OUT ?= ./bench_out
+
+fifa-docs: $(VENV)/.stamp-test
+	$(PY) -m mars_core.cli bench fifa --regenerate-docs --out $(REPRO_OUT)/fifa
+
+oslmr-docs: $(VENV)/.stamp-test
+	$(PY) -m mars_core.cli bench oslmr --data $(LOCOMO) --out $(REPRO_OUT)/oslmr --regenerate-docs
+
+mechanisms-docs: $(VENV)/.stamp-test
+	$(PY) -m mars_core.cli bench mechanisms --regenerate-docs
+
+reproductions: mechanisms-docs oslmr-docs fifa-docs
+
 clean:
-	rm -rf $(VENV) mars_data site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) mars_data site .pytest_cache .mypy_cache .ruff_cache bench_out

@@ -50,9 +50,11 @@ from typing import Any
 
 from mars_core.analysis import terms
 from mars_core.context import HEADER_ACTIVE, HEADER_RECALLED
+from mars_core.engine.args import retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.privacy.masking import MASK, shows
+from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
 
 try:
@@ -143,9 +145,14 @@ class MarsMemoryMiddleware(AgentMiddleware):
         reinforce: credit the memories each answer used.
         min_overlap: the lexical overlap that makes a memory "used".
         preamble: the line written before the recalled memories.
+        template: a retrieval template of the store (``StoreConfig.retrieval_templates``:
+            what this agent's department may recall, seed 000 §4.3), or None.
+        jurisdiction: recall only memories of these jurisdictions (a code such as
+            ``"EU"``, a list of codes; ``""``: memories with none), or None.
 
     Raises:
-        ValidationError: bad budget, evidence count, overlap or namespace.
+        ValidationError: bad budget, evidence count, overlap, namespace, template or
+            jurisdiction.
 
     Examples:
         >>> from mars_core import MemoryStore
@@ -157,7 +164,9 @@ class MarsMemoryMiddleware(AgentMiddleware):
 
     def __init__(self, store: MemoryStore, *, namespace: Any = None, budget_tokens: int = 512,
                  evidence: int = 5, observe: bool = True, reinforce: bool = True,
-                 min_overlap: float = 0.5, preamble: str = PREAMBLE) -> None:
+                 min_overlap: float = 0.5, preamble: str = PREAMBLE,
+                 template: str | None = None,
+                 jurisdiction: str | Sequence[str] | None = None) -> None:
         super().__init__()
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -172,6 +181,11 @@ class MarsMemoryMiddleware(AgentMiddleware):
                 raise ValidationError(f"{name} must be True or False")
         if not isinstance(preamble, str):
             raise ValidationError("preamble must be a string")
+        if template is not None:
+            retrieval_template(template, store.config)
+        codes = check_jurisdictions(jurisdiction)
+        self.template = template
+        self.jurisdiction = None if codes is None else sorted(codes)
         self.store = store
         self.namespace: NamespaceTemplate | str | None = as_template(namespace)
         self.budget_tokens = budget_tokens
@@ -194,7 +208,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
         ns = self._namespace(request.runtime)
         context = self.store.render_context(request.messages[at].text, namespace=ns,
                                             budget_tokens=self.budget_tokens,
-                                            evidence=self.evidence)
+                                            evidence=self.evidence, template=self.template,
+                                            jurisdiction=self.jurisdiction)
         context = context.split(HEADER_ACTIVE, 1)[0].strip()
         if HEADER_RECALLED not in context:
             return request, None

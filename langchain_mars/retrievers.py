@@ -14,7 +14,8 @@ most it can be, so the order is kept); ``fused_score`` is the store's own.
 * ``score_cutoff`` (off by default): a *relative* cut-off — keep only the documents whose
   fused score is at least ``score_cutoff`` × the best one's. Only the documents returned
   count as accessed.
-* filters: ``types``, ``max_sensitivity``, ``include_archive``; the namespace is fixed
+* filters: ``types``, ``max_sensitivity``, ``jurisdiction``, ``template`` (a retrieval
+  template of the store, seed 000 §4.3), ``include_archive``; the namespace is fixed
   or a :class:`~langchain_mars._namespace.NamespaceTemplate` filled from the run config
   (``config["configurable"]``) of each call.
 * ``read_only=True`` leaves the store's statistics and audit untouched (inspection).
@@ -43,10 +44,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from mars_core.config import RetrievalConfig
+from mars_core.engine.args import retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Hit, check_max_sensitivity, relevance
+from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
 
 try:
@@ -67,7 +70,7 @@ from langchain_mars._namespace import NamespaceTemplate, as_template, resolve_na
 __all__ = ["MarsRetriever", "hit_to_document"]
 
 _OPTIONS = ("types", "max_sensitivity", "budget_tokens", "score_cutoff", "include_archive",
-            "read_only", "redact")
+            "read_only", "redact", "jurisdiction", "template")
 _UNBOUNDED = 2**31 - 1
 
 
@@ -123,6 +126,10 @@ class MarsRetriever(BaseRetriever):
         read_only: do not count the retrieval as an access.
         redact: the store's output check on (True) or off (False; the stored text);
             None: the store's setting.
+        jurisdiction: only memories of these jurisdictions (a code such as ``"EU"``, a list
+            of codes; ``""``: memories with none).
+        template: a retrieval template of ``StoreConfig.retrieval_templates`` (what one
+            department may retrieve; the narrower of it and the other filters wins).
 
     Raises:
         ValidationError: bad ``k``, ``score_cutoff``, filter or namespace values.
@@ -154,12 +161,18 @@ class MarsRetriever(BaseRetriever):
                             description="Do not count the retrieval as an access.")
     redact: bool | None = Field(None, strict=True,
                                 description="The store's output check (None: its setting).")
+    jurisdiction: str | Sequence[str] | None = Field(
+        None, description="Jurisdiction codes to keep (None: all).")
+    template: str | None = Field(None, strict=True,
+                                 description="A retrieval template of the store (None: none).")
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except pydantic.ValidationError as exc:
             raise ValidationError.from_pydantic(exc, "MarsRetriever argument") from None
+        if self.template is not None:
+            retrieval_template(self.template, self.store.config)  # known before any call
 
     @field_validator("k")
     @classmethod
@@ -172,6 +185,12 @@ class MarsRetriever(BaseRetriever):
     @classmethod
     def _check_max_sensitivity(cls, value: object) -> float | None:
         return check_max_sensitivity(value)
+
+    @field_validator("jurisdiction", mode="before")
+    @classmethod
+    def _check_jurisdiction(cls, value: object) -> list[str] | None:
+        codes = check_jurisdictions(value)
+        return None if codes is None else sorted(codes)
 
     @field_validator("types")
     @classmethod
@@ -243,7 +262,8 @@ class MarsRetriever(BaseRetriever):
         return {"k": k, "budget_tokens": budget, "namespace": ns,
                   "types": opts["types"], "max_sensitivity": opts["max_sensitivity"],
                   "include_archive": opts["include_archive"], "read_only": opts["read_only"],
-                  "relative_cutoff": opts["score_cutoff"] or 0.0, "redact": opts["redact"]}
+                  "relative_cutoff": opts["score_cutoff"] or 0.0, "redact": opts["redact"],
+                  "jurisdiction": opts["jurisdiction"], "template": opts["template"]}
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun,

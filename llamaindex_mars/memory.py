@@ -62,7 +62,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from llamaindex_mars import _text
 from mars_core._async import sync_in_loop_allowed
-from mars_core.engine.args import collection, phrase
+from mars_core.engine.args import collection, phrase, retrieval_template
 from mars_core.errors import ExtraNotInstalledError, NotFoundError, ValidationError
 from mars_core.model import MemoryNode
 from mars_core.namespaces import id_namespace
@@ -123,9 +123,12 @@ class MarsMemory(BaseMemory):
             message. A ``ReActAgent`` without a ``system_prompt`` discards a leading
             system message (LlamaIndex behaviour): give it a system prompt or use
             ``insert="user"``.
+        template: a retrieval template of the store (``StoreConfig.retrieval_templates``:
+            what this agent's department may recall, seed 000 §4.3), or None.
 
     Raises:
-        ValidationError: an argument out of range or of the wrong type.
+        ValidationError: an argument out of range or of the wrong type, or an unknown
+            template.
 
     Examples:
         >>> from mars_core import MemoryStore
@@ -150,6 +153,8 @@ class MarsMemory(BaseMemory):
     observe_roles: tuple[str, ...] = Field(description="Roles observed into the store.")
     redact: bool | None = Field(description="The store's output check (None: its setting).")
     insert: Literal["system", "user"] = Field(description="Where recalled memories go.")
+    template: str | None = Field(default=None, description="A retrieval template of the "
+                                 "store that scopes what is recalled (None: none).")
 
     _entries: list[_Entry] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -166,6 +171,7 @@ class MarsMemory(BaseMemory):
         observe_roles: Sequence[str] = ("user", "assistant"),
         redact: bool | None = None,
         insert: Literal["system", "user"] = "system",
+        template: str | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -186,6 +192,8 @@ class MarsMemory(BaseMemory):
             raise ValidationError("insert must be 'system' or 'user'")
         if redact is not None and not isinstance(redact, bool):
             raise ValidationError("redact must be True, False or None")
+        if template is not None:
+            retrieval_template(template, store.config)
         if not conversation_id:
             with sync_in_loop_allowed():  # a constructor cannot await; one brief read
                 conversation_id = _next_conversation(store, namespace, session)
@@ -195,7 +203,7 @@ class MarsMemory(BaseMemory):
                          conversation_id=conversation,
                          token_limit=token_limit, recall_tokens=recall_tokens,
                          evidence=evidence, observe_roles=tuple(observe_roles),
-                         redact=redact, insert=insert)
+                         redact=redact, insert=insert, template=template)
 
     @classmethod
     def class_name(cls) -> str:
@@ -338,6 +346,7 @@ class MarsMemory(BaseMemory):
         render = {"query": text, "namespace": self.namespace,
                   "conversation": self.conversation_id, "active_turns": len(episodes),
                   "evidence": self.evidence, "redact": self.redact,
+                  "template": self.template,
                   "budget_tokens": recall_budget + self._active_estimate(episodes)}
         return _Plan(window, recall_budget, render)
 

@@ -41,11 +41,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from mars_core.config import RetrievalConfig
-from mars_core.engine.args import phrase
+from mars_core.engine.args import phrase, retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
 from mars_core.retrieval import Hit, check_max_sensitivity, relevance
+from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
 
 try:
@@ -116,6 +117,10 @@ class MarsRetriever(BaseRetriever):
         read_only: do not count the retrieval as an access.
         redact: the store's output check on (True) or off (False: the stored text, an
             explicit read recorded as such in the audit); None: the store's setting.
+        jurisdiction: only memories of these jurisdictions (a code such as ``"EU"``, a list
+            of codes; ``""``: memories with none; seed 000 §4.3).
+        template: a retrieval template of ``StoreConfig.retrieval_templates`` (a
+            department's scope; the narrower of it and the other filters wins).
         callback_manager: LlamaIndex callbacks.
 
     Raises:
@@ -144,6 +149,8 @@ class MarsRetriever(BaseRetriever):
         include_archive: bool = False,
         read_only: bool = False,
         redact: bool | None = None,
+        jurisdiction: str | Iterable[str] | None = None,
+        template: str | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
@@ -163,6 +170,9 @@ class MarsRetriever(BaseRetriever):
         except ValueError as exc:
             raise ValidationError(f"unknown memory type: {exc}") from None
         cap = check_max_sensitivity(max_sensitivity)
+        codes = check_jurisdictions(jurisdiction)
+        if template is not None:
+            retrieval_template(template, store.config)
         for flag, value in (("include_archive", include_archive), ("read_only", read_only)):
             if not isinstance(value, bool):
                 raise ValidationError(f"{flag} must be True or False")
@@ -180,6 +190,7 @@ class MarsRetriever(BaseRetriever):
             "max_sensitivity": cap, "namespace": self.namespace,
             "include_archive": include_archive, "read_only": read_only,
             "relative_cutoff": score_cutoff or 0.0, "redact": redact,
+            "jurisdiction": None if codes is None else sorted(codes), "template": template,
         }
 
     def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:

@@ -22,9 +22,12 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, runtime_checkable
 
-from mars_core.errors import ConfigError, ExtraNotInstalledError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mars_core.errors import ConfigError, ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 
 __all__ = [
@@ -32,6 +35,8 @@ __all__ = [
     "SHARES_TOLERANCE",
     "ApproxTokenCounter",
     "BudgetLedger",
+    "ElasticBudget",
+    "ElasticState",
     "TiktokenCounter",
     "TokenCounter",
     "WhitespaceTokenCounter",
@@ -285,3 +290,163 @@ class BudgetLedger:
     def namespaces(self) -> list[str]:
         """Namespaces with any accounted usage."""
         return sorted(ns for ns, per in self._used.items() if any(per.values()))
+
+
+# --- elastic budgeting (seed 000 §6.9.2) ------------------------------------------------------
+
+
+class ElasticBudget(BaseModel):
+    """Elastic budgeting, seed 000 §6.9.2: "operate at a cost-efficient baseline B0 and
+    temporarily raise capacity when online telemetry detects stress (rising trigger rate,
+    falling hit rate), contracting when load normalizes".
+
+    B0 is the namespace's configured budget. Two observable rates are kept per namespace,
+    each an exponential moving average over about ``window`` events: the **trigger rate**
+    (the share of writes whose memory made the policy free room) and the **active hit rate**
+    (of the hits each counted retrieval returned, the share served by active memories
+    rather than the archive tier: the active set missed what was asked when it falls). At a
+    write, when the namespace is **stressed** — trigger rate ≥ ``trigger_rate`` *and* active
+    hit rate < ``hit_rate_low`` — the budget rises by ``step`` × B0, up to ``max_factor`` ×
+    B0; when it is **calm** — active hit rate ≥ ``hit_rate_high`` or trigger rate <
+    ``trigger_rate`` / 2 — it falls back by the same step toward B0, and the policy archives
+    what no longer fits, as after any write. At most one change per ``cooldown`` writes.
+    Both conditions of stress are needed: a full store triggers on every write, which says
+    nothing about whether forgetting hurts; the archive answering retrievals does. Without
+    retrievals (no hit rate) the budget stays at B0. Every change is a ``config`` audit
+    event with the rates that caused it; the state is saved with the namespace, so a
+    reopened store continues where it stopped (same inputs, same budgets).
+
+    Examples:
+        >>> cfg = ElasticBudget(max_factor=1.5)
+        >>> cfg.limit(1000), cfg.step_tokens(1000)
+        (1500, 100)
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    max_factor: float = Field(
+        1.5, gt=1.0, le=10.0, allow_inf_nan=False,
+        description="The most the budget may reach, as a multiple of B0 (ours: §6.9.2 names "
+        "no bound; half again as much keeps spend predictable).")
+    step: float = Field(
+        0.1, gt=0.0, le=1.0, allow_inf_nan=False,
+        description="How far one change moves the budget, as a share of B0 (ours).")
+    window: int = Field(
+        20, ge=2, le=10_000,
+        description="Span of the moving averages in events (α = 2/(window+1)); writes for "
+        "the trigger rate, counted retrievals for the hit rate (ours).")
+    trigger_rate: float = Field(
+        0.5, gt=0.0, le=1.0, allow_inf_nan=False,
+        description="Stress needs at least this share of writes to trigger the policy; "
+        "under half of it is calm (ours).")
+    hit_rate_low: float = Field(
+        0.6, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="Stress needs the active hit rate below this (ours).")
+    hit_rate_high: float = Field(
+        0.8, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="Calm when the active hit rate reaches this (ours; above hit_rate_low, "
+        "so the budget does not oscillate).")
+    cooldown: int = Field(
+        10, ge=0, le=1_000_000,
+        description="Writes between two changes of the budget (hysteresis; ours).")
+
+    @model_validator(mode="after")
+    def _band(self) -> ElasticBudget:
+        if self.hit_rate_high <= self.hit_rate_low:
+            raise ValueError("hit_rate_high must be above hit_rate_low")
+        return self
+
+    def limit(self, base: int) -> int:
+        """The largest budget of a namespace whose configured budget is ``base``."""
+        return max(base, math.floor(base * self.max_factor))
+
+    def step_tokens(self, base: int) -> int:
+        """Tokens one change adds or removes."""
+        return max(1, round(base * self.step))
+
+    def alpha(self) -> float:
+        """The moving averages' weight of a new event."""
+        return 2.0 / (self.window + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ElasticState:
+    """A namespace's elastic budget and telemetry (saved with the namespace, numbers only).
+
+    Examples:
+        >>> cfg = ElasticBudget(window=3, cooldown=0)
+        >>> s = ElasticState(budget=100)
+        >>> for _ in range(4):
+        ...     s = s.observe_write(cfg, triggered=True).observe_hits(cfg, active=1, total=4)
+        >>> s, why = s.decide(cfg, base=100)
+        >>> s.budget, why.startswith("raised from 100 to 110 tokens")
+        (110, True)
+    """
+
+    budget: int
+    triggers: float = 0.0
+    hits: float | None = None
+    since: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form saved with the namespace."""
+        return {"budget": self.budget, "triggers": self.triggers, "hits": self.hits,
+                "since": self.since}
+
+    @classmethod
+    def load(cls, raw: object, config: ElasticBudget, base: int) -> ElasticState:
+        """The saved state (None: a fresh one at B0), its budget kept within [B0, max].
+
+        Raises:
+            ValidationError: a malformed saved state.
+        """
+        if raw is None:
+            return cls(base)
+        ok = (isinstance(raw, Mapping) and set(raw) == {"budget", "triggers", "hits", "since"}
+              and isinstance(raw["budget"], int) and isinstance(raw["since"], int)
+              and isinstance(raw["triggers"], int | float)
+              and (raw["hits"] is None or isinstance(raw["hits"], int | float)))
+        if not ok:
+            raise ValidationError("a namespace's saved elastic budget is malformed")
+        assert isinstance(raw, Mapping)
+        budget = min(max(int(raw["budget"]), base), config.limit(base))
+        hits = None if raw["hits"] is None else float(raw["hits"])
+        return cls(budget, float(raw["triggers"]), hits, int(raw["since"]))
+
+    def observe_write(self, config: ElasticBudget, *, triggered: bool) -> ElasticState:
+        """One write: did it make the policy free room?"""
+        a = config.alpha()
+        return replace(self, triggers=(1 - a) * self.triggers + a * float(triggered),
+                       since=self.since + 1)
+
+    def observe_hits(self, config: ElasticBudget, *, active: int, total: int) -> ElasticState:
+        """One counted retrieval: ``active`` of its ``total`` hits were active memories."""
+        if total <= 0:
+            return self
+        rate = active / total
+        a = config.alpha()
+        return replace(self, hits=rate if self.hits is None else (1 - a) * self.hits + a * rate)
+
+    def decide(self, config: ElasticBudget, base: int) -> tuple[ElasticState, str | None]:
+        """Raise, lower or keep the budget; the reason when it changed (for the audit)."""
+        if self.since < config.cooldown:
+            return self, None
+        rates = (f"trigger rate {self.triggers:.2f}, active hit rate "
+                 f"{'–' if self.hits is None else f'{self.hits:.2f}'}")
+        stressed = (self.triggers >= config.trigger_rate and self.hits is not None
+                    and self.hits < config.hit_rate_low)
+        calm = (self.hits is not None and self.hits >= config.hit_rate_high) \
+            or self.triggers < config.trigger_rate / 2
+        top, step = config.limit(base), config.step_tokens(base)
+        if stressed and self.budget < top:
+            new = min(top, self.budget + step)
+            return replace(self, budget=new, since=0), (
+                f"raised from {self.budget} to {new} tokens (elastic, at most {top}): "
+                f"stress — {rates}; the policy fired on at least {config.trigger_rate:g} of "
+                f"the writes and the archive answered more than {1 - config.hit_rate_low:g} "
+                "of the retrieved hits")
+        if calm and not stressed and self.budget > base:
+            new = max(base, self.budget - step)
+            return replace(self, budget=new, since=0), (
+                f"lowered from {self.budget} to {new} tokens (elastic, back toward the "
+                f"baseline {base}): load normalised — {rates}")
+        return self, None

@@ -1020,24 +1020,56 @@ def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option(
 
 
 @bench_app.command("oslmr")
-def bench_oslmr(data: DataOpt, out: Annotated[Path, typer.Option(
+def bench_oslmr(  # noqa: PLR0917 (typer options are parameters)
+                data: DataOpt, out: Annotated[Path, typer.Option(
                     "--out", help="directory for the results")],
                 quick: QuickOpt = False,
                 counters: Annotated[str, typer.Option(
                     help="comma-separated budget counters: store (≈ BPE tokens), words")
                 ] = "store,words",
-                progress: ProgressOpt = None, *, as_json: JsonOpt = False) -> None:
+                progress: ProgressOpt = None,
+                sensitivity: Annotated[bool, typer.Option(
+                    "--sensitivity", help="also §4.4's reward sensitivity (every coefficient "
+                    "× 0.25–4, the BC-learner retrained at budget 64) and the Mixed-Score "
+                    "freshness variants: sensitivity.json/.md and one PNG per budget")]
+                = False,
+                regenerate_docs: Annotated[bool, typer.Option(
+                    "--regenerate-docs", help="run the full run with --sensitivity and the "
+                    "quick one, write docs/benchmarks/results/oslmr*.json and the plots, and "
+                    "rewrite the OSL-MR blocks of docs/benchmarks/reproductions.md")] = False,
+                docs: Annotated[Path | None, typer.Option(
+                    "--docs", help="with --regenerate-docs: the docs/ directory (default: "
+                    "the checkout's)")] = None,
+                as_json: JsonOpt = False) -> None:
     """Seed 001's Table 2 on LoCoMo beside the paper's (budgets 32/64/128; Recency, GA,
     Mixed-Score, BC-learner, OSL-MR with and without prior): prints the table and writes
     table2.json, table2.md and the per-decision reward trace (docs/benchmarks/
     reproductions.md)."""
     from mars_core.bench.oslmr import run_table2
 
+    if regenerate_docs:
+        if quick or counters != "store,words":
+            raise _fail("--regenerate-docs runs the page's protocol (the full and the quick "
+                        "variant, both counters): drop --quick and --counters")
+        _checked(_regenerate_oslmr, data, out, docs, _shown(progress))
+        return
+    if docs is not None:
+        raise _fail("--docs goes with --regenerate-docs")
     with _summary(as_json) as summary:
         result = summary.value = _checked(run_table2, data, out, quick=quick,
                                           counters=[c for c in counters.split(",") if c],
-                                          progress=_shown(progress))
+                                          progress=_shown(progress), sensitivity=sensitivity)
         _say(result["table"])
+
+
+def _regenerate_oslmr(data: Path, out: Path, docs: Path | None, progress: bool) -> None:
+    from mars_core.bench.oslmr_docs import regenerate_docs
+    from mars_core.bench.pages import docs_dir
+
+    done = regenerate_docs(docs if docs is not None else docs_dir(), data, out,
+                           progress=progress)
+    console.print(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/oslmr.json "
+                  f"and oslmr_quick.json (commit {done['full']['commit']})", highlight=False)
 
 
 @bench_app.command("longmemeval")
@@ -1054,7 +1086,8 @@ def bench_longmemeval(data: DataOpt, out: Annotated[Path, typer.Option(
 
 
 @bench_app.command("fifa")
-def bench_fifa(out: Annotated[Path, typer.Option("--out", help="directory for the results")],
+def bench_fifa(  # noqa: PLR0917 (typer options are parameters)
+               out: Annotated[Path, typer.Option("--out", help="directory for the results")],
                quick: QuickOpt = False, progress: ProgressOpt = None,
                absolute: Annotated[bool, typer.Option(
                    "--absolute-budgets",
@@ -1064,14 +1097,78 @@ def bench_fifa(out: Annotated[Path, typer.Option("--out", help="directory for th
                    "--paper-stored", min=1,
                    help="tokens a paper agent stores (relative budgets: level / this × "
                         "the world's stored tokens)")] = 64_000,
-               *, as_json: JsonOpt = False) -> None:
+               regenerate_docs: Annotated[bool, typer.Option(
+                   "--regenerate-docs",
+                   help="run the full and the quick grid, write docs/benchmarks/results/"
+                        "fifa*.json, redraw the figures and rewrite the generated blocks "
+                        "of docs/benchmarks/fifa.md and reproductions.md (a checkout)")]
+               = False,
+               from_run: Annotated[Path | None, typer.Option(
+                   "--from", help="with --regenerate-docs: the results.json of an earlier "
+                                  "full run, instead of running the grid again")] = None,
+               docs: Annotated[Path | None, typer.Option(
+                   "--docs", help="with --regenerate-docs: the docs/ directory (default: "
+                                  "the checkout's)")] = None,
+               as_json: JsonOpt = False) -> None:
     """FiFA: policies × budgets × seeds over five simulated scenarios (seed 000 §6)."""
     from mars_core.bench.fifa import run_fifa
 
-    with _summary(as_json) as summary:
-        summary.value = run_fifa(out, quick=quick, progress=_shown(progress),
-                                 budget_mode="absolute" if absolute else "relative",
-                                 paper_stored=paper_stored)
+    if not regenerate_docs:
+        if from_run is not None or docs is not None:
+            raise _fail("--from and --docs go with --regenerate-docs")
+        with _summary(as_json) as summary:
+            summary.value = run_fifa(out, quick=quick, progress=_shown(progress),
+                                     budget_mode="absolute" if absolute else "relative",
+                                     paper_stored=paper_stored)
+        return
+    if quick or absolute or paper_stored != 64_000:
+        raise _fail("--regenerate-docs runs the page's protocol (the full and the quick grid, "
+                    "relative budgets, --paper-stored 64000): drop --quick, "
+                    "--absolute-budgets and --paper-stored")
+    _regenerate_fifa(out, from_run, docs, _shown(progress))
+
+
+def _regenerate_fifa(out: Path, from_run: Path | None, docs: Path | None,
+                     progress: bool) -> None:
+    from mars_core.bench.fifa.docs import regenerate_docs
+    from mars_core.bench.pages import docs_dir, read_results
+
+    try:
+        where = docs if docs is not None else docs_dir()
+        full = read_results(from_run) if from_run is not None else None
+        if full is not None and "cells" not in full:
+            raise _fail(f"{from_run} has no cells: pass the results.json of a full run")
+        done = regenerate_docs(where, full_results=full, progress=progress, out=out)
+    except MarsError as exc:
+        raise _fail(str(exc), exc) from exc
+    _say(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/fifa.json "
+         f"and fifa_quick.json (commit {done['full']['commit']})")
+
+
+@bench_app.command("mechanisms")
+def bench_mechanisms(regenerate_docs: Annotated[bool, typer.Option(
+                         "--regenerate-docs", help="write docs/benchmarks/results/"
+                         "mechanisms.json and rewrite the worked examples of docs/benchmarks/"
+                         "reproductions.md (a checkout)")] = False,
+                     docs: Annotated[Path | None, typer.Option(
+                         "--docs", help="with --regenerate-docs: the docs/ directory")]
+                     = None) -> None:
+    """The seeds' mechanisms worked by the shipped code (DMF Tables 2–3 and §7.2 pruning,
+    Priority-Decay's privacy penalty, Reflection's privacy gate, elastic budgets,
+    retrieval scope, A.2 freshness, Oblivion retention): prints them as JSON."""
+    from mars_core.bench import mechanisms
+    from mars_core.bench.pages import docs_dir
+
+    if not regenerate_docs:
+        if docs is not None:
+            raise _fail("--docs goes with --regenerate-docs")
+        console.print_json(json.dumps(mechanisms.compute()))
+        return
+    try:
+        done = mechanisms.regenerate_docs(docs if docs is not None else docs_dir())
+    except MarsError as exc:
+        raise _fail(str(exc), exc) from exc
+    _say(f"wrote {', '.join(done['pages'])} (commit {done['doc']['commit']})")
 
 
 @bench_app.command("activator")

@@ -27,16 +27,17 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_serializer, field_validator
 
-from mars_core.budget import check_budget, check_shares
+from mars_core.budget import ElasticBudget, check_budget, check_shares
 from mars_core.errors import ConfigError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
 from mars_core.privacy.dp import DPConfig
 from mars_core.privacy.output import FlaggedText
+from mars_core.scope import check_jurisdictions
 
-__all__ = ["RetrievalConfig", "StoreConfig", "parse_config"]
+__all__ = ["RetrievalConfig", "RetrievalTemplate", "StoreConfig", "parse_config"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -166,6 +167,60 @@ class RetrievalConfig(_Config):
     )
 
 
+class RetrievalTemplate(_Config):
+    """A retrieval template: what one department (or any named caller) may retrieve
+    (seed 000 §4.3: "policy templates can be scoped by jurisdiction and department,
+    enabling differential treatment of the same content").
+
+    ``retrieve(..., template="support")`` and ``render_context(..., template=...)`` apply
+    it on top of the call's own filters, and the narrower wins: the types both allow, the
+    lower sensitivity cap, the jurisdictions both cover. A call cannot widen its template.
+
+    Examples:
+        >>> t = RetrievalTemplate(max_sensitivity=0.3, jurisdictions=["eu"])
+        >>> t.max_sensitivity, sorted(t.jurisdictions or ())
+        (0.3, ['EU'])
+    """
+
+    model_config = _STRICT
+    _what: ClassVar[str] = "retrieval template"
+    description: str = Field("", max_length=500, description="What the template is for "
+                             "(shown in errors and the docs; never matched).")
+    types: frozenset[Annotated[MemoryType, Strict(False)]] | None = Field(
+        None, description="Only memories of these types (None: every type).")
+    max_sensitivity: float | None = Field(
+        None, ge=0.0, le=1.0, description="Only memories at most this sensitive (None: no "
+        "cap of its own; the call's cap still applies).")
+    jurisdictions: frozenset[str] | None = Field(
+        None, description="Only memories whose provenance jurisdiction one of these codes "
+        "covers ('EU' covers 'EU-DE'; '' covers memories with none; mars_core.scope). "
+        "None: every jurisdiction.")
+
+    @field_validator("jurisdictions", mode="before")
+    @classmethod
+    def _codes(cls, value: object) -> frozenset[str] | None:
+        return check_jurisdictions(value)
+
+    @field_serializer("types", "jurisdictions")
+    def _sorted(self, value: frozenset[Any] | None) -> list[str] | None:
+        """Sorted, so a recorded configuration is the same bytes every time."""
+        return None if value is None else sorted(
+            v.value if isinstance(v, MemoryType) else str(v) for v in value)
+
+    @field_validator("types", mode="before")
+    @classmethod
+    def _types(cls, value: object) -> frozenset[MemoryType] | None:
+        if value is None:
+            return None
+        if isinstance(value, str) or not isinstance(value, list | tuple | set | frozenset):
+            raise ConfigError("types is a list of memory types such as ['semantic']")
+        try:
+            return frozenset(MemoryType(t) for t in value)
+        except ValueError:
+            raise ConfigError(f"unknown memory type in types; use "
+                              f"{[t.value for t in MemoryType]}") from None
+
+
 class StoreConfig(_Config):
     """Configuration of a :class:`~mars_core.store.MemoryStore`.
 
@@ -192,6 +247,13 @@ class StoreConfig(_Config):
         default_factory=dict, description="Per-namespace overrides of `budget`: namespace "
         "(a string, parts joined by '/': see mars_core.namespaces) → an int ≥ 1, checked as "
         "`budget` is."
+    )
+    elastic: ElasticBudget | None = Field(
+        None, description="Elastic budgeting (seed 000 §6.9.2; mars_core.budget."
+        "ElasticBudget): each namespace runs at its budget B0 and the store raises it, up "
+        "to max_factor × B0, while telemetry shows stress (the policy firing on most writes "
+        "and retrievals served by the archive), lowering it back when the load normalises. "
+        "None (default): the budget is fixed.",
     )
     policy: str = Field(
         "lru", min_length=1,
@@ -295,6 +357,11 @@ class StoreConfig(_Config):
     retrieval: RetrievalConfig = Field(
         default_factory=RetrievalConfig, description="Ranking and packing of `retrieve`."
     )
+    retrieval_templates: dict[str, RetrievalTemplate] = Field(
+        default_factory=dict, description="Named retrieval templates (seed 000 §4.3: scoped "
+        "by jurisdiction and department): `retrieve(..., template=NAME)` and "
+        "`render_context(..., template=NAME)` apply the template's types, sensitivity cap "
+        "and jurisdictions on top of the call's own, the narrower winning.")
 
     @field_validator("default_namespace")
     @classmethod

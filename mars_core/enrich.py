@@ -73,6 +73,11 @@ class Enricher:
         return self._analyzer
 
     @property
+    def choice(self) -> str:
+        """Which analyser computes the signals and why (``nlp="auto"`` says what it found)."""
+        return "off: no text signals" if not self.enabled else self._analyzer.choice
+
+    @property
     def name(self) -> str:
         """Which analyser computes the signals (recorded in the manifest)."""
         if not self.enabled:

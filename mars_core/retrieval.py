@@ -42,6 +42,7 @@ from mars_core.errors import ValidationError
 from mars_core.frame import answers, parse_query, symbolic_score
 from mars_core.index.base import And, Eq, Filter, In, IndexCapabilities, Range, exact_cosines
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
+from mars_core.scope import check_jurisdictions, covers
 from mars_core.storage.base import TermHits, TermQuery
 
 __all__ = ["Answerability", "Dense", "Hit", "Lexical", "Query", "answerability",
@@ -86,6 +87,10 @@ class Query:
 
     ``since`` and ``until`` are kept as aware UTC datetimes (naive ones are taken as UTC,
     as everywhere in the store); ``conversation=""`` asks for memories of no conversation.
+    ``jurisdictions`` keeps the memories whose provenance jurisdiction one of the codes
+    covers (:mod:`mars_core.scope`: "EU" covers "EU-DE"; ``""`` covers memories with none),
+    seed 000 §4.3's jurisdiction filter; it is checked on the candidates in Python (the
+    vector index keeps no jurisdiction field).
     """
 
     text: str
@@ -95,9 +100,11 @@ class Query:
     since: datetime | None = None
     until: datetime | None = None
     conversation: str | None = None
+    jurisdictions: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_sensitivity", check_max_sensitivity(self.max_sensitivity))
+        object.__setattr__(self, "jurisdictions", check_jurisdictions(self.jurisdictions))
         for name in ("since", "until"):
             value = getattr(self, name)
             if value is not None:
@@ -108,9 +115,10 @@ class Query:
         return self.max_sensitivity is None or s <= self.max_sensitivity
 
     def admits(self, node: MemoryNode) -> bool:
-        """Whether the query admits a memory: its namespace, and the Python twin of
+        """Whether the query admits a memory: its namespace, the Python twin of
         :meth:`index_filter` over the memory's index fields
-        (:func:`~mars_core.storage.index_fields`; a property test holds them equal)."""
+        (:func:`~mars_core.storage.index_fields`; a property test holds them equal), and
+        the jurisdiction scope, which no index field carries."""
         return (
             node.namespace == self.namespace
             and (self.types is None or node.type in self.types)
@@ -119,6 +127,8 @@ class Query:
             and (self.until is None or node.created_at <= self.until)
             and (self.conversation is None
                  or (node.provenance.conversation_id or "") == self.conversation)
+            and (self.jurisdictions is None
+                 or covers(self.jurisdictions, node.provenance.jurisdiction))
         )
 
     def window(self) -> tuple[float | None, float | None] | None:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 import pydantic
@@ -324,4 +324,4 @@ def _annotate(cand: Candidate, mtype: MemoryType, used: int, target: float) -> C
     features = {**cand.features, "type_usage": float(used), "type_budget": round(target, 3)}
     reason = (f"{cand.reason}; type {mtype.value} over its soft share "
               f"({used} > {target:.0f} tokens), so considered first")
-    return Candidate(cand.node_id, cand.score, features, reason)
+    return replace(cand, features=features, reason=reason)

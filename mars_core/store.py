@@ -579,7 +579,9 @@ class MemoryStore:
                  until: datetime | None = None, conversation: str | None = None,
                  namespace: NamespaceArg | None = None, include_archive: bool | None = None,
                  read_only: bool = False, relative_cutoff: float | None = None,
-                 redact: bool | None = None) -> builtins.list[Hit]:
+                 redact: bool | None = None,
+                 jurisdiction: str | Iterable[str] | None = None,
+                 template: str | None = None) -> builtins.list[Hit]:
         """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget,
         then the output check.
 
@@ -624,14 +626,21 @@ class MemoryStore:
             relative_cutoff: this call's cut-off in [0, 1] (the config's if None; 0: off).
             redact: the output check on (True) or off (False); None: the store's
                 ``StoreConfig.redact`` (on by default).
+            jurisdiction: only memories of these jurisdictions (seed 000 §4.3): a code such
+                as ``"EU"`` (covers ``"EU-DE"``), a list of codes, ``""`` for memories with
+                none; None: no filter (:mod:`mars_core.scope`).
+            template: a retrieval template of ``StoreConfig.retrieval_templates`` (a
+                department's scope, §4.3): its types, sensitivity cap and jurisdictions
+                apply on top of this call's, the narrower winning.
 
         Raises:
-            ValidationError: bad query or filter values.
+            ValidationError: bad query or filter values, or an unknown template.
             PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
         q, budget = args.query(query, self.config, namespace_=namespace, types=types,
                                max_sensitivity=max_sensitivity, since=since, until=until,
-                               conversation=conversation, budget_tokens=budget_tokens, k=k)
+                               conversation=conversation, budget_tokens=budget_tokens, k=k,
+                               jurisdiction=jurisdiction, template=template)
         return self._reader.retrieve(q, budget, k=k,
                                      ratio=args.cutoff(relative_cutoff, self.config),
                                      include_archive=None if include_archive is None
@@ -667,7 +676,9 @@ class MemoryStore:
     def render_context(self, query: str, *, budget_tokens: int | None = None,
                        namespace: NamespaceArg | None = None, conversation: str | None = None,
                        active_turns: int = 6, evidence: int = 5, redact: bool | None = None,
-                       evidence_only: bool = False) -> str:
+                       evidence_only: bool = False,
+                       jurisdiction: str | Iterable[str] | None = None,
+                       template: str | None = None) -> str:
         """Prompt-ready context: recalled evidence, its raw support, then the active
         conversation — the layout of DMF §9.3 step 6, within ``budget_tokens``.
 
@@ -683,11 +694,16 @@ class MemoryStore:
         access (one audit event, with the check's counts), except in a store opened with
         ``read_only=True``.
 
+        ``jurisdiction`` and ``template`` scope the recalled evidence as in
+        :meth:`retrieve` (seed 000 §4.3); the active conversation is shown as it is.
+
         Raises:
+            ValidationError: bad query values, or an unknown template.
             PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
         q, budget = args.query(query, self.config, namespace_=namespace,
-                               budget_tokens=budget_tokens)
+                               budget_tokens=budget_tokens, jurisdiction=jurisdiction,
+                               template=template)
         if conversation is not None and not isinstance(conversation, str):
             raise ValidationError("conversation must be a string or None")
         return self._reader.render(q, budget, conversation=conversation,

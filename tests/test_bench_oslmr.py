@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pngs import assert_plots
 from synthetic_locomo import write_locomo
 from typer.testing import CliRunner
 
@@ -19,7 +20,7 @@ from mars_core.cli import app
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
 from mars_core.learn import FeatureLog
-from mars_core.scoring.reward import RewardConfig
+from mars_core.scoring.reward import LOCOMO_SHIFT, RewardConfig
 
 CHAT = ["haha ok", "thanks a lot, that is really very kind of you to say so", "sounds good",
         "wow cool"]
@@ -123,3 +124,66 @@ def test_cli_prints_the_table_and_writes_the_files(locomo_file: Path, tmp_path: 
     missing = CliRunner().invoke(app, ["bench", "oslmr", "--data", str(tmp_path / "no.json"),
                                        "--out", str(out)])
     assert missing.exit_code == 2
+
+
+# --- §4.4 sensitivity and the freshness variants -----------------------------------------------
+
+
+def test_sensitivity_reward_is_linear_in_the_terms_and_retrains_the_bc_learner(
+        prepared: list[L.ConvData]) -> None:
+    """The fixed selections' reward under any coefficients is the dot product with their
+    mean terms; at a budget in bc_budgets the BC-learner is trained again per multiplier
+    (its teacher maximises r_t), elsewhere it keeps the default teacher."""
+    from mars_core.bench.oslmr_sensitivity import (
+        MULTIPLIERS,
+        SERIES,
+        prior_variants,
+        reward_of,
+        sensitivity,
+    )
+
+    rows = O.table2(prepared, budgets=(16, 32), counters=("words",))
+    for r in rows:  # the terms reproduce the mean raw reward at the defaults
+        assert reward_of(r["terms"], RewardConfig()) == pytest.approx(r["reward_raw"])
+    res = sensitivity(prepared, rows, budgets=(16, 32), bc_budgets=(32,), counter="words")
+    base = {(r["method"], r["budget"]): r for r in rows if r["counter"] == "words"}
+    shift = res["shift"]
+    assert shift == round(LOCOMO_SHIFT, 3)  # no Recency at 128 in this run: the paper's C
+    for coef in res["coefficients"]:
+        for method in SERIES:
+            curve = res["curves"]["16"][coef][method]
+            assert len(curve) == len(MULTIPLIERS)
+            expect = [round(reward_of(base[(method, 16)]["terms"],
+                                      RewardConfig(**{coef: getattr(RewardConfig(), coef) * m}))
+                            + shift, 3) for m in MULTIPLIERS]
+            assert curve == expect  # budget 16: nothing retrained
+        one = MULTIPLIERS.index(1.0)
+        assert res["curves"]["32"][coef]["bc-learner"][one] == pytest.approx(
+            base[("bc-learner", 32)]["reward_raw"] + shift, abs=1e-3)
+    # a larger α_miss can only lower the reward of a fixed selection
+    fixed = res["curves"]["32"]["alpha_miss"]["recency"]
+    assert fixed == sorted(fixed, reverse=True)
+    assert set(res["top"]["32"]["alpha_hit"]) <= set(SERIES)
+    variants = prior_variants(prepared, rows, budgets=(16, 32), counter="words")
+    names = {(v["variant"], v["method"]) for v in variants}
+    assert ("Δt in sessions", "osl-mr") in names and ("(no prior)", "osl-mr-no-prior") in names
+    assert len(variants) == 3 * 3 * 2 + 2
+
+
+def test_cli_sensitivity_writes_the_plots(locomo_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["bench", "oslmr", "--data", str(locomo_file), "--out",
+                                      str(out), "--quick", "--counters", "store",
+                                      "--sensitivity", "--no-progress"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "sensitivity.json").read_text(encoding="utf-8"))
+    assert doc["sensitivity"]["bc_budgets"] == []  # quick: the default teacher
+    names = {f"oslmr_sensitivity_b{b}.png" for b in (32, 64, 128)}
+    assert {p.name for p in out.glob("*.png")} == names
+    assert_plots(out, names)
+    assert "## The Mixed-Score's freshness, side by side" in (
+        out / "sensitivity.md").read_text(encoding="utf-8")
+    bad = CliRunner().invoke(app, ["bench", "oslmr", "--data", str(locomo_file), "--out",
+                                   str(out), "--quick", "--regenerate-docs"])
+    assert bad.exit_code == 2 and "--regenerate-docs runs the page's protocol" in bad.output

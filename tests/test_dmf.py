@@ -410,7 +410,15 @@ def test_config_defaults_are_the_papers() -> None:
     assert (c.rho_con, c.rho_pref, c.rho_cs, c.rho_corr, c.rho_repl, c.p_sup) == (
         0.20, 0.10, 0.10, 0.15, 0.08, 0.35)
     assert (c.social_max_words, c.tau_soc, c.omega_soc_min) == (6, 0.40, 0.25)
-    assert (c.token_budget, c.prune_interval, c.centroid_window) == (4096, 5, 10)
+    assert (c.prune_interval, c.centroid_window) == (5, 10)
+
+
+def test_token_budget_was_removed_with_the_way_out() -> None:
+    """τ_tok (seed 004 §7.2, 4096) is the store's budget; the never-read field is refused
+    with a message that says what to pass instead."""
+    with pytest.raises(pydantic.ValidationError, match=r"budget=4096"):
+        DMFConfig(token_budget=4096)  # type: ignore[call-arg]
+    assert "token_budget" not in DMFConfig.model_fields
 
 
 # --- properties -------------------------------------------------------------------------

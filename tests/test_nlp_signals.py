@@ -394,3 +394,36 @@ def test_backends_agree_on_lexical_cues() -> None:
         fields = ("constraint", "preference", "current_state", "past_state", "correction",
                   "replacement", "social", "word_count", "sentiment")
         assert [getattr(r, f) for f in fields] == [getattr(s, f) for f in fields], text
+
+
+# --- what "auto" chose, and why (stats and logs) ----------------------------------------------
+
+
+def test_auto_says_which_analyser_it_chose_in_stats_and_logs(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no official pipeline importable, "auto" falls back to rules and says so: the
+    store's stats and an INFO line on mars_core.nlp name the cause and the way out."""
+    from mars_core import MemoryStore
+
+    monkeypatch.setattr(spacy_backend, "DEFAULT_PIPELINES", ("no_such_pipeline_xyz",))
+    with caplog.at_level("INFO", logger="mars_core.nlp"), MemoryStore(nlp="auto") as store:
+        stats = store.stats()
+    choice = stats["signals_choice"]
+    assert choice.startswith("auto: spaCy is")
+    assert "so rules" in choice and "en_core_web_sm wheel" in choice
+    assert stats["signals"].startswith("rules+")
+    assert any(choice in r.getMessage() for r in caplog.records if r.name == "mars_core.nlp")
+    with MemoryStore(nlp="off") as off:
+        assert off.stats()["signals_choice"] == "off: no text signals"
+    assert Analyzer("rules", sentiment="lexicon").choice == \
+        "rules as asked; sentiment: lexicon as asked"
+
+
+@needs_trained
+def test_auto_names_the_trained_pipeline_it_found(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="mars_core.nlp"):
+        a = Analyzer("auto", sentiment="lexicon", pipeline=TRAINED)
+    assert a.backend_name == "spacy"
+    assert a.choice == (f"spacy:{TRAINED} (auto: found the trained pipeline {TRAINED}); "
+                        "sentiment: lexicon as asked")
+    assert a.choice in caplog.text

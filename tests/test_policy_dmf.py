@@ -98,6 +98,11 @@ def test_registered_with_validated_config() -> None:
         make_policy("dmf", dmf={"tau_c": 0.9})
     with pytest.raises(ConfigError):
         make_policy("dmf", drift_tolerance=-1)
+    with pytest.raises(ConfigError, match=r"token_budget was removed .*budget=4096"):
+        MemoryStore(policy="dmf", policy_params={"dmf": {"token_budget": 4096}})
+    assert policy.params()["healthy_tier"] == "protected"
+    with pytest.raises(ConfigError, match="healthy_tier"):
+        make_policy("dmf", healthy_tier="never")
 
 
 # --- hard-kill (eq 21) -----------------------------------------------------------------------
@@ -229,9 +234,77 @@ def test_paper_worked_example_order_and_tiers() -> None:
     assert "S_prune 0.39 (Ω_eff 0.39, no retention bonus), rank 3" in why[plain]
     assert "S_prune 0.44 (Ω_eff 0.24, + retention bonus 0.20 for constraint)" in why[rule]
     assert "tier critical" in why[rule]
-    assert why[vivid].endswith("healthy tier, taken only because nothing unhealthy was left"
-                               " [4 of 6 active]")
-    assert "tier healthy" in why[new]
+    assert why[vivid].endswith("forced by budget (DMF's healthy tier, Ω_eff 0.88 > τ_H 0.75, "
+                               "protected from budget pruning by seed 004 §7.2.1, and nothing"
+                               " else was left) [4 of 6 active]")
+    assert "tier healthy" in why[new] and "forced by budget (DMF's healthy tier" in why[new]
+
+
+TABLE2: Spec = [("Function must run in O(n) time", 0.86, {}),             # technical fact
+                ("Do not use external APIs", 0.68, {"constraint": 1.0}),  # user constraint
+                ("the parser keeps the quoted strings intact", 0.68, {}),  # content-rich
+                ("we talked about it for a while", 0.44, {})]             # average turn
+
+
+def table2_store(healthy_tier: str | None = None) -> tuple[MemoryStore, list[str]]:
+    """Seed 004's Table 2 profiles (Ω 0.86, 0.68 + constraint, 0.68, 0.44), written at step
+    10, the store exactly full; each later turn needs the room of all of them."""
+    params = {} if healthy_tier is None else {"healthy_tier": healthy_tier}
+    with mk(1000) as scratch:
+        weights = sum(max(1, scratch.token_counter.count(t)) for t, _, _ in TABLE2)
+    store = mk(weights, policy_params=params)
+    return store, imported(store, TABLE2, at=10)
+
+
+def test_paper_table2_profiles_under_budget_pressure() -> None:
+    """§7.2 with the paper's numbers, by hand: at step 11 (Δn 1, λ_eff = 0.035·(1 − 0.5·Ω))
+    Ω_eff = 0.86·e^−0.01995 = 0.843 (healthy, > 0.75), 0.68·e^−0.02310 = 0.664 (+0.20
+    constraint bonus: S_prune 0.864), 0.664, 0.44·e^−0.02730 = 0.428. Candidate set C: the
+    three unhealthy ones; argmin S_prune: 0.428, 0.664, then the constraint (0.864) — the
+    bonus ranks it above an equal Ω_eff (§7.2.4 "key distinction"). The healthy fact
+    (0.843 < 0.864: a lower score than the constraint) is protected (eq 22) and goes last,
+    forced by the hard budget."""
+    store, (fact, rule, rich, avg) = table2_store()
+    assert [round(effective_score(o, 1), 3) for _, o, _ in TABLE2] == [0.843, 0.664, 0.664,
+                                                                       0.428]
+    since = len(store.audit)
+    store.add(" ".join(["filler"] * int(store.config.budget)))
+    order = evictions(store, since)
+    assert [i for i, _ in order] == [avg, rich, rule, fact]
+    why = dict(order)
+    # the filler went first
+    assert "S_prune 0.43 (Ω_eff 0.43, no retention bonus), rank 2 of 5" in why[avg]
+    assert "S_prune 0.86 (Ω_eff 0.66, + retention bonus 0.20 for constraint)" in why[rule]
+    assert "forced by budget" not in why[rule]
+    assert "S_prune 0.84 (Ω_eff 0.84, no retention bonus)" in why[fact]
+    assert "forced by budget (DMF's healthy tier, Ω_eff 0.84 > τ_H 0.75" in why[fact]
+    assert policy_of(store).config.healthy_tier == "protected"
+
+
+def test_a_healthy_leaf_outlives_an_unhealthy_non_leaf() -> None:
+    """The case the audit found: a card (healthy leaf, Ω 0.89) derives from an unhealthy turn
+    (Ω 0.44, a non-leaf). The template takes leaves before non-leaves, so before issue 33 the
+    healthy card went first (healthy_tier="last"); protected, the unhealthy turn goes."""
+    def run(healthy_tier: str | None) -> list[str]:
+        turn_spec: Spec = [("we talked about the parser for a while", 0.44, {})]
+        with mk(1000) as scratch:
+            budget = 2 * sum(scratch.token_counter.count(t) for t, _, _ in turn_spec)
+        params = {} if healthy_tier is None else {"healthy_tier": healthy_tier}
+        store = mk(budget, policy_params=params)
+        [turn] = imported(store, turn_spec, at=10)
+        card = MemoryNode(id=str(uuid.uuid5(uuid.NAMESPACE_URL, "dmf-card")), type="episodic",
+                          content="the parser", weight=1, step=10, seq=5, touch_seq=5,
+                          activated_seq=5, signals={"omega": 0.89})
+        edge = Edge(source=card.id, predicate=Predicate.DERIVES_FROM, target=turn, step=10)
+        store.import_jsonld(to_jsonld([card], [edge], {"default": 10}))
+        since = len(store.audit)
+        store.add(" ".join(["filler"] * (budget - 2)))
+        out = [i for i, _ in evictions(store, since)]
+        assert out, "the filler needed room"
+        return [("turn" if i == turn else "card") for i in out]
+
+    assert run("last")[0] == "card"
+    assert run(None)[0] == "turn"
 
 
 def test_supersession_penalty_follows_the_superseding_memory() -> None:

@@ -18,7 +18,7 @@ from mars_core.errors import ConfigError
 from mars_core.index.numpy import NumpyIndex
 from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.policies import PriorityDecayPolicy, make_policy
-from mars_core.scoring.density import DensityConfig, importance
+from mars_core.scoring.density import DensityConfig, importance, priority_key
 from mars_core.storage import SQLiteRecordStore
 
 KEY = b"k" * 32
@@ -46,9 +46,10 @@ def words(rng: random.Random, lo: int = 1, hi: int = 9) -> str:
 
 
 def true_key(node: MemoryNode, at: int, cfg: DensityConfig | None = None) -> float:
-    """Brute force, straight from the scoring module."""
+    """Brute force, straight from the scoring module: (imp − λ_priv·s)/w (seed 000 §5.3)."""
     cfg = cfg or DensityConfig()
-    return importance(node.type, at - node.step, node.access_count, cfg) / node.weight
+    return priority_key(importance(node.type, at - node.step, node.access_count, cfg),
+                        node.weight, node.sensitivity, cfg.lambda_priv)
 
 
 def add_and_see(store: MemoryStore, text: str, **kw: Any
@@ -273,13 +274,71 @@ def test_rationale_names_policy_and_numbers() -> None:
     ex = store.explain(first.id)
     assert ex.events[-1].op.value == "evict" and ex.events[-1].policy == "priority"
     why = ex.rationale
-    assert why.startswith("evicted by priority: lowest importance per token: imp 0.")
-    assert f"over {first.weight} tokens = 0." in why and "the lowest of" in why
+    assert why.startswith("evicted by priority: lowest density per token: (imp 0.")
+    assert f"− λ_priv·s 0.000) over {first.weight} tokens = 0." in why and "the lowest of" in why
     assert "recency 0." in why and "0 accesses, episodic (type weight 0.5)" in why
+    assert "sensitivity 0.00" in why
     ev = ex.events[-1]
     feats = ev.features[first.id]
     assert math.isclose(ev.score or 0.0, feats["importance"] / first.weight)
-    assert ev.params["alpha"] == 0.4
+    assert ev.params["alpha"] == 0.4 and ev.params["key"] == "density"
+    assert ev.params["lambda_priv"] == 0.25
+
+
+# --- the privacy penalty (seed 000 §5.3, §5.4) ----------------------------------------------
+
+
+def twins(key: str | None) -> tuple[MemoryNode, MemoryNode, str, MemoryNode]:
+    """Two memories equal in type, words and weight: the harmless one written first (s 0),
+    the sensitive one next (s 0.95); then one more memory needs the room of one of them.
+    Returns (harmless, sensitive, the rationale of the eviction, the evicted memory)."""
+    params = {} if key is None else {"key": key}
+    store = mk(16, policy_params=params, sensitivity_scoring=False)
+    harmless = store.add("ana met bo at the cafe", type="episodic", sensitivity=0.0)
+    sensitive = store.add("ana met bo at the cafe", type="episodic", sensitivity=0.95)
+    since = len(store.audit)
+    store.add("paris is in france today", type="episodic", sensitivity=0.0)
+    gone = [e for e in store.audit.events()[since:] if e.op.value == "evict"]
+    assert len(gone) == 1
+    evicted = store.get(gone[0].node_ids[0])
+    store.close()
+    return harmless, sensitive, gone[0].rationale, evicted
+
+
+def test_twin_memories_the_sensitive_one_goes_first() -> None:
+    """§5.3/§5.4 key (imp − λ_priv·s)/w, by hand: both episodic, 6 tokens, never accessed;
+    at the trigger (step 3) the harmless one is 2 steps old, the sensitive one 1.
+    imp = (0.4·0.5 + 0.3·e^(−0.035·Δn))/1.0: 0.47972 (Δn 2) and 0.48968 (Δn 1).
+    Keys: harmless 0.47972/6 = 0.07995; sensitive (0.48968 − 0.25·0.95)/6 = 0.04203."""
+    harmless, sensitive, why, evicted = twins(None)
+    assert harmless.weight == sensitive.weight == 6
+    assert evicted.id == sensitive.id
+    imp_h = (0.4 * 0.5 + 0.3 * math.exp(-0.035 * 2)) / 1.0
+    imp_s = (0.4 * 0.5 + 0.3 * math.exp(-0.035 * 1)) / 1.0
+    assert (round(imp_h / 6, 5), round((imp_s - 0.25 * 0.95) / 6, 5)) == (0.07995, 0.04203)
+    assert "(imp 0.490 − λ_priv·s 0.237) over 6 tokens = 0.0420" in why
+    assert "sensitivity 0.95" in why
+
+
+def test_importance_key_keeps_the_former_order() -> None:
+    """key="importance" (imp/w, no penalty): the harmless twin is older, so it goes."""
+    harmless, _sensitive, why, evicted = twins("importance")
+    assert evicted.id == harmless.id
+    assert "lowest importance per token: imp 0.480 over 6 tokens = 0.0800" in why
+
+
+def test_a_rescored_sensitivity_moves_the_key() -> None:
+    """on_update: a memory whose sensitivity changes is re-keyed before the next trigger."""
+    store = mk(10_000, sensitivity_scoring=False)
+    node = store.add("ana met bo at the cafe", type="episodic", sensitivity=0.0)
+    policy = store.policy_for()
+    assert isinstance(policy, PriorityDecayPolicy)
+    before = policy.true_key(node, step(store))
+    changed = node.model_copy(update={"sensitivity": 0.8})
+    policy.on_update(changed)
+    assert math.isclose(policy.true_key(changed, step(store)),
+                        before - 0.25 * 0.8 / node.weight)
+    assert policy.params()["key"] == "density"
 
 
 # --- reopen -------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from mars_core.policies.reflection import (
     ReflectionSummaryPolicy,
     density_candidates,
     find_clusters,
+    gate_reference,
     privacy_gate,
     propose_summaries,
     summary_sensitivity,
@@ -286,28 +287,61 @@ def test_distortion_is_the_mean_embedding_distance() -> None:
     assert s.concept == ", ".join(key_terms([n.content for n in nodes]))
 
 
-def _sensitive_cluster(with_phone: bool = True) -> list[MemoryNode]:
+def _sensitive_cluster(with_phone: bool = True, level: float = 0.8) -> list[MemoryNode]:
+    """Five coffee turns, one of them sensitive (``level``), the others at 0."""
     nodes = coffee_nodes(5)
     extra = f" Call facilities at {PHONE}." if with_phone else " Facilities know about it."
-    nodes[2] = node(2, nodes[2].content + extra, sensitivity=0.8)
+    nodes[2] = node(2, nodes[2].content + extra, sensitivity=level)
     return nodes
 
 
-def test_privacy_gate_rejects_a_summary_keeping_a_sensitive_identifier() -> None:
+def _all_sensitive_cluster() -> list[MemoryNode]:
+    """Three coffee turns that each give the phone number: sensitivities 0.8, 0.7, 0.9."""
+    rng = random.Random(0)
+    return [node(i, f"{coffee(rng)} Call facilities at {PHONE}.", sensitivity=s)
+            for i, s in enumerate((0.8, 0.7, 0.9))]
+
+
+BASE = "The coffee machine on the third floor is leaking water again."
+
+
+def test_privacy_gate_is_the_least_sensitive_member_minus_tau() -> None:
+    """§4.3 as written, s̄ ≤ min_i s_i − τ_priv: members 0.8, 0.7, 0.9 with a phone each;
+    a summary that masks it keeps half of each (identifier discount 0.5), s̄ = 0.45 ≤
+    0.70 − 0.05 — accepted; one that keeps the number has s̄ = 0.90 — refused."""
+    view = make_view(_all_sensitive_cluster())
+    assert propose(view, summariser=FakeSummariser(f"{BASE} Call facilities at {PHONE}.")) == []
+    [ok] = propose(view, summariser=FakeSummariser(f"{BASE} Call facilities at [phone]."))
+    assert ok.sensitivity == pytest.approx(0.45)
+    assert ok.features["gate_reference"] == pytest.approx(0.7)
+    assert ok.features["min_member_sensitivity"] == pytest.approx(0.7)
+    assert "sensitivity 0.45 ≤ 0.70 (least sensitive member) − τ_priv 0.05" in ok.rationale
+
+
+def test_privacy_gate_refuses_a_mixed_cluster_unless_the_summary_is_harmless() -> None:
+    """One member at 0.8 (with a phone) and four ordinary turns: the least sensitive counts
+    0, so the masked summary's 0.40 is refused under "min"; under "max" (the gate before
+    issue 33) 0.40 ≤ 0.80 − 0.05 is accepted. With the sensitive member at 0.5, masking
+    leaves 0.25, below the floor (0.3): nothing left to protect, accepted under "min"."""
     view = make_view(_sensitive_cluster())
-    base = "The coffee machine on the third floor is leaking water again."
-    assert propose(view, summariser=FakeSummariser(f"{base} Call {PHONE}.")) == []
-    [ok] = propose(view, summariser=FakeSummariser(f"{base} Call [phone]."))
-    assert ok.sensitivity == pytest.approx(0.4)  # identifier_discount 0.5 × 0.8
-    assert ok.features["identifiers_removed"] == 1.0
-    assert "sensitivity 0.40 ≤ 0.80 − τ_priv 0.05" in ok.rationale
-    [default] = propose(view)  # the extractive default masks identifiers itself
-    assert PHONE not in default.text and default.sensitivity == pytest.approx(0.4)
+    masked = FakeSummariser(f"{BASE} Call [phone].")
+    assert propose(view, summariser=masked) == []
+    assert propose(view) == []  # the extractive default masks too: still 0.40
+    [old] = propose(view, summariser=masked, privacy_reference="max")
+    assert old.sensitivity == pytest.approx(0.4) and old.features["identifiers_removed"] == 1.0
+    assert "sensitivity 0.40 ≤ 0.80 (most sensitive member) − τ_priv 0.05" in old.rationale
+    [floor] = propose(make_view(_sensitive_cluster(level=0.5)), summariser=masked)
+    assert floor.sensitivity == pytest.approx(0.25)
+    assert ("summary sensitivity 0.25 < gate floor 0.30 (the least sensitive member counts "
+            "0.00)") in floor.rationale
+    assert propose(make_view(_sensitive_cluster(level=0.5)), summariser=masked,
+                   gate_floor=0.2) == []
 
 
 def test_privacy_gate_credits_only_verifiable_removal() -> None:
     view = make_view(_sensitive_cluster(with_phone=False))
-    assert propose(view) == [], "a sensitive member without identifiers keeps s̄ = max s"
+    assert propose(view, privacy_reference="max") == [], \
+        "a sensitive member without identifiers keeps s̄ = max s"
 
 
 def test_zero_sensitivity_clusters_pass_the_privacy_gate() -> None:
@@ -317,6 +351,11 @@ def test_zero_sensitivity_clusters_pass_the_privacy_gate() -> None:
     assert privacy_gate(0.0, 0.03, 0.05)  # nothing sensitive left in the summary
     assert not privacy_gate(0.01, 0.03, 0.05)
     assert privacy_gate(0.75, 0.8, 0.05) and not privacy_gate(0.76, 0.8, 0.05)
+    assert privacy_gate(0.29, 0.0, 0.05, floor=0.3) and not privacy_gate(0.3, 0.0, 0.05, 0.3)
+    assert gate_reference([0.8, 0.7, 0.9]) == 0.7
+    assert gate_reference([0.8, 0.1], floor=0.3) == 0.0
+    assert gate_reference([0.8, 0.1], floor=0.3, how="max") == 0.8
+    assert gate_reference([0.2, 0.1], floor=0.3, how="max") == 0.0
 
 
 def test_summary_sensitivity_rule() -> None:
@@ -372,6 +411,9 @@ class FailsFirst:
     fail_again: bool = False
     targets: list[int] = field(default_factory=list)
     name: str = "fails-first"
+    good: str = "The coffee machine on the third floor is leaking water again."
+    phone: str = ("The coffee machine on the third floor is leaking water again. "
+                  f"Call facilities at {PHONE}.")
 
     def __call__(self, texts: Sequence[str], *, target_tokens: int) -> str:
         self.targets.append(target_tokens)
@@ -379,9 +421,8 @@ class FailsFirst:
             if self.first == "raise":
                 raise PolicyError("LLM timed out")
             return {"long": "x " * 500, "unrelated": UNRELATED[0],
-                    "phone": ("The coffee machine on the third floor is leaking water again. "
-                              f"Call {PHONE}.")}[self.first]
-        return "The coffee machine on the third floor is leaking water again."
+                    "phone": self.phone}[self.first]
+        return self.good
 
 
 @pytest.mark.parametrize(("first", "retry", "why"), [
@@ -406,10 +447,18 @@ def test_a_failed_summary_is_resubmitted_with_a_more_conservative_target(
 
 
 def test_a_privacy_failure_is_retried_shorter_and_twice_failed_clusters_are_skipped() -> None:
-    view = make_view(_sensitive_cluster())
-    fake = FailsFirst("phone")
+    view = make_view(_all_sensitive_cluster())
+    fake = FailsFirst("phone", good=f"{BASE} Call facilities at [phone].")
     [s] = propose(view, summariser=fake)
-    assert fake.targets[1] == fake.targets[0] // 2 and "sensitivity 0.80 > 0.80" in s.rationale
+    assert fake.targets[1] == fake.targets[0] // 2
+    assert "sensitivity 0.90 > 0.70 (min member) − τ_priv 0.05" in s.rationale
+    assert s.sensitivity == pytest.approx(0.45)
+    mixed = FailsFirst("phone", good=f"{BASE} Call [phone].", phone=f"{BASE} Call {PHONE}.")
+    assert propose(make_view(_sensitive_cluster()), summariser=mixed) == []
+    assert len(mixed.targets) == 2  # the retry masks the number, but 0.40 is not below 0
+    assert [len(propose(make_view(_sensitive_cluster()), privacy_reference="max",
+                        summariser=FailsFirst("phone", good=f"{BASE} Call [phone].",
+                                              phone=f"{BASE} Call {PHONE}.")))] == [1]
     stubborn = FailsFirst("raise", fail_again=True)
     assert propose(make_view(coffee_nodes(3)), summariser=stubborn) == []
     assert stubborn.targets == [12, 6]  # once, not more

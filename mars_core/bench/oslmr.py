@@ -408,6 +408,10 @@ def _rows(per: Mapping[tuple[str, str, int], list[tuple[int, dict[str, float],
             "full_recall": float(np.mean([it[2]["full"] for it in items])),
             "reward_raw": float(np.mean([it[2]["raw"] for it in items])),
             "reward_shifted": float(np.mean([it[2]["raw"] for it in items])) + rcfg.shift,
+            # the mean of each reward term: r_t is linear in them, so the reward under any
+            # other coefficients is a dot product (the §4.4 sensitivity, oslmr_sensitivity)
+            "terms": {k: float(np.mean([it[2][k] for it in items]))
+                      for k in ("hit", "full", "stored", "miss", "reacq", "stale")},
         }
         if (m, counter, b) in theta:
             row["threshold"] = Counter(theta[(m, counter, b)]).most_common(1)[0][0]
@@ -526,7 +530,8 @@ def retention_prior_ablation(convs: Sequence[Conversation], share: float = 0.25,
 
 def run_table2(data: str | os.PathLike[str], out: str | os.PathLike[str], *,
                quick: bool = False, counters: Sequence[str] = ("store", "words"),
-               embedder: Embedder | None = None, progress: bool = True
+               embedder: Embedder | None = None, progress: bool = True,
+               sensitivity: bool = False, bc_budgets: Sequence[int] | None = None
                ) -> dict[str, Any]:
     """Run Table 2 on a LoCoMo file; write ``table2.json``, ``table2.md``, ``trace.jsonl``.
 
@@ -537,9 +542,15 @@ def run_table2(data: str | os.PathLike[str], out: str | os.PathLike[str], *,
         counters: token counters of the budgets (store tokens first: the headline).
         embedder: override the embedder (default MiniLM, hashing when ``quick``).
         progress: a tqdm bar.
+        sensitivity: also §4.4's reward sensitivity and the Mixed-Score freshness
+            variants (:mod:`mars_core.bench.oslmr_sensitivity`): ``sensitivity.json``,
+            ``sensitivity.md`` and one ``oslmr_sensitivity_b{B}.png`` per budget.
+        bc_budgets: budgets at which the sensitivity retrains the BC-learner per
+            multiplier (default 64, the budget of Fig. 2; none when ``quick``).
 
     Returns:
-        ``{"meta": ..., "rows": [...], "table": markdown of the first counter}``.
+        ``{"meta": ..., "rows": [...], "table": markdown of the first counter}`` (and
+        ``"sensitivity"``, ``"variants"`` with ``sensitivity``).
 
     Raises:
         ValidationError: a missing or malformed data file, or an unusable ``out``.
@@ -577,4 +588,12 @@ def run_table2(data: str | os.PathLike[str], out: str | os.PathLike[str], *,
     md += [f"| {k} | {v['auc']:.3f} ± {v['auc_std']:.3f} | {v['ap']:.3f} ± {v['ap_std']:.3f} |"
            for k, v in ablation.items()]
     (where / "table2.md").write_text("\n".join(md), encoding="utf-8")
-    return {"meta": meta, "rows": rows, "table": format_table2(rows, counters[0])}
+    result = {"meta": meta, "rows": rows, "table": format_table2(rows, counters[0])}
+    if sensitivity:
+        from mars_core.bench.oslmr_sensitivity import write_sensitivity
+
+        result.update(write_sensitivity(prepared, rows, where, counter=counters[0],
+                                        bc_budgets=(() if quick else (64,))
+                                        if bc_budgets is None else bc_budgets,
+                                        progress=progress))
+    return result

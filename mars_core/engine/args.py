@@ -34,18 +34,19 @@ from typing import Any
 import pydantic
 
 from mars_core.budget import MAX_BUDGET
-from mars_core.config import StoreConfig, parse_config
+from mars_core.config import RetrievalTemplate, StoreConfig, parse_config
 from mars_core.engine.writer import NewMemory, Turn
 from mars_core.errors import ConfigError, ImportFormatError, ValidationError
 from mars_core.io_checks import MAX_DATE, MIN_DATE, check_json_value
 from mars_core.model import MAX_CONTENT_CHARS, MemoryType, Provenance, default_payload, utc
 from mars_core.namespaces import canonical_namespace
 from mars_core.retrieval import Query, check_max_sensitivity
+from mars_core.scope import check_jurisdictions, narrow
 
 __all__ = ["ADD_FIELDS", "MAX_RESULT", "TURN_FIELDS", "collection", "configure",
            "conversation", "count", "cutoff", "flag", "id_list", "item", "items", "label",
            "mapping", "memory_id", "memory_type", "moment", "namespace", "path", "phrase",
-           "query", "stored_moment", "turn", "turns", "unit_number"]
+           "query", "retrieval_template", "stored_moment", "turn", "turns", "unit_number"]
 
 ADD_FIELDS = frozenset({"text", "type", "payload", "sensitivity", "provenance", "namespace",
                         "metadata", "pinned", "expires_at", "links"})
@@ -496,8 +497,10 @@ def cutoff(ratio: object, config: StoreConfig) -> float:
 def query(text: object, config: StoreConfig, *, namespace_: object,
           types: Iterable[Any] | None = None, max_sensitivity: object = None,
           since: object = None, until: object = None, conversation: object = None,
-          budget_tokens: object = None, k: object = None) -> tuple[Query, int]:
-    """A retrieval's query and token budget."""
+          budget_tokens: object = None, k: object = None, jurisdiction: object = None,
+          template: object = None) -> tuple[Query, int]:
+    """A retrieval's query and token budget; a template (``config.retrieval_templates``)
+    narrows the call's types, sensitivity cap and jurisdictions."""
     if not isinstance(text, str) or not text.strip():
         raise ValidationError("a query must be a non-empty string")
     phrase(text, "a query")
@@ -518,6 +521,30 @@ def query(text: object, config: StoreConfig, *, namespace_: object,
     tset = None if types is None else frozenset(
         memory_type(t) for t in collection(types, "types"))
     ns = namespace(namespace_, default=config.default_namespace)
+    codes = check_jurisdictions(jurisdiction)
+    if template is not None:
+        tpl = retrieval_template(template, config)
+        tset = tpl.types if tset is None else (tset if tpl.types is None else tset & tpl.types)
+        cap = tpl.max_sensitivity if cap is None else (
+            cap if tpl.max_sensitivity is None else min(cap, tpl.max_sensitivity))
+        codes = narrow(codes, tpl.jurisdictions)
     return Query(text, ns, tset, cap, since, until,  # type: ignore[arg-type]
-                 conversation), budget
+                 conversation, codes), budget
+
+
+def retrieval_template(name: object, config: StoreConfig) -> RetrievalTemplate:
+    """The store's retrieval template called ``name``.
+
+    Raises:
+        ValidationError: not a string, or no such template (the message lists them).
+    """
+    if not isinstance(name, str):
+        raise ValidationError("template must be the name of a retrieval template (a string) "
+                              "or None")
+    found = config.retrieval_templates.get(name)
+    if found is None:
+        known = sorted(config.retrieval_templates)
+        raise ValidationError(f"no retrieval template {name[:80]!r}; this store has "
+                              f"{known or 'none'} (StoreConfig.retrieval_templates)")
+    return found
 

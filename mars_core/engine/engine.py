@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.audit import AuditChain, AuditOp
-from mars_core.budget import TokenCounter, make_counter
+from mars_core.budget import ElasticState, TokenCounter, make_counter
 from mars_core.clock import Clock
 from mars_core.config import StoreConfig, parse_config
 from mars_core.embedders import runs_locally
@@ -88,10 +88,10 @@ is finished by the next open)."""
 log = logging.getLogger(__name__)
 
 
-def _budgets(config: object) -> tuple[object, object]:
+def _budgets(config: object) -> tuple[object, object, object]:
     """The budget fields of a recorded configuration (a dict), for comparison."""
     cfg = config if isinstance(config, Mapping) else {}
-    return cfg.get("budget"), cfg.get("namespace_budgets")
+    return cfg.get("budget"), cfg.get("namespace_budgets"), cfg.get("elastic")
 
 
 def recorded_config(manifest: Mapping[str, Any],
@@ -455,6 +455,28 @@ class Engine:
             unit.learned[name] = state.policy.state_dict()  # unsaved: kept if it fails
         return unit.draft(state.record, state.record.state)
 
+    # --- the budget (fixed, or elastic: seed 000 §6.9.2) -------------------------------------
+
+    def budget(self, name: str, unit: Unit | None = None) -> int:
+        """A namespace's budget now: the configured one, or its elastic budget as staged
+        in ``unit`` (as committed without one)."""
+        base = self.config.budget_for(name)
+        state = self.elastic(name, unit)
+        return base if state is None else state.budget
+
+    def elastic(self, name: str, unit: Unit | None = None) -> ElasticState | None:
+        """The namespace's elastic budget and telemetry (None: the budget is fixed)."""
+        cfg = self.config.elastic
+        if cfg is None:
+            return None
+        saved = (self.draft(unit, name).state if unit is not None
+                 else self.ns(name).record.state).get("elastic")
+        return ElasticState.load(saved, cfg, self.config.budget_for(name))
+
+    def set_elastic(self, unit: Unit, name: str, state: ElasticState) -> None:
+        """Stage a namespace's elastic state with the unit."""
+        self.draft(unit, name).state["elastic"] = state.as_dict()
+
     def step(self, unit: Unit, name: str, advance: bool = False) -> int:
         """The namespace's interaction counter as staged (``advance``: one more)."""
         d = self.draft(unit, name)
@@ -478,7 +500,7 @@ class Engine:
         seed = self.config.seed if self.config.seed is not None else 0
         rng = random.Random(f"{seed}:{name}:{unit.counter}:{d.touch}")
         state = self.ns(name)
-        return state.view(self.config.budget_for(name), self.clock.now(), rng, step=d.step,
+        return state.view(self.budget(name, unit), self.clock.now(), rng, step=d.step,
                           io=self.io(state))
 
     @contextlib.contextmanager
@@ -705,8 +727,13 @@ class Engine:
             for ns in names:
                 t = totals.get(ns) or NamespaceTotals()
                 record = tx.namespace(ns)
+                base = self.config.budget_for(ns)
+                elastic = None if self.config.elastic is None else ElasticState.load(
+                    (record.state if record else {}).get("elastic"), self.config.elastic, base)
                 per[ns] = {"active": t.active, "archived": t.archived, "tokens": t.tokens,
-                           "budget": self.config.budget_for(ns),
+                           "budget": base if elastic is None else elastic.budget,
+                           **({} if elastic is None else {"budget_base": base,
+                                                          "elastic": elastic.as_dict()}),
                            "tokens_by_type": {m.value: t.tokens_by_type.get(m, 0)
                                               for m in MemoryType},
                            "step": record.step if record else 0,
@@ -716,7 +743,8 @@ class Engine:
                 "index_choice": self.note, "embedder": self.embedder.name,
                 "embedder_choice": f"{self.embedder.name} ({self.embedder_note})",
                 "dim": self.embedder.dim, "token_counter": self.counter.name,
-                "signals": self.enricher.name, "policy": self.config.policy,
+                "signals": self.enricher.name, "signals_choice": self.enricher.choice,
+                "policy": self.config.policy,
                 "audit_events": events, "namespaces": per}
 
     def export(self, namespace: str | None) -> dict[str, Any]:

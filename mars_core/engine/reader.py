@@ -93,7 +93,8 @@ class Reader:
             ids = {h.id for h in shown}
             state.policy.on_retrieve(q.namespace, [h.node for h in chosen if not h.archived
                                                    and h.id in ids], budget, state.step)
-            self.record_access(state, shown, budget, q.text, self.check_params(check))
+            self.record_access(state, shown, budget, q.text, self.check_params(check),
+                               telemetry=True)
         return shown
 
     @staticmethod
@@ -191,7 +192,7 @@ class Reader:
             return " ".join(node.content.split()).casefold() != echo
 
         ranked = self.search(state, embed_one(self.e.embedder, q.text),
-                             Query(q.text, q.namespace), admit=not_echo)
+                             q, admit=not_echo)  # q: the call's scope (template, jurisdiction)
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
         # whose statement was replaced is, marked outdated
         assemble.read_lineage(state, [h.id for h in ranked])
@@ -239,7 +240,7 @@ class Reader:
             if result.changed:
                 counts["redacted_lines"] = result.spans_redacted
         if hits and not self.e.read_only:
-            self.record_access(state, hits, budget, q.text, counts)
+            self.record_access(state, hits, budget, q.text, counts, telemetry=True)
         return rendered
 
     @staticmethod
@@ -320,11 +321,16 @@ class Reader:
 
     def record_access(self, state: NamespaceState, hits: Sequence[Hit], budget: int,
                       query: str, params: Mapping[str, Any] | None = None, *,
-                      rationale: str | None = None) -> None:
+                      rationale: str | None = None, telemetry: bool = False) -> None:
         """One statistics row per hit and one ``access`` event, in one transaction
-        (durable as ``StoreConfig.durable_accesses`` says)."""
+        (durable as ``StoreConfig.durable_accesses`` says). ``telemetry``: a retrieval,
+        whose share of active hits feeds an elastic budget's hit rate."""
         ns = state.name
         with self.e.unit(durable=self.e.config.durable_accesses) as unit:
+            elastic, cfg = self.e.elastic(ns, unit), self.e.config.elastic
+            if telemetry and elastic is not None and cfg is not None:
+                self.e.set_elastic(unit, ns, elastic.observe_hits(
+                    cfg, active=sum(1 for h in hits if not h.archived), total=len(hits)))
             step, now = self.e.step(unit, ns), self.e.clock.now()
             for h in reversed(hits):  # the best hit becomes the most recently used
                 node = state.node(h.node.id)

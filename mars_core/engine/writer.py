@@ -523,7 +523,7 @@ class Writer:
                 **fields)
         except pydantic.ValidationError as exc:
             raise ValidationError.from_pydantic(exc, "memory") from None
-        budget = self.e.config.budget_for(ns)
+        budget = self.e.budget(ns, unit)
         if node.weight > budget:
             raise BudgetExceededError(
                 f"this memory needs {node.weight} tokens but namespace {ns!r} has a budget of "
@@ -628,7 +628,7 @@ class Writer:
         unit.event(ns, op=AuditOp.INSERT, node_ids=[node.id], step=node.step, at=node.created_at,
                    features={node.id: {"weight": node.weight, "sensitivity": node.sensitivity}},
                    rationale=f"stored {node.type.value} memory of {node.weight} tokens "
-                             f"({used + node.weight} of {self.e.config.budget_for(ns)} tokens "
+                             f"({used + node.weight} of {self.e.budget(ns, unit)} tokens "
                              f"before forgetting){why}",
                    contents={node.id: node.content})
 
@@ -683,6 +683,29 @@ class Writer:
                    contents={n.id: n.content for n in [node, *members]})
         return node
 
+    def _elastic_decide(self, unit: Unit, ns: str) -> None:
+        """Raise or lower an elastic budget from the telemetry so far (seed 000 §6.9.2),
+        with a ``config`` event that gives the rates; the policy then restores the new
+        budget as after any write."""
+        cfg, st = self.e.config.elastic, self.e.elastic(ns, unit)
+        if cfg is None or st is None:
+            return
+        new, why = st.decide(cfg, self.e.config.budget_for(ns))
+        if why is None:
+            return
+        self.e.set_elastic(unit, ns, new)
+        unit.event(ns, op=AuditOp.CONFIG, step=self.e.step(unit, ns), at=self.e.clock.now(),
+                   params={"elastic_budget": new.budget, "previous": st.budget,
+                           "budget_base": self.e.config.budget_for(ns),
+                           "trigger_rate": round(st.triggers, 6),
+                           "hit_rate": None if st.hits is None else round(st.hits, 6)},
+                   rationale=f"the budget of {ns!r} was {why}")
+
+    def _elastic_observe(self, unit: Unit, ns: str, *, triggered: bool) -> None:
+        cfg, st = self.e.config.elastic, self.e.elastic(ns, unit)
+        if cfg is not None and st is not None:
+            self.e.set_elastic(unit, ns, st.observe_write(cfg, triggered=triggered))
+
     def fit_budgets(self) -> dict[str, int]:
         """Bring every namespace over its budget under it (a store reopened with smaller
         budgets); a no-op unless the manifest says budgets changed.
@@ -700,10 +723,9 @@ class Writer:
             return {}
         with self.e.records.read() as tx:
             totals = tx.totals()
-        over = {ns: t.tokens for ns, t in totals.items()
-                if t.tokens > self.e.config.budget_for(ns)}
+        over = {ns: t.tokens for ns, t in totals.items() if t.tokens > self.e.budget(ns)}
         for ns, used in over.items():
-            budget = self.e.config.budget_for(ns)
+            budget = self.e.budget(ns)
             self.e.cache.new_call()  # as between calls: at most `capacity` stay loaded
             with self.e.unit() as unit:
                 unit.event(ns, op=AuditOp.CONFIG, step=self.e.step(unit, ns),
@@ -711,18 +733,24 @@ class Writer:
                            rationale=f"the budget of {ns!r} is now {budget} tokens and its "
                                      f"active memories use {used}: the policy archives "
                                      "memories until they fit")
-                self.enforce_budget(unit, ns, ())
+                self.enforce_budget(unit, ns, (), write=False)
         self.e.budgets_fitted()
         return over
 
-    def enforce_budget(self, unit: Unit, ns: str, exclude: Iterable[str]) -> None:
-        """Sweep (hygiene the policy does at every write), then restore the budget."""
+    def enforce_budget(self, unit: Unit, ns: str, exclude: Iterable[str], *,
+                       write: bool = True) -> None:
+        """Sweep (hygiene the policy does at every write), then restore the budget. A
+        ``write`` moves an elastic budget first and counts in its trigger rate."""
         state = self.e.ns(ns)
         policy = state.policy
+        if write:
+            self._elastic_decide(unit, ns)
         view, taken = self.e.view(unit, ns), frozenset(exclude)
         swept = policy.sweep(view, taken)
         self.archive(unit, ns, swept.evictions, policy.name, policy.params())
         need = state.used - view.budget
+        if write:
+            self._elastic_observe(unit, ns, triggered=need > 0)
         if need <= 0:
             return
         plan = policy.apply(view, need, taken | {e.node_id for e in swept.evictions})

@@ -41,6 +41,7 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,6 +62,13 @@ __all__ = [
     "default_analyzer",
     "entity_norm",
 ]
+
+log = logging.getLogger("mars_core.nlp")
+
+INSTALL_HINT = ("install spaCy and a trained English pipeline for POS tags and NER: "
+                "pip install 'mars-memory[nlp]' and the en_core_web_sm wheel "
+                "(offline: docs/concepts/memory.md#text-signals-spacy-or-rules)")
+"""What a rules fallback of ``"auto"`` tells the user to do."""
 
 BackendChoice = Literal["auto", "rules", "spacy"]
 SentimentChoice = Literal["auto", "vader", "lexicon"]
@@ -197,26 +205,39 @@ def _vader_installed() -> bool:
     return importlib.util.find_spec("vaderSentiment") is not None
 
 
-def _make_parser(backend: str, pipeline: str | None) -> tuple[_Parser, str | None]:
+def _make_parser(backend: str, pipeline: str | None) -> tuple[_Parser, str | None, str]:
+    """The parser, its spaCy pipeline, and why it was chosen (for stats and logs)."""
     if backend == "rules":
-        return RulesBackend(), None
-    from mars_core.nlp.spacy_backend import SpacyBackend, available_pipeline, spacy_installed
+        return RulesBackend(), None, "rules as asked"
+    from mars_core.nlp.spacy_backend import (
+        DEFAULT_PIPELINES,
+        SpacyBackend,
+        available_pipeline,
+        spacy_installed,
+    )
 
+    why = "as asked"
     if backend == "auto":
-        names = (pipeline,) if pipeline else None
-        found = spacy_installed() and (
-            available_pipeline(names) if names else available_pipeline()
-        )
+        names = (pipeline,) if pipeline else DEFAULT_PIPELINES
+        if not spacy_installed():
+            return RulesBackend(), None, f"auto: spaCy is not installed, so rules; {INSTALL_HINT}"
+        found = available_pipeline(names)
         if not found:
-            return RulesBackend(), None
+            return RulesBackend(), None, (
+                f"auto: spaCy is installed but no trained English pipeline "
+                f"({', '.join(names)}), so rules; {INSTALL_HINT}")
+        why = f"auto: found the trained pipeline {found}"
     spacy_backend = SpacyBackend(pipeline)
-    return spacy_backend, spacy_backend.pipeline
+    return spacy_backend, spacy_backend.pipeline, f"spacy:{spacy_backend.pipeline} ({why})"
 
 
-def _make_sentiment(choice: str) -> _Sentiment:
-    if choice == "lexicon" or (choice == "auto" and not _vader_installed()):
-        return LexiconSentiment()
-    return _vader()
+def _make_sentiment(choice: str) -> tuple[_Sentiment, str]:
+    if choice == "lexicon":
+        return LexiconSentiment(), "lexicon as asked"
+    if choice == "auto" and not _vader_installed():
+        return LexiconSentiment(), "auto: vaderSentiment is not installed, so the lexicon"
+    return _vader(), "vader" + (" (auto: vaderSentiment is installed)" if choice == "auto"
+                                else " as asked")
 
 
 class Analyzer:
@@ -257,8 +278,11 @@ class Analyzer:
             raise ConfigError(
                 f"unknown sentiment backend {sentiment!r}; use 'auto', 'vader' or 'lexicon'"
             )
-        self._parser, self._pipeline = _make_parser(backend, pipeline)
-        self._sentiment = _make_sentiment(sentiment)
+        self._parser, self._pipeline, parser_why = _make_parser(backend, pipeline)
+        self._sentiment, sentiment_why = _make_sentiment(sentiment)
+        self._choice = f"{parser_why}; sentiment: {sentiment_why}"
+        if backend == "auto" or sentiment == "auto":
+            log.info("text signals: %s", self._choice)
 
     @property
     def backend_name(self) -> str:
@@ -269,6 +293,17 @@ class Analyzer:
     def pipeline_name(self) -> str | None:
         """The loaded spaCy pipeline package, or ``None`` on the rules backend."""
         return self._pipeline
+
+    @property
+    def choice(self) -> str:
+        """Which backends are in use and why (what ``"auto"`` found or did not find), for
+        ``MemoryStore.stats()["signals_choice"]`` and the ``mars_core.nlp`` log.
+
+        Examples:
+            >>> Analyzer("rules", sentiment="lexicon").choice
+            'rules as asked; sentiment: lexicon as asked'
+        """
+        return self._choice
 
     @property
     def sentiment_name(self) -> str:

@@ -21,7 +21,10 @@ protections yield to the hard budget (DESIGN §3 invariant 1):
    stage's order;
 2. unpinned non-leaves (archiving keeps provenance closure, but leaves go first, as
    seed 000 §5.3 asks), then any unprotected memory no stage ranked, oldest first;
-3. pinned memories, active goals and their prerequisites (task-safety) — only when
+3. memories the policy itself protects (a :class:`Candidate` with a ``protection``, e.g.
+   DMF's healthy tier, seed 004 §7.2.1), in the stage's order — only when nothing above is
+   left, with a "forced by budget" rationale that names the protection;
+4. pinned memories, active goals and their prerequisites (task-safety) — only when
    nothing else is left, with a "forced by budget" rationale.
 
 So every policy terminates with the budget restored (the new memory is never a
@@ -46,7 +49,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -154,12 +157,18 @@ MAX_DEPTH = 2
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A memory a policy proposes to forget, with the evidence for the audit."""
+    """A memory a policy proposes to forget, with the evidence for the audit.
+
+    ``protection`` names a protection the policy grants the memory (DMF's healthy tier):
+    the template then takes it only when every unprotected memory is gone (tier 3 of the
+    module docstring), with a "forced by budget" rationale naming it.
+    """
 
     node_id: str
     score: float | None = None
     features: Mapping[str, float] = field(default_factory=dict)
     reason: str = ""
+    protection: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +254,18 @@ class _Walk:
     taken: set[str] = field(default_factory=set)
     seen: set[str] = field(default_factory=set)
     non_leaves: list[tuple[str, Candidate]] = field(default_factory=list)
+    sheltered: list[tuple[str, Candidate]] = field(default_factory=list)
     protected: list[tuple[str, Candidate]] = field(default_factory=list)
+
+    def defer(self, label: str, cand: Candidate, node: MemoryNode) -> bool:
+        """Set a protected candidate aside for the forced tiers; True when it was."""
+        if node.pinned or self.view.task_protected(node.id):
+            self.protected.append((label, cand))
+        elif cand.protection:
+            self.sheltered.append((label, cand))
+        else:
+            return False
+        return True
 
     @property
     def done(self) -> bool:
@@ -469,14 +489,14 @@ class Policy:
                     self.dp.band_relative * abs(edge), self.dp.band_absolute)):
                 break  # past the band: left unseen for later stages
             walk.seen.add(cand.node_id)
-            if node.pinned or view.task_protected(node.id):
-                walk.protected.append((stage.label, cand))
-            elif not view.is_leaf(node.id) or cand.score is None:
+            if walk.defer(stage.label, cand, node):
+                continue
+            if not view.is_leaf(node.id) or cand.score is None:
                 walk.non_leaves.append((stage.label, cand))
-            else:
-                picked.append((cand, node))
-                if freed < need:
-                    freed, edge = freed + node.weight, cand.score
+                continue
+            picked.append((cand, node))
+            if freed < need:
+                freed, edge = freed + node.weight, cand.score
         result = near_threshold_tiebreak(
             [c for c, _ in picked], [n.weight for _, n in picked],
             [n.sensitivity for _, n in picked], need, self.dp, accountant=self.accountant,
@@ -488,7 +508,7 @@ class Policy:
             if node.id in chosen:
                 note = (f"; DP tie-break ({result.mode}): chosen with probability "
                         f"{result.probability:.2f} at ε {result.epsilon_spent:g}")
-                cand = Candidate(cand.node_id, cand.score, cand.features, cand.reason + note)
+                cand = replace(cand, reason=cand.reason + note)
             self._take(walk, stage.label, node, cand, forced=False)
         for _, node in picked:
             if node.id not in walk.taken:
@@ -509,9 +529,9 @@ class Policy:
 
     def _consider(self, walk: _Walk, label: str, cand: Candidate) -> None:
         node = walk.view.node(cand.node_id)
-        if node.pinned or walk.view.task_protected(node.id):
-            walk.protected.append((label, cand))
-        elif not walk.view.is_leaf(node.id):
+        if walk.defer(label, cand, node):
+            return
+        if not walk.view.is_leaf(node.id):
             walk.non_leaves.append((label, cand))
         else:
             self._take(walk, label, node, cand, forced=False)
@@ -532,7 +552,7 @@ class Policy:
                 walk.protected.append((self.name, cand))
             else:
                 self._take(walk, self.name, node, cand, forced=False)
-        for label, cand in walk.protected:
+        for label, cand in [*walk.sheltered, *walk.protected]:
             if walk.done:
                 return
             self._take(walk, label, walk.view.node(cand.node_id), cand, forced=True)
@@ -540,7 +560,10 @@ class Policy:
     def _take(self, walk: _Walk, label: str, node: MemoryNode, cand: Candidate,
               forced: bool) -> None:
         why = f"evicted by {label}: {cand.reason}"
-        if forced:
+        if forced and not node.pinned and not walk.view.task_protected(node.id) \
+                and cand.protection:
+            why += f"; forced by budget ({cand.protection}, and nothing else was left)"
+        elif forced:
             why += ("; forced by budget (pinned, an active goal or its prerequisite, "
                     "and nothing else was left)")
         rank = len(walk.plan.evictions) + 1

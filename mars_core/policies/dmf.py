@@ -17,9 +17,17 @@ interaction count, ``Ω_eff = Ω·exp(−λ(1−ηΩ)Δn)`` with ``Δn = step �
   (step, then creation order; digest Z-E3). ``B_ret`` comes from the memory's cue
   signals (constraint 0.20, preference 0.10, current state 0.10, correction 0.15,
   replacement 0.08); ``P_sup = 0.35`` while an active memory ``supersedes`` or
-  ``corrects`` it. The healthy tier (``Ω_eff > τ_H = 0.75``) is protected by DMF's design
-  (eq 22); here it is a preference that yields to the hard budget (DESIGN §3 invariant 1):
-  healthy memories come last, and the rationale says so.
+  ``corrects`` it. **The healthy tier is protected** (``Ω_eff > τ_H = 0.75``, eq 22:
+  "healthy entries are protected from budget-pressure pruning"): the candidate set is the
+  unhealthy memories, leaves and non-leaves alike. Where DMF would leave the queue over
+  its budget with nothing unhealthy left, our budget is hard (DESIGN §3 invariant 1), so
+  a healthy memory is taken only then — after every unprotected memory, before pinned
+  memories and task prerequisites — with a "forced by budget (DMF's healthy tier …)"
+  rationale (the template's tier 3, a :class:`~mars_core.policies.base.Candidate`
+  ``protection``). ``healthy_tier="last"`` keeps the order used before issue 33, a
+  documented deviation: healthy *leaves* after unhealthy leaves but before unhealthy
+  non-leaves (a turn that a card derives from), which archived healthy cards (Ω_eff 0.89)
+  while unhealthy turns stayed.
 
 ``Ω_eff`` falls at a rate that depends on Ω, so the order of two memories can change with
 time and no static key is exact. As in :mod:`~mars_core.policies.priority`, each heap key
@@ -63,7 +71,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -119,6 +127,14 @@ class DMFPolicyConfig(BaseModel):
         description="Largest fall of a memory's Ω_eff between two refreshes of its heap key, "
         "so eviction order is exact up to this much S_prune. 0.02 (ours): well below the "
         "smallest retention bonus (0.08) and the 0.05 gaps of the paper's §7 example.",
+    )
+    healthy_tier: Literal["protected", "last"] = Field(
+        "protected",
+        description="How budget pruning treats the healthy tier (Ω_eff > τ_H). 'protected' "
+        "(seed 004 §7.2.1 eq 22): never a candidate; taken only when nothing unprotected is "
+        "left (the hard budget, DESIGN §3), with a 'forced by budget' rationale. 'last' (the "
+        "order before issue 33, a deviation): healthy leaves after unhealthy leaves, before "
+        "unhealthy non-leaves.",
     )
 
 
@@ -183,7 +199,8 @@ class DMFPolicy(Policy):
                 "tau_h": c.tau_h, "tau_c": c.tau_c, "omega_kill": c.omega_kill,
                 "prune_interval": c.prune_interval, "p_sup": c.p_sup,
                 "rho": [c.rho_con, c.rho_pref, c.rho_cs, c.rho_corr, c.rho_repl],
-                "drift_tolerance": self.config.drift_tolerance}
+                "drift_tolerance": self.config.drift_tolerance,
+                "healthy_tier": self.config.healthy_tier}
 
     # --- hooks -------------------------------------------------------------------------------
 
@@ -358,14 +375,18 @@ class DMFPolicy(Policy):
         where = "lowest" if rank == 1 else f"rank {rank}"
         reason = (f"DMF budget pruning: S_prune {score:.2f} ({', '.join(parts)}), {where} of "
                   f"{view.count:,} by S_prune; tier {tier(eff, c).value}")
-        if healthy:
+        protection = ""
+        if healthy and self.config.healthy_tier == "protected":
+            protection = (f"DMF's healthy tier, Ω_eff {eff:.2f} > τ_H {c.tau_h:g}, protected "
+                          "from budget pruning by seed 004 §7.2.1")
+        elif healthy:
             reason += "; healthy tier, taken only because nothing unhealthy was left"
         feats = {"s_prune": score, "omega": item.omega, "omega_eff": eff,
                  "retention_bonus": item.bonus, "supersession_penalty": penalty,
                  "age_steps": float(view.step - item.node.step),
                  "healthy": 1.0 if tier(eff, c) is Tier.HEALTHY else 0.0,
                  "stored_s_prune": item.stored, "keyed_at": float(item.keyed_at)}
-        return Candidate(node_id, score, feats, reason)
+        return Candidate(node_id, score, feats, reason, protection)
 
     # --- introspection (tests, benchmarks) ---------------------------------------------------
 

@@ -1,12 +1,18 @@
 """Priority-Decay: forget the lowest importance per token first (seed 000 §3.3.2, §5.3).
 
-``imp(n) = (α·type_weight(t_n) + β·recency(n) + γ·frequency(n)) / (α+β+γ)`` and the heap
-key is ``imp(n)/w_n`` (DESIGN §6; :func:`mars_core.scoring.density.importance` and
-:func:`~mars_core.scoring.density.priority_key` with a
-:class:`~mars_core.scoring.density.DensityConfig`). Recency is ``e^{-λ_age(t)·Δn}`` with
+``imp(n) = (α·type_weight(t_n) + β·recency(n) + γ·frequency(n)) / (α+β+γ)`` (§3.3.2, DESIGN
+§6; :func:`mars_core.scoring.density.importance`) and the heap key is the density of
+§5.3, ``(imp(n) − λ_priv·s_n)/w_n`` (:func:`~mars_core.scoring.density.priority_key`):
+"all policies operate over the same density score", and "at selection time, sensitivity
+is integrated into the density score via a penalty term λ_priv·s_i, tilting eviction
+toward high-risk, low-value nodes" (§5.4). λ_priv is ``DensityConfig.lambda_priv``
+(0.25). Of two twin memories that differ only in sensitivity (s = 0.95 and s = 0), the
+sensitive one goes first. ``PriorityDecayConfig.key = "importance"`` keeps the former key
+``imp(n)/w_n`` (§3.3.2's sentence alone, no penalty). Recency is ``e^{-λ_age(t)·Δn}`` with
 ``Δn`` the namespace steps since the memory was written; frequency is the *local*
 log-saturating norm of its access count, so one memory's key never moves when another
-is touched.
+is touched; the penalty is constant while the sensitivity is (a re-scored memory is
+re-keyed through ``on_update``).
 
 **Keys drift with time, so the heap is refreshed per memory, not per epoch.** A stored
 key is exact at the step it was computed (its *keying step*) and recency only falls
@@ -50,7 +56,7 @@ Examples:
     >>> c = store.add("lunch was fine today", type="episodic")
     >>> store.get(a.id).status.value, store.get(b.id).status.value
     ('archived', 'active')
-    >>> "lowest importance per token" in store.explain(a.id).rationale
+    >>> "lowest density per token" in store.explain(a.id).rationale
     True
     >>> store.close()
 """
@@ -61,7 +67,7 @@ import heapq
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -319,8 +325,8 @@ class PriorityDecayConfig(BaseModel):
 
     Examples:
         >>> cfg = PriorityDecayConfig(hysteresis_margin=0.2)
-        >>> cfg.drift_tolerance, cfg.density.alpha, cfg.hysteresis_margin
-        (0.02, 0.4, 0.2)
+        >>> cfg.drift_tolerance, cfg.density.alpha, cfg.hysteresis_margin, cfg.key
+        (0.02, 0.4, 0.2, 'density')
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -337,6 +343,13 @@ class PriorityDecayConfig(BaseModel):
         "refreshes of its heap key; eviction order is exact up to drift_tolerance/w. 0.02 "
         "(ours): a fiftieth of the importance range, below the 0.087 one access adds, at "
         "most 15 refreshes per memory with the default β share of 0.3.",
+    )
+    key: Literal["density", "importance"] = Field(
+        "density",
+        description="What the heap orders: 'density' = (imp − λ_priv·s)/w, seed 000 §5.3 "
+        "('all policies operate over the same density score') and §5.4 (the penalty "
+        "λ_priv·s at selection time), λ_priv = density.lambda_priv; 'importance' = imp/w, "
+        "the key before issue 33 (§3.3.2's sentence alone: sensitivity plays no part).",
     )
     hysteresis_margin: float = Field(
         0.1, ge=0.0, allow_inf_nan=False,
@@ -364,6 +377,7 @@ class _Item:
     prior: float        # α·type_weight
     freq_term: float    # γ·frequency
     rate: float         # λ_age of its type
+    penalty: float      # λ_priv·s ('density' key) or 0 ('importance' key)
     tau0: int           # step of the last change of its frequency (insert or access)
     imp: float = 0.0    # stored importance, exact at keyed_at
     keyed_at: int = 0
@@ -386,7 +400,7 @@ class _Space:
 
 @register("priority")
 class PriorityDecayPolicy(Policy):
-    """Priority-Decay: evict the lowest ``imp/w`` first, with hysteresis.
+    """Priority-Decay: evict the lowest density ``(imp − λ_priv·s)/w`` first, with hysteresis.
 
     Args:
         config: a :class:`PriorityDecayConfig` (or pass its fields as keywords, e.g.
@@ -418,7 +432,9 @@ class PriorityDecayPolicy(Policy):
                 "lambda_age": {t.value: v for t, v in dc.lambda_age.items()},
                 "frequency_norm": dc.frequency_norm, "frequency_ref": dc.frequency_ref,
                 "drift_tolerance": self.config.drift_tolerance,
-                "hysteresis_margin": self.config.hysteresis_margin}
+                "hysteresis_margin": self.config.hysteresis_margin,
+                "key": self.config.key,
+                "lambda_priv": dc.lambda_priv if self.config.key == "density" else 0.0}
 
     # --- hooks: O(1) bookkeeping; keys are computed at the next trigger ------------------
 
@@ -440,8 +456,9 @@ class PriorityDecayPolicy(Policy):
         dc = self.config.density
         freq = self._frequency(node.access_count)
         last = node.last_access_step if node.last_access_step is not None else node.step
+        penalty = dc.lambda_priv * node.sensitivity if self.config.key == "density" else 0.0
         return _Item(node, dc.alpha * dc.type_weight[node.type], dc.gamma * freq,
-                     dc.lambda_age[node.type], max(node.step, last))
+                     dc.lambda_age[node.type], penalty, max(node.step, last))
 
     def on_insert(self, node: MemoryNode) -> None:
         space = self._space(node.namespace)
@@ -452,6 +469,16 @@ class PriorityDecayPolicy(Policy):
         space = self._space(node.namespace)
         if node.id in space.items:
             space.items[node.id] = self._item(node)
+            space.dirty[node.id] = None
+
+    def on_update(self, node: MemoryNode) -> None:
+        """A re-scored sensitivity moves the key's penalty: re-key at the next trigger."""
+        space = self._space(node.namespace)
+        item = space.items.get(node.id)
+        if item is not None:
+            fresh = self._item(node)
+            fresh.level = item.level if fresh.tau0 == item.tau0 else None
+            space.items[node.id] = fresh
             space.dirty[node.id] = None
 
     def on_remove(self, node: MemoryNode) -> None:
@@ -481,7 +508,7 @@ class PriorityDecayPolicy(Policy):
                                          tolerance=self._gap, hint=item.level)
             _j, keyed, nxt = item.level
         item.keyed_at, item.imp = keyed, self._importance(item, keyed)
-        space.heap.put(node_id, (item.imp / node.weight, node.seq))
+        space.heap.put(node_id, ((item.imp - item.penalty) / node.weight, node.seq))
         item.refresh_at = None if nxt is None else space.timers.put(node_id, nxt)
         space.rekeys += 1
 
@@ -518,7 +545,7 @@ class PriorityDecayPolicy(Policy):
             if imp_now > imp_then + margin:
                 del space.eligible[node_id]  # it improved enough to be spared
                 continue
-            out.append((imp_now / item.node.weight, item.node.seq, node_id))
+            out.append(((imp_now - item.penalty) / item.node.weight, item.node.seq, node_id))
         out.sort()
         return out
 
@@ -527,26 +554,35 @@ class PriorityDecayPolicy(Policy):
         item, step = space.items[node_id], view.step
         node, dc = item.node, self.config.density
         imp = self._importance(item, step)
-        key, rec, age = imp / node.weight, self._recency(item, step), max(0, step - node.step)
-        stored = item.imp / node.weight
+        key = (imp - item.penalty) / node.weight
+        rec, age = self._recency(item, step), max(0, step - node.step)
+        stored = (item.imp - item.penalty) / node.weight
         if not node.pinned and (view.task_protected(node_id) or not view.is_leaf(node_id)):
             space.examined.setdefault(node_id, (imp, step))  # the template will spare it
-        head = f"imp {imp:.3f} over {node.weight} tokens = {key:.4f}"
+        if self.config.key == "density":
+            head = (f"(imp {imp:.3f} − λ_priv·s {item.penalty:.3f}) over {node.weight} "
+                    f"tokens = {key:.4f}")
+        else:
+            head = f"imp {imp:.3f} over {node.weight} tokens = {key:.4f}"
         tail = (f"recency {rec:.2f} (written {age} steps ago), {node.access_count} "
                 f"access{'es' if node.access_count != 1 else ''}, {node.type.value} "
                 f"(type weight {dc.type_weight[node.type]:g})")
+        if self.config.key == "density":
+            tail += f", sensitivity {node.sensitivity:.2f}"
         if first:
             imp_then, since = space.eligible[node_id]
             reason = (f"first in line by hysteresis: examined and spared at step {since} with "
                       f"imp {imp_then:.3f}, now {head}, not {self.config.hysteresis_margin:g} "
                       f"above it; {tail}")
         else:
-            reason = (f"lowest importance per token: {head}, "
+            what = "density" if self.config.key == "density" else "importance"
+            reason = (f"lowest {what} per token: {head}, "
                       f"{_ordinal(rank, view.count)}; {tail}")
         feats = {"importance": imp, "key": key, "weight": float(node.weight), "recency": rec,
                  "frequency": item.freq_term / dc.gamma if dc.gamma > 0 else 0.0,
                  "age_steps": float(age), "access_count": float(node.access_count),
                  "type_weight": dc.type_weight[node.type], "stored_key": stored,
+                 "sensitivity": node.sensitivity, "privacy_penalty": item.penalty,
                  "keyed_at": float(item.keyed_at)}
         return Candidate(node_id, key, feats, reason)
 
@@ -605,8 +641,10 @@ class PriorityDecayPolicy(Policy):
         return [node_id for _key, node_id in self._space(namespace).heap.ordered()]
 
     def true_key(self, node: MemoryNode, step: int) -> float:
-        """The exact key ``imp/w`` of a memory at ``step`` (brute force, for checks)."""
-        return self._importance(self._item(node), step) / node.weight
+        """The exact key of a memory at ``step``, ``(imp − λ_priv·s)/w`` (or ``imp/w`` with
+        ``key="importance"``), brute force, for checks."""
+        item = self._item(node)
+        return (self._importance(item, step) - item.penalty) / node.weight
 
     def rekeys(self, namespace: str) -> int:
         """How many keys were computed in a namespace so far."""

@@ -5,9 +5,19 @@ memories by one *semantic* summary ``c̄`` linked to them by ``derivesFrom`` whe
 
 * the **distortion** ``D(C ⇒ c̄) = (1/|C|) Σ_{i∈C} ‖φ(c_i) − φ(c̄)‖`` is at most τ_util
   (the utility loss is at most ``κ·D`` when U is κ-Lipschitz in the embedding), and
-* the **privacy gate** holds: ``s̄ ≤ max_{i∈C} s_i − τ_priv`` — the summary must be less
-  sensitive than its most sensitive member by a margin (§5.4; DESIGN §6 chose the max
-  form over §4.3's min form, which blocks every cluster holding one harmless turn).
+* the **privacy gate** holds: ``s̄ ≤ min_{i∈C} s_i − τ_priv`` — the summary must be less
+  sensitive than every member by a margin, "a privacy bound that guarantees risk
+  reduction" (§4.3, as written; issue 33). Sensitivities below ``gate_floor`` (0.3) count
+  as 0 on both sides: the scorer gives a weekday or a first name 0.05–0.3, which is not
+  something to protect. So a cluster of ordinary turns passes (everything is 0); a
+  cluster of sensitive members passes when the summary drops below the least sensitive
+  of them; and a cluster that mixes a sensitive member with a harmless one passes only
+  when the summary carries nothing above the floor — otherwise it is "left intact and
+  considered for deletion by the policy" (§4.3), where the density's own penalty
+  λ_priv·s tilts eviction toward the sensitive member. ``privacy_reference="max"`` keeps
+  the gate used before issue 33, ``s̄ ≤ max_{i∈C} s_i − τ_priv`` (§5.4's "the most
+  sensitive constituent"), which DESIGN §6 had chosen because the min form blocks every
+  cluster holding one harmless turn with a sensitive one.
 
 Otherwise the cluster is "left intact and considered for deletion by the policy": the
 second stage evicts by MaRS density, so the policy always restores the budget. The seed
@@ -61,9 +71,18 @@ sensitive member's phone number is as sensitive as that member and fails the gat
 that masks it passes when no other member is nearly as sensitive; a sensitive member with
 no detectable identifier keeps its full sensitivity (the cluster is then evicted by
 density instead, which already penalises sensitivity). **Zero-sensitivity clusters**: the
-gate passes whenever ``s̄ = 0`` — with τ_priv > 0 the literal inequality could never hold
-when every member has ``s = 0``, though there is nothing to protect; a summary with no
-sensitivity is trivially "less sensitive than its most sensitive constituent".
+gate passes whenever ``s̄`` counts as 0 (it is 0, or below ``gate_floor``) — with
+τ_priv > 0 the literal inequality could never hold when every member has ``s = 0``,
+though there is nothing to protect; a summary with no sensitivity is trivially "less
+sensitive" than any member.
+
+**Worked examples** (τ_priv 0.05, floor 0.3, identifier discount 0.5; tested in
+``tests/test_reflection.py``): members 0.8, 0.7, 0.9, each with a phone number the
+summary masks: ``s̄ = max(0.4, 0.35, 0.45) = 0.45 ≤ 0.7 − 0.05`` — accepted. Members 0.8
+(with a phone) and four ordinary turns at 0: the reference is 0 and ``s̄ = 0.4 ≥ 0.3``
+— refused under ``min`` (the summary still carries half the sensitive member's risk),
+accepted under ``max`` (0.4 ≤ 0.8 − 0.05). The refused cluster is retried once at half
+the target (step 5), refused again, and left to the density stage.
 
 Examples:
     >>> from mars_core.policies import make_policy
@@ -78,7 +97,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -116,6 +135,7 @@ __all__ = [
     "conservative_target",
     "density_candidates",
     "find_clusters",
+    "gate_reference",
     "privacy_gate",
     "propose_summaries",
     "summary_sensitivity",
@@ -152,16 +172,26 @@ class ReflectionConfig(BaseModel):
     )
     tau_priv: float = Field(
         0.05, ge=0.0, le=1.0, allow_inf_nan=False,
-        description="Privacy margin: s̄ ≤ max_i s_i − τ_priv (seed 000 §5.4 'a small margin'; "
-        "DESIGN §6; 0.05 as digest Z-A5 suggests). The gate passes when s̄ = 0 (see the "
-        "module docstring on zero-sensitivity clusters).",
+        description="Privacy margin: s̄ ≤ min_i s_i − τ_priv (seed 000 §4.3 'a small margin "
+        "τ_priv ≥ 0'; 0.05 as digest Z-A5 suggests). The gate passes when s̄ counts as 0 "
+        "(see gate_floor and the module docstring on zero-sensitivity clusters).",
+    )
+    privacy_reference: Literal["min", "max"] = Field(
+        "min",
+        description="Which member the summary must be less sensitive than: 'min' (default) "
+        "s̄ ≤ min_i s_i − τ_priv, seed 000 §4.3 as written ('guarantees risk reduction'); "
+        "'max' s̄ ≤ max_i s_i − τ_priv, §5.4's 'most sensitive constituent', the gate before "
+        "issue 33 (DESIGN §6's former choice: it lets a cluster holding one harmless turn be "
+        "summarised when the summary drops below its most sensitive member).",
     )
     gate_floor: float = Field(
         0.3, ge=0.0, le=1.0, allow_inf_nan=False,
-        description="The privacy gate applies only to clusters whose most sensitive member "
-        "reaches this level (ours): below it there is nothing to protect — a weekday or a first "
-        "name scores 0.05–0.3 — and requiring a sensitivity drop would block consolidating "
-        "ordinary chit-chat, which is what reflection is for.",
+        description="Sensitivity floor of the privacy gate (ours): a member's or the "
+        "summary's sensitivity below it counts as 0 — a weekday or a first name scores "
+        "0.05–0.3, and requiring a drop below that would block consolidating ordinary "
+        "chit-chat, which is what reflection is for. A cluster whose members are all below "
+        "it passes (nothing to protect); a member below it makes the 'min' reference 0, so "
+        "the summary must carry nothing at or above the floor.",
     )
     identifier_discount: float = Field(
         0.5, ge=0.0, le=1.0, allow_inf_nan=False,
@@ -503,18 +533,39 @@ def summary_sensitivity(member_texts: Sequence[str], member_sensitivity: Sequenc
     return s_bar, masked
 
 
-def privacy_gate(s_bar: float, max_member: float, tau_priv: float, floor: float = 0.0) -> bool:
-    """``s̄ ≤ max_i s_i − τ_priv``, or ``s̄ = 0``, or a cluster below the gate ``floor``.
+def _floored(s: float, floor: float) -> float:
+    return 0.0 if s < floor else s
+
+
+def gate_reference(member_sensitivity: Sequence[float], floor: float = 0.0,
+                   how: Literal["min", "max"] = "min") -> float:
+    """The sensitivity the summary must stay ``τ_priv`` below: the least (``min``, §4.3) or
+    the most (``max``, §5.4) sensitive member, each member below ``floor`` counted as 0.
+
+    Examples:
+        >>> gate_reference([0.9, 0.7, 0.8]), gate_reference([0.9, 0.1], floor=0.3)
+        (0.7, 0.0)
+        >>> gate_reference([0.9, 0.1], floor=0.3, how="max")
+        0.9
+    """
+    values = [_floored(s, floor) for s in member_sensitivity]
+    return (min(values) if how == "min" else max(values)) if values else 0.0
+
+
+def privacy_gate(s_bar: float, reference: float, tau_priv: float, floor: float = 0.0) -> bool:
+    """``s̄ ≤ reference − τ_priv``, or ``s̄`` counts as 0 (``s̄ = 0``, or below ``floor``).
+
+    ``reference`` is :func:`gate_reference` of the cluster (§4.3: the least sensitive
+    member).
 
     Examples:
         >>> privacy_gate(0.4, 0.8, 0.05), privacy_gate(0.8, 0.8, 0.05), privacy_gate(0, 0, 0.05)
         (True, False, True)
-        >>> privacy_gate(0.1, 0.1, 0.05, floor=0.3)
-        True
+        >>> privacy_gate(0.45, 0.0, 0.05, floor=0.3), privacy_gate(0.25, 0.0, 0.05, floor=0.3)
+        (False, True)
     """
-    if max_member < floor and s_bar <= max_member:
-        return True
-    return s_bar <= 0.0 or s_bar <= max_member - tau_priv + _GATE_EPS
+    s = _floored(s_bar, floor)
+    return s <= 0.0 or s <= reference - tau_priv + _GATE_EPS
 
 
 def _distortion(x: Matrix, summary_vec: Matrix) -> float:
@@ -531,20 +582,30 @@ class _Budget:
     accepted: int
 
 
+def _privacy_reason(s_bar: float, sens: Sequence[float], cfg: ReflectionConfig) -> str:
+    """Why the privacy gate let a summary through (numbers only, never text)."""
+    max_s, ref = max(sens), gate_reference(sens, cfg.gate_floor, cfg.privacy_reference)
+    which = "least" if cfg.privacy_reference == "min" else "most"
+    if max_s <= 0.0:
+        return "no sensitive member"
+    if s_bar <= 0.0:
+        return "the summary carries no sensitivity"
+    if max_s < cfg.gate_floor:
+        return (f"most sensitive member {max_s:.2f} < gate floor {cfg.gate_floor:.2f}, "
+                f"summary {s_bar:.2f} ≤ it")
+    if s_bar < cfg.gate_floor:
+        return (f"summary sensitivity {s_bar:.2f} < gate floor {cfg.gate_floor:.2f} "
+                f"(the {which} sensitive member counts {ref:.2f})")
+    return (f"sensitivity {s_bar:.2f} ≤ {ref:.2f} ({which} sensitive member) − τ_priv "
+            f"{cfg.tau_priv:.2f}")
+
+
 def _rationale(nodes: Sequence[MemoryNode], cluster: Cluster, cfg: ReflectionConfig, *,
-               d: float, s_bar: float, max_s: float, tokens: tuple[int, int]) -> str:
+               d: float, s_bar: float, tokens: tuple[int, int]) -> str:
     noun = "episodes" if all(n.type is MemoryType.EPISODIC for n in nodes) else "memories"
     steps = [n.step for n in nodes]
     depth = max(n.depth for n in nodes) + 1
-    if max_s <= 0.0:
-        priv = "no sensitive member"
-    elif s_bar <= 0.0:
-        priv = "the summary carries no sensitivity"
-    elif max_s < cfg.gate_floor and s_bar <= max_s:
-        priv = (f"most sensitive member {max_s:.2f} < gate floor {cfg.gate_floor:.2f}, "
-                f"summary {s_bar:.2f} ≤ it")
-    else:
-        priv = f"sensitivity {s_bar:.2f} ≤ {max_s:.2f} − τ_priv {cfg.tau_priv:.2f}"
+    priv = _privacy_reason(s_bar, [n.sensitivity for n in nodes], cfg)
     return (f"consolidated {len(nodes)} redundant {noun} (steps {min(steps)}–{max(steps)}, "
             f"mean similarity {cluster.redundancy:.2f}) into a depth-{depth} summary; "
             f"distortion {d:.2f} ≤ τ_util {cfg.tau_util:.2f}; {priv}; "
@@ -581,20 +642,23 @@ def _try_cluster(view: PolicyView, cluster: Cluster, cfg: ReflectionConfig,
     sens = [n.sensitivity for n in nodes]
     s_bar, masked = summary_sensitivity(texts, sens, text, cfg.identifier_discount)
     max_s = max(sens)
-    if not privacy_gate(s_bar, max_s, cfg.tau_priv, cfg.gate_floor):
-        return _Outcome(None, "privacy", f"sensitivity {s_bar:.2f} > {max_s:.2f} − τ_priv "
+    ref = gate_reference(sens, cfg.gate_floor, cfg.privacy_reference)
+    if not privacy_gate(s_bar, ref, cfg.tau_priv, cfg.gate_floor):
+        return _Outcome(None, "privacy", f"sensitivity {s_bar:.2f} > {ref:.2f} "
+                                         f"({cfg.privacy_reference} member) − τ_priv "
                                          f"{cfg.tau_priv:.2f}")
     depth = max(n.depth for n in nodes) + 1
     features = {"cluster_size": float(len(nodes)), "mean_similarity": cluster.redundancy,
                 "mean_density": cluster.density, "priority": cluster.priority,
                 "distortion": d, "tau_util": cfg.tau_util, "sensitivity": s_bar,
-                "max_member_sensitivity": max_s, "tau_priv": cfg.tau_priv,
+                "max_member_sensitivity": max_s, "min_member_sensitivity": min(sens),
+                "gate_reference": ref, "tau_priv": cfg.tau_priv,
                 "identifiers_removed": float(masked), "depth": float(depth),
                 "tokens_in": float(tokens_in), "tokens_out": float(tokens_out),
                 "target_tokens": float(target), "retry": 0.0}
     concept = ", ".join(key_terms(texts)) or None
     return _Outcome(Summary(cluster.ids, text, d, s_bar, features,
-                            _rationale(nodes, cluster, cfg, d=d, s_bar=s_bar, max_s=max_s,
+                            _rationale(nodes, cluster, cfg, d=d, s_bar=s_bar,
                                        tokens=(tokens_in, tokens_out)),
                             concept))
 

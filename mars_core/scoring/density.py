@@ -63,8 +63,9 @@ graph, §3.2.3); task memory follows goal alignment and deadline-weighted urgenc
 (§3.2.4, §4.2).
 
 Priority-Decay (DESIGN §6) uses §3.3.2's ``imp = α·type_weight + β·recency +
-γ·frequency`` divided by ``α+β+γ`` so ``imp ∈ [0, 1]``, keyed per unit weight
-(:func:`priority_key`); the privacy pass uses §3.3.3's ``removal_priority = s·age·(1-imp)``.
+γ·frequency`` divided by ``α+β+γ`` so ``imp ∈ [0, 1]``, keyed per unit weight with §5.3's
+privacy penalty, ``(imp − λ_priv·s)/w`` (:func:`priority_key`); the privacy pass uses
+§3.3.3's ``removal_priority = s·age·(1-imp)``.
 
 Examples:
     >>> import numpy as np
@@ -799,16 +800,24 @@ def importance(
     return (cfg.alpha * cfg.type_weight[t] + cfg.beta * rec + cfg.gamma * freq) / total
 
 
-def priority_key(importance_value: float, weight: float) -> float:
-    """Priority-Decay heap key: importance per unit weight (§3.3.2); smallest goes first.
+def priority_key(importance_value: float, weight: float, sensitivity: float = 0.0,
+                 lambda_priv: float = 0.0) -> float:
+    """Priority-Decay heap key ``(imp − λ_priv·s)/w``: the density of §5.3 with
+    Priority-Decay's importance as Û (§3.3.2, §5.4); smallest goes first. With the
+    defaults (no penalty) it is §3.3.2's ``imp/w``.
 
     Examples:
         >>> priority_key(0.5, 4)
         0.125
+        >>> priority_key(0.5, 4, sensitivity=0.8, lambda_priv=0.25)   # (0.5 - 0.2) / 4
+        0.075
     """
     if not (math.isfinite(weight) and weight > 0):
         raise ValidationError(f"weight must be a finite number > 0, got {weight!r}")
-    return importance_value / weight
+    _check_unit(sensitivity, "sensitivity")
+    if not (math.isfinite(lambda_priv) and lambda_priv >= 0):
+        raise ValidationError(f"lambda_priv must be finite and >= 0, got {lambda_priv!r}")
+    return (importance_value - lambda_priv * sensitivity) / weight
 
 
 def removal_priority(sensitivity: float, age: float, importance_value: float) -> float:

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -144,9 +144,6 @@ class DMFConfig(BaseModel):
     prune_interval: int = Field(
         5, ge=1, description="[non-seed, DMF reference] Turns between hard-kill sweeps (Z-E1)."
     )
-    token_budget: int = Field(
-        4096, ge=1, description="[seed §7.2] Token budget τ_tok of the active queue."
-    )
     rho_con: float = Field(0.20, description="[seed §7.2.2 eq 23] Retention bonus of a constraint.")
     rho_pref: float = Field(
         0.10, description="[seed §7.2.2 eq 23] Retention bonus of a preference."
@@ -167,6 +164,17 @@ class DMFConfig(BaseModel):
     centroid_window: int = Field(
         10, ge=1, description="[non-seed, DMF reference] Window W of the moving centroid (Z-E1)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "token_budget" in data:
+            raise ValueError(
+                "token_budget was removed (it was never read): DMF's budget τ_tok (seed 004 "
+                "§7.2, 4096 tokens) is the store's budget of the namespace — pass "
+                "MemoryStore(policy='dmf', budget=4096) and drop token_budget from "
+                "policy_params (docs/migration.md)")
+        return data
 
     @model_validator(mode="after")
     def _ordered_tiers(self) -> DMFConfig:

@@ -33,6 +33,7 @@ import os
 import platform
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from mars_core.bench.fifa.analysis import anova, mcnemar_pairs, pairwise, versus_paper
@@ -58,6 +59,7 @@ from mars_core.bench.fifa.runner import (
 )
 from mars_core.bench.fifa.scenarios import SCENARIOS
 from mars_core.bench.fifa.simulator import SENSITIVITY, RunSettings, Volume
+from mars_core.bench.pages import git_commit
 from mars_core.bench.report import results_dir
 from mars_core.errors import ValidationError
 
@@ -87,12 +89,13 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
 
     Args:
         out: output directory (created before the run).
-        quick: the small grid (:data:`~mars_core.bench.fifa.runner.QUICK`) unless axes are given.
+        quick: the small grid (:data:`~mars_core.bench.fifa.runner.QUICK`: one seed, two
+            levels, one scenario) unless axes are given.
         seeds: world seeds (default 0..9).
         budgets: budget levels, in the paper's tokens (default 2k, 4k, 8k, 16k, 32k).
         policies: policy names (default the six of seed 000 and ``meta``).
         progress: show a tqdm progress bar.
-        scenarios: scenario names (default all five).
+        scenarios: scenario names (default all five; quick: one).
         scale: world size multiplier (default :data:`DEFAULT_SCALE`; quick 1.0).
         workers: processes (default: the machine's cores, at most 2 tasks' worth).
         plots: write the heatmap and distribution plots (matplotlib, Agg).
@@ -108,7 +111,8 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
     budgets_t = tuple(sorted(set(budgets if budgets is not None else q.get("budgets", BUDGETS))))
     pols = tuple(policies if policies is not None else POLICIES)
     scale_v = float(scale if scale is not None else q.get("scale", DEFAULT_SCALE))
-    names = tuple(scenarios if scenarios is not None else (s.name for s in SCENARIOS))
+    names = tuple(scenarios if scenarios is not None
+                  else q.get("scenarios", tuple(s.name for s in SCENARIOS)))
     if set(names) - {s.name for s in SCENARIOS}:
         raise ValidationError(f"unknown scenarios in {names}")
     if budget_mode not in ("relative", "absolute"):
@@ -118,6 +122,7 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
     grid_tasks(seeds_t, pols, budgets_t, scale_v, scenarios=names)  # validate before writing
     folder = results_dir(out)
     n_workers = workers or min(os.cpu_count() or 1, 2)
+    commit = git_commit(Path(__file__).parent)  # the code the grid runs on, not a later one
     started = time.perf_counter()
     volumes = measure_volumes(seeds_t, names, scale_v, workers=n_workers, progress=progress) \
         if budget_mode == "relative" else None
@@ -127,7 +132,7 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
     run_wall = time.perf_counter() - started
     results = _results(cells, seeds=seeds_t, budgets=budgets_t, pols=pols, names=names,
                        scale=scale_v, mode=budget_mode, paper_stored=paper_stored,
-                       volumes=volumes, workers=n_workers)
+                       volumes=volumes, workers=n_workers, commit=commit)
     wall = time.perf_counter() - started
     write_json(folder / "results.json", results)
     (folder / "report.md").write_text(render_markdown(results), encoding="utf-8")
@@ -142,7 +147,8 @@ def run_fifa(  # noqa: PLR0917 - the signature the CLI and the issue name
 def _results(cells: list[dict[str, Any]], *, seeds: tuple[int, ...],
              budgets: tuple[int, ...], pols: tuple[str, ...], names: tuple[str, ...],
              scale: float, mode: str, paper_stored: int,
-             volumes: dict[tuple[int, str], Volume] | None, workers: int) -> dict[str, Any]:
+             volumes: dict[tuple[int, str], Volume] | None, workers: int,
+             commit: str) -> dict[str, Any]:
     clean = [{k: v for k, v in c.items() if k != "wall_s"} for c in cells]
     for c in clean:
         c["metrics"] = {k: (None if v is None else round(v, 6)) for k, v in c["metrics"].items()}
@@ -152,6 +158,7 @@ def _results(cells: list[dict[str, Any]], *, seeds: tuple[int, ...],
     table3 = anova(clean, workers=workers)
     return {
         "fifa_version": FIFA_VERSION,
+        "commit": commit,
         "grid": {"seeds": list(seeds), "budgets": list(budgets), "policies": list(pols),
                  "scenarios": list(names), "scale": scale, "budget_mode": mode,
                  "paper_stored_tokens": paper_stored},

@@ -31,7 +31,9 @@ from mars_core.bench.fifa.scenarios import SCENARIOS
 from mars_core.bench.fifa.stats import bootstrap_ci
 from mars_core.bench.plots import pyplot, save
 
-__all__ = ["aggregate", "controls", "plot", "render_markdown", "write_json"]
+__all__ = ["aggregate", "by_budget_table", "controls", "mcnemar_table", "plot", "pressure",
+           "pressure_table", "render_markdown", "significant_pairs_table", "table2_paper_table",
+           "table2_table", "table3_table", "table4_table", "write_json"]
 
 _ND = 4
 
@@ -151,14 +153,37 @@ _NAMES = {"composite": "Composite", "nc": "NC", "gcr": "GCR", "sra": "SRA", "pp"
           "ce": "CE"}
 
 
+_COLS = ("composite", "nc", "gcr", "sra", "pp", "ce", "composite_task", "sra_opp", "leakage")
+
+
+def _order(results: Mapping[str, Any]) -> list[str]:
+    ov = results["summary"]["overall"]
+    return sorted(ov, key=lambda p: -(ov[p]["composite"]["mean"] or 0.0))
+
+
+def table2_table(results: Mapping[str, Any]) -> list[str]:
+    """Table 2 of every policy run (markdown lines), best composite first."""
+    ov = results["summary"]["overall"]
+    return (["| Policy | " + " | ".join(_COLS) + " |", "|---" * (len(_COLS) + 1) + "|"]
+            + [f"| {p} | " + " | ".join(_pm(ov[p][c]) for c in _COLS) + " |"
+               for p in _order(results)])
+
+
+def by_budget_table(results: Mapping[str, Any], metric: str = "composite") -> list[str]:
+    """A metric by policy and budget level (Fig. 4's numbers), markdown lines."""
+    budgets = results["grid"]["budgets"]
+    by = results["summary"]["by_budget"]
+    return (["| Policy | " + " | ".join(str(b) for b in budgets) + " |",
+             "|---" * (len(budgets) + 1) + "|"]
+            + [f"| {p} | " + " | ".join(_pm(by[f'{p}@{b}'][metric]) for b in budgets) + " |"
+               for p in _order(results)])
+
+
 def render_markdown(results: Mapping[str, Any]) -> str:
     """The markdown report: budget pressure, Table 2 (ours, then beside the paper's),
     composite by budget, Table 3, Table 4 beside the paper's, McNemar on goals, controls and
     the significant pairs."""
-    ov = results["summary"]["overall"]
-    order = sorted(ov, key=lambda p: -(ov[p]["composite"]["mean"] or 0.0))
     grid = results["grid"]
-    cols = ("composite", "nc", "gcr", "sra", "pp", "ce", "composite_task", "sra_opp", "leakage")
     mode = grid.get("budget_mode", "absolute")
     lines = [f"# FiFA results ({results['fifa_version']})", "",
              f"Grid: {len(grid['policies'])} policies × budget levels {grid['budgets']} × "
@@ -168,16 +193,9 @@ def render_markdown(results: Mapping[str, Any]) -> str:
                 f"{grid['paper_stored_tokens']})" if mode == "relative" else "")
              + ". Means with 95% bootstrap half-widths over seeds.", ""]
     lines += _pressure(results)
-    lines += ["", "## Table 2 (all policies)", "",
-              "| Policy | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    lines += [f"| {p} | " + " | ".join(_pm(ov[p][c]) for c in cols) + " |" for p in order]
+    lines += ["", "## Table 2 (all policies)", "", *table2_table(results)]
     lines += _table2_vs(results)
-    lines += ["", "## Composite by budget level", "",
-              "| Policy | " + " | ".join(str(b) for b in grid["budgets"]) + " |",
-              "|---" * (len(grid["budgets"]) + 1) + "|"]
-    by = results["summary"]["by_budget"]
-    lines += [f"| {p} | " + " | ".join(_pm(by[f'{p}@{b}']["composite"])
-                                      for b in grid["budgets"]) + " |" for p in order]
+    lines += ["", "## Composite by budget level", "", *by_budget_table(results)]
     lines += _table3(results) + _table4_vs(results) + _mcnemar(results)
     lines += ["", "## Known-direction controls (seed 000 §6.3.2)", ""]
     lines += [f"- **{k}**: holds = {v['holds']}; "
@@ -187,29 +205,29 @@ def render_markdown(results: Mapping[str, Any]) -> str:
               "Paired by seed × scenario, averaged over budgets; d is Cohen's d_z with Hedges' "
               "correction (positive favours a), δ is Cliff's δ; the Wilcoxon signed-rank p "
               "(Holm) is the non-parametric check. Every pair is in `results.json`.", "",
-              "| metric | a | b | mean a−b | t | p_Holm | p_BH | d | δ | Wilcoxon p_Holm |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['metric']} | {r['a']} | {r['b']} | {r['mean_diff']} | {r['t']} | "
-              f"{_p(r['p_holm'])} | {_p(r['p_bh'])} | {r['d']} | {r['delta']} | "
-              f"{_p(r['p_wilcoxon_holm'])} |"
-              for r in results["pairwise"] if r["p_holm"] is not None and r["p_holm"] < 0.05]
+              *significant_pairs_table(results)]
     return "\n".join(lines) + "\n"
 
 
-def _table2_vs(results: Mapping[str, Any]) -> list[str]:
-    vs = results.get("paper") or {}
-    t2 = vs.get("table2") or {}
+def significant_pairs_table(results: Mapping[str, Any]) -> list[str]:
+    """The pairs with p_Holm < 0.05 (markdown lines)."""
+    return (["| metric | a | b | mean a−b | t | p_Holm | p_BH | d | δ | Wilcoxon p_Holm |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+            + [f"| {r['metric']} | {r['a']} | {r['b']} | {r['mean_diff']} | {r['t']} | "
+               f"{_p(r['p_holm'])} | {_p(r['p_bh'])} | {r['d']} | {r['delta']} | "
+               f"{_p(r['p_wilcoxon_holm'])} |"
+               for r in results["pairwise"] if r["p_holm"] is not None and r["p_holm"] < 0.05])
+
+
+def table2_paper_table(results: Mapping[str, Any]) -> list[str]:
+    """Table 2 beside the paper's: its five policies ranked among themselves, each cell
+    ours / paper (mean ± 95% half-width); markdown lines ([] without the paper's rows)."""
+    t2 = (results.get("paper") or {}).get("table2") or {}
     if not t2:
         return []
-    order = sorted(t2, key=lambda p: t2[p]["rank"])
-    tau = vs.get("kendall_tau")
-    out = ["", "## Table 2 beside the paper (the paper's five policies, ranked by composite)",
-           "", "Each cell: ours / paper (mean ± 95% half-width)."
-           + (f" Kendall's τ between the two composite orders: {tau['tau']} "
-              f"(p = {tau['p']})." if tau else ""), "",
-           "| Policy | rank (ours / paper) | " + " | ".join(_NAMES[m] for m in _NAMES) + " |",
+    out = ["| Policy | rank (ours / paper) | " + " | ".join(_NAMES[m] for m in _NAMES) + " |",
            "|---" * (len(_NAMES) + 2) + "|"]
-    for p in order:
+    for p in sorted(t2, key=lambda p: t2[p]["rank"]):
         row = t2[p]
         cells = [f"{_f(row[m]['ours'][0])} ± {_f(row[m]['ours'][1])} / "
                  f"{row[m]['paper'][0]:.3f} ± {row[m]['paper'][1]:.3f}" for m in _NAMES]
@@ -217,18 +235,25 @@ def _table2_vs(results: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _table3(results: Mapping[str, Any]) -> list[str]:
+def _table2_vs(results: Mapping[str, Any]) -> list[str]:
+    lines = table2_paper_table(results)
+    if not lines:
+        return []
+    tau = (results.get("paper") or {}).get("kendall_tau")
+    return ["", "## Table 2 beside the paper (the paper's five policies, ranked by composite)",
+            "", "Each cell: ours / paper (mean ± 95% half-width)."
+            + (f" Kendall's τ between the two composite orders: {tau['tau']} "
+               f"(p = {tau['p']})." if tau else ""), "", *lines]
+
+
+def table3_table(results: Mapping[str, Any]) -> list[str]:
+    """Table 3 (the mixed-effects ANOVA per metric, the paper's Policy row beside it);
+    markdown lines ([] without fits)."""
     t3 = results.get("anova") or {}
     if not t3:
         return []
     paper = (results.get("paper") or {}).get("table3") or {}
-    out = ["", "## Table 3: mixed-effects ANOVA (seed 000 §6.4.2)", "",
-           "Per metric, on agent–scenario–seed units: fixed Policy, Budget and Policy × Budget "
-           "(sum-to-zero contrasts), random intercepts for Scenario and Seed (statsmodels "
-           "`mixedlm`, REML). F = Wald χ² / df, p from χ²; η² and partial η² from type-III "
-           "sums of squares with Scenario and Seed as blocks. The paper's columns are its "
-           "Policy row.", "",
-           "| metric | rows | Policy F (df) | p | η² | partial η² | Budget F | p | "
+    out = ["| metric | rows | Policy F (df) | p | η² | partial η² | Budget F | p | "
            "Policy×Budget F | p | paper F | paper p | paper η² |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m in ("nc", "gcr", "sra", "pp", "ce", "composite"):
@@ -247,16 +272,25 @@ def _table3(results: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _table4_vs(results: Mapping[str, Any]) -> list[str]:
+def _table3(results: Mapping[str, Any]) -> list[str]:
+    lines = table3_table(results)
+    if not lines:
+        return []
+    return ["", "## Table 3: mixed-effects ANOVA (seed 000 §6.4.2)", "",
+            "Per metric, on agent–scenario–seed units: fixed Policy, Budget and Policy × Budget "
+            "(sum-to-zero contrasts), random intercepts for Scenario and Seed (statsmodels "
+            "`mixedlm`, REML). F = Wald χ² / df, p from χ²; η² and partial η² from type-III "
+            "sums of squares with Scenario and Seed as blocks. The paper's columns are its "
+            "Policy row.", "", *lines]
+
+
+def table4_table(results: Mapping[str, Any]) -> list[str]:
+    """Table 4 beside the paper's (markdown lines; [] without our pairs)."""
     t4 = (results.get("paper") or {}).get("table4") or []
     rows = [r for r in t4 if r["ours"] is not None]
     if not rows:
         return []
-    out = ["", "## Table 4 beside the paper", "",
-           "Paper: t, Holm-adjusted p and Hedges' d as published. Ours: paired by seed × "
-           "scenario (averaged over budgets), paired t with Holm and BH over the pairs of the "
-           "metric, Hedges-corrected d_z, Cliff's δ.", "",
-           "| comparison | metric | paper t | paper p_adj | paper d | ours mean diff | t | "
+    out = ["| comparison | metric | paper t | paper p_adj | paper d | ours mean diff | t | "
            "p_Holm | p_BH | d | δ | same sign |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -268,24 +302,43 @@ def _table4_vs(results: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _mcnemar(results: Mapping[str, Any]) -> list[str]:
+def _table4_vs(results: Mapping[str, Any]) -> list[str]:
+    lines = table4_table(results)
+    if not lines:
+        return []
+    return ["", "## Table 4 beside the paper", "",
+            "Paper: t, Holm-adjusted p and Hedges' d as published. Ours: paired by seed × "
+            "scenario (averaged over budgets), paired t with Holm and BH over the pairs of the "
+            "metric, Hedges-corrected d_z, Cliff's δ.", "", *lines]
+
+
+def mcnemar_table(results: Mapping[str, Any]) -> list[str]:
+    """McNemar on paired goal outcomes, every pair (markdown lines; [] without goals)."""
     rows = results.get("mcnemar") or []
     if not rows:
         return []
-    out = ["", "## McNemar on paired goal outcomes (seed 000 §6.3.2)", "",
-           "The same goal of the same world and budget under two policies; exact test on the "
-           "discordant goals, Holm and BH over the pairs.", "",
-           "| a | b | goals | completed a | completed b | only a | only b | p | p_Holm | "
-           "p_BH |", "|---|---|---|---|---|---|---|---|---|---|"]
-    out += [f"| {r['a']} | {r['b']} | {r['goals']} | {r['rate_a']} | {r['rate_b']} | "
-            f"{r['table'][0][1]} | {r['table'][1][0]} | {_p(r['p'])} | {_p(r['p_holm'])} | "
-            f"{_p(r['p_bh'])} |" for r in rows]
-    return out
+    return (["| a | b | goals | completed a | completed b | only a | only b | p | p_Holm | "
+             "p_BH |", "|---|---|---|---|---|---|---|---|---|---|"]
+            + [f"| {r['a']} | {r['b']} | {r['goals']} | {r['rate_a']} | {r['rate_b']} | "
+               f"{r['table'][0][1]} | {r['table'][1][0]} | {_p(r['p'])} | {_p(r['p_holm'])} | "
+               f"{_p(r['p_bh'])} |" for r in rows])
 
 
-def _pressure(results: Mapping[str, Any]) -> list[str]:
-    """Per budget level: its share of the stored tokens, the tokens it gave, and the share of
-    runs (and of agents) in which the budget bound (the policy evicted or summarised)."""
+def _mcnemar(results: Mapping[str, Any]) -> list[str]:
+    lines = mcnemar_table(results)
+    if not lines:
+        return []
+    return ["", "## McNemar on paired goal outcomes (seed 000 §6.3.2)", "",
+            "The same goal of the same world and budget under two policies; exact test on the "
+            "discordant goals, Holm and BH over the pairs.", "", *lines]
+
+
+def pressure(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Per budget level: its share of the stored tokens, the tokens it gave (median and
+    range over worlds), and the share of runs (and of agents) in which the budget bound
+    (the policy evicted or summarised). A compact results document carries it already."""
+    if "pressure" in results:
+        return dict(results["pressure"])
     budgets = results["grid"]["budgets"]
     acted: dict[int, list[bool]] = defaultdict(list)
     agents: dict[int, list[float]] = defaultdict(list)
@@ -295,21 +348,36 @@ def _pressure(results: Mapping[str, Any]) -> list[str]:
         agents[c["budget"]].append(c.get("bound_agents", 0) / max(1, len(c.get("agents") or [])))
         tokens[c["budget"]].append(int(c.get("budget_tokens", c["budget"])))
     ref = results["grid"].get("paper_stored_tokens")
-    share = [f"1/{round(ref / b)}" if ref and results["grid"].get("budget_mode") == "relative"
-             else "–" for b in budgets]
+    relative = bool(ref) and results["grid"].get("budget_mode") == "relative"
+    return {str(b): {"share": f"1/{round(ref / b)}" if relative else "–",
+                     "tokens_median": statistics.median(tokens[b]),
+                     "tokens_min": min(tokens[b]), "tokens_max": max(tokens[b]),
+                     "runs_bound": round(statistics.fmean(acted[b]), 4),
+                     "agents_bound": round(statistics.fmean(agents[b]), 4)}
+            for b in budgets}
+
+
+def pressure_table(results: Mapping[str, Any]) -> list[str]:
+    """The budget-pressure table (markdown lines) of :func:`pressure`."""
+    budgets = results["grid"]["budgets"]
+    p = pressure(results)
+    return ["| level | " + " | ".join(str(b) for b in budgets) + " |",
+            "|---" * (len(budgets) + 1) + "|",
+            "| share of stored | " + " | ".join(p[str(b)]["share"] for b in budgets) + " |",
+            "| tokens (median, range over worlds) | " + " | ".join(
+                f"{p[str(b)]['tokens_median']:.0f} ({p[str(b)]['tokens_min']}–"
+                f"{p[str(b)]['tokens_max']})" for b in budgets) + " |",
+            "| runs bound | " + " | ".join(f"{p[str(b)]['runs_bound']:.2f}"
+                                           for b in budgets) + " |",
+            "| agents bound | " + " | ".join(f"{p[str(b)]['agents_bound']:.2f}"
+                                             for b in budgets) + " |"]
+
+
+def _pressure(results: Mapping[str, Any]) -> list[str]:
     return ["## Budget pressure", "",
             "Tokens each level gave (median, range over worlds) and the share of runs and of "
             "agents whose store evicted or summarised (the budget bound).", "",
-            "| level | " + " | ".join(str(b) for b in budgets) + " |",
-            "|---" * (len(budgets) + 1) + "|",
-            "| share of stored | " + " | ".join(share) + " |",
-            "| tokens | " + " | ".join(
-                f"{statistics.median(tokens[b]):.0f} ({min(tokens[b])}–{max(tokens[b])})"
-                for b in budgets) + " |",
-            "| runs bound | " + " | ".join(f"{statistics.fmean(acted[b]):.2f}"
-                                           for b in budgets) + " |",
-            "| agents bound | " + " | ".join(f"{statistics.fmean(agents[b]):.2f}"
-                                             for b in budgets) + " |"]
+            *pressure_table(results)]
 
 
 def plot(results: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], out: Path) -> list[Path]:

@@ -53,8 +53,12 @@ DEFAULT_SCALE = 2.0
 1.4–7.1k tokens at its peak and the 2k level (1/32 of the cast's mean) still holds one to four
 memories (``docs/benchmarks/fifa.md``)."""
 
-QUICK: dict[str, Any] = {"seeds": (0,), "budgets": (2000, 8000), "scale": DEFAULT_SCALE}
-"""The ``--quick`` grid: every policy and scenario, one seed, two budgets."""
+QUICK: dict[str, Any] = {"seeds": (0,), "budgets": (2000, 8000), "scale": DEFAULT_SCALE,
+                         "scenarios": ("personal_reflection",)}
+"""The ``--quick`` grid: every policy, one seed, two budget levels, one scenario — a personal
+reflection (sensitive facts, deletions, TTL facts, a few goals with prerequisites). Small
+enough that ``tests/test_reproduction_pages.py`` reruns it in about half a minute on two
+loaded cores and compares it with the figures of ``docs/benchmarks/fifa.md``."""
 
 BudgetMode = Literal["relative", "absolute"]
 """``relative``: a level is a share of what the world's agents store (the paper's protocol,
@@ -63,13 +67,15 @@ BudgetMode = Literal["relative", "absolute"]
 
 class Task(NamedTuple):
     """One ``(seed, scenario, policy)`` with its budgets as ``(level, tokens)`` pairs in
-    ascending order, and the world scale."""
+    ascending order, and the world scale; ``redact`` False is the reproduction pages'
+    diagnostic (answers without the store's output check, :class:`RunSettings`)."""
 
     seed: int
     scenario: str
     policy: str
     budgets: tuple[tuple[int, int], ...]
     scale: float
+    redact: bool = True
 
 
 _T = TypeVar("_T")
@@ -156,7 +162,7 @@ def _levels(levels: Sequence[int], volume: Volume | None, *, relative: bool,
 def run_task(task: Task) -> list[dict[str, Any]]:
     """Run one ``(seed, scenario, policy)`` over its budgets; one cell per budget level."""
     world = generate_world(task.seed, task.scenario, WorldConfig(scale=task.scale))
-    settings = RunSettings()
+    settings = RunSettings(redact=task.redact)
     cells: list[dict[str, Any]] = []
     reuse: dict[str, Any] | None = None
     for level, tokens in task.budgets:
@@ -188,6 +194,7 @@ def _counts(agents: Sequence[Any], answers: int) -> dict[str, int]:
         for op, n in a.ops.items():
             ops[op] = ops.get(op, 0) + n
     return {"answers": answers, "written": sum(a.written for a in agents),
+            "withheld": sum(a.withheld for a in agents),
             "mutations": sum(mutation_ops(a) for a in agents),
             "policy_actions": sum(a.policy_actions for a in agents),
             **{f"op_{k}": v for k, v in sorted(ops.items())}}

@@ -102,11 +102,15 @@ class RunSettings:
             the paper's budget bounds what an agent has — an evicted memory is gone (§3,
             §6.7) — and with the archive searched no budget would bind what an agent answers
             from, so the benchmark would measure no forgetting at all.
+        redact: answers pass the store's output check (``render_context(redact=True)``, its
+            default: the surface pass and the semantic pass). False is a diagnostic of the
+            reproduction pages (how much of a gap the check makes), never a grid setting.
     """
 
     prompt_tokens: int = 256
     active_turns: int = 4
     search_archive: bool = False
+    redact: bool = True
 
 
 @dataclass
@@ -120,6 +124,8 @@ class AgentStats:
     policy_actions: int = 0
     stored_tokens_at_answers: int = 0
     heaviest: int = 0
+    withheld: int = 0
+    """Memories the output check's semantic pass withheld from answers (a diagnostic)."""
 
 
 @dataclass(frozen=True)
@@ -316,7 +322,7 @@ def _answer(world: World, probe: Probe, store: MemoryStore, a: AgentStats,
             st: RunSettings) -> Verdict:
     """The agent answers with its rendered context; the validators judge it."""
     context = store.render_context(probe.question, budget_tokens=st.prompt_tokens,
-                                   active_turns=st.active_turns)
+                                   active_turns=st.active_turns, redact=st.redact)
     tokens = store.token_counter.count(context) if context else 0
     a.answers += 1
     a.answer_tokens += tokens
@@ -331,6 +337,8 @@ def _count_ops(store: MemoryStore, a: AgentStats) -> None:
     """Memory operations from the audit trail (deterministic; no wall time)."""
     for ev in store.audit.events():
         a.ops[ev.op.value] += 1
+        if ev.op is AuditOp.ACCESS:
+            a.withheld += int((ev.params or {}).get("withheld", 0))
         if ev.op in (AuditOp.EVICT, AuditOp.SUMMARISE) and (ev.policy or "") not in _NOT_POLICY:
             a.policy_actions += 1
 
