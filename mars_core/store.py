@@ -827,10 +827,26 @@ class MemoryStore:
     @_call
     def stats(self, namespace: NamespaceArg | None = None) -> dict[str, Any]:
         """Counts, token use and configuration (of one namespace, or of all). Per
-        namespace: ``active``, ``archived``, ``tokens``, ``budget``, ``tokens_by_type``,
-        ``step`` and ``held``, the memories this process holds in RAM (its active ones
-        once the namespace is loaded, 0 before: the archive stays in the records)."""
+        namespace: ``active``, ``archived``, ``tokens``, ``budget``, ``tokens_by_type``
+        and ``step``: what the store holds, the same in every process (what one process
+        holds in RAM is :meth:`resident`)."""
         return self._engine.report(None if namespace is None else self._ns(namespace))
+
+    @_call
+    def resident(self, namespace: NamespaceArg | None = None) -> dict[str, int]:
+        """How many memories this process holds in RAM, per namespace (of one, or of every
+        namespace it has loaded): a loaded namespace holds its active memories, and a call
+        holds what it read of the archive until the next call begins; a namespace not
+        loaded holds none. The archive itself stays in the records, so this is bounded by
+        the budget, not the history.
+
+        Examples:
+            >>> with MemoryStore(budget=100) as store:
+            ...     _ = store.add("Ana lives in Porto")
+            ...     store.resident()
+            {'default': 1}
+        """
+        return self._engine.cache.resident(None if namespace is None else self._ns(namespace))
 
     # --- maintenance -------------------------------------------------------------------------
 

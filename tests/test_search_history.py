@@ -48,7 +48,7 @@ def test_a_long_history_is_read_only_as_far_as_a_query_needs(tmp_path: pathlib.P
             store.render_context(QUERY)
             read[turns] = (records.memories_read, stats["active"], stats["archived"])
             # the next call lets go of what this one read beyond the active memories
-            assert store.stats("default")["namespaces"]["default"]["held"] == stats["active"]
+            assert store.resident("default")["default"] == stats["active"]
     (small, active_s, archived_s), (large, active_l, archived_l) = read[300], read[1500]
     assert archived_l > 4 * archived_s  # the history grew ...
     assert small <= active_s + 1000 and large <= active_l + 1000  # ... what is read did not
@@ -61,16 +61,17 @@ def test_opening_holds_the_active_memories_not_the_archive(tmp_path: pathlib.Pat
     store, records = _reopened(path)
     with store:
         stats = store.stats("default")["namespaces"]["default"]
-        assert stats["held"] == 0 and stats["archived"] > 5 * stats["active"]
+        assert store.resident("default") == {"default": 0}  # opening loaded nothing
+        assert stats["archived"] > 5 * stats["active"]
         records.memories_read = 0
         store.add("Ana's sister lives in Lyon now")
         assert records.memories_read <= stats["active"] + 5
-        assert store.stats("default")["namespaces"]["default"]["held"] == \
+        assert store.resident("default")["default"] == \
             store.stats("default")["namespaces"]["default"]["active"]
         # listing the archive reads it from the records, and holds none of it after
         archived = store.list(status="archived")
         assert len(archived) == store.stats("default")["namespaces"]["default"]["archived"]
-        assert store.stats("default")["namespaces"]["default"]["held"] == \
+        assert store.resident("default")["default"] == \
             store.stats("default")["namespaces"]["default"]["active"]
 
 

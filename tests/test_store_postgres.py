@@ -160,13 +160,14 @@ runner = CliRunner()
 def test_mars_migrate_names_and_brings_an_older_schema_up(
         postgres_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     MemoryStore.open(postgres_url, audit_key=KEY).close()
-    monkeypatch.setattr(pg, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(pg.MIGRATIONS, 1, lambda conn: conn.execute(
-        "CREATE INDEX memories_by_seq ON memories (seq)"))
+    current = pg.SCHEMA_VERSION  # a next version, one index more
+    monkeypatch.setattr(pg, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(pg.MIGRATIONS, current, lambda tx: tx._run(
+        "CREATE INDEX memories_by_weight ON memories (weight)"))
     with pytest.raises(CorruptStoreError, match="mars migrate --path"):
         MemoryStore.open(postgres_url, audit_key=KEY)
     out = runner.invoke(app, ["migrate", "--path", postgres_url], catch_exceptions=False)
-    assert out.exit_code == 0 and "migrated the schema from 1 to 2" in out.output
+    assert out.exit_code == 0 and f"migrated the schema from {current} to {current + 1}" in out.output
     out = runner.invoke(app, ["migrate", "--path", postgres_url], catch_exceptions=False)
     assert out.exit_code == 0 and "current; nothing to do" in out.output
     with MemoryStore.open(postgres_url, audit_key=KEY) as store:

@@ -167,8 +167,7 @@ _PROBE = textwrap.dedent("""
         store.render_context(query, namespace=name)
     all_s = time.perf_counter() - t0
     print(json.dumps({"open_read_s": first_s, "peak_rss_mb": first_mb, "all_s": all_s,
-                      "peak_rss_all_mb": peak_mb(), "held": store.stats()["namespaces"]
-                      .get(names[0], {}).get("active", 0)}))
+                      "peak_rss_all_mb": peak_mb(), "held": store.resident(names[0])[names[0]]}))
     store.close()
 """)
 

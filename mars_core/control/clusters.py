@@ -62,7 +62,7 @@ def cluster_words(cluster: Cluster) -> set[str]:
 
     Examples:
         >>> sorted(cluster_words(Cluster("1", "personal details", ("live",), (), 0.5, 0, 0)))
-        ['detail', 'liv', 'personal']
+        ['detail', 'live', 'person']
     """
     return content_words(" ".join([cluster.topic, *cluster.keywords]))
 

@@ -3,7 +3,7 @@ query decomposition and cosine similarity. No model, no randomness.
 
 Examples:
     >>> sorted(content_words("Where did Ana and Bo go hiking?"))
-    ['ana', 'bo', 'go', 'hik']
+    ['ana', 'bo', 'go', 'hike']
     >>> coverage("Where did Ana go hiking?", ["Ana went hiking in Sintra"])
     0.6667
     >>> decompose("What does Ana like and where does Bo work?")

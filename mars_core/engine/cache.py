@@ -95,15 +95,16 @@ class NamespaceCache:
         """The cached views of ``name``, if any (nothing is loaded)."""
         return self._cache.get(name)
 
-    def held(self, name: str) -> int:
-        """How many memories the cached views of ``name`` hold at this point of the call
-        (0: not cached); nothing is loaded."""
-        state = self._cache.get(name)
-        if state is None:
-            return 0
-        if name not in self._checked:
-            state.trim()
-        return state.held()
+    def resident(self, name: str | None = None) -> dict[str, int]:
+        """How many memories the cached views hold at this point of the call, of ``name``
+        (0: not cached) or of every cached namespace; nothing is loaded."""
+        out: dict[str, int] = {}
+        for ns in [name] if name is not None else sorted(self._cache):
+            state = self._cache.get(ns)
+            if state is not None and ns not in self._checked:
+                state.trim()
+            out[ns] = 0 if state is None else state.held()
+        return out
 
     def drop(self, name: str) -> None:
         """Forget a namespace's views (they are read again when next needed)."""

@@ -718,8 +718,7 @@ class Engine:
 
     def report(self, namespace: str | None) -> dict[str, Any]:
         """Counts, token use and configuration (of one namespace, or of all), read in one
-        snapshot of the records; ``held``: the memories this process holds of a
-        namespace (its active ones once it is loaded, 0 before)."""
+        snapshot of the records."""
         with self.records.read() as tx:
             totals = tx.totals(namespace)
             names = [namespace] if namespace is not None else list(totals)
@@ -736,8 +735,7 @@ class Engine:
                                                           "elastic": elastic.as_dict()}),
                            "tokens_by_type": {m.value: t.tokens_by_type.get(m, 0)
                                               for m in MemoryType},
-                           "step": record.step if record else 0,
-                           "held": self.cache.held(ns)}
+                           "step": record.step if record else 0}
             events = tx.audit_size()
         return {"records": self.records.name, "index": self.index.name,
                 "index_choice": self.note, "embedder": self.embedder.name,
