@@ -766,7 +766,7 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
                 quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
                 history: Annotated[str, typer.Option(
                     help="sections 5-8 (a long-lived user, many namespaces, the budget "
-                         "lifted, the agent loop): 'full', 'quick' or 'off'")] = "full",
+                         "lifted, the agent loop): 'full', 'medium', 'quick' or 'off'")] = "full",
                 out: OutOpt = None, progress: ProgressOpt = None,
                 as_json: JsonOpt = False) -> None:
     """What the storage costs: add, retrieve, observe and bulk ingest against raw chromadb,
@@ -778,10 +778,10 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
     kinds = tuple(i.strip() for i in indexes.split(",") if i.strip())
     if not kinds or set(kinds) - {"chroma", "numpy", "qdrant"}:
         raise _fail("--indexes takes chroma, numpy and qdrant, comma-separated")
-    plans = {"full": Plan(), "quick": Plan.quick(), "off": None}
-    if history not in plans:
-        raise _fail("--history takes full, quick or off")
-    plan = Plan.quick() if quick and history == "full" else plans[history]
+    try:
+        plan = Plan.quick() if quick and history == "full" else Plan.named(history)
+    except MarsError as exc:
+        raise _fail(str(exc), exc) from exc
     with _summary(as_json) as summary, _progress(progress, "bench store") as bar:
         summary.value = storage.main(out, n=n, big=big, namespaces=namespaces, quick=quick,
                                      indexes=kinds, plan=plan,  # type: ignore[arg-type]
@@ -865,7 +865,7 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
                    quick: Annotated[bool, typer.Option(help="a small smoke run")] = False,
                    history: Annotated[str, typer.Option(
                        help="bench store's sections 5-8 on PostgreSQL and the process-count "
-                            "row: 'full', 'quick' or 'off'")] = "full",
+                            "row: 'full', 'medium', 'quick' or 'off'")] = "full",
                    out: OutOpt = None, as_json: JsonOpt = False) -> None:
     """PostgreSQL + a Chroma server against the SQLite default: latency per call
     (interleaved, medians, ratios), adds/s of 1, 2, 4, 8 writer processes on distinct
@@ -879,13 +879,12 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
         counts = ()
     if not counts or min(counts) < 1:
         raise _fail("--writers takes positive numbers, comma-separated")
-    plans = {"full": Plan(), "quick": Plan.quick(), "off": None}
-    if history not in plans:
-        raise _fail("--history takes full, quick or off")
+    try:
+        plan = Plan.quick() if quick and history == "full" else Plan.named(history)
+    except MarsError as exc:
+        raise _fail(str(exc), exc) from exc
     with _summary(as_json) as summary:
-        summary.value = postgres.main(
-            out, quick=quick, writers=counts,
-            plan=Plan.quick() if quick and history == "full" else plans[history])
+        summary.value = postgres.main(out, quick=quick, writers=counts, plan=plan)
 
 
 @bench_app.command("policies")

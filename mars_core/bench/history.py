@@ -50,6 +50,7 @@ from typing import Any
 
 from mars_core.bench.together import together
 from mars_core.embeddings import HashingEmbedder
+from mars_core.errors import ValidationError
 from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
@@ -401,6 +402,27 @@ class Plan:
         """A smoke run's sizes (seconds, not hours)."""
         return cls(sizes=(300, 1_500), namespaces=4, turns=300, lifted=2_000, history=600,
                    rounds=20, probes=1)
+
+    @classmethod
+    def medium(cls) -> Plan:
+        """Sizes that fit half an hour of a shared 2-core machine: a user of 1,000 and
+        20,000 turns, 32 namespaces of 1,000 turns, 10,000 memories with the budget
+        lifted, an agent loop over 2,000 turns."""
+        return cls(sizes=(1_000, 20_000), namespaces=32, turns=1_000, lifted=10_000,
+                   history=2_000, rounds=50, probes=3)
+
+    @classmethod
+    def named(cls, name: str) -> Plan | None:
+        """The plan of a ``--history`` value: ``full``, ``medium``, ``quick`` or ``off``
+        (``None``).
+
+        Raises:
+            ValidationError: another name.
+        """
+        plans = {"full": cls(), "medium": cls.medium(), "quick": cls.quick(), "off": None}
+        if name not in plans:
+            raise ValidationError("--history takes full, medium, quick or off")
+        return plans[name]
 
 
 def run(plan: Plan, *, workdir: Path, where: Where | None = None,
