@@ -407,7 +407,8 @@ FITS: Final = Path(__file__).with_name("semantic_fits")
 """Fits shipped with the package (:func:`ship_fit`), one JSON file per embedder: a new
 process reads one instead of embedding the examples and fitting (for MiniLM, the
 embedding of the 278 statements was most of a first write's cost)."""
-_FIT_FORMAT: Final = 1
+_FIT_FORMAT: Final = 2
+"""The version of a shipped fit's file (2: the calibration's close threshold)."""
 
 
 def semantic_for(embedder: Embedder) -> SemanticSensitivity:
@@ -463,8 +464,10 @@ def shipped_fit(key: tuple[str, int, str]) -> SemanticSensitivity | None:
     try:
         doc = json.loads(_fit_path(key).read_text(encoding="utf-8"))
         weights = np.asarray(doc["weights"], dtype=np.float64)
-        calibration = Calibration(**{**doc["calibration"],
-                                     "center": tuple(doc["calibration"]["center"])})
+        fields = doc["calibration"]
+        if set(fields) != set(Calibration.__dataclass_fields__):
+            return None  # a field missing would read as its default: fit instead
+        calibration = Calibration(**{**fields, "center": tuple(fields["center"])})
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if weights.shape != (key[1] + 1, len(_LABELS)):
