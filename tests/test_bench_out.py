@@ -30,7 +30,7 @@ def test_a_string_path_is_created_with_its_parents(tmp_path: Path) -> None:
 
 RUNS: dict[str, Callable[[Path], Any]] = {
     "assistant": lambda out: assistant.main(out, embedder="hashing"),
-    "leakage": lambda out: leakage.main(out=out, turns=20),
+    "leakage": lambda out: leakage.main(out=out),
     "store": lambda out: storage.main(out, n=50, big=0, quick=True, indexes=("numpy",)),
     "policies": lambda out: run_policies(out=out, quick=True, reference=False),
     "fifa": lambda out: run_fifa(out, quick=True, progress=False, plots=False),

@@ -172,7 +172,7 @@ class OutputCheck:
         facts = self.facts()
         todo = [n for n in {n.id: n for n in nodes}.values() if n.id not in facts.verdicts]
         for n in todo:  # a paraphrase of an erased memory: nothing else matters
-            if n.signals.get(ERASED_SIGNAL, 0.0) >= self._strong():
+            if self._strongly_marked(n):
                 facts.verdicts[n.id] = self._erased(n)
         rest = [n for n in todo if n.id not in facts.verdicts]
         if not len(facts):
@@ -274,7 +274,7 @@ class OutputCheck:
     def withheld_before(self, node: MemoryNode) -> bool:
         """Whether ``node`` is withheld whatever the hook says (checked before a cut:
         without a hook, a memory that paraphrases an erased one)."""
-        return self.hook is None and node.signals.get(ERASED_SIGNAL, 0.0) >= self._strong()
+        return self.hook is None and self._strongly_marked(node)
 
     def shown(self, node: MemoryNode, section: Section = "evidence") -> Shown:
         """What may be shown of ``node`` (decided once per call).
@@ -308,6 +308,12 @@ class OutputCheck:
         out = self._apply(node, text, masker)
         self.decided[node.id] = out
         return out
+
+    def _strongly_marked(self, node: MemoryNode) -> bool:
+        """Whether an erasure marked ``node`` as a paraphrase (at the paraphrase
+        threshold or above; the calibration is read only for a marked memory)."""
+        mark = node.signals.get(ERASED_SIGNAL, 0.0)
+        return mark > 0.0 and mark >= self._strong()
 
     def _strong(self) -> float:
         return self.e.config.paraphrase_threshold or self._cal().paraphrase_threshold

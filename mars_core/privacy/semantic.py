@@ -57,6 +57,7 @@ import hashlib
 import json
 import math
 import re
+import weakref
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -423,7 +424,7 @@ def semantic_for(embedder: Embedder) -> SemanticSensitivity:
     Raises:
         ValidationError: the embedder returned vectors of the wrong shape.
     """
-    key = fit_key(embedder)
+    key = _key_of(embedder)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
@@ -435,6 +436,24 @@ def semantic_for(embedder: Embedder) -> SemanticSensitivity:
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return model
+
+
+_KEYS: weakref.WeakKeyDictionary[Embedder, tuple[str, int, str]] = weakref.WeakKeyDictionary()
+""":func:`fit_key` of each embedder instance seen (its probe embedded once, not per call)."""
+
+
+def _key_of(embedder: Embedder) -> tuple[str, int, str]:
+    """:func:`fit_key` of ``embedder``, computed once per instance (an instance that
+    cannot be weakly referenced is probed each time)."""
+    try:
+        key = _KEYS.get(embedder)
+    except TypeError:
+        return fit_key(embedder)
+    if key is None:
+        key = fit_key(embedder)
+        with _CACHE_LOCK:
+            _KEYS[embedder] = key
+    return key
 
 
 def fit_key(embedder: Embedder) -> tuple[str, int, str]:
