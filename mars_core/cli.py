@@ -1105,6 +1105,9 @@ def bench_fifa(  # noqa: PLR0917 (typer options are parameters)
                from_run: Annotated[Path | None, typer.Option(
                    "--from", help="with --regenerate-docs: the results.json of an earlier "
                                   "full run, instead of running the grid again")] = None,
+               quick_only: Annotated[bool, typer.Option(
+                   "--quick-only", help="with --regenerate-docs: rerun the quick grid only "
+                   "and keep the full grid's results file (and its commit)")] = False,
                docs: Annotated[Path | None, typer.Option(
                    "--docs", help="with --regenerate-docs: the docs/ directory (default: "
                                   "the checkout's)")] = None,
@@ -1113,8 +1116,8 @@ def bench_fifa(  # noqa: PLR0917 (typer options are parameters)
     from mars_core.bench.fifa import run_fifa
 
     if not regenerate_docs:
-        if from_run is not None or docs is not None:
-            raise _fail("--from and --docs go with --regenerate-docs")
+        if from_run is not None or docs is not None or quick_only:
+            raise _fail("--from, --quick-only and --docs go with --regenerate-docs")
         with _summary(as_json) as summary:
             summary.value = run_fifa(out, quick=quick, progress=_shown(progress),
                                      budget_mode="absolute" if absolute else "relative",
@@ -1124,11 +1127,13 @@ def bench_fifa(  # noqa: PLR0917 (typer options are parameters)
         raise _fail("--regenerate-docs runs the page's protocol (the full and the quick grid, "
                     "relative budgets, --paper-stored 64000): drop --quick, "
                     "--absolute-budgets and --paper-stored")
-    _regenerate_fifa(out, from_run, docs, _shown(progress))
+    if quick_only and from_run is not None:
+        raise _fail("--quick-only keeps the full grid's file: it takes no --from")
+    _regenerate_fifa(out, from_run, docs, _shown(progress), quick_only)
 
 
 def _regenerate_fifa(out: Path, from_run: Path | None, docs: Path | None,
-                     progress: bool) -> None:
+                     progress: bool, quick_only: bool) -> None:
     from mars_core.bench.fifa.docs import regenerate_docs
     from mars_core.bench.pages import docs_dir, read_results
 
@@ -1137,7 +1142,8 @@ def _regenerate_fifa(out: Path, from_run: Path | None, docs: Path | None,
         full = read_results(from_run) if from_run is not None else None
         if full is not None and "cells" not in full:
             raise _fail(f"{from_run} has no cells: pass the results.json of a full run")
-        done = regenerate_docs(where, full_results=full, progress=progress, out=out)
+        done = regenerate_docs(where, full_results=full, progress=progress, out=out,
+                               quick_only=quick_only)
     except MarsError as exc:
         raise _fail(str(exc), exc) from exc
     _say(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/fifa.json "

@@ -117,3 +117,21 @@ def test_a_moved_figure_is_named() -> None:
         f"{key} composite: page {page['cells'][key]['composite']}, code -1.0"]
     fewer = {**page, "cells": {k: v for k, v in page["cells"].items() if k != key}}
     assert fifa_docs.quick_diff(page, fewer) == [f"{key}: not run by the code"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--quick-only"], "go with --regenerate-docs"),
+    (["--regenerate-docs", "--quick-only", "--from", "results.json"], "it takes no --from"),
+    (["--regenerate-docs", "--quick"], "runs the page's protocol"),
+])
+def test_fifa_regeneration_refuses_what_it_cannot_do(tmp_path: Path, args: list[str],
+                                                      says: str) -> None:
+    """Refused before anything runs or is written (usage errors)."""
+    from typer.testing import CliRunner
+
+    from mars_core.cli import app
+
+    before = (DOCS / "benchmarks" / "results" / "fifa_quick.json").read_bytes()
+    out = CliRunner().invoke(app, ["bench", "fifa", "--out", str(tmp_path / "o"), *args])
+    assert out.exit_code == 2 and says in out.output
+    assert (DOCS / "benchmarks" / "results" / "fifa_quick.json").read_bytes() == before

@@ -383,7 +383,8 @@ def summary_rows(full: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def regenerate_docs(docs: Path, *, full_results: Mapping[str, Any] | None = None,
                     workers: int | None = None, progress: bool = True,
-                    out: Path | None = None, command: str = COMMAND) -> dict[str, Any]:
+                    out: Path | None = None, command: str = COMMAND,
+                    quick_only: bool = False) -> dict[str, Any]:
     """Run (or take) the full grid, run the quick grid, write both results files, redraw the
     figures and rewrite the pages' generated blocks.
 
@@ -395,6 +396,9 @@ def regenerate_docs(docs: Path, *, full_results: Mapping[str, Any] | None = None
         progress: tqdm bars.
         out: where the full run writes its own files.
         command: recorded in the results files.
+        quick_only: keep the full grid's results file as it is (its commit says when it
+            ran; its figures are not redrawn) and run the quick grid only — when the full
+            grid (hours on two cores) cannot run again now.
 
     Returns:
         ``{"full": compact results, "quick": quick results, "pages": [pages written]}``.
@@ -402,6 +406,8 @@ def regenerate_docs(docs: Path, *, full_results: Mapping[str, Any] | None = None
     from mars_core.bench.fifa import run_fifa
 
     stamp = provenance(command, docs)
+    if quick_only:
+        return _regenerate_quick(docs, stamp, workers or 2, progress)
     if full_results is None:
         with tempfile.TemporaryDirectory() as tmp:
             full_results = run_fifa(out or Path(tmp), progress=progress, workers=workers,
@@ -414,6 +420,21 @@ def regenerate_docs(docs: Path, *, full_results: Mapping[str, Any] | None = None
     quick = write_results(docs / QUICK_FILE, quick)
     img = docs / "benchmarks" / "img"
     plot(full_results, full_results["cells"], img)
+    pages = []
+    for page, blocks in ((PAGE, page_blocks(full, quick)), (REPRO, repro_blocks(full, quick))):
+        path = docs / page
+        path.write_text(splice(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
+        pages.append(str(page))
+    pages = list(dict.fromkeys([*pages, *regenerate_summary(docs)]))
+    return {"full": full, "quick": quick, "pages": pages}
+
+
+def _regenerate_quick(docs: Path, stamp: Mapping[str, Any], workers: int,
+                      progress: bool) -> dict[str, Any]:
+    """The quick grid run again and the pages rendered with the full grid kept."""
+    full = read_results(docs / FULL_FILE)
+    quick = write_results(docs / QUICK_FILE,
+                          {**quick_run(workers=workers, progress=progress), **stamp})
     pages = []
     for page, blocks in ((PAGE, page_blocks(full, quick)), (REPRO, repro_blocks(full, quick))):
         path = docs / page
