@@ -508,6 +508,12 @@ READ: list[Case] = [
     *_ns_cases("explain", lambda w, v: w.store.explain(w.a, namespace=v)),
     *_ns_cases("policy_for", lambda w, v: w.store.policy_for(v)),
     *_ns_cases("stats", lambda w, v: w.store.stats(v)),
+    *_ns_cases("resident", lambda w, v: w.store.resident(v)),
+    *_ns_cases("check_output", lambda w, v: w.store.check_output([], namespace=v)),
+    *_cases_for("check_output-nodes", {"none": None, "int": 5, "string": "abc",
+                                       "object": OPAQUE, "item-int": [5], "item-dict": [{}],
+                                       "item-id": ["x"]},
+                V, lambda w, v: w.store.check_output(v)),
     *_ns_cases("preferences", lambda w, v: w.store.preferences(v)),
     *_ns_cases("receipt", lambda w, v: w.store.receipt(v)),
     *_cases_for("verify-expected-head", {

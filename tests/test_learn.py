@@ -154,7 +154,9 @@ def test_learned_policy_keeps_what_the_model_values(tmp_path: Path) -> None:
 def test_retrieval_reranker_reorders_store_hits() -> None:
     log = FeatureLog()
     with MemoryStore(budget=10_000, embedder=HashingEmbedder(dim=64)) as store:
-        for text in FACTS[:5] + CHAT[:5]:
+        # two near misses besides the chat (phatic chat ranks under any hit now)
+        for text in FACTS[:5] + CHAT[:5] + ["Ana: my dog sleeps all day",
+                                            "Bo: we might move the party to Friday"]:
             store.add(text)
         hits = store.retrieve("Where did Ana move with her dog Rex?", budget_tokens=10_000,
                               read_only=True, relative_cutoff=0)  # all candidates
