@@ -167,7 +167,8 @@ def test_mars_migrate_names_and_brings_an_older_schema_up(
     with pytest.raises(CorruptStoreError, match="mars migrate --path"):
         MemoryStore.open(postgres_url, audit_key=KEY)
     out = runner.invoke(app, ["migrate", "--path", postgres_url], catch_exceptions=False)
-    assert out.exit_code == 0 and f"migrated the schema from {current} to {current + 1}" in out.output
+    assert out.exit_code == 0
+    assert f"migrated the schema from {current} to {current + 1}" in out.output
     out = runner.invoke(app, ["migrate", "--path", postgres_url], catch_exceptions=False)
     assert out.exit_code == 0 and "current; nothing to do" in out.output
     with MemoryStore.open(postgres_url, audit_key=KEY) as store:
