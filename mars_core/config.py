@@ -123,6 +123,18 @@ class RetrievalConfig(_Config):
         description="Weight of the deterministic answerability rerank (entity, speaker and "
         "temporal cues minus a phatic penalty; DMF §9.3 step 4) added to the hybrid score.",
     )
+    speaker_weight: float = Field(
+        0.25, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="Extra weight of the answerability rerank's speaker cue: a memory said by "
+        "someone the query names ('What did Nate cook?' and a turn Nate said) gains this on "
+        "top of its share of `cue_weight`.",
+    )
+    date_weight: float = Field(
+        0.3, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="Added to the score of a memory made in the calendar time the query names "
+        "('in July 2023', 'on 13 October, 2023', 'in June'; mars_core.frame.time_window) or up "
+        "to a week after it (what happened is often told a few days later).",
+    )
     card_weight: float = Field(
         1.0, ge=0.0, le=10.0, allow_inf_nan=False,
         description="Weight of the symbolic card channel (DMF §9.3; mars_core.frame): a "
