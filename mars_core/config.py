@@ -97,8 +97,12 @@ class RetrievalConfig(_Config):
     questions, evidence F1 at a 128-token budget; parameters chosen
     leave-one-conversation-out, docs/benchmarks/evidence.md): 0.3 · cosine + 0.7 · BM25,
     plus 0.3 · the answerability rerank, and a relative cut-off at 0.85 of the best score.
-    ``RetrievalConfig(dense_weight=0.5, cue_weight=0, relative_cutoff=0)`` is the plain
-    hybrid that fills the budget. Two parameter-free choices measured on the path users run
+    Two rules read the question against what the store knows of a memory (issue 31,
+    measured on the users' path with leave-one-conversation-out figures beside): + 0.25
+    when the question names the memory's speaker (``speaker_weight``), + 0.3 when the
+    memory was made in the calendar time the question names (``date_weight``).
+    ``RetrievalConfig(dense_weight=0.5, cue_weight=0, speaker_weight=0, date_weight=0,
+    relative_cutoff=0)`` is the plain hybrid that fills the budget. Two parameter-free choices measured on the path users run
     (``observe`` with the default budget; docs/benchmarks/evidence.md) are on by default:
     a question and its reply form one unit (``reply_units``), and the archive is a second
     tier (``search_archive``); and the symbolic card channel of DMF §9.3 (``card_weight``,
