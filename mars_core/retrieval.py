@@ -434,6 +434,7 @@ def rank(
     alpha = cfg.dense_weight
     named = time_window(q.text) if cfg.date_weight > 0 else None
     scores: dict[str, tuple[float, float, float]] = {}
+    voiced: dict[str, float] = {}  # the speaker term: a memory's own, never lent
     for nid in candidates:
         node = state.node(nid)
         d = cosine.get(nid, 0.0)
@@ -441,15 +442,18 @@ def rank(
         score = alpha * d + (1 - alpha) * lx
         if score > _EPS and (cfg.cue_weight > 0 or cfg.speaker_weight > 0):
             a = answerability(q.text, node.content, node.speaker)
-            score += cfg.cue_weight * cue_score(a) + cfg.speaker_weight * a.speaker
+            score += cfg.cue_weight * cue_score(a)
+            voiced[nid] = cfg.speaker_weight * a.speaker
         if named is not None and score > _EPS and named.holds(node.created_at):
             score += cfg.date_weight
-        score += card.get(nid, 0.0)
-        scores[nid] = (score, d, lx)
-    own = {nid: score for nid, (score, _, _) in scores.items()}
-    for lender, borrower in units:  # the borrower scores at least as the lender
-        if own[lender] > scores[borrower][0]:  # own scores: nothing is passed on twice
-            scores[borrower] = (own[lender], *scores[borrower][1:])
+        scores[nid] = (score + card.get(nid, 0.0) + voiced.get(nid, 0.0), d, lx)
+    # the borrower scores at least as the lender, without the lender's speaker term (who
+    # said the question is not who said the reply); own scores: nothing is passed on twice
+    own = {nid: score - voiced.get(nid, 0.0) for nid, (score, _, _) in scores.items()}
+    for lender, borrower in units:
+        lent = own[lender] + voiced.get(borrower, 0.0)
+        if lent > scores[borrower][0]:
+            scores[borrower] = (lent, *scores[borrower][1:])
     # nothing in common with the query: not a hit, however empty the budget
     hits = [Hit(node := state.node(nid), score, d, lx, node.status is MemoryStatus.ARCHIVED,
                 card.get(nid, 0.0), nid in specific)

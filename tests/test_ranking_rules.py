@@ -59,6 +59,23 @@ def test_the_named_speakers_turn_stands_alone_above_the_cutoff(make_store) -> No
     assert [h.node.speaker for h in plain.retrieve(question, read_only=True)] == ["Nate", "Ana"]
 
 
+def test_a_question_lends_its_score_to_the_reply_but_not_its_speaker_term(make_store) -> None:
+    """Ana asks, Bo replies (one unit: the reply scores at least as the question). The
+    question names Ana: her turn gains the speaker term; Bo's reply borrows her score
+    without it — who asked is not who answered — so on LoCoMo the other speaker's replies
+    to the named speaker's questions do not come along above the cut-off."""
+    store = make_store()
+    store.observe("user", "I went hiking in the hills last week, have you been hiking?",
+                  speaker="Ana", conversation_id="c")
+    store.observe("user", "Not lately, work is busy", speaker="Bo", conversation_id="c")
+    hits = {h.node.speaker: h.score for h in store.retrieve(
+        "Where did Ana go hiking?", relative_cutoff=0, read_only=True)}
+    weight = store.config.retrieval.speaker_weight
+    assert hits["Bo"] == pytest.approx(hits["Ana"] - weight)
+    assert [h.node.speaker for h in store.retrieve("Where did Ana go hiking?",
+                                                   read_only=True)] == ["Ana"]
+
+
 # --- the calendar time a question names ----------------------------------------------------
 
 @pytest.mark.parametrize(("query", "start", "end", "month"), [

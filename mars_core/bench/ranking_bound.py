@@ -25,9 +25,11 @@ candidates are taken with both rules off, each hit re-scored offline as ``score 
 speaker_weight · [the question names the hit's speaker] + date_weight · [the hit was made
 in the time the question names]`` for every pair of :data:`RULE_GRID`, cut at 0.85 of the
 best and filled into 128 words; per held-out conversation, the pair with the best F1 on
-the other conversations is read on it (:func:`rules`). An offline re-scoring: the reply a
-question lends its score to does not gain the question's bonus here, as it does in the
-store; the users' path measures the shipped weights themselves.
+the other conversations is read on it (:func:`rules`). An offline re-scoring of the
+candidates (per turn, its best hit), not the store's ranking: the cut-off here is per
+turn, not per unit of evidence, and a date term the store lends to a reply is not lent
+here; the users' path measures the shipped weights themselves, and its gain is smaller
+(docs/benchmarks/evidence.md).
 
 ``python -m mars_core.bench.ranking_bound PATH [--context] [--rules]`` prints the figures
 as JSON.
