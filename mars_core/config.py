@@ -97,9 +97,14 @@ class RetrievalConfig(_Config):
     questions, evidence F1 at a 128-token budget; parameters chosen
     leave-one-conversation-out, docs/benchmarks/evidence.md): 0.3 · cosine + 0.7 · BM25,
     plus 0.3 · the answerability rerank, and a relative cut-off at 0.85 of the best score.
-    ``RetrievalConfig(dense_weight=0.5, cue_weight=0, relative_cutoff=0)`` is the plain
-    hybrid that fills the budget. Two parameter-free choices measured on the path users run
-    (``observe`` with the default budget; docs/benchmarks/evidence.md) are on by default:
+    Two rules read the question against what the store knows of a memory (issue 31,
+    measured on the users' path with leave-one-conversation-out figures beside): + 0.25
+    when the question names the memory's speaker (``speaker_weight``), + 0.3 when the
+    memory was made in the calendar time the question names (``date_weight``).
+    ``RetrievalConfig(dense_weight=0.5, cue_weight=0, speaker_weight=0, date_weight=0,
+    relative_cutoff=0)`` is the plain hybrid that fills the budget. Two parameter-free
+    choices measured on the path users run (``observe`` with the default budget;
+    docs/benchmarks/evidence.md) are on by default:
     a question and its reply form one unit (``reply_units``), and the archive is a second
     tier (``search_archive``); and the symbolic card channel of DMF §9.3 (``card_weight``,
     :mod:`mars_core.frame`) finds the extracted fact that answers a question's frame.
@@ -122,6 +127,20 @@ class RetrievalConfig(_Config):
         0.3, ge=0.0, le=1.0,
         description="Weight of the deterministic answerability rerank (entity, speaker and "
         "temporal cues minus a phatic penalty; DMF §9.3 step 4) added to the hybrid score.",
+    )
+    speaker_weight: float = Field(
+        0.25, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="Extra weight of the answerability rerank's speaker cue: a memory said by "
+        "someone the query names ('What did Nate cook?', 'Nate's dish' and a turn Nate said) "
+        "gains this on top of its share of `cue_weight`; a reply borrowing its question's "
+        "score (`reply_units`) does not borrow this term. 0 turns the rule off.",
+    )
+    date_weight: float = Field(
+        0.3, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="Added to the score of a memory made in the calendar time the query names "
+        "('in July 2023', 'on 13 October, 2023', 'in June'; mars_core.frame.time_window) or up "
+        "to a week after it (what happened is often told a few days later). 0 turns the rule "
+        "off.",
     )
     card_weight: float = Field(
         1.0, ge=0.0, le=10.0, allow_inf_nan=False,

@@ -31,8 +31,10 @@ Examples:
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Final
 
@@ -40,8 +42,8 @@ from mars_core.analysis import STOPWORDS
 from mars_core.extract import NON_NAMES, RELATION_WORDS, Topic
 from mars_core.nlp.rules import normalise_apostrophes
 
-__all__ = ["CARD_WEIGHTS", "QueryFrame", "answers", "card_classes", "parse_query",
-           "symbolic_score"]
+__all__ = ["CARD_WEIGHTS", "WINDOW_SLACK", "QueryFrame", "TimeWindow", "answers",
+           "card_classes", "parse_query", "symbolic_score", "time_window"]
 
 CARD_WEIGHTS: Final = (0.9, 0.55, 1.2, 1.35, 0.2)
 """DMF Table 4's symbolic card weights: entity, subject, predicate, answer type, fields
@@ -252,3 +254,97 @@ def answers(frame: QueryFrame, topic: Topic, *, specific: bool = False) -> bool:
     """
     matched = frame.predicates & card_classes(topic)
     return _subject_matches(frame, topic) and bool(matched - _MANY if specific else matched)
+
+
+# --- the time a question names -------------------------------------------------------------
+
+WINDOW_SLACK: Final = timedelta(days=7)
+"""How long after a named time a memory still counts as told in it: what happened "in
+June" is often told in the first days of July ("last week")."""
+
+_MONTHS: Final = ("january", "february", "march", "april", "may", "june", "july", "august",
+                  "september", "october", "november", "december")
+_MONTH: Final = r"(" + "|".join(m[:3] + f"(?:{m[3:]})?" if len(m) > 3 else m for m in _MONTHS
+                                ).replace("sep(?:", "sep(?:t|") + r")\.?"
+_WINDOWS: Final = (  # (kind, pattern), most specific first
+    ("mdy", re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)),
+    ("dmy", re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b",
+                       re.I)),
+    ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
+    ("my", re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b", re.I)),
+    ("m", re.compile(rf"\b(?:in|during|since|throughout)\s+(?:early\s+|late\s+|mid-?)?{_MONTH}"
+                     r"(?![\w-])", re.I)),
+    ("y", re.compile(r"\b(?:in|during|throughout)\s+((?:19|20)\d\d)\b", re.I)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """A time a question names, resolved to a span of the calendar.
+
+    Attributes:
+        start: the first instant (aware UTC), or None for a month of any year.
+        end: the instant after the last (exclusive).
+        month: the month (1–12) when the question names one without a year ("in June").
+
+    Examples:
+        >>> w = time_window("What did Ana paint in July 2023?")
+        >>> w.start.isoformat(), w.end.isoformat()
+        ('2023-07-01T00:00:00+00:00', '2023-08-01T00:00:00+00:00')
+        >>> w.holds(datetime(2023, 8, 3, tzinfo=UTC)), w.holds(datetime(2023, 9, 1, tzinfo=UTC))
+        (True, False)
+    """
+
+    start: datetime | None
+    end: datetime | None
+    month: int | None = None
+
+    def holds(self, when: datetime, slack: timedelta = WINDOW_SLACK) -> bool:
+        """Whether a memory made at ``when`` was made in the window or up to ``slack``
+        after it."""
+        if self.month is not None:
+            return (when.month == self.month or (when - slack).month == self.month)
+        assert self.start is not None and self.end is not None
+        return self.start <= when < self.end + slack
+
+
+def _month(name: str) -> int:
+    return [m[:3] for m in _MONTHS].index(name[:3].lower()) + 1
+
+
+@lru_cache(maxsize=4096)
+def time_window(query: str) -> TimeWindow | None:
+    """The calendar time ``query`` names — a day ("on 13 October, 2023", "October 13,
+    2023", "2023-10-13"), a month ("in July 2023", "in June": that month of any year) or a
+    year ("in 2022") — or None. Relative times ("last week") are not resolved: a question
+    has no date of its own to resolve them against.
+
+    Examples:
+        >>> time_window("When did Melanie go camping in June?").month
+        6
+        >>> time_window("What did Gina find on 1 February, 2023?").start.day
+        1
+        >>> time_window("What did Gina find last week?") is None
+        True
+    """
+    for kind, rx in _WINDOWS:
+        if (m := rx.search(query)) is None:
+            continue
+        try:
+            if kind in ("mdy", "dmy", "iso"):
+                y, mo, d = ((int(m[3]), _month(m[1]), int(m[2])) if kind == "mdy" else
+                            (int(m[3]), _month(m[2]), int(m[1])) if kind == "dmy" else
+                            (int(m[1]), int(m[2]), int(m[3])))
+                day = datetime(y, mo, d, tzinfo=UTC)
+                return TimeWindow(day, day + timedelta(days=1))
+        except ValueError:  # "February 30, 2023": no such day
+            return None
+        if kind == "my":
+            y, mo = int(m[2]), _month(m[1])
+            first = datetime(y, mo, 1, tzinfo=UTC)
+            return TimeWindow(first, first + timedelta(days=calendar.monthrange(y, mo)[1]))
+        if kind == "m":
+            return TimeWindow(None, None, _month(m[1]))
+        y = int(m[1])
+        return TimeWindow(datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC))
+    return None

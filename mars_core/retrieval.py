@@ -7,11 +7,16 @@ The fused score of a candidate is ``α·cos + (1-α)·bm25/max_bm25 + w·A(q, m)
 answerability rerank of DMF §9.3 step 4 (:func:`answerability`): entity overlap with the
 query, the query naming the memory's speaker, a temporal question meeting a temporal
 expression, minus a penalty for phatic turns (greetings, thanks, bare acknowledgements).
-Hits scoring below ``relative_cutoff`` × the best score are dropped (a relative score
-cut-off: a short list of strong hits beats filling the budget with weak ones); packing
-then walks the survivors by score and keeps each one that still fits the token budget
-(up to ``k`` memories). The defaults were chosen leave-one-conversation-out on LoCoMo
-(``mars bench locomo``, docs/benchmarks/evidence.md).
+Two more terms read the question against what the store knows of each memory (issue 31):
+``speaker_weight`` × the speaker cue again — the question names who said the memory
+("What did Nate cook?", possessives included) — and ``date_weight`` when the memory was
+made in the calendar time the question names ("in July 2023", "on 13 October, 2023";
+:func:`mars_core.frame.time_window`) or up to a week after it. Hits scoring below
+``relative_cutoff`` × the best score are dropped (a relative score cut-off: a short list
+of strong hits beats filling the budget with weak ones); packing then walks the survivors
+by score and keeps each one that still fits the token budget (up to ``k`` memories). The
+defaults were chosen leave-one-conversation-out on LoCoMo (``mars bench locomo``,
+docs/benchmarks/evidence.md).
 
 Examples:
     >>> q = Query(text="tea", namespace="ns", max_sensitivity=0.5)
@@ -39,9 +44,10 @@ from mars_core.analysis import STOPWORDS, terms
 from mars_core.config import RetrievalConfig
 from mars_core.engine.namespace import NamespaceState, card_topic
 from mars_core.errors import ValidationError
-from mars_core.frame import answers, parse_query, symbolic_score
+from mars_core.frame import answers, parse_query, symbolic_score, time_window
 from mars_core.index.base import And, Eq, Filter, In, IndexCapabilities, Range, exact_cosines
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
+from mars_core.nlp.rules import normalise_apostrophes
 from mars_core.scope import check_jurisdictions, covers
 from mars_core.storage.base import TermHits, TermQuery
 
@@ -239,10 +245,15 @@ class Answerability:
     phatic: float
 
 
+def _bare(word: str) -> str:
+    """A word lower-cased without its possessive ("Nate's", "James'" -> "nate", "james")."""
+    return word.lower().removesuffix("'s").rstrip("'")
+
+
 @lru_cache(maxsize=4096)
 def _query_cues(query: str) -> tuple[frozenset[str], bool]:
-    names = frozenset(w.lower() for w in _CAP.findall(query)
-                      if w.lower() not in _QWORDS and w.lower() not in STOPWORDS)
+    names = frozenset(n for w in _CAP.findall(normalise_apostrophes(query))
+                      if (n := _bare(w)) and n not in _QWORDS and n not in STOPWORDS)
     return names, _TEMPORAL_Q.search(query) is not None
 
 
@@ -277,8 +288,9 @@ def answerability(query: str, text: str, speaker: str | None = None) -> Answerab
 def _text_cues(text: str) -> tuple[str | None, frozenset[str], bool, bool]:
     """The query-independent cues of a memory's text (cached: contents never change)."""
     said_by, body = _speaker_and_body(text)
-    low = body.lower()
-    return (said_by, frozenset(re.findall(r"[\w'\-]+", low)), _phatic_cue(text),
+    low = normalise_apostrophes(body).lower()
+    found = re.findall(r"[\w'\-]+", low)
+    return (said_by, frozenset(found) | {_bare(w) for w in found}, _phatic_cue(text),
             _TEMPORAL_M.search(low) is not None)
 
 
@@ -420,21 +432,28 @@ def rank(
     cosine = dict(zip(have, exact_cosines([stored[i] for i in have], qvec), strict=True))
     top = found.best  # a filter or a window leaves out, it does not rescale
     alpha = cfg.dense_weight
+    named = time_window(q.text) if cfg.date_weight > 0 else None
     scores: dict[str, tuple[float, float, float]] = {}
+    voiced: dict[str, float] = {}  # the speaker term: a memory's own, never lent
     for nid in candidates:
         node = state.node(nid)
         d = cosine.get(nid, 0.0)
         lx = lexical_scores.get(nid, 0.0) / top if top > 0 else 0.0
         score = alpha * d + (1 - alpha) * lx
-        if cfg.cue_weight > 0 and score > _EPS:
-            score += cfg.cue_weight * cue_score(answerability(q.text, node.content,
-                                                              node.speaker))
-        score += card.get(nid, 0.0)
-        scores[nid] = (score, d, lx)
-    own = {nid: score for nid, (score, _, _) in scores.items()}
-    for lender, borrower in units:  # the borrower scores at least as the lender
-        if own[lender] > scores[borrower][0]:  # own scores: nothing is passed on twice
-            scores[borrower] = (own[lender], *scores[borrower][1:])
+        if score > _EPS and (cfg.cue_weight > 0 or cfg.speaker_weight > 0):
+            a = answerability(q.text, node.content, node.speaker)
+            score += cfg.cue_weight * cue_score(a)
+            voiced[nid] = cfg.speaker_weight * a.speaker
+        if named is not None and score > _EPS and named.holds(node.created_at):
+            score += cfg.date_weight
+        scores[nid] = (score + card.get(nid, 0.0) + voiced.get(nid, 0.0), d, lx)
+    # the borrower scores at least as the lender, without the lender's speaker term (who
+    # said the question is not who said the reply); own scores: nothing is passed on twice
+    own = {nid: score - voiced.get(nid, 0.0) for nid, (score, _, _) in scores.items()}
+    for lender, borrower in units:
+        lent = own[lender] + voiced.get(borrower, 0.0)
+        if lent > scores[borrower][0]:
+            scores[borrower] = (lent, *scores[borrower][1:])
     # nothing in common with the query: not a hit, however empty the budget
     hits = [Hit(node := state.node(nid), score, d, lx, node.status is MemoryStatus.ARCHIVED,
                 card.get(nid, 0.0), nid in specific)
@@ -538,17 +557,19 @@ def pack(hits: Iterable[Hit], budget_tokens: int, k: int | None) -> list[Hit]:
 def relevance(hit: Hit, config: RetrievalConfig) -> float:
     """A hit's fused score on the [0, 1] scale retrievers report (LangChain's and
     LlamaIndex's users read a score as a similarity): the score divided by the most a
-    score can be under ``config`` — ``1 + cue_weight + card_weight`` (cosine and the
-    normalised BM25 are at most 1 between them; the cue and card terms at most their
-    weights) — so the order of the hits is kept, and a memory that matches on every
-    channel scores 1.
+    score can be under ``config`` — ``1 + cue_weight + speaker_weight + date_weight +
+    card_weight`` (cosine and the normalised BM25 are at most 1 between them; the cue,
+    speaker, date and card terms at most their weights) — so the order of the hits is
+    kept, and a memory that matches on every channel scores 1.
 
     Examples:
         >>> from mars_core.config import RetrievalConfig
         >>> from mars_core.model import MemoryNode
         >>> hit = Hit(MemoryNode.model_construct(id="a"), 1.09, 0.9, 1.0)
-        >>> relevance(hit, RetrievalConfig(cue_weight=0.3, card_weight=0.0))
-        0.8384615384615385
+        >>> relevance(hit, RetrievalConfig(cue_weight=0.3, speaker_weight=0.25,
+        ...                                date_weight=0.3, card_weight=0.0))
+        0.5891891891891892
     """
-    top = 1.0 + max(0.0, config.cue_weight) + max(0.0, config.card_weight)
+    top = 1.0 + max(0.0, config.cue_weight) + max(0.0, config.speaker_weight) \
+        + max(0.0, config.date_weight) + max(0.0, config.card_weight)
     return min(1.0, max(0.0, hit.score / top))

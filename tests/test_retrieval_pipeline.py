@@ -42,6 +42,7 @@ def test_the_defaults_are_the_measured_pipeline() -> None:
     cfg = RetrievalConfig()
     assert (cfg.dense_weight, cfg.cue_weight, cfg.relative_cutoff) == (0.3, 0.3, 0.85)
     assert (cfg.bm25_k1, cfg.bm25_b) == (0.9, 0.4)  # Lucene's and Anserini's defaults
+    assert (cfg.speaker_weight, cfg.date_weight) == (0.25, 0.3)  # issue 31, item 3
 
 
 STORY = ("We finally went camping by the lake last weekend with the kids, the campfire and "

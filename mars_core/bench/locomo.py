@@ -574,7 +574,8 @@ def _aggregate(method: str, task: str, counter: str, budget: int,
 
 STORE_PIPELINES: dict[str, dict[str, float]] = {
     "mars-store": {},  # RetrievalConfig() as shipped
-    "mars-store-plain": {"dense_weight": 0.5, "cue_weight": 0.0, "relative_cutoff": 0.0},
+    "mars-store-plain": {"dense_weight": 0.5, "cue_weight": 0.0, "speaker_weight": 0.0,
+                         "date_weight": 0.0, "relative_cutoff": 0.0},
 }
 
 

@@ -19,7 +19,20 @@ Each fitted ranking is read with no cut-off and with a cut-off at ``c`` × the b
 probability. Nothing here is shipped or used by the store: it measures a bound
 (docs/benchmarks/evidence.md, "Against the targets").
 
-``python -m mars_core.bench.ranking_bound PATH [--context]`` prints the figures as JSON.
+With ``--rules`` it also chooses the weights of issue 31's two ranking rules
+(``RetrievalConfig.speaker_weight`` and ``date_weight``) leave-one-conversation-out: the
+candidates are taken with both rules off, each hit re-scored offline as ``score +
+speaker_weight · [the question names the hit's speaker] + date_weight · [the hit was made
+in the time the question names]`` for every pair of :data:`RULE_GRID`, cut at 0.85 of the
+best and filled into 128 words; per held-out conversation, the pair with the best F1 on
+the other conversations is read on it (:func:`rules`). An offline re-scoring of the
+candidates (per turn, its best hit), not the store's ranking: the cut-off here is per
+turn, not per unit of evidence, and a date term the store lends to a reply is not lent
+here; the users' path measures the shipped weights themselves, and its gain is smaller
+(docs/benchmarks/evidence.md).
+
+``python -m mars_core.bench.ranking_bound PATH [--context] [--rules]`` prints the figures
+as JSON.
 
 Examples:
     >>> oracle_recall([{"conv": "c", "gold": ["a"], "hits": [{"t": "b"}, {"t": "a"}]}],
@@ -42,24 +55,31 @@ from mars_core.bench.locomo_data import load_locomo
 from mars_core.bench.users_path import _turn_of, fill_words, ingest
 from mars_core.embeddings import Embedder
 from mars_core.errors import ExtraNotInstalledError
+from mars_core.frame import time_window
+from mars_core.retrieval import answerability
 
-__all__ = ["candidates", "fitted", "main", "oracle_recall"]
+__all__ = ["RULE_GRID", "candidates", "fitted", "main", "oracle_recall", "rules"]
 
 Item = dict[str, Any]
 WORDS = 128
 TOP = 20
 CUTS = (0.0, 0.5, 0.6, 0.7)
+RULE_GRID: tuple[tuple[float, float], ...] = tuple(
+    (s, d) for s in (0.0, 0.1, 0.2, 0.25, 0.3, 0.4) for d in (0.0, 0.2, 0.3, 0.5, 0.7))
+"""The ``(speaker_weight, date_weight)`` pairs :func:`rules` chooses among."""
 
 
-def candidates(data: Sequence[L.ConvData], embedder: Embedder, k: int = 60
+def candidates(data: Sequence[L.ConvData], embedder: Embedder, k: int = 60,
+               retrieval: dict[str, Any] | None = None
                ) -> tuple[list[Item], dict[str, dict[str, int]], dict[str, dict[str, str]]]:
-    """Each question's ``k`` best hits on the users' path (in RAM), with their signals;
-    and the turns' word counts and texts per conversation."""
+    """Each question's ``k`` best hits on the users' path (in RAM), with their signals,
+    speaker and time; and the turns' word counts and texts per conversation.
+    ``retrieval``: the store's retrieval configuration (None: the defaults)."""
     from mars_core.store import MemoryStore
 
     items: list[Item] = []
     for cd in data:
-        with MemoryStore(embedder=embedder, seed=0) as store:
+        with MemoryStore(embedder=embedder, seed=0, retrieval=retrieval or {}) as store:
             ing = ingest(cd, store)
             for q in cd.questions:
                 hits = store.retrieve(q.question, budget_tokens=10**6, relative_cutoff=0,
@@ -67,7 +87,8 @@ def candidates(data: Sequence[L.ConvData], embedder: Embedder, k: int = 60
                 items.append({"conv": cd.conv.sample_id, "q": q.question,
                               "gold": list(q.evidence), "hits": [
                                   {"t": _turn_of(h.node, ing.turn_of), "s": h.score,
-                                   "d": h.dense, "l": h.lexical, "a": h.archived}
+                                   "d": h.dense, "l": h.lexical, "a": h.archived,
+                                   "who": h.node.speaker, "at": h.node.created_at}
                                   for h in hits]})
     words = {cd.conv.sample_id: dict(zip(cd.ids, (int(c) for c in cd.cost["words"]),
                                          strict=True)) for cd in data}
@@ -158,6 +179,49 @@ def fitted(items: Sequence[Item], words: dict[str, dict[str, int]],
     return out
 
 
+def _rescored(it: Item, speaker: float, date: float) -> list[tuple[float, str]]:
+    """A question's hits re-scored with the two rules' weights (best first, per turn)."""
+    window = time_window(it["q"])
+    best: dict[str, float] = {}
+    for h in it["hits"]:
+        if h["t"]:
+            s = h["s"] + speaker * answerability(it["q"], "", h["who"]).speaker
+            s += date * float(window is not None and window.holds(h["at"]))
+            best[h["t"]] = max(best.get(h["t"], s), s)
+    return sorted(((s, t) for t, s in best.items()), key=lambda z: -z[0])
+
+
+def rules(items: Sequence[Item], words: dict[str, dict[str, int]],
+          grid: Sequence[tuple[float, float]] = RULE_GRID, cut: float = 0.85
+          ) -> dict[str, Any]:
+    """P/R/F1 at :data:`WORDS` for every ``(speaker_weight, date_weight)`` of ``grid``
+    over all questions (``"dev"``), and leave-one-conversation-out (``"held_out"``: per
+    conversation, the pair best on the others by F1, read on it; ``"picks"``)."""
+    convs = sorted({it["conv"] for it in items})
+    per: dict[tuple[float, float], dict[str, Any]] = {}
+    for pair in grid:
+        sums = {c: np.zeros(4) for c in convs}
+        for it in items:
+            ranked = _rescored(it, *pair)
+            kept = [t for s, t in ranked if s >= cut * ranked[0][0]] if ranked else []
+            chosen = fill_words(kept, words[it["conv"]], WORDS)[0]
+            sums[it["conv"]] += (*_metrics(chosen, it["gold"]), 1)
+        per[pair] = sums
+
+    def mean(pair: tuple[float, float], convs_in: Sequence[str]) -> Any:
+        total = sum((per[pair][c] for c in convs_in), np.zeros(4))
+        return total[:3] / max(total[3], 1)
+
+    picks = {c: max(grid, key=lambda p: mean(p, [o for o in convs if o != c])[2])
+             for c in convs}
+    held = sum((per[picks[c]][c] for c in convs), np.zeros(4))
+    names = ("precision", "recall", "f1")
+    return {"dev": {f"{s}/{d}": dict(zip(names, np.round(mean((s, d), convs), 4).tolist(),
+                                         strict=True)) for s, d in grid},
+            "held_out": dict(zip(names, np.round(held[:3] / held[3], 4).tolist(), strict=True)),
+            "picks": {c: f"{s}/{d}" for c, (s, d) in picks.items()}}
+
+
 def _context(items: Sequence[Item], texts: dict[str, dict[str, str]], embedder: Embedder
              ) -> Callable[[int, str, str], list[float]]:
     """The three context cosines of :func:`fitted`, embedded once for every candidate."""
@@ -180,19 +244,25 @@ def _context(items: Sequence[Item], texts: dict[str, dict[str, str]], embedder: 
     return lambda i, conv, turn: (at[(conv, turn)] @ queries[i]).tolist()
 
 
-def main(path: str, *, context: bool = False, embedder: Embedder | None = None
-         ) -> dict[str, Any]:
-    """Every figure of the module on the LoCoMo file at ``path`` (MiniLM when installed)."""
+def main(path: str, *, context: bool = False, with_rules: bool = False,
+         embedder: Embedder | None = None) -> dict[str, Any]:
+    """Every figure of the module on the LoCoMo file at ``path`` (MiniLM when installed);
+    ``with_rules``: also :func:`rules`, on candidates taken with both rules off."""
     from mars_core.bench.evidence import default_bench_embedder
 
     emb = L.CachedEmbedder(embedder or default_bench_embedder(False))
-    items, words, texts = candidates(L.prepare(load_locomo(path), emb), emb)
+    data = L.prepare(load_locomo(path), emb)
+    items, words, texts = candidates(data, emb)
     out: dict[str, Any] = {"questions": len(items), "oracle_recall": oracle_recall(items, words),
                            "fitted": fitted(items, words, texts)}
     if context:
         out["fitted_in_context"] = fitted(items, words, texts, _context(items, texts, emb))
+    if with_rules:
+        off, _, _ = candidates(data, emb, retrieval={"speaker_weight": 0.0, "date_weight": 0.0})
+        out["rules"] = rules(off, words)
     return out
 
 
 if __name__ == "__main__":  # pragma: no cover - the command line
-    print(json.dumps(main(sys.argv[1], context="--context" in sys.argv[2:]), indent=1))
+    print(json.dumps(main(sys.argv[1], context="--context" in sys.argv[2:],
+                          with_rules="--rules" in sys.argv[2:]), indent=1))

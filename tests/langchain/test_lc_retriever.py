@@ -223,5 +223,5 @@ def test_scores_are_in_zero_one_and_keep_the_order() -> None:
         assert fused[0] > 1.0 and all(0.0 <= x <= 1.0 for x in scores)
         assert scores == sorted(scores, reverse=True)
         cfg = s.config.retrieval
-        top = 1 + cfg.cue_weight + cfg.card_weight
+        top = 1 + cfg.cue_weight + cfg.speaker_weight + cfg.date_weight + cfg.card_weight
         assert scores == pytest.approx([f / top for f in fused])
