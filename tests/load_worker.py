@@ -121,7 +121,8 @@ class Worker:
         emit(ev="ack", op="erase", id=node_id, ns=ns)
 
     def probe(self, ns: str, query: str) -> None:
-        hits = retried(lambda: self.store.retrieve(query, namespace=ns, k=50))
+        hits = retried(lambda: self.store.retrieve(query, namespace=ns, k=50,
+                                                   redact=False))  # the stored text
         listed = retried(lambda: self.store.list(ns, status=None))
         emit(ev="probe", texts=[h.node.content for h in hits],
              ids=[n.id for n in listed], listed=[n.content for n in listed])
