@@ -86,7 +86,7 @@ class NamespaceCache:
             state = self._load(name)
             self._cache[name] = state
         elif name not in self._checked:
-            state.trim()  # what an earlier call read beyond its active memories goes
+            state.trim()  # what earlier calls read beyond its active memories: bounded
         self._checked.add(name)
         self._cache.move_to_end(name)
         return state

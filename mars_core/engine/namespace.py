@@ -50,12 +50,17 @@ if TYPE_CHECKING:
     from mars_core.engine.protected import ProtectedFacts
     from mars_core.privacy.detectors import Kind
 
-__all__ = ["NamespaceState", "NamespaceView", "ViewIO"]
+__all__ = ["KEEP_READ", "NamespaceState", "NamespaceView", "ViewIO"]
 
 _LIVE_GOALS = (TaskStatus.PENDING, TaskStatus.ACTIVE)
 _CARD_TYPES = (MemoryType.SEMANTIC, MemoryType.SOCIAL)
 _EPISODES: Final = 64
 """Conversations whose newest turn a namespace remembers between calls."""
+
+KEEP_READ: Final = 512
+"""Memories beyond the active ones that a namespace keeps between calls, the last read
+(an agent's next question reads mostly the candidates its last one read: kept, they are
+not read and validated again; 512 memories are about 1 MB)."""
 
 
 class NamespaceState:
@@ -97,6 +102,7 @@ class NamespaceState:
         self._cards: list[tuple[str, Topic]] | None = None
         self._absent: set[str] = set()  # ids this call found to be no memory here
         self._read_more = False  # something beyond the active memories is held
+        self._recent: dict[str, None] = {}  # what calls read beyond them, oldest first
         for node in active:
             self.nodes[node.id] = node
             self.order[node.id] = None
@@ -190,6 +196,7 @@ class NamespaceState:
             found = self.history.memories(wanted)
             for node in found:
                 self.nodes[node.id] = node
+                self._recent[node.id] = None
             self._absent.update(set(wanted) - {n.id for n in found})
             self._read_more = True
         if edges:
@@ -214,23 +221,33 @@ class NamespaceState:
         out = []
         for node in nodes:
             held = self.nodes.setdefault(node.id, node)
+            if held.id not in self.order:
+                self._recent[held.id] = None
             self._absent.discard(node.id)
             out.append(held)
         self._read_more = True
         return out
 
     def trim(self) -> None:
-        """Let go of what earlier calls read beyond the active memories (a call begins)."""
+        """Let go of what earlier calls read beyond the active memories (a call begins),
+        but the :data:`KEEP_READ` read last: an agent's next question reads mostly what
+        the last one did, so RAM stays bounded by the budget plus that many."""
         if len(self.last_episode) > _EPISODES:
             self.last_episode.clear()
         self._absent.clear()
         if not self._read_more:
             return
-        for nid in [i for i in self.nodes if i not in self.order]:
+        recent = [i for i in self._recent if i in self.nodes and i not in self.order]
+        for nid in recent[:max(0, len(recent) - KEEP_READ)]:
             del self.nodes[nid]
             self.vectors.pop(nid, None)
             self.privacy_kinds.pop(nid, None)
-        self.graph.retain(self.order)
+        self._recent = dict.fromkeys(recent[-KEEP_READ:])
+        for nid in [i for i in self.nodes if i not in self.order and i not in self._recent]:
+            del self.nodes[nid]  # held otherwise (an edge's end read by id): not kept
+            self.vectors.pop(nid, None)
+            self.privacy_kinds.pop(nid, None)
+        self.graph.retain(self.order.keys() | self._recent.keys())
         self._read_more = False
 
     def held(self) -> int:
