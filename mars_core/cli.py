@@ -1036,6 +1036,9 @@ def bench_oslmr(  # noqa: PLR0917 (typer options are parameters)
                     "--regenerate-docs", help="run the full run with --sensitivity and the "
                     "quick one, write docs/benchmarks/results/oslmr*.json and the plots, and "
                     "rewrite the OSL-MR blocks of docs/benchmarks/reproductions.md")] = False,
+                quick_only: Annotated[bool, typer.Option(
+                    "--quick-only", help="with --regenerate-docs: rerun the quick variant only "
+                    "and keep the full run's results file (and its commit)")] = False,
                 docs: Annotated[Path | None, typer.Option(
                     "--docs", help="with --regenerate-docs: the docs/ directory (default: "
                     "the checkout's)")] = None,
@@ -1050,10 +1053,10 @@ def bench_oslmr(  # noqa: PLR0917 (typer options are parameters)
         if quick or counters != "store,words":
             raise _fail("--regenerate-docs runs the page's protocol (the full and the quick "
                         "variant, both counters): drop --quick and --counters")
-        _checked(_regenerate_oslmr, data, out, docs, _shown(progress))
+        _checked(_regenerate_oslmr, data, out, docs, _shown(progress), quick_only)
         return
-    if docs is not None:
-        raise _fail("--docs goes with --regenerate-docs")
+    if docs is not None or quick_only:
+        raise _fail("--docs and --quick-only go with --regenerate-docs")
     with _summary(as_json) as summary:
         result = summary.value = _checked(run_table2, data, out, quick=quick,
                                           counters=[c for c in counters.split(",") if c],
@@ -1061,14 +1064,15 @@ def bench_oslmr(  # noqa: PLR0917 (typer options are parameters)
         _say(result["table"])
 
 
-def _regenerate_oslmr(data: Path, out: Path, docs: Path | None, progress: bool) -> None:
+def _regenerate_oslmr(data: Path, out: Path, docs: Path | None, progress: bool,
+                      quick_only: bool = False) -> None:
     from mars_core.bench.oslmr_docs import regenerate_docs
     from mars_core.bench.pages import docs_dir
 
     done = regenerate_docs(docs if docs is not None else docs_dir(), data, out,
-                           progress=progress)
-    console.print(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/oslmr.json "
-                  f"and oslmr_quick.json (commit {done['full']['commit']})", highlight=False)
+                           progress=progress, quick_only=quick_only)
+    _say(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/oslmr.json "
+         f"and oslmr_quick.json (commit {done['full']['commit']})")
 
 
 @bench_app.command("longmemeval")

@@ -135,3 +135,15 @@ def test_fifa_regeneration_refuses_what_it_cannot_do(tmp_path: Path, args: list[
     out = CliRunner().invoke(app, ["bench", "fifa", "--out", str(tmp_path / "o"), *args])
     assert out.exit_code == 2 and says in out.output
     assert (DOCS / "benchmarks" / "results" / "fifa_quick.json").read_bytes() == before
+
+
+def test_oslmr_quick_only_goes_with_regenerate_docs(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mars_core.cli import app
+
+    data = tmp_path / "locomo.json"
+    data.write_text("[]", encoding="utf-8")
+    out = CliRunner().invoke(app, ["bench", "oslmr", "--data", str(data),
+                                   "--out", str(tmp_path / "o"), "--quick-only"])
+    assert out.exit_code == 2 and "go with --regenerate-docs" in out.output

@@ -207,17 +207,19 @@ def summary_rows(full: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def regenerate_docs(docs: Path, data: Path, out: Path, *, progress: bool = True,
-                    command: str = COMMAND) -> dict[str, Any]:
+                    command: str = COMMAND, quick_only: bool = False) -> dict[str, Any]:
     """Run the full and the quick variant, write both results files, copy the plots and
-    rewrite the page's generated blocks (and the summary)."""
+    rewrite the page's generated blocks (and the summary). ``quick_only``: keep the full
+    variant's results file as it is (its commit says when it ran) and rerun the quick one."""
     stamp = provenance(command, docs)
-    result = run_table2(data, out, sensitivity=True, progress=progress)
-    full = {**compact(result), **stamp}
-    quick = {**quick_run(data), **stamp}
-    full = write_results(docs / FULL_FILE, full)
-    quick = write_results(docs / QUICK_FILE, quick)
-    for png in sorted(out.glob("oslmr_sensitivity_b*.png")):
-        shutil.copyfile(png, docs / "benchmarks" / "img" / png.name)
+    if quick_only:
+        full = read_results(docs / FULL_FILE)
+    else:
+        result = run_table2(data, out, sensitivity=True, progress=progress)
+        full = write_results(docs / FULL_FILE, {**compact(result), **stamp})
+        for png in sorted(out.glob("oslmr_sensitivity_b*.png")):
+            shutil.copyfile(png, docs / "benchmarks" / "img" / png.name)
+    quick = write_results(docs / QUICK_FILE, {**quick_run(data), **stamp})
     path = docs / REPRO
     path.write_text(splice(path.read_text(encoding="utf-8"), repro_blocks(full, quick)),
                     encoding="utf-8")
