@@ -11,7 +11,9 @@ Three hooks of :class:`langchain.agents.middleware.AgentMiddleware`, sync and as
   *used* are credited with ``store.credit(used, offered, namespace)``.
 * ``after_agent`` — **observe**: the run's last human message and its final answer (the
   last AI message after it that has text) are stored with ``store.observe`` under the
-  thread's id as ``conversation_id``. Tool calls and intermediate steps are not stored.
+  thread's id as ``conversation_id``, each with its speaker (the message's ``name``, else
+  ``user_name``/``assistant_name``) and time (``additional_kwargs["timestamp"]``, else the
+  store's clock). Tool calls and intermediate steps are not stored.
 
 "Used" is decided deterministically, by lexical overlap (:func:`used_memories`): a memory
 was used when at least ``min_overlap`` of its distinct content words (lower-cased,
@@ -55,6 +57,7 @@ from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.privacy.masking import MASK, shows
 from mars_core.scope import check_jurisdictions
+from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
 
 try:
@@ -72,6 +75,7 @@ from langchain_mars._namespace import (
     resolve_namespace,
     run_config,
 )
+from langchain_mars.chat_history import message_turn
 
 __all__ = ["MarsMemoryMiddleware", "used_memories"]
 
@@ -149,6 +153,9 @@ class MarsMemoryMiddleware(AgentMiddleware):
             what this agent's department may recall, seed 000 §4.3), or None.
         jurisdiction: recall only memories of these jurisdictions (a code such as
             ``"EU"``, a list of codes; ``""``: memories with none), or None.
+        user_name: who the human messages are when a message has no ``name`` of its own
+            (the store resolves "I" to the speaker; :mod:`mars_core.speakers`).
+        assistant_name: likewise for the AI messages.
 
     Raises:
         ValidationError: bad budget, evidence count, overlap, namespace, template or
@@ -166,7 +173,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
                  evidence: int = 5, observe: bool = True, reinforce: bool = True,
                  min_overlap: float = 0.5, preamble: str = PREAMBLE,
                  template: str | None = None,
-                 jurisdiction: str | Sequence[str] | None = None) -> None:
+                 jurisdiction: str | Sequence[str] | None = None,
+                 user_name: str | None = None, assistant_name: str | None = None) -> None:
         super().__init__()
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -194,6 +202,7 @@ class MarsMemoryMiddleware(AgentMiddleware):
         self.reinforce = reinforce
         self.min_overlap = min_overlap
         self.preamble = preamble
+        self.speakers = Speakers(user_name, assistant_name)
 
     # --- the work, written once (the async hooks run it in a worker thread) -----------------
 
@@ -247,11 +256,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
         thread = lookup(config.get("configurable"), "thread_id") or \
             lookup(getattr(runtime, "execution_info", None), "thread_id")
         conversation = None if thread is None else str(thread)
-        self.store.observe("user", messages[at].text, namespace=ns,
-                           conversation_id=conversation)
-        if answers:
-            self.store.observe("assistant", answers[-1].text, namespace=ns,
-                               conversation_id=conversation)
+        turns = [message_turn(m, self.speakers) for m in [messages[at], *answers[-1:]]]
+        self.store.observe_many(turns, namespace=ns, conversation_id=conversation)
 
     # --- AgentMiddleware hooks ------------------------------------------------------------
 

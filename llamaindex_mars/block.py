@@ -45,6 +45,7 @@ from llamaindex_mars import _text
 from mars_core.engine.args import collection
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
+from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
 
 try:
@@ -73,6 +74,9 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
             store's ``StoreConfig.redact``; False: the stored text).
         description: LlamaIndex block description.
         accept_short_term_memory: take the messages the FIFO flushes (default True).
+        user_name: who the user messages are when a message has no
+            ``additional_kwargs["name"]`` (the store resolves "I" to the speaker).
+        assistant_name: likewise for the assistant messages.
 
     Raises:
         ValidationError: an argument out of range or of the wrong type.
@@ -92,6 +96,8 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
     evidence: int = Field(description="Most memories recalled per read.")
     observe_roles: tuple[str, ...] = Field(description="Roles observed into the store.")
     redact: bool | None = Field(description="The store's output check (None: its setting).")
+    speakers: Speakers = Field(default_factory=Speakers, exclude=True,
+                               description="Who the user and assistant turns are.")
 
     def __init__(
         self,
@@ -106,6 +112,8 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         redact: bool | None = None,
         description: str | None = "Long-term memories recalled by MaRS.",
         accept_short_term_memory: bool = True,
+        user_name: str | None = None,
+        assistant_name: str | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -128,7 +136,8 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
                          budget_tokens=budget_tokens, evidence=evidence, priority=priority,
                          observe_roles=tuple(observe_roles), redact=redact,
                          description=description,
-                         accept_short_term_memory=accept_short_term_memory)
+                         accept_short_term_memory=accept_short_term_memory,
+                         speakers=Speakers(user_name, assistant_name))
 
     def _namespace(self, session_id: object) -> str:
         if self.namespace is not None:
@@ -161,7 +170,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
             if message.role.value not in self.observe_roles or not text:
                 continue
             session = message.additional_kwargs.get("session_id")
-            turns.append({"role": message.role.value, "text": text,
+            turns.append({**_text.message_turn(message, text, self.speakers),
                           "namespace": self._namespace(session),
                           "conversation_id": session if isinstance(session, str) and session
                           else None})

@@ -437,6 +437,29 @@ class MemoryStore:
         return self._writer.forget(node, args.phrase(reason, "reason", max_chars=1000))
 
     @_call
+    def clear_conversation(self, conversation_id: str, *, namespace: NamespaceArg | None = None,
+                           reason: str = "conversation cleared") -> builtins.list[MemoryNode]:
+        """Clear a conversation's turns (what a chat history's ``clear()`` does): its
+        episodes, active or archived, move to the archive as ``cleared`` and never reach a
+        model again — not through the second tier, ``include_archive=True`` or as the raw
+        support of a fact (:data:`~mars_core.model.HIDDEN`). The facts learnt from them
+        stay (use :meth:`erase` with ``conversation=`` to remove those too); ``explain``,
+        ``list`` and ``erase`` still see the turns.
+
+        Returns:
+            The turns cleared now (already cleared ones are left as they are).
+
+        Raises:
+            ValidationError: an empty or malformed conversation id or reason.
+        """
+        conversation = args.label(conversation_id, "conversation_id")
+        state = self._engine.ns(self._ns(namespace))
+        turns = [n for n in self._reader.memories(state, MemoryType.EPISODIC, None)
+                 if n.provenance.conversation_id == conversation]
+        return self._writer.clear(state.name, turns,
+                                  args.phrase(reason, "reason", max_chars=1000))
+
+    @_call
     def restore(self, node_id: str, *, namespace: NamespaceArg | None = None) -> MemoryNode:
         """Bring an archived memory of ``namespace`` back to the active store (the budget
         is enforced)."""
@@ -1152,6 +1175,7 @@ class MemoryStore:
     aadd_many = asyncify(add_many)
     aupdate = asyncify(update)
     aforget = asyncify(forget)
+    aclear_conversation = asyncify(clear_conversation)
     arestore = asyncify(restore)
     alink = asyncify(link)
     aobserve = asyncify(observe)

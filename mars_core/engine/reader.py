@@ -29,7 +29,7 @@ from mars_core.engine.engine import Engine
 from mars_core.engine.guard import OutputCheck, Shown
 from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
-from mars_core.model import RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
+from mars_core.model import HIDDEN, RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
 from mars_core.privacy.redaction import redact as redact_text
 from mars_core.retrieval import Hit, Query, pack, rank
 from mars_core.retrieval import relative_cutoff as cut
@@ -67,7 +67,8 @@ class Reader:
         """Hybrid retrieval, cut and packed, then the output check (``redact``); an
         access unless ``read_only``.
 
-        ``include_archive``: ``True`` adds every archived memory (scores × 0.9), ``False``
+        ``include_archive``: ``True`` adds every archived memory (scores × 0.9) but what a
+        user cleared (:data:`~mars_core.model.HIDDEN`), ``False``
         searches the active memories alone, ``None`` the active ones and the second tier
         (:meth:`search`).
 
@@ -79,7 +80,8 @@ class Reader:
         if include_archive:
             hits = self.rank(state, MemoryStatus.ACTIVE, qvec, q)
             hits += [Hit(h.node, h.score * 0.9, h.dense, h.lexical, True)
-                     for h in self.rank(state, MemoryStatus.ARCHIVED, qvec, q)]
+                     for h in self.rank(state, MemoryStatus.ARCHIVED, qvec, q,
+                                        admit=lambda n: n.archive_reason not in HIDDEN)]
             hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
         else:
             hits = self.search(state, qvec, q, second_tier=include_archive is None)
