@@ -56,6 +56,7 @@ from mars_core.engine.args import retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.privacy.masking import MASK, shows
+from mars_core.rerank import Reranker, check_reranker
 from mars_core.scope import check_jurisdictions
 from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
@@ -156,6 +157,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
         user_name: who the human messages are when a message has no ``name`` of its own
             (the store resolves "I" to the speaker; :mod:`mars_core.speakers`).
         assistant_name: likewise for the AI messages.
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`, e.g.
+            ``cross_encoder(CrossEncoder(...))``); None: the store's ranking.
 
     Raises:
         ValidationError: bad budget, evidence count, overlap, namespace, template or
@@ -174,7 +177,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
                  min_overlap: float = 0.5, preamble: str = PREAMBLE,
                  template: str | None = None,
                  jurisdiction: str | Sequence[str] | None = None,
-                 user_name: str | None = None, assistant_name: str | None = None) -> None:
+                 user_name: str | None = None, assistant_name: str | None = None,
+                 rerank: Reranker | None = None) -> None:
         super().__init__()
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -203,6 +207,7 @@ class MarsMemoryMiddleware(AgentMiddleware):
         self.min_overlap = min_overlap
         self.preamble = preamble
         self.speakers = Speakers(user_name, assistant_name)
+        self.rerank = check_reranker(rerank)
 
     # --- the work, written once (the async hooks run it in a worker thread) -----------------
 
@@ -218,7 +223,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
         context = self.store.render_context(request.messages[at].text, namespace=ns,
                                             budget_tokens=self.budget_tokens,
                                             evidence=self.evidence, template=self.template,
-                                            jurisdiction=self.jurisdiction)
+                                            jurisdiction=self.jurisdiction,
+                                            rerank=self.rerank)
         context = context.split(HEADER_ACTIVE, 1)[0].strip()
         if HEADER_RECALLED not in context:
             return request, None

@@ -55,6 +55,7 @@ from mars_core.engine.args import retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
+from mars_core.rerank import check_reranker
 from mars_core.retrieval import Hit, check_max_sensitivity, relevance
 from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
@@ -77,7 +78,7 @@ from langchain_mars._namespace import NamespaceTemplate, as_template, resolve_na
 __all__ = ["MarsRetriever", "hit_to_document"]
 
 _OPTIONS = ("types", "max_sensitivity", "budget_tokens", "score_cutoff", "include_archive",
-            "read_only", "redact", "jurisdiction", "template")
+            "read_only", "redact", "jurisdiction", "template", "rerank")
 _UNBOUNDED = 2**31 - 1
 
 
@@ -140,6 +141,9 @@ class MarsRetriever(BaseRetriever):
             of codes; ``""``: memories with none).
         template: a retrieval template of ``StoreConfig.retrieval_templates`` (what one
             department may retrieve; the narrower of it and the other filters wins).
+        rerank: your own reranker (:mod:`mars_core.rerank`): it reorders the store's best
+            20 candidates before ``k`` is cut (a LangChain document compressor over this
+            retriever reorders the ``k`` it returns).
 
     Raises:
         ValidationError: bad ``k``, ``score_cutoff``, filter or namespace values.
@@ -176,6 +180,8 @@ class MarsRetriever(BaseRetriever):
         None, description="Jurisdiction codes to keep (None: all).")
     template: str | None = Field(None, strict=True,
                                  description="A retrieval template of the store (None: none).")
+    rerank: Any = Field(None, description="Your own reranker (query, texts) -> scores "
+                        "(None: the store's ranking).")
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -273,7 +279,8 @@ class MarsRetriever(BaseRetriever):
                   "types": opts["types"], "max_sensitivity": opts["max_sensitivity"],
                   "include_archive": opts["include_archive"], "read_only": opts["read_only"],
                   "relative_cutoff": opts["score_cutoff"] or 0.0, "redact": opts["redact"],
-                  "jurisdiction": opts["jurisdiction"], "template": opts["template"]}
+                  "jurisdiction": opts["jurisdiction"], "template": opts["template"],
+                  "rerank": check_reranker(opts["rerank"])}
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun,

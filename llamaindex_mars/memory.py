@@ -67,6 +67,7 @@ from mars_core.errors import ExtraNotInstalledError, NotFoundError, ValidationEr
 from mars_core.model import RECALLABLE, MemoryNode, MemoryType
 from mars_core.namespaces import id_namespace
 from mars_core.privacy.receipts import ErasureReceipt
+from mars_core.rerank import Reranker, check_reranker
 from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
 
@@ -131,6 +132,8 @@ class MarsMemory(BaseMemory):
             :mod:`mars_core.speakers`); a message's ``additional_kwargs["timestamp"]``
             dates its turn.
         assistant_name: likewise for the assistant messages.
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`, e.g.
+            ``cross_encoder(CrossEncoder(...))``); None: the store's ranking.
 
     Raises:
         ValidationError: an argument out of range or of the wrong type, or an unknown
@@ -163,6 +166,8 @@ class MarsMemory(BaseMemory):
                                  "store that scopes what is recalled (None: none).")
     speakers: Speakers = Field(default_factory=Speakers, exclude=True,
                                description="Who the user and assistant turns are.")
+    rerank: Any = Field(default=None, exclude=True,
+                        description="Your own reranker of the recalled memories (None: none).")
 
     _entries: list[_Entry] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -182,6 +187,7 @@ class MarsMemory(BaseMemory):
         template: str | None = None,
         user_name: str | None = None,
         assistant_name: str | None = None,
+        rerank: Reranker | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -215,7 +221,7 @@ class MarsMemory(BaseMemory):
                          token_limit=token_limit, recall_tokens=recall_tokens,
                          evidence=evidence, observe_roles=tuple(observe_roles),
                          redact=redact, insert=insert, template=template,
-                         speakers=speakers)
+                         speakers=speakers, rerank=check_reranker(rerank))
 
     @classmethod
     def class_name(cls) -> str:
@@ -366,7 +372,7 @@ class MarsMemory(BaseMemory):
         render = {"query": text, "namespace": self.namespace,
                   "conversation": self.conversation_id, "active_turns": len(episodes),
                   "evidence": self.evidence, "redact": self.redact,
-                  "template": self.template,
+                  "template": self.template, "rerank": self.rerank,
                   "budget_tokens": recall_budget + self._active_estimate(episodes)}
         return _Plan(window, recall_budget, render)
 

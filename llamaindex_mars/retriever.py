@@ -46,6 +46,7 @@ from mars_core.engine.args import phrase, retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
+from mars_core.rerank import Reranker, check_reranker
 from mars_core.retrieval import Hit, check_max_sensitivity, relevance
 from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
@@ -126,6 +127,9 @@ class MarsRetriever(BaseRetriever):
         template: a retrieval template of ``StoreConfig.retrieval_templates`` (a
             department's scope; the narrower of it and the other filters wins).
         callback_manager: LlamaIndex callbacks.
+        rerank: your own reranker (:mod:`mars_core.rerank`): it reorders the store's best
+            20 candidates before ``similarity_top_k`` is cut (a ``node_postprocessors``
+            entry of a query engine reorders what is returned).
 
     Raises:
         ValidationError: bad arguments (checked here, before any retrieval), or both
@@ -156,6 +160,7 @@ class MarsRetriever(BaseRetriever):
         jurisdiction: str | Iterable[str] | None = None,
         template: str | None = None,
         callback_manager: CallbackManager | None = None,
+        rerank: Reranker | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -197,6 +202,7 @@ class MarsRetriever(BaseRetriever):
             "include_archive": include_archive, "read_only": read_only,
             "relative_cutoff": score_cutoff or 0.0, "redact": redact,
             "jurisdiction": None if codes is None else sorted(codes), "template": template,
+            "rerank": check_reranker(rerank),
         }
 
     def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:

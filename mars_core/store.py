@@ -62,6 +62,7 @@ from mars_core.policies import Policy
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
 from mars_core.progress import ProgressFn, checked
+from mars_core.rerank import Reranker, check_reranker
 from mars_core.retrieval import Hit
 from mars_core.storage.base import NamespaceRecord, RecordStore
 from mars_core.storage.postgres import PostgresRecordStore, is_postgres_url
@@ -604,7 +605,8 @@ class MemoryStore:
                  read_only: bool = False, relative_cutoff: float | None = None,
                  redact: bool | None = None,
                  jurisdiction: str | Iterable[str] | None = None,
-                 template: str | None = None) -> builtins.list[Hit]:
+                 template: str | None = None,
+                 rerank: Reranker | None = None) -> builtins.list[Hit]:
         """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget,
         then the output check.
 
@@ -655,6 +657,8 @@ class MemoryStore:
             template: a retrieval template of ``StoreConfig.retrieval_templates`` (a
                 department's scope, §4.3): its types, sensitivity cap and jurisdictions
                 apply on top of this call's, the narrower winning.
+            rerank: your own reranker (:mod:`mars_core.rerank`, e.g. a cross-encoder):
+                it reorders the best 20 candidates before the cut-off and the budget.
 
         Raises:
             ValidationError: bad query or filter values, or an unknown template.
@@ -669,7 +673,8 @@ class MemoryStore:
                                      include_archive=None if include_archive is None
                                      else args.flag(include_archive, "include_archive"),
                                      read_only=args.flag(read_only, "read_only"),
-                                     redact=self._redact(redact))
+                                     redact=self._redact(redact),
+                                     rerank=check_reranker(rerank))
 
     @_call
     def recall(self, entity: str | None = None, *, goal: str | None = None,
@@ -701,7 +706,7 @@ class MemoryStore:
                        active_turns: int = 6, evidence: int = 5, redact: bool | None = None,
                        evidence_only: bool = False,
                        jurisdiction: str | Iterable[str] | None = None,
-                       template: str | None = None) -> str:
+                       template: str | None = None, rerank: Reranker | None = None) -> str:
         """Prompt-ready context: recalled evidence, its raw support, then the active
         conversation — the layout of DMF §9.3 step 6, within ``budget_tokens``.
 
@@ -719,6 +724,7 @@ class MemoryStore:
 
         ``jurisdiction`` and ``template`` scope the recalled evidence as in
         :meth:`retrieve` (seed 000 §4.3); the active conversation is shown as it is.
+        ``rerank`` reorders the best candidate evidence as in :meth:`retrieve`.
 
         Raises:
             ValidationError: bad query values, or an unknown template.
@@ -733,7 +739,8 @@ class MemoryStore:
                                    active_turns=args.count(active_turns, "active_turns"),
                                    evidence=args.count(evidence, "evidence"),
                                    redact=self._redact(redact),
-                                   evidence_only=args.flag(evidence_only, "evidence_only"))
+                                   evidence_only=args.flag(evidence_only, "evidence_only"),
+                                   rerank=check_reranker(rerank))
 
     @_call
     def check_output(self, nodes: Iterable[MemoryNode], *, namespace: NamespaceArg | None = None,
