@@ -124,4 +124,4 @@ def test_the_adapters_pass_the_reranker() -> None:
         memory = MarsMemory(store, rerank=fridays)
         memory.put(ChatMessage(role="user", content="hello"))
         got = memory.get(QUERY)[0].content or ""
-        assert [line for line in got.splitlines() if line.startswith("- ")][0].endswith(want)
+        assert next(line for line in got.splitlines() if line.startswith("- ")).endswith(want)

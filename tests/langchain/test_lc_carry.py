@@ -112,7 +112,7 @@ def test_history_carries_names_and_times_into_observe() -> None:
             AIMessage("I love painting sunsets", name="Mel"),
         ])
         turns = store.list(type="episodic")
-        assert [n.created_at for n in turns][0] == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+        assert turns[0].created_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
         speakers = [list(n.payload.participants) for n in turns]  # type: ignore[union-attr]
         assert speakers == [["Caroline"], ["Mel"]]
         # "I" resolves to the speaker, not to "the user"
