@@ -7,7 +7,8 @@ by a persistent MaRS store with a deliberately small budget, then shows:
 
 1. put / get / update (a new version; the old one is archived, not lost);
 2. forgetting underneath: the budget evicts old items to the archive, ``get`` still reads
-   them and ``search`` ranks them after the active ones;
+   them and ``search`` ranks them with the active ones on one scale (the best match
+   first, archived or not);
 3. delete = erasure: the text is gone from the records and the export, with a receipt;
 4. reopen: the (namespace, key) index is rebuilt from the store's records.
 
@@ -91,7 +92,7 @@ def main(directory: Path) -> None:
               f"{store.get(ns, 'm1').value['text']!r}")  # type: ignore[union-attr]
         ranked = [(h.key, state.get(h.key, "active"))
                   for h in store.search(ns, query="cat Miso hobby", limit=4)]
-        print(f"   search ranks archived after active: {ranked}")
+        print(f"   search ranks the archive on one scale: {ranked}")
 
         receipts = store.erase(ns, "m2")
         erased = sum(len(r.erased) for r in receipts)

@@ -1,7 +1,9 @@
 """``MarsChatMessageHistory``: a chat history for ``RunnableWithMessageHistory``.
 
 Writing: every message added is observed into the store
-(``store.observe(role, text, namespace=..., conversation_id=session_id)``), so besides
+(``store.observe(role, text, namespace=..., conversation_id=session_id, speaker=...,
+at=...)``: the speaker is the message's ``name``, else ``user_name``/``assistant_name``;
+the time its ``additional_kwargs["timestamp"]``, else the store's clock), so besides
 the turn itself the store keeps what it says about the user (facts, preferences,
 relations), scored, budgeted and forgettable like any other memory. Roles map as
 ``human → user``, ``ai → assistant``, ``system → system``, ``tool → tool`` (a
@@ -49,8 +51,9 @@ from typing import Any, Literal
 from mars_core.engine.args import collection, label
 from mars_core.engine.guard import Shown
 from mars_core.errors import ExtraNotInstalledError, ValidationError
-from mars_core.model import MemoryNode, MemoryStatus, MemoryType
+from mars_core.model import MemoryNode, MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace
+from mars_core.speakers import TIMESTAMP_KEY, Speakers, turn_meta
 from mars_core.store import MemoryStore
 
 try:
@@ -65,8 +68,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ExtraNotInstalledError("langchain", "langchain-core") from exc
 
-__all__ = ["MarsChatMessageHistory", "clear_session", "message_role", "shown_messages",
-           "turn_message"]
+__all__ = ["MarsChatMessageHistory", "clear_session", "message_role", "message_turn",
+           "shown_messages", "turn_message"]
 
 _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 _MESSAGE_OF_ROLE: dict[str, type[BaseMessage]] = {
@@ -83,6 +86,21 @@ def message_role(message: BaseMessage) -> str:
     if isinstance(message, ChatMessage):
         return message.role
     return _ROLE_OF_TYPE.get(message.type, message.type)
+
+
+def message_turn(message: BaseMessage, speakers: Speakers | None = None) -> dict[str, Any]:
+    """``observe``'s ``role``, ``text``, ``speaker`` and ``at`` for a message: its own
+    ``name`` or the configured name of its role, its ``additional_kwargs["timestamp"]``
+    (:mod:`mars_core.speakers`).
+
+    Examples:
+        >>> message_turn(HumanMessage("I like jazz", name="Caroline"))["speaker"]
+        'Caroline'
+    """
+    role = message_role(message)
+    return {"role": role, "text": str(message.text),
+            **turn_meta(role, message.name, message.additional_kwargs.get(TIMESTAMP_KEY),
+                        speakers or Speakers())}
 
 
 def turn_message(node: MemoryNode) -> BaseMessage:
@@ -107,23 +125,25 @@ def _session_turns(nodes: Sequence[MemoryNode], session_id: str) -> list[MemoryN
 
 def clear_session(store: MemoryStore, session_id: str, namespace: NamespaceArg | None = None,
                   mode: Literal["forget", "erase"] = "forget") -> None:
-    """Forget (archive) a session's turns, or erase the session and what derives from it.
+    """Clear a session's turns, or erase the session and what derives from it.
+
+    ``"forget"``: :meth:`~mars_core.store.MemoryStore.clear_conversation` — the turns are
+    archived as ``cleared`` and never shown to a model again; the facts learnt from them
+    stay, without their raw turns. ``"erase"``: the right to be forgotten.
 
     Examples:
         >>> from mars_core import MemoryStore
         >>> with MemoryStore() as store:
         ...     _ = store.observe("user", "hello", conversation_id="s1")
         ...     clear_session(store, "s1")
-        ...     [n.status.value for n in store.list(status=None)]
-        ['archived']
+        ...     [(n.status.value, n.archive_reason) for n in store.list(status=None)]
+        [('archived', 'cleared')]
     """
     if mode == "erase":
         store.erase(conversation=session_id, namespace=namespace)
         return
-    active = store.list(namespace, type=MemoryType.EPISODIC, status=MemoryStatus.ACTIVE)
-    for node in _session_turns(active, session_id):
-        store.forget(node.id, reason=f"chat session {session_id!r} cleared",
-                     namespace=node.namespace)
+    store.clear_conversation(session_id, namespace=namespace,
+                             reason=f"chat session {session_id!r} cleared")
 
 
 class MarsChatMessageHistory(BaseChatMessageHistory):
@@ -140,6 +160,9 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         clear_mode: ``"forget"`` (archive the session's turns) or ``"erase"``.
         redact: the store's output check over the turns ``messages`` returns (None: the
             store's setting; False: the stored text).
+        user_name: who the ``human`` messages are, when a message has no ``name`` of its
+            own (the store resolves "I" to the speaker; :mod:`mars_core.speakers`).
+        assistant_name: likewise for the ``ai`` messages.
 
     Raises:
         ValidationError: an empty session id, an invalid namespace, a bad budget or
@@ -160,7 +183,8 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
                  namespace: NamespaceArg | None = None,
                  budget_tokens: int = 2000, max_messages: int | None = None,
                  clear_mode: Literal["forget", "erase"] = "forget",
-                 redact: bool | None = None) -> None:
+                 redact: bool | None = None, user_name: str | None = None,
+                 assistant_name: str | None = None) -> None:
         super().__init__()
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -182,6 +206,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         self.max_messages = max_messages
         self.clear_mode = clear_mode
         self.redact = redact
+        self.speakers = Speakers(user_name, assistant_name)
 
     # --- pure parts, shared by the sync and async paths -----------------------------------
 
@@ -201,15 +226,17 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         return kept[::-1]
 
     def _observations(self, messages: Sequence[BaseMessage],
-                      first_turn: int) -> list[tuple[str, str, int]]:
-        """``(role, text, turn)`` of each message with text."""
-        out: list[tuple[str, str, int]] = []
+                      first_turn: int) -> list[dict[str, Any]]:
+        """``observe_many``'s turns: one per message with text, with its speaker and time
+        (:func:`message_turn`)."""
+        out: list[dict[str, Any]] = []
         for message in collection(messages, "messages"):
             if not isinstance(message, BaseMessage):
                 raise ValidationError(f"expected LangChain messages, got "
                                       f"{type(message).__name__}")
             if message.text.strip():
-                out.append((message_role(message), str(message.text), first_turn + len(out)))
+                turn = first_turn + len(out)
+                out.append({**message_turn(message, self.speakers), "turn": turn})
         return out
 
     # --- BaseChatMessageHistory --------------------------------------------------------
@@ -227,11 +254,6 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         return shown_messages(await self.store.acheck_output(kept, namespace=self.namespace,
                                                              redact=self.redact))
 
-    def _turns_of(self, observations: Sequence[tuple[str, str, int]]) -> list[dict[str, Any]]:
-        """``observe_many``'s turns: all of the messages are stored in one call, or none."""
-        return [{"role": role, "text": text, "turn": turn}
-                for role, text, turn in observations]
-
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Observe each message into the store (see the module docstring), in one call.
 
@@ -240,7 +262,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
                 store refuses (nothing of the call is stored).
         """
         stored = self.store.list(self.namespace, type=MemoryType.EPISODIC, status=None)
-        turns = self._turns_of(self._observations(messages, len(self._turns(stored))))
+        turns = self._observations(messages, len(self._turns(stored)))
         if turns:
             self.store.observe_many(turns, namespace=self.namespace,
                                     conversation_id=self.session_id)
@@ -248,7 +270,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async :meth:`add_messages` (uses the store's ``aobserve_many``)."""
         stored = await self.store.alist(self.namespace, type=MemoryType.EPISODIC, status=None)
-        turns = self._turns_of(self._observations(messages, len(self._turns(stored))))
+        turns = self._observations(messages, len(self._turns(stored)))
         if turns:
             await self.store.aobserve_many(turns, namespace=self.namespace,
                                            conversation_id=self.session_id)

@@ -18,11 +18,13 @@ without it raises :class:`~mars_core.errors.ExtraNotInstalledError` naming the e
   (:meth:`~mars_core.store.MemoryStore.check_output`): a phone number or a card in an
   earlier turn comes back masked (``[PHONE]``, ``[CARD]``).
 * ``save_context(inputs, outputs)`` observes the input as a ``user`` turn and the output
-  as an ``assistant`` turn of the session.
+  as an ``assistant`` turn of the session (spoken by ``user_name``/``assistant_name``
+  when set: the store resolves "I" to the speaker).
 * ``clear()`` is scoped to the session (see
   :func:`~langchain_mars.chat_history.clear_session`): the session's turns leave what the
-  chain sees — archived with ``clear_mode="forget"`` (the default: the long-term
-  memories the namespace learnt from them are still recalled), erased with
+  chain sees for good — cleared with ``clear_mode="forget"`` (the default; archived,
+  never shown again, not even as raw support; the long-term memories the namespace
+  learnt from them are still recalled), erased with
   ``clear_mode="erase"`` together with everything derived from them. Turns saved after
   ``clear()`` are the session's conversation again.
 * Unknown keyword arguments (a typo such as ``sesion_id=``) are refused with a
@@ -55,6 +57,7 @@ from typing import Any, Literal
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.namespaces import canonical_namespace
+from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
 
 try:
@@ -98,6 +101,9 @@ class MarsMemory(BaseMemory):
         clear_mode: ``"forget"`` (archive the session's turns) or ``"erase"``.
         return_messages: return LangChain messages (for a ``MessagesPlaceholder``)
             instead of one string.
+        user_name: who the inputs are (the store resolves "I" to the speaker; None:
+            the role ``user`` stands for them).
+        assistant_name: who the outputs are.
 
     Raises:
         ValidationError: bad or unknown arguments (a pydantic error is re-raised as ours).
@@ -131,6 +137,8 @@ class MarsMemory(BaseMemory):
     evidence: int = Field(5, ge=0, strict=True)
     clear_mode: Literal["forget", "erase"] = "forget"
     return_messages: bool = Field(False, strict=True)
+    user_name: str | None = None
+    assistant_name: str | None = None
 
     @field_validator("namespace", mode="before")
     @classmethod
@@ -148,6 +156,7 @@ class MarsMemory(BaseMemory):
             super().__init__(**data)
         except pydantic.ValidationError as exc:
             raise ValidationError.from_pydantic(exc, "MarsMemory argument") from None
+        Speakers(self.user_name, self.assistant_name)  # checked before any call
 
     @property
     def memory_variables(self) -> list[str]:
@@ -214,7 +223,8 @@ class MarsMemory(BaseMemory):
         answer = outputs.get(out_key)
         if not isinstance(answer, str):
             raise ValidationError(f"MarsMemory output {out_key!r} must be a string")
-        turns = [{"role": role, "text": text}
+        names = Speakers(self.user_name, self.assistant_name)
+        turns = [{"role": role, "text": text, "speaker": names.speaker(role, None)}
                  for role, text in (("user", question), ("assistant", answer)) if text.strip()]
         if turns:  # both or neither: one call
             self.store.observe_many(turns, namespace=self.namespace,

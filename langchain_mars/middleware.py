@@ -11,7 +11,9 @@ Three hooks of :class:`langchain.agents.middleware.AgentMiddleware`, sync and as
   *used* are credited with ``store.credit(used, offered, namespace)``.
 * ``after_agent`` — **observe**: the run's last human message and its final answer (the
   last AI message after it that has text) are stored with ``store.observe`` under the
-  thread's id as ``conversation_id``. Tool calls and intermediate steps are not stored.
+  thread's id as ``conversation_id``, each with its speaker (the message's ``name``, else
+  ``user_name``/``assistant_name``) and time (``additional_kwargs["timestamp"]``, else the
+  store's clock). Tool calls and intermediate steps are not stored.
 
 "Used" is decided deterministically, by lexical overlap (:func:`used_memories`): a memory
 was used when at least ``min_overlap`` of its distinct content words (lower-cased,
@@ -54,7 +56,9 @@ from mars_core.engine.args import retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.privacy.masking import MASK, shows
+from mars_core.rerank import Reranker, check_reranker
 from mars_core.scope import check_jurisdictions
+from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
 
 try:
@@ -72,6 +76,7 @@ from langchain_mars._namespace import (
     resolve_namespace,
     run_config,
 )
+from langchain_mars.chat_history import message_turn
 
 __all__ = ["MarsMemoryMiddleware", "used_memories"]
 
@@ -149,6 +154,11 @@ class MarsMemoryMiddleware(AgentMiddleware):
             what this agent's department may recall, seed 000 §4.3), or None.
         jurisdiction: recall only memories of these jurisdictions (a code such as
             ``"EU"``, a list of codes; ``""``: memories with none), or None.
+        user_name: who the human messages are when a message has no ``name`` of its own
+            (the store resolves "I" to the speaker; :mod:`mars_core.speakers`).
+        assistant_name: likewise for the AI messages.
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`, e.g.
+            ``cross_encoder(CrossEncoder(...))``); None: the store's ranking.
 
     Raises:
         ValidationError: bad budget, evidence count, overlap, namespace, template or
@@ -166,7 +176,9 @@ class MarsMemoryMiddleware(AgentMiddleware):
                  evidence: int = 5, observe: bool = True, reinforce: bool = True,
                  min_overlap: float = 0.5, preamble: str = PREAMBLE,
                  template: str | None = None,
-                 jurisdiction: str | Sequence[str] | None = None) -> None:
+                 jurisdiction: str | Sequence[str] | None = None,
+                 user_name: str | None = None, assistant_name: str | None = None,
+                 rerank: Reranker | None = None) -> None:
         super().__init__()
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -194,6 +206,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
         self.reinforce = reinforce
         self.min_overlap = min_overlap
         self.preamble = preamble
+        self.speakers = Speakers(user_name, assistant_name)
+        self.rerank = check_reranker(rerank)
 
     # --- the work, written once (the async hooks run it in a worker thread) -----------------
 
@@ -209,7 +223,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
         context = self.store.render_context(request.messages[at].text, namespace=ns,
                                             budget_tokens=self.budget_tokens,
                                             evidence=self.evidence, template=self.template,
-                                            jurisdiction=self.jurisdiction)
+                                            jurisdiction=self.jurisdiction,
+                                            rerank=self.rerank)
         context = context.split(HEADER_ACTIVE, 1)[0].strip()
         if HEADER_RECALLED not in context:
             return request, None
@@ -247,11 +262,8 @@ class MarsMemoryMiddleware(AgentMiddleware):
         thread = lookup(config.get("configurable"), "thread_id") or \
             lookup(getattr(runtime, "execution_info", None), "thread_id")
         conversation = None if thread is None else str(thread)
-        self.store.observe("user", messages[at].text, namespace=ns,
-                           conversation_id=conversation)
-        if answers:
-            self.store.observe("assistant", answers[-1].text, namespace=ns,
-                               conversation_id=conversation)
+        turns = [message_turn(m, self.speakers) for m in [messages[at], *answers[-1:]]]
+        self.store.observe_many(turns, namespace=ns, conversation_id=conversation)
 
     # --- AgentMiddleware hooks ------------------------------------------------------------
 

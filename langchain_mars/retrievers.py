@@ -10,12 +10,19 @@ most it can be, so the order is kept); ``fused_score`` is the store's own.
   (the ``langchain-tests`` retriever contract). ``k`` can be overridden per call:
   ``retriever.invoke(q, k=3)``.
 * ``budget_tokens`` (off by default): also stop when the documents' tokens would exceed
-  it. Off means the namespace's whole budget, which holds every active memory.
+  it. Off means ``k`` documents whatever their size.
+* The difference from ``store.retrieve(q, budget_tokens=...)``: ``retrieve`` is the
+  store's own read, sized by tokens — its relative cut-off (``RetrievalConfig``) drops
+  the hits far below the best one, so ``retrieve(k=10)`` often returns fewer than 10.
+  The retriever keeps the framework's contract: ``k`` documents, in the store's order
+  (the same ranking, the same second tier), unless you opt into the cut-off with
+  ``score_cutoff`` or into a size with ``budget_tokens``.
 * ``score_cutoff`` (off by default): a *relative* cut-off — keep only the documents whose
   fused score is at least ``score_cutoff`` × the best one's. Only the documents returned
   count as accessed.
 * filters: ``types``, ``max_sensitivity``, ``jurisdiction``, ``template`` (a retrieval
-  template of the store, seed 000 §4.3), ``include_archive``; the namespace is fixed
+  template of the store, seed 000 §4.3), ``include_archive`` (default: the second tier,
+  as ``retrieve``); the namespace is fixed
   or a :class:`~langchain_mars._namespace.NamespaceTemplate` filled from the run config
   (``config["configurable"]``) of each call.
 * ``read_only=True`` leaves the store's statistics and audit untouched (inspection).
@@ -48,6 +55,7 @@ from mars_core.engine.args import retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
+from mars_core.rerank import check_reranker
 from mars_core.retrieval import Hit, check_max_sensitivity, relevance
 from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
@@ -70,7 +78,7 @@ from langchain_mars._namespace import NamespaceTemplate, as_template, resolve_na
 __all__ = ["MarsRetriever", "hit_to_document"]
 
 _OPTIONS = ("types", "max_sensitivity", "budget_tokens", "score_cutoff", "include_archive",
-            "read_only", "redact", "jurisdiction", "template")
+            "read_only", "redact", "jurisdiction", "template", "rerank")
 _UNBOUNDED = 2**31 - 1
 
 
@@ -122,7 +130,10 @@ class MarsRetriever(BaseRetriever):
         max_sensitivity: keep only memories at most this sensitive (in [0, 1]).
         budget_tokens: a token budget for the documents (off by default).
         score_cutoff: relative cut-off in (0, 1] against the best score (off by default).
-        include_archive: also search forgotten (archived) memories, ranked lower.
+        include_archive: ``None`` (the default): the active memories and the second tier,
+            as ``store.retrieve`` (what a policy archived to make room); ``True``: every
+            archived memory too, ranked lower (never what a user cleared); ``False``: the
+            active memories alone.
         read_only: do not count the retrieval as an access.
         redact: the store's output check on (True) or off (False; the stored text);
             None: the store's setting.
@@ -130,6 +141,9 @@ class MarsRetriever(BaseRetriever):
             of codes; ``""``: memories with none).
         template: a retrieval template of ``StoreConfig.retrieval_templates`` (what one
             department may retrieve; the narrower of it and the other filters wins).
+        rerank: your own reranker (:mod:`mars_core.rerank`): it reorders the store's best
+            20 candidates before ``k`` is cut (a LangChain document compressor over this
+            retriever reorders the ``k`` it returns).
 
     Raises:
         ValidationError: bad ``k``, ``score_cutoff``, filter or namespace values.
@@ -155,8 +169,9 @@ class MarsRetriever(BaseRetriever):
                                       description="Token budget (None: off).")
     score_cutoff: float | None = Field(None, strict=True,
                                        description="Relative score cut-off (None: off).")
-    include_archive: bool = Field(False, strict=True,
-                                  description="Also search archived memories.")
+    include_archive: bool | None = Field(
+        None, strict=True, description="None: the second tier, as retrieve; True: every "
+        "archived memory too; False: the active memories alone.")
     read_only: bool = Field(False, strict=True,
                             description="Do not count the retrieval as an access.")
     redact: bool | None = Field(None, strict=True,
@@ -165,6 +180,8 @@ class MarsRetriever(BaseRetriever):
         None, description="Jurisdiction codes to keep (None: all).")
     template: str | None = Field(None, strict=True,
                                  description="A retrieval template of the store (None: none).")
+    rerank: Any = Field(None, description="Your own reranker (query, texts) -> scores "
+                        "(None: the store's ranking).")
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -249,21 +266,21 @@ class MarsRetriever(BaseRetriever):
         if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
             raise ValidationError("k must be a positive integer")
         opts["max_sensitivity"] = check_max_sensitivity(opts["max_sensitivity"])
-        for flag in ("include_archive", "read_only"):
-            if not isinstance(opts[flag], bool):
-                raise ValidationError(f"{flag} must be True or False")
+        if not isinstance(opts["read_only"], bool):
+            raise ValidationError("read_only must be True or False")
+        if opts["include_archive"] is not None and not isinstance(opts["include_archive"], bool):
+            raise ValidationError("include_archive must be True, False or None")
         if opts["redact"] is not None and not isinstance(opts["redact"], bool):
             raise ValidationError("redact must be True, False or None")
         budget = opts["budget_tokens"]
-        if budget is None:  # off: the namespace's budget holds every active memory
-            budget = _UNBOUNDED if opts["include_archive"] else \
-                self.store.config.budget_for(self.store.config.default_namespace
-                                             if ns is None else ns)
+        if budget is None:  # off: k documents, whatever their size
+            budget = _UNBOUNDED
         return {"k": k, "budget_tokens": budget, "namespace": ns,
                   "types": opts["types"], "max_sensitivity": opts["max_sensitivity"],
                   "include_archive": opts["include_archive"], "read_only": opts["read_only"],
                   "relative_cutoff": opts["score_cutoff"] or 0.0, "redact": opts["redact"],
-                  "jurisdiction": opts["jurisdiction"], "template": opts["template"]}
+                  "jurisdiction": opts["jurisdiction"], "template": opts["template"],
+                  "rerank": check_reranker(opts["rerank"])}
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun,

@@ -21,8 +21,10 @@ LangGraph's key-value contract:
   version of the item leaves the active store, the archive, the record store, the vector
   index and the exports; :meth:`MarsStore.erase` returns the receipts.
 * **Forgetting underneath.** The MaRS budget and policy evict as usual. An evicted item is
-  archived, not lost: ``get`` reads it through, and ``search`` ranks archived items after
-  active ones.
+  archived, not lost: ``get`` reads it through, and ``search`` ranks the items the budget
+  archived with the active ones on one scale (``retrieve``'s second tier; before issue 31
+  every active hit came first, and a search missed the evidence the budget had archived);
+  other archived items follow the hits.
 * **Search.** With a ``query``: MaRS hybrid retrieval (dense + BM25) in each namespace under
   the prefix; items sharing nothing with the query follow with score ``0.0``, then items
   put with ``index=False`` (score ``None``), so every matching item is reachable by
@@ -757,7 +759,8 @@ class MarsStore(BaseStore):
 
     def _rank(self, query: str, found: list[tuple[Namespace, str, MemoryNode]]
               ) -> tuple[list[tuple[MemoryNode, float | None]], dict[str, list[Hit]]]:
-        """Order candidates: active hits, archived hits, non-hits, unindexed items."""
+        """Order candidates: hits (active and archived on one scale, as ``retrieve``'s
+        second tier), non-hits, unindexed items."""
         mine = {node.id: node for _, _, node in found}
         hit_lists: dict[str, list[Hit]] = {}
         scored: dict[str, tuple[int, float]] = {}
@@ -765,12 +768,12 @@ class MarsStore(BaseStore):
             # pages through every match; only ids and scores are read here (what a search
             # returns goes through the output check in _search)
             hits = self.memory.retrieve(query, namespace=ns, budget_tokens=_ALL_TOKENS,
-                                        include_archive=True, read_only=True,
+                                        include_archive=None, read_only=True,
                                         relative_cutoff=0.0, redact=False)
             hit_lists[ns] = hits
             for h in hits:
                 if h.id in mine and _record_or_empty(mine[h.id]).get("indexed"):
-                    scored[h.id] = (int(h.archived), h.score)
+                    scored[h.id] = (0, h.score)  # one scale: the second tier
 
         def order(node: MemoryNode) -> tuple[int, float, int]:
             if node.id in scored:

@@ -36,9 +36,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from mars_core.context import HEADER_ACTIVE, HEADER_RECALLED, HEADER_STRUCTURED, HEADER_SUPPORT
 from mars_core.errors import ExtraNotInstalledError
+from mars_core.speakers import TIMESTAMP_KEY, Speakers, turn_meta
 
 try:
     from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
@@ -57,6 +59,7 @@ __all__ = [
     "last_user_text",
     "message_text",
     "message_tokens",
+    "message_turn",
     "recalled_part",
 ]
 
@@ -75,6 +78,23 @@ def message_text(message: ChatMessage) -> str:
         'hello'
     """
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
+
+
+def message_turn(message: ChatMessage, text: str, speakers: Speakers) -> dict[str, Any]:
+    """``observe``'s ``role``, ``text``, ``speaker`` and ``at`` for a message: its
+    ``additional_kwargs["name"]`` or the configured name of its role, its
+    ``additional_kwargs["timestamp"]`` (:mod:`mars_core.speakers`).
+
+    Examples:
+        >>> m = ChatMessage(role="user", content="I like jazz",
+        ...                 additional_kwargs={"name": "Caroline"})
+        >>> message_turn(m, "I like jazz", Speakers())["speaker"]
+        'Caroline'
+    """
+    role = message.role.value
+    extra = message.additional_kwargs
+    return {"role": role, "text": text,
+            **turn_meta(role, extra.get("name"), extra.get(TIMESTAMP_KEY), speakers)}
 
 
 def message_tokens(message: ChatMessage, count: Callable[[str], int]) -> int:

@@ -45,6 +45,8 @@ from llamaindex_mars import _text
 from mars_core.engine.args import collection
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
+from mars_core.rerank import Reranker, check_reranker
+from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
 
 try:
@@ -73,6 +75,10 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
             store's ``StoreConfig.redact``; False: the stored text).
         description: LlamaIndex block description.
         accept_short_term_memory: take the messages the FIFO flushes (default True).
+        user_name: who the user messages are when a message has no
+            ``additional_kwargs["name"]`` (the store resolves "I" to the speaker).
+        assistant_name: likewise for the assistant messages.
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`).
 
     Raises:
         ValidationError: an argument out of range or of the wrong type.
@@ -92,6 +98,10 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
     evidence: int = Field(description="Most memories recalled per read.")
     observe_roles: tuple[str, ...] = Field(description="Roles observed into the store.")
     redact: bool | None = Field(description="The store's output check (None: its setting).")
+    speakers: Speakers = Field(default_factory=Speakers, exclude=True,
+                               description="Who the user and assistant turns are.")
+    rerank: Any = Field(default=None, exclude=True,
+                        description="Your own reranker of the recalled memories (None: none).")
 
     def __init__(
         self,
@@ -106,6 +116,9 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         redact: bool | None = None,
         description: str | None = "Long-term memories recalled by MaRS.",
         accept_short_term_memory: bool = True,
+        user_name: str | None = None,
+        assistant_name: str | None = None,
+        rerank: Reranker | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -128,7 +141,9 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
                          budget_tokens=budget_tokens, evidence=evidence, priority=priority,
                          observe_roles=tuple(observe_roles), redact=redact,
                          description=description,
-                         accept_short_term_memory=accept_short_term_memory)
+                         accept_short_term_memory=accept_short_term_memory,
+                         speakers=Speakers(user_name, assistant_name),
+                         rerank=check_reranker(rerank))
 
     def _namespace(self, session_id: object) -> str:
         if self.namespace is not None:
@@ -146,7 +161,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         count = self.store.token_counter.count
         rendered = await self.store.arender_context(
             query, namespace=self._namespace(session_id), active_turns=0,
-            evidence=self.evidence, redact=self.redact,
+            evidence=self.evidence, redact=self.redact, rerank=self.rerank,
             budget_tokens=self.budget_tokens + count(_text.HEADER_ACTIVE) + 2)
         return _text.fit_recalled(_text.recalled_part(rendered), self.budget_tokens, count)
 
@@ -161,7 +176,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
             if message.role.value not in self.observe_roles or not text:
                 continue
             session = message.additional_kwargs.get("session_id")
-            turns.append({"role": message.role.value, "text": text,
+            turns.append({**_text.message_turn(message, text, self.speakers),
                           "namespace": self._namespace(session),
                           "conversation_id": session if isinstance(session, str) and session
                           else None})

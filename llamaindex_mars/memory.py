@@ -64,9 +64,11 @@ from llamaindex_mars import _text
 from mars_core._async import sync_in_loop_allowed
 from mars_core.engine.args import collection, phrase, retrieval_template
 from mars_core.errors import ExtraNotInstalledError, NotFoundError, ValidationError
-from mars_core.model import MemoryNode
+from mars_core.model import RECALLABLE, MemoryNode, MemoryType
 from mars_core.namespaces import id_namespace
 from mars_core.privacy.receipts import ErasureReceipt
+from mars_core.rerank import Reranker, check_reranker
+from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
 
 try:
@@ -125,6 +127,13 @@ class MarsMemory(BaseMemory):
             ``insert="user"``.
         template: a retrieval template of the store (``StoreConfig.retrieval_templates``:
             what this agent's department may recall, seed 000 §4.3), or None.
+        user_name: who the user messages are when a message has no
+            ``additional_kwargs["name"]`` (the store resolves "I" to the speaker;
+            :mod:`mars_core.speakers`); a message's ``additional_kwargs["timestamp"]``
+            dates its turn.
+        assistant_name: likewise for the assistant messages.
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`, e.g.
+            ``cross_encoder(CrossEncoder(...))``); None: the store's ranking.
 
     Raises:
         ValidationError: an argument out of range or of the wrong type, or an unknown
@@ -155,6 +164,10 @@ class MarsMemory(BaseMemory):
     insert: Literal["system", "user"] = Field(description="Where recalled memories go.")
     template: str | None = Field(default=None, description="A retrieval template of the "
                                  "store that scopes what is recalled (None: none).")
+    speakers: Speakers = Field(default_factory=Speakers, exclude=True,
+                               description="Who the user and assistant turns are.")
+    rerank: Any = Field(default=None, exclude=True,
+                        description="Your own reranker of the recalled memories (None: none).")
 
     _entries: list[_Entry] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -172,6 +185,9 @@ class MarsMemory(BaseMemory):
         redact: bool | None = None,
         insert: Literal["system", "user"] = "system",
         template: str | None = None,
+        user_name: str | None = None,
+        assistant_name: str | None = None,
+        rerank: Reranker | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -194,6 +210,7 @@ class MarsMemory(BaseMemory):
             raise ValidationError("redact must be True, False or None")
         if template is not None:
             retrieval_template(template, store.config)
+        speakers = Speakers(user_name, assistant_name)
         if not conversation_id:
             with sync_in_loop_allowed():  # a constructor cannot await; one brief read
                 conversation_id = _next_conversation(store, namespace, session)
@@ -203,7 +220,8 @@ class MarsMemory(BaseMemory):
                          conversation_id=conversation,
                          token_limit=token_limit, recall_tokens=recall_tokens,
                          evidence=evidence, observe_roles=tuple(observe_roles),
-                         redact=redact, insert=insert, template=template)
+                         redact=redact, insert=insert, template=template,
+                         speakers=speakers, rerank=check_reranker(rerank))
 
     @classmethod
     def class_name(cls) -> str:
@@ -296,18 +314,26 @@ class MarsMemory(BaseMemory):
     # --- forgetting ---------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget this session: clear the working history and move every active memory
-        of its namespace to the archive (restorable with ``store.restore``). Other
-        sessions are untouched; use :meth:`erase` to remove the data for good."""
+        """Forget this session: clear the working history; its conversations' turns are
+        *cleared* (``store.clear_conversation``: never shown to a model again, not even
+        from the archive) and every other memory of its namespace is forgotten (archived,
+        out of the second tier; restorable with ``store.restore``). Other sessions are
+        untouched; use :meth:`erase` to remove the data for good."""
         self._clear()
-        for node in self.store.list(self.namespace):
-            self.store.forget(node.id, reason=_RESET_REASON, namespace=node.namespace)
+        nodes = self.store.list(self.namespace, status=None)
+        for conversation in dict.fromkeys(n.provenance.conversation_id for n in nodes
+                                          if n.type is MemoryType.EPISODIC):
+            if conversation is not None:
+                self.store.clear_conversation(conversation, namespace=self.namespace,
+                                              reason=_RESET_REASON)
+        for node in nodes:
+            cleared = node.type is MemoryType.EPISODIC and node.provenance.conversation_id
+            if not cleared and (node.is_active or node.archive_reason in RECALLABLE):
+                self.store.forget(node.id, reason=_RESET_REASON, namespace=node.namespace)
 
     async def areset(self) -> None:
-        """Async :meth:`reset`."""
-        self._clear()
-        for node in await self.store.alist(self.namespace):
-            await self.store.aforget(node.id, reason=_RESET_REASON, namespace=node.namespace)
+        """Async :meth:`reset` (in a worker thread, like the store's own twins)."""
+        await asyncio.to_thread(self.reset)
 
     def erase(self) -> ErasureReceipt:
         """Right to be forgotten for this session: clear the working history and erase
@@ -346,7 +372,7 @@ class MarsMemory(BaseMemory):
         render = {"query": text, "namespace": self.namespace,
                   "conversation": self.conversation_id, "active_turns": len(episodes),
                   "evidence": self.evidence, "redact": self.redact,
-                  "template": self.template,
+                  "template": self.template, "rerank": self.rerank,
                   "budget_tokens": recall_budget + self._active_estimate(episodes)}
         return _Plan(window, recall_budget, render)
 
@@ -421,7 +447,8 @@ class MarsMemory(BaseMemory):
         turns: list[dict[str, Any] | None] = []
         for i, message in enumerate(added):
             text = _text.message_text(message)
-            turns.append({"role": message.role.value, "text": text, "namespace": self.namespace,
+            turns.append({**_text.message_turn(message, text, self.speakers),
+                          "namespace": self.namespace,
                           "conversation_id": self.conversation_id, "turn": keep + i}
                          if message.role.value in self.observe_roles and text else None)
         return keep, turns

@@ -40,11 +40,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from mars_core.budget import MAX_BUDGET as _UNBOUNDED
 from mars_core.config import RetrievalConfig
 from mars_core.engine.args import phrase, retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
+from mars_core.rerank import Reranker, check_reranker
 from mars_core.retrieval import Hit, check_max_sensitivity, relevance
 from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
@@ -102,7 +104,8 @@ class MarsRetriever(BaseRetriever):
             ``Memory`` with a :class:`MarsMemoryBlock`) whose memories to read: the id is
             one namespace part, as those adapters map it (``"team/ana"`` →
             ``"team%2Fana"``).
-        budget_tokens: token budget of the results (default: the store's retrieval default).
+        budget_tokens: token budget of the results (default: none when ``k`` is given —
+            ``k`` results whatever their size; else the store's retrieval default).
         similarity_top_k: the most results (LlamaIndex's name for it; default: all that
             fit ``budget_tokens``).
         k: the same, by the name the LangChain retriever uses (give one of the two).
@@ -113,7 +116,9 @@ class MarsRetriever(BaseRetriever):
         types: only these memory types (e.g. ``["semantic", "social"]``).
         max_sensitivity: leave out memories more sensitive than this (a number in
             [0, 1], or None for no cap).
-        include_archive: also search forgotten (archived) memories, ranked after active ones.
+        include_archive: ``None`` (the default): the active memories and the second tier,
+            as ``store.retrieve``; ``True``: every archived memory too, ranked after the
+            active ones (never what a user cleared); ``False``: the active memories alone.
         read_only: do not count the retrieval as an access.
         redact: the store's output check on (True) or off (False: the stored text, an
             explicit read recorded as such in the audit); None: the store's setting.
@@ -122,6 +127,9 @@ class MarsRetriever(BaseRetriever):
         template: a retrieval template of ``StoreConfig.retrieval_templates`` (a
             department's scope; the narrower of it and the other filters wins).
         callback_manager: LlamaIndex callbacks.
+        rerank: your own reranker (:mod:`mars_core.rerank`): it reorders the store's best
+            20 candidates before ``similarity_top_k`` is cut (a ``node_postprocessors``
+            entry of a query engine reorders what is returned).
 
     Raises:
         ValidationError: bad arguments (checked here, before any retrieval), or both
@@ -146,12 +154,13 @@ class MarsRetriever(BaseRetriever):
         score_cutoff: float | None = None,
         types: Iterable[MemoryType | str] | None = None,
         max_sensitivity: float | None = None,
-        include_archive: bool = False,
+        include_archive: bool | None = None,
         read_only: bool = False,
         redact: bool | None = None,
         jurisdiction: str | Iterable[str] | None = None,
         template: str | None = None,
         callback_manager: CallbackManager | None = None,
+        rerank: Reranker | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ValidationError(f"store must be a MemoryStore, not {type(store).__name__}")
@@ -173,9 +182,10 @@ class MarsRetriever(BaseRetriever):
         codes = check_jurisdictions(jurisdiction)
         if template is not None:
             retrieval_template(template, store.config)
-        for flag, value in (("include_archive", include_archive), ("read_only", read_only)):
-            if not isinstance(value, bool):
-                raise ValidationError(f"{flag} must be True or False")
+        if not isinstance(read_only, bool):
+            raise ValidationError("read_only must be True or False")
+        if include_archive is not None and not isinstance(include_archive, bool):
+            raise ValidationError("include_archive must be True, False or None")
         if redact is not None and not isinstance(redact, bool):
             raise ValidationError("redact must be True, False or None")
         if score_cutoff is not None and (isinstance(score_cutoff, bool) or not isinstance(
@@ -186,11 +196,13 @@ class MarsRetriever(BaseRetriever):
         self.namespace = _namespace(store, namespace, session_id)
         self.similarity_top_k = k
         self._kwargs: dict[str, Any] = {
-            "budget_tokens": budget_tokens, "k": k, "types": kinds,
+            "budget_tokens": _UNBOUNDED if budget_tokens is None and k is not None
+            else budget_tokens, "k": k, "types": kinds,
             "max_sensitivity": cap, "namespace": self.namespace,
             "include_archive": include_archive, "read_only": read_only,
             "relative_cutoff": score_cutoff or 0.0, "redact": redact,
             "jurisdiction": None if codes is None else sorted(codes), "template": template,
+            "rerank": check_reranker(rerank),
         }
 
     def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:

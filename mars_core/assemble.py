@@ -20,7 +20,7 @@ from typing import Final
 from mars_core.analysis import terms
 from mars_core.context import EvidenceItem, Validity, validity_of
 from mars_core.engine.namespace import NamespaceState
-from mars_core.model import MemoryNode, MemoryType, Predicate, TaskPayload
+from mars_core.model import HIDDEN, MemoryNode, MemoryType, Predicate, TaskPayload
 
 __all__ = ["Marked", "active_turns", "evidence_items", "lineage", "read_lineage",
            "recall_starts", "support_for", "validity"]
@@ -139,7 +139,8 @@ def support_for(state: NamespaceState, evidence: Sequence[MemoryNode], per_card:
         sources = [e.target for e in state.graph.out_edges(card.id, Predicate.DERIVES_FROM)]
         for nid in sources[:per_card]:
             node = state.get(nid)
-            if node is not None and nid not in skip and nid not in out:
+            if node is not None and nid not in skip and nid not in out \
+                    and node.archive_reason not in HIDDEN:  # a cleared turn: never shown
                 out[nid] = (node, score, *lineage(state, nid, shown, text))
         for pred, mark in ((Predicate.SUPERSEDES, Validity.SUPERSEDED),
                            (Predicate.CORRECTS, Validity.CORRECTED)):

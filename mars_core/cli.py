@@ -1002,6 +1002,34 @@ DataOpt = Annotated[Path, typer.Option("--data", help="the data file (never copi
 QuickOpt = Annotated[bool, typer.Option(help="a small smoke run")]
 
 
+@bench_app.command("frameworks")
+def bench_frameworks(  # noqa: PLR0917 (typer options are parameters)
+        data: DataOpt, out: OutOpt = None, quick: QuickOpt = False,
+                     embedder: Annotated[str, typer.Option(
+                         help="default (MiniLM when installed), hashing or minilm")]
+                     = "default", progress: ProgressOpt = None,
+                     as_json: JsonOpt = False) -> None:
+    """Evidence through the frameworks: each conversation ingested through each
+    framework's adapter, then the evidence recall of each exit (LangChain middleware and
+    MarsRetriever(k=4), LlamaIndex MarsRetriever(k=4), MarsMemory.get and the memory
+    block, LangGraph MarsStore.search) at its default size, beside retrieve at 128 words
+    (docs/benchmarks/evidence.md)."""
+    from mars_core.bench import frameworks, leakage
+
+    if embedder not in leakage.EMBEDDERS:
+        raise _fail(f"--embedder must be one of {', '.join(leakage.EMBEDDERS)}")
+    if not data.is_file():
+        raise _fail(f"no data file {data} (LoCoMo: ../shared/data/locomo/locomo_dev7.json)")
+    with _summary(as_json) as summary, _bench_run(progress, "bench frameworks") as bar:
+        try:
+            result = frameworks.main(data, out, quick=quick, embedder=embedder, progress=bar)
+        except MarsError as exc:
+            raise _fail(str(exc), exc) from exc
+        for line in result["table"]:
+            _say(line)
+        summary.value = result
+
+
 @bench_app.command("locomo")
 def bench_locomo(data: DataOpt, out: Annotated[Path, typer.Option(
                      "--out", help="directory for the results")],

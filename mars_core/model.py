@@ -31,6 +31,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "HIDDEN",
     "RECALLABLE",
     "ArchiveReason",
     "Consent",
@@ -111,11 +112,20 @@ class ArchiveReason(StrEnum):
     """``forget()`` on request (a cleared chat session too)."""
     EXPIRED = "expired"
     """Its TTL or retention horizon passed (``maintain()``)."""
+    CLEARED = "cleared"
+    """A user cleared the conversation it belongs to (``clear_conversation``: a chat
+    history's ``clear()``, LlamaIndex ``reset``, a LangGraph delete). Never shown to a
+    model again — not in the second tier, not as the raw support of a fact learnt from
+    it; still explainable, and erasable."""
 
 
 RECALLABLE: frozenset[ArchiveReason] = frozenset({ArchiveReason.EVICTED,
                                                   ArchiveReason.SUMMARISED})
 """Archive reasons that leave a memory in the second tier of retrieval."""
+
+HIDDEN: frozenset[ArchiveReason] = frozenset({ArchiveReason.CLEARED})
+"""Archive reasons that keep a memory from every context a model is shown (the second
+tier, ``include_archive=True``, the raw support of derived evidence)."""
 
 
 class TaskStatus(StrEnum):

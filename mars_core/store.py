@@ -62,6 +62,7 @@ from mars_core.policies import Policy
 from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
 from mars_core.progress import ProgressFn, checked
+from mars_core.rerank import Reranker, check_reranker
 from mars_core.retrieval import Hit
 from mars_core.storage.base import NamespaceRecord, RecordStore
 from mars_core.storage.postgres import PostgresRecordStore, is_postgres_url
@@ -437,6 +438,29 @@ class MemoryStore:
         return self._writer.forget(node, args.phrase(reason, "reason", max_chars=1000))
 
     @_call
+    def clear_conversation(self, conversation_id: str, *, namespace: NamespaceArg | None = None,
+                           reason: str = "conversation cleared") -> builtins.list[MemoryNode]:
+        """Clear a conversation's turns (what a chat history's ``clear()`` does): its
+        episodes, active or archived, move to the archive as ``cleared`` and never reach a
+        model again — not through the second tier, ``include_archive=True`` or as the raw
+        support of a fact (:data:`~mars_core.model.HIDDEN`). The facts learnt from them
+        stay (use :meth:`erase` with ``conversation=`` to remove those too); ``explain``,
+        ``list`` and ``erase`` still see the turns.
+
+        Returns:
+            The turns cleared now (already cleared ones are left as they are).
+
+        Raises:
+            ValidationError: an empty or malformed conversation id or reason.
+        """
+        conversation = args.label(conversation_id, "conversation_id")
+        state = self._engine.ns(self._ns(namespace))
+        turns = [n for n in self._reader.memories(state, MemoryType.EPISODIC, None)
+                 if n.provenance.conversation_id == conversation]
+        return self._writer.clear(state.name, turns,
+                                  args.phrase(reason, "reason", max_chars=1000))
+
+    @_call
     def restore(self, node_id: str, *, namespace: NamespaceArg | None = None) -> MemoryNode:
         """Bring an archived memory of ``namespace`` back to the active store (the budget
         is enforced)."""
@@ -581,7 +605,8 @@ class MemoryStore:
                  read_only: bool = False, relative_cutoff: float | None = None,
                  redact: bool | None = None,
                  jurisdiction: str | Iterable[str] | None = None,
-                 template: str | None = None) -> builtins.list[Hit]:
+                 template: str | None = None,
+                 rerank: Reranker | None = None) -> builtins.list[Hit]:
         """Hybrid (dense + BM25) retrieval, reranked, cut and packed into a token budget,
         then the output check.
 
@@ -632,6 +657,8 @@ class MemoryStore:
             template: a retrieval template of ``StoreConfig.retrieval_templates`` (a
                 department's scope, §4.3): its types, sensitivity cap and jurisdictions
                 apply on top of this call's, the narrower winning.
+            rerank: your own reranker (:mod:`mars_core.rerank`, e.g. a cross-encoder):
+                it reorders the best 20 candidates before the cut-off and the budget.
 
         Raises:
             ValidationError: bad query or filter values, or an unknown template.
@@ -646,7 +673,8 @@ class MemoryStore:
                                      include_archive=None if include_archive is None
                                      else args.flag(include_archive, "include_archive"),
                                      read_only=args.flag(read_only, "read_only"),
-                                     redact=self._redact(redact))
+                                     redact=self._redact(redact),
+                                     rerank=check_reranker(rerank))
 
     @_call
     def recall(self, entity: str | None = None, *, goal: str | None = None,
@@ -678,7 +706,7 @@ class MemoryStore:
                        active_turns: int = 6, evidence: int = 5, redact: bool | None = None,
                        evidence_only: bool = False,
                        jurisdiction: str | Iterable[str] | None = None,
-                       template: str | None = None) -> str:
+                       template: str | None = None, rerank: Reranker | None = None) -> str:
         """Prompt-ready context: recalled evidence, its raw support, then the active
         conversation — the layout of DMF §9.3 step 6, within ``budget_tokens``.
 
@@ -696,6 +724,7 @@ class MemoryStore:
 
         ``jurisdiction`` and ``template`` scope the recalled evidence as in
         :meth:`retrieve` (seed 000 §4.3); the active conversation is shown as it is.
+        ``rerank`` reorders the best candidate evidence as in :meth:`retrieve`.
 
         Raises:
             ValidationError: bad query values, or an unknown template.
@@ -710,7 +739,8 @@ class MemoryStore:
                                    active_turns=args.count(active_turns, "active_turns"),
                                    evidence=args.count(evidence, "evidence"),
                                    redact=self._redact(redact),
-                                   evidence_only=args.flag(evidence_only, "evidence_only"))
+                                   evidence_only=args.flag(evidence_only, "evidence_only"),
+                                   rerank=check_reranker(rerank))
 
     @_call
     def check_output(self, nodes: Iterable[MemoryNode], *, namespace: NamespaceArg | None = None,
@@ -1168,6 +1198,7 @@ class MemoryStore:
     aadd_many = asyncify(add_many)
     aupdate = asyncify(update)
     aforget = asyncify(forget)
+    aclear_conversation = asyncify(clear_conversation)
     arestore = asyncify(restore)
     alink = asyncify(link)
     aobserve = asyncify(observe)

@@ -29,8 +29,9 @@ from mars_core.engine.engine import Engine
 from mars_core.engine.guard import OutputCheck, Shown
 from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
-from mars_core.model import RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
+from mars_core.model import HIDDEN, RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
 from mars_core.privacy.redaction import redact as redact_text
+from mars_core.rerank import Reranker, rerank_hits
 from mars_core.retrieval import Hit, Query, pack, rank
 from mars_core.retrieval import relative_cutoff as cut
 from mars_core.storage.base import TermQuery, Vector
@@ -63,11 +64,13 @@ class Reader:
                         cfg=self.e.config.retrieval, admit=admit)
 
     def retrieve(self, q: Query, budget: int, *, k: int | None, ratio: float,
-                 include_archive: bool | None, read_only: bool, redact: bool) -> list[Hit]:
+                 include_archive: bool | None, read_only: bool, redact: bool,
+                 rerank: Reranker | None = None) -> list[Hit]:
         """Hybrid retrieval, cut and packed, then the output check (``redact``); an
         access unless ``read_only``.
 
-        ``include_archive``: ``True`` adds every archived memory (scores × 0.9), ``False``
+        ``include_archive``: ``True`` adds every archived memory (scores × 0.9) but what a
+        user cleared (:data:`~mars_core.model.HIDDEN`), ``False``
         searches the active memories alone, ``None`` the active ones and the second tier
         (:meth:`search`).
 
@@ -79,15 +82,16 @@ class Reader:
         if include_archive:
             hits = self.rank(state, MemoryStatus.ACTIVE, qvec, q)
             hits += [Hit(h.node, h.score * 0.9, h.dense, h.lexical, True)
-                     for h in self.rank(state, MemoryStatus.ARCHIVED, qvec, q)]
+                     for h in self.rank(state, MemoryStatus.ARCHIVED, qvec, q,
+                                        admit=lambda n: n.archive_reason not in HIDDEN)]
             hits.sort(key=lambda h: (-h.score, h.archived, h.node.seq))
         else:
             hits = self.search(state, qvec, q, second_tier=include_archive is None)
         recallable = self.recallable(state)  # private mode without consent
         check = OutputCheck(self.e, state) if redact else None
-        chosen = pack(cut([h for h in hits if recallable(h.node)
-                           and (check is None or not check.withheld_before(h.node))],
-                          ratio, self.derivation(state)), budget, k)
+        kept = rerank_hits([h for h in hits if recallable(h.node) and (
+            check is None or not check.withheld_before(h.node))], q.text, rerank)
+        chosen = pack(cut(kept, ratio, self.derivation(state)), budget, k)
         shown = self.checked(check, chosen)
         if not read_only and shown and not self.e.read_only:
             ids = {h.id for h in shown}
@@ -171,7 +175,8 @@ class Reader:
         return hits
 
     def render(self, q: Query, budget: int, *, conversation: str | None, active_turns: int,
-               evidence: int, redact: bool, evidence_only: bool) -> str:
+               evidence: int, redact: bool, evidence_only: bool,
+               rerank: Reranker | None = None) -> str:
         """Prompt-ready context: evidence, its raw support, the active conversation.
 
         With ``redact``, the output check (:class:`~mars_core.engine.guard.OutputCheck`)
@@ -197,7 +202,8 @@ class Reader:
         # whose statement was replaced is, marked outdated
         assemble.read_lineage(state, [h.id for h in ranked])
         marks = {h.id: assemble.lineage(state, h.id, recallable)[0] for h in ranked}
-        hits = [h for h in ranked if marks[h.id] in _SHOWN and recallable(h.node)]
+        hits = rerank_hits([h for h in ranked if marks[h.id] in _SHOWN and recallable(h.node)],
+                           q.text, rerank)
         check = OutputCheck(self.e, state) if redact else None
         if check is not None:
             # nothing brings such a memory back: left out before the relative cut-off,

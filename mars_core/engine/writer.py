@@ -322,6 +322,29 @@ class Writer:
         state.policy.on_forget(node, state.step)
         return state.node(node.id)
 
+    def clear(self, ns: str, turns: Sequence[MemoryNode], reason: str) -> list[MemoryNode]:
+        """Archive a cleared conversation's turns as ``cleared`` (never shown again, see
+        :data:`~mars_core.model.HIDDEN`), the active ones and those already archived in
+        one unit: one ``evict`` event each."""
+        todo = [n for n in turns if n.archive_reason is not ArchiveReason.CLEARED]
+        if not todo:
+            return []
+        with self.e.unit() as unit:
+            self.archive(unit, ns, [Eviction(n.id, n.weight, None, {}, f"cleared: {reason}")
+                                    for n in todo if n.is_active], "clear", {})
+            step = self.e.step(unit, ns)
+            for node in (n for n in todo if not n.is_active):
+                self.e.update(unit, node.model_copy(
+                    update={"archive_reason": ArchiveReason.CLEARED}), reindex=False)
+                unit.event(ns, op=AuditOp.EVICT, node_ids=[node.id], step=step,
+                           at=self.e.clock.now(),
+                           rationale=f"cleared (was archived, {node.archive_reason}): {reason}")
+        state = self.e.ns(ns)
+        for node in todo:
+            if node.is_active:
+                state.policy.on_forget(node, state.step)
+        return [state.node(n.id) for n in todo]
+
     def restore(self, node: MemoryNode) -> MemoryNode:
         """Bring an archived memory back (the budget is enforced)."""
         if node.is_active:
@@ -765,6 +788,7 @@ class Writer:
 _REASONS: dict[str, ArchiveReason] = {
     "observe": ArchiveReason.SUPERSEDED, "update": ArchiveReason.SUPERSEDED,
     "dedup": ArchiveReason.SUPERSEDED, "user": ArchiveReason.FORGOTTEN,
+    "clear": ArchiveReason.CLEARED,
     "ttl": ArchiveReason.EXPIRED, "graduated": ArchiveReason.EXPIRED,
 }
 """Why :meth:`Writer.archive` archives, by stage; any other stage is a policy making room."""
