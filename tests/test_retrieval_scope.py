@@ -41,8 +41,8 @@ def store(**kw: Any) -> MemoryStore:
 
 
 def seen(s: MemoryStore, **kw: Any) -> set[str]:
-    return {h.node.content for h in s.retrieve(QUESTION, relative_cutoff=0, read_only=True,
-                                               **kw)}
+    hits = s.retrieve(QUESTION, relative_cutoff=0, read_only=True, redact=False, **kw)
+    return {h.node.content for h in hits}  # the stored text: scope, not masks, is tested
 
 
 def test_the_jurisdiction_filter_keeps_the_codes_and_their_subdivisions() -> None:
@@ -104,8 +104,8 @@ def test_templates_are_checked_and_recorded_with_the_store(tmp_path: Path) -> No
         s.add("Ana works at Acme in Berlin", type="semantic",
               provenance={"jurisdiction": "EU-DE"})
     with MemoryStore.open(tmp_path / "s") as again:  # the recorded templates
-        assert [h.node.content for h in again.retrieve(QUESTION, template="eu-hr")] == [
-            "Ana works at Acme in Berlin"]
+        hits = again.retrieve(QUESTION, template="eu-hr", redact=False)
+        assert [h.node.content for h in hits] == ["Ana works at Acme in Berlin"]
         assert again.config.retrieval_templates["support"].max_sensitivity == 0.3
 
 
@@ -133,13 +133,14 @@ def test_the_framework_retrievers_take_the_scope() -> None:
     from llamaindex_mars import MarsRetriever as LIRetriever
 
     with store() as s:
-        lc = LCRetriever(store=s, k=10, jurisdiction="EU", read_only=True)
+        lc = LCRetriever(store=s, k=10, jurisdiction="EU", read_only=True, redact=False)
         assert {d.page_content for d in lc.invoke(QUESTION)} == {FACTS[0][0], FACTS[2][0]}
-        lc_t = LCRetriever(store=s, k=10, template="support", read_only=True)
+        lc_t = LCRetriever(store=s, k=10, template="support", read_only=True, redact=False)
         assert {d.page_content for d in lc_t.invoke(QUESTION)} == {FACTS[0][0], FACTS[1][0]}
         with pytest.raises(ValidationError, match="no retrieval template"):
             LCRetriever(store=s, template="legal")
-        li = LIRetriever(s, k=10, template="eu-hr", jurisdiction="EU-DE", read_only=True)
+        li = LIRetriever(s, k=10, template="eu-hr", jurisdiction="EU-DE", read_only=True,
+                         redact=False)
         assert [n.node.get_content() for n in li.retrieve(QUESTION)] == [FACTS[0][0]]
         with pytest.raises(ValidationError, match="jurisdiction"):
             LIRetriever(s, jurisdiction=7)  # type: ignore[arg-type]
