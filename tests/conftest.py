@@ -21,9 +21,9 @@ is a record store with a vector index:
 
 The autouse fixture ``store_kind`` makes the stores those tests build use that kind:
 ``MemoryStore()`` without records or an index gets them from the seams
-``mars_core.store._default_records`` and ``_default_index``, and ``MemoryStore.open(path)``
+``mars_core.opening._default_records`` and ``_default_index``, and ``MemoryStore.open(path)``
 with ``index="auto"`` gets the kind's index from ``mars_core.layout.open_index`` (and on
-the PostgreSQL kinds its records from ``mars_core.store._path_records``). A store given
+the PostgreSQL kinds its records from ``mars_core.opening._path_records``). A store given
 an index explicitly keeps it. Elsewhere ``store_kind`` is ``"ram"`` and
 patches nothing.
 
@@ -80,8 +80,7 @@ from postgres_server import (
     with_schema,
 )
 
-from mars_core import layout
-from mars_core import store as store_module
+from mars_core import layout, opening
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.index.base import VectorIndex
@@ -384,8 +383,8 @@ def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
         concrete = {"sqlite": "numpy", "chroma": "chroma", "qdrant": "qdrant"}[kind]
         return original(directory, concrete, manifest, read_only=False)
 
-    monkeypatch.setattr(store_module, "_default_records", records)
-    monkeypatch.setattr(store_module, "_default_index", index)
+    monkeypatch.setattr(opening, "_default_records", records)
+    monkeypatch.setattr(opening, "_default_index", index)
     monkeypatch.setattr(layout, "open_index", by_path)
     yield kind
     for where in made:  # the test's stores are closed: this fixture is torn down last
@@ -415,11 +414,11 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
             return original(directory, asked, manifest, read_only=read_only)
         return index(prefix_for(directory)), f"{kind} (test matrix)"
 
-    monkeypatch.setattr(store_module, "_default_records",
+    monkeypatch.setattr(opening, "_default_records",
                         lambda: records_in(f"t_{uuid.uuid4().hex[:16]}"))
-    monkeypatch.setattr(store_module, "_default_index",
+    monkeypatch.setattr(opening, "_default_index",
                         lambda: index(f"t{uuid.uuid4().hex[:12]}_"))
-    monkeypatch.setattr(store_module, "_path_records", lambda directory, **kw: records_in(
+    monkeypatch.setattr(opening, "_path_records", lambda directory, **kw: records_in(
         "t_" + prefix_for(directory.resolve())[1:-1], **kw))
     monkeypatch.setattr(layout, "open_index", by_path)
     yield kind
