@@ -18,6 +18,9 @@ from rich.text import Text
 from mars_core.errors import MarsError, NotFoundError, ValidationError
 from mars_core.progress import ProgressFn, combine, progress_bar, progress_lines
 
+__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "IndexOpt", "JsonOpt", "NamespaceOpt",
+           "OutOpt", "PathOpt", "ProgressOpt", "console", "err_console"]
+
 EXIT_FAILURE = 1
 """The command was right but could not be done (a store another process writes, a
 damaged store, a server out of reach, a broken audit chain, a declined erasure)."""

@@ -28,6 +28,8 @@ from mars_core.storage.postgres import PostgresRecordStore, is_postgres_url
 from mars_core.storage.sqlite import SQLiteRecordStore
 from mars_core.summarise import Summariser
 
+__all__ = ["open_engine", "open_parts"]
+
 
 def _default_index() -> VectorIndex:
     """The index of ``MemoryStore()`` without one: numpy, in the process."""

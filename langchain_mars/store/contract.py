@@ -27,6 +27,8 @@ from mars_core.errors import (
     ValidationError,
 )
 
+__all__ = ["InvalidNamespaceLabelError"]
+
 
 class InvalidNamespaceLabelError(ValidationError, InvalidNamespaceError):
     """A namespace label LangGraph's rules refuse (empty, not a string, holding a ``.`` or

@@ -20,6 +20,8 @@ from mars_core.errors import (
     MarsError,
 )
 
+__all__ = ["index_embedder"]
+
 # --- pure helpers -------------------------------------------------------------------------------
 
 

@@ -17,6 +17,8 @@ from mars_core.errors import (
 )
 from mars_core.io_checks import check_nesting
 
+__all__: list[str] = []
+
 _COMPARISONS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 _OPERATORS = _COMPARISONS | {"$eq", "$ne"}
 _MAX_FILTER_NESTING = 32

@@ -22,6 +22,8 @@ from mars_core.errors import (
 from mars_core.model import MemoryNode, Provenance
 from mars_core.namespaces import ITEM_KEY
 
+__all__ = ["MARKER"]
+
 MARKER = ITEM_KEY
 """Metadata key under which a memory keeps its LangGraph item (namespace, key, value)."""
 

@@ -17,6 +17,8 @@ from mars_core.errors import (
 )
 from mars_core.model import MemoryNode
 
+__all__: list[str] = []
+
 _MAX_TTL = 1e9  # minutes (about 1,900 years): any expiry stays a valid datetime
 _TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes",
                        "omit_expired"})

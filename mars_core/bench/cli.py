@@ -27,6 +27,8 @@ from mars_core.cli_common import (
 )
 from mars_core.errors import MarsError
 
+__all__ = ["bench_app"]
+
 bench_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
                         help="Run a benchmark (results under --out).")
 

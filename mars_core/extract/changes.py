@@ -47,6 +47,8 @@ from mars_core.extract.rules import (
 from mars_core.extract.topics import _norm, _plan_words
 from mars_core.model import MemoryType, TaskStatus
 
+__all__: list[str] = []
+
 _IMPERATIVE = _rx(r"^(?:(?:and|also|please|so|oh|ok|okay|and\s+please)[,\s]+)*"
                   r"(don't|do\s+not|never|always|must\s+not|mustn't)\s+(?:ever\s+)?([a-z]+)")
 _YOU_MUST = _rx(r"(?<![\w'])you\s+(?:must|should|shall)\s+(?:never|not|always)\s+([a-z]+)")

@@ -13,6 +13,8 @@ from mars_core.io_checks import MAX_DATE, MIN_DATE
 from mars_core.model import utc
 from mars_core.nlp.rules import normalise_apostrophes
 
+__all__ = ["parse_deadline"]
+
 # --- dates and times -----------------------------------------------------------------------
 
 

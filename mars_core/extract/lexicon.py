@@ -7,6 +7,8 @@ import re
 from types import MappingProxyType
 from typing import Final
 
+__all__ = ["NON_NAMES", "RELATION_WORDS"]
+
 # --- word lists ([ours]) ----------------------------------------------------------------
 
 _WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",

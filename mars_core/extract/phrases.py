@@ -25,6 +25,8 @@ from mars_core.extract.lexicon import (
 from mars_core.extract.topics import _norm
 from mars_core.nlp.lexicons import STOPWORDS
 
+__all__ = ["split_speaker"]
+
 # --- speakers and subjects -----------------------------------------------------------------
 
 

@@ -39,6 +39,8 @@ from mars_core.model import MemoryType, Predicate, TaskStatus
 from mars_core.nlp.rules import normalise_apostrophes, split_sentences
 from mars_core.nlp.signals import TextSignals
 
+__all__ = ["extract"]
+
 _RULES: Final[tuple[_Rule, ...]] = (
     _rule_place, _rule_work, _rule_job, _rule_identity, _rule_have, _rule_my, _rule_like,
     _rule_pref_change, _rule_constraint, _rule_social, _rule_rename, _rule_cancel,

@@ -21,6 +21,8 @@ from mars_core.extract.rules import _Cand, _Ctx, _End
 from mars_core.extract.topics import _names_in, _plan_words
 from mars_core.model import MemoryType, TaskStatus, utc
 
+__all__: list[str] = []
+
 # --- plans -----------------------------------------------------------------------------------
 
 _REMIND = _rx(r"(?:^|[,;]\s*|\b(?:and|so|please|also)\s+)(?:(?:can|could|would|will)\s+you\s+"

@@ -43,6 +43,8 @@ from mars_core.extract.phrases import (
 from mars_core.extract.topics import _names_in
 from mars_core.model import MemoryType
 
+__all__: list[str] = []
+
 # --- candidates ------------------------------------------------------------------------------
 
 

@@ -17,6 +17,8 @@ from mars_core.model import MemoryNode, MemoryType, Predicate, TaskStatus, utc
 from mars_core.nlp.lexicons import STOPWORDS
 from mars_core.nlp.rules import normalise_apostrophes
 
+__all__ = ["EPISODE", "Extracted", "KnownFacts", "Topic", "topic_of"]
+
 EPISODE: Final = "episode"
 """Placeholder link target: the episode the store writes for the observed turn."""
 

@@ -8,6 +8,8 @@ from numpy.typing import ArrayLike
 from mars_core.decay import FloatArray
 from mars_core.errors import ValidationError
 
+__all__: list[str] = []
+
 
 def _unit_vector(values: ArrayLike, name: str, n: int) -> FloatArray:
     v = _vector(values, name, n)

@@ -19,6 +19,8 @@ from mars_core.model import (
     TaskStatus,
 )
 
+__all__ = ["Vector"]
+
 Vector = npt.NDArray[np.float32]
 
 ACTIVE, ARCHIVED = MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED

@@ -18,6 +18,8 @@ from mars_core.storage.base import (
 )
 from mars_core.testing._common import Vector
 
+__all__ = ["CountingEmbedder", "CountingRecords"]
+
 _COUNTED = frozenset({"memories", "memories_by_id", "memory"})
 """The reads of a record store that return memories (what :class:`CountingRecords`
 counts)."""

@@ -41,6 +41,8 @@ from mars_core.storage.base import (
 )
 from mars_core.testing._common import ACTIVE, ARCHIVED, Vector, _raises, _skip, _uid
 
+__all__ = ["VectorIndexConformance"]
+
 # =====================================================================================
 # Vector index conformance suite
 # =====================================================================================
