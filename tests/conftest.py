@@ -20,10 +20,9 @@ is a record store with a vector index:
   server: the deployment of several processes on several machines.
 
 The autouse fixture ``store_kind`` makes the stores those tests build use that kind:
-``MemoryStore()`` without records or an index gets them from the seams
-``mars_core.store._default_records`` and ``_default_index``, and ``MemoryStore.open(path)``
-with ``index="auto"`` gets the kind's index from ``mars_core.layout.open_index`` (and on
-the PostgreSQL kinds its records from ``mars_core.store._path_records``). A store given
+``MemoryStore()`` without records or an index, and ``MemoryStore.open(path)`` with
+``index="auto"`` (on the PostgreSQL kinds its records too), get the kind's parts from
+:func:`mars_core.testing.default_parts`. A store given
 an index explicitly keeps it. Elsewhere ``store_kind`` is ``"ram"`` and
 patches nothing.
 
@@ -81,13 +80,13 @@ from postgres_server import (
 )
 
 from mars_core import layout
-from mars_core import store as store_module
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.index.base import VectorIndex
 from mars_core.index.numpy import NumpyIndex
 from mars_core.storage import PostgresRecordStore, RecordStore, SQLiteRecordStore
 from mars_core.store import MemoryStore
+from mars_core.testing import default_parts
 
 __all__ = ["ADAPTER_PG", "ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
            "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "POSTGRES_KINDS",
@@ -327,27 +326,26 @@ def matrix_scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def store_kind(request: pytest.FixtureRequest) -> Iterator[str]:
     """The kind of store this test's stores are (see the module docstring).
 
-    It patches with a ``MonkeyPatch`` of its own, so a test's ``monkeypatch.undo()``
-    cannot take its stores off the matrix halfway through.
+    It sets the parts with :func:`mars_core.testing.default_parts`, not a test's
+    ``monkeypatch``, so a test's ``monkeypatch.undo()`` cannot take its stores off the
+    matrix halfway through.
     """
     kind: str | None = getattr(request, "param", None)
     if kind is None:
         yield "ram"
         return
-    with pytest.MonkeyPatch.context() as patch:
-        yield from _patched(request, patch, kind)
+    yield from _patched(request, kind)
 
 
-def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
-             kind: str) -> Iterator[str]:
+def _patched(request: pytest.FixtureRequest, kind: str) -> Iterator[str]:
     original = layout.open_index
     if kind == "ram":  # MemoryStore() as it is; MemoryStore.open(path) with numpy
-        monkeypatch.setattr(layout, "open_index", lambda directory, asked="auto", *a, **kw:
-                            original(directory, "numpy" if asked == "auto" else asked, *a, **kw))
-        yield kind
+        with default_parts(path_index=lambda directory, asked="auto", *a, **kw: original(
+                directory, "numpy" if asked == "auto" else asked, *a, **kw)):
+            yield kind
         return
     if kind in POSTGRES_KINDS:
-        yield from _on_postgres(request, monkeypatch, kind)
+        yield from _on_postgres(request, kind)
         return
     if kind != "sqlite":
         pytest.importorskip("chromadb" if kind.startswith("chroma") else "qdrant_client")
@@ -384,16 +382,13 @@ def _patched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
         concrete = {"sqlite": "numpy", "chroma": "chroma", "qdrant": "qdrant"}[kind]
         return original(directory, concrete, manifest, read_only=False)
 
-    monkeypatch.setattr(store_module, "_default_records", records)
-    monkeypatch.setattr(store_module, "_default_index", index)
-    monkeypatch.setattr(layout, "open_index", by_path)
-    yield kind
+    with default_parts(records=records, index=index, path_index=by_path):
+        yield kind
     for where in made:  # the test's stores are closed: this fixture is torn down last
         shutil.rmtree(where, ignore_errors=True)
 
 
-def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
-                 kind: str) -> Iterator[str]:
+def _on_postgres(request: pytest.FixtureRequest, kind: str) -> Iterator[str]:
     """The PostgreSQL kinds: a schema per store (per path for stores opened by path), the
     numpy index or one on the session's Chroma server; the schemas dropped at the end."""
     base: str = request.getfixturevalue("postgres_server")
@@ -415,14 +410,12 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
             return original(directory, asked, manifest, read_only=read_only)
         return index(prefix_for(directory)), f"{kind} (test matrix)"
 
-    monkeypatch.setattr(store_module, "_default_records",
-                        lambda: records_in(f"t_{uuid.uuid4().hex[:16]}"))
-    monkeypatch.setattr(store_module, "_default_index",
-                        lambda: index(f"t{uuid.uuid4().hex[:12]}_"))
-    monkeypatch.setattr(store_module, "_path_records", lambda directory, **kw: records_in(
-        "t_" + prefix_for(directory.resolve())[1:-1], **kw))
-    monkeypatch.setattr(layout, "open_index", by_path)
-    yield kind
+    with default_parts(records=lambda: records_in(f"t_{uuid.uuid4().hex[:16]}"),
+                       index=lambda: index(f"t{uuid.uuid4().hex[:12]}_"),
+                       path_records=lambda directory, **kw: records_in(
+                           "t_" + prefix_for(directory.resolve())[1:-1], **kw),
+                       path_index=by_path):
+        yield kind
     for schema in schemas:  # the test's stores are closed: this fixture is torn down last
         drop_schema(base, schema)
 

@@ -1,7 +1,8 @@
 """``check_invariants(store)``: the DESIGN §3 invariants, checked from the outside in.
 
-Uses the public API where it can, and the store's engine (its record store, its cached
-namespace views and its vector index) where the public API does not reach.
+Uses the public API where it can, and the seams of :mod:`mars_core.testing` (the record
+store, the cached namespace states, the index sync and the vector index) where the public
+API does not reach.
 Invariant 3 (task-safety) is a preference that yields to the budget, so it is not
 checked here.
 """
@@ -17,6 +18,7 @@ import numpy as np
 from mars_core.audit import GENESIS, AuditOp
 from mars_core.model import Edge, MemoryNode, MemoryStatus, Predicate
 from mars_core.store import MemoryStore
+from mars_core.testing import cached_states, index_sync, record_store, vector_index
 
 __all__ = ["check_invariants", "snapshot"]
 
@@ -36,10 +38,9 @@ def _created_ids(ev: Any) -> list[str]:
 def check_invariants(store: MemoryStore) -> None:
     """Assert invariants 1, 2, 4, 5, 6 and 7 of DESIGN §3 (and view/stat consistency)."""
     with store._lock:
-        engine = store._engine
         nodes: dict[str, MemoryNode] = {}
         edges: list[Edge] = []
-        with engine.records.read() as tx:
+        with record_store(store).read() as tx:
             for ns in tx.namespace_names():
                 nodes.update((n.id, n) for n in tx.memories(ns))
                 edges += tx.edges(ns)
@@ -111,7 +112,7 @@ def check_invariants(store: MemoryStore) -> None:
         assert report.ok, report
         assert report.checked == len(events)
         # every namespace's chain ends where its record says, seq by seq
-        with engine.records.read() as tx:
+        with record_store(store).read() as tx:
             for ns in tx.namespace_names():
                 record = tx.namespace(ns)
                 chain = tx.audit(ns)
@@ -122,7 +123,7 @@ def check_invariants(store: MemoryStore) -> None:
         # (6) the cached views agree with the records, the system of record, and hold
         # the active memories and their edges (what else they hold is the records'), and
         # the index holds exactly the active and archived memories of each namespace
-        for state in engine.cache.states():
+        for state in cached_states(store):
             ns = state.name
             mine = {i for i, n in nodes.items() if n.namespace == ns}
             assert set(state.active_ids()) == active & mine, \
@@ -135,12 +136,12 @@ def check_invariants(store: MemoryStore) -> None:
             held = {e.key for e in state.graph.edges()}
             assert held <= mine_edges
             assert {k for k in mine_edges if k[0] in active or k[2] in active} <= held
-        engine.sync.ensure_current()
+        index_sync(store).ensure_current()
         for ns in namespaces:
-            probe = np.ones(engine.embedder.dim, dtype=np.float32)
+            probe = np.ones(store.embedder.dim, dtype=np.float32)
             for status, ids in ((MemoryStatus.ACTIVE, active), (MemoryStatus.ARCHIVED, archived)):
                 want = {i for i in ids if nodes[i].namespace == ns}
-                got = {i for i, _ in engine.index.query(ns, status, probe, len(want) + 10)}
+                got = {i for i, _ in vector_index(store).query(ns, status, probe, len(want) + 10)}
                 assert got == want, f"the index's {status.value} entries of {ns!r} differ"
 
         # (7) isolation: a read of namespace A returns only memories of A, even when the

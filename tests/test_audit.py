@@ -7,6 +7,7 @@ import pytest
 
 from mars_core import FakeClock, MemoryStore
 from mars_core.audit import GENESIS, AuditChain, AuditEvent, AuditOp
+from mars_core.testing import record_store
 
 
 def build(n: int = 5, namespace: str = "ns") -> tuple[AuditChain, list[AuditEvent]]:
@@ -76,7 +77,7 @@ def test_a_store_finds_an_edited_or_dropped_event() -> None:
     with MemoryStore(clock=FakeClock(), audit_key=b"k" * 32) as store:
         for i in range(3):
             store.add(f"memory number {i}", namespace="x")
-        records = store._engine.records
+        records = record_store(store)
         with records.write() as tx:  # someone edits an event in the database
             tx._run("UPDATE audit SET body = replace(body, 'stored', 'STORED') "  # type: ignore[attr-defined]
                     "WHERE namespace = 'x' AND seq = 1")

@@ -32,6 +32,7 @@ CHILD = textwrap.dedent("""
     from mars_core.clock import FakeClock
     from mars_core.engine import indexing
     from mars_core.errors import MarsError
+    from mars_core.testing import index_sync, vector_index
 
     path, step = sys.argv[1], sys.argv[2]
 
@@ -64,9 +65,9 @@ CHILD = textwrap.dedent("""
             hits = s.retrieve("tea by the sea", namespace="a", k=50)
             known = {n.id for n in s.list("a", status=None)}
             assert all(h.node.id in known for h in hits)
-            inner = s._engine.index.inner
+            inner = vector_index(s).inner
             return {"hits": len(hits), "repaired": len(inner.repaired),
-                    "ahead": s._engine.sync.ahead, "verify": s.verify().ok,
+                    "ahead": index_sync(s).ahead, "verify": s.verify().ok,
                     "memories": len(known)}
 
     if step == "fill":

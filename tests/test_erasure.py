@@ -10,6 +10,7 @@ import pytest
 from invariants import check_invariants
 
 from mars_core import FakeClock, MemoryStore, NotFoundError, ValidationError
+from mars_core.testing import memory_graph, namespace_state, record_store, write_summary
 
 KEY = bytes(range(32))
 
@@ -38,11 +39,8 @@ def summarise(store: MemoryStore, ids: Sequence[str]) -> str:
     """Make a summary the way Reflection would (through the store's staging path)."""
     from mars_core.policies import Summary
 
-    ns = store.get(ids[0]).namespace
-    with store._engine.unit() as unit:
-        node = store._writer.summarise(unit, ns, Summary(tuple(ids), joiner(
-            [store.get(i).content for i in ids], target_tokens=0), 0.1, 0.0), "test", {})
-    return node.id
+    return write_summary(store, Summary(tuple(ids), joiner(
+        [store.get(i).content for i in ids], target_tokens=0), 0.1, 0.0)).id
 
 
 def test_entity_erasure_cascades_and_leaves_no_bytes(tmp_path: Path) -> None:
@@ -70,12 +68,12 @@ def test_an_erasure_takes_the_erased_vectors_out_of_the_novelty_centroid(tmp_pat
     with mk(tmp_path / "db") as s:
         s.add("Ana's phone is 555-0199")
         bo = s.add("Bo likes jazz")
-        state = s._engine.ns("default")
+        state = namespace_state(s, "default")
         probe = s.embedder.embed(["a probe about phones"])[0]
         before = s._engine.centroid(state).divergence(probe)
         s.erase(entity="Ana")
-        after = s._engine.centroid(s._engine.ns("default")).divergence(probe)
-        with s._engine.records.read() as tx:
+        after = s._engine.centroid(namespace_state(s, "default")).divergence(probe)
+        with record_store(s).read() as tx:
             survivors = s._engine.enricher.tracker([tx.vectors([bo.id])[bo.id]])
         assert after == survivors.divergence(probe) != before
 
@@ -89,7 +87,7 @@ def test_summaries_are_regenerated_without_the_erased_member() -> None:
     (old, new), = receipt.regenerated
     assert old == summ and s.get(new).content == "the trail was steep / we saw goats"
     assert s.explain(summ).status == "erased"
-    assert [e.target for e in s._engine.ns('default').graph.out_edges(new)] == sorted(ids[1:])
+    assert [e.target for e in memory_graph(s, 'default').out_edges(new)] == sorted(ids[1:])
     check_invariants(s)
 
 

@@ -22,6 +22,7 @@ from mars_core import MemoryStore
 from mars_core.cli import app
 from mars_core.privacy.names import PersonName, name_words
 from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
+from mars_core.testing import write_summary
 
 
 def summarise(store: MemoryStore, ids: Sequence[str], text: str) -> str:
@@ -30,11 +31,7 @@ def summarise(store: MemoryStore, ids: Sequence[str], text: str) -> str:
     (a summary that names the person is a target like any memory)."""
     from mars_core.policies import Summary
 
-    ns = store.get(ids[0]).namespace
-    with store._engine.unit() as unit:
-        node = store._writer.summarise(unit, ns, Summary(tuple(ids), text, 0.1, 0.0),
-                                       "test", {})
-    return node.id
+    return write_summary(store, Summary(tuple(ids), text, 0.1, 0.0)).id
 
 
 def word_rx(parts: Iterable[str]) -> re.Pattern[str]:

@@ -27,6 +27,7 @@ from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.model import MemoryStatus
 from mars_core.storage import PostgresRecordStore
+from mars_core.testing import vector_index
 
 KEY = bytes(range(32))
 WAIT = 120.0  # a guard against a hang, never a measured duration
@@ -92,7 +93,7 @@ def _held(store: MemoryStore, text: str) -> set[str]:
     """The ids the server's index holds in "shared" near ``text`` (asked directly, not
     through retrieval, whose lexical half reads the records)."""
     vector = HashingEmbedder().embed([text])[0]
-    index = store._engine.index
+    index = vector_index(store)
     return {i for i, _ in index.query("shared", MemoryStatus.ACTIVE, vector, 50)}
 
 

@@ -40,6 +40,7 @@ from mars_core import MemoryStore
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import NotFoundError
 from mars_core.model import MemoryStatus
+from mars_core.testing import vector_index
 
 KEY = bytes(range(32))
 WORKER = pathlib.Path(__file__).with_name("load_worker.py")
@@ -164,7 +165,7 @@ def pool(request: pytest.FixtureRequest, postgres_url: str) -> Iterator[Pool]:
 def _index_matches_the_records(store: MemoryStore) -> None:
     """A server index holds exactly the records' active memories of every namespace
     (after the store's catch-up): nothing a process committed was left out."""
-    index = store._engine.index
+    index = vector_index(store)
     if index.name == "numpy":
         return
     store.retrieve("catch up", namespace="ns-00")  # a query brings the index up to date

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mars_core import FakeClock, MemoryStore
+from mars_core.testing import trigger_view
 
 EXAMPLES, MATRIX_EXAMPLES = 100, 10
 """Random instances in memory and on each other backend of the matrix."""
@@ -31,8 +32,8 @@ def _check(n: int, data: st.DataObject, lam: float) -> None:
             store.retrieve(f"memory number {i:02d}", k=1)
         now = max(store.get(i).touch_seq for i in ids)
         age = {i: now - store.get(i).touch_seq for i in ids}  # time since last use
-        unit = store._engine.begin()  # planning only: nothing staged, nothing written
-        plan = store.policy_for().apply(store._engine.view(unit, "default"),
+        # planning only: nothing staged, nothing written
+        plan = store.policy_for().apply(trigger_view(store, "default"),
                                         (n - m) * weights.pop())
 
     def utility(kept: tuple[str, ...]) -> float:

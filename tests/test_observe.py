@@ -10,6 +10,7 @@ import pytest
 from invariants import check_invariants
 
 from mars_core import FakeClock, MemoryStatus, MemoryStore, Predicate, ValidationError
+from mars_core.testing import memory_graph
 
 TURNS = [
     ("user", "Hi, I'm Maya. I live in Lisbon and I work at Tidewave."),
@@ -24,7 +25,7 @@ TURNS = [
 
 def graph_of(store: MemoryStore, namespace: str) -> Any:
     """The edge graph of a namespace's views."""
-    return store._engine.ns(namespace).graph
+    return memory_graph(store, namespace)
 
 def play(store: MemoryStore, ns: str = "maya") -> list[list[str]]:
     out = []

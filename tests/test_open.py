@@ -26,6 +26,7 @@ from mars_core.index.numpy import NumpyIndex
 from mars_core.model import MemoryStatus
 from mars_core.storage import SQLiteRecordStore
 from mars_core.store import MemoryStore
+from mars_core.testing import index_sync, record_store, vector_index
 
 pytest.importorskip("chromadb")
 KEY = bytes(range(32))
@@ -51,10 +52,10 @@ def test_default_is_sqlite_with_chroma_on_disk_and_reopens(tmp_path: Path) -> No
         a = store.add("Ana moved to Lisbon in May")
         stats = store.stats()
         assert stats["records"] == "sqlite"
-        assert store._engine.records.location == str(path / "mars.sqlite3")
+        assert record_store(store).location == str(path / "mars.sqlite3")
         assert stats["index"] == "chroma"
         assert stats["index_choice"] == "chroma (auto: the embedded default)"
-        assert store._engine.index.location == str(path / "index" / "chroma")
+        assert vector_index(store).location == str(path / "index" / "chroma")
         assert stats["embedder"] == "hashing-v1-384-c3"  # MARS_EMBEDDER=hashing in tests
     assert sorted(p.name for p in path.iterdir()) == ["index", "mars.sqlite3",
                                                       "mars.sqlite3-writer.lock"]
@@ -77,7 +78,7 @@ def test_the_index_is_derived_delete_it_or_swap_it(tmp_path: Path) -> None:
         store.forget(ids[0])
     shutil.rmtree(path / "index")  # lost: rebuilt from the records on open
     with _open(path) as store:
-        assert {i for i, _ in store._engine.index.query(
+        assert {i for i, _ in vector_index(store).query(
             "default", MemoryStatus.ACTIVE, store.embedder.embed(["the sea"])[0], 10)} \
             == set(ids[1:])
         assert ids[0] in {h.id for h in store.retrieve(  # the archive is found again too
@@ -187,7 +188,7 @@ def test_a_reader_searches_the_records_exactly_and_never_opens_the_index(
             b = writer.add("the octopus has three hearts")
             assert {h.id for h in reader.retrieve("octopus", relative_cutoff=0)} == {a.id, b.id}
             probe = reader.embedder.embed(["the octopus has three hearts"])[0]
-            found = reader._engine.index.query("default", MemoryStatus.ACTIVE, probe, 5)
+            found = vector_index(reader).query("default", MemoryStatus.ACTIVE, probe, 5)
             assert {i for i, _ in found} == {a.id, b.id}  # its index was read again too
             assert reader.get(a.id).access_count == 0  # a reader records no access
     for index in (NumpyIndex(), "chroma", "qdrant"):  # never ignored silently
@@ -270,19 +271,19 @@ def _positions(path: Path) -> dict[str, str]:
 
 def _hits(store: MemoryStore, text: str) -> set[str]:
     probe = store.embedder.embed([text])[0]
-    return {i for i, _ in store._engine.index.query("default", MemoryStatus.ACTIVE, probe, 50)}
+    return {i for i, _ in vector_index(store).query("default", MemoryStatus.ACTIVE, probe, 50)}
 
 
 def test_the_records_keep_the_chroma_index_position_beside_its_stamp(tmp_path: Path) -> None:
     path = tmp_path / "s"
     with _open(path) as store:
         ids = {store.add(f"a note about the sea, number {i}").id for i in range(4)}
-        key, stamp = store._engine.sync.key, store._engine.index.stamp
+        key, stamp = index_sync(store).key, vector_index(store).stamp
     with SQLiteRecordStore(path / "mars.sqlite3") as records, records.read() as tx:
         last = tx.last_change()
     assert _positions(path) == {f"index:{key}": f"{last} {stamp}"}
     with _open(path) as store:  # trusted as recorded: no rebuild, nothing written
-        assert not store._engine.sync.rebuilt and store._engine.index.stamp == stamp
+        assert not index_sync(store).rebuilt and vector_index(store).stamp == stamp
         assert _hits(store, "the sea") == ids
     assert _positions(path) == {f"index:{key}": f"{last} {stamp}"}
 
@@ -298,15 +299,15 @@ def test_a_store_whose_chroma_index_kept_its_own_mark_opens_without_a_rebuild(
     path = tmp_path / "s"
     with _open(path) as store:
         ids = {store.add(f"a note about the sea, number {i}").id for i in range(4)}
-        identity, key = store._engine.index.inner._identity, store._engine.sync.key
+        identity, key = vector_index(store).inner._identity, index_sync(store).key
     with SQLiteRecordStore(path / "mars.sqlite3") as records, records.read() as tx:
         last = tx.last_change()
     with sqlite3.connect(path / "mars.sqlite3") as conn:  # the old layout: no position
         conn.execute("DELETE FROM meta WHERE key LIKE 'index:%'")
     write_old_state(path / "index" / "chroma", identity, last)  # as a close left it
     with _open(path) as store:
-        assert not store._engine.sync.rebuilt  # the old mark was trusted
-        stamp = store._engine.index.stamp
+        assert not index_sync(store).rebuilt  # the old mark was trusted
+        stamp = vector_index(store).stamp
         assert _hits(store, "the sea") == ids
         late = store.add("a note about the sea, written after the move").id
     with SQLiteRecordStore(path / "mars.sqlite3") as records, records.read() as tx:
@@ -314,7 +315,7 @@ def test_a_store_whose_chroma_index_kept_its_own_mark_opens_without_a_rebuild(
     assert _positions(path) == {f"index:{key}": f"{last} {stamp}"}
     drop_old_state_record(path / "index" / "chroma")  # never read again
     with _open(path) as store:
-        assert not store._engine.sync.rebuilt
+        assert not index_sync(store).rebuilt
         assert _hits(store, "the sea") == ids | {late}
 
 
@@ -323,9 +324,9 @@ def test_a_moved_store_finds_its_index_position_by_the_stamp(tmp_path: Path) -> 
         ids = {store.add(f"a note about the sea, number {i}").id for i in range(3)}
     (tmp_path / "s").rename(tmp_path / "moved")
     with _open(tmp_path / "moved") as store:
-        assert not store._engine.sync.rebuilt
+        assert not index_sync(store).rebuilt
         assert _hits(store, "the sea") == ids
-        key = store._engine.sync.key
+        key = index_sync(store).key
     assert list(_positions(tmp_path / "moved")) == [f"index:{key}"]  # the old key is gone
 
 
@@ -339,13 +340,13 @@ def test_an_index_emptied_or_taken_from_another_store_is_rebuilt_not_trusted(
     shutil.rmtree(tmp_path / "a" / "index")
     shutil.copytree(tmp_path / "b" / "index", tmp_path / "a" / "index")
     with _open(tmp_path / "a") as store:
-        assert store._engine.sync.rebuilt
+        assert index_sync(store).rebuilt
         assert _hits(store, "the sea") == mine
     shutil.copytree(tmp_path / "a", tmp_path / "copy")
     with _open(tmp_path / "copy") as copy:  # the copy's index is emptied and rebuilt
-        copy._engine.sync.rebuild()
+        index_sync(copy).rebuild()
     shutil.rmtree(tmp_path / "a" / "index")  # a's own index is replaced by the copy's
     shutil.copytree(tmp_path / "copy" / "index", tmp_path / "a" / "index")
     with _open(tmp_path / "a") as store:
-        assert store._engine.sync.rebuilt  # same store, but emptied since a recorded
+        assert index_sync(store).rebuilt  # same store, but emptied since a recorded
         assert _hits(store, "the sea") == mine

@@ -43,6 +43,7 @@ from mars_core.clock import FakeClock
 from mars_core.errors import ConflictError
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
+from mars_core.testing import index_sync, memory_graph, record_store, vector_index
 
 KEY_HEX = bytes(range(32)).hex()
 KEY = bytes.fromhex(KEY_HEX)  # the children's audit key: the parent passes it too
@@ -160,7 +161,7 @@ def test_reopen_after_another_process_wrote(tmp_path: Path, mode: str, index: st
         assert store.config.budget == 40 and store.config.namespace_budgets == {"bob": 25}
         assert store.get(ids["b"]).status is MemoryStatus.ARCHIVED
         assert store.get(ids["upd"]).content == "Ana lives in Lisbon since May"
-        assert ids["b"] in store._engine.ns("default").graph.ancestors(ids["upd"])
+        assert ids["b"] in memory_graph(store, "default").ancestors(ids["upd"])
         assert store.get(ids["a"]).access_count >= 1
         assert store.get(ids["a"]).provenance.conversation_id == "c1"
         assert store.get(ids["s"], namespace="bob").payload.attributes == {"city": "Porto"}
@@ -376,6 +377,7 @@ ERASER = textwrap.dedent("""
     from mars_core.engine.unit import Unit
     from mars_core.storage import sqlite
     from mars_core.store import MemoryStore
+    from mars_core.testing import vector_index
 
     path, step, index = sys.argv[1], sys.argv[2], sys.argv[3]
     store = MemoryStore.open(path, index=index, clock=FakeClock())
@@ -398,7 +400,7 @@ ERASER = textwrap.dedent("""
     elif step == "before-mark":
         indexing.IndexSync.flush = die
     elif step == "before-compact":
-        type(store._engine.index).compact = die
+        type(vector_index(store)).compact = die
     store.erase(target.id)
     print("ERASED", flush=True)
     store.close()
@@ -478,7 +480,7 @@ def test_a_crash_around_recording_the_index_position_is_caught_up(
     path = tmp_path / "s"
     with MemoryStore.open(path, index="chroma", clock=FakeClock()) as store:
         before = {store.add(text).id for text in make_texts(3, seed=12)}
-        stamp = store._engine.index.stamp
+        stamp = vector_index(store).stamp
     script = tmp_path / "recorder.py"
     script.write_text(RECORDER, encoding="utf-8")
     done = subprocess.run([sys.executable, str(script), str(path), step, "chroma"],
@@ -487,11 +489,11 @@ def test_a_crash_around_recording_the_index_position_is_caught_up(
     assert done.returncode == 9 and "CLOSED" not in done.stdout, done.stderr
     acknowledged = set(json.loads(done.stdout.splitlines()[0]))
     with MemoryStore.open(path, clock=FakeClock()) as store:
-        sync = store._engine.sync
-        assert not sync.rebuilt and store._engine.index.stamp == stamp
-        with store._engine.records.read() as tx:
+        sync = index_sync(store)
+        assert not sync.rebuilt and vector_index(store).stamp == stamp
+        with record_store(store).read() as tx:
             assert tx.index_positions() == {sync.key: tx.last_change()}
-        index = store._engine.index
+        index = vector_index(store)
         store.retrieve("a river", read_only=True)  # the index is current before a query
         held = index.inner._collection(partition_name("mars_", index.token("default"),
                                                       MemoryStatus.ACTIVE))

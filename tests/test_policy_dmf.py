@@ -28,6 +28,7 @@ from mars_core.scoring.dmf import (
     turns_until,
 )
 from mars_core.storage import SQLiteRecordStore
+from mars_core.testing import memory_graph, policy_view
 
 KEY = b"k" * 32
 VOCAB = ["ana", "lisbon", "tea", "coffee", "meeting", "project", "deadline", "sister", "paris",
@@ -73,17 +74,11 @@ def brute(store: MemoryStore, node: MemoryNode, at: int,
     eff = effective_score(omega, at - node.step)
     bonus = retention_bonus(OperationalCues(**{k: node.signals.get(k, 0.0) >= 0.5
                                                for k in CUES}))
-    g = store._engine.ns(node.namespace).graph
+    g = memory_graph(store, node.namespace)
     superseded = incoming or any(store.get(e.source).is_active
                                  for p in (Predicate.SUPERSEDES, Predicate.CORRECTS)
                                  for e in g.in_edges(node.id, p))
     return eff > 0.75, eff + bonus - (0.35 if superseded else 0.0)
-
-
-def view_of(store: MemoryStore, ns: str = "default") -> Any:
-    state = store._engine.ns(ns)
-    return state.view(store.config.budget_for(ns), store.clock.now(), random.Random(0),
-                      io=store._engine.io(state))
 
 
 # --- configuration ------------------------------------------------------------------------
@@ -314,7 +309,7 @@ def test_supersession_penalty_follows_the_superseding_memory() -> None:
     policy = policy_of(store)
 
     def first() -> str:
-        return policy.apply(view_of(store), 1).evictions[0].node_id
+        return policy.apply(policy_view(store), 1).evictions[0].node_id
 
     assert first() == older                     # same Ω: the older has decayed more
     sup = store.add("hotel choice three", links=[("supersedes", newer)], pinned=True)

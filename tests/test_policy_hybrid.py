@@ -22,6 +22,7 @@ from mars_core.model import MemoryNode, MemoryStatus, MemoryType, SemanticPayloa
 from mars_core.policies import EvictStage, HybridPolicy, make_policy
 from mars_core.policies.hybrid import TieCandidate
 from mars_core.store import MemoryStore
+from mars_core.testing import policy_view
 
 KEY = b"k" * 32
 STAGES = ["hybrid/temporal", "hybrid/importance", "hybrid/privacy"]
@@ -35,12 +36,6 @@ def mk(**kw: Any) -> MemoryStore:
     kw.setdefault("nlp", "rules")
     kw.setdefault("policy", "hybrid")
     return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)
-
-
-def view_of(store: MemoryStore, budget: int, ns: str = "default") -> Any:
-    state = store._engine.ns(ns)
-    return state.view(budget, store.clock.now(), random.Random(0),
-                      io=store._engine.io(state))
 
 
 def evict_stage(policy: HybridPolicy, index: int) -> EvictStage:
@@ -98,12 +93,12 @@ def test_skim_only_removes_clearly_stale_leaves() -> None:
     ids = fill_scenario(store)
     policy = HybridPolicy()
     policy.rebuild(store.list())  # a fresh policy's indices are built as on open
-    skimmed = [c.node_id for c in policy._stale(view_of(store, 100_000))]
+    skimmed = [c.node_id for c in policy._stale(policy_view(store, budget=100_000))]
     # never accessed, recency < 0.05 (episodic: older than ~86 steps), leaf, unpinned
     assert skimmed == ids["stale"]
     assert ids["used"] not in skimmed and ids["parent"] not in skimmed
     assert ids["pinned"] not in skimmed
-    assert list(HybridPolicy(stale_recency=0.0)._stale(view_of(store, 100_000))) == []
+    assert list(HybridPolicy(stale_recency=0.0)._stale(policy_view(store, budget=100_000))) == []
 
 
 def test_stage_order_visible_in_one_trigger(tmp_path: Path) -> None:
@@ -215,12 +210,12 @@ def test_privacy_pass_on_a_real_store() -> None:
         store.retrieve("Bruno bank pin drawer", k=1)
     facts = [store.add(f"fact {i}: topic{i} relates to subject{i * 7}", type="semantic")
              for i in range(10)]
-    view = view_of(store, budget=5)
+    view = policy_view(store, budget=5)
     plan = store.policy_for().apply(view, need=1)
     ev = plan.evictions[0]
     assert ev.node_id == secret.id
     assert ev.rationale.startswith("evicted by hybrid/privacy: near tie of")
-    lowest = min(evict_stage(HybridPolicy(), 3).candidates(view_of(store, budget=5)),
+    lowest = min(evict_stage(HybridPolicy(), 3).candidates(policy_view(store, budget=5)),
                  key=lambda c: c.score if c.score is not None else 0.0)
     assert lowest.node_id in {f.id for f in facts}
     assert lowest.score is not None and lowest.score < ev.features["density"] <= lowest.score * 1.05
@@ -287,7 +282,7 @@ def test_incremental_skim_matches_a_full_scan() -> None:
             store.restore(rng.choice(ids))
     policy = store.policy_for()
     assert isinstance(policy, HybridPolicy)
-    view = view_of(store, 100_000)
+    view = policy_view(store, budget=100_000)
     lam, threshold = policy.config.density.lambda_age, policy.config.stale_recency
     expected = sorted(
         (math.exp(-lam[n.type] * max(0, view.step - n.step)), n.seq, n.id)

@@ -26,6 +26,7 @@ from mars_core.policies.meta import (
     candidate_label,
 )
 from mars_core.store import MemoryStore
+from mars_core.testing import policy_view
 
 KEY = b"k" * 32
 
@@ -301,9 +302,7 @@ def test_context_features_are_observable() -> None:
     store.add("it rained today")
     store.retrieve("Ana sister", budget_tokens=50)
     meta.on_forget(a, 3)
-    state = store._engine.ns("default")
-    view = state.view(10_000, store.clock.now(), random.Random(0),
-                      io=store._engine.io(state))
+    view = policy_view(store, budget=10_000)
     x = dict(zip(CONTEXT_FEATURES, meta.context(view).tolist(), strict=True))
     assert x["bias"] == 1.0
     assert x["arrival_rate"] == pytest.approx(3 / 4)

@@ -17,6 +17,7 @@ from mars_core import FakeClock, MemoryStore
 from mars_core.io import to_jsonld
 from mars_core.model import MemoryNode
 from mars_core.policies import RandomDropPolicy, make_policy
+from mars_core.testing import policy_view
 
 KEY = b"k" * 32
 VOCAB = ["ana", "lisbon", "tea", "coffee", "meeting", "project", "deadline", "sister", "paris",
@@ -49,9 +50,7 @@ _DRAWS = random.Random(2026)  # one generator across calls: successive views dra
 
 
 def view_of(store: MemoryStore, ns: str = "default") -> Any:
-    state = store._engine.ns(ns)
-    return state.view(store.config.budget_for(ns), store.clock.now(), _DRAWS,
-                      io=store._engine.io(state))
+    return policy_view(store, ns, rng=_DRAWS)
 
 
 def words(rng: random.Random, lo: int = 1, hi: int = 9) -> str:

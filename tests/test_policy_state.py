@@ -23,6 +23,7 @@ from mars_core import FakeClock, MemoryStore, layout
 from mars_core.errors import MarsBackendError, ValidationError
 from mars_core.policies import MetaController, PriorityDecayPolicy, make_policy
 from mars_core.storage import SQLiteRecordStore
+from mars_core.testing import record_store
 
 KEY = b"k" * 32
 FILLERS = ["paris is in france", "berlin is in germany", "rome is in italy",
@@ -38,7 +39,7 @@ def _open(path: Path | None, policy: str, budget: int, **params: Any) -> MemoryS
 
 def _saved_policy(store: MemoryStore, ns: str = "default") -> Any:
     """The policy state the namespace's record holds (None: none saved)."""
-    with store._engine.records.read() as tx:
+    with record_store(store).read() as tx:
         record = tx.namespace(ns)
     assert record is not None
     saved = record.state.get("policy")
@@ -209,7 +210,7 @@ def test_a_failed_commit_leaves_the_policy_state_unsaved(tmp_path: Path,
             raise MarsBackendError("the disk is full")
 
         with monkeypatch.context() as m:
-            m.setattr(store._engine.records, "write", fails)
+            m.setattr(record_store(store), "write", fails)
             with pytest.raises(MarsBackendError):
                 store.add("ana drinks tea 99")  # would have carried the credit
         assert _saved_policy(store) == committed  # nothing was written

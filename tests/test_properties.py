@@ -36,6 +36,7 @@ from mars_core.errors import ValidationError
 from mars_core.graph import MemoryGraph
 from mars_core.model import MemoryStatus, Predicate
 from mars_core.store import MemoryStore
+from mars_core.testing import memory_graph
 
 AUDIT_KEY = bytes(range(32))
 VOCAB = ["ana", "lisbon", "tea", "coffee", "meeting", "project", "deadline", "sister",
@@ -133,7 +134,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert len(self.store.audit) > before
         self.ever[node.id] = ns
         if provenance:
-            derived = {e.target for e in self.store._engine.ns(ns).graph.out_edges(
+            derived = {e.target for e in memory_graph(self.store, ns).out_edges(
                 node.id, Predicate.DERIVES_FROM)}
             assert derived == set(provenance["derived_from"])
 
@@ -201,7 +202,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.store.get(old.id, namespace=ns).status is MemoryStatus.ARCHIVED
         assert [n.id for n in self.store.history(new.id, namespace=ns)][-1] == new.id
         assert nid in [n.id for n in self.store.history(new.id, namespace=ns)]
-        assert old.id in self.store._engine.ns(new.namespace).graph.ancestors(new.id)
+        assert old.id in memory_graph(self.store, new.namespace).ancestors(new.id)
         self.ever[new.id] = new.namespace
 
     @precondition(lambda self: bool(self.ever))
@@ -220,7 +221,7 @@ class StoreMachine(RuleBasedStateMachine):
             return
         src, tgt = data.draw(st.lists(st.sampled_from(same), min_size=2, max_size=2,
                                       unique=True), label="pair")
-        graph = self.store._engine.ns(ns).graph
+        graph = memory_graph(self.store, ns)
         cycle = (pred is Predicate.DERIVES_FROM and src in graph.ancestors(tgt)) or \
             (pred in _REPLACES and src in _replaced(graph, tgt))
         before = self.store.export_jsonld()

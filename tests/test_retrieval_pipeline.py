@@ -24,6 +24,7 @@ from mars_core.model import MemoryStatus, MemoryType
 from mars_core.retrieval import Query
 from mars_core.storage import index_fields
 from mars_core.store import MemoryStore
+from mars_core.testing import namespace_state, vector_index
 
 FACTS = ["Ana moved to Lisbon in May", "Ana works as a nurse in Lisbon",
          "the weather was mild on Tuesday", "Bruno plays the cello", "Ana's cat is called Tom",
@@ -135,7 +136,7 @@ def _two_namespaces(make_store: Callable[..., MemoryStore], **kw: object) -> Mem
 def _record_queries(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """``(namespace, status, where)`` of every query the store sends its index, in order."""
     sent: list[tuple[Any, ...]] = []
-    index = store._engine.index
+    index = vector_index(store)
     query = index.query
 
     def recording(namespace: str, status: object, vector: object, k: int,
@@ -317,7 +318,7 @@ def test_a_window_is_sent_as_the_ids_it_holds_or_as_a_time_column_range(
     inside = [n.id for n in store.list() if since <= n.created_at <= until]
     assert len(inside) == 3 and {h.id for h in hits} == set(inside)
     [query] = sent
-    if store._engine.index.capabilities.columnar_filters:
+    if vector_index(store).capabilities.columnar_filters:
         assert query == ("default", MemoryStatus.ACTIVE,
                          Range("created_ts", gte=since.timestamp(), lte=until.timestamp()))
     else:
@@ -361,7 +362,7 @@ def test_the_timeline_follows_forgetting_restoring_and_erasure(make_store) -> No
     assert {h.id for h in store.retrieve("note", redact=False, **window)} == \
         {ids[2], ids[3], ids[5]}
     assert {h.id for h in store.retrieve("note", **window)} <= {ids[2], ids[3], ids[5]}
-    state = store._engine.ns("default")
+    state = namespace_state(store, "default")
     assert state.window(MemoryStatus.ACTIVE, None, None) == [
         i for i in ids if i != ids[4]]  # oldest first
 

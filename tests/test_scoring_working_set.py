@@ -19,6 +19,7 @@ from mars_core.model import MemoryNode, MemoryType
 from mars_core.policies.reflection import density_candidates, find_clusters
 from mars_core.scoring.density import DensityConfig, novelty_batch
 from mars_core.scoring.working_set import WorkingSetCache, score_working_set
+from mars_core.testing import policy_view
 
 pytestmark = pytest.mark.backend_neutral
 """Only the tests marked ``backend_neutral(False)`` build stores: they run on each backend
@@ -253,9 +254,7 @@ def test_cached_scores_equal_the_exact_density_on_a_real_store(policy: str) -> N
     """n ≤ W: goal, centrality, novelty, urgency, sensitivity — the same ψ and order."""
     with _store(policy) as store:
         _populate(store, 60)
-        state = store._engine.ns("default")
-        view = state.view(100_000, store.clock.now(), random.Random(0),
-                          io=store._engine.io(state))
+        view = policy_view(store, budget=100_000)
         want = {c.node_id: c for c in density_candidates(view, DensityConfig())}
         sc = score_working_set(view, store.policy_for().working_set, DensityConfig())  # type: ignore[attr-defined]
         got = {n.id: i for i, n in enumerate(sc.nodes)}
@@ -280,9 +279,7 @@ def test_cached_clusters_equal_the_uncached_ones() -> None:
             text = (f"we talked about the garden roses and tulips again {k % 2}" if k % 10 < 5
                     else f"unrelated chatter number {k} about trains")
             store.add(text, type="episodic")
-        state = store._engine.ns("default")
-        view = state.view(100_000, store.clock.now(), random.Random(0),
-                          io=store._engine.io(state))
+        view = policy_view(store, budget=100_000)
         plain = find_clusters(view)
         cached = find_clusters(view, cache=store.policy_for().working_set)  # type: ignore[attr-defined]
         assert plain and [c.ids for c in cached] == [c.ids for c in plain]
@@ -298,9 +295,7 @@ def test_meta_arms_share_one_working_set_and_score_the_same() -> None:
     assert refl.working_set is hyb.working_set  # type: ignore[attr-defined]
     with _store("meta", policy_params={"arms": ["reflection", "hybrid"]}) as store:
         _populate(store, 30)
-        state = store._engine.ns("default")
-        view = state.view(100_000, store.clock.now(), random.Random(0),
-                          io=store._engine.io(state))
+        view = policy_view(store, budget=100_000)
         cache = store.policy_for().arms["hybrid"].working_set  # type: ignore[attr-defined]
         sc = score_working_set(view, cache, DensityConfig())
         want = {c.node_id: c.score for c in density_candidates(view, DensityConfig())}

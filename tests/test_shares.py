@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import random
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from mars_core.errors import ConfigError
 from mars_core.model import MemoryStatus, MemoryType
 from mars_core.shares import TypeShares, TypeSharesConfig, usage_by_type
 from mars_core.store import MemoryStore
+from mars_core.testing import policy_view
 
 KEY = b"k" * 32
 EPI, SEM, SOC, TASK = MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.SOCIAL, MemoryType.TASK
@@ -24,13 +24,6 @@ EPI, SEM, SOC, TASK = MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.SOCIA
 def mk(**kw: Any) -> MemoryStore:
     kw.setdefault("nlp", "rules")
     return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)
-
-
-def view_of(store: MemoryStore, ns: str = "default", budget: int | None = None) -> Any:
-    """A policy view of a store's namespace (as the store builds it for a trigger)."""
-    state = store._engine.ns(ns)
-    return state.view(budget or store.config.budget_for(ns), store.clock.now(), random.Random(0),
-                      io=store._engine.io(state))
 
 
 # --- the dual update --------------------------------------------------------------------------
@@ -167,7 +160,7 @@ def test_prioritise_only_reorders() -> None:
     store = mk(budget=100_000, policy="lru")
     ids = [store.add(f"memory {i}", type="episodic" if i % 2 else "semantic").id
            for i in range(6)]
-    view = view_of(store, budget=12)
+    view = policy_view(store, budget=12)
     shares = TypeShares(initial={EPI: 1.0})  # semantic (6 tokens) over its 5% share
     from mars_core.policies import Candidate, Plan
     cands = [Candidate(i) for i in ids]

@@ -21,6 +21,7 @@ from mars_core import (
     TaskStatus,
     ValidationError,
 )
+from mars_core.testing import memory_graph, vector_index
 
 KEY = b"k" * 32
 
@@ -140,7 +141,7 @@ def test_update_makes_a_new_version() -> None:
     assert s.get(old.id).status is MemoryStatus.ARCHIVED and new.content.endswith("Lisbon")
     assert [n.id for n in s.history(new.id)] == [old.id, new.id]
     assert [n.id for n in s.history(old.id)] == [old.id, new.id]
-    preds = {e.predicate for e in s._engine.ns('default').graph.out_edges(new.id)}
+    preds = {e.predicate for e in memory_graph(s, 'default').out_edges(new.id)}
     assert preds == {Predicate.DERIVES_FROM, Predicate.SUPERSEDES}
     assert s.explain(new.id).provenance[0].node_id == old.id
 
@@ -268,7 +269,7 @@ def test_reembed_moves_the_store_to_a_new_embedder(tmp_path: Path) -> None:
         assert s2.export_jsonld() == before and s2.verify().ok
         assert s2.stats()["embedder"] == "hashing-v1-64-c3"
         assert s2.retrieve("octopus arms", include_archive=True)[0].id == a.id
-        index = s2._engine.index  # rebuilt from the new vectors, nothing of the old
+        index = vector_index(s2)  # rebuilt from the new vectors, nothing of the old
         assert index.inner.dim == 64 and index.query(
             "default", MemoryStatus.ACTIVE, HashingEmbedder(dim=64).embed(["octopus arms"])[0],
             1)[0][0] == a.id

@@ -17,6 +17,7 @@ from mars_core.clock import FakeClock
 from mars_core.engine.namespace import NamespaceState
 from mars_core.model import MemoryNode, MemoryType, SocialPayload
 from mars_core.policies import make_policy
+from mars_core.testing import namespace_state
 
 
 def _everything(store: MemoryStore) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def test_an_access_changes_statistics_only(tmp_path: pathlib.Path) -> None:
             {"text": texts[0], "type": "social", "payload": {"entity": "Bo"}},
             {"text": texts[1], "type": "social", "payload": {"entity": "Bo"}},
             texts[2]])
-        state = store._engine.ns("default")
+        state = namespace_state(store, "default")
         people = state.known.people("Bo")
         ranked = [h.id for h in store.retrieve("Bo brother cello", k=5, read_only=True)]
         order = state.active_ids()
@@ -90,7 +91,7 @@ def test_an_access_changes_statistics_only(tmp_path: pathlib.Path) -> None:
         assert [e.node_ids for e in events] == [(older.id,)]
     with MemoryStore.open(tmp_path / "s", index="numpy", embedder=TableEmbedder(texts),
                           audit_key=_KEY) as again:
-        fresh = again._engine.ns("default")
+        fresh = namespace_state(again, "default")
         assert fresh.known.people("Bo") == people
         assert again.get(older.id).access_count == 1
         assert again.audit.verify().ok

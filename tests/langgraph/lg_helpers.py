@@ -7,6 +7,7 @@ import numpy as np
 from mars_core import MemoryStore
 from mars_core.model import MemoryStatus
 from mars_core.storage import PostgresRecordStore, SQLiteRecordStore
+from mars_core.testing import index_sync, record_store, vector_index
 
 __all__ = ["indexed_ids", "raw_text"]
 
@@ -18,7 +19,7 @@ def raw_text(memory: MemoryStore) -> str:
     SQLite's file dumped as SQL, or every row of the PostgreSQL schema's tables as the
     server returns them (what no query can reach — dead row versions, the WAL — is the
     documented limit of an erasure there: ``purges_on_erase`` is False)."""
-    records = memory._engine.records
+    records = record_store(memory)
     if isinstance(records, PostgresRecordStore):
         with memory._lock, records._pool.connection() as conn:
             tables = [r[0] for r in conn.execute(
@@ -33,9 +34,8 @@ def raw_text(memory: MemoryStore) -> str:
 
 def indexed_ids(memory: MemoryStore, namespace: str) -> set[str]:
     """Every id the store's vector index holds in a namespace (active and archived)."""
-    e = memory._engine
-    probe = np.ones(e.embedder.dim, dtype=np.float32)
+    probe = np.ones(memory.embedder.dim, dtype=np.float32)
     with memory._lock:
-        e.sync.ensure_current()
+        index_sync(memory).ensure_current()
         return {i for status in MemoryStatus
-                for i, _ in e.index.query(namespace, status, probe, 10_000)}
+                for i, _ in vector_index(memory).query(namespace, status, probe, 10_000)}

@@ -54,7 +54,7 @@ def test_llm_is_the_store_summariser(key: bytes) -> None:
         memory.put(ChatMessage(role="user", content="I drank coffee this morning."))
         memory.put(ChatMessage(role="user", content="Coffee again this morning."))
         texts = [n.content for n in store.list("s", type="episodic")]
-        summariser = store._engine.summariser  # what reflection and erasure summaries use
+        summariser = store.summariser  # what reflection and erasure summaries use
         assert isinstance(summariser, CallableSummariser)
         assert summariser(texts, target_tokens=10) == "The user drinks coffee every morning."
         assert summariser.name == "llamaindex:Recording"

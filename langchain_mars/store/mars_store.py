@@ -85,96 +85,80 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import inspect
-import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any, Literal, cast
 
-from langchain_mars._keys import KeyIndex, Namespace, decode_namespace, encode_namespace
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    NamespacePath,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+
+from langchain_mars._keys import KeyIndex, Namespace, encode_namespace
+from langchain_mars.store.contract import (
+    _as_tuple,
+    _check,
+    _key,
+    _langgraph_errors,
+    _optional_tuple,
+    _tuple_namespaces,
+)
+from langchain_mars.store.embedding import _index_fields, index_embedder
+from langchain_mars.store.filters import _list_namespaces, _matches
+from langchain_mars.store.items import (
+    MARKER,
+    _item,
+    _json,
+    _new_record,
+    _provenance,
+    _record,
+    _record_or_empty,
+    _search_item,
+    _text,
+)
+from langchain_mars.store.ttl import (
+    _SWEEP_MINUTES,
+    _expired,
+    _expiry,
+    _interval,
+    _is_ttl,
+    _ttl_config,
+)
 from mars_core._async import refuse_in_loop, sync_in_loop_allowed
 from mars_core.budget import MAX_BUDGET
-from mars_core.embeddings import Embedder
-from mars_core.engine.args import collection, phrase
 from mars_core.engine.guard import Shown
 from mars_core.errors import (
     BudgetExceededError,
     ConfigError,
-    ExtraNotInstalledError,
-    MarsError,
     NotFoundError,
     ValidationError,
 )
-from mars_core.io_checks import check_nesting
-from mars_core.model import MemoryNode, MemoryType, Provenance
-from mars_core.namespaces import ITEM_KEY
+from mars_core.model import MemoryNode, MemoryType
 from mars_core.privacy.receipts import ErasureReceipt
 from mars_core.retrieval import Hit
 from mars_core.store import MemoryStore
 
-try:
-    from langgraph.store.base import (
-        NOT_PROVIDED,
-        BaseStore,
-        GetOp,
-        IndexConfig,
-        InvalidNamespaceError,
-        Item,
-        ListNamespacesOp,
-        MatchCondition,
-        NamespacePath,
-        NotProvided,
-        Op,
-        PutOp,
-        Result,
-        SearchItem,
-        SearchOp,
-        TTLConfig,
-        get_text_at_path,
-        validate_op_namespace,
-    )
-    from langgraph.store.base.embed import ensure_embeddings
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ExtraNotInstalledError("langgraph", "langgraph") from exc
+__all__ = ["MarsStore"]
 
-__all__ = ["InvalidNamespaceLabelError", "MarsStore", "index_embedder"]
 
 log = logging.getLogger(__name__)
 
-MARKER = ITEM_KEY
-"""Metadata key under which a memory keeps its LangGraph item (namespace, key, value)."""
-
 _ALL_TOKENS = MAX_BUDGET  # a retrieval budget that never binds: search ranks, not packs
-_COMPARISONS = frozenset({"$gt", "$gte", "$lt", "$lte"})
-_OPERATORS = _COMPARISONS | {"$eq", "$ne"}
-_MAX_FILTER_NESTING = 32
-"""Deepest search filter (a value's own nesting bounds what a filter can match)."""
-_MAX_TTL = 1e9  # minutes (about 1,900 years): any expiry stays a valid datetime
-_TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes",
-                       "omit_expired"})
-_SWEEP_MINUTES = 5.0  # the sweeper's interval when neither the call nor the config gives one
-
-
-class InvalidNamespaceLabelError(ValidationError, InvalidNamespaceError):
-    """A namespace label LangGraph's rules refuse (empty, not a string, holding a ``.`` or
-    a NUL, or the reserved root ``"langgraph"`` in a put): LangGraph's
-    ``InvalidNamespaceError`` and our :class:`~mars_core.errors.ValidationError` at once,
-    so either ``except`` clause catches it."""
-
-
-@contextlib.contextmanager
-def _langgraph_errors() -> Iterator[None]:
-    """LangGraph's namespace refusals, raised as :class:`InvalidNamespaceLabelError`."""
-    try:
-        yield
-    except InvalidNamespaceError as exc:
-        if isinstance(exc, MarsError):
-            raise
-        raise InvalidNamespaceLabelError(f"{exc} Use labels such as ('memories', 'ana').") \
-            from None
 
 
 class MarsStore(BaseStore):
@@ -795,394 +779,3 @@ class MarsStore(BaseStore):
             if ids:
                 self.memory.reinforce(ids, namespace=ns, reason="LangGraph store search",
                                       credit=False)
-
-
-# --- pure helpers -------------------------------------------------------------------------------
-
-
-def index_embedder(index: IndexConfig | None) -> Embedder | None:
-    """The embedder ``index["embed"]`` names, as LangGraph's ``IndexConfig`` takes it: a
-    LangChain ``Embeddings``, a function ``texts -> vectors`` (sync or async), or a
-    ``"provider:model"`` string; None without ``embed``.
-
-    Raises:
-        ConfigError: anything else, a string LangChain cannot resolve here, or a function
-            whose vectors are not a ``(texts, dim)`` matrix (each message names the fix).
-
-    Examples:
-        >>> index_embedder({"embed": lambda texts: [[1.0, 0.0, 0.5] for _ in texts]}).dim
-        3
-        >>> index_embedder({"dims": 3}) is None
-        True
-    """
-    if not isinstance(index, Mapping) or index.get("embed") is None:
-        return None
-    embed = index["embed"]
-    from langchain_core.embeddings import Embeddings
-
-    from mars_core.embedders import LangChainEmbeddings
-
-    if isinstance(embed, Embeddings):
-        return LangChainEmbeddings(embed)
-    if isinstance(embed, str):
-        name = f"langgraph:{embed}"
-        try:
-            embeddings = ensure_embeddings(embed)
-        except (ValueError, ImportError) as exc:
-            raise ConfigError(
-                f"index['embed'] {embed!r}: {exc} Or pass an Embeddings object or a "
-                "function texts -> vectors as 'embed'") from None
-    elif callable(embed):
-        name = "langgraph:" + _callable_name(embed)
-        embeddings = ensure_embeddings(_synchronous(embed))
-    else:
-        raise ConfigError(f"index['embed'] must be a LangChain Embeddings, a function "
-                          f"texts -> vectors or a 'provider:model' string, not "
-                          f"{type(embed).__name__}")
-    try:
-        return LangChainEmbeddings(embeddings, name=name)
-    except MarsError as exc:
-        raise ConfigError(f"index['embed'] {name.removeprefix('langgraph:')}: {exc}; it "
-                          "must return one vector (a list of floats) per text") from None
-
-
-def _callable_name(fn: Any) -> str:
-    """``module.qualname`` of a function (the embedder's name in the manifest)."""
-    target = getattr(fn, "func", fn)  # a functools.partial: its function
-    module = getattr(target, "__module__", None) or "?"
-    qualname = getattr(target, "__qualname__", None) or type(target).__qualname__
-    return f"{module}.{qualname}"
-
-
-def _synchronous(embed: Any) -> Any:
-    """A coroutine function as a synchronous one (run on a thread of its own, so it works
-    whether or not the calling thread runs an event loop); others unchanged."""
-    if not inspect.iscoroutinefunction(embed):
-        return embed
-
-    def run(texts: list[str]) -> Any:
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, embed(texts)).result()
-
-    run.__qualname__ = getattr(embed, "__qualname__", "embed")
-    return run
-
-
-def _index_fields(index: IndexConfig | None, embedder: Embedder) -> list[str]:
-    if index is None:
-        return ["$"]
-    if not isinstance(index, Mapping):
-        raise ConfigError("index must be a langgraph IndexConfig (a mapping such as "
-                          "{'fields': ['text']})")
-    unknown = set(index) - {"fields", "dims", "embed"}
-    if unknown:
-        raise ConfigError(f"unknown index keys {sorted(unknown)}; MarsStore reads 'fields', "
-                          "'dims' and 'embed'")
-    dims = index.get("dims")
-    if dims is not None and dims != embedder.dim:
-        raise ConfigError(
-            f"index dims {dims!r} is not the dimension of the store's embedder "
-            f"{embedder.name!r} ({embedder.dim}): set 'dims': {embedder.dim}, or give the "
-            f"embedder whose vectors have {dims} dimensions — index['embed'] for a store "
-            f"MarsStore makes, embedder= for MemoryStore.open, or MemoryStore.reembed(...) "
-            "to move an existing store to it")
-    fields = list(index.get("fields") or ["$"])
-    if not all(isinstance(f, str) and f for f in fields):
-        raise ConfigError("index fields must be non-empty path strings")
-    return fields
-
-
-def _as_tuple(namespace: object, what: str = "namespace") -> Namespace:
-    """A LangGraph namespace as a tuple (a list is accepted); a string is refused.
-
-    LangGraph's stores take tuples; a string would be read label by label (``"users"``
-    as ``("u", "s", "e", "r", "s")``), so it is refused before anything runs.
-    """
-    if isinstance(namespace, tuple | list):
-        labels = tuple(namespace)
-        for label in labels:  # before LangGraph's message prints a label of any size
-            if not isinstance(label, str):
-                raise InvalidNamespaceLabelError(
-                    f"a MarsStore {what}'s labels must be strings, not "
-                    f"{type(label).__name__}. Use labels such as ('memories', 'ana').")
-        return labels
-    if isinstance(namespace, str):
-        raise ValidationError(f"a MarsStore {what} is a tuple of labels, not the string "
-                              f"{namespace[:60]!r}: pass a tuple such as {(namespace[:60],)!r} "
-                              "or ('memories', 'ana')")
-    raise ValidationError(f"a MarsStore {what} is a tuple of string labels such as "
-                          f"('memories', 'ana'), not {type(namespace).__name__}")
-
-
-def _key(key: object) -> str:
-    """An item key as a caller gives it: a non-empty string. LangGraph's ``get``/``put``/
-    ``delete`` would store ``str(key)`` (``put(key=5)`` as ``"5"``, ``get(key=None)``
-    reading ``"None"``), which a batch of the same operations refuses.
-
-    Raises:
-        ValidationError: anything else.
-    """
-    if not isinstance(key, str) or not key:
-        raise ValidationError(f"an item key must be a non-empty string, not "
-                              f"{type(key).__name__ if not isinstance(key, str) else 'empty'}")
-    return key
-
-
-def _optional_tuple(namespace: object, what: str) -> Namespace | None:
-    return None if namespace is None else _as_tuple(namespace, what)
-
-
-def _tuple_namespaces(op: Op) -> Op:
-    """``op`` with its namespaces as tuples (see :func:`_as_tuple`)."""
-    if isinstance(op, GetOp | PutOp):
-        return op._replace(namespace=_as_tuple(op.namespace))
-    if isinstance(op, SearchOp):
-        return op._replace(namespace_prefix=_as_tuple(op.namespace_prefix, "namespace prefix"))
-    if isinstance(op, ListNamespacesOp) and op.match_conditions:
-        if not all(isinstance(c, MatchCondition)
-                   for c in collection(op.match_conditions, "match_conditions")):
-            raise ValidationError("match_conditions must be MatchCondition objects")
-        return op._replace(match_conditions=tuple(
-            c._replace(path=_as_tuple(c.path, f"{c.match_type} path"))
-            for c in op.match_conditions))
-    return op
-
-
-def _check(op: object) -> None:
-    """Validate one operation before anything runs (LangGraph's namespace rules included)."""
-    if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
-        raise ValidationError(f"unknown store operation {type(op).__name__}")
-    validate_op_namespace(op)
-    if isinstance(op, GetOp | PutOp):
-        if not isinstance(op.key, str) or not op.key:
-            raise ValidationError("an item key must be a non-empty string")
-        encode_namespace(op.namespace)
-    if isinstance(op, PutOp):
-        _check_put(op)
-    elif isinstance(op, SearchOp):
-        _check_page(op.limit, op.offset)
-        if op.query is not None and not isinstance(op.query, str):
-            raise ValidationError("a search query must be a string")
-        if op.query and op.query.strip():  # what MemoryStore.retrieve takes
-            phrase(op.query, "a search query")
-        _check_filter(op.filter)
-    elif isinstance(op, ListNamespacesOp):
-        _check_page(op.limit, op.offset)
-        if op.max_depth is not None and (isinstance(op.max_depth, bool)
-                                         or not isinstance(op.max_depth, int) or op.max_depth < 1):
-            raise ValidationError("max_depth must be a positive integer")
-        if any(c.match_type not in ("prefix", "suffix") for c in op.match_conditions or ()):
-            raise ValidationError("a namespace match type is 'prefix' or 'suffix'")
-
-
-def _check_put(op: PutOp) -> None:
-    if op.ttl is not None and not _is_ttl(op.ttl):
-        raise ValidationError(f"ttl must be None or a number of minutes in [0, {_MAX_TTL:.0e}]")
-    if op.value is None:
-        return
-    if not isinstance(op.value, Mapping) or not all(isinstance(k, str) for k in op.value):
-        raise ValidationError("an item value must be a mapping with string keys")
-    _json(op.value)
-    if op.index is not None and op.index is not False and (
-            not isinstance(op.index, list) or not all(isinstance(f, str) and f for f in op.index)):
-        raise ValidationError("index must be False, None or a list of field paths")
-
-
-def _is_ttl(ttl: object) -> bool:
-    """A valid ttl: a number of minutes in [0, 1e9] (not a bool, not NaN or infinite)."""
-    return isinstance(ttl, int | float) and not isinstance(ttl, bool) and 0 <= ttl <= _MAX_TTL
-
-
-def _expiry(now: datetime, ttl: float | None) -> datetime | None:
-    """When an item put or read at ``now`` with ``ttl`` minutes expires (None: never)."""
-    return None if ttl is None else now + timedelta(minutes=ttl)
-
-
-def _expired(node: MemoryNode, now: datetime) -> bool:
-    """Past its expiry (strictly, as ``MemoryStore.maintain`` and LangGraph's sweeps)."""
-    return node.expires_at is not None and now > node.expires_at
-
-
-def _ttl_config(ttl: object) -> TTLConfig | None:
-    """A checked copy of LangGraph's ``TTLConfig``."""
-    if ttl is None:
-        return None
-    if not isinstance(ttl, Mapping):
-        raise ConfigError("ttl must be a langgraph TTLConfig (a mapping)")
-    unknown = set(ttl) - _TTL_KEYS
-    if unknown:
-        raise ConfigError(f"unknown ttl keys {sorted(unknown)}; use {sorted(_TTL_KEYS)}")
-    default = ttl.get("default_ttl")
-    if default is not None and not _is_ttl(default):
-        raise ConfigError(f"default_ttl must be None or a number of minutes in "
-                          f"[0, {_MAX_TTL:.0e}]")
-    if not isinstance(ttl.get("refresh_on_read", True), bool):
-        raise ConfigError("refresh_on_read must be a bool")
-    if ttl.get("omit_expired", True) is not True:
-        raise ConfigError("MarsStore always omits expired items: omit_expired may only be True")
-    interval = ttl.get("sweep_interval_minutes")
-    if interval is not None:
-        try:
-            _interval(interval)
-        except ValidationError as exc:
-            raise ConfigError(str(exc)) from None
-    return cast(TTLConfig, dict(ttl))
-
-
-def _interval(minutes: object) -> float:
-    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or \
-            not 0 < minutes <= _MAX_TTL:
-        raise ValidationError("sweep_interval_minutes must be a positive number of minutes")
-    return float(minutes)
-
-
-def _check_page(limit: object, offset: object) -> None:
-    for name, v in (("limit", limit), ("offset", offset)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ValidationError(f"{name} must be a non-negative integer")
-
-
-def _check_filter(flt: object) -> None:
-    if flt is None:
-        return
-    check_nesting(flt, "a search filter", _MAX_FILTER_NESTING, ValidationError)
-    if not isinstance(flt, Mapping) or not all(isinstance(k, str) for k in flt):
-        raise ValidationError("a search filter must be a mapping of value fields (string keys)")
-    for cond in flt.values():
-        if isinstance(cond, Mapping) and any(str(k).startswith("$") for k in cond):
-            for op, operand in cond.items():
-                if op not in _OPERATORS:
-                    raise ValidationError(f"unsupported filter operator {op!r}; "
-                                          f"use one of {sorted(_OPERATORS)}")
-                if op in _COMPARISONS and (isinstance(operand, bool)
-                                           or not isinstance(operand, int | float)):
-                    raise ValidationError(f"filter operator {op} needs a number")
-        elif isinstance(cond, Mapping):
-            _check_filter(cond)
-
-
-def _json(value: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep, JSON-clean copy of a value (the store never shares the caller's objects)."""
-    try:
-        data = json.loads(json.dumps(dict(value), allow_nan=False, ensure_ascii=False))
-    except RecursionError:
-        raise ValidationError("an item value is nested too deeply to store; flatten it") \
-            from None
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"an item value must be JSON-serialisable: {exc}") from None
-    assert isinstance(data, dict)
-    return data
-
-
-def _text(value: dict[str, Any], fields: Literal[False] | list[str]) -> tuple[str, bool]:
-    """The memory text of a value: its indexed fields, or its JSON when nothing is indexed."""
-    texts = [] if fields is False else [t for f in fields for t in get_text_at_path(value, f)]
-    text = "\n".join(t for t in texts if t.strip())
-    if text:
-        return text, True
-    return json.dumps(value, sort_keys=True, ensure_ascii=False), False
-
-
-def _new_record(namespace: Namespace, key: str, data: dict[str, Any],
-                fields: Literal[False] | list[str], *, ttl: float | None,
-                created: str) -> tuple[str, dict[str, Any]]:
-    """The memory text of a put and the item record its metadata keeps."""
-    text, indexed = _text(data, fields)
-    rec: dict[str, Any] = {"namespace": list(namespace), "key": key, "value": data, "index": fields,
-           "indexed": indexed, "created_at": created}
-    if ttl is not None:
-        rec["ttl"] = ttl
-    return text, rec
-
-
-def _provenance(key: str) -> Provenance:
-    """Where an item's memory came from (its key, when it fits an external id)."""
-    return Provenance(source="langgraph", external_id=key if len(key) <= 256 else None)
-
-
-def _record(node: MemoryNode) -> dict[str, Any] | None:
-    rec = node.metadata.get(MARKER)
-    if isinstance(rec, dict) and isinstance(rec.get("key"), str) and \
-            isinstance(rec.get("namespace"), list) and isinstance(rec.get("value"), dict):
-        return rec
-    return None
-
-
-def _record_or_empty(node: MemoryNode) -> dict[str, Any]:
-    return _record(node) or {"value": {}}
-
-
-def _value(rec: dict[str, Any], shown: Shown) -> dict[str, Any]:
-    """An item's value as the output check lets it out (a copy: callers may mutate it)."""
-    value = shown.mask(json.loads(json.dumps(rec["value"])))
-    assert isinstance(value, dict)
-    return value
-
-
-def _item(node: MemoryNode, shown: Shown) -> Item:
-    """The LangGraph item of a memory."""
-    rec = _record_or_empty(node)
-    return Item(value=_value(rec, shown), key=rec.get("key", node.id),
-                namespace=_namespace_of(node, rec), created_at=_created_at(node, rec),
-                updated_at=node.created_at)
-
-
-def _search_item(node: MemoryNode, score: float | None, shown: Shown) -> SearchItem:
-    """The LangGraph search result of a memory."""
-    rec = _record_or_empty(node)
-    return SearchItem(namespace=_namespace_of(node, rec), key=rec.get("key", node.id),
-                      value=_value(rec, shown), created_at=_created_at(node, rec),
-                      updated_at=node.created_at, score=None if score is None else float(score))
-
-
-def _namespace_of(node: MemoryNode, rec: dict[str, Any]) -> Namespace:
-    return tuple(rec.get("namespace") or decode_namespace(node.namespace))
-
-
-def _created_at(node: MemoryNode, rec: dict[str, Any]) -> datetime:
-    at = rec.get("created_at")
-    return datetime.fromisoformat(at) if isinstance(at, str) else node.created_at
-
-
-def _matches(value: Any, flt: Mapping[str, Any]) -> bool:
-    """LangGraph's filter semantics: equality, nested equality, and ``$``-operators."""
-    return all(_compare(value.get(k) if isinstance(value, dict) else None, cond)
-               for k, cond in flt.items())
-
-
-def _compare(actual: Any, cond: Any) -> bool:
-    if isinstance(cond, Mapping):
-        if any(str(k).startswith("$") for k in cond):
-            return all(_operator(actual, op, operand) for op, operand in cond.items())
-        return isinstance(actual, dict) and _matches(actual, cond)
-    if isinstance(cond, list | tuple):
-        return isinstance(actual, list) and len(actual) == len(cond) and \
-            all(_compare(a, c) for a, c in zip(actual, cond, strict=True))
-    return bool(actual == cond)
-
-
-def _operator(actual: Any, op: str, operand: Any) -> bool:
-    if op == "$eq":
-        return bool(actual == operand)
-    if op == "$ne":
-        return bool(actual != operand)
-    if isinstance(actual, bool) or not isinstance(actual, int | float):
-        return False  # a missing or non-numeric field is never greater or smaller
-    return bool({"$gt": actual > operand, "$gte": actual >= operand,
-                 "$lt": actual < operand, "$lte": actual <= operand}[op])
-
-
-def _list_namespaces(spaces: list[Namespace], op: ListNamespacesOp) -> list[tuple[str, ...]]:
-    """LangGraph's namespace listing: match conditions, depth truncation, pagination."""
-    kept = [ns for ns in spaces if all(_does_match(c, ns) for c in op.match_conditions or ())]
-    if op.max_depth is not None:
-        kept = sorted({ns[:op.max_depth] for ns in kept})
-    return kept[op.offset:op.offset + op.limit]
-
-
-def _does_match(cond: MatchCondition, ns: Namespace) -> bool:
-    path = tuple(cond.path)
-    if len(ns) < len(path):
-        return False
-    part = ns[:len(path)] if cond.match_type == "prefix" else ns[len(ns) - len(path):]
-    return all(p in ("*", n) for p, n in zip(path, part, strict=True))
