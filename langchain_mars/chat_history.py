@@ -136,7 +136,7 @@ def clear_session(store: MemoryStore, session_id: str, namespace: NamespaceArg |
         >>> with MemoryStore() as store:
         ...     _ = store.observe("user", "hello", conversation_id="s1")
         ...     clear_session(store, "s1")
-        ...     [(n.status.value, n.archive_reason) for n in store.list(status=None)]
+        ...     [(n.status.value, n.archive_reason.value) for n in store.list(status=None)]
         [('archived', 'cleared')]
     """
     if mode == "erase":

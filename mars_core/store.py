@@ -1152,4 +1152,5 @@ class MemoryStore:
     aimport_jsonld = asyncify(import_jsonld)
     anamespaces = asyncify(namespaces)
     apolicy_for = asyncify(policy_for)
+    aresident = asyncify(resident)
     aclose = asyncify(close)

@@ -65,10 +65,10 @@ def test_archived_memories_only_on_request(mstore) -> None:
 
 
 def test_top_k_whatever_the_stores_cutoff_unless_asked(mstore) -> None:
-    store = _store(mstore)  # the store's default cut-off would keep only the best "Ana" hit
-    assert len(MarsRetriever(store, "alice", k=3).retrieve("Ana")) == 3
-    assert len(store.retrieve("Ana", namespace="alice", k=3, read_only=True)) < 3
-    cut = MarsRetriever(store, "alice", k=3, score_cutoff=0.85).retrieve("Ana")
+    store = _store(mstore)  # the store's default cut-off keeps only the best hit
+    assert len(MarsRetriever(store, "alice", k=3).retrieve("Ana birthday")) == 3
+    assert len(store.retrieve("Ana birthday", namespace="alice", k=3, read_only=True)) < 3
+    cut = MarsRetriever(store, "alice", k=3, score_cutoff=0.85).retrieve("Ana birthday")
     assert 1 <= len(cut) < 3 and all(h.score >= 0.85 * cut[0].score for h in cut)
 
 

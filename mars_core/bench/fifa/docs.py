@@ -420,13 +420,7 @@ def regenerate_docs(docs: Path, *, full_results: Mapping[str, Any] | None = None
     quick = write_results(docs / QUICK_FILE, quick)
     img = docs / "benchmarks" / "img"
     plot(full_results, full_results["cells"], img)
-    pages = []
-    for page, blocks in ((PAGE, page_blocks(full, quick)), (REPRO, repro_blocks(full, quick))):
-        path = docs / page
-        path.write_text(splice(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
-        pages.append(str(page))
-    pages = list(dict.fromkeys([*pages, *regenerate_summary(docs)]))
-    return {"full": full, "quick": quick, "pages": pages}
+    return _render(docs, full, quick)
 
 
 def _regenerate_quick(docs: Path, stamp: Mapping[str, Any], workers: int,
@@ -435,6 +429,11 @@ def _regenerate_quick(docs: Path, stamp: Mapping[str, Any], workers: int,
     full = read_results(docs / FULL_FILE)
     quick = write_results(docs / QUICK_FILE,
                           {**quick_run(workers=workers, progress=progress), **stamp})
+    return _render(docs, full, quick)
+
+
+def _render(docs: Path, full: dict[str, Any], quick: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite the generated blocks of both pages (and the summary) from the results."""
     pages = []
     for page, blocks in ((PAGE, page_blocks(full, quick)), (REPRO, repro_blocks(full, quick))):
         path = docs / page
