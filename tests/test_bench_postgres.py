@@ -23,8 +23,8 @@ def test_the_latency_and_the_writer_sections_run_and_report(
 
     if chroma_cli() is None or postgres_bin() is None:
         pytest.skip("needs the chroma CLI and the PostgreSQL server binaries")
-    assert cli_main(["bench", "postgres", "--quick", "--writers", "1,2",
-                     "--out", str(tmp_path)]) == 0
+    assert cli_main(["bench", "postgres", "--quick", "--writers", "1,2", "--history", "off",
+                     "--out", str(tmp_path)]) == 0  # the history sections: the next test
     result = json.loads((tmp_path / "postgres.json").read_text())
     latency = result["latency"]
     for kind in ("sqlite+chroma", "postgres+chroma-server"):
@@ -45,6 +45,31 @@ def test_the_latency_and_the_writer_sections_run_and_report(
     out = capsys.readouterr().out
     assert "| writers |" in out and "the check's share" in out and "LISTEN/NOTIFY" in out
     assert (tmp_path / "postgres.md").read_text().startswith("Latency per call")
+
+
+def test_the_history_sections_run_on_postgresql(tmp_path: Path) -> None:
+    """Section 4 (bench store's sections 5-8 and the process-count row) on a PostgreSQL
+    server and a Chroma server, at sizes of seconds: each part reports what it is judged
+    by."""
+    pytest.importorskip("chromadb")
+    pytest.importorskip("psycopg")
+    from mars_core.bench import history
+    from mars_core.bench.chroma_server import chroma_cli, chroma_server
+    from mars_core.bench.postgres_server import postgres_bin, postgres_server
+
+    if chroma_cli() is None or postgres_bin() is None:
+        pytest.skip("needs the chroma CLI and the PostgreSQL server binaries")
+    plan = history.Plan(sizes=(120,), namespaces=2, turns=60, lifted=150, history=80,
+                        rounds=4, probes=1)
+    with postgres_server(durable=True) as pg, chroma_server(tmp_path) as chroma:
+        def where(name: str) -> tuple[str, str]:
+            return (f"{pg.url()}&schema=h_{name}",
+                    f"chroma://{chroma.host}:{chroma.port}?prefix=h{name}_")
+        grown = history.run(plan, workdir=tmp_path, where=where)
+        grown["workers"] = history.workers((1, 2), 2, 40, where=where)
+    text = history.table(grown)
+    assert {"long_lived", "many", "lifted", "loop", "workers"} <= set(grown), set(grown)
+    assert "turns" in text and grown["loop"]["store_ms"] > 0 and grown["loop"]["raw_ms"] > 0
 
 
 def test_bad_writer_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
