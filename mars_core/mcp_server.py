@@ -47,6 +47,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeVar
@@ -55,7 +56,12 @@ from urllib.parse import quote
 from pydantic import Field
 
 from mars_core import __version__
-from mars_core.errors import ExtraNotInstalledError, MarsError, ValidationError
+from mars_core.errors import (
+    ExtraNotInstalledError,
+    MarsError,
+    StorageUnavailableError,
+    ValidationError,
+)
 from mars_core.namespaces import canonical_namespace
 from mars_core.store import MemoryStore
 from mars_core.tools import MAX_K, TOOL_NAMES, MemoryKind, MemoryTools
@@ -249,4 +255,25 @@ def serve(path: str, *, namespace: str | None = None, transport: Transport = "st
         if host not in _LOOPBACK:
             print(f"warning: serving memory on {host}:{port} without authentication: any "
                   "client that reaches it reads and writes this namespace", file=sys.stderr)
-        server.run("streamable-http", host=host, port=port)
+        _serve_http(server, host, port)
+
+
+def _serve_http(server: MCPServer[Any], host: str, port: int) -> None:
+    """Streamable HTTP at ``http://host:port/mcp``: the port is bound and listening before
+    the line that says so goes to standard error, so a client (or a test) that reads it
+    may connect at once — the system queues it until the server accepts.
+
+    Raises:
+        StorageUnavailableError: the address cannot be listened on (the port is taken).
+    """
+    import anyio
+    import uvicorn
+
+    try:
+        listening = socket.create_server((host, port))
+    except OSError as exc:
+        raise StorageUnavailableError(f"cannot listen on {host}:{port}: "
+                                      f"{exc.strerror or exc}") from None
+    print(f"serving memory at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+    config = uvicorn.Config(server.streamable_http_app(host=host), log_level="warning")
+    anyio.run(uvicorn.Server(config).serve, [listening])

@@ -12,7 +12,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -209,14 +208,10 @@ async def test_over_streamable_http_on_localhost(tmp_path: Path) -> None:
         env={**os.environ, **ENV}, cwd=tmp_path, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60  # waits for the server to listen; asserts nothing
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert server.poll() is None, server.communicate()[1]
-            assert time.monotonic() < deadline, "the server did not start listening"
-            time.sleep(0.2)
+        assert server.stderr is not None  # the server says where once it is listening
+        said = server.stderr.readline()
+        assert said == f"serving memory at http://127.0.0.1:{port}/mcp\n", \
+            said + server.communicate()[1]
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
             await client.call_tool("remember", {"content": "Ana drinks green tea"})
             found = await client.call_tool("search", {"query": "What does Ana drink?"})
@@ -226,3 +221,17 @@ async def test_over_streamable_http_on_localhost(tmp_path: Path) -> None:
         server.communicate(timeout=30)
     with MemoryStore.open(tmp_path / "s", allow_sync_in_loop=True) as store:
         assert [n.content for n in store.list("ana")] == ["Ana drinks green tea"]
+
+
+def test_a_taken_port_is_a_typed_error(tmp_path: Path) -> None:
+    from mars_core.errors import StorageUnavailableError
+    from mars_core.mcp_server import serve
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        with pytest.raises(StorageUnavailableError, match=f"cannot listen on 127.0.0.1:{port}"):
+            serve(tmp_path / "s", transport="http", port=port, index="numpy")
+    with MemoryStore.open(tmp_path / "s") as store:  # the store was closed, nothing written
+        assert store.list() == []
