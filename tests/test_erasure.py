@@ -10,7 +10,13 @@ import pytest
 from invariants import check_invariants
 
 from mars_core import FakeClock, MemoryStore, NotFoundError, ValidationError
-from mars_core.testing import memory_graph, namespace_state, record_store, write_summary
+from mars_core.testing import (
+    centroid_of,
+    memory_graph,
+    novelty_centroid,
+    record_store,
+    write_summary,
+)
 
 KEY = bytes(range(32))
 
@@ -68,13 +74,12 @@ def test_an_erasure_takes_the_erased_vectors_out_of_the_novelty_centroid(tmp_pat
     with mk(tmp_path / "db") as s:
         s.add("Ana's phone is 555-0199")
         bo = s.add("Bo likes jazz")
-        state = namespace_state(s, "default")
         probe = s.embedder.embed(["a probe about phones"])[0]
-        before = s._engine.centroid(state).divergence(probe)
+        before = novelty_centroid(s).divergence(probe)
         s.erase(entity="Ana")
-        after = s._engine.centroid(namespace_state(s, "default")).divergence(probe)
+        after = novelty_centroid(s).divergence(probe)
         with record_store(s).read() as tx:
-            survivors = s._engine.enricher.tracker([tx.vectors([bo.id])[bo.id]])
+            survivors = centroid_of(s, [tx.vectors([bo.id])[bo.id]])
         assert after == survivors.divergence(probe) != before
 
 

@@ -44,18 +44,22 @@ from mars_core.testing.index import VectorIndexConformance
 from mars_core.testing.records import RecordStoreConformance
 from mars_core.testing.seams import (
     cached_states,
+    centroid_of,
     default_parts,
     index_sync,
     memory_graph,
     namespace_state,
+    novelty_centroid,
     policy_view,
     record_store,
+    semantic_classifier,
     trigger_view,
     vector_index,
     write_summary,
 )
 
 __all__ = ["CountingEmbedder", "CountingRecords", "RecordStoreConformance",
-           "VectorIndexConformance", "cached_states", "default_parts", "index_sync",
-           "memory_graph", "namespace_state", "policy_view", "record_store", "trigger_view",
-           "vector_index", "write_summary"]
+           "VectorIndexConformance", "cached_states", "centroid_of", "default_parts",
+           "index_sync", "memory_graph", "namespace_state", "novelty_centroid", "policy_view",
+           "record_store", "semantic_classifier", "trigger_view", "vector_index",
+           "write_summary"]

@@ -34,11 +34,14 @@ if TYPE_CHECKING:
     from mars_core.index.base import VectorIndex
     from mars_core.model import MemoryNode
     from mars_core.policies.base import PolicyView, Summary
-    from mars_core.storage.base import RecordStore
+    from mars_core.privacy.semantic import SemanticSensitivity
+    from mars_core.scoring.dmf import CentroidTracker
+    from mars_core.storage.base import RecordStore, Vector
     from mars_core.store import MemoryStore
 
-__all__ = ["cached_states", "default_parts", "index_sync", "memory_graph", "namespace_state",
-           "policy_view", "record_store", "trigger_view", "vector_index", "write_summary"]
+__all__ = ["cached_states", "centroid_of", "default_parts", "index_sync", "memory_graph",
+           "namespace_state", "novelty_centroid", "policy_view", "record_store",
+           "semantic_classifier", "trigger_view", "vector_index", "write_summary"]
 
 
 def namespace_state(store: MemoryStore, namespace: str = "default") -> NamespaceState:
@@ -83,6 +86,24 @@ def write_summary(store: MemoryStore, summary: Summary, *, policy: str = "test")
     ns = store.get(summary.member_ids[0]).namespace
     with store._engine.unit() as unit:
         return store._writer.summarise(unit, ns, summary, policy, {})
+
+
+def novelty_centroid(store: MemoryStore, namespace: str = "default") -> CentroidTracker:
+    """The moving centroid a namespace's next memory is compared with (DMF's divergence
+    D), primed from its most recent stored vectors when the namespace has none yet."""
+    return store._engine.centroid(store._engine.ns(namespace))
+
+
+def centroid_of(store: MemoryStore, vectors: Iterator[Vector] | list[Vector]
+                ) -> CentroidTracker:
+    """A centroid primed with ``vectors`` (oldest first), configured as the store's."""
+    return store._engine.enricher.tracker(vectors)
+
+
+def semantic_classifier(store: MemoryStore) -> SemanticSensitivity | None:
+    """The store's embedding-level sensitivity classifier, or None when its configuration
+    turns it off."""
+    return store._engine.semantic()
 
 
 def record_store(store: MemoryStore) -> RecordStore:
