@@ -312,6 +312,11 @@ def bench_assistant(embedder: Annotated[str, typer.Option(
 
 DataOpt = Annotated[Path, typer.Option("--data", help="the data file (never copied)")]
 QuickOpt = Annotated[bool, typer.Option(help="a small smoke run")]
+QuickOnlyOpt = Annotated[bool, typer.Option(
+    "--quick-only", help="with --regenerate-docs: rerun the quick variant only and keep the "
+    "full run's results file (and its commit)")]
+DocsOpt = Annotated[Path | None, typer.Option(
+    "--docs", help="with --regenerate-docs: the docs/ directory (default: the checkout's)")]
 
 
 @bench_app.command("frameworks")
@@ -376,12 +381,7 @@ def bench_oslmr(  # noqa: PLR0917 (typer options are parameters)
                     "--regenerate-docs", help="run the full run with --sensitivity and the "
                     "quick one, write docs/benchmarks/results/oslmr*.json and the plots, and "
                     "rewrite the OSL-MR blocks of docs/benchmarks/reproductions.md")] = False,
-                quick_only: Annotated[bool, typer.Option(
-                    "--quick-only", help="with --regenerate-docs: rerun the quick variant only "
-                    "and keep the full run's results file (and its commit)")] = False,
-                docs: Annotated[Path | None, typer.Option(
-                    "--docs", help="with --regenerate-docs: the docs/ directory (default: "
-                    "the checkout's)")] = None,
+                quick_only: QuickOnlyOpt = False, docs: DocsOpt = None,
                 as_json: JsonOpt = False) -> None:
     """Seed 001's Table 2 on LoCoMo beside the paper's (budgets 32/64/128; Recency, GA,
     Mixed-Score, BC-learner, OSL-MR with and without prior): prints the table and writes
@@ -449,12 +449,7 @@ def bench_fifa(  # noqa: PLR0917 (typer options are parameters)
                from_run: Annotated[Path | None, typer.Option(
                    "--from", help="with --regenerate-docs: the results.json of an earlier "
                                   "full run, instead of running the grid again")] = None,
-               quick_only: Annotated[bool, typer.Option(
-                   "--quick-only", help="with --regenerate-docs: rerun the quick grid only "
-                   "and keep the full grid's results file (and its commit)")] = False,
-               docs: Annotated[Path | None, typer.Option(
-                   "--docs", help="with --regenerate-docs: the docs/ directory (default: "
-                                  "the checkout's)")] = None,
+               quick_only: QuickOnlyOpt = False, docs: DocsOpt = None,
                as_json: JsonOpt = False) -> None:
     """FiFA: policies × budgets × seeds over five simulated scenarios (seed 000 §6)."""
     from mars_core.bench.fifa import run_fifa
@@ -499,9 +494,7 @@ def bench_mechanisms(regenerate_docs: Annotated[bool, typer.Option(
                          "--regenerate-docs", help="write docs/benchmarks/results/"
                          "mechanisms.json and rewrite the worked examples of docs/benchmarks/"
                          "reproductions.md (a checkout)")] = False,
-                     docs: Annotated[Path | None, typer.Option(
-                         "--docs", help="with --regenerate-docs: the docs/ directory")]
-                     = None) -> None:
+                     docs: DocsOpt = None) -> None:
     """The seeds' mechanisms worked by the shipped code (DMF Tables 2–3 and §7.2 pruning,
     Priority-Decay's privacy penalty, Reflection's privacy gate, elastic budgets,
     retrieval scope, A.2 freshness, Oblivion retention): prints them as JSON."""
