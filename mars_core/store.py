@@ -19,23 +19,21 @@ Examples:
 from __future__ import annotations
 
 import builtins
-import functools
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
-
-import pydantic
+from typing import Any, Literal, Self
 
 from mars_core import layout
-from mars_core._async import asyncify, refuse_in_loop
+from mars_core._async import asyncify
 from mars_core.audit import VerifyReport
 from mars_core.budget import TokenCounter
 from mars_core.clock import Clock
 from mars_core.config import StoreConfig
 from mars_core.embeddings import Embedder
 from mars_core.engine import args
+from mars_core.engine.calls import public_call
 from mars_core.engine.eraser import Eraser
 from mars_core.engine.guard import Shown
 from mars_core.engine.maintainer import Maintainer
@@ -44,10 +42,8 @@ from mars_core.engine.reader import Reader
 from mars_core.engine.trail import AuditTrail
 from mars_core.engine.writer import Writer
 from mars_core.errors import (
-    ConcurrentWriteError,
     ConfigError,
     NotFoundError,
-    StoreClosedError,
     ValidationError,
 )
 from mars_core.explain import Explanation, explain
@@ -56,64 +52,16 @@ from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, Predicat
 from mars_core.namespaces import NamespaceArg
 from mars_core.opening import _embedder, open_engine, open_parts
 from mars_core.policies import Policy
-from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
-from mars_core.privacy.receipts import ErasureReceipt, PrivacyReceipt, build_receipt
 from mars_core.progress import ProgressFn, checked
 from mars_core.rerank import Reranker, check_reranker
 from mars_core.retrieval import Hit
+from mars_core.rights import DataRights
 from mars_core.storage.base import RecordStore
 from mars_core.summarise import Summariser
 
 __all__ = ["MemoryStore"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
-S = TypeVar("S", bound="MemoryStore")
-
-
-_OPT_OUT = " (or build the store with MemoryStore(..., allow_sync_in_loop=True))"
-
-
-ATTEMPTS = 5
-"""How many times a call runs when another process keeps changing a namespace it read
-(:class:`~mars_core.errors.ConcurrentWriteError`; only a record store several
-processes write raises it)."""
-
-
-def _call(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """A public call: refused on a thread that runs an event loop (unless the store
-    allows it; its async twin runs it in a worker thread), under the store's lock,
-    refused once closed; the outermost call lets the namespace cache drop what it holds
-    beyond its capacity and check versions, and runs again (up to :data:`ATTEMPTS`
-    times) when another process changed a namespace it read before it committed: the
-    failed run wrote nothing and its views were dropped."""
-
-    @functools.wraps(method)
-    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if not self._allow_sync_in_loop:
-            refuse_in_loop("MemoryStore", method.__name__, _OPT_OUT)
-        with self._lock:
-            if self._closed:
-                raise StoreClosedError("this MemoryStore is closed; open it again to continue")
-            outermost = not self._depth
-            for attempt in range(1, ATTEMPTS + 1):
-                if outermost:
-                    self._engine.cache.new_call()
-                self._depth += 1
-                try:
-                    return method(self, *args, **kwargs)
-                except ConcurrentWriteError:
-                    if not outermost or attempt == ATTEMPTS:
-                        raise
-                finally:
-                    self._depth -= 1
-            raise AssertionError("unreachable")  # pragma: no cover
-
-    wrapper.__mars_call__ = True  # type: ignore[attr-defined]  # guarded, has a twin
-    return wrapper
-
-
-class MemoryStore:
+class MemoryStore(DataRights):
     """A typed, budgeted, audited memory store: a record store and a vector index.
 
     Args:
@@ -246,7 +194,7 @@ class MemoryStore:
 
     # --- writing -----------------------------------------------------------------------------
 
-    @_call
+    @public_call
     def add(self, text: str, *, type: MemoryType | str = MemoryType.EPISODIC,
             payload: Any = None, sensitivity: float | None = None,
             provenance: Provenance | Mapping[str, Any] | None = None,
@@ -283,7 +231,7 @@ class MemoryStore:
             sensitivity=sensitivity, provenance=provenance, namespace_=namespace,
             metadata=metadata, pinned=pinned, expires_at=expires_at, links=links)])[0]
 
-    @_call
+    @public_call
     def add_many(self, items: Iterable[str | Mapping[str, Any]], *,
                  namespace: NamespaceArg | None = None,
                  type: MemoryType | str = MemoryType.EPISODIC,
@@ -313,7 +261,7 @@ class MemoryStore:
                            namespace_=namespace, type=type)
         return self._writer.add(specs, progress)
 
-    @_call
+    @public_call
     def update(self, node_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
                expires_at: datetime | Literal["keep"] | None = "keep",
                namespace: NamespaceArg | None = None) -> MemoryNode:
@@ -346,7 +294,7 @@ class MemoryStore:
         return self._writer.update(old, text, metadata, old.expires_at if keep
                                    else args.stored_moment(expires_at, "expires_at"))
 
-    @_call
+    @public_call
     def forget(self, node_id: str, reason: str = "forgotten on request", *,
                namespace: NamespaceArg | None = None) -> MemoryNode:
         """Deliberately forget a memory of ``namespace``: it moves to the archive (still
@@ -360,7 +308,7 @@ class MemoryStore:
         node = self._node(node_id, namespace)
         return self._writer.forget(node, args.phrase(reason, "reason", max_chars=1000))
 
-    @_call
+    @public_call
     def clear_conversation(self, conversation_id: str, *, namespace: NamespaceArg | None = None,
                            reason: str = "conversation cleared") -> builtins.list[MemoryNode]:
         """Clear a conversation's turns (what a chat history's ``clear()`` does): its
@@ -383,13 +331,13 @@ class MemoryStore:
         return self._writer.clear(state.name, turns,
                                   args.phrase(reason, "reason", max_chars=1000))
 
-    @_call
+    @public_call
     def restore(self, node_id: str, *, namespace: NamespaceArg | None = None) -> MemoryNode:
         """Bring an archived memory of ``namespace`` back to the active store (the budget
         is enforced)."""
         return self._writer.restore(self._node(node_id, namespace))
 
-    @_call
+    @public_call
     def link(self, source: str, predicate: Predicate | str, target: str, *,
              namespace: NamespaceArg | None = None) -> Edge:
         """Add a typed edge between two memories of ``namespace``.
@@ -401,7 +349,7 @@ class MemoryStore:
         node = self._node(source, namespace)
         return self._writer.link(node, predicate, args.memory_id(target))
 
-    @_call
+    @public_call
     def observe(self, role: str, text: str, *, namespace: NamespaceArg | None = None,
                 conversation_id: str | None = None, session_id: str | None = None,
                 turn: int | None = None, speaker: str | None = None,
@@ -436,7 +384,7 @@ class MemoryStore:
             conversation_id=conversation_id, session_id=session_id, turn=turn,
             speaker=speaker, at=at, external_id=external_id)])[0]
 
-    @_call
+    @public_call
     def observe_many(self, turns: Iterable[Mapping[str, Any]], *,
                      namespace: NamespaceArg | None = None,
                      conversation_id: str | None = None,
@@ -463,7 +411,7 @@ class MemoryStore:
                            namespace_=namespace, conversation_id=conversation_id)
         return self._writer.observe(specs, progress)
 
-    @_call
+    @public_call
     def set_metadata(self, node_id: str, metadata: Mapping[str, Any] | None = None, *,
                      expires_at: datetime | Literal["keep"] | None = "keep",
                      pinned: bool | None = None,
@@ -489,7 +437,7 @@ class MemoryStore:
 
     # --- reading -----------------------------------------------------------------------------
 
-    @_call
+    @public_call
     def get(self, node_id: str, *, namespace: NamespaceArg | None = None,
             current: bool = False) -> MemoryNode:
         """A memory of ``namespace`` by id (active or archived); not counted as an access.
@@ -506,20 +454,20 @@ class MemoryStore:
         node = self._node(node_id, namespace)
         return self._current(node) if args.flag(current, "current") else node
 
-    @_call
+    @public_call
     def list(self, namespace: NamespaceArg | None = None, *, type: MemoryType | str | None = None,
              status: MemoryStatus | str | None = MemoryStatus.ACTIVE) -> builtins.list[MemoryNode]:
         """Memories of a namespace, oldest first (``status=None``: active and archived)."""
         return self._reader.memories(self._engine.ns(self._ns(namespace)), type, status)
 
-    @_call
+    @public_call
     def history(self, node_id: str, *, namespace: NamespaceArg | None = None
                 ) -> builtins.list[MemoryNode]:
         """All versions of a memory of ``namespace`` along ``supersedes`` edges, oldest
         first."""
         return self._reader.history(self._holder(node_id, namespace), node_id)
 
-    @_call
+    @public_call
     def retrieve(self, query: str, *, budget_tokens: int | None = None, k: int | None = None,
                  types: Iterable[MemoryType | str] | None = None,
                  max_sensitivity: float | None = None, since: datetime | None = None,
@@ -599,7 +547,7 @@ class MemoryStore:
                                      redact=self._redact(redact),
                                      rerank=check_reranker(rerank))
 
-    @_call
+    @public_call
     def recall(self, entity: str | None = None, *, goal: str | None = None,
                namespace: NamespaceArg | None = None, k: int = 10, max_hops: int = 2,
                read_only: bool = False, redact: bool | None = None) -> builtins.list[Hit]:
@@ -623,7 +571,7 @@ class MemoryStore:
                                    read_only=args.flag(read_only, "read_only"),
                                    redact=self._redact(redact))
 
-    @_call
+    @public_call
     def render_context(self, query: str, *, budget_tokens: int | None = None,
                        namespace: NamespaceArg | None = None, conversation: str | None = None,
                        active_turns: int = 6, evidence: int = 5, redact: bool | None = None,
@@ -665,7 +613,7 @@ class MemoryStore:
                                    evidence_only=args.flag(evidence_only, "evidence_only"),
                                    rerank=check_reranker(rerank))
 
-    @_call
+    @public_call
     def check_output(self, nodes: Iterable[MemoryNode], *, namespace: NamespaceArg | None = None,
                      redact: bool | None = None) -> builtins.list[Shown]:
         """The output check over memories read by other means (``get``, ``list``), for
@@ -699,7 +647,7 @@ class MemoryStore:
         """A read's ``redact=``: the store's setting when None."""
         return self.config.redact if redact is None else args.flag(redact, "redact")
 
-    @_call
+    @public_call
     def credit(self, used: Iterable[str], offered: Iterable[str],
                namespace: NamespaceArg | None = None) -> None:
         """Feedback after an answer: of the memories ``offered`` to it, ``used`` were used.
@@ -719,7 +667,7 @@ class MemoryStore:
         offered_l = [i for i in offered_l if i in state]
         state.policy.on_credit(state.name, used_l, offered_l, state.step)
 
-    @_call
+    @public_call
     def reinforce(self, ids: Iterable[str], namespace: NamespaceArg | None = None,
                   reason: str = "credited use", *, credit: bool = True) -> None:
         """Record a use of exactly these memories: an access each (statistics, LRU order,
@@ -736,20 +684,20 @@ class MemoryStore:
                                args.phrase(reason, "reason", max_chars=1000),
                                args.flag(credit, "credit"))
 
-    @_call
+    @public_call
     def namespaces(self) -> builtins.list[str]:
         """Every namespace that holds memories (active or archived), sorted: the encoded
         strings (:mod:`mars_core.namespaces`), which every call takes back unchanged."""
         with self._engine.records.read() as tx:
             return builtins.list(tx.totals())
 
-    @_call
+    @public_call
     def policy_for(self, namespace: NamespaceArg | None = None) -> Policy:
         """The policy instance that decides for a namespace (each has its own, so one
         tenant's traffic never shapes another's forgetting)."""
         return self._engine.ns(self._ns(namespace)).policy
 
-    @_call
+    @public_call
     def explain(self, node_id: str, *,
                 namespace: NamespaceArg | None = None) -> Explanation:
         """The provenance chain and the audit rationale of a memory of ``namespace``
@@ -763,7 +711,7 @@ class MemoryStore:
         events = [e for e in self.audit.for_node(node_id) if e.namespace == state.name]
         return explain(state, events, node_id)
 
-    @_call
+    @public_call
     def verify(self, *, expected_head: str | None = None) -> VerifyReport:
         """Verify every namespace's audit chain: hashes, order, links and recorded head.
 
@@ -777,7 +725,7 @@ class MemoryStore:
         """
         return self.audit.verify(expected_head)
 
-    @_call
+    @public_call
     def stats(self, namespace: NamespaceArg | None = None) -> dict[str, Any]:
         """Counts, token use and configuration (of one namespace, or of all). Per
         namespace: ``active``, ``archived``, ``tokens``, ``budget``, ``tokens_by_type``
@@ -785,7 +733,7 @@ class MemoryStore:
         holds in RAM is :meth:`resident`)."""
         return self._engine.report(None if namespace is None else self._ns(namespace))
 
-    @_call
+    @public_call
     def resident(self, namespace: NamespaceArg | None = None) -> dict[str, int]:
         """How many memories this process holds in RAM, per namespace (of one, or of every
         namespace it has loaded): a loaded namespace holds its active memories, and a call
@@ -803,7 +751,7 @@ class MemoryStore:
 
     # --- maintenance -------------------------------------------------------------------------
 
-    @_call
+    @public_call
     def maintain(self, namespace: NamespaceArg | None = None, *, ttl: bool = True,
                  graduated: bool = False, dedup: bool = True,
                  reflect: bool = True) -> dict[str, dict[str, int]]:
@@ -826,7 +774,7 @@ class MemoryStore:
             ("ttl", ttl), ("graduated", graduated), ("dedup", dedup), ("reflect", reflect))}
         return {ns: self._maintainer.maintain_namespace(ns, **phases) for ns in names}
 
-    @_call
+    @public_call
     def reembed(self, embedder: Embedder, batch_size: int = 256, *,
                 progress: ProgressFn | None = None) -> int:
         """Move the store to a new embedder; returns how many memories were re-embedded
@@ -843,7 +791,7 @@ class MemoryStore:
         """
         return self._maintainer.reembed(_embedder(embedder), batch_size, checked(progress))
 
-    @_call
+    @public_call
     def reindex(self, *, progress: ProgressFn | None = None) -> int:
         """Rebuild the vector index from the records; returns how many entries it holds.
 
@@ -853,176 +801,6 @@ class MemoryStore:
         ``index``); an interrupted rebuild is finished by the next open or ``reindex``.
         """
         return self._engine.reindex(checked(progress))
-
-    # --- privacy -----------------------------------------------------------------------------
-
-    @_call
-    def erase(self, node_id: str | None = None, *, entity: str | None = None,
-              conversation: str | None = None,
-              namespace: NamespaceArg | None = None,
-              partial: bool = True) -> ErasureReceipt:
-        """Right to be forgotten: remove memories and everything derived from them.
-
-        Give exactly one selector — ``node_id``, ``entity`` (every memory mentioning it),
-        ``conversation`` (every memory from it) — scoped to ``namespace``; or give only
-        ``namespace`` to erase the whole namespace. A name of two parts or more also
-        reaches memories naming the person by a part ("Mr Doe", "Jane's") that no other
-        person of the namespace shares; the ambiguous ones are kept and listed in the
-        receipt for review (:mod:`mars_core.privacy.names`; ``partial=False``: the whole
-        entity only). Summaries built on erased memories are regenerated from what
-        survives, or erased when too little does (:mod:`mars_core.privacy.erasure`). The
-        text leaves the record store (overwritten in its file, its write-ahead log
-        truncated) and the vector index; the receipt says what was done on disk. The
-        audit keeps one ``erase`` event per memory, with keyed hashes only. Erasing a
-        whole namespace also erases its privacy preferences.
-
-        Raises:
-            ValidationError: no selector, or several.
-            NotFoundError: ``node_id`` is not a memory of ``namespace`` (default: the
-                default namespace; ids never cross namespaces).
-        """
-        state = self._engine.ns(self._ns(namespace))
-        if node_id is not None:
-            node_id = args.memory_id(node_id)
-        if entity is not None:
-            args.phrase(entity, "entity", max_chars=1000)
-        if conversation is not None:
-            args.conversation(conversation)
-        whole = namespace is not None and node_id is None and entity is None \
-            and conversation is None
-        return self._eraser.erase(state, node_id=node_id, entity=entity,
-                                  conversation=conversation, whole=whole,
-                                  partial=args.flag(partial, "partial"))
-
-    @_call
-    def preferences(self, namespace: NamespaceArg | None = None) -> PrivacyPreferences:
-        """The namespace's privacy preferences (defaults when none were set)."""
-        return self._engine.ns(self._ns(namespace)).prefs or PrivacyPreferences()
-
-    @_call
-    def set_preferences(self, preferences: PrivacyPreferences | Mapping[str, Any],
-                        namespace: NamespaceArg | None = None) -> PrivacyPreferences:
-        """Set a namespace's privacy preferences and apply them to what it already holds.
-
-        Sensitivities are recomputed from each memory's detected sensitivity (kept in its
-        signals) under the new preferences — private entities and their descendants
-        included; every changed memory gets one ``metadata`` audit event. The change of
-        preferences itself is one ``config`` event (counts only, no entity names).
-        """
-        state = self._engine.ns(self._ns(namespace))
-        try:
-            prefs = preferences if isinstance(preferences, PrivacyPreferences) else \
-                PrivacyPreferences.model_validate(preferences)
-        except pydantic.ValidationError as exc:
-            raise ValidationError.from_pydantic(exc, "privacy preferences") from None
-        self._eraser.set_preferences(state, prefs)
-        return prefs
-
-    @_call
-    def grant_consent(self, *, types: Iterable[MemoryType | str] = (),
-                      entities: Iterable[str] = (), purpose: str = "",
-                      expires_at: datetime | None = None,
-                      namespace: NamespaceArg | None = None) -> ConsentGrant:
-        """Allow private memories (by type and/or entity) to be recalled in private mode.
-
-        Raises:
-            ValidationError: a bad grant (nothing changes).
-        """
-        state = self._engine.ns(self._ns(namespace))
-        return self._eraser.grant(state, types=args.collection(types, "types"),
-                                  entities=args.collection(entities, "entities"),
-                                  purpose=purpose,
-                                  expires_at=args.moment(expires_at, "expires_at"))
-
-    @_call
-    def revoke_consent(self, consent_id: str, namespace: NamespaceArg | None = None) -> None:
-        """Withdraw a consent grant (recorded in the audit).
-
-        Raises:
-            NotFoundError: no such grant in the namespace.
-            ValidationError: ``consent_id`` is not a consent id.
-        """
-        state = self._engine.ns(self._ns(namespace))
-        self._eraser.revoke(state, args.label(consent_id, "consent_id"))
-
-    @_call
-    def receipt(self, namespace: NamespaceArg | None = None) -> PrivacyReceipt:
-        """The privacy receipt of a namespace: stored, summarised, removed, and why."""
-        ns = self._ns(namespace)
-        return build_receipt(ns, self.list(ns, status=None), self.audit.events(ns))
-
-    # --- export / import ---------------------------------------------------------------------
-
-    @_call
-    def export_jsonld(self, path: str | os.PathLike[str] | None = None,
-                      namespace: NamespaceArg | None = None) -> dict[str, Any]:
-        """Export memories and edges as JSON-LD (to ``path`` when given); returns the document.
-
-        Raises:
-            ValidationError: a bad namespace, or a ``path`` that cannot be written (a
-                directory, under a file, ...); nothing is written then.
-        """
-        from mars_core.io import write_json
-
-        target = None if path is None else args.path(path, "the export path")
-        doc = self._engine.export(None if namespace is None else self._ns(namespace))
-        if target is not None:
-            try:
-                write_json(target, doc)
-            except OSError as exc:
-                raise ValidationError(f"cannot write the export to {target}: "
-                                      f"{exc.strerror or exc}; pass a writable file path"
-                                      ) from exc
-        return doc
-
-    @_call
-    def import_jsonld(self, source: str | os.PathLike[str] | Mapping[str, Any], *,
-                      existing: Literal["error", "skip"] = "error",
-                      erased: Literal["error", "skip"] = "error",
-                      progress: ProgressFn | None = None) -> int:
-        """Import a JSON-LD export (ids preserved); returns how many memories were imported.
-
-        The document is treated as hostile input and imported all or nothing: counters
-        are integers in ``[0, 2**53)``, dates lie in the years 1900 to 2199, floats are
-        finite and in their ranges, metadata and payloads nest at most 32 levels and
-        hold at most 1 MiB of JSON, ids are UUIDs found once, and ``derived_from`` and
-        edges name memories of the same namespace — in the document or already here —
-        without cycles (every bound: :mod:`mars_core.io_checks`). A refused document
-        changes nothing, and every namespace stays writable.
-
-        Args:
-            source: a file path or the parsed document.
-            existing: ``"error"``: an id already here is a conflict; ``"skip"``: a memory
-                already here with its id, namespace and text is left as it is and not
-                counted (a re-run of an import imports nothing twice), any other memory
-                under one of the ids is still a conflict.
-            erased: what to do with memories erased from this store before (their id,
-                or their text in their namespace, is in an ``erase`` event of the
-                audit): ``"error"`` refuses the document, ``"skip"`` leaves them out (with
-                their edges) — a restored backup never brings back what was erased.
-            progress: ``progress(stage, done, total)`` (:mod:`mars_core.progress`).
-
-        Raises:
-            ImportFormatError: malformed or out-of-bounds document, saying where
-                (nothing imported).
-            ConflictError: an id already exists here (nothing imported).
-            ErasedMemoryError: the document holds memories erased here and ``erased`` is
-                ``"error"`` (nothing imported).
-            BudgetExceededError: a namespace's imported active memories exceed its
-                budget (nothing imported).
-        """
-        from mars_core.io import from_jsonld
-
-        for name, value in (("existing", existing), ("erased", erased)):
-            if value not in ("error", "skip"):
-                raise ValidationError(f"{name} must be 'error' or 'skip', not {value!r}")
-        progress = checked(progress)
-        nodes, edges, steps = from_jsonld(source)
-        for ns in {n.namespace for n in nodes}:
-            self._ns(ns)
-        return self._writer.import_nodes(nodes, edges, steps,
-                                         skip_existing=existing == "skip",
-                                         skip_erased=erased == "skip", progress=progress)
 
     @classmethod
     def from_jsonld(cls, source: str | os.PathLike[str] | Mapping[str, Any],
@@ -1142,14 +920,14 @@ class MemoryStore:
     areembed = asyncify(reembed)
     areindex = asyncify(reindex)
     amaintain = asyncify(maintain)
-    aerase = asyncify(erase)
-    areceipt = asyncify(receipt)
-    apreferences = asyncify(preferences)
-    aset_preferences = asyncify(set_preferences)
-    agrant_consent = asyncify(grant_consent)
-    arevoke_consent = asyncify(revoke_consent)
-    aexport_jsonld = asyncify(export_jsonld)
-    aimport_jsonld = asyncify(import_jsonld)
+    aerase = asyncify(DataRights.erase)
+    areceipt = asyncify(DataRights.receipt)
+    apreferences = asyncify(DataRights.preferences)
+    aset_preferences = asyncify(DataRights.set_preferences)
+    agrant_consent = asyncify(DataRights.grant_consent)
+    arevoke_consent = asyncify(DataRights.revoke_consent)
+    aexport_jsonld = asyncify(DataRights.export_jsonld)
+    aimport_jsonld = asyncify(DataRights.import_jsonld)
     anamespaces = asyncify(namespaces)
     apolicy_for = asyncify(policy_for)
     aresident = asyncify(resident)

@@ -28,8 +28,8 @@ from mars_core import MemoryStore
 from mars_core.audit import AuditOp
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
+from mars_core.engine.calls import ATTEMPTS
 from mars_core.errors import ConcurrentWriteError, ConflictError
-from mars_core.store import ATTEMPTS
 
 KEY = bytes(range(32))
 WAIT = 60.0  # a guard against a hang, never a measured duration
