@@ -114,3 +114,14 @@ def test_the_history_sections_run_and_report_what_they_are_judged_by(tmp_path: P
     assert loop["rounds"] == 4 and loop["store_ms"] > 0 and loop["raw_ms"] > 0
     text = history.table(result)
     assert "| 450 |" in text and "Agent loop on 200 turns" in text and "Budget lifted" in text
+
+
+@pytest.mark.parametrize("command", ["store", "postgres"])
+def test_an_unknown_history_plan_is_a_usage_error(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused before any server starts or anything is measured."""
+    from mars_core.bench.history import Plan
+
+    assert cli_main(["bench", command, "--history", "huge" * 30]) == 2
+    assert "a history plan is full, medium, quick or off" in capsys.readouterr().err
+    assert Plan.named("medium") == Plan.medium() and Plan.named("off") is None

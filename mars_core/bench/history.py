@@ -421,7 +421,8 @@ class Plan:
         """
         plans = {"full": cls(), "medium": cls.medium(), "quick": cls.quick(), "off": None}
         if name not in plans:
-            raise ValidationError("--history takes full, medium, quick or off")
+            raise ValidationError("a history plan is full, medium, quick or off, not "
+                                  f"{str(name)[:40]!r}")
         return plans[name]
 
 
