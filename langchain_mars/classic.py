@@ -19,7 +19,11 @@ without it raises :class:`~mars_core.errors.ExtraNotInstalledError` naming the e
   earlier turn comes back masked (``[PHONE]``, ``[CARD]``).
 * ``save_context(inputs, outputs)`` observes the input as a ``user`` turn and the output
   as an ``assistant`` turn of the session (spoken by ``user_name``/``assistant_name``
-  when set: the store resolves "I" to the speaker).
+  when set: the store resolves "I" to the speaker), dated by the input
+  ``timestamp_key`` when set (a ``datetime`` or an ISO 8601 string; else the store's
+  clock), as the other adapters date a message by its ``timestamp``.
+* ``rerank``: your own reranker of the recalled memories (:mod:`mars_core.rerank`),
+  passed to ``render_context`` as the other adapters do.
 * ``clear()`` is scoped to the session (see
   :func:`~langchain_mars.chat_history.clear_session`): the session's turns leave what the
   chain sees for good — cleared with ``clear_mode="forget"`` (the default; archived,
@@ -57,7 +61,8 @@ from typing import Any, Literal
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.namespaces import canonical_namespace
-from mars_core.speakers import Speakers
+from mars_core.rerank import Reranker, check_reranker
+from mars_core.speakers import Speakers, message_time
 from mars_core.store import MemoryStore
 
 try:
@@ -104,6 +109,10 @@ class MarsMemory(BaseMemory):
         user_name: who the inputs are (the store resolves "I" to the speaker; None:
             the role ``user`` stands for them).
         assistant_name: who the outputs are.
+        timestamp_key: the input holding when the turn was said (a ``datetime`` or an
+            ISO 8601 string); None: the store's clock dates it.
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`,
+            e.g. ``cross_encoder(CrossEncoder(...))``); None: the store's ranking.
 
     Raises:
         ValidationError: bad or unknown arguments (a pydantic error is re-raised as ours).
@@ -139,6 +148,8 @@ class MarsMemory(BaseMemory):
     return_messages: bool = Field(False, strict=True)
     user_name: str | None = None
     assistant_name: str | None = None
+    timestamp_key: str | None = Field(None, min_length=1)
+    rerank: Reranker | None = None
 
     @field_validator("namespace", mode="before")
     @classmethod
@@ -157,6 +168,7 @@ class MarsMemory(BaseMemory):
         except pydantic.ValidationError as exc:
             raise ValidationError.from_pydantic(exc, "MarsMemory argument") from None
         Speakers(self.user_name, self.assistant_name)  # checked before any call
+        check_reranker(self.rerank)
 
     @property
     def memory_variables(self) -> list[str]:
@@ -164,7 +176,8 @@ class MarsMemory(BaseMemory):
         return [self.memory_key]
 
     def _text(self, inputs: dict[str, Any]) -> str:
-        key = self.input_key or _only_key(inputs, self.memory_variables, "input")
+        key = self.input_key or _only_key(
+            inputs, [*self.memory_variables, *filter(None, [self.timestamp_key])], "input")
         if not isinstance(inputs, Mapping):
             raise ValidationError(f"MarsMemory inputs must be a dict, not {type(inputs).__name__}")
         value = inputs.get(key)
@@ -194,7 +207,7 @@ class MarsMemory(BaseMemory):
         recalled = self.store.render_context(
             query, budget_tokens=left, namespace=self.namespace,
             conversation=self.session_id, active_turns=self.active_turns,
-            evidence=self.evidence, evidence_only=True).strip()
+            evidence=self.evidence, evidence_only=True, rerank=self.rerank).strip()
         has_evidence = any(line.startswith("- ") for line in recalled.splitlines())
         return [SystemMessage(recalled), *turns] if has_evidence else turns
 
@@ -206,14 +219,15 @@ class MarsMemory(BaseMemory):
         text = self.store.render_context(
             self._text(inputs), budget_tokens=self.budget_tokens, namespace=self.namespace,
             conversation=self.session_id, active_turns=self.active_turns,
-            evidence=self.evidence)
+            evidence=self.evidence, rerank=self.rerank)
         return {self.memory_key: text}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Observe the input (``user``) and the output (``assistant``) of one turn.
 
         Raises:
-            ValidationError: missing or non-string input/output (nothing stored).
+            ValidationError: missing or non-string input/output, or a timestamp that is
+                not a date (nothing stored).
         """
         question = self._text(inputs)
         out_key = self.output_key or _only_key(outputs, [], "output")
@@ -224,7 +238,8 @@ class MarsMemory(BaseMemory):
         if not isinstance(answer, str):
             raise ValidationError(f"MarsMemory output {out_key!r} must be a string")
         names = Speakers(self.user_name, self.assistant_name)
-        turns = [{"role": role, "text": text, "speaker": names.speaker(role, None)}
+        at = message_time(inputs.get(self.timestamp_key)) if self.timestamp_key else None
+        turns = [{"role": role, "text": text, "speaker": names.speaker(role, None), "at": at}
                  for role, text in (("user", question), ("assistant", answer)) if text.strip()]
         if turns:  # both or neither: one call
             self.store.observe_many(turns, namespace=self.namespace,

@@ -91,6 +91,7 @@ def test_the_adapters_pass_the_reranker() -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from llama_index.core.llms import ChatMessage
 
+    from langchain_mars.classic import MarsMemory as ClassicMemory
     from langchain_mars.middleware import MarsMemoryMiddleware
     from langchain_mars.retrievers import MarsRetriever
     from llamaindex_mars import MarsMemory
@@ -125,3 +126,12 @@ def test_the_adapters_pass_the_reranker() -> None:
         memory.put(ChatMessage(role="user", content="hello"))
         got = memory.get(QUERY)[0].content or ""
         assert next(line for line in got.splitlines() if line.startswith("- ")).endswith(want)
+
+        as_text = ClassicMemory(store=store, rerank=fridays)
+        as_messages = ClassicMemory(store=store, rerank=fridays, return_messages=True)
+        for text in (as_text.load_memory_variables({"input": QUERY})["history"],
+                     as_messages.load_memory_variables({"input": QUERY})["history"][0].text):
+            assert next(line for line in text.splitlines() if line.startswith("- ")) \
+                .endswith(want)
+        with pytest.raises(ValidationError):
+            ClassicMemory(store=store, rerank=3)

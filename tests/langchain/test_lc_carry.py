@@ -142,6 +142,23 @@ def test_classic_and_middleware_carry_configured_names() -> None:
             MarsMemory(store=store, user_name="\x00")
 
 
+def test_classic_dates_turns_by_the_timestamp_input_and_refuses_bad_ones() -> None:
+    with _store() as store:
+        memory = MarsMemory(store=store, session_id="s1", timestamp_key="at")
+        # the timestamp input is not mistaken for the text: one other input is the text
+        memory.save_context({"input": "I moved to Porto", "at": "2023-05-08T13:56:00+00:00"},
+                            {"response": "Noted."})
+        stamps = {n.content: n.created_at for n in store.list(type="episodic")}
+        when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+        assert stamps == {"I moved to Porto": when, "Noted.": when}
+        before = len(store.list())
+        with pytest.raises(ValidationError, match="ISO 8601"):
+            memory.save_context({"input": "x", "at": "soon"}, {"response": "y"})
+        assert len(store.list()) == before  # nothing stored
+        with pytest.raises(ValidationError):
+            MarsMemory(store=store, timestamp_key="")
+
+
 def test_retriever_returns_k_documents_and_searches_the_second_tier() -> None:
     with _store(budget=120) as store:
         history = MarsChatMessageHistory(store, "s1")
