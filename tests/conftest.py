@@ -191,6 +191,7 @@ MODULE_KINDS: dict[str, tuple[str, ...]] = {
     "langchain/test_lc_middleware.py": (*EMBEDDED_KINDS, *ADAPTER_PG),
     "langchain/test_lc_retriever.py": (*EMBEDDED_KINDS, *ADAPTER_PG),
     "langchain/test_lc_parts.py": (*LIGHT_KINDS, *ADAPTER_PG),
+    "langchain/test_lc_carry.py": (*LIGHT_KINDS, *ADAPTER_PG),  # what a clear removes
     "langgraph/test_import_langgraph.py": (*EMBEDDED_KINDS, *ADAPTER_PG),
     # a LangGraph store is shared by design (its erasure test runs on every kind,
     # postgres-chroma included: the module's KINDS)
@@ -199,6 +200,7 @@ MODULE_KINDS: dict[str, tuple[str, ...]] = {
     "langgraph/test_nodes.py": (*LIGHT_KINDS, *ADAPTER_PG),
     "llamaindex/test_llamaindex_agents.py": (*LIGHT_KINDS, *ADAPTER_PG),
     "llamaindex/test_llamaindex_block.py": (*LIGHT_KINDS, *ADAPTER_PG),
+    "llamaindex/test_llamaindex_carry.py": (*LIGHT_KINDS, *ADAPTER_PG),
     "llamaindex/test_llamaindex_engines.py": (*LIGHT_KINDS, *ADAPTER_PG),
     "llamaindex/test_llamaindex_hooks.py": (*EMBEDDED_KINDS, *ADAPTER_PG),
     "llamaindex/test_llamaindex_memory.py": (*LIGHT_KINDS, *ADAPTER_PG),
