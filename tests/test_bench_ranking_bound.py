@@ -64,3 +64,16 @@ def test_the_rescoring_adds_each_rules_weight_where_it_applies() -> None:
     ranked = rb._rescored(item, 0.25, 0.5)
     assert [t for _, t in ranked] == ["c", "b", "a"]
     assert [s for s, _ in ranked] == pytest.approx([1.1, 1.05, 1.0])
+
+
+def test_the_rules_latency_reads_every_question_with_the_rules_and_without(
+        tmp_path: Path) -> None:
+    path = write_locomo(tmp_path / "locomo.json", count=3, turns=30, fact_every=5, chat=CHAT,
+                        per_session=10)
+    out = rb.latency_main(str(path), embedder=HashingEmbedder(dim=64))
+    assert out["questions"] == 12  # the first two conversations' 6 questions each
+    med = out["median_ms"]
+    assert set(med) == {"retrieve_rules", "retrieve_off", "render_rules", "render_off"}
+    assert all(v > 0 for v in med.values())
+    assert out["ratio"] == {c: round(med[f"{c}_rules"] / med[f"{c}_off"], 3)
+                            for c in ("retrieve", "render")}

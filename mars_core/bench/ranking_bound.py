@@ -31,8 +31,14 @@ turn, not per unit of evidence, and a date term the store lends to a reply is no
 here; the users' path measures the shipped weights themselves, and its gain is smaller
 (docs/benchmarks/evidence.md).
 
-``python -m mars_core.bench.ranking_bound PATH [--context] [--rules]`` prints the figures
-as JSON.
+With ``--latency`` it measures only what the two rules cost (:func:`latency`): each of the
+first conversations ingested into two stores, one with the shipped weights and one with
+both rules off, and every question read by both in alternating order — ``retrieve`` at
+the users' path's read budget and ``render_context`` with its defaults; medians and their
+ratio.
+
+``python -m mars_core.bench.ranking_bound PATH [--context] [--rules] [--latency]`` prints
+the figures as JSON.
 
 Examples:
     >>> oracle_recall([{"conv": "c", "gold": ["a"], "hits": [{"t": "b"}, {"t": "a"}]}],
@@ -45,6 +51,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,7 +65,8 @@ from mars_core.errors import ExtraNotInstalledError
 from mars_core.frame import time_window
 from mars_core.retrieval import answerability
 
-__all__ = ["RULE_GRID", "candidates", "fitted", "main", "oracle_recall", "rules"]
+__all__ = ["RULES_OFF", "RULE_GRID", "candidates", "fitted", "latency", "latency_main", "main",
+           "oracle_recall", "rules"]
 
 Item = dict[str, Any]
 WORDS = 128
@@ -244,6 +252,41 @@ def _context(items: Sequence[Item], texts: dict[str, dict[str, str]], embedder: 
     return lambda i, conv, turn: (at[(conv, turn)] @ queries[i]).tolist()
 
 
+RULES_OFF: dict[str, Any] = {"speaker_weight": 0.0, "date_weight": 0.0}
+"""The retrieval configuration with both of issue 31's ranking rules off."""
+
+
+def latency(data: Sequence[L.ConvData], embedder: Embedder, conversations: int = 2
+            ) -> dict[str, Any]:
+    """Medians (ms) of ``retrieve`` and ``render_context`` with the shipped rules and with
+    both off, on the same questions, interleaved (the order alternates per question), and
+    each ratio shipped / off. In RAM, the calls of the users' path (:func:`~mars_core.bench.
+    users_path.read`), so both stores record the same accesses."""
+    from mars_core.store import MemoryStore
+
+    times: dict[str, list[float]] = {f"{c}_{k}": [] for c in ("retrieve", "render")
+                                      for k in ("rules", "off")}
+    for cd in data[:conversations]:
+        with MemoryStore(embedder=embedder, seed=0) as on, \
+                MemoryStore(embedder=embedder, seed=0, retrieval=RULES_OFF) as off:
+            ingest(cd, on)
+            ingest(cd, off)
+            for i, q in enumerate(cd.questions):
+                pair = [("rules", on), ("off", off)]
+                for kind, store in pair if i % 2 == 0 else pair[::-1]:
+                    t0 = time.perf_counter()
+                    store.retrieve(q.question, budget_tokens=1024)
+                    t1 = time.perf_counter()
+                    store.render_context(q.question)
+                    t2 = time.perf_counter()
+                    times[f"retrieve_{kind}"].append((t1 - t0) * 1000)
+                    times[f"render_{kind}"].append((t2 - t1) * 1000)
+    med = {k: round(float(np.median(v)), 3) for k, v in times.items()}
+    return {"questions": len(times["retrieve_rules"]), "median_ms": med,
+            "ratio": {c: round(med[f"{c}_rules"] / med[f"{c}_off"], 3)
+                      for c in ("retrieve", "render")}}
+
+
 def main(path: str, *, context: bool = False, with_rules: bool = False,
          embedder: Embedder | None = None) -> dict[str, Any]:
     """Every figure of the module on the LoCoMo file at ``path`` (MiniLM when installed);
@@ -258,11 +301,21 @@ def main(path: str, *, context: bool = False, with_rules: bool = False,
     if context:
         out["fitted_in_context"] = fitted(items, words, texts, _context(items, texts, emb))
     if with_rules:
-        off, _, _ = candidates(data, emb, retrieval={"speaker_weight": 0.0, "date_weight": 0.0})
+        off, _, _ = candidates(data, emb, retrieval=RULES_OFF)
         out["rules"] = rules(off, words)
     return out
 
 
+def latency_main(path: str, embedder: Embedder | None = None) -> dict[str, Any]:
+    """:func:`latency` on the LoCoMo file at ``path`` (MiniLM when installed)."""
+    from mars_core.bench.evidence import default_bench_embedder
+
+    emb = L.CachedEmbedder(embedder or default_bench_embedder(False))
+    return latency(L.prepare(load_locomo(path), emb), emb)
+
+
 if __name__ == "__main__":  # pragma: no cover - the command line
-    print(json.dumps(main(sys.argv[1], context="--context" in sys.argv[2:],
-                          with_rules="--rules" in sys.argv[2:]), indent=1))
+    flags = sys.argv[2:]
+    print(json.dumps(latency_main(sys.argv[1]) if "--latency" in flags else
+                     main(sys.argv[1], context="--context" in flags,
+                          with_rules="--rules" in flags), indent=1))
