@@ -63,7 +63,7 @@ from mars_core.errors import ConflictError, MarsBackendError
 from mars_core.index.base import Filter, IndexCapabilities, VectorIndex, as_vector, matches, unit
 from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.progress import ProgressFn, report
-from mars_core.storage.base import IndexRow, RecordStore, RecordTxn, Vector, index_fields
+from mars_core.storage.base import ChangeLog, ChangeLogStore, IndexRow, Vector, index_fields
 
 __all__ = ["FLUSH_AT", "MARK_EVERY", "IndexSync"]
 
@@ -89,7 +89,7 @@ class IndexSync:
             index to its writer).
     """
 
-    def __init__(self, records: RecordStore, index: VectorIndex, *, writer: bool) -> None:
+    def __init__(self, records: ChangeLogStore, index: VectorIndex, *, writer: bool) -> None:
         self.records, self.index, self.writer = records, index, writer
         self.applied = 0   # the last change the index holds
         self.marked = 0    # the last change its mark says it holds
@@ -186,7 +186,7 @@ class IndexSync:
         with self.records.read() as tx:
             return self._apply(tx)
 
-    def _apply(self, tx: RecordTxn) -> int:
+    def _apply(self, tx: ChangeLog) -> int:
         """Apply the changes after :attr:`applied` that ``tx`` sees."""
         changes = tx.changes(self.applied)
         if not changes:
@@ -240,7 +240,7 @@ class IndexSync:
         self.index.mark(self.applied)
         self.marked = self.pruned = self.applied
 
-    def _rebuild_in(self, tx: RecordTxn, last: int,
+    def _rebuild_in(self, tx: ChangeLog, last: int,
                     progress: ProgressFn | None = None) -> int:
         self._clear_buffer()
         self.index.clear()
