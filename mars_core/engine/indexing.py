@@ -10,9 +10,7 @@ emptying). An open hands the recorded positions to the index, which trusts the o
 recorded under its own stamp and reads nothing else: opening a Chroma store touches only
 the collection a query asks. An index emptied, replaced or taken by another store since
 has another stamp and is caught up from 0 (rebuilt); a store moved to another directory
-finds its index's position under the old key by the stamp and moves it. An index written
-before the records kept positions holds its mark itself: the first open reads it once
-and records it. So:
+finds its index's position under the old key by the stamp and moves it. So:
 
 * an index that loads on demand (numpy, in the process) is updated at once;
 * a persistent index (Chroma, Qdrant) is written behind: a commit's entries wait in a
