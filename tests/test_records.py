@@ -332,7 +332,7 @@ def test_a_damaged_row_past_the_first_batch_is_corrupt_and_leaves_the_store_usab
         with records.read() as tx:
             with pytest.raises(CorruptStoreError, match=uid(n - 3)):
                 tx.memories("ns-a")
-            assert [r.id for r in tx.refs("ns-a")] == [uid(i) for i in range(n)]
+            assert [r.id for r in tx.index_rows("ns-a")] == [uid(i) for i in range(n)]
         with records.write() as tx:  # no statement of the failed read left open
             tx.apply([DeleteMemory(memory(n - 3)), InsertMemory(memory(n), vector(n))])
         with records.read() as tx:

@@ -46,7 +46,6 @@ from mars_core.storage.base import (
     DeleteMemory,
     IndexRow,
     InsertMemory,
-    MemoryRef,
     NamespaceRecord,
     NamespaceTotals,
     RecordOp,
@@ -316,15 +315,6 @@ class SqlTxn:
                 part["by"][MemoryType(mtype)] = int(tokens)
         return {ns: NamespaceTotals(p["active"], p["archived"], p["tokens"], p["by"])
                 for ns, p in sorted(parts.items())}
-
-    def refs(self, namespace: str) -> list[MemoryRef]:
-        # interned: the same id objects as the loaded memories', one conversation string
-        return [MemoryRef(sys.intern(i), MemoryStatus(s), MemoryType(t),
-                          sys.intern(c) if c else None, int(q), float(v))
-                for rows in self._batches(
-                    "SELECT id, status, type, conversation, seq, sensitivity FROM memories "
-                    "WHERE namespace = ? ORDER BY seq", (namespace,))
-                for i, s, t, c, q, v in rows]
 
     def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:
         where, args = "m.namespace = ?", [namespace]
@@ -623,6 +613,7 @@ class SqlTxn:
 
     def apply(self, ops: Sequence[RecordOp]) -> None:
         self._writes()
+        ops = list(ops)  # read once, whatever iterable was given
         for op in ops:  # every op checked before any is written
             if not isinstance(op, RecordOp):
                 raise ValidationError(f"a record store applies record writes (InsertMemory, "

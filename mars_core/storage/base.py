@@ -17,6 +17,11 @@ A record store keeps everything a store knows, each kind of fact in rows of its 
 
 Every public call of a store is one transaction (:meth:`RecordStore.write`): it commits
 whole or not at all. Reads go through :meth:`RecordStore.read`, a committed snapshot.
+The writes of memories, edges and audit events are values (:class:`InsertMemory`,
+:class:`UpdateMemory`, :class:`UpdateStats`, :class:`DeleteMemory`, :class:`SetVector`,
+:class:`AddEdges`, :class:`AppendAudit`) that :meth:`RecordTxn.apply` writes in order;
+the change log and the positions of the indexes that follow it are a protocol of their
+own (:class:`ChangeLog`).
 Vectors live here too (the index is derived from them): a lost or lagging index is
 rebuilt without running the embedder again, and a reopened store reads back the exact
 float32 vectors it wrote, so scores never drift across a reopen.
@@ -33,6 +38,15 @@ Examples:
     >>> with records.read() as tx:
     ...     tx.namespace("maya").step
     3
+    >>> import numpy as np
+    >>> from mars_core.model import MemoryNode
+    >>> node = MemoryNode(id="m1", type="semantic", content="Ana likes tea", weight=4,
+    ...                   namespace="maya", payload={"kind": "semantic"})
+    >>> with records.write() as tx:
+    ...     tx.apply([InsertMemory(node, np.ones(4, np.float32))])
+    >>> with records.read() as tx:
+    ...     tx.memory("m1").content, [c.memory_id for c in tx.changes(0)]
+    ('Ana likes tea', ['m1'])
     >>> records.close()
 """
 
@@ -61,7 +75,6 @@ __all__ = [
     "IndexRow",
     "InsertMemory",
     "MemoryOp",
-    "MemoryRef",
     "NamespaceRecord",
     "NamespaceTotals",
     "RecordCapabilities",
@@ -139,18 +152,6 @@ class NamespaceTotals:
     archived: int = 0
     tokens: int = 0
     tokens_by_type: Mapping[MemoryType, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryRef:
-    """What a namespace's views keep of every memory, archived ones included."""
-
-    id: str
-    status: MemoryStatus
-    type: MemoryType
-    conversation: str | None
-    seq: int
-    sensitivity: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,10 +456,6 @@ class RecordTxn(ChangeLog, Protocol):
 
     def namespace_names(self) -> list[str]:
         """Every namespace with a record or a memory, sorted."""
-        ...
-
-    def refs(self, namespace: str) -> list[MemoryRef]:
-        """Every memory of a namespace, briefly, by ``seq``."""
         ...
 
     def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:

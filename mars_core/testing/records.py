@@ -189,12 +189,11 @@ class RecordStoreConformance(abc.ABC):
         """Everything a store holds, comparable with ``==`` (vectors as bytes)."""
         with records.read() as tx:
             names = tx.namespace_names()
-            ids = [ref.id for ns in names for ref in tx.refs(ns)]
+            ids = [n.id for ns in names for n in tx.memories(ns)]
             return {
                 "manifest": tx.manifest(), "counter": tx.counter(), "names": names,
                 "namespaces": [tx.namespace(ns) for ns in names],
                 "memories": [tx.memories(ns) for ns in names],
-                "refs": [tx.refs(ns) for ns in names],
                 "edges": [sorted(tx.edges(ns), key=lambda e: e.key) for ns in names],
                 "vectors": {i: v.tobytes() for i, v in tx.vectors(ids).items()},
                 "rows": [(r.id, r.namespace, r.status, r.vector.tobytes(), dict(r.fields))
@@ -461,10 +460,6 @@ class RecordStoreConformance(abc.ABC):
                 assert tx.memories("ns-a", ACTIVE) == nodes[:2]
                 assert tx.memories("ns-a", ARCHIVED) == nodes[2:3]
                 assert tx.memories("ns-b") == nodes[3:]
-                assert [(r.id, r.status, r.type, r.conversation, r.seq)
-                        for r in tx.refs("ns-a")] == [
-                    (n.id, n.status, n.type, n.provenance.conversation_id, n.seq)
-                    for n in nodes[:3]]
                 assert tx.existing([_uid(0), _uid(3), _uid(77), _uid(0)]) == {_uid(0), _uid(3)}
                 vectors = tx.vectors([n.id for n in nodes] + [_uid(77)])
                 assert sorted(vectors) == sorted(n.id for n in nodes)
@@ -565,7 +560,6 @@ class RecordStoreConformance(abc.ABC):
                 assert sorted(tx.vectors(ids)) == sorted(ids[1:])
                 assert sorted(r.id for r in tx.index_rows(ids=ids)) == sorted(ids[1:])
                 # whole and in order, however many rows a dialect reads at a time
-                assert [r.id for r in tx.refs("default")] == ids[1:]
                 assert tx.memories("default") == nodes
                 assert sorted(tx.edges("default"), key=lambda e: e.key) == chain
 
@@ -708,7 +702,7 @@ class RecordStoreConformance(abc.ABC):
             with records.read() as tx:
                 assert (tx.memory(b.id), tx.vectors([b.id]), tx.existing([b.id])) == \
                     (None, {}, set())
-                assert [r.id for r in tx.refs("ns-a")] == [a.id, c.id]
+                assert [n.id for n in tx.memories("ns-a")] == [a.id, c.id]
                 assert tx.edges("ns-a") == [keep]
                 assert tx.changes(last) == [Change(last + 1, "ns-a", b.id)]
             self.insert(records, b)  # its statistics went with it
