@@ -64,7 +64,7 @@ from mars_core.errors import (
 from mars_core.index.base import VectorIndex
 from mars_core.index.numpy import NumpyIndex
 from mars_core.progress import ProgressFn, checked, report
-from mars_core.storage.base import RecordStore, RecordTxn
+from mars_core.storage.base import AddEdges, AppendAudit, InsertMemory, RecordStore, RecordTxn
 from mars_core.storage.postgres import PostgresRecordStore, is_postgres_url, shown_url
 from mars_core.storage.sqlite import SQLiteRecordStore
 from mars_core.store import MemoryStore
@@ -197,17 +197,17 @@ def _write(source: RecordTxn, destination: RecordStore, where: str,
             nodes = source.memories(name)
             vectors = source.vectors([n.id for n in nodes])
             for node in nodes:
-                tx.insert_memory(node, vectors[node.id])
+                tx.apply([InsertMemory(node, vectors[node.id])])
                 memories += 1
                 report(progress, "store", memories, total)
             links = source.edges(name)
-            tx.add_edges(name, links)
+            tx.apply([AddEdges(name, tuple(links))])
             edges += len(links)
             record = source.namespace(name)
             if record is not None:
                 tx.put_namespace(record)
         events = source.audit()
-        tx.append_audit(events)
+        tx.apply([AppendAudit(tuple(events))])
         tx.set_counter(source.counter())
         tx.put_manifest(_manifest(manifest, destination))
         report(progress, "write", 0, total)

@@ -293,18 +293,6 @@ def write_old_state(path: pathlib.Path, identity: str, applied: int,
         client.close()
 
 
-def drop_old_state_record(path: pathlib.Path, prefix: str = "mars_") -> None:
-    import chromadb
-    from chromadb.config import Settings
-
-    client = chromadb.PersistentClient(path=str(path),
-                                       settings=Settings(anonymized_telemetry=False))
-    try:
-        client.get_collection(prefix + "state", embedding_function=None).delete(ids=["state"])
-    finally:
-        client.close()
-
-
 def test_the_stamp_is_catalogue_metadata_and_a_mark_writes_nothing(
         tmp_path: pathlib.Path) -> None:
     """The state collection holds no record: the stamp is its metadata, which Chroma
@@ -317,51 +305,26 @@ def test_the_stamp_is_catalogue_metadata_and_a_mark_writes_nothing(
         assert state.metadata["mars_stamp"] == index.stamp and state.count() == 0
 
 
-def test_an_index_written_before_stamps_gives_its_mark_once(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("identity", ["s:v1", "s:v2"], ids=["same", "another-version"])
+def test_an_index_written_before_stamps_is_emptied_and_stamped(
+        tmp_path: pathlib.Path, identity: str) -> None:
+    """The mark such an index kept is not read: it starts empty under a fresh stamp (the
+    store rebuilds it from the records), and its position is the records' from then on."""
     rows = [IndexRow(uid(n), "u1", ACTIVE, vec(1.0, n), {}) for n in range(3)]
     with ChromaIndex(path=tmp_path) as index:
         index.bind("s:v1", 4, lambda ns: [])
         index.upsert(rows, new=True)
     write_old_state(tmp_path, "s:v1", 7)
     with ChromaIndex(path=tmp_path) as index:
-        assert index.bind("s:v1", 4, lambda ns: [], {}) == 7  # its own mark, read once
+        assert index.bind(identity, 4, lambda ns: [], {}) == 0
         stamp = index.stamp
-        assert stamp.startswith("s:v1#")
-        assert {i for i, _ in index.query("u1", ACTIVE, vec(1.0), 5)} == {r.id for r in rows}
-    drop_old_state_record(tmp_path)  # from now on the records' position is the one read
+        assert stamp.startswith(identity + "#")
+        assert index.query("u1", ACTIVE, vec(1.0), 5) == []
+        index.upsert(rows, new=True)
     with ChromaIndex(path=tmp_path) as index:
-        assert index.bind("s:v1", 4, lambda ns: [], {stamp: 9}) == 9
+        assert index.bind(identity, 4, lambda ns: [], {stamp: 9}) == 9
         assert index.stamp == stamp
-    with ChromaIndex(path=tmp_path) as index:
-        assert index.bind("s:v1", 4, lambda ns: [], {}) == 0  # nothing recorded, nothing kept
-        assert len(index.query("u1", ACTIVE, vec(1.0), 5)) == 3  # a rebuild would follow
-
-
-def test_an_old_mark_stays_until_the_index_is_emptied(tmp_path: pathlib.Path) -> None:
-    """Kept after the stamp is written (it is never more than the index holds), and
-    dropped with the state collection when the index is emptied."""
-    with ChromaIndex(path=tmp_path) as index:
-        index.bind("s:v1", 4, lambda ns: [])
-        index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})], new=True)
-    write_old_state(tmp_path, "s:v1", 4)
-    with ChromaIndex(path=tmp_path) as index:
-        assert index.bind("s:v1", 4, lambda ns: []) == 4
-    with ChromaIndex(path=tmp_path) as index:
-        assert index.bind("s:v1", 4, lambda ns: []) == 4  # the records lost it: still 4
-        index.clear()
-    with ChromaIndex(path=tmp_path) as index:
-        assert index.bind("s:v1", 4, lambda ns: []) == 0
-
-
-def test_an_old_state_of_another_version_is_emptied(tmp_path: pathlib.Path) -> None:
-    with ChromaIndex(path=tmp_path) as index:
-        index.bind("s:v1", 4, lambda ns: [])
-        index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})], new=True)
-    write_old_state(tmp_path, "s:v1", 4)
-    with ChromaIndex(path=tmp_path) as index:
-        assert index.bind("s:v2", 4, lambda ns: []) == 0
-        assert index.stamp.startswith("s:v2#")
-        assert index.query("u1", ACTIVE, vec(1.0), 3) == []
+        assert len(index.query("u1", ACTIVE, vec(1.0), 5)) == 3
 
 
 def test_sync_threshold_is_checked_and_given_to_new_collections(

@@ -288,13 +288,14 @@ def test_the_records_keep_the_chroma_index_position_beside_its_stamp(tmp_path: P
     assert _positions(path) == {f"index:{key}": f"{last} {stamp}"}
 
 
-def test_a_store_whose_chroma_index_kept_its_own_mark_opens_without_a_rebuild(
+def test_a_store_whose_chroma_index_kept_its_own_mark_is_rebuilt_once(
         tmp_path: Path) -> None:
     """A store written before the records kept the position (its mark only in the index's
-    state collection) is caught up from that mark once, which then moves to the records."""
+    state collection): the index is rebuilt from the records once, and the records keep
+    its position from then on."""
     import sqlite3
 
-    from test_index_chroma import drop_old_state_record, write_old_state
+    from test_index_chroma import write_old_state
 
     path = tmp_path / "s"
     with _open(path) as store:
@@ -306,14 +307,13 @@ def test_a_store_whose_chroma_index_kept_its_own_mark_opens_without_a_rebuild(
         conn.execute("DELETE FROM meta WHERE key LIKE 'index:%'")
     write_old_state(path / "index" / "chroma", identity, last)  # as a close left it
     with _open(path) as store:
-        assert not index_sync(store).rebuilt  # the old mark was trusted
+        assert index_sync(store).rebuilt  # the old mark is not read
         stamp = vector_index(store).stamp
         assert _hits(store, "the sea") == ids
         late = store.add("a note about the sea, written after the move").id
     with SQLiteRecordStore(path / "mars.sqlite3") as records, records.read() as tx:
         last = tx.last_change()
     assert _positions(path) == {f"index:{key}": f"{last} {stamp}"}
-    drop_old_state_record(path / "index" / "chroma")  # never read again
     with _open(path) as store:
         assert not index_sync(store).rebuilt
         assert _hits(store, "the sea") == ids | {late}

@@ -24,7 +24,7 @@ from mars_core.errors import ConfigError, ConflictError, CorruptStoreError, Vali
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.storage import RecordStore, RecordTxn, SQLiteRecordStore
 from mars_core.storage._sql import BATCH_ROWS
-from mars_core.storage.base import TermQuery
+from mars_core.storage.base import DeleteMemory, InsertMemory, TermQuery
 from mars_core.storage.sqlite import SCHEMA_VERSION, migrate
 from mars_core.testing import RecordStoreConformance
 
@@ -71,7 +71,7 @@ def vector(n: int) -> np.ndarray:
 
 def insert(records: SQLiteRecordStore, node: MemoryNode) -> None:
     with records.write() as tx:
-        tx.insert_memory(node, vector(node.seq))
+        tx.apply([InsertMemory(node, vector(node.seq))])
 
 
 HOLDER = """
@@ -139,7 +139,7 @@ def test_a_reader_sees_only_committed_transactions(tmp_path: pathlib.Path) -> No
     def write_one(records: SQLiteRecordStore) -> None:
         try:
             with records.write() as tx:
-                tx.insert_memory(memory(1), vector(1))
+                tx.apply([InsertMemory(memory(1), vector(1))])
                 tx.set_counter(2)
                 writing.set()
                 assert release.wait(WAIT)
@@ -185,7 +185,7 @@ def test_purge_leaves_no_erased_byte_in_any_file(tmp_path: pathlib.Path, padding
         insert(records, memory(2))
         assert _files_holding(directory, marker.encode())  # the scan does find it
         with records.write() as tx:
-            tx.delete_memory(uid(1))
+            tx.apply([DeleteMemory(memory(1))])
         assert "truncated" in records.purge()
         assert _files_holding(directory, marker.encode()) == []  # the purge did it, not close
         with records.read() as tx:
@@ -270,7 +270,7 @@ def test_a_file_that_is_not_a_database_is_corrupt(tmp_path: pathlib.Path) -> Non
 def _filled(path: pathlib.Path, n: int) -> None:
     records = SQLiteRecordStore(path)
     with records.write() as tx:  # a note as long as the text: rows of ~2 KB
-        tx.insert_memories([(memory(i, f"fact {i} " + "x" * 1500), vector(i)) for i in range(n)])
+        tx.apply([InsertMemory(memory(i, f"fact {i} " + "x" * 1500), vector(i)) for i in range(n)])
     records.close()
 
 
@@ -312,8 +312,8 @@ def test_an_index_rebuild_streams_the_vectors_a_batch_at_a_time(tmp_path: pathli
     n = 8 * BATCH_ROWS + 3
     records = SQLiteRecordStore(tmp_path / DB)
     with records.write() as tx:
-        tx.insert_memories([(memory(i), np.full(384, i + 1, dtype=np.float32))
-                            for i in range(n)])
+        tx.apply([InsertMemory(memory(i), np.full(384, i + 1, dtype=np.float32))
+                  for i in range(n)])
     seen, (before, _, peak) = _traced(
         records, lambda tx: [(row.id, float(row.vector[0])) for row in tx.index_rows()])
     assert seen == [(uid(i), float(i + 1)) for i in range(n)]  # whole, in seq order
@@ -332,10 +332,9 @@ def test_a_damaged_row_past_the_first_batch_is_corrupt_and_leaves_the_store_usab
         with records.read() as tx:
             with pytest.raises(CorruptStoreError, match=uid(n - 3)):
                 tx.memories("ns-a")
-            assert [r.id for r in tx.refs("ns-a")] == [uid(i) for i in range(n)]
+            assert [r.id for r in tx.index_rows("ns-a")] == [uid(i) for i in range(n)]
         with records.write() as tx:  # no statement of the failed read left open
-            tx.delete_memory(uid(n - 3))
-            tx.insert_memory(memory(n), vector(n))
+            tx.apply([DeleteMemory(memory(n - 3)), InsertMemory(memory(n), vector(n))])
         with records.read() as tx:
             assert len(tx.memories("ns-a")) == n
     finally:
@@ -369,7 +368,7 @@ def test_a_purge_blocked_by_a_reader_says_so_and_the_next_one_completes(
             with reader.read() as tx:  # a snapshot that still holds the memory
                 assert tx.memory(uid(0)) is not None
                 with records.write() as wtx:
-                    wtx.delete_memory(uid(0))
+                    wtx.apply([DeleteMemory(memory(0))])
                 assert "could not be truncated" in records.purge()
             done = records.purge()
             assert "truncated" in done and "could not" not in done

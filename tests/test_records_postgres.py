@@ -24,7 +24,7 @@ from mars_core.errors import (
 from mars_core.model import MemoryNode
 from mars_core.storage import NamespaceRecord, RecordStore
 from mars_core.storage import postgres as pg
-from mars_core.storage.base import TermQuery
+from mars_core.storage.base import AppendAudit, InsertMemory, TermQuery
 from mars_core.storage.postgres import PostgresRecordStore, shown_url
 from mars_core.testing import RecordStoreConformance
 
@@ -85,9 +85,9 @@ def test_an_older_schema_is_refused_naming_mars_migrate_which_migrates_it(
 
     with PostgresRecordStore(postgres_url) as records, records.write() as tx:
         tx.put_namespace(NamespaceRecord("kept", step=7))
-        tx.insert_memories([(MemoryNode(id=str(uuid.UUID(int=i + 1)), type="episodic",
-                                        content=text, weight=3, seq=i + 1),
-                             np.ones(4, np.float32)) for i, text in enumerate(
+        tx.apply([InsertMemory(MemoryNode(id=str(uuid.UUID(int=i + 1)), type="episodic",
+                                          content=text, weight=3, seq=i + 1),
+                               np.ones(4, np.float32)) for i, text in enumerate(
             ["Ana lives in Porto", "Bo likes jazz", "Ana's dog likes walks"])])
     query = TermQuery("default", ("ana", "like"), k=5)
     with PostgresRecordStore(postgres_url) as records, records.read() as tx:
@@ -259,11 +259,10 @@ def test_the_audit_and_the_change_log_are_numbered_in_commit_order(postgres_url:
     a_events, b_events = suite.audit_events()
     with PostgresRecordStore(postgres_url) as first, PostgresRecordStore(postgres_url) as second:
         with first.write() as tx_a:  # begun first, committed last
-            tx_a.append_audit(a_events)
-            tx_a.insert_memory(suite.node(0), suite.vector(0))
+            tx_a.apply([AppendAudit(tuple(a_events)), InsertMemory(suite.node(0), suite.vector(0))])
             with second.write() as tx_b:
-                tx_b.append_audit(b_events)
-                tx_b.insert_memory(suite.node(1, "ns-b"), suite.vector(1))
+                tx_b.apply([AppendAudit(tuple(b_events)),
+                            InsertMemory(suite.node(1, "ns-b"), suite.vector(1))])
             with second.read() as seen:  # what a reader sees between the two commits
                 between = (seen.audit_heads(), seen.changes(0))
         with second.read() as tx:

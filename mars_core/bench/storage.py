@@ -412,8 +412,8 @@ def scale(big: int, namespaces: int, *, index: IndexKind, workdir: Path,
     small_load = _bulk_load(small_path, _SMALL, 10, index)
     big_load = _bulk_load(big_path, big, namespaces, index, progress)
     small_ns, big_ns = "user-000003", f"user-{namespaces // 2:06d}"
-    # the first open after a bulk load may pay one-time work (an index's own write log,
-    # moving an older layout's state into the records): both are reported
+    # the first open after a bulk load may pay one-time work (an index's own write
+    # log): both are reported
     first_small = _probe("store", small_path, small_ns)
     first_large = _probe("store", big_path, big_ns)
     runs: dict[str, list[dict[str, Any]]] = {"small": [], "large": [], "raw_small": [],

@@ -64,6 +64,7 @@ from mars_core.progress import ProgressFn, report
 from mars_core.scoring.dmf import CentroidTracker
 from mars_core.shares import TypeShares
 from mars_core.storage.base import (
+    AppendAudit,
     IndexRow,
     NamespaceRecord,
     NamespaceTotals,
@@ -353,7 +354,7 @@ class Engine:
             txn = chain.begin(ns, record.audit_count, record.audit_head)
             txn.add(op=AuditOp.CONFIG, namespace=ns, params=wanted["config"], step=record.step,
                     at=self.clock.now(), rationale="store reopened with a new configuration")
-            tx.append_audit(txn.events)
+            tx.apply([AppendAudit(tuple(txn.events))])
             tx.put_namespace(sealed(chain, NamespaceRecord(
                 ns, record.version + 1, record.step, record.touch, txn.next_seq, txn.head,
                 record.state)))

@@ -10,9 +10,7 @@ emptying). An open hands the recorded positions to the index, which trusts the o
 recorded under its own stamp and reads nothing else: opening a Chroma store touches only
 the collection a query asks. An index emptied, replaced or taken by another store since
 has another stamp and is caught up from 0 (rebuilt); a store moved to another directory
-finds its index's position under the old key by the stamp and moves it. An index written
-before the records kept positions holds its mark itself: the first open reads it once
-and records it. So:
+finds its index's position under the old key by the stamp and moves it. So:
 
 * an index that loads on demand (numpy, in the process) is updated at once;
 * a persistent index (Chroma, Qdrant) is written behind: a commit's entries wait in a
@@ -63,7 +61,7 @@ from mars_core.errors import ConflictError, MarsBackendError
 from mars_core.index.base import Filter, IndexCapabilities, VectorIndex, as_vector, matches, unit
 from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.progress import ProgressFn, report
-from mars_core.storage.base import IndexRow, RecordStore, RecordTxn, Vector, index_fields
+from mars_core.storage.base import ChangeLog, ChangeLogStore, IndexRow, Vector, index_fields
 
 __all__ = ["FLUSH_AT", "MARK_EVERY", "IndexSync"]
 
@@ -89,7 +87,7 @@ class IndexSync:
             index to its writer).
     """
 
-    def __init__(self, records: RecordStore, index: VectorIndex, *, writer: bool) -> None:
+    def __init__(self, records: ChangeLogStore, index: VectorIndex, *, writer: bool) -> None:
         self.records, self.index, self.writer = records, index, writer
         self.applied = 0   # the last change the index holds
         self.marked = 0    # the last change its mark says it holds
@@ -186,7 +184,7 @@ class IndexSync:
         with self.records.read() as tx:
             return self._apply(tx)
 
-    def _apply(self, tx: RecordTxn) -> int:
+    def _apply(self, tx: ChangeLog) -> int:
         """Apply the changes after :attr:`applied` that ``tx`` sees."""
         changes = tx.changes(self.applied)
         if not changes:
@@ -240,7 +238,7 @@ class IndexSync:
         self.index.mark(self.applied)
         self.marked = self.pruned = self.applied
 
-    def _rebuild_in(self, tx: RecordTxn, last: int,
+    def _rebuild_in(self, tx: ChangeLog, last: int,
                     progress: ProgressFn | None = None) -> int:
         self._clear_buffer()
         self.index.clear()

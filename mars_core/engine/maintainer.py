@@ -32,7 +32,7 @@ from mars_core.policies import Eviction
 from mars_core.policies.reflection import ReflectionSummaryPolicy
 from mars_core.progress import ProgressFn, report
 from mars_core.scoring.retention import KIND_BY_TYPE, LifecycleConfig
-from mars_core.storage.base import NamespaceRecord
+from mars_core.storage.base import NamespaceRecord, SetVector
 
 __all__ = ["Maintainer"]
 
@@ -141,8 +141,8 @@ class Maintainer:
                     if vecs.shape != (len(chunk), embedder.dim) or not np.all(np.isfinite(vecs)):
                         raise ValidationError(f"embedder {embedder.name!r} returned shape "
                                               f"{vecs.shape} or non-finite values")
-                    for node, vec in zip(chunk, vecs, strict=True):
-                        tx.set_vector(node.id, vec)
+                    tx.apply([SetVector(node.id, vec)
+                              for node, vec in zip(chunk, vecs, strict=True)])
                     count += len(chunk)
                     report(progress, "embed", min(count, total), total)
             manifest = dict(tx.manifest() or {})

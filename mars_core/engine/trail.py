@@ -52,7 +52,7 @@ from mars_core.audit import (
 )
 from mars_core.errors import ValidationError
 from mars_core.model import MemoryNode
-from mars_core.storage.base import NamespaceRecord, RecordStore, RecordTxn
+from mars_core.storage.base import AppendAudit, NamespaceRecord, RecordStore, RecordTxn
 
 __all__ = ["AUDIT_FORMAT", "AuditTrail", "enlist", "row_state", "sealed", "upgrade"]
 
@@ -116,7 +116,7 @@ def upgrade(tx: RecordTxn, chain: AuditChain, at: datetime) -> None:
                 f"recorded the state of {len(batch)} memories written before rows were "
                 "audited"), step=record.step, at=at)
             txn.record_rows(batch)
-        tx.append_audit(txn.events)
+        tx.apply([AppendAudit(tuple(txn.events))])
         tx.put_namespace(sealed(chain, replace(record, version=record.version + 1,
                                                audit_count=txn.next_seq,
                                                audit_head=txn.head)))

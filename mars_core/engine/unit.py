@@ -37,7 +37,17 @@ from mars_core.audit import (
 from mars_core.engine.trail import enlist, row_state, sealed
 from mars_core.errors import ConcurrentWriteError
 from mars_core.model import Edge, MemoryNode
-from mars_core.storage.base import NamespaceRecord, RecordTxn, Vector
+from mars_core.storage.base import (
+    AppendAudit,
+    DeleteMemory,
+    InsertMemory,
+    MemoryOp,
+    NamespaceRecord,
+    RecordTxn,
+    UpdateMemory,
+    UpdateStats,
+    Vector,
+)
 
 __all__ = ["Draft", "Unit"]
 
@@ -55,33 +65,6 @@ class Draft:
     state: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class _Insert:
-    node: MemoryNode
-    vector: Vector
-    edges: tuple[Edge, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Update:
-    node: MemoryNode
-    reindex: bool
-    edges: tuple[Edge, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Stats:
-    node: MemoryNode
-
-
-@dataclass(frozen=True, slots=True)
-class _Delete:
-    node: MemoryNode
-
-
-_Op = _Insert | _Update | _Stats | _Delete
-
-
 @dataclass
 class Unit:
     """The staged writes of one operation.
@@ -90,7 +73,8 @@ class Unit:
         counter: the store-wide memory counter as the unit leaves it.
         chain: builds each namespace's audit events.
         drafts: per namespace: counters, audit events and state to write.
-        ops: memory writes, in the order they were staged.
+        ops: memory writes, in the order they were staged (what the record store
+            applies: :meth:`~mars_core.storage.base.RecordTxn.apply`).
         compact: namespaces whose index partitions must be rewritten once the unit is
             committed (an erasure): recorded in the manifest with the unit, so a crash
             before the rewrite finished is completed by the next open.
@@ -112,7 +96,7 @@ class Unit:
     counter: int
     chain: AuditChain
     drafts: dict[str, Draft] = field(default_factory=dict)
-    ops: list[_Op] = field(default_factory=list)
+    ops: list[MemoryOp] = field(default_factory=list)
     compact: set[str] = field(default_factory=set)
     learned: dict[str, dict[str, Any]] = field(default_factory=dict)
     allocate: Callable[[], int] | None = None
@@ -164,45 +148,45 @@ class Unit:
 
     def insert(self, node: MemoryNode, vector: Vector, edges: Sequence[Edge] = ()) -> None:
         """Stage a new memory with its vector and outgoing edges."""
-        self.ops.append(_Insert(node, vector, tuple(edges)))
+        self.ops.append(InsertMemory(node, vector, tuple(edges)))
 
     def update(self, node: MemoryNode, *, reindex: bool, edges: Sequence[Edge] = ()) -> None:
         """Stage new metadata of a memory (``reindex``: status or sensitivity changed),
         with new edges of its own."""
-        self.ops.append(_Update(node, reindex, tuple(edges)))
+        self.ops.append(UpdateMemory(node, reindex, tuple(edges)))
 
     def stats(self, node: MemoryNode) -> None:
         """Stage new access statistics of a memory."""
-        self.ops.append(_Stats(node))
+        self.ops.append(UpdateStats(node))
 
     def delete(self, node: MemoryNode) -> None:
         """Stage an erasure."""
-        self.ops.append(_Delete(node))
+        self.ops.append(DeleteMemory(node))
 
     def _latest(self) -> dict[str, MemoryNode | None]:
         """The newest staged version of each memory (``None``: erased)."""
         out: dict[str, MemoryNode | None] = {}
         for op in self.ops:
-            out[op.node.id] = None if isinstance(op, _Delete) else op.node
+            out[op.node.id] = None if isinstance(op, DeleteMemory) else op.node
         return out
 
     def inserted(self) -> list[tuple[MemoryNode, Vector]]:
         """The new memories (as the unit leaves them) and their vectors."""
         latest = self._latest()
-        return [(node, op.vector) for op in self.ops if isinstance(op, _Insert)
+        return [(node, op.vector) for op in self.ops if isinstance(op, InsertMemory)
                 and (node := latest[op.node.id]) is not None]
 
     def reindexed(self) -> list[MemoryNode]:
         """Memories whose index entry changes without being new (moves, sensitivity)."""
-        new = {op.node.id for op in self.ops if isinstance(op, _Insert)}
+        new = {op.node.id for op in self.ops if isinstance(op, InsertMemory)}
         latest = self._latest()
-        ids = dict.fromkeys(op.node.id for op in self.ops
-                            if isinstance(op, _Update) and op.reindex and op.node.id not in new)
+        ids = dict.fromkeys(op.node.id for op in self.ops if isinstance(op, UpdateMemory)
+                            and op.reindex and op.node.id not in new)
         return [node for i in ids if (node := latest[i]) is not None]
 
     def deleted(self) -> list[MemoryNode]:
         """The erased memories."""
-        return [op.node for op in self.ops if isinstance(op, _Delete)]
+        return [op.node for op in self.ops if isinstance(op, DeleteMemory)]
 
     def namespaces(self) -> list[str]:
         """Every namespace the unit touched."""
@@ -234,29 +218,13 @@ class Unit:
             raise ConcurrentWriteError(
                 f"namespace {moved[0]!r} was changed by another process while this call "
                 "ran; nothing was written: repeat the call (it reads the namespace again)")
-        run: list[_Insert] = []  # new memories in a row: written together
-        for op in self.ops:
-            ns = op.node.namespace
-            if isinstance(op, _Insert):
-                run.append(op)
-                continue
-            _write_inserts(tx, run)
-            run = []
-            if isinstance(op, _Update):  # a restore also moves its recency
-                tx.update_memory(op.node, reindex=op.reindex)
-                tx.update_stats(op.node)
-                tx.add_edges(ns, op.edges)
-            elif isinstance(op, _Stats):
-                tx.update_stats(op.node)
-            else:
-                tx.delete_memory(op.node.id)
-        _write_inserts(tx, run)
+        tx.apply(self.ops)
         if self.counter > max(counter_before, self.allocated):  # numbered here, or imported
             tx.set_counter(self.counter)
         self._record_rows()
         records = {}
         for name, d in self.drafts.items():
-            tx.append_audit(d.audit.events)
+            tx.apply([AppendAudit(tuple(d.audit.events))])
             records[name] = sealed(self.chain, NamespaceRecord(
                 name, d.record.version + 1, d.step, d.touch, d.audit.next_seq, d.audit.head,
                 d.state))
@@ -280,9 +248,9 @@ class Unit:
         each namespace's events (deferred until now)."""
         latest: dict[str, tuple[str, MemoryNode | None]] = {}
         for op in self.ops:
-            if not isinstance(op, _Stats):
+            if not isinstance(op, UpdateStats):
                 latest[op.node.id] = (op.node.namespace,
-                                      None if isinstance(op, _Delete) else op.node)
+                                      None if isinstance(op, DeleteMemory) else op.node)
         rows: dict[str, dict[str, str]] = {}
         for memory_id, (ns, node) in latest.items():
             rows.setdefault(ns, {})[memory_id] = "" if node is None else \
@@ -311,16 +279,3 @@ class Unit:
             events[-1].hash if events else GENESIS)))
         self.retired[name] = new
         return new
-
-
-def _write_inserts(tx: RecordTxn, run: Sequence[_Insert]) -> None:
-    """New memories staged one after the other: one batch of rows, then their edges in
-    the order they were staged."""
-    if not run:
-        return
-    tx.insert_memories([(op.node, op.vector) for op in run])
-    edges: dict[str, list[Edge]] = {}
-    for op in run:
-        edges.setdefault(op.node.namespace, []).extend(op.edges)
-    for ns, owned in edges.items():
-        tx.add_edges(ns, owned)

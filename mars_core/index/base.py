@@ -13,8 +13,7 @@ epoch of its last emptying). The record store keeps the number of the last chang
 index applied (its *position*) beside that stamp; :meth:`VectorIndex.bind` is handed
 those positions and trusts the one recorded under its own stamp, so an open reads no
 mark from the index. The store catches it up from the change log on open, or rebuilds
-it when the position is missing or too old. (Indexes written before the records kept
-positions held their mark themselves; ``bind`` reads such a mark once.) An index that
+it when the position is missing or too old. An index that
 *loads on demand* (the in-process :class:`~mars_core.index.numpy.NumpyIndex`) reads a
 namespace's rows from the record store when that namespace is first queried and is
 never caught up.
@@ -302,11 +301,15 @@ class VectorIndex(Protocol):
 
     def mark(self, applied: int) -> None:
         """Every change up to ``applied`` is in the index (called after every write
-        that got it there, before the record store records that position). An index
-        that keeps files of its own may keep the position with them, as a witness:
-        ``bind`` then says when the index is ahead of the records (they lost committed
-        writes), and the store rebuilds it (the embedded Chroma index does; the others
-        keep nothing)."""
+        that got it there, before the record store records that position).
+
+        The records keep the position
+        (:meth:`~mars_core.storage.base.ChangeLog.set_index_position`); this call exists
+        for an index that keeps files of its own, which may keep the position with them
+        as a witness: ``bind`` then says when the index is ahead of the records (they
+        lost committed writes: a write-ahead log deleted, an older copy put back), and
+        the store rebuilds it. The embedded Chroma index does; numpy, Qdrant and a
+        Chroma server keep nothing (:class:`IndexBase`'s default)."""
         ...
 
     def forget(self, namespace: str) -> None:
@@ -331,9 +334,10 @@ class IndexBase:
     """Validation written once for every index: public methods check their arguments,
     run under the index's lock, refuse once closed, then call the ``_``-methods.
 
-    An index implements ``_bind``, ``_upsert``, ``_delete``, ``_query``, ``_mark``,
-    ``_clear``, ``_compact`` and ``_release`` (what ``close`` frees) and sets ``_lock``
-    and ``_closed``; ``dim`` is known once bound.
+    An index implements ``_bind``, ``_upsert``, ``_delete``, ``_query``, ``_clear``,
+    ``_compact`` and ``_release`` (what ``close`` frees), and ``_mark`` only to keep a
+    witness of its position (:meth:`VectorIndex.mark`); it sets ``_lock`` and
+    ``_closed``; ``dim`` is known once bound.
     """
 
     name: str
@@ -518,7 +522,9 @@ class IndexBase:
         raise NotImplementedError  # pragma: no cover
 
     def _mark(self, applied: int) -> None:
-        raise NotImplementedError  # pragma: no cover
+        """Nothing: the record store keeps the position beside :attr:`stamp` (an index
+        that keeps a witness of its own, as the embedded Chroma index does, writes it
+        here)."""
 
     def _clear(self) -> None:
         raise NotImplementedError  # pragma: no cover

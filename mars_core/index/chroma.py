@@ -102,9 +102,6 @@ NUMERIC_FLAG = "_mars_num:"
 
 _NEVER = "_mars_never"
 _LOCK = "mars-index.lock"
-_STATE_ID = "state"
-"""The record in which indexes written before the record store kept positions held
-their identity and mark (read once, by the first bind that finds no stamp)."""
 _STAMP = "mars_stamp"
 _PAGE = 2_000
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,40}$")
@@ -533,40 +530,17 @@ class ChromaIndex(IndexBase):
     def _bind(self, identity: str, dim: int, source: IndexSource,
               recorded: dict[str, int]) -> int:
         """Trust the position recorded under this index's stamp (a read of Chroma's
-        catalogue, no collection loaded); else read the mark an index written before
-        stamps kept in its state record (once: the stamp is written), else empty it."""
+        catalogue, no collection loaded), else 0 (the store rebuilds it); an index of
+        another identity, or without a stamp, is emptied."""
         self._source, self._identity = source, identity
         state = self._state_collection()
         stamp = (state.metadata or {}).get(_STAMP) if state is not None else None
-        if isinstance(stamp, str):
-            if self._claims(self._stamped(stamp), identity):
-                self.stamp = stamp
-                if stamp not in recorded:  # no position the records vouch for
-                    return self._kept_mark(state)
-                return max(recorded[stamp], self._own_mark())
-        elif state is not None:  # written before stamps: identity and mark in a record
-            meta = self._state_record(state)
-            if self._claims(meta.get("identity"), identity) and \
-                    isinstance(meta.get("applied"), int):
-                self.stamp = self._new_stamp(identity)
-                with _client_errors("write the index state"):
-                    state.modify(metadata={"mars_dim": 1, _STAMP: self.stamp})
-                return int(meta["applied"])
+        if isinstance(stamp, str) and self._claims(self._stamped(stamp), identity):
+            self.stamp = stamp
+            if stamp not in recorded:  # no position the records vouch for
+                return 0
+            return max(recorded[stamp], self._own_mark())
         self._clear()
-        return 0
-
-    def _state_record(self, state: Any) -> dict[str, Any]:
-        with _client_errors("read the index state"):
-            found = state.get(ids=[_STATE_ID], include=["metadatas"])
-        return dict((found["metadatas"] or [None])[0] or {})
-
-    def _kept_mark(self, state: Any) -> int:
-        """The mark an index written before stamps kept (0: none). It never claims more
-        than the index holds: the record is dropped whenever the index is emptied."""
-        meta = self._state_record(state)
-        applied = meta.get("applied")
-        if meta.get("identity") == self._identity and isinstance(applied, int):
-            return applied
         return 0
 
     def _upsert(self, rows: list[IndexRow], new: bool) -> None:

@@ -285,9 +285,6 @@ class NumpyIndex(IndexBase):
                ) -> list[tuple[str, float]]:
         return self._namespace(namespace)[status].search(vector, k, where, within)
 
-    def _mark(self, applied: int) -> None:
-        """Nothing to remember: the index is read from the records, never caught up."""
-
     def forget(self, namespace: str) -> None:
         """Drop a namespace's matrices (read again when next queried)."""
         with self._lock:

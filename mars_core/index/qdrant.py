@@ -331,24 +331,18 @@ class QdrantIndex(IndexBase):
 
     def _bind(self, identity: str, dim: int, source: IndexSource,
               recorded: dict[str, int]) -> int:
-        """Trust the position recorded under this index's stamp; else the mark an index
-        written before stamps kept in its state point (the stamp is added), else empty
-        it."""
+        """Trust the position recorded under this index's stamp, else 0 (the store
+        rebuilds it); an index of another identity, or without a stamp, is emptied."""
         self._identity, self._source = identity, source
         self._ensure(self._state_name, 1)
         with _client_errors("read the index state"):
             found = self._client.retrieve(self._state_name, ids=[_STATE_ID], with_payload=True)
         payload = dict((found[0].payload if found else None) or {})
         self._ensure(self._entries, dim)
-        stamp, kept = payload.get("stamp"), payload.get("applied")
-        if self._claims(payload.get("identity"), identity):
-            if isinstance(stamp, str):
-                self.stamp = stamp
-                return recorded.get(stamp, kept if isinstance(kept, int) else 0)
-            if isinstance(kept, int):  # written before stamps: the mark, read once
-                self.stamp = self._new_stamp(identity)
-                self._put_state({**payload, "stamp": self.stamp})
-                return kept
+        stamp = payload.get("stamp")
+        if self._claims(payload.get("identity"), identity) and isinstance(stamp, str):
+            self.stamp = stamp
+            return recorded.get(stamp, 0)
         self._clear()
         return 0
 
@@ -402,12 +396,8 @@ class QdrantIndex(IndexBase):
                                                with_vectors=False).points
         return [(str(p.id), float(p.score)) for p in points]
 
-    def _mark(self, applied: int) -> None:
-        """Nothing: the record store keeps the position, beside :attr:`stamp`."""
-
     def _clear(self) -> None:
-        """Drop the entries and restamp the state point (dropping any mark an older
-        layout kept in it)."""
+        """Drop the entries and restamp the state point."""
         with _client_errors("empty the index"):
             self._client.delete_collection(self._entries)
         assert self.dim is not None

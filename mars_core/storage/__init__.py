@@ -12,31 +12,47 @@ Examples:
 """
 
 from mars_core.storage.base import (
+    AddEdges,
+    AppendAudit,
     Change,
+    ChangeLog,
+    DeleteMemory,
     IndexRow,
-    MemoryRef,
+    InsertMemory,
     NamespaceRecord,
     NamespaceTotals,
     RecordCapabilities,
+    RecordOp,
     RecordStore,
     RecordTxn,
     SensitiveRow,
+    SetVector,
+    UpdateMemory,
+    UpdateStats,
     index_fields,
 )
 from mars_core.storage.postgres import PostgresRecordStore
 from mars_core.storage.sqlite import SQLiteRecordStore
 
 __all__ = [
+    "AddEdges",
+    "AppendAudit",
     "Change",
+    "ChangeLog",
+    "DeleteMemory",
     "IndexRow",
-    "MemoryRef",
+    "InsertMemory",
     "NamespaceRecord",
     "NamespaceTotals",
     "PostgresRecordStore",
     "RecordCapabilities",
+    "RecordOp",
     "RecordStore",
     "RecordTxn",
     "SQLiteRecordStore",
     "SensitiveRow",
+    "SetVector",
+    "UpdateMemory",
+    "UpdateStats",
     "index_fields",
 ]

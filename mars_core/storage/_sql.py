@@ -11,7 +11,7 @@ placeholders. A dialect gives the few things that differ, each a small method:
 * how a list of ids goes into a query (:meth:`SqlTxn._id_chunks`: SQLite binds at most
   a few hundred ``?``, PostgreSQL takes one array);
 * how the change log and the audit events are numbered (:meth:`SqlTxn._log`,
-  :meth:`SqlTxn.append_audit`, :meth:`SqlTxn.last_change`): SQLite has one writer and
+  :meth:`SqlTxn._append_audit`, :meth:`SqlTxn.last_change`): SQLite has one writer and
   numbers them as they come; PostgreSQL numbers them in commit order;
 * what holds a namespace (:meth:`SqlTxn.lock_namespaces`) and what orders text
   (:attr:`SqlTxn.TEXT_ORDER`) and edges (:attr:`SqlTxn.EDGE_ORDER`).
@@ -37,17 +37,24 @@ import pydantic
 
 from mars_core.analysis import terms as analysed_terms
 from mars_core.audit import AuditEvent, canonical_json
-from mars_core.errors import ConflictError, CorruptStoreError
+from mars_core.errors import ConflictError, CorruptStoreError, ValidationError
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, search_text
 from mars_core.storage.base import (
+    AddEdges,
+    AppendAudit,
     Change,
+    DeleteMemory,
     IndexRow,
-    MemoryRef,
+    InsertMemory,
     NamespaceRecord,
     NamespaceTotals,
+    RecordOp,
     SensitiveRow,
+    SetVector,
     TermHits,
     TermQuery,
+    UpdateMemory,
+    UpdateStats,
     Vector,
 )
 
@@ -214,7 +221,7 @@ class SqlTxn:
         """Add a change-log entry."""
         raise NotImplementedError
 
-    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+    def _append_audit(self, events: Sequence[AuditEvent]) -> None:
         """Append audit events (each already chained to its namespace's head)."""
         raise NotImplementedError
 
@@ -308,15 +315,6 @@ class SqlTxn:
                 part["by"][MemoryType(mtype)] = int(tokens)
         return {ns: NamespaceTotals(p["active"], p["archived"], p["tokens"], p["by"])
                 for ns, p in sorted(parts.items())}
-
-    def refs(self, namespace: str) -> list[MemoryRef]:
-        # interned: the same id objects as the loaded memories', one conversation string
-        return [MemoryRef(sys.intern(i), MemoryStatus(s), MemoryType(t),
-                          sys.intern(c) if c else None, int(q), float(v))
-                for rows in self._batches(
-                    "SELECT id, status, type, conversation, seq, sensitivity FROM memories "
-                    "WHERE namespace = ? ORDER BY seq", (namespace,))
-                for i, s, t, c, q, v in rows]
 
     def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:
         where, args = "m.namespace = ?", [namespace]
@@ -585,10 +583,6 @@ class SqlTxn:
                   (record.name, record.version, record.step, record.touch, record.audit_count,
                    record.audit_head, canonical_json(dict(record.state))))
 
-    def delete_namespace(self, name: str) -> None:
-        self._run("DELETE FROM namespaces WHERE name = ?", (name,))
-        self._run("DELETE FROM term_totals WHERE namespace = ?", (name,))
-
     def rename_namespace(self, old: str, new: str, events: Sequence[AuditEvent]) -> None:
         self._writes()
         held = self._rows("SELECT (SELECT count(*) FROM memories WHERE namespace = ?), "
@@ -617,13 +611,50 @@ class SqlTxn:
         for namespace, memory_id in entries:
             self._log(namespace, memory_id)
 
-    def insert_memory(self, node: MemoryNode, vector: Vector) -> None:
-        self.insert_memories([(node, vector)])
-
-    def insert_memories(self, items: Sequence[tuple[MemoryNode, Vector]]) -> None:
+    def apply(self, ops: Sequence[RecordOp]) -> None:
         self._writes()
-        if not items:
+        ops = list(ops)  # read once, whatever iterable was given
+        for op in ops:  # every op checked before any is written
+            if not isinstance(op, RecordOp):
+                raise ValidationError(f"a record store applies record writes (InsertMemory, "
+                                      f"UpdateMemory, ...), not {type(op).__name__}")
+        run: list[InsertMemory] = []  # new memories in a row: written together
+        for op in ops:
+            if isinstance(op, InsertMemory):
+                run.append(op)
+                continue
+            self._insert(run)
+            run = []
+            match op:
+                case UpdateMemory():  # a restore also moves its recency
+                    self._update_memory(op.node, reindex=op.reindex)
+                    self._update_stats(op.node)
+                    self._add_edges(op.node.namespace, op.edges)
+                case UpdateStats():
+                    self._update_stats(op.node)
+                case DeleteMemory():
+                    self._delete_memory(op.node.id)
+                case SetVector():
+                    self._set_vector(op.memory_id, op.vector)
+                case AddEdges():
+                    self._add_edges(op.namespace, op.edges)
+                case AppendAudit():
+                    self._append_audit(op.events)
+        self._insert(run)
+
+    def _insert(self, run: Sequence[InsertMemory]) -> None:
+        """New memories one after the other: one batch of rows, then their edges in the
+        order they came."""
+        if not run:
             return
+        self._insert_memories([(op.node, op.vector) for op in run])
+        edges: dict[str, list[Edge]] = {}
+        for op in run:
+            edges.setdefault(op.node.namespace, []).extend(op.edges)
+        for ns, owned in edges.items():
+            self._add_edges(ns, owned)
+
+    def _insert_memories(self, items: Sequence[tuple[MemoryNode, Vector]]) -> None:
         ids = [node.id for node, _ in items]
         taken = self.existing(ids)
         if taken or len(set(ids)) != len(ids):
@@ -699,7 +730,7 @@ class SqlTxn:
                            (memory_id,))
         return int(found[0][0]) if found else 0
 
-    def update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
+    def _update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
         found = self._rows("SELECT status FROM memories WHERE id = ?", (node.id,))
         if found and found[0][0] != node.status.value:  # the full-text index follows
             length = self._term_length(node.id)
@@ -713,20 +744,18 @@ class SqlTxn:
         if reindex:
             self._log(node.namespace, node.id)
 
-    def update_stats(self, node: MemoryNode) -> None:
+    def _update_stats(self, node: MemoryNode) -> None:
         mid, count, last_at, last_step, touch = stats_row(node)
         self._run("UPDATE stats SET access_count = ?, last_access_at = ?, last_access_step = ?, "
                   "touch_seq = ? WHERE id = ?", (count, last_at, last_step, touch, mid))
 
-    def set_vector(self, memory_id: str, vector: Vector) -> None:
-        self._writes()
+    def _set_vector(self, memory_id: str, vector: Vector) -> None:
         found = self._rows("SELECT namespace FROM memories WHERE id = ?", (memory_id,))
         if found:
             self._run("UPDATE memories SET vector = ? WHERE id = ?", (blob_of(vector), memory_id))
             self._log(found[0][0], memory_id)
 
-    def delete_memory(self, memory_id: str) -> None:
-        self._writes()
+    def _delete_memory(self, memory_id: str) -> None:
         found = self._rows("SELECT namespace, status FROM memories WHERE id = ?", (memory_id,))
         if not found:
             return
@@ -737,14 +766,11 @@ class SqlTxn:
         self._run("DELETE FROM edges WHERE source = ? OR target = ?", (memory_id, memory_id))
         self._log(found[0][0], memory_id)
 
-    def add_edges(self, namespace: str, edges: Sequence[Edge]) -> None:
+    def _add_edges(self, namespace: str, edges: Sequence[Edge]) -> None:
         self._many("INSERT INTO edges (source, predicate, target, namespace, weight, step) "
                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                    [(e.source, e.predicate.value, e.target, namespace, e.weight, e.step)
                     for e in edges])
-
-    def remove_edges(self, keys: Sequence[tuple[str, str, str]]) -> None:
-        self._many("DELETE FROM edges WHERE source = ? AND predicate = ? AND target = ?", keys)
 
     def prune_changes(self, through: int) -> None:
         self._run("DELETE FROM changes WHERE seq <= ?", (through,))

@@ -17,6 +17,11 @@ A record store keeps everything a store knows, each kind of fact in rows of its 
 
 Every public call of a store is one transaction (:meth:`RecordStore.write`): it commits
 whole or not at all. Reads go through :meth:`RecordStore.read`, a committed snapshot.
+The writes of memories, edges and audit events are values (:class:`InsertMemory`,
+:class:`UpdateMemory`, :class:`UpdateStats`, :class:`DeleteMemory`, :class:`SetVector`,
+:class:`AddEdges`, :class:`AppendAudit`) that :meth:`RecordTxn.apply` writes in order;
+the change log and the positions of the indexes that follow it are a protocol of their
+own (:class:`ChangeLog`).
 Vectors live here too (the index is derived from them): a lost or lagging index is
 rebuilt without running the embedder again, and a reopened store reads back the exact
 float32 vectors it wrote, so scores never drift across a reopen.
@@ -33,6 +38,15 @@ Examples:
     >>> with records.read() as tx:
     ...     tx.namespace("maya").step
     3
+    >>> import numpy as np
+    >>> from mars_core.model import MemoryNode
+    >>> node = MemoryNode(id="m1", type="semantic", content="Ana likes tea", weight=4,
+    ...                   namespace="maya", payload={"kind": "semantic"})
+    >>> with records.write() as tx:
+    ...     tx.apply([InsertMemory(node, np.ones(4, np.float32))])
+    >>> with records.read() as tx:
+    ...     tx.memory("m1").content, [c.memory_id for c in tx.changes(0)]
+    ('Ana likes tea', ['m1'])
     >>> records.close()
 """
 
@@ -52,17 +66,27 @@ from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
 
 __all__ = [
     "MAX_TIMEOUT",
+    "AddEdges",
+    "AppendAudit",
     "Change",
+    "ChangeLog",
+    "ChangeLogStore",
+    "DeleteMemory",
     "IndexRow",
-    "MemoryRef",
+    "InsertMemory",
+    "MemoryOp",
     "NamespaceRecord",
     "NamespaceTotals",
     "RecordCapabilities",
+    "RecordOp",
     "RecordStore",
     "RecordTxn",
     "SensitiveRow",
+    "SetVector",
     "TermHits",
     "TermQuery",
+    "UpdateMemory",
+    "UpdateStats",
     "Vector",
     "check_timeout",
     "index_fields",
@@ -128,18 +152,6 @@ class NamespaceTotals:
     archived: int = 0
     tokens: int = 0
     tokens_by_type: Mapping[MemoryType, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryRef:
-    """What a namespace's views keep of every memory, archived ones included."""
-
-    id: str
-    status: MemoryStatus
-    type: MemoryType
-    conversation: str | None
-    seq: int
-    sensitivity: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,10 +270,174 @@ def index_fields(node: MemoryNode) -> dict[str, str | int | float | bool]:
             "conversation": node.provenance.conversation_id or ""}
 
 
+# --- the writes of a transaction, as values (RecordTxn.apply) -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InsertMemory:
+    """Store a new memory with its embedding and its outgoing edges (logs a change).
+
+    New memories one after the other in :meth:`RecordTxn.apply` are stored in as few
+    statements as the database allows (a bulk ingest writes thousands), then their edges,
+    in the order they came.
+
+    Raises:
+        ConflictError: the id exists, or comes twice in the run (nothing is written).
+    """
+
+    node: MemoryNode
+    vector: Vector
+    edges: tuple[Edge, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMemory:
+    """Rewrite a memory's mutable metadata (status, sensitivity, pin, expiry, user
+    metadata, signals) and its access statistics (a restore also moves its recency), and
+    store new edges of its own; ``reindex`` logs a change (status or sensitivity
+    changed)."""
+
+    node: MemoryNode
+    reindex: bool
+    edges: tuple[Edge, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateStats:
+    """Rewrite a memory's access statistics (count, last access, recency)."""
+
+    node: MemoryNode
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteMemory:
+    """Erase a memory: its row, statistics and edges (logs a change; a memory no longer
+    stored is a no-op). ``node`` is the memory as it was read (its id names the rows)."""
+
+    node: MemoryNode
+
+
+@dataclass(frozen=True, slots=True)
+class SetVector:
+    """Replace a memory's embedding (re-embedding; logs a change)."""
+
+    memory_id: str
+    vector: Vector
+
+
+@dataclass(frozen=True, slots=True)
+class AddEdges:
+    """Store edges of a namespace (an edge already there is kept as it is)."""
+
+    namespace: str
+    edges: tuple[Edge, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAudit:
+    """Append audit events (each already chained to its namespace's head)."""
+
+    events: tuple[AuditEvent, ...]
+
+
+MemoryOp = InsertMemory | UpdateMemory | UpdateStats | DeleteMemory
+"""A write of one memory, as a unit of work stages it (:mod:`mars_core.engine.unit`)."""
+
+RecordOp = MemoryOp | SetVector | AddEdges | AppendAudit
+"""A write :meth:`RecordTxn.apply` takes."""
+
+
+class ChangeLog(Protocol):
+    """The change log of a record store and the positions of the vector indexes that
+    follow it: what the index follower (:mod:`mars_core.engine.indexing`) reads and
+    writes in a transaction — the changes, the index rows they name (and how many there
+    are, for a rebuild's progress), and each registered index's position, stamp and
+    lock."""
+
+    def changes(self, after: int) -> list[Change]:
+        """Change-log entries after ``after``, oldest first."""
+        ...
+
+    def last_change(self) -> int:
+        """Number of the newest change-log entry (0: none yet)."""
+        ...
+
+    def first_change(self) -> int:
+        """Number of the oldest change-log entry still kept (0: none)."""
+        ...
+
+    def prune_changes(self, through: int) -> None:
+        """Drop change-log entries up to ``through`` (an index has applied them)."""
+        ...
+
+    def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
+                   ) -> Iterator[IndexRow]:
+        """What a vector index holds: of one namespace, of some ids, or of everything."""
+        ...
+
+    def totals(self, namespace: str | None = None) -> dict[str, NamespaceTotals]:
+        """Counts and tokens of one namespace, or of every namespace with memories."""
+        ...
+
+    def index_positions(self) -> dict[str, int]:
+        """The registered vector indexes that follow this store's change log, each
+        with the last change it holds: ``{index key: change number}``
+        (:mod:`mars_core.engine.indexing`)."""
+        ...
+
+    def index_stamps(self) -> dict[str, str]:
+        """The stamp recorded beside each registered index's position: what the index
+        said it was (its identity and the epoch of its last emptying,
+        :attr:`~mars_core.index.base.VectorIndex.stamp`) when the position was set;
+        ``""`` when none was given."""
+        ...
+
+    def set_index_position(self, key: str, applied: int, stamp: str | None = None) -> None:
+        """Register the index ``key`` as holding every change up to ``applied``;
+        ``stamp``: the index's stamp (``None`` keeps the one recorded)."""
+        ...
+
+    def drop_index_position(self, key: str) -> None:
+        """Forget the index ``key`` (no longer follows the change log here; a missing
+        key is a no-op)."""
+        ...
+
+    def lock_index(self, key: str, *, shared: bool = False) -> None:
+        """Hold the index ``key`` until the transaction ends: one process at a time
+        applies the change log to a shared index (a store with one writer holds it
+        already). ``shared``: hold it beside other shared holders (queries), waiting
+        only for an exclusive one (a read transaction may ask for that).
+
+        Raises:
+            ConflictError: an exclusive hold in a read transaction, or the wait
+                outlasted the lock timeout.
+        """
+        ...
+
+
+class ChangeLogStore(Protocol):
+    """What the index follower needs of a record store: what it guarantees, and its
+    transactions as a :class:`ChangeLog`."""
+
+    capabilities: RecordCapabilities
+    """What the store guarantees (several writers share an index without
+    ``exclusive_writer``)."""
+
+    def read(self) -> AbstractContextManager[ChangeLog]:
+        """A committed snapshot (see :meth:`RecordStore.read`)."""
+        ...
+
+    def write(self) -> AbstractContextManager[ChangeLog]:
+        """One transaction (see :meth:`RecordStore.write`)."""
+        ...
+
+
 @runtime_checkable
-class RecordTxn(Protocol):
+class RecordTxn(ChangeLog, Protocol):
     """One transaction on a record store: a committed snapshot to read, and (opened by
-    :meth:`RecordStore.write`) the writes of one public call."""
+    :meth:`RecordStore.write`) the writes of one public call: the writes of memories,
+    edges and audit events as values (:meth:`apply`), the manifest, counter and namespace
+    records by their own methods, and the change log (:class:`ChangeLog`)."""
 
     # --- reading ---------------------------------------------------------------------
 
@@ -280,14 +456,6 @@ class RecordTxn(Protocol):
 
     def namespace_names(self) -> list[str]:
         """Every namespace with a record or a memory, sorted."""
-        ...
-
-    def totals(self, namespace: str | None = None) -> dict[str, NamespaceTotals]:
-        """Counts and tokens of one namespace, or of every namespace with memories."""
-        ...
-
-    def refs(self, namespace: str) -> list[MemoryRef]:
-        """Every memory of a namespace, briefly, by ``seq``."""
         ...
 
     def memories(self, namespace: str, status: MemoryStatus | None = None) -> list[MemoryNode]:
@@ -317,11 +485,6 @@ class RecordTxn(Protocol):
         ``at_least``, with their vectors, by ``seq``: the protected facts the output
         check compares what it is about to show against, read without the rest of the
         namespace."""
-        ...
-
-    def index_rows(self, namespace: str | None = None, ids: Sequence[str] | None = None
-                   ) -> Iterator[IndexRow]:
-        """What a vector index holds: of one namespace, of some ids, or of everything."""
         ...
 
     def memories_by_id(self, namespace: str, ids: Sequence[str]) -> list[MemoryNode]:
@@ -374,18 +537,6 @@ class RecordTxn(Protocol):
         event and is never reused; ``None``: now (the latest position)."""
         ...
 
-    def changes(self, after: int) -> list[Change]:
-        """Change-log entries after ``after``, oldest first."""
-        ...
-
-    def last_change(self) -> int:
-        """Number of the newest change-log entry (0: none yet)."""
-        ...
-
-    def first_change(self) -> int:
-        """Number of the oldest change-log entry still kept (0: none)."""
-        ...
-
     # --- writing (a write transaction only) -----------------------------------------------
 
     def put_manifest(self, manifest: Mapping[str, Any]) -> None:
@@ -395,41 +546,6 @@ class RecordTxn(Protocol):
     def set_counter(self, value: int) -> None:
         """Set the store-wide memory counter (a single writer numbering its memories,
         or an import moving it past the numbers it brought)."""
-        ...
-
-    def index_positions(self) -> dict[str, int]:
-        """The registered vector indexes that follow this store's change log, each
-        with the last change it holds: ``{index key: change number}``
-        (:mod:`mars_core.engine.indexing`)."""
-        ...
-
-    def index_stamps(self) -> dict[str, str]:
-        """The stamp recorded beside each registered index's position: what the index
-        said it was (its identity and the epoch of its last emptying,
-        :attr:`~mars_core.index.base.VectorIndex.stamp`) when the position was set;
-        ``""`` when none was given."""
-        ...
-
-    def set_index_position(self, key: str, applied: int, stamp: str | None = None) -> None:
-        """Register the index ``key`` as holding every change up to ``applied``;
-        ``stamp``: the index's stamp (``None`` keeps the one recorded)."""
-        ...
-
-    def drop_index_position(self, key: str) -> None:
-        """Forget the index ``key`` (no longer follows the change log here; a missing
-        key is a no-op)."""
-        ...
-
-    def lock_index(self, key: str, *, shared: bool = False) -> None:
-        """Hold the index ``key`` until the transaction ends: one process at a time
-        applies the change log to a shared index (a store with one writer holds it
-        already). ``shared``: hold it beside other shared holders (queries), waiting
-        only for an exclusive one (a read transaction may ask for that).
-
-        Raises:
-            ConflictError: an exclusive hold in a read transaction, or the wait
-                outlasted the lock timeout.
-        """
         ...
 
     def lock_namespaces(self, names: Sequence[str]) -> dict[str, int]:
@@ -451,10 +567,6 @@ class RecordTxn(Protocol):
         """Insert or replace a namespace's record."""
         ...
 
-    def delete_namespace(self, name: str) -> None:
-        """Delete a namespace's record (its memories must be gone first)."""
-        ...
-
     def rename_namespace(self, old: str, new: str, events: Sequence[AuditEvent]) -> None:
         """Give an emptied namespace another name in every row that names it: its record,
         its change-log entries and its audit chain, whose events are replaced by
@@ -469,55 +581,15 @@ class RecordTxn(Protocol):
         """
         ...
 
-    def insert_memory(self, node: MemoryNode, vector: Vector) -> None:
-        """Store a new memory with its embedding (logs a change).
+    def apply(self, ops: Sequence[RecordOp]) -> None:
+        """Write ``ops`` in order (see each op: :class:`InsertMemory`,
+        :class:`UpdateMemory`, :class:`UpdateStats`, :class:`DeleteMemory`,
+        :class:`SetVector`, :class:`AddEdges`, :class:`AppendAudit`).
 
         Raises:
-            ConflictError: the id exists.
+            ValidationError: an op of another type (checked before anything is written).
+            ConflictError: a read transaction, or a new memory's id is taken.
         """
-        ...
-
-    def insert_memories(self, items: Sequence[tuple[MemoryNode, Vector]]) -> None:
-        """Store new memories with their embeddings, in order (logs a change each): what
-        :meth:`insert_memory` does for each, in as few statements as the database allows
-        (a bulk ingest writes thousands).
-
-        Raises:
-            ConflictError: an id exists, or comes twice (nothing is written).
-        """
-        ...
-
-    def update_memory(self, node: MemoryNode, *, reindex: bool) -> None:
-        """Rewrite a memory's mutable metadata (status, sensitivity, pin, expiry, user
-        metadata, signals); ``reindex`` logs a change (status or sensitivity changed)."""
-        ...
-
-    def update_stats(self, node: MemoryNode) -> None:
-        """Rewrite a memory's access statistics (count, last access, recency)."""
-        ...
-
-    def set_vector(self, memory_id: str, vector: Vector) -> None:
-        """Replace a memory's embedding (re-embedding; logs a change)."""
-        ...
-
-    def delete_memory(self, memory_id: str) -> None:
-        """Erase a memory: its row, statistics and edges (logs a change)."""
-        ...
-
-    def add_edges(self, namespace: str, edges: Sequence[Edge]) -> None:
-        """Store edges (an edge already there is kept as it is)."""
-        ...
-
-    def remove_edges(self, keys: Sequence[tuple[str, str, str]]) -> None:
-        """Delete edges by ``(source, predicate, target)``."""
-        ...
-
-    def append_audit(self, events: Sequence[AuditEvent]) -> None:
-        """Append audit events (each already chained to its namespace's head)."""
-        ...
-
-    def prune_changes(self, through: int) -> None:
-        """Drop change-log entries up to ``through`` (an index has applied them)."""
         ...
 
 

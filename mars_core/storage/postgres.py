@@ -340,7 +340,7 @@ class _Txn(SqlTxn):
         self._writes()
         self._changes.append((namespace, memory_id))
 
-    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+    def _append_audit(self, events: Sequence[AuditEvent]) -> None:
         self._writes()
         self._events.extend(events)
 

@@ -176,7 +176,7 @@ class _Txn(SqlTxn):
     def last_change(self) -> int:
         return self._sequence("changes")
 
-    def append_audit(self, events: Sequence[AuditEvent]) -> None:
+    def _append_audit(self, events: Sequence[AuditEvent]) -> None:
         self._writes()
         if not events:
             return

@@ -19,6 +19,7 @@ from mars_core.audit import GENESIS, AuditChain, AuditEvent
 from mars_core.errors import (
     ConflictError,
     StoreClosedError,
+    ValidationError,
 )
 from mars_core.model import (
     Consent,
@@ -31,13 +32,20 @@ from mars_core.model import (
     default_payload,
 )
 from mars_core.storage.base import (
+    AddEdges,
+    AppendAudit,
     Change,
+    DeleteMemory,
+    InsertMemory,
     NamespaceRecord,
     NamespaceTotals,
     RecordCapabilities,
     RecordStore,
     RecordTxn,
+    SetVector,
     TermQuery,
+    UpdateMemory,
+    UpdateStats,
     index_fields,
 )
 from mars_core.testing._common import (
@@ -142,8 +150,7 @@ class RecordStoreConformance(abc.ABC):
     def insert(self, records: RecordStore, *nodes: MemoryNode) -> None:
         """Insert memories (vector :meth:`vector` of their ``seq - 1``) in one write."""
         with records.write() as tx:
-            for node in nodes:
-                tx.insert_memory(node, self.vector(node.seq - 1))
+            tx.apply([InsertMemory(node, self.vector(node.seq - 1)) for node in nodes])
 
     def audit_events(self) -> tuple[list[AuditEvent], list[AuditEvent]]:
         """Three events of ``ns-a``'s chain and two of ``ns-b``'s (the second event of
@@ -172,23 +179,21 @@ class RecordStoreConformance(abc.ABC):
             tx.set_counter(4)
             tx.put_namespace(NamespaceRecord("ns-a", 2, 3, 4, 3, a[-1].hash, {"p": [1, 2]}))
             tx.put_namespace(NamespaceRecord("ns-b", 1, 1, 1, 2, b[-1].hash))
-            for node in nodes:
-                tx.insert_memory(node, self.vector(node.seq - 1))
-            tx.add_edges("ns-a", [Edge(source=_uid(0), predicate=Predicate.DERIVES_FROM,
-                                       target=_uid(1), weight=0.5, step=2)])
-            tx.append_audit([*a, *b])
+            tx.apply([*(InsertMemory(node, self.vector(node.seq - 1)) for node in nodes),
+                      AddEdges("ns-a", (Edge(source=_uid(0), predicate=Predicate.DERIVES_FROM,
+                                             target=_uid(1), weight=0.5, step=2),)),
+                      AppendAudit((*a, *b))])
         return nodes
 
     def snapshot(self, records: RecordStore) -> dict[str, Any]:
         """Everything a store holds, comparable with ``==`` (vectors as bytes)."""
         with records.read() as tx:
             names = tx.namespace_names()
-            ids = [ref.id for ns in names for ref in tx.refs(ns)]
+            ids = [n.id for ns in names for n in tx.memories(ns)]
             return {
                 "manifest": tx.manifest(), "counter": tx.counter(), "names": names,
                 "namespaces": [tx.namespace(ns) for ns in names],
                 "memories": [tx.memories(ns) for ns in names],
-                "refs": [tx.refs(ns) for ns in names],
                 "edges": [sorted(tx.edges(ns), key=lambda e: e.key) for ns in names],
                 "vectors": {i: v.tobytes() for i, v in tx.vectors(ids).items()},
                 "rows": [(r.id, r.namespace, r.status, r.vector.tobytes(), dict(r.fields))
@@ -240,14 +245,12 @@ class RecordStoreConformance(abc.ABC):
         with self.open_records(tmp_path / "records") as records:
             with records.write() as tx:
                 tx.put_namespace(first)
-                tx.put_namespace(NamespaceRecord("gone"))
             with records.read() as tx:
                 assert (tx.namespace("maya"), tx.namespace("nobody")) == (first, None)
             with records.write() as tx:
                 tx.put_namespace(second)
-                tx.delete_namespace("gone")
             with records.read() as tx:
-                assert (tx.namespace("maya"), tx.namespace("gone")) == (second, None)
+                assert tx.namespace("maya") == second
 
     def test_lock_namespaces_returns_committed_versions(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
@@ -390,7 +393,7 @@ class RecordStoreConformance(abc.ABC):
             self.insert(records, *mine)
             moved = mine[4].model_copy(update={"status": ARCHIVED})
             with records.write() as tx:
-                tx.update_memory(moved, reindex=True)
+                tx.apply([UpdateMemory(moved, reindex=True)])
             active = [n for n in mine if n.id != moved.id]
             both = (ACTIVE, ARCHIVED)
             assert self.search(records, "jazz")[0] == [(mine[1].id, self.bm25_reference(
@@ -401,7 +404,7 @@ class RecordStoreConformance(abc.ABC):
             assert self.search(records, "jazz", statuses=both)[0] == sorted(
                 pooled.items(), key=lambda kv: (-kv[1], kv[0]))
             with records.write() as tx:
-                tx.delete_memory(mine[1].id)
+                tx.apply([DeleteMemory(mine[1])])
             rest = [n for n in active if n.id != mine[1].id]
             assert self.search(records, "lives", statuses=both)[0] == sorted(
                 self.bm25_reference([*rest, moved], "lives").items(),
@@ -457,10 +460,6 @@ class RecordStoreConformance(abc.ABC):
                 assert tx.memories("ns-a", ACTIVE) == nodes[:2]
                 assert tx.memories("ns-a", ARCHIVED) == nodes[2:3]
                 assert tx.memories("ns-b") == nodes[3:]
-                assert [(r.id, r.status, r.type, r.conversation, r.seq)
-                        for r in tx.refs("ns-a")] == [
-                    (n.id, n.status, n.type, n.provenance.conversation_id, n.seq)
-                    for n in nodes[:3]]
                 assert tx.existing([_uid(0), _uid(3), _uid(77), _uid(0)]) == {_uid(0), _uid(3)}
                 vectors = tx.vectors([n.id for n in nodes] + [_uid(77)])
                 assert sorted(vectors) == sorted(n.id for n in nodes)
@@ -473,7 +472,7 @@ class RecordStoreConformance(abc.ABC):
             many = [self.node(n, "ns-c", status=ARCHIVED if n % 3 else ACTIVE)
                     for n in range(10, 10 + 600)]
             with records.write() as tx:
-                tx.insert_memories([(n, self.vector(n.seq)) for n in many])
+                tx.apply([InsertMemory(n, self.vector(n.seq)) for n in many])
             with records.read() as tx:
                 assert [n for batch in tx.scan("ns-a") for n in batch] == nodes[:3]
                 batches = list(tx.scan("ns-c"))
@@ -486,7 +485,7 @@ class RecordStoreConformance(abc.ABC):
         with self.open_records(tmp_path / "records") as records:
             nodes = self.populate(records)
             with records.write() as tx:
-                tx.delete_memory(nodes[3].id)  # ns-b emptied, its deletion in the log
+                tx.apply([DeleteMemory(nodes[3])])  # ns-b emptied, its deletion in the log
             with records.read() as tx:
                 events = tx.audit("ns-b")
                 record = tx.namespace("ns-b")
@@ -541,9 +540,8 @@ class RecordStoreConformance(abc.ABC):
                 assert [r.id for r in tx.sensitive("ns-b", 0.375)] == [nodes[3].id]
                 assert tx.sensitive("ns-c", 0.0) == []
             with records.write() as tx:  # a change of sensitivity is what the query sees
-                tx.update_memory(nodes[0].model_copy(update={"sensitivity": 0.9}),
-                                 reindex=True)
-                tx.delete_memory(nodes[1].id)
+                tx.apply([UpdateMemory(nodes[0].model_copy(update={"sensitivity": 0.9}),
+                                       reindex=True), DeleteMemory(nodes[1])])
             with records.read() as tx:
                 assert [r.id for r in tx.sensitive("ns-a", 0.125)] == [nodes[0].id, nodes[2].id]
 
@@ -555,15 +553,13 @@ class RecordStoreConformance(abc.ABC):
                  for a, b in itertools.pairwise(nodes)]
         with self.open_records(tmp_path / "records") as records:
             with records.write() as tx:
-                for node in nodes:
-                    tx.insert_memory(node, self.vector(7))
-                tx.add_edges("default", chain)
+                tx.apply([*(InsertMemory(node, self.vector(7)) for node in nodes),
+                          AddEdges("default", tuple(chain))])
             with records.read() as tx:
                 assert tx.existing(ids) == set(ids[1:])
                 assert sorted(tx.vectors(ids)) == sorted(ids[1:])
                 assert sorted(r.id for r in tx.index_rows(ids=ids)) == sorted(ids[1:])
                 # whole and in order, however many rows a dialect reads at a time
-                assert [r.id for r in tx.refs("default")] == ids[1:]
                 assert tx.memories("default") == nodes
                 assert sorted(tx.edges("default"), key=lambda e: e.key) == chain
 
@@ -573,13 +569,15 @@ class RecordStoreConformance(abc.ABC):
             nodes = self.populate(records)
             before = self.snapshot(records)
             with _raises(ConflictError), records.write() as tx:
-                tx.insert_memory(self.node(50, "ns-b"), self.vector(50))
+                tx.apply([InsertMemory(self.node(50, "ns-b"), self.vector(50))])
                 tx.set_counter(99)
-                tx.insert_memory(nodes[0].model_copy(update={"namespace": "ns-c"}),
-                                 self.vector(0))
+                tx.apply([InsertMemory(nodes[0].model_copy(update={"namespace": "ns-c"}),
+                                       self.vector(0))])
             assert self.snapshot(records) == before
 
-    def test_insert_memories_is_insert_memory_in_order(self, tmp_path: pathlib.Path) -> None:
+    def test_a_run_of_inserts_is_one_insert_at_a_time(self, tmp_path: pathlib.Path) -> None:
+        """New memories applied together (one batch of rows, then their edges) leave what
+        they leave applied one at a time, in order."""
         nodes = [self.node(n, "ns-b" if n % 3 == 0 else "ns-a") for n in range(7)]
 
         def logged(records: RecordStore) -> list[tuple[str, str]]:
@@ -588,16 +586,20 @@ class RecordStoreConformance(abc.ABC):
 
         with self.open_records(tmp_path / "one") as one, \
                 self.open_records(tmp_path / "batch") as batch:
+            edges = [(Edge(source=n.id, predicate=Predicate.IS_A, target=_uid(99)),)
+                     if n.seq % 2 else () for n in nodes]
+            ops = [InsertMemory(node, self.vector(node.seq), owned)
+                   for node, owned in zip(nodes, edges, strict=True)]
             with one.write() as tx:
-                for node in nodes:
-                    tx.insert_memory(node, self.vector(node.seq))
+                for op in ops:
+                    tx.apply([op])
             with batch.write() as tx:
-                tx.insert_memories([(node, self.vector(node.seq)) for node in nodes])
-                tx.insert_memories([])
+                tx.apply(ops)
+                tx.apply([])
             assert self.snapshot(batch) == self.snapshot(one)
             assert logged(batch) == logged(one) == [(n.namespace, n.id) for n in nodes]
 
-    def test_insert_memories_with_a_taken_or_repeated_id_writes_none(
+    def test_inserts_with_a_taken_or_repeated_id_write_none(
             self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
             nodes = self.populate(records)
@@ -607,7 +609,7 @@ class RecordStoreConformance(abc.ABC):
                           [(fresh, self.vector(60)), (self.node(61), self.vector(61)),
                            (fresh, self.vector(60))]):
                 with _raises(ConflictError), records.write() as tx:
-                    tx.insert_memories(batch)
+                    tx.apply([InsertMemory(node, vector) for node, vector in batch])
                 assert self.snapshot(records) == before
 
     def test_a_write_that_need_not_be_durable_commits_all_or_nothing(
@@ -615,10 +617,10 @@ class RecordStoreConformance(abc.ABC):
         with self.open_records(tmp_path / "records") as records:
             nodes = self.populate(records)
             with records.write(durable=False) as tx:
-                tx.update_stats(nodes[0].model_copy(update={"access_count": 41}))
+                tx.apply([UpdateStats(nodes[0].model_copy(update={"access_count": 41}))])
             with _raises(ConflictError), records.write(durable=False) as tx:
-                tx.update_stats(nodes[1].model_copy(update={"access_count": 42}))
-                tx.insert_memory(nodes[3], self.vector(3))  # taken: the whole write fails
+                tx.apply([UpdateStats(nodes[1].model_copy(update={"access_count": 42})),
+                          InsertMemory(nodes[3], self.vector(3))])  # taken: the whole write fails
             with records.write() as tx:  # the next durable write is as usual
                 tx.set_counter(9)
                 with records.write(durable=False) as inner:  # nested: the open one serves
@@ -638,20 +640,23 @@ class RecordStoreConformance(abc.ABC):
             changed = node.model_copy(update={
                 "status": ARCHIVED, "sensitivity": 0.875, "metadata": {"new": [1, "é"]},
                 "pinned": not node.pinned, "expires_at": _T0, "signals": {"omega": 2.5},
-                "activated_seq": 99})
+                "activated_seq": 99, "touch_seq": 123, "access_count": 4})  # a restore
+            edge = Edge(source=node.id, predicate=Predicate.IS_A, target=_uid(3))
             with records.read() as tx:
                 last = tx.last_change()
+                edges = tx.edges("ns-a")
             with records.write() as tx:
-                tx.update_memory(changed, reindex=True)
+                tx.apply([UpdateMemory(changed, reindex=True, edges=(edge,))])
             with records.read() as tx:
                 assert tx.memory(node.id) == changed
+                assert tx.edges("ns-a") == [*edges, edge]
                 assert [n.id for n in tx.memories("ns-a", ARCHIVED)] == [node.id, _uid(2)]
                 (row,) = tx.index_rows(ids=[node.id])
                 assert (row.status, row.fields["sensitivity"]) == (ARCHIVED, 0.875)
                 assert tx.changes(last) == [Change(last + 1, "ns-a", node.id)]
             quiet = changed.model_copy(update={"metadata": {"quiet": True}})
             with records.write() as tx:
-                tx.update_memory(quiet, reindex=False)
+                tx.apply([UpdateMemory(quiet, reindex=False)])
             with records.read() as tx:
                 assert tx.memory(node.id) == quiet
                 assert tx.last_change() == last + 1
@@ -664,7 +669,7 @@ class RecordStoreConformance(abc.ABC):
                                            "touch_seq": 77})
             before = self.snapshot(records)["changes"]
             with records.write() as tx:
-                tx.update_stats(seen)
+                tx.apply([UpdateStats(seen)])
             with records.read() as tx:
                 assert tx.memory(node.id) == seen
                 assert tx.changes(0) == before
@@ -675,7 +680,7 @@ class RecordStoreConformance(abc.ABC):
             with records.read() as tx:
                 last = tx.last_change()
             with records.write() as tx:
-                tx.set_vector(node.id, self.vector(60))
+                tx.apply([SetVector(node.id, self.vector(60))])
             with records.read() as tx:
                 self.assert_vector(tx.vectors([node.id]).get(node.id), self.vector(60))
                 (row,) = tx.index_rows(ids=[node.id])
@@ -687,17 +692,17 @@ class RecordStoreConformance(abc.ABC):
             a, b, c, _ = self.populate(records)
             keep = Edge(source=_uid(0), predicate=Predicate.IS_A, target=_uid(2))
             with records.write() as tx:
-                tx.add_edges("ns-a", [keep, Edge(source=_uid(2), predicate=Predicate.REQUIRES,
-                                                 target=_uid(1))])
+                tx.apply([AddEdges("ns-a", (keep, Edge(source=_uid(2),
+                                                       predicate=Predicate.REQUIRES,
+                                                       target=_uid(1))))])
             with records.read() as tx:
                 last = tx.last_change()
             with records.write() as tx:
-                tx.delete_memory(b.id)
-                tx.delete_memory(_uid(77))  # missing: a no-op
+                tx.apply([DeleteMemory(b), DeleteMemory(self.node(77))])  # 77: missing, a no-op
             with records.read() as tx:
                 assert (tx.memory(b.id), tx.vectors([b.id]), tx.existing([b.id])) == \
                     (None, {}, set())
-                assert [r.id for r in tx.refs("ns-a")] == [a.id, c.id]
+                assert [n.id for n in tx.memories("ns-a")] == [a.id, c.id]
                 assert tx.edges("ns-a") == [keep]
                 assert tx.changes(last) == [Change(last + 1, "ns-a", b.id)]
             self.insert(records, b)  # its statistics went with it
@@ -713,24 +718,19 @@ class RecordStoreConformance(abc.ABC):
         e3 = Edge(source=_uid(5), predicate=Predicate.FRIEND_OF, target=_uid(6))
         with self.open_records(tmp_path / "records") as records:
             with records.write() as tx:
-                tx.add_edges("ns-a", [e1, e2, e1])
-                tx.add_edges("ns-b", [e3])
+                tx.apply([AddEdges("ns-a", (e1, e2, e1)), AddEdges("ns-b", (e3,))])
             with records.write() as tx:
-                tx.add_edges("ns-a", [e1.model_copy(update={"weight": 2.0})])
+                tx.apply([AddEdges("ns-a", (e1.model_copy(update={"weight": 2.0}),))])
             with records.read() as tx:
                 assert sorted(tx.edges("ns-a"), key=lambda e: e.key) == [e1, e2]
                 assert (tx.edges("ns-b"), tx.edges("ns-c")) == ([e3], [])
-            with records.write() as tx:
-                tx.remove_edges([e1.key, ("x", "isA", "y")])
-            with records.read() as tx:
-                assert (tx.edges("ns-a"), tx.edges("ns-b")) == ([e2], [e3])
 
     def test_audit(self, tmp_path: pathlib.Path) -> None:
         a, b = self.audit_events()
         with self.open_records(tmp_path / "records") as records:
             for batch in (a[:2], b[:1], [a[2], b[1]]):
                 with records.write() as tx:
-                    tx.append_audit(batch)
+                    tx.apply([AppendAudit(tuple(batch))])
             with records.read() as tx:
                 assert (tx.audit("ns-a"), tx.audit("ns-b"), tx.audit("ns-c")) == (a, b, [])
                 assert tx.audit() == [a[0], a[1], b[0], a[2], b[1]]
@@ -747,7 +747,7 @@ class RecordStoreConformance(abc.ABC):
                 marks.append(tx.audit_heads())
             for batch in (a[:2], b[:1], [a[2], b[1]]):
                 with records.write() as tx:
-                    tx.append_audit(batch)
+                    tx.apply([AppendAudit(tuple(batch))])
                 with records.read() as tx:
                     marks.append(tx.audit_heads())
             with records.read() as tx:
@@ -818,16 +818,15 @@ class RecordStoreConformance(abc.ABC):
                 tx.put_manifest({"format": 99})
                 tx.set_counter(100)
                 tx.put_namespace(NamespaceRecord("ns-z", step=5))
-                tx.delete_namespace("ns-b")
-                tx.insert_memory(self.node(20, "ns-z"), self.vector(20))
-                tx.update_memory(nodes[0].model_copy(update={"status": ARCHIVED}), reindex=True)
-                tx.update_stats(nodes[1].model_copy(update={"access_count": 50}))
-                tx.set_vector(nodes[3].id, self.vector(21))
-                tx.delete_memory(nodes[2].id)
-                tx.add_edges("ns-z", [Edge(source=_uid(20), predicate=Predicate.IS_A,
-                                           target=_uid(0))])
-                tx.remove_edges([(_uid(0), "derivesFrom", _uid(1))])
-                tx.append_audit([a[0].model_copy(update={"namespace": "ns-z"})])
+                tx.apply([
+                    InsertMemory(self.node(20, "ns-z"), self.vector(20)),
+                    UpdateMemory(nodes[0].model_copy(update={"status": ARCHIVED}), reindex=True),
+                    UpdateStats(nodes[1].model_copy(update={"access_count": 50})),
+                    SetVector(nodes[3].id, self.vector(21)),
+                    DeleteMemory(nodes[2]),
+                    AddEdges("ns-z", (Edge(source=_uid(20), predicate=Predicate.IS_A,
+                                           target=_uid(0)),)),
+                    AppendAudit((a[0].model_copy(update={"namespace": "ns-z"}),))])
                 tx.prune_changes(tx.last_change())
                 raise RuntimeError("boom")
 
@@ -835,11 +834,23 @@ class RecordStoreConformance(abc.ABC):
                 change_everything_then_fail(tx)
             assert self.snapshot(records) == before
 
+    def test_apply_refuses_what_is_not_a_record_write(self, tmp_path: pathlib.Path) -> None:
+        """Every op is checked before any is written: a value of another type (an
+        ``insert_memory``-style tuple, ``None``) is a :class:`ValidationError`."""
+        with self.open_records(tmp_path / "records") as records:
+            nodes = self.populate(records)
+            before = self.snapshot(records)
+            for bad in ((nodes[0], self.vector(0)), None, "insert"):
+                with _raises(ValidationError), records.write() as tx:
+                    tx.apply([InsertMemory(self.node(30), self.vector(30)),
+                              UpdateStats(nodes[0]), bad])  # type: ignore[list-item]
+                assert self.snapshot(records) == before
+
     def test_read_inside_a_write_sees_its_changes(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
             node = self.node(0)
             with records.write() as tx:
-                tx.insert_memory(node, self.vector(0))
+                tx.apply([InsertMemory(node, self.vector(0))])
                 tx.set_counter(7)
                 with records.read() as inner:
                     assert (inner.memory(node.id), inner.counter()) == (node, 7)
@@ -855,16 +866,15 @@ class RecordStoreConformance(abc.ABC):
                 lambda tx: tx.put_manifest({"format": 2}),
                 lambda tx: tx.set_counter(9),
                 lambda tx: tx.put_namespace(NamespaceRecord("ns-z")),
-                lambda tx: tx.delete_namespace("ns-a"),
                 lambda tx: tx.rename_namespace("ns-b", "gone//b", []),
-                lambda tx: tx.insert_memory(self.node(9), self.vector(9)),
-                lambda tx: tx.update_memory(nodes[0], reindex=True),
-                lambda tx: tx.update_stats(nodes[0]),
-                lambda tx: tx.set_vector(nodes[0].id, self.vector(9)),
-                lambda tx: tx.delete_memory(nodes[0].id),
-                lambda tx: tx.add_edges("ns-a", [edge]),
-                lambda tx: tx.remove_edges([edge.key]),
-                lambda tx: tx.append_audit(a[:1]),
+                lambda tx: tx.apply([]),
+                lambda tx: tx.apply([InsertMemory(self.node(9), self.vector(9))]),
+                lambda tx: tx.apply([UpdateMemory(nodes[0], reindex=True)]),
+                lambda tx: tx.apply([UpdateStats(nodes[0])]),
+                lambda tx: tx.apply([SetVector(nodes[0].id, self.vector(9))]),
+                lambda tx: tx.apply([DeleteMemory(nodes[0])]),
+                lambda tx: tx.apply([AddEdges("ns-a", (edge,))]),
+                lambda tx: tx.apply([AppendAudit(tuple(a[:1]))]),
                 lambda tx: tx.prune_changes(tx.last_change()),
                 lambda tx: tx.lock_namespaces(["ns-a"]),
                 lambda tx: tx.lock_index("numpy@memory"),
@@ -892,7 +902,7 @@ class RecordStoreConformance(abc.ABC):
         with self.open_records(tmp_path / "records") as records:
             self.insert(records, self.node(0))
             with records.write() as tx:
-                tx.delete_memory(_uid(0))
+                tx.apply([DeleteMemory(self.node(0))])
             done = records.purge()
             assert isinstance(done, str) and done
 
