@@ -536,6 +536,9 @@ def reply_of(state: NamespaceState, ids: Iterable[str],
         if node.provenance.source in _ASSISTANT_ROLES:
             near[nid] += [e.source for e in state.graph.in_edges(nid, Predicate.TEMPORAL_NEXT)]
     state.read(i for others in near.values() for i in others)  # the neighbours: one read
+    g = state.graph  # and the edges their lineage asks of what was drawn from them: one
+    g.load(e.source for others in near.values() for i in others if i in state.nodes
+           for e in g.in_edges(i, Predicate.DERIVES_FROM))
     return [(nid, other) for nid, others in near.items() for other in others
             if other in state and eligible(other)
             and _voice(state.node(other)) != _voice(state.node(nid))]

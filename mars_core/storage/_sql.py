@@ -83,6 +83,16 @@ _JOINED = (f"SELECT {', '.join('m.' + c for c in COLUMNS.split(', '))}, s.access
            "FROM memories m JOIN stats s ON s.id = m.id")
 
 
+def _checked(column: str) -> str:
+    """``column = ?`` as a check on the rows an id's index found, never as an index to
+    search by: given ``id IN (…) AND namespace = ?`` and no statistics, SQLite's planner
+    takes an index on the namespace and scans the namespace's whole history (1.9 ms
+    against 0.03 ms for 12 ids among 2,200 memories, and growing with the history).
+    ``|| ''`` keeps the condition and hides the column from the planner, in SQLite and
+    PostgreSQL alike."""
+    return f"{column} || '' = ?"
+
+
 BATCH_ROWS = 256
 """Rows a dialect fetches at a time where it reads a batch at a time
 (:meth:`SqlTxn._batches`)."""
@@ -336,7 +346,7 @@ class SqlTxn:
         out: list[MemoryNode] = []
         for cond, args in self._id_chunks(ids):
             out += [self._node(r) for rows in self._batches(
-                f"{_JOINED} WHERE m.id {cond} AND m.namespace = ?", [*args, namespace])
+                f"{_JOINED} WHERE m.id {cond} AND {_checked('m.namespace')}", [*args, namespace])
                 for r in rows]
         return sorted(out, key=lambda n: n.seq)
 
@@ -420,9 +430,10 @@ class SqlTxn:
         parts: dict[str, list[float]] = {i: [] for i in ids}
         for cond, args in self._id_chunks(ids):
             for mid, term, tf, length in self._rows(
-                    f"SELECT memory_id, term, tf, length FROM terms WHERE namespace = ? AND "
-                    f"memory_id {cond} AND term IN ({', '.join('?' * len(terms))}) "
-                    f"ORDER BY term{self.TEXT_ORDER}", [query.namespace, *args, *terms]):
+                    "SELECT memory_id, term, tf, length FROM terms WHERE namespace = ? AND "
+                    f"status IN ({', '.join('?' * len(statuses))}) AND memory_id {cond} AND "
+                    f"term IN ({', '.join('?' * len(terms))}) ORDER BY term{self.TEXT_ORDER}",
+                    [query.namespace, *statuses, *args, *terms]):
                 parts[str(mid)].append(bm25(int(tf), int(length), idf[str(term)], avgdl,
                                             k1=k1, b=b))
         scored = sorted(((i, math.fsum(p)) for i, p in parts.items()),
@@ -482,7 +493,7 @@ class SqlTxn:
             for cond, args in self._id_chunks(ids):
                 for batch in self._batches(
                         f"SELECT source, predicate, target, weight, step, {self.EDGE_ORDER} "
-                        f"FROM edges WHERE {column} {cond} AND namespace = ?",
+                        f"FROM edges WHERE {column} {cond} AND {_checked('namespace')}",
                         [*args, namespace]):
                     rows.update(((r[0], r[1], r[2]), r) for r in batch)
         return [self._edge(r[:5]) for r in sorted(rows.values(), key=lambda r: r[5])]
