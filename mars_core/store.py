@@ -37,7 +37,6 @@ from mars_core.engine.calls import public_call
 from mars_core.engine.eraser import Eraser
 from mars_core.engine.guard import Shown
 from mars_core.engine.maintainer import Maintainer
-from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.reader import Reader
 from mars_core.engine.trail import AuditTrail
 from mars_core.engine.writer import Writer
@@ -58,6 +57,7 @@ from mars_core.retrieval import Hit
 from mars_core.rights import DataRights
 from mars_core.storage.base import RecordStore
 from mars_core.summarise import Summariser
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["MemoryStore"]
 

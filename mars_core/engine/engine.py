@@ -33,11 +33,8 @@ from mars_core.config import StoreConfig, parse_config
 from mars_core.embedders import runs_locally
 from mars_core.embeddings import Embedder
 from mars_core.engine.cache import NamespaceCache
-from mars_core.engine.history import RecordHistory
 from mars_core.engine.indexing import IndexSync
 from mars_core.engine.keyed import KeyedIndex
-from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
-from mars_core.engine.protected import ProtectedFacts
 from mars_core.engine.trail import AUDIT_FORMAT, enlist, sealed, upgrade
 from mars_core.engine.unit import Draft, Unit
 from mars_core.enrich import Enricher
@@ -74,6 +71,9 @@ from mars_core.storage.base import (
     Vector,
 )
 from mars_core.summarise import ExtractiveSummariser, Summariser
+from mars_core.views.history import RecordHistory
+from mars_core.views.namespace import NamespaceState, NamespaceView
+from mars_core.views.protected import ProtectedFacts
 
 __all__ = ["FIT_PENDING", "FORMAT_VERSION", "Engine", "build_policy", "recorded_config"]
 
@@ -375,7 +375,7 @@ class Engine:
 
     def _load(self, name: str) -> NamespaceState:
         """A namespace's views: its record, its active memories and their edges (its
-        history is read when asked for, :class:`~mars_core.engine.history.RecordHistory`)."""
+        history is read when asked for, :class:`~mars_core.views.history.RecordHistory`)."""
         with self.records.read() as tx:
             record = tx.namespace(name) or NamespaceRecord(name)
             active = tx.memories(name, MemoryStatus.ACTIVE)
@@ -426,13 +426,13 @@ class Engine:
     def centroid(self, state: NamespaceState) -> CentroidTracker:
         """The namespace's moving centroid, primed from its most recent stored vectors
         (exactly the vectors written, so a reopened store scores as the live one did)."""
-        if state.centroid is None:
-            window = self.enricher.config.centroid_window
+        def prime() -> CentroidTracker:
             with self.records.read() as tx:
-                recent = tx.newest_ids(state.name, window)
+                recent = tx.newest_ids(state.name, self.enricher.config.centroid_window)
             vecs = self.stored_vectors(state, recent)
-            state.centroid = self.enricher.tracker(vecs[i] for i in recent if i in vecs)
-        return state.centroid
+            return self.enricher.tracker(vecs[i] for i in recent if i in vecs)
+
+        return state.novelty(prime)
 
     # --- units of work ---------------------------------------------------------------------
 
@@ -500,8 +500,7 @@ class Engine:
         seed = self.config.seed if self.config.seed is not None else 0
         rng = random.Random(f"{seed}:{name}:{unit.counter}:{d.touch}")
         state = self.ns(name)
-        return state.view(self.budget(name, unit), self.clock.now(), rng, step=d.step,
-                          io=self.io(state))
+        return state.view(self.budget(name, unit), self.clock.now(), rng, step=d.step, io=self)
 
     @contextlib.contextmanager
     def unit(self, *, durable: bool = True) -> Iterator[Unit]:
@@ -542,10 +541,10 @@ class Engine:
         self.draft(unit, node.namespace)
         unit.insert(node, vector, edges)
         state = self.ns(node.namespace)
-        state.vectors[node.id] = vector  # a policy planning in this unit reads it
-        state.apply_put(node, edges, new=True)
-        if state.protected is not None:
-            state.protected.follow(node, vector)
+        state.keep_vector(node.id, vector)  # a policy planning in this unit reads it
+        state.apply_put(node, edges, new=True).tell(state.policy)
+        if (facts := state.held_protected()) is not None:
+            facts.follow(node, vector)
         self.enricher.commit(vector, self.centroid(state))
 
     def update(self, unit: Unit, node: MemoryNode, *, reindex: bool,
@@ -560,24 +559,25 @@ class Engine:
         self.draft(unit, node.namespace)
         unit.update(node, reindex=reindex, edges=edges)
         state = self.ns(node.namespace)
-        state.apply_put(node, edges)
-        if state.protected is not None:
-            state.protected.follow(node)
+        state.apply_put(node, edges).tell(state.policy)
+        if (facts := state.held_protected()) is not None:
+            facts.follow(node)
 
     def stats(self, unit: Unit, node: MemoryNode) -> None:
         """Stage new access statistics of a memory."""
         self.draft(unit, node.namespace)
         unit.stats(node)
-        self.ns(node.namespace).apply_stats(node)
+        state = self.ns(node.namespace)
+        state.apply_stats(node).tell(state.policy)
 
     def delete(self, unit: Unit, node: MemoryNode) -> None:
         """Stage an erasure."""
         self.draft(unit, node.namespace)
         unit.delete(node)
         state = self.ns(node.namespace)
-        state.apply_delete(node)
-        if state.protected is not None:
-            state.protected.drop(node.id, erased=True)
+        state.apply_delete(node).tell(state.policy)
+        if (facts := state.held_protected()) is not None:
+            facts.drop(node.id, erased=True)
 
     def commit(self, unit: Unit, *, durable: bool = True) -> None:
         """Write the unit in one transaction, then the index."""
@@ -646,20 +646,20 @@ class Engine:
         :data:`~mars_core.privacy.output.SENSITIVE_THRESHOLD` sensitive, with their
         vectors), read by one query the first time the output check asks, then kept up
         to date by :meth:`insert`, :meth:`update` and :meth:`delete`."""
-        if state.protected is None:
+        def read() -> ProtectedFacts:
             with self.records.read() as tx:
-                state.protected = ProtectedFacts(tx.sensitive(state.name, SENSITIVE_THRESHOLD))
-        return state.protected
+                return ProtectedFacts(tx.sensitive(state.name, SENSITIVE_THRESHOLD))
+
+        return state.protected_facts(read)
 
     def stored_vectors(self, state: NamespaceState, ids: Sequence[str]) -> dict[str, Vector]:
         """The vectors the records keep for memories of ``state`` (read once, then kept
         with the namespace's views; a vector never changes but by re-embedding)."""
-        cache = state.vectors
-        missing = [i for i in ids if i not in cache]
-        if missing:
+        def read(missing: list[str]) -> Mapping[str, Vector]:
             with self.records.read() as tx:
-                cache.update(tx.vectors(missing))
-        return {i: cache[i] for i in ids if i in cache}
+                return tx.vectors(missing)
+
+        return state.vectors_of(ids, read)
 
     def vectors(self, state: NamespaceState, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """Unit-length stored vectors, one row per id (zero rows for unknown ids)."""
@@ -671,10 +671,6 @@ class Engine:
                 norm = float(np.linalg.norm(vec))
                 out[i] = vec / norm if norm > 0 else vec
         return out
-
-    def io(self, state: NamespaceState) -> ViewIO:
-        """What a view of ``state`` reads: its vectors, the embedder, the token counter."""
-        return ViewIO(lambda ids: self.vectors(state, ids), self.embed_rows, self.count_tokens)
 
     def embed_rows(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed texts; rows L2-normalised.

@@ -36,7 +36,6 @@ import pydantic
 from mars_core.audit import AuditOp
 from mars_core.engine.engine import Engine
 from mars_core.engine.guard import calibration, sensitive_kinds
-from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.unit import Unit
 from mars_core.engine.writer import Embeddings, Writer
 from mars_core.errors import MarsBackendError, NotFoundError, ValidationError
@@ -56,6 +55,7 @@ from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
 from mars_core.privacy.semantic import Anchors, restates
 from mars_core.storage.base import RecordTxn
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Eraser"]
 
@@ -121,7 +121,7 @@ class Eraser:
         draft = unit.drafts.get(ns)
         seqs = tuple(ev.seq for ev in draft.audit.events) if draft is not None else ()
         state = self.e.ns(ns)
-        state.centroid = None  # primed again from what survives: no erased vector in it
+        state.forget_novelty()  # primed again from what survives: no erased vector in it
         physical = f"{self.e.purge([unit.retired.get(ns, ns)])}; {self._checked(plan, ns, whole)}"
         return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
                               seqs, physical, self._ambiguous(state, plan, renamed.values()),

@@ -13,7 +13,7 @@ framework adapters call for what they read by other means) — goes through one
   (health, protected attributes, finance), or — when only the embedding-level
   classifier saw its category — its whole text;
 * **the semantic pass** compares the memory with the namespace's protected facts
-  (:class:`~mars_core.engine.protected.ProtectedFacts`, the nearest few by their stored
+  (:class:`~mars_core.views.protected.ProtectedFacts`, the nearest few by their stored
   vectors): one that *restates* a protected fact (:func:`~mars_core.privacy.output.find_flagged`)
   has its category words masked, and — when it is a close restatement (centred cosine at
   least the embedder's ``close_threshold``) — the words it shares with the fact it
@@ -46,8 +46,6 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.engine.engine import Engine
-from mars_core.engine.namespace import NamespaceState
-from mars_core.engine.protected import ProtectedFacts
 from mars_core.model import JSONValue, MemoryNode
 from mars_core.privacy.detectors import CATEGORY_KINDS, DEFAULT_WEIGHTS, Kind, detect
 from mars_core.privacy.masking import Masker
@@ -63,6 +61,8 @@ from mars_core.privacy.output import (
     find_flagged,
 )
 from mars_core.privacy.semantic import Anchors, Calibration, prose, semantic_for
+from mars_core.views.namespace import NamespaceState
+from mars_core.views.protected import ProtectedFacts
 
 __all__ = ["NEAREST", "TOPIC_KINDS", "OutputCheck", "Shown", "calibration", "sensitive_kinds"]
 
@@ -81,21 +81,18 @@ def sensitive_kinds(engine: Engine, state: NamespaceState, node_id: str | None,
                     text: str) -> frozenset[Kind]:
     """A text's sensitive categories: the lexicons' and, when the store uses it, the
     classifier's. Cached per memory (``node_id``): content never changes."""
-    cache = state.privacy_kinds
-    if node_id is not None and node_id in cache:
-        return cache[node_id]
-    found = {d.kind for d in detect(text, kinds=TOPIC_KINDS)}
-    model = engine.semantic()
-    if model is not None:
-        vec = engine.vectors(state, [node_id]) if node_id is not None \
-            else engine.embed_rows([text])
-        verdict = model.verdicts(vec)[0]
-        if verdict.flagged:
-            found.add(verdict.kind)
-    out = frozenset(found)
-    if node_id is not None:
-        cache[node_id] = out
-    return out
+    def find() -> frozenset[Kind]:
+        found = {d.kind for d in detect(text, kinds=TOPIC_KINDS)}
+        model = engine.semantic()
+        if model is not None:
+            vec = engine.vectors(state, [node_id]) if node_id is not None \
+                else engine.embed_rows([text])
+            verdict = model.verdicts(vec)[0]
+            if verdict.flagged:
+                found.add(verdict.kind)
+        return frozenset(found)
+
+    return state.kinds_of(node_id, find)
 
 
 def calibration(engine: Engine) -> Calibration:

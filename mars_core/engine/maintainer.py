@@ -22,7 +22,6 @@ import numpy as np
 from mars_core.audit import AuditOp
 from mars_core.embeddings import Embedder
 from mars_core.engine.engine import Engine
-from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.unit import Unit
 from mars_core.engine.writer import Writer
 from mars_core.errors import ValidationError
@@ -33,6 +32,7 @@ from mars_core.policies.reflection import ReflectionSummaryPolicy
 from mars_core.progress import ProgressFn, report
 from mars_core.scoring.retention import KIND_BY_TYPE, LifecycleConfig
 from mars_core.storage.base import NamespaceRecord
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Maintainer"]
 

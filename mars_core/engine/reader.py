@@ -4,7 +4,7 @@ A read never rewrites a memory. Counting it as an access stages, for each hit, o
 statistics row (count, last access, recency) and, for the call, one ``access`` audit
 event, in one transaction (:meth:`Reader.record_access`); a ``read_only`` call or store
 records nothing. The views follow with the new statistics alone
-(:meth:`~mars_core.engine.namespace.NamespaceState.apply_stats`: nothing is re-indexed),
+(:meth:`~mars_core.views.namespace.NamespaceState.apply_stats`: nothing is re-indexed),
 and the transaction does not wait for the disk unless ``StoreConfig.durable_accesses``
 (it is as atomic, and survives a crash of the process).
 
@@ -27,7 +27,6 @@ from mars_core.context import EvidenceItem, Validity, rank_recall, recall_walk, 
 from mars_core.embeddings import embed_one
 from mars_core.engine.engine import Engine
 from mars_core.engine.guard import OutputCheck, Shown
-from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.model import HIDDEN, RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
 from mars_core.privacy.redaction import redact as redact_text
@@ -35,6 +34,7 @@ from mars_core.rerank import Reranker, rerank_hits
 from mars_core.retrieval import Hit, Query, pack, rank
 from mars_core.retrieval import relative_cutoff as cut
 from mars_core.storage.base import TermQuery, Vector
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Reader"]
 

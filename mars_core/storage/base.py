@@ -48,7 +48,7 @@ import numpy.typing as npt
 
 from mars_core.audit import GENESIS, AuditEvent
 from mars_core.errors import ValidationError
-from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
+from mars_core.model import Edge, IndexRow, MemoryNode, MemoryStatus, MemoryType
 
 __all__ = [
     "MAX_TIMEOUT",
@@ -140,17 +140,6 @@ class MemoryRef:
     conversation: str | None
     seq: int
     sensitivity: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class IndexRow:
-    """What a vector index holds of a memory: id, partition, vector, filter fields."""
-
-    id: str
-    namespace: str
-    status: MemoryStatus
-    vector: Vector
-    fields: Mapping[str, str | int | float | bool]
 
 
 @dataclass(frozen=True, slots=True)
