@@ -1,7 +1,10 @@
 """The store's collaborators, under the :class:`~mars_core.store.MemoryStore` façade.
 
-* :mod:`~mars_core.engine.engine` — :class:`~mars_core.engine.engine.Engine`: opening,
+* :mod:`~mars_core.engine.engine` — :class:`~mars_core.engine.engine.Engine`:
   namespaces on demand, units of work, the policies' views;
+* :mod:`~mars_core.engine.manifest` — opening: the manifest and the audit key;
+* :mod:`~mars_core.engine.vectors` — vectors and text (the policies' ``PolicyIO``);
+* :mod:`~mars_core.engine.reports` — ``stats()`` and the JSON-LD export;
 * :mod:`~mars_core.engine.cache` — namespaces loaded on demand, a bounded number kept;
 * :mod:`~mars_core.engine.unit` — the staged writes of one call, one transaction;
 * :mod:`~mars_core.engine.writer`, :mod:`~mars_core.engine.reader`,

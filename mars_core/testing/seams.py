@@ -64,7 +64,7 @@ def policy_view(store: MemoryStore, namespace: str = "default", *, budget: int |
     return state.view(budget if budget is not None else store.config.budget_for(namespace),
                       store.clock.now(),
                       rng if rng is not None else random.Random(0),
-                      io=store._engine)
+                      io=store._engine.io)
 
 
 def trigger_view(store: MemoryStore, namespace: str = "default") -> NamespaceView:
@@ -103,7 +103,7 @@ def centroid_of(store: MemoryStore, vectors: Iterator[Vector] | list[Vector]
 def semantic_classifier(store: MemoryStore) -> SemanticSensitivity | None:
     """The store's embedding-level sensitivity classifier, or None when its configuration
     turns it off."""
-    return store._engine.semantic()
+    return store._engine.io.semantic()
 
 
 def record_store(store: MemoryStore) -> RecordStore:
