@@ -4,7 +4,7 @@ The store's ``recall`` and ``render_context`` call these with its state; the pur
 pieces (the walk, the reranking, the layout) are in :mod:`mars_core.context`.
 
 Examples:
-    >>> from mars_core.engine.namespace import NamespaceState
+    >>> from mars_core.views.namespace import NamespaceState
     >>> from mars_core.policies import make_policy
     >>> from mars_core.storage import NamespaceRecord
     >>> active_turns(NamespaceState(NamespaceRecord("ns"), [], [], make_policy("lru")),
@@ -19,8 +19,8 @@ from typing import Final
 
 from mars_core.analysis import terms
 from mars_core.context import EvidenceItem, Validity, validity_of
-from mars_core.engine.namespace import NamespaceState
 from mars_core.model import HIDDEN, MemoryNode, MemoryType, Predicate, TaskPayload
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Marked", "active_turns", "evidence_items", "lineage", "read_lineage",
            "recall_starts", "support_for", "validity"]

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mars_core.audit import AuditEvent
-from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError
 from mars_core.model import MemoryNode
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["ChainLink", "Explanation", "explain"]
 

@@ -402,7 +402,7 @@ def check_storable(node: MemoryNode, what: str = "the memory") -> None:
     store holds, its export holds and an import of that export takes back.
 
     ``add``, ``observe``, ``update``, ``set_metadata``, summaries and imports all write
-    through it (:meth:`mars_core.engine.engine.Engine.insert` and ``update``);
+    through it (:meth:`mars_core.engine.engine.Engine.stage_insert` and ``stage_update``);
     ``what`` names the memory in the message.
 
     Raises:

@@ -29,7 +29,7 @@ of :func:`~mars_core.scoring.retention.kind_for`.
 Examples:
     >>> import random
     >>> from datetime import UTC, datetime
-    >>> from mars_core.engine.namespace import NamespaceState
+    >>> from mars_core.views.namespace import NamespaceState
     >>> view = NamespaceState.of("ns").view(100, datetime(2026, 1, 1, tzinfo=UTC),
     ...                                     random.Random(0))
     >>> plan_dedup(view), plan_expiry(view), plan_graduated(view).archive
@@ -222,7 +222,7 @@ def plan_expiry(view: PolicyView, now: datetime | None = None,
 
     Examples:
         >>> import random
-        >>> from mars_core.engine.namespace import NamespaceState
+        >>> from mars_core.views.namespace import NamespaceState
         >>> v = NamespaceState.of("ns").view(100, datetime(2026, 1, 1), random.Random(0))
         >>> plan_expiry(v)
         []

@@ -24,11 +24,17 @@ import json
 import math
 import sys
 import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "HIDDEN",
@@ -37,6 +43,7 @@ __all__ = [
     "Consent",
     "Edge",
     "EpisodicPayload",
+    "IndexRow",
     "JSONValue",
     "MemoryNode",
     "MemoryStatus",
@@ -523,3 +530,21 @@ def search_text(content: str, speaker: str | None) -> str:
     if not speaker or content.casefold().startswith(speaker.casefold()):
         return content
     return f"{speaker}: {content}"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """What a vector index holds of a memory: id, partition, vector, filter fields (the
+    record store writes it, :meth:`~mars_core.storage.base.RecordTxn.index_rows`, and the
+    index reads it: both import it from here).
+
+    Examples:
+        >>> IndexRow("m1", "ns", MemoryStatus.ACTIVE, [1.0], {}).namespace
+        'ns'
+    """
+
+    id: str
+    namespace: str
+    status: MemoryStatus
+    vector: npt.NDArray[np.float32]
+    fields: Mapping[str, str | int | float | bool]

@@ -42,7 +42,6 @@ import numpy.typing as npt
 
 from mars_core.analysis import STOPWORDS, terms
 from mars_core.config import RetrievalConfig
-from mars_core.engine.namespace import NamespaceState, card_topic
 from mars_core.errors import ValidationError
 from mars_core.frame import answers, parse_query, symbolic_score, time_window
 from mars_core.index.base import And, Eq, Filter, In, IndexCapabilities, Range, exact_cosines
@@ -50,6 +49,7 @@ from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
 from mars_core.nlp.rules import normalise_apostrophes
 from mars_core.scope import check_jurisdictions, covers
 from mars_core.storage.base import TermHits, TermQuery
+from mars_core.views.namespace import NamespaceState, card_topic
 
 __all__ = ["Answerability", "Dense", "Hit", "Lexical", "Query", "answerability",
            "check_max_sensitivity", "cue_score", "pack", "rank", "relative_cutoff", "relevance",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
 
-from mars_core.engine import args
+from mars_core.engine import args, reports
 from mars_core.engine.calls import public_call
 from mars_core.errors import ValidationError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
@@ -176,7 +176,8 @@ class DataRights:
         from mars_core.io import write_json
 
         target = None if path is None else args.path(path, "the export path")
-        doc = self._engine.export(None if namespace is None else self._ns(namespace))
+        doc = reports.export(self._engine.records,
+                             None if namespace is None else self._ns(namespace))
         if target is not None:
             try:
                 write_json(target, doc)

@@ -54,7 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 from mars_core.budget import check_shares, normalise_shares
 from mars_core.errors import ConfigError, NotFoundError
 from mars_core.model import MemoryNode, MemoryType
-from mars_core.policies.base import Candidate, Plan, PolicyView
+from mars_core.policies.plan import Candidate, Plan, PolicyView
 
 __all__ = ["TypeShares", "TypeSharesConfig", "usage_by_type"]
 
@@ -114,7 +114,7 @@ def usage_by_type(view: PolicyView) -> dict[MemoryType, int]:
     """Active tokens of each type in the view's namespace (from the budget ledger).
 
     Examples:
-        >>> from mars_core.engine.namespace import NamespaceState
+        >>> from mars_core.views.namespace import NamespaceState
         >>> import random, datetime
         >>> v = NamespaceState.of("ns").view(100, datetime.datetime.now(datetime.UTC),
         ...                                  random.Random(0))

@@ -32,12 +32,11 @@ from mars_core.budget import TokenCounter
 from mars_core.clock import Clock
 from mars_core.config import StoreConfig
 from mars_core.embeddings import Embedder
-from mars_core.engine import args
+from mars_core.engine import args, reports
 from mars_core.engine.calls import public_call
 from mars_core.engine.eraser import Eraser
 from mars_core.engine.guard import Shown
 from mars_core.engine.maintainer import Maintainer
-from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.reader import Reader
 from mars_core.engine.trail import AuditTrail
 from mars_core.engine.writer import Writer
@@ -58,6 +57,7 @@ from mars_core.retrieval import Hit
 from mars_core.rights import DataRights
 from mars_core.storage.base import RecordStore
 from mars_core.summarise import Summariser
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["MemoryStore"]
 
@@ -731,7 +731,9 @@ class MemoryStore(DataRights):
         namespace: ``active``, ``archived``, ``tokens``, ``budget``, ``tokens_by_type``
         and ``step``: what the store holds, the same in every process (what one process
         holds in RAM is :meth:`resident`)."""
-        return self._engine.report(None if namespace is None else self._ns(namespace))
+        e = self._engine
+        return reports.report(e.records, e.config, e.describe(),
+                              None if namespace is None else self._ns(namespace))
 
     @public_call
     def resident(self, namespace: NamespaceArg | None = None) -> dict[str, int]:

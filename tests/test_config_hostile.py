@@ -23,7 +23,7 @@ from mars_core.audit import AuditOp
 from mars_core.budget import check_budget, check_shares, normalise_shares
 from mars_core.clock import FakeClock
 from mars_core.config import RetrievalConfig, StoreConfig, parse_config
-from mars_core.engine.engine import FIT_PENDING
+from mars_core.engine.manifest import FIT_PENDING
 from mars_core.engine.writer import Writer
 from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryStatus, MemoryType

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
 from mars_core.errors import ValidationError
 from mars_core.maintenance import (
     DEDUP_THRESHOLD,
@@ -31,6 +30,7 @@ from mars_core.model import (
     default_payload,
 )
 from mars_core.scoring.retention import LifecycleConfig, PracticeKind
+from mars_core.views.namespace import NamespaceState, NamespaceView, ViewIO
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8

@@ -16,13 +16,13 @@ from test_properties import MACHINE_SETTINGS, StoreMachine
 
 from mars_core.audit import AuditOp
 from mars_core.clock import FakeClock
-from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import ConfigError
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, SemanticPayload
 from mars_core.policies import EvictStage, HybridPolicy, make_policy
 from mars_core.policies.hybrid import TieCandidate
 from mars_core.store import MemoryStore
 from mars_core.testing import policy_view
+from mars_core.views.namespace import NamespaceState
 
 KEY = b"k" * 32
 STAGES = ["hybrid/temporal", "hybrid/importance", "hybrid/privacy"]

@@ -14,7 +14,6 @@ import pytest
 from mars_core.budget import ApproxTokenCounter
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
-from mars_core.engine.namespace import NamespaceState, NamespaceView, ViewIO
 from mars_core.errors import ConfigError, PolicyError
 from mars_core.model import (
     Edge,
@@ -48,6 +47,7 @@ from mars_core.summarise import (
     key_terms,
     mask_identifiers,
 )
+from mars_core.views.namespace import NamespaceState, NamespaceView, ViewIO
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -14,10 +14,10 @@ import pytest
 
 from mars_core import HashingEmbedder, MemoryStore
 from mars_core.bench.history import conversation
-from mars_core.engine.namespace import KEEP_READ
 from mars_core.index.numpy import NumpyIndex
 from mars_core.storage import SQLiteRecordStore
 from mars_core.testing import CountingEmbedder, CountingRecords
+from mars_core.views.namespace import KEEP_READ
 
 QUERY = "Where does Ana's sister live and what did Greta say about jazz?"
 

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from mars_core import FakeClock, MemoryStore
 from mars_core.audit import AuditChain, AuditEvent, AuditOp
 from mars_core.cli import app
-from mars_core.engine.writer import memory_id
+from mars_core.engine.writer import mint_id
 from mars_core.errors import ConfigError, CorruptStoreError, NotFoundError, ValidationError
 from mars_core.keys import KeyRing, key_id
 
@@ -71,7 +71,7 @@ def test_another_namespaces_ids_are_missing_ids(call: str, tmp_path: Path) -> No
     with _open(tmp_path / "s") as store:
         alice, bob = _tenants(store)
         before = _snapshot(store)
-        for foreign in [*bob, *[memory_id("0", n) for n in range(1, 12)]]:
+        for foreign in [*bob, *[mint_id("0", n) for n in range(1, 12)]]:
             with pytest.raises(NotFoundError, match="no memory"):
                 ID_CALLS[call](store, foreign, "alice")
         assert _snapshot(store) == before
@@ -117,7 +117,7 @@ def test_stores_without_a_seed_share_no_id_and_a_seed_replays(tmp_path: Path) ->
         with _open(tmp_path / name, seed=seed) as store:
             ids.append([store.add(f"fact {i}").id for i in range(5)])
     assert not set(ids[0]) & set(ids[1])
-    assert not {memory_id("0", n) for n in range(1, 50)} & set(ids[0] + ids[1])
+    assert not {mint_id("0", n) for n in range(1, 50)} & set(ids[0] + ids[1])
     assert ids[2] == ids[3] and not set(ids[2]) & set(ids[0])
     with _open(tmp_path / "a") as store:  # a reopened store keeps its own secret
         more = store.add("fact 5").id

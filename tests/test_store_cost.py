@@ -14,10 +14,10 @@ import pytest
 from mars_core import MemoryStore
 from mars_core.bench.storage import TableEmbedder, make_texts
 from mars_core.clock import FakeClock
-from mars_core.engine.namespace import NamespaceState
 from mars_core.model import MemoryNode, MemoryType, SocialPayload
 from mars_core.policies import make_policy
 from mars_core.testing import namespace_state
+from mars_core.views.namespace import NamespaceState
 
 
 def _everything(store: MemoryStore) -> dict[str, Any]:
@@ -98,8 +98,8 @@ def test_an_access_changes_statistics_only(tmp_path: pathlib.Path) -> None:
 
 
 def test_apply_stats_tells_the_policy_and_touches_nothing_else() -> None:
-    """An access moves the memory to the back of the LRU list (the policy hears of it)
-    and leaves the views as they were."""
+    """An access moves the memory to the back of the LRU list (the policy hears of it
+    through the notice the views return) and leaves the views as they were."""
     nodes = [MemoryNode(id=f"n{i}", type=MemoryType.SOCIAL, content=f"Bo fact {i}",
                         weight=3, namespace="ns", seq=i, touch_seq=i,
                         payload=SocialPayload(entity="Bo"))
@@ -111,7 +111,7 @@ def test_apply_stats_tells_the_policy_and_touches_nothing_else() -> None:
     victim = policy.apply(state.view(10**6, nodes[0].created_at, random.Random(0)),
                           3, frozenset()).evictions[0].node_id
     assert victim == "n1"  # least recently used
-    state.apply_stats(nodes[0].model_copy(update={"access_count": 1, "touch_seq": 9}))
+    state.apply_stats(nodes[0].model_copy(update={"access_count": 1, "touch_seq": 9})).tell(policy)
     assert (state.known.people("Bo"), state.active_ids(), state.timeline.window(None, None),
             state.used) == before
     assert state.node("n1").access_count == 1

@@ -1,7 +1,7 @@
 """``mars bench window``: ``since``/``until`` retrieval on one large namespace.
 
 Seed 000 §3.2.5 keeps a temporal index that "supports range queries"; the store's is the
-namespace's timeline (:mod:`mars_core.engine.timeline`), handed to the vector index as an
+namespace's timeline (:mod:`mars_core.views.timeline`), handed to the vector index as an
 id allow-list or, for numpy, as a range over its time column. This benchmark measures
 what a window costs and what it returns, per index:
 

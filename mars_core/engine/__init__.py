@@ -1,8 +1,10 @@
 """The store's collaborators, under the :class:`~mars_core.store.MemoryStore` façade.
 
-* :mod:`~mars_core.engine.engine` — :class:`~mars_core.engine.engine.Engine`: opening,
+* :mod:`~mars_core.engine.engine` — :class:`~mars_core.engine.engine.Engine`:
   namespaces on demand, units of work, the policies' views;
-* :mod:`~mars_core.engine.namespace` — one namespace's views;
+* :mod:`~mars_core.engine.manifest` — opening: the manifest and the audit key;
+* :mod:`~mars_core.engine.vectors` — vectors and text (the policies' ``PolicyIO``);
+* :mod:`~mars_core.engine.reports` — ``stats()`` and the JSON-LD export;
 * :mod:`~mars_core.engine.cache` — namespaces loaded on demand, a bounded number kept;
 * :mod:`~mars_core.engine.unit` — the staged writes of one call, one transaction;
 * :mod:`~mars_core.engine.writer`, :mod:`~mars_core.engine.reader`,
@@ -11,7 +13,8 @@
 * :mod:`~mars_core.engine.trail` — the audit trail as users read it;
 * :mod:`~mars_core.engine.args` — the public calls' arguments, checked.
 
-Internal: the public API is :class:`~mars_core.store.MemoryStore`.
+The namespaces' views the engine keeps and the policies plan over live below it, in
+:mod:`mars_core.views`. Internal: the public API is :class:`~mars_core.store.MemoryStore`.
 
 Examples:
     >>> from mars_core.engine import Engine

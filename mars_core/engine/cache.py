@@ -1,7 +1,7 @@
 """Namespaces loaded on demand, a bounded number kept (least recently used dropped).
 
 Opening a store reads its manifest only; a namespace's views
-(:class:`~mars_core.engine.namespace.NamespaceState`) are read from the record store the
+(:class:`~mars_core.views.namespace.NamespaceState`) are read from the record store the
 first time a call touches it. At most ``capacity`` stay cached between calls; the least
 recently used ones beyond that are dropped when the next call starts (after their policy
 state is saved), so a process that serves a few namespaces of a large store holds only
@@ -11,11 +11,11 @@ A store that is not the only writer of its records (a ``read_only`` reader besid
 writer) checks a cached namespace's version once per public call (:meth:`new_call`) and
 reads it again when another process has changed it since. The first touch of a cached
 namespace in a call also lets go of what earlier calls read of its history
-(:meth:`~mars_core.engine.namespace.NamespaceState.trim`).
+(:meth:`~mars_core.views.namespace.NamespaceState.trim`).
 
 Examples:
     >>> from mars_core.storage.base import NamespaceRecord
-    >>> from mars_core.engine.namespace import NamespaceState
+    >>> from mars_core.views.namespace import NamespaceState
     >>> from mars_core.policies import make_policy
     >>> cache = NamespaceCache(lambda name: NamespaceState(
     ...     NamespaceRecord(name), [], [], make_policy("lru")), capacity=2)
@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import ConfigError
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["NamespaceCache"]
 

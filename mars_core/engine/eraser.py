@@ -36,7 +36,6 @@ import pydantic
 from mars_core.audit import AuditOp
 from mars_core.engine.engine import Engine
 from mars_core.engine.guard import calibration, sensitive_kinds
-from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.unit import Unit
 from mars_core.engine.writer import Embeddings, Writer
 from mars_core.errors import MarsBackendError, NotFoundError, ValidationError
@@ -56,6 +55,7 @@ from mars_core.privacy.preferences import ConsentGrant, PrivacyPreferences
 from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
 from mars_core.privacy.semantic import Anchors, restates
 from mars_core.storage.base import RecordTxn
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Eraser"]
 
@@ -89,7 +89,7 @@ class Eraser:
     """Erases memories and applies privacy preferences (see the module)."""
 
     def __init__(self, engine: Engine, writer: Writer) -> None:
-        self.e, self.w = engine, writer
+        self.engine, self.writer = engine, writer
 
     def erase(self, state: NamespaceState, *, node_id: str | None = None,
               entity: str | None = None, conversation: str | None = None,
@@ -100,29 +100,30 @@ class Eraser:
         (:mod:`mars_core.privacy.names`); the ambiguous ones are listed in the receipt.
         """
         ns = state.name
-        with self.e.records.read() as tx:  # one snapshot, streamed: no view holds it all
+        with self.engine.records.read() as tx:  # one snapshot, streamed: no view holds it all
             plan = plan_erasure(_Snapshot(tx, ns), node_id=node_id, entity=entity,
                                 conversation=conversation, namespace_all=whole,
                                 partial=partial)
         request = ("node" if node_id is not None else "entity" if entity is not None
                    else "conversation" if conversation is not None else "namespace")
         selector = node_id or entity or conversation or ns
-        params = {"target_hash": self.e.chain.content_hash(selector)[:16]}
+        params = {"target_hash": self.engine.chain.content_hash(selector)[:16]}
         by_type = Counter(plan.nodes[i].type.value for i in plan.erased)
         restating = self._restating(state, plan)
-        with self.e.unit() as unit:
+        with self.engine.unit() as unit:
             renamed = self._stage(unit, state, plan, request, params)
             self._mark(unit, state, restating)
             if whole:  # its record and chain leave its name behind (renamed to a token)
                 self._stage_prefs_erasure(unit, state)
                 unit.retire.add(ns)
-            if self.e.index.capabilities.keeps_deleted:
+            if self.engine.index.capabilities.keeps_deleted:
                 unit.compact.add(ns)
         draft = unit.drafts.get(ns)
         seqs = tuple(ev.seq for ev in draft.audit.events) if draft is not None else ()
-        state = self.e.ns(ns)
-        state.centroid = None  # primed again from what survives: no erased vector in it
-        physical = f"{self.e.purge([unit.retired.get(ns, ns)])}; {self._checked(plan, ns, whole)}"
+        state = self.engine.ns(ns)
+        state.forget_novelty()  # primed again from what survives: no erased vector in it
+        purged = self.engine.purge([unit.retired.get(ns, ns)])
+        physical = f"{purged}; {self._checked(plan, ns, whole)}"
         return ErasureReceipt(request, ns, plan.erased, tuple(renamed.items()), dict(by_type),
                               seqs, physical, self._ambiguous(state, plan, renamed.values()),
                               tuple(nid for nid, _, _ in restating))
@@ -130,7 +131,7 @@ class Eraser:
     def _checked(self, plan: ErasurePlan, ns: str, whole: bool) -> str:
         """What the records hold of the erasure once it is done, read back: the receipt
         states what was checked, not what is assumed."""
-        with self.e.records.read() as tx:
+        with self.engine.records.read() as tx:
             left = tx.existing(list(plan.erased))
             named = whole and (tx.namespace(ns) is not None or bool(tx.audit(ns)))
         found = [f"the records hold none of the {len(plan.erased)} erased memories"
@@ -151,24 +152,25 @@ class Eraser:
         total = state.count() + state.count(MemoryStatus.ARCHIVED)
         if not plan.erased or len(gone) >= total:
             return []
-        cal = calibration(self.e)
-        override = self.e.config.paraphrase_threshold
+        cal = calibration(self.engine.io)
+        override = self.engine.config.paraphrase_threshold
         floor = min(cal.topic_threshold, override or cal.paraphrase_threshold)
         erased = list(plan.erased)
-        vecs = self.e.vectors(state, erased)
+        vecs = self.engine.io.vectors(state, erased)
         try:
             found = self._neighbours(state, vecs, floor)
         except MarsBackendError:  # the index is away: every survivor is a candidate
             log.warning("the vector index is unreachable: an erasure's restatements are "
                         "looked for among all %d memories of the namespace", total)
-            found = {n.id for n in self.e.everything(state)}
+            found = {n.id for n in self.engine.everything(state)}
         state.read(found - gone)  # one read for the neighbours the views do not hold
         ids = sorted(i for i in found - gone if i in state)
         if not ids:
             return []
-        kinds = [sensitive_kinds(self.e, state, i, state.node(i).content) for i in ids]
-        ref_kinds = [sensitive_kinds(self.e, state, i, plan.nodes[i].content) for i in erased]
-        hits = restates(self.e.vectors(state, ids), kinds, vecs, ref_kinds, cal,
+        io = self.engine.io
+        kinds = [sensitive_kinds(io, state, i, state.node(i).content) for i in ids]
+        ref_kinds = [sensitive_kinds(io, state, i, plan.nodes[i].content) for i in erased]
+        hits = restates(self.engine.io.vectors(state, ids), kinds, vecs, ref_kinds, cal,
                         paraphrase_threshold=override,
                         anchors=[Anchors.of(state.node(i).content) for i in ids],
                         reference_anchors=[Anchors.of(plan.nodes[i].content) for i in erased])
@@ -180,10 +182,10 @@ class Eraser:
         """The index's nearest neighbours of each erased vector, per status, at a cosine
         of ``floor`` or more."""
         found: set[str] = set()
-        self.e.sync.prepare()
+        self.engine.sync.prepare()
         for vec in vecs:
             for status in (MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED):
-                found.update(nid for nid, score in self.e.sync.query(
+                found.update(nid for nid, score in self.engine.sync.query(
                     state.name, status, vec, _NEIGHBOURS) if score >= floor)
         return found
 
@@ -192,10 +194,10 @@ class Eraser:
         """Mark the memories that restate an erased one (one ``metadata`` event each)."""
         if not restating:
             return
-        step, now = self.e.step(unit, state.name), self.e.clock.now()
+        step, now = self.engine.step(unit, state.name), self.engine.clock.now()
         for nid, sim, route in restating:
             node = state.node(nid)
-            self.e.update(unit, node.model_copy(
+            self.engine.stage_update(unit, node.model_copy(
                 update={"signals": {**node.signals, ERASED_SIGNAL: sim}}), reindex=False)
             unit.event(state.name, op=AuditOp.METADATA, node_ids=[nid], step=step, at=now,
                        features={nid: {ERASED_SIGNAL: sim}},
@@ -217,7 +219,7 @@ class Eraser:
                params: dict[str, str]) -> dict[str, str]:
         """Stage an erasure plan; returns ``{old summary id: regenerated id}``."""
         ns = state.name
-        step = self.e.step(unit, ns)
+        step = self.engine.step(unit, ns)
         renamed: dict[str, str] = {}
         for old_id, members in plan.regenerate:
             new = self._regenerate(unit, state, plan.nodes[old_id],
@@ -230,9 +232,9 @@ class Eraser:
                    if nid in plan.partial
                    else "erased on request" if nid in plan.targets
                    else "erased: derived from erased material")
-            self.e.delete(unit, node)
+            self.engine.stage_delete(unit, node)
             unit.event(ns, op=AuditOp.ERASE, node_ids=[nid], policy="erasure",
-                       params={"request": request, **params}, step=step, at=self.e.clock.now(),
+                       params={"request": request, **params}, step=step, at=self.engine.clock.now(),
                        rationale=why, contents={nid: node.content})
         return renamed
 
@@ -242,13 +244,13 @@ class Eraser:
         this erasure regenerated)."""
         old_id = old.id
         nodes = [known[m] if m in known else state.node(m) for m in members]
-        text = self.e.summariser([n.content for n in nodes], target_tokens=old.weight)
+        text = self.engine.summariser([n.content for n in nodes], target_tokens=old.weight)
         concept = old.payload.concept if isinstance(old.payload, SemanticPayload) else None
         prov = Provenance(source="summary", derived_from=tuple(members),
                           conversation_id=old.provenance.conversation_id)
-        vectors = Embeddings(self.e, [text])
-        node = self.w.build(unit, text, MemoryType.SEMANTIC, state.name,
-                            step=self.e.step(unit, state.name), vectors=vectors,
+        vectors = Embeddings(self.engine, [text])
+        node = self.writer.build(unit, text, MemoryType.SEMANTIC, state.name,
+                            step=self.engine.step(unit, state.name), vectors=vectors,
                             provenance=prov,
                             payload={"concept": concept},
                             sensitivity=max(n.sensitivity for n in nodes), depth=old.depth)
@@ -256,7 +258,7 @@ class Eraser:
                                        "archive_reason": old.archive_reason})
         edges = [Edge(source=node.id, predicate=Predicate.DERIVES_FROM, target=m, step=node.step)
                  for m in members]
-        self.e.insert(unit, node, vectors(text), edges)
+        self.engine.stage_insert(unit, node, vectors(text), edges)
         unit.event(state.name, op=AuditOp.SUMMARISE, node_ids=[node.id, *members],
                    policy="erasure", step=node.step, at=node.created_at,
                    rationale=f"regenerated summary {old_id} from {len(members)} surviving "
@@ -266,10 +268,10 @@ class Eraser:
 
     def _stage_prefs_erasure(self, unit: Unit, state: NamespaceState) -> None:
         """A whole-namespace erasure also erases its preferences (they name entities)."""
-        d = self.e.draft(unit, state.name)
+        d = self.engine.draft(unit, state.name)
         if d.state.pop("prefs", None) is not None:
-            unit.event(state.name, op=AuditOp.CONFIG, step=self.e.step(unit, state.name),
-                       at=self.e.clock.now(),
+            unit.event(state.name, op=AuditOp.CONFIG, step=self.engine.step(unit, state.name),
+                       at=self.engine.clock.now(),
                        rationale="privacy preferences erased with the namespace")
         state.prefs = None
 
@@ -280,21 +282,21 @@ class Eraser:
         sensitivity is recomputed from what was detected at ingestion (one ``metadata``
         event per change); the change itself is one ``config`` event (counts only)."""
         ns = state.name
-        with self.e.unit() as unit:
+        with self.engine.unit() as unit:
             state.prefs = prefs  # the views follow; a failure reloads them
-            step, now = self.e.step(unit, ns), self.e.clock.now()
-            for node in self.e.everything(state):
+            step, now = self.engine.step(unit, ns), self.engine.clock.now()
+            for node in self.engine.everything(state):
                 detected = node.signals.get("sensitivity_detected", node.sensitivity)
-                new_s = self.w.user_sensitivity(node, detected)
+                new_s = self.writer.user_sensitivity(node, detected)
                 if abs(new_s - node.sensitivity) > 1e-12:
-                    self.e.update(unit, node.model_copy(update={"sensitivity": new_s}),
+                    self.engine.stage_update(unit, node.model_copy(update={"sensitivity": new_s}),
                                   reindex=True)
                     unit.event(ns, op=AuditOp.METADATA, node_ids=[node.id], step=step, at=now,
                                features={node.id: {"before": node.sensitivity,
                                                    "after": new_s}},
                                rationale=f"sensitivity {node.sensitivity:.2f} -> {new_s:.2f} "
                                          "by the user's privacy preferences")
-            self.e.draft(unit, ns).state["prefs"] = prefs.model_dump(mode="json")
+            self.engine.draft(unit, ns).state["prefs"] = prefs.model_dump(mode="json")
             unit.event(ns, op=AuditOp.CONFIG, step=step, at=now, params={
                 "private_entities": len(prefs.private_entities),
                 "blocked_entities": len(prefs.blocked_entities),
@@ -315,7 +317,7 @@ class Eraser:
         try:
             grant = ConsentGrant(id=f"consent-{state.record.audit_count}", types=tuple(
                 MemoryType(t) for t in types), entities=tuple(entities), purpose=purpose,
-                granted_at=self.e.clock.now(), expires_at=expires_at)
+                granted_at=self.engine.clock.now(), expires_at=expires_at)
         except (ValueError, pydantic.ValidationError) as exc:
             raise ValidationError(f"invalid consent: {exc}") from None
         self.set_preferences(state, prefs.model_copy(

@@ -13,7 +13,7 @@ framework adapters call for what they read by other means) — goes through one
   (health, protected attributes, finance), or — when only the embedding-level
   classifier saw its category — its whole text;
 * **the semantic pass** compares the memory with the namespace's protected facts
-  (:class:`~mars_core.engine.protected.ProtectedFacts`, the nearest few by their stored
+  (:class:`~mars_core.views.protected.ProtectedFacts`, the nearest few by their stored
   vectors): one that *restates* a protected fact (:func:`~mars_core.privacy.output.find_flagged`)
   has its category words masked, and — when it is a close restatement (centred cosine at
   least the embedder's ``close_threshold``) — the words it shares with the fact it
@@ -46,8 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.engine.engine import Engine
-from mars_core.engine.namespace import NamespaceState
-from mars_core.engine.protected import ProtectedFacts
+from mars_core.engine.vectors import VectorIO
 from mars_core.model import JSONValue, MemoryNode
 from mars_core.privacy.detectors import CATEGORY_KINDS, DEFAULT_WEIGHTS, Kind, detect
 from mars_core.privacy.masking import Masker
@@ -63,6 +62,8 @@ from mars_core.privacy.output import (
     find_flagged,
 )
 from mars_core.privacy.semantic import Anchors, Calibration, prose, semantic_for
+from mars_core.views.namespace import NamespaceState
+from mars_core.views.protected import ProtectedFacts
 
 __all__ = ["NEAREST", "TOPIC_KINDS", "OutputCheck", "Shown", "calibration", "sensitive_kinds"]
 
@@ -77,31 +78,28 @@ _ID_FIELDS: Final = frozenset({"kind", "interaction_history", "dependencies"})
 """Payload fields that hold ids or a tag, not text."""
 
 
-def sensitive_kinds(engine: Engine, state: NamespaceState, node_id: str | None,
+def sensitive_kinds(io: VectorIO, state: NamespaceState, node_id: str | None,
                     text: str) -> frozenset[Kind]:
     """A text's sensitive categories: the lexicons' and, when the store uses it, the
     classifier's. Cached per memory (``node_id``): content never changes."""
-    cache = state.privacy_kinds
-    if node_id is not None and node_id in cache:
-        return cache[node_id]
-    found = {d.kind for d in detect(text, kinds=TOPIC_KINDS)}
-    model = engine.semantic()
-    if model is not None:
-        vec = engine.vectors(state, [node_id]) if node_id is not None \
-            else engine.embed_rows([text])
-        verdict = model.verdicts(vec)[0]
-        if verdict.flagged:
-            found.add(verdict.kind)
-    out = frozenset(found)
-    if node_id is not None:
-        cache[node_id] = out
-    return out
+    def find() -> frozenset[Kind]:
+        found = {d.kind for d in detect(text, kinds=TOPIC_KINDS)}
+        model = io.semantic()
+        if model is not None:
+            vec = io.vectors(state, [node_id]) if node_id is not None \
+                else io.embed_rows([text])
+            verdict = model.verdicts(vec)[0]
+            if verdict.flagged:
+                found.add(verdict.kind)
+        return frozenset(found)
+
+    return state.kinds_of(node_id, find)
 
 
-def calibration(engine: Engine) -> Calibration:
+def calibration(io: VectorIO) -> Calibration:
     """The restatement thresholds of the store's embedder (its classifier's calibration;
     calibrated even when the classifier is off)."""
-    return (engine.semantic() or semantic_for(engine.embedder)).calibration
+    return (io.semantic() or semantic_for(io.embedder)).calibration
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +144,7 @@ class OutputCheck:
     """
 
     def __init__(self, engine: Engine, state: NamespaceState) -> None:
-        self.e, self.state = engine, state
+        self.engine, self.state = engine, state
         self.hook = engine.config.rephrase_or_confirm
         self.counts: Counter[str] = Counter()
         self.now = engine.clock.now()
@@ -161,10 +159,10 @@ class OutputCheck:
 
     def facts(self) -> ProtectedFacts:
         """The namespace's protected facts (read on first use; see the engine)."""
-        return self.e.protected(self.state)
+        return self.engine.protected(self.state)
 
     def _cal(self) -> Calibration:
-        return calibration(self.e)
+        return calibration(self.engine.io)
 
     def check(self, nodes: Sequence[MemoryNode]) -> None:
         """Decide which of ``nodes`` restate a protected or an erased memory (in one
@@ -179,8 +177,8 @@ class OutputCheck:
             facts.verdicts.update((n.id, self._erased(n)) for n in rest)
         if not rest or not len(facts):
             return
-        ids, refs = facts.matrix(lambda i: self.e.stored_vectors(self.state, i))
-        vectors = self.e.vectors(self.state, [n.id for n in rest]).astype(np.float64)
+        ids, refs = facts.matrix(lambda i: self.engine.io.stored_vectors(self.state, i))
+        vectors = self.engine.io.vectors(self.state, [n.id for n in rest]).astype(np.float64)
         near = self._nearest(facts, ids, refs, vectors, rest)
         references = self._references(
             facts, sorted({ids[j] for js in near for j in js} | {n.id for n in rest
@@ -195,7 +193,7 @@ class OutputCheck:
                              anchors=Anchors.of(node.content))
             found = find_flagged([cand], vectors[i:i + 1], [references[ids[j]] for j in chosen],
                                  refs[chosen], self._cal(),
-                                 paraphrase_threshold=self.e.config.paraphrase_threshold)
+                                 paraphrase_threshold=self.engine.config.paraphrase_threshold)
             facts.verdicts[node.id] = found.get(node.id) or self._erased(node)
 
     def _nearest(self, facts: ProtectedFacts, ids: Sequence[str], refs: npt.NDArray[Any],
@@ -228,7 +226,7 @@ class OutputCheck:
         nodes = {i: given[i] for i in missing if i in given}
         unread = [i for i in missing if i not in nodes]
         if unread:
-            with self.e.records.read() as tx:
+            with self.engine.records.read() as tx:
                 for i in unread:
                     node = tx.memory(i)
                     if node is not None and node.namespace == self.state.name:
@@ -241,12 +239,12 @@ class OutputCheck:
 
     def kinds(self, node: MemoryNode) -> frozenset[Kind]:
         """A memory's sensitive kinds (see :func:`sensitive_kinds`)."""
-        return sensitive_kinds(self.e, self.state, node.id, node.content)
+        return sensitive_kinds(self.engine.io, self.state, node.id, node.content)
 
     def _classifier_kind(self, nodes: Sequence[MemoryNode]) -> None:
         """The classifier's category of each memory that it flags (one product; kept
         with the protected facts)."""
-        model = self.e.semantic()
+        model = self.engine.io.semantic()
         known = self.facts().classified
         todo = [n for n in {n.id: n for n in nodes}.values() if n.id not in known]
         if not todo:
@@ -254,12 +252,12 @@ class OutputCheck:
         if model is None:
             known.update((n.id, None) for n in todo)
             return
-        vectors = self.e.vectors(self.state, [n.id for n in todo])
+        vectors = self.engine.io.vectors(self.state, [n.id for n in todo])
         # a JSON item (a LangGraph value indexed whole) is read by what it says: its
         # stored vector embeds the keys too, which the classifier was not fitted on
         items = [i for i, n in enumerate(todo) if prose(n.content) != n.content]
         if items:
-            vectors[items] = self.e.embed_rows([prose(todo[i].content) for i in items])
+            vectors[items] = self.engine.io.embed_rows([prose(todo[i].content) for i in items])
         verdicts = model.verdicts(vectors)
         for node, verdict in zip(todo, verdicts, strict=True):
             known[node.id] = verdict.kind if verdict.flagged else None
@@ -316,7 +314,7 @@ class OutputCheck:
         return mark > 0.0 and mark >= self._strong()
 
     def _strong(self) -> float:
-        return self.e.config.paraphrase_threshold or self._cal().paraphrase_threshold
+        return self.engine.config.paraphrase_threshold or self._cal().paraphrase_threshold
 
     def _flagged(self, flag: Flag | None) -> bool:
         """Whether a verdict calls for more than the category words: a close
@@ -366,17 +364,17 @@ class OutputCheck:
         if not len(facts):
             return False
         cal = self._cal()
-        ids, refs = facts.matrix(lambda i: self.e.stored_vectors(self.state, i))
-        vector = self.e.embed_rows([text]).astype(np.float64)
+        ids, refs = facts.matrix(lambda i: self.engine.io.stored_vectors(self.state, i))
+        vector = self.engine.io.embed_rows([text]).astype(np.float64)
         sims = (cal.centred(vector) @ cal.centred(refs).T)[0]
         near = [int(j) for j in np.argsort(-sims, kind="stable")[:NEAREST] if ids[j] != node.id]
         references = self._references(facts, [ids[j] for j in near], {})
         chosen = [j for j in near if ids[j] in references]
-        cand = Candidate(node.id, node.seq, sensitive_kinds(self.e, self.state, None, text),
+        cand = Candidate(node.id, node.seq, sensitive_kinds(self.engine.io, self.state, None, text),
                          anchors=Anchors.of(text))
         return node.id in find_flagged([cand], vector, [references[ids[j]] for j in chosen],
                                        refs[chosen], cal,
-                                       paraphrase_threshold=self.e.config.paraphrase_threshold)
+                                       paraphrase_threshold=self.engine.config.paraphrase_threshold)
 
     def _consented(self, node: MemoryNode) -> bool:
         prefs = self.prefs

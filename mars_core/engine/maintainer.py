@@ -22,7 +22,6 @@ import numpy as np
 from mars_core.audit import AuditOp
 from mars_core.embeddings import Embedder
 from mars_core.engine.engine import Engine
-from mars_core.engine.namespace import NamespaceState
 from mars_core.engine.unit import Unit
 from mars_core.engine.writer import Writer
 from mars_core.errors import ValidationError
@@ -33,6 +32,7 @@ from mars_core.policies.reflection import ReflectionSummaryPolicy
 from mars_core.progress import ProgressFn, report
 from mars_core.scoring.retention import KIND_BY_TYPE, LifecycleConfig
 from mars_core.storage.base import NamespaceRecord, SetVector
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Maintainer"]
 
@@ -41,7 +41,7 @@ class Maintainer:
     """Maintenance phases and re-embedding (see the module)."""
 
     def __init__(self, engine: Engine, writer: Writer) -> None:
-        self.e, self.w = engine, writer
+        self.engine, self.writer = engine, writer
 
     def lifecycle(self, state: NamespaceState) -> LifecycleConfig:
         """Seed 003 TTLs, with the user's per-type retention horizons taking precedence."""
@@ -58,32 +58,33 @@ class Maintainer:
                            reflect: bool) -> dict[str, int]:
         """One namespace's maintenance phases in one write (seed 003 order)."""
         report = {"expired": 0, "archived": 0, "merged": 0, "summarised": 0}
-        with self.e.unit() as unit:
-            state = self.e.ns(ns)
-            view, taken = self.e.view(unit, ns), set[str]()
+        with self.engine.unit() as unit:
+            state = self.engine.ns(ns)
+            view, taken = self.engine.view(unit, ns), set[str]()
             cfg = self.lifecycle(state)
             if ttl:
                 evs = plan_expiry(view, view.now, cfg, exclude=frozenset(taken))
-                self.w.archive(unit, ns, evs, "ttl", {})
+                self.writer.archive(unit, ns, evs, "ttl", {})
                 taken.update(e.node_id for e in evs)
                 report["expired"] = len(evs)
             compact: tuple[str, ...] = ()
             if graduated:
                 gp = plan_graduated(view, view.now, cfg, exclude=frozenset(taken))
-                self.w.archive(unit, ns, gp.archive, "graduated", {})
+                self.writer.archive(unit, ns, gp.archive, "graduated", {})
                 taken.update(e.node_id for e in gp.archive)
                 report["archived"], compact = len(gp.archive), gp.compact
             if dedup:
-                merges = plan_dedup(view, self.e.config.dedup_threshold, exclude=frozenset(taken))
+                merges = plan_dedup(view, self.engine.config.dedup_threshold,
+                                    exclude=frozenset(taken))
                 if merges:
                     self._merge(unit, state, merges)
                 taken.update(m.dropped_id for m in merges)
                 report["merged"] = len(merges)
-            if reflect and (compact or view.used >= self.e.config.reflect_at * view.budget):
-                reflector = ReflectionSummaryPolicy(summariser=self.e.summariser)
+            if reflect and (compact or view.used >= self.engine.config.reflect_at * view.budget):
+                reflector = ReflectionSummaryPolicy(summariser=self.engine.summariser)
                 plan = reflector.consolidate(view, max(1, view.used), frozenset(taken))
                 for summary in plan.summaries:
-                    self.w.summarise(unit, ns, summary, "reflection", reflector.params())
+                    self.writer.summarise(unit, ns, summary, "reflection", reflector.params())
                 report["summarised"] = len(plan.summaries)
             if not unit.events:
                 unit.drafts.clear()  # nothing to write (the unit commits nothing)
@@ -93,11 +94,11 @@ class Maintainer:
         """Dedup (seed 003): archive each duplicate; the kept memory records what it
         absorbed (``metadata["also_from"]``) and ``supersedes`` it; the audit is the log."""
         ns = state.name
-        step, now = self.e.step(unit, ns), self.e.clock.now()
+        step, now = self.engine.step(unit, ns), self.engine.clock.now()
         absorbed: dict[str, list[str]] = {}
         for m in merges:
             absorbed.setdefault(m.kept_id, []).append(m.dropped_id)
-        self.w.archive(unit, ns, [Eviction(m.dropped_id, state.node(m.dropped_id).weight,
+        self.writer.archive(unit, ns, [Eviction(m.dropped_id, state.node(m.dropped_id).weight,
                                            m.cosine, {"cosine": m.cosine}, m.rationale)
                                   for m in merges], "dedup", {"threshold": merges[0].threshold})
         for kept_id, dropped in sorted(absorbed.items()):
@@ -105,7 +106,7 @@ class Maintainer:
             also = sorted({*kept.metadata.get("also_from", []), *dropped})
             edges = [Edge(source=kept_id, predicate=Predicate.SUPERSEDES, target=d, step=step)
                      for d in dropped]
-            self.e.update(unit, kept.model_copy(update={"metadata": {**kept.metadata,
+            self.engine.stage_update(unit, kept.model_copy(update={"metadata": {**kept.metadata,
                                                                       "also_from": also}}),
                           reindex=False, edges=edges)
             unit.event(ns, op=AuditOp.METADATA, node_ids=[kept_id], policy="dedup", step=step,
@@ -126,10 +127,10 @@ class Maintainer:
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValidationError("batch_size must be a positive int")
-        unit = self.e.begin()  # refuses a read-only store
+        unit = self.engine.begin()  # refuses a read-only store
         count = 0
-        default = self.e.config.default_namespace
-        with self.e.records.write() as tx:
+        default = self.engine.config.default_namespace
+        with self.engine.records.write() as tx:
             tx.lock_namespaces([default])  # its config event; before the manifest
             total = sum(t.active + t.archived for t in tx.totals().values())
             report(progress, "embed", 0, total)
@@ -149,24 +150,25 @@ class Maintainer:
             generation = int((manifest.get("index") or {}).get("generation", 0)) + 1
             manifest.update(embedder={"name": embedder.name, "dim": embedder.dim,
                                       "choice": "passed to reembed"},
-                            index={"name": self.e.index.name, "generation": generation,
-                                   "choice": self.e.note})
+                            index={"name": self.engine.index.name, "generation": generation,
+                                   "choice": self.engine.note})
             tx.put_manifest(manifest)
             ns = default
             record = tx.namespace(ns) or NamespaceRecord(ns)
             d = unit.draft(record, record.state)
-            unit.event(ns, op=AuditOp.CONFIG, step=d.step, at=self.e.clock.now(),
+            unit.event(ns, op=AuditOp.CONFIG, step=d.step, at=self.engine.clock.now(),
                        params={"embedder": embedder.name, "dim": embedder.dim},
                        rationale=f"re-embedded {count} memories with {embedder.name}")
             unit.write(tx, counter_before=unit.counter)
             report(progress, "write", 0, count)
         report(progress, "write", count, count)
-        self.e.embedder = embedder
-        self.e.embedder_note = "passed to reembed"
-        for state in self.e.cache.states():  # their centroids hold the old vectors
-            self.e.cache.drop(state.name)
-            self.e.index.forget(state.name)
+        self.engine.io.embedder = embedder
+        self.engine.embedder_note = "passed to reembed"
+        for state in self.engine.cache.states():  # their centroids hold the old vectors
+            self.engine.cache.drop(state.name)
+            self.engine.index.forget(state.name)
         # another identity: the index empties itself and is rebuilt from the new vectors
-        self.e.sync.bind(self.e.index_identity(embedder, generation), embedder.dim)
+        identity = self.engine.manifest.index_identity(embedder, generation)
+        self.engine.sync.bind(identity, embedder.dim)
         return count
 

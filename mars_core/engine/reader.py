@@ -4,7 +4,7 @@ A read never rewrites a memory. Counting it as an access stages, for each hit, o
 statistics row (count, last access, recency) and, for the call, one ``access`` audit
 event, in one transaction (:meth:`Reader.record_access`); a ``read_only`` call or store
 records nothing. The views follow with the new statistics alone
-(:meth:`~mars_core.engine.namespace.NamespaceState.apply_stats`: nothing is re-indexed),
+(:meth:`~mars_core.views.namespace.NamespaceState.apply_stats`: nothing is re-indexed),
 and the transaction does not wait for the disk unless ``StoreConfig.durable_accesses``
 (it is as atomic, and survives a crash of the process).
 
@@ -27,7 +27,6 @@ from mars_core.context import EvidenceItem, Validity, rank_recall, recall_walk, 
 from mars_core.embeddings import embed_one
 from mars_core.engine.engine import Engine
 from mars_core.engine.guard import OutputCheck, Shown
-from mars_core.engine.namespace import NamespaceState
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.model import HIDDEN, RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
 from mars_core.privacy.redaction import redact as redact_text
@@ -35,6 +34,7 @@ from mars_core.rerank import Reranker, rerank_hits
 from mars_core.retrieval import Hit, Query, pack, rank
 from mars_core.retrieval import relative_cutoff as cut
 from mars_core.storage.base import TermQuery, Vector
+from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Reader"]
 
@@ -48,7 +48,7 @@ class Reader:
     """Reads memories and records the accesses (see the module)."""
 
     def __init__(self, engine: Engine) -> None:
-        self.e = engine
+        self.engine = engine
 
     # --- ranking ----------------------------------------------------------------------------
 
@@ -57,11 +57,12 @@ class Reader:
              admit: Callable[[MemoryNode], bool] | None = None) -> list[Hit]:
         """Ranked hits of one namespace's active or archived memories (or both), read in
         one snapshot of the records (the index brought to the last commit first)."""
-        self.e.sync.prepare()
-        with self.e.records.read():  # every read of the search: one transaction
-            return rank(state, self.e.sync, lambda ids: self.e.stored_vectors(state, ids),
-                        self.e.search_terms, status=status, qvec=qvec, q=q,
-                        cfg=self.e.config.retrieval, admit=admit)
+        self.engine.sync.prepare()
+        with self.engine.records.read():  # every read of the search: one transaction
+            return rank(state, self.engine.sync,
+                        lambda ids: self.engine.io.stored_vectors(state, ids),
+                        self.engine.search_terms, status=status, qvec=qvec, q=q,
+                        cfg=self.engine.config.retrieval, admit=admit)
 
     def retrieve(self, q: Query, budget: int, *, k: int | None, ratio: float,
                  include_archive: bool | None, read_only: bool, redact: bool,
@@ -77,8 +78,8 @@ class Reader:
         Raises:
             PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
-        state = self.e.ns(q.namespace)
-        qvec = embed_one(self.e.embedder, q.text)
+        state = self.engine.ns(q.namespace)
+        qvec = embed_one(self.engine.embedder, q.text)
         if include_archive:
             hits = self.rank(state, MemoryStatus.ACTIVE, qvec, q)
             hits += [Hit(h.node, h.score * 0.9, h.dense, h.lexical, True)
@@ -88,12 +89,12 @@ class Reader:
         else:
             hits = self.search(state, qvec, q, second_tier=include_archive is None)
         recallable = self.recallable(state)  # private mode without consent
-        check = OutputCheck(self.e, state) if redact else None
+        check = OutputCheck(self.engine, state) if redact else None
         kept = rerank_hits([h for h in hits if recallable(h.node) and (
             check is None or not check.withheld_before(h.node))], q.text, rerank)
         chosen = pack(cut(kept, ratio, self.derivation(state)), budget, k)
         shown = self.checked(check, chosen)
-        if not read_only and shown and not self.e.read_only:
+        if not read_only and shown and not self.engine.read_only:
             ids = {h.id for h in shown}
             state.policy.on_retrieve(q.namespace, [h.node for h in chosen if not h.archived
                                                    and h.id in ids], budget, state.step)
@@ -123,7 +124,7 @@ class Reader:
         chat history, a LangGraph item); ``redact=False``: shown as they are."""
         if not redact:
             return [Shown(n, (), None) for n in nodes]
-        return OutputCheck(self.e, state).shown_all(nodes, "active")
+        return OutputCheck(self.engine, state).shown_all(nodes, "active")
 
     def search(self, state: NamespaceState, qvec: Vector, q: Query, *,
                second_tier: bool = True,
@@ -135,10 +136,10 @@ class Reader:
         still said) and not expired (:data:`~mars_core.model.RECALLABLE`). ``admit``
         leaves more out (before the ranking: what it refuses lends no score to a reply)."""
         statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
-        if second_tier and self.e.config.retrieval.search_archive \
+        if second_tier and self.engine.config.retrieval.search_archive \
                 and state.count(MemoryStatus.ARCHIVED):
             statuses += (MemoryStatus.ARCHIVED,)
-        now = self.e.clock.now()
+        now = self.engine.clock.now()
 
         def allowed(node: MemoryNode) -> bool:
             return (admit is None or admit(node)) and (node.is_active or (
@@ -157,19 +158,19 @@ class Reader:
         Raises:
             PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
-        state = self.e.ns(ns)
+        state = self.engine.ns(ns)
         starts = assemble.recall_starts(state, entity, goal, self.searcher(state), limit=k)
         ball = recall_walk(state.graph, starts, state.is_active, max_hops=max_hops,
                            max_nodes=4 * k)
         ids = [i for i, _ in ball]
-        vecs = dict(zip(ids, self.e.vectors(state, ids), strict=True))
-        ranked = rank_recall(ball, vecs, embed_one(self.e.embedder, entity or goal or ""),
+        vecs = dict(zip(ids, self.engine.io.vectors(state, ids), strict=True))
+        ranked = rank_recall(ball, vecs, embed_one(self.engine.embedder, entity or goal or ""),
                              allowed=self.purpose_filter(state, goal), limit=k)
-        check = OutputCheck(self.e, state) if redact else None
+        check = OutputCheck(self.engine, state) if redact else None
         found = [(state.node(r.node_id), r) for r in ranked]
         hits = self.checked(check, [Hit(n, r.score, r.similarity or 0.0, 0.0) for n, r in found
                                     if check is None or not check.withheld_before(n)])
-        if hits and not read_only and not self.e.read_only:
+        if hits and not read_only and not self.engine.read_only:
             self.record_access(state, hits, sum(h.node.weight for h in hits),
                                entity or goal or "", self.check_params(check))
         return hits
@@ -187,7 +188,7 @@ class Reader:
         Raises:
             PrivacyHookError: the rephrase-or-confirm hook failed (nothing recorded).
         """
-        state = self.e.ns(q.namespace)
+        state = self.engine.ns(q.namespace)
         active = assemble.active_turns(state, conversation, active_turns)
         skip = frozenset(n.id for n in active)
         recallable = self.recallable(state)
@@ -196,7 +197,7 @@ class Reader:
         def not_echo(node: MemoryNode) -> bool:  # nor does it lend its score to its reply
             return " ".join(node.content.split()).casefold() != echo
 
-        ranked = self.search(state, embed_one(self.e.embedder, q.text),
+        ranked = self.search(state, embed_one(self.engine.embedder, q.text),
                              q, admit=not_echo)  # q: the call's scope (template, jurisdiction)
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
         # whose statement was replaced is, marked outdated
@@ -204,7 +205,7 @@ class Reader:
         marks = {h.id: assemble.lineage(state, h.id, recallable)[0] for h in ranked}
         hits = rerank_hits([h for h in ranked if marks[h.id] in _SHOWN and recallable(h.node)],
                            q.text, rerank)
-        check = OutputCheck(self.e, state) if redact else None
+        check = OutputCheck(self.engine, state) if redact else None
         if check is not None:
             # nothing brings such a memory back: left out before the relative cut-off,
             # so the best memory that may be shown sets the bar
@@ -237,7 +238,7 @@ class Reader:
             support = [m for m in support if not check.shown(m[0], "support").withheld]
             turns = [t for t in turns if not check.shown(t[0], "active").withheld]
         rendered = render_context(self._items(check, cards), self._items(check, support),
-                                  self._items(check, turns), budget, self.e.counter.count,
+                                  self._items(check, turns), budget, self.engine.counter.count,
                                   evidence_only=evidence_only)
         counts = self.check_params(check)
         if check is not None:  # the surface pass over what the lines add (tags, names)
@@ -245,7 +246,7 @@ class Reader:
             rendered = result.text
             if result.changed:
                 counts["redacted_lines"] = result.spans_redacted
-        if hits and not self.e.read_only:
+        if hits and not self.engine.read_only:
             self.record_access(state, hits, budget, q.text, counts, telemetry=True)
         return rendered
 
@@ -287,7 +288,7 @@ class Reader:
 
     def _cut(self, state: NamespaceState, hits: list[Hit], skip: frozenset[str]) -> list[Hit]:
         """The relative cut-off of ``render``, then the active turns left out."""
-        return [h for h in cut(hits, self.e.config.retrieval.relative_cutoff,
+        return [h for h in cut(hits, self.engine.config.retrieval.relative_cutoff,
                                self.derivation(state)) if h.id not in skip]
 
     def memories(self, state: NamespaceState, mtype: MemoryType | str | None,
@@ -306,7 +307,7 @@ class Reader:
         if statuses == [MemoryStatus.ACTIVE]:
             nodes = [state.nodes[i] for i in state.active_ids()]
         else:
-            with self.e.records.read() as tx:
+            with self.engine.records.read() as tx:
                 nodes = tx.memories(state.name, statuses[0] if len(statuses) == 1 else None)
         return sorted((n for n in nodes if mt is None or n.type is mt), key=lambda n: n.seq)
 
@@ -332,17 +333,17 @@ class Reader:
         (durable as ``StoreConfig.durable_accesses`` says). ``telemetry``: a retrieval,
         whose share of active hits feeds an elastic budget's hit rate."""
         ns = state.name
-        with self.e.unit(durable=self.e.config.durable_accesses) as unit:
-            elastic, cfg = self.e.elastic(ns, unit), self.e.config.elastic
+        with self.engine.unit(durable=self.engine.config.durable_accesses) as unit:
+            elastic, cfg = self.engine.elastic(ns, unit), self.engine.config.elastic
             if telemetry and elastic is not None and cfg is not None:
-                self.e.set_elastic(unit, ns, elastic.observe_hits(
+                self.engine.set_elastic(unit, ns, elastic.observe_hits(
                     cfg, active=sum(1 for h in hits if not h.archived), total=len(hits)))
-            step, now = self.e.step(unit, ns), self.e.clock.now()
+            step, now = self.engine.step(unit, ns), self.engine.clock.now()
             for h in reversed(hits):  # the best hit becomes the most recently used
                 node = state.node(h.node.id)
-                self.e.stats(unit, node.model_copy(update={
+                self.engine.stage_stats(unit, node.model_copy(update={
                     "access_count": node.access_count + 1, "last_access_at": now,
-                    "last_access_step": step, "touch_seq": self.e.touch(unit, ns)}))
+                    "last_access_step": step, "touch_seq": self.engine.touch(unit, ns)}))
             unit.event(ns, op=AuditOp.ACCESS, node_ids=[h.id for h in hits], step=step, at=now,
                        features={h.id: {"score": h.score, "dense": h.dense,
                                         "lexical": h.lexical} for h in hits},
@@ -388,17 +389,17 @@ class Reader:
 
     def searcher(self, state: NamespaceState) -> Callable[[str, int], list[str]]:
         """The full-text search of ``state``'s active memories: text, how many → ids."""
-        cfg = self.e.config.retrieval
+        cfg = self.engine.config.retrieval
 
         def search(text: str, k: int) -> list[str]:
-            found = self.e.search_terms(TermQuery(state.name, tuple(terms(text)), k=k,
+            found = self.engine.search_terms(TermQuery(state.name, tuple(terms(text)), k=k,
                                                   k1=cfg.bm25_k1, b=cfg.bm25_b))
             return [i for i, _ in found.hits]
         return search
 
     def recallable(self, state: NamespaceState) -> Callable[[MemoryNode], bool]:
         """Private mode: only what consent covers may be recalled."""
-        prefs, now = state.prefs, self.e.clock.now()
+        prefs, now = state.prefs, self.engine.clock.now()
         if prefs is None or not prefs.private_mode:
             return lambda node: True
         return lambda node: prefs.recallable(node, now)

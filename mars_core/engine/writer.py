@@ -53,18 +53,18 @@ from mars_core.privacy.semantic import SemanticSensitivity, SemanticVerdict
 from mars_core.progress import EMBED_BATCH, ProgressFn, report
 from mars_core.storage.base import RecordTxn, Vector
 
-__all__ = ["NewMemory", "Turn", "Writer", "memory_id"]
+__all__ = ["NewMemory", "Turn", "Writer", "mint_id"]
 
 _IDS = uuid.UUID("6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f")
 
 
-def memory_id(secret: str, counter: int) -> str:
+def mint_id(secret: str, counter: int) -> str:
     """The UUID of the ``counter``-th memory of a store with id secret ``secret`` (a
     random one per store, or the configured seed): Qdrant accepts only UUIDs, a replay of
     the same store gives the same ids, another store's cannot be guessed.
 
     Examples:
-        >>> memory_id("0", 1) == memory_id("0", 1) != memory_id("1", 1)
+        >>> mint_id("0", 1) == mint_id("0", 1) != mint_id("1", 1)
         True
     """
     return str(uuid.uuid5(_IDS, f"{secret}:{counter}"))
@@ -150,7 +150,7 @@ class Writer:
     """Stores and changes memories (see the module)."""
 
     def __init__(self, engine: Engine) -> None:
-        self.e = engine
+        self.engine = engine
 
     # --- adding ---------------------------------------------------------------------------
 
@@ -167,14 +167,14 @@ class Writer:
         for item in items:
             _check_text(item.text)
             self._check_allowed(item.text, item.namespace, _conversation(item.provenance))
-        vectors = Embeddings(self.e, (i.text for i in items), progress)
+        vectors = Embeddings(self.engine, (i.text for i in items), progress)
         out = []
         report(progress, "store", 0, len(items))
-        with self.e.unit() as unit:
+        with self.engine.unit() as unit:
             self.reserve(unit, len(items))
             for done, item in enumerate(items, 1):
                 ns = item.namespace
-                step = self.e.step(unit, ns, advance=True)
+                step = self.engine.step(unit, ns, advance=True)
                 node = self.build(unit, item.text, item.type, ns, step=step,
                                   vectors=vectors, payload=item.payload,
                                   sensitivity=item.sensitivity,
@@ -187,7 +187,7 @@ class Writer:
                 report(progress, "store", done, len(items))
             report(progress, "write", 0, len(items))
         report(progress, "write", len(items), len(items))
-        return [self.e.ns(n.namespace).get(n.id) or n for n in out]
+        return [self.engine.ns(n.namespace).get(n.id) or n for n in out]
 
     def observe(self, turns: Sequence[Turn],
                 progress: ProgressFn | None = None) -> list[list[MemoryNode]]:
@@ -197,10 +197,10 @@ class Writer:
         Turns the namespace's preferences block leave no trace (an empty list).
         """
         kept = [t for t in turns if not self._blocked(t)]
-        vectors = Embeddings(self.e, self._likely_texts(kept), progress)
+        vectors = Embeddings(self.engine, self._likely_texts(kept), progress)
         out: dict[int, list[MemoryNode]] = {}
         report(progress, "store", 0, len(kept))
-        with self.e.unit() as unit:
+        with self.engine.unit() as unit:
             self.reserve(unit, len(vectors))
             for done, turn in enumerate(kept, 1):
                 nodes = self._stage_turn(unit, turn, vectors)
@@ -211,7 +211,7 @@ class Writer:
         report(progress, "write", len(kept), len(kept))
         result = []
         for turn in turns:
-            state = self.e.ns(turn.namespace)
+            state = self.engine.ns(turn.namespace)
             result.append([state.get(n.id) or n for n in out.get(id(turn), [])])
         return result
 
@@ -231,17 +231,18 @@ class Writer:
             _check_text(turn.text)
             texts.append(turn.text)
             if turn.namespace not in known:
-                known[turn.namespace] = copy.deepcopy(self.e.ns(turn.namespace).known)
+                known[turn.namespace] = copy.deepcopy(self.engine.ns(turn.namespace).known)
             for item in extract(turn.role, turn.text, None, speaker=turn.speaker,
-                                known=known[turn.namespace], anchor=turn.at or self.e.clock.now()):
+                                known=known[turn.namespace],
+                                anchor=turn.at or self.engine.clock.now()):
                 texts.append(item.text)
         return texts
 
     def _stage_turn(self, unit: Unit, turn: Turn, vectors: Embeddings) -> list[MemoryNode]:
         """One turn: its episode, the memories extracted from it, their edges."""
         ns, prov = turn.namespace, turn.provenance
-        state = self.e.ns(ns)
-        step = self.e.step(unit, ns, advance=True)
+        state = self.engine.ns(ns)
+        step = self.engine.step(unit, ns, advance=True)
         episode = self.build(unit, turn.text, MemoryType.EPISODIC, ns, step=step,
                              vectors=vectors, provenance=prov, created_at=turn.at,
                              payload={"participants": (turn.speaker,) if turn.speaker else ()})
@@ -251,7 +252,7 @@ class Writer:
         self.insert(unit, episode, vectors(turn.text), links, f"; turn of {prov.source}")
         out = [episode]
         items = list(extract(prov.source, turn.text, None, speaker=turn.speaker,
-                             known=state.known, anchor=turn.at or self.e.clock.now()))
+                             known=state.known, anchor=turn.at or self.engine.clock.now()))
         for item in items:
             node = self.build(
                 unit, item.text, item.type, ns, step=step, vectors=vectors,
@@ -279,16 +280,16 @@ class Writer:
         _check_text(text)
         ns = old.namespace
         self._check_allowed(text, ns, old.provenance.conversation_id)
-        vectors = Embeddings(self.e, [text])
-        with self.e.unit() as unit:
-            step = self.e.step(unit, ns, advance=True)
+        vectors = Embeddings(self.engine, [text])
+        with self.engine.unit() as unit:
+            step = self.engine.step(unit, ns, advance=True)
             prov = old.provenance.model_copy(update={"derived_from": (old.id,)})
             node = self.build(unit, text, old.type, ns, step=step, vectors=vectors,
                               payload=old.payload, sensitivity=old.sensitivity, provenance=prov,
                               metadata=dict(old.metadata if metadata is None else metadata),
                               pinned=old.pinned, expires_at=expires_at)
             edges = self.edges_for(node, [(Predicate.SUPERSEDES, old.id)])
-            self.e.insert(unit, node, vectors(text), edges)
+            self.engine.stage_insert(unit, node, vectors(text), edges)
             unit.event(ns, op=AuditOp.UPDATE, node_ids=[node.id, old.id], step=step,
                        at=node.created_at, rationale=f"new version of {old.id}",
                        contents={node.id: node.content})
@@ -297,7 +298,7 @@ class Writer:
                                                  f"superseded by its new version {node.id}")],
                              "update", {})
             self.enforce_budget(unit, ns, [node.id, old.id])
-        return self.e.ns(ns).node(node.id)
+        return self.engine.ns(ns).node(node.id)
 
     def forget(self, node: MemoryNode, reason: str) -> MemoryNode:
         """Archive a memory on request. Already archived to make room (evicted or
@@ -307,18 +308,18 @@ class Writer:
             if node.archive_reason not in (ArchiveReason.EVICTED, ArchiveReason.SUMMARISED):
                 return node
             ns = node.namespace
-            with self.e.unit() as unit:
-                self.e.update(unit, node.model_copy(
+            with self.engine.unit() as unit:
+                self.engine.stage_update(unit, node.model_copy(
                     update={"archive_reason": ArchiveReason.FORGOTTEN}), reindex=False)
                 unit.event(ns, op=AuditOp.EVICT, node_ids=[node.id],
-                           step=self.e.step(unit, ns), at=self.e.clock.now(),
+                           step=self.engine.step(unit, ns), at=self.engine.clock.now(),
                            rationale=f"forgotten by the user (was archived): {reason}")
-            return self.e.ns(ns).node(node.id)
-        with self.e.unit() as unit:
+            return self.engine.ns(ns).node(node.id)
+        with self.engine.unit() as unit:
             self.archive(unit, node.namespace, [Eviction(node.id, node.weight, None, {},
                                                          f"forgotten by the user: {reason}")],
                          "user", {})
-        state = self.e.ns(node.namespace)
+        state = self.engine.ns(node.namespace)
         state.policy.on_forget(node, state.step)
         return state.node(node.id)
 
@@ -329,17 +330,17 @@ class Writer:
         todo = [n for n in turns if n.archive_reason is not ArchiveReason.CLEARED]
         if not todo:
             return []
-        with self.e.unit() as unit:
+        with self.engine.unit() as unit:
             self.archive(unit, ns, [Eviction(n.id, n.weight, None, {}, f"cleared: {reason}")
                                     for n in todo if n.is_active], "clear", {})
-            step = self.e.step(unit, ns)
+            step = self.engine.step(unit, ns)
             for node in (n for n in todo if not n.is_active):
-                self.e.update(unit, node.model_copy(
+                self.engine.stage_update(unit, node.model_copy(
                     update={"archive_reason": ArchiveReason.CLEARED}), reindex=False)
                 unit.event(ns, op=AuditOp.EVICT, node_ids=[node.id], step=step,
-                           at=self.e.clock.now(),
+                           at=self.engine.clock.now(),
                            rationale=f"cleared (was archived, {node.archive_reason}): {reason}")
-        state = self.e.ns(ns)
+        state = self.engine.ns(ns)
         for node in todo:
             if node.is_active:
                 state.policy.on_forget(node, state.step)
@@ -350,27 +351,27 @@ class Writer:
         if node.is_active:
             return node
         ns = node.namespace
-        with self.e.unit() as unit:
-            touch = self.e.touch(unit, ns)
+        with self.engine.unit() as unit:
+            touch = self.engine.touch(unit, ns)
             restored = node.model_copy(update={"status": MemoryStatus.ACTIVE,
                                                "archive_reason": None,
                                                "touch_seq": touch, "activated_seq": touch})
-            self.e.update(unit, restored, reindex=True)
+            self.engine.stage_update(unit, restored, reindex=True)
             unit.event(ns, op=AuditOp.RESTORE, node_ids=[node.id],
-                       step=self.e.step(unit, ns), at=self.e.clock.now(),
+                       step=self.engine.step(unit, ns), at=self.engine.clock.now(),
                        rationale="restored from the archive on request")
             self.enforce_budget(unit, ns, [node.id])
-        return self.e.ns(ns).node(node.id)
+        return self.engine.ns(ns).node(node.id)
 
     def link(self, node: MemoryNode, predicate: Predicate | str, target: str) -> Edge:
         """Add a typed edge between two memories of one namespace."""
         edges = self.edges_for(node, [(predicate, target)], implicit=False)
-        state = self.e.ns(node.namespace)
+        state = self.engine.ns(node.namespace)
         state.graph.check_link(edges[0])
-        with self.e.unit() as unit:
-            self.e.update(unit, node, reindex=False, edges=edges)
+        with self.engine.unit() as unit:
+            self.engine.stage_update(unit, node, reindex=False, edges=edges)
             unit.event(node.namespace, op=AuditOp.METADATA, node_ids=[node.id, target],
-                       step=self.e.step(unit, node.namespace), at=self.e.clock.now(),
+                       step=self.engine.step(unit, node.namespace), at=self.engine.clock.now(),
                        rationale=f"linked {node.id} {edges[0].predicate.value} {target}")
         return edges[0]
 
@@ -380,10 +381,10 @@ class Writer:
             node = MemoryNode.model_validate({**old.model_dump(), **update})
         except pydantic.ValidationError as exc:
             raise ValidationError.from_pydantic(exc, "metadata change") from None
-        with self.e.unit() as unit:
-            self.e.update(unit, node, reindex=False)
+        with self.engine.unit() as unit:
+            self.engine.stage_update(unit, node, reindex=False)
             unit.event(old.namespace, op=AuditOp.METADATA, node_ids=[node.id],
-                       step=self.e.step(unit, old.namespace), at=self.e.clock.now(),
+                       step=self.engine.step(unit, old.namespace), at=self.engine.clock.now(),
                        params={"fields": sorted(update)},
                        rationale=f"changed {', '.join(sorted(update)) or 'nothing'}")
         return node
@@ -425,8 +426,9 @@ class Writer:
                 nor in its namespace here.
             BudgetExceededError: a namespace's imported active memories exceed its budget.
         """
-        nodes = [n.model_copy(update={"weight": self.e.count_tokens(n.content)}) for n in nodes]
-        with self.e.records.read() as tx:
+        nodes = [n.model_copy(update={"weight": self.engine.io.count_tokens(n.content)})
+                 for n in nodes]
+        with self.engine.records.read() as tx:
             clash = sorted(tx.existing([n.id for n in nodes]))
             if skip_existing and clash:
                 doc = {n.id: n for n in nodes}
@@ -451,18 +453,19 @@ class Writer:
         self._check_import_targets(nodes, edges)
         for ns in {n.namespace for n in nodes}:
             if sum(n.weight for n in nodes if n.namespace == ns and n.is_active) > \
-                    self.e.config.budget_for(ns):
+                    self.engine.config.budget_for(ns):
                 raise BudgetExceededError(f"active memories of {ns!r} exceed its budget")
-        vectors = Embeddings(self.e, (n.content for n in nodes), progress)
+        vectors = Embeddings(self.engine, (n.content for n in nodes), progress)
         by_source: dict[str, list[Edge]] = {}
         for e in edges:
             by_source.setdefault(e.source, []).append(e)
         report(progress, "store", 0, len(nodes))
-        with self.e.unit() as unit:
+        with self.engine.unit() as unit:
             for done, node in enumerate(nodes, 1):
-                self.e.insert(unit, node, vectors(node.content), by_source.get(node.id, []))
+                self.engine.stage_insert(unit, node, vectors(node.content),
+                                         by_source.get(node.id, []))
                 unit.counter = max(unit.counter, node.seq)
-                d = self.e.draft(unit, node.namespace)
+                d = self.engine.draft(unit, node.namespace)
                 d.touch = max(d.touch, node.touch_seq, node.activated_seq)
                 d.step = max(d.step, node.step, node.last_access_step or 0)
                 report(progress, "store", done, len(nodes))
@@ -471,8 +474,8 @@ class Writer:
                     unit.drafts[ns].step = max(step, unit.drafts[ns].step)
             for ns in sorted({n.namespace for n in nodes}):
                 ids = [n.id for n in nodes if n.namespace == ns]
-                unit.event(ns, op=AuditOp.IMPORT, node_ids=ids, step=self.e.step(unit, ns),
-                           at=self.e.clock.now(), rationale=f"imported {len(ids)} memories")
+                unit.event(ns, op=AuditOp.IMPORT, node_ids=ids, step=self.engine.step(unit, ns),
+                           at=self.engine.clock.now(), rationale=f"imported {len(ids)} memories")
             report(progress, "write", 0, len(nodes))
         report(progress, "write", len(nodes), len(nodes))
         return len(nodes)
@@ -487,7 +490,7 @@ class Writer:
         for ns in sorted({n.namespace for n in nodes}):
             ids: set[str] = set()
             texts: set[str] = set()
-            token = self.e.chain.namespace_token(ns)
+            token = self.engine.chain.namespace_token(ns)
             chains = [ns, *(n for n in names if erased_token(n) == token)]
             for ev in (e for chain in chains for e in tx.audit(chain)):
                 if ev.op is AuditOp.ERASE:
@@ -495,7 +498,7 @@ class Writer:
                     texts.update(ev.content_hashes.values())
             if ids:
                 found += [n.id for n in nodes if n.namespace == ns and (
-                    n.id in ids or self.e.chain.content_hash(n.content) in texts)]
+                    n.id in ids or self.engine.chain.content_hash(n.content) in texts)]
         return found
 
     def _check_import_targets(self, nodes: Sequence[MemoryNode], edges: Sequence[Edge]) -> None:
@@ -503,7 +506,7 @@ class Writer:
         (the document checked the rest; ``derived_from`` ids all have their edge)."""
         namespace = {n.id: n.namespace for n in nodes}
         outside = [e for e in edges if e.target not in namespace]
-        with self.e.records.read() as tx:
+        with self.engine.records.read() as tx:
             for e in outside:
                 found = tx.memory(e.target)
                 if found is None or found.namespace != namespace[e.source]:
@@ -536,30 +539,30 @@ class Writer:
             payload = {"kind": mt.value, **payload}
         sens = fields.pop("sensitivity", None)
         fields = {k: v for k, v in fields.items() if v is not None}
-        touch = self.e.touch(unit, ns)
+        touch = self.engine.touch(unit, ns)
         try:
             node = MemoryNode(
                 id=self._new_id(unit), type=mt, content=text, payload=payload, namespace=ns,
-                created_at=fields.pop("created_at", None) or self.e.clock.now(), step=step,
+                created_at=fields.pop("created_at", None) or self.engine.clock.now(), step=step,
                 seq=unit.counter, sensitivity=0.0 if sens is None else sens,
-                weight=self.e.count_tokens(text), touch_seq=touch, activated_seq=touch,
+                weight=self.engine.io.count_tokens(text), touch_seq=touch, activated_seq=touch,
                 **fields)
         except pydantic.ValidationError as exc:
             raise ValidationError.from_pydantic(exc, "memory") from None
-        budget = self.e.budget(ns, unit)
+        budget = self.engine.budget(ns, unit)
         if node.weight > budget:
             raise BudgetExceededError(
                 f"this memory needs {node.weight} tokens but namespace {ns!r} has a budget of "
                 f"{budget}; split the text or raise the budget")
         vector = vectors(text)
-        state = self.e.ns(ns)
-        sig = self.e.enricher.analyze(text)
-        signals = self.e.enricher.compute(text, vector, self.e.centroid(state),
+        state = self.engine.ns(ns)
+        sig = self.engine.enricher.analyze(text)
+        signals = self.engine.enricher.compute(text, vector, self.engine.centroid(state),
                                           node.provenance.source, sig)
         detected = node.sensitivity
-        if sens is None and self.e.config.sensitivity_scoring:
-            model = self.e.semantic()
-            detected = self.e.scorer.score(
+        if sens is None and self.engine.config.sensitivity_scoring:
+            model = self.engine.io.semantic()
+            detected = self.engine.scorer.score(
                 text, provenance=node.provenance, type=mt, signals=sig,
                 semantic=vectors.verdict(text, model) if model is not None else None).score
         signals["sensitivity_detected"] = detected
@@ -573,24 +576,24 @@ class Writer:
         skipped by :meth:`_new_id` as before."""
         if unit.allocate is not None or count < 2:
             return
-        ids = [memory_id(self.e.secret, unit.counter + i) for i in range(1, count + 1)]
-        with self.e.records.read() as tx:
+        ids = [mint_id(self.engine.secret, unit.counter + i) for i in range(1, count + 1)]
+        with self.engine.records.read() as tx:
             taken = tx.existing(ids)
         unit.unused.update(i for i in ids if i not in taken)
 
     def _new_id(self, unit: Unit) -> str:
         while True:
-            nid = memory_id(self.e.secret, unit.next_seq())
+            nid = mint_id(self.engine.secret, unit.next_seq())
             if nid in unit.unused:
                 unit.unused.discard(nid)
                 return nid
-            with self.e.records.read() as tx:
+            with self.engine.records.read() as tx:
                 if not tx.existing([nid]):
                     return nid
 
     def user_sensitivity(self, node: MemoryNode, detected: float) -> float:
         """Sensitivity after the namespace's preferences, with private inheritance."""
-        state = self.e.ns(node.namespace)
+        state = self.engine.ns(node.namespace)
         prefs = state.prefs
         if prefs is None:
             return detected
@@ -604,7 +607,7 @@ class Writer:
         return s
 
     def _check_allowed(self, text: str, ns: str, conversation: str | None) -> None:
-        prefs = self.e.ns(ns).prefs
+        prefs = self.engine.ns(ns).prefs
         if prefs is not None and prefs.blocks(text, conversation):
             raise BlockedByPreferenceError(
                 f"namespace {ns!r} blocks this entity or conversation from long-term storage")
@@ -628,7 +631,7 @@ class Writer:
             raise ValidationError(
                 f"links must be (predicate, target id) pairs; predicates: "
                 f"{[p.value for p in Predicate]}") from None
-        state = self.e.ns(node.namespace)
+        state = self.engine.ns(node.namespace)
         edges = []
         for pred, target in dict.fromkeys(pairs):
             if not isinstance(target, str) or target not in state:
@@ -646,12 +649,12 @@ class Writer:
                why: str = "") -> None:
         """Stage a new memory with its edges and its ``insert`` audit event."""
         ns = node.namespace
-        used = self.e.ns(ns).used
-        self.e.insert(unit, node, vector, edges)
+        used = self.engine.ns(ns).used
+        self.engine.stage_insert(unit, node, vector, edges)
         unit.event(ns, op=AuditOp.INSERT, node_ids=[node.id], step=node.step, at=node.created_at,
                    features={node.id: {"weight": node.weight, "sensitivity": node.sensitivity}},
                    rationale=f"stored {node.type.value} memory of {node.weight} tokens "
-                             f"({used + node.weight} of {self.e.budget(ns, unit)} tokens "
+                             f"({used + node.weight} of {self.engine.budget(ns, unit)} tokens "
                              f"before forgetting){why}",
                    contents={node.id: node.content})
 
@@ -659,38 +662,38 @@ class Writer:
                 params: Mapping[str, Any]) -> None:
         """Move memories to the archive, one ``evict`` event each; the stage (``policy``)
         says why (:data:`_REASONS`; a policy's own name: it made room)."""
-        state = self.e.ns(ns)
-        step = self.e.step(unit, ns)
+        state = self.engine.ns(ns)
+        step = self.engine.step(unit, ns)
         reason = _REASONS.get(policy, ArchiveReason.EVICTED)
         for ev in evictions:
             node = state.node(ev.node_id)
-            self.e.update(unit, node.model_copy(update={"status": MemoryStatus.ARCHIVED,
+            self.engine.stage_update(unit, node.model_copy(update={"status": MemoryStatus.ARCHIVED,
                                                         "archive_reason": reason}),
                           reindex=True)
             unit.event(ns, op=AuditOp.EVICT, node_ids=[node.id], policy=policy, params=params,
                        features={node.id: dict(ev.features)}, score=ev.score,
-                       rationale=ev.rationale, step=step, at=self.e.clock.now(),
+                       rationale=ev.rationale, step=step, at=self.engine.clock.now(),
                        contents={node.id: node.content})
 
     def summarise(self, unit: Unit, ns: str, summary: Summary, policy: str,
                   params: Mapping[str, Any]) -> MemoryNode:
         """Replace a cluster by a summary memory; the members go to the archive."""
-        state = self.e.ns(ns)
+        state = self.engine.ns(ns)
         members = [state.node(i) for i in summary.member_ids]
         convs = {m.provenance.conversation_id for m in members}
         prov = Provenance(source="summary", derived_from=summary.member_ids,
                           conversation_id=convs.pop() if len(convs) == 1 else None)
-        step = self.e.step(unit, ns)
-        vectors = Embeddings(self.e, [summary.text])
+        step = self.engine.step(unit, ns)
+        vectors = Embeddings(self.engine, [summary.text])
         node = self.build(unit, summary.text, MemoryType.SEMANTIC, ns, step=step,
                           vectors=vectors, provenance=prov, payload={
                               "concept": summary.concept,
                               "confidence": min(1.0, max(0.0, 1.0 - summary.distortion))},
                           sensitivity=summary.sensitivity,
                           depth=max(m.depth for m in members) + 1)
-        self.e.insert(unit, node, vectors(summary.text), self.edges_for(node, ()))
+        self.engine.stage_insert(unit, node, vectors(summary.text), self.edges_for(node, ()))
         for m in members:
-            self.e.update(unit, state.node(m.id).model_copy(
+            self.engine.stage_update(unit, state.node(m.id).model_copy(
                 update={"status": MemoryStatus.ARCHIVED,
                         "archive_reason": ArchiveReason.SUMMARISED}), reindex=True)
         unit.event(ns, op=AuditOp.SUMMARISE, node_ids=[node.id, *summary.member_ids],
@@ -710,24 +713,25 @@ class Writer:
         """Raise or lower an elastic budget from the telemetry so far (seed 000 §6.9.2),
         with a ``config`` event that gives the rates; the policy then restores the new
         budget as after any write."""
-        cfg, st = self.e.config.elastic, self.e.elastic(ns, unit)
+        cfg, st = self.engine.config.elastic, self.engine.elastic(ns, unit)
         if cfg is None or st is None:
             return
-        new, why = st.decide(cfg, self.e.config.budget_for(ns))
+        new, why = st.decide(cfg, self.engine.config.budget_for(ns))
         if why is None:
             return
-        self.e.set_elastic(unit, ns, new)
-        unit.event(ns, op=AuditOp.CONFIG, step=self.e.step(unit, ns), at=self.e.clock.now(),
+        self.engine.set_elastic(unit, ns, new)
+        unit.event(ns, op=AuditOp.CONFIG, step=self.engine.step(unit, ns),
+                   at=self.engine.clock.now(),
                    params={"elastic_budget": new.budget, "previous": st.budget,
-                           "budget_base": self.e.config.budget_for(ns),
+                           "budget_base": self.engine.config.budget_for(ns),
                            "trigger_rate": round(st.triggers, 6),
                            "hit_rate": None if st.hits is None else round(st.hits, 6)},
                    rationale=f"the budget of {ns!r} was {why}")
 
     def _elastic_observe(self, unit: Unit, ns: str, *, triggered: bool) -> None:
-        cfg, st = self.e.config.elastic, self.e.elastic(ns, unit)
+        cfg, st = self.engine.config.elastic, self.engine.elastic(ns, unit)
         if cfg is not None and st is not None:
-            self.e.set_elastic(unit, ns, st.observe_write(cfg, triggered=triggered))
+            self.engine.set_elastic(unit, ns, st.observe_write(cfg, triggered=triggered))
 
     def fit_budgets(self) -> dict[str, int]:
         """Bring every namespace over its budget under it (a store reopened with smaller
@@ -742,33 +746,33 @@ class Writer:
         Returns:
             The namespaces brought under their budgets, with the tokens they used before.
         """
-        if not self.e.fit_pending:
+        if not self.engine.manifest.fit_pending:
             return {}
-        with self.e.records.read() as tx:
+        with self.engine.records.read() as tx:
             totals = tx.totals()
-        over = {ns: t.tokens for ns, t in totals.items() if t.tokens > self.e.budget(ns)}
+        over = {ns: t.tokens for ns, t in totals.items() if t.tokens > self.engine.budget(ns)}
         for ns, used in over.items():
-            budget = self.e.budget(ns)
-            self.e.cache.new_call()  # as between calls: at most `capacity` stay loaded
-            with self.e.unit() as unit:
-                unit.event(ns, op=AuditOp.CONFIG, step=self.e.step(unit, ns),
-                           at=self.e.clock.now(), params={"budget": budget, "used": used},
+            budget = self.engine.budget(ns)
+            self.engine.cache.new_call()  # as between calls: at most `capacity` stay loaded
+            with self.engine.unit() as unit:
+                unit.event(ns, op=AuditOp.CONFIG, step=self.engine.step(unit, ns),
+                           at=self.engine.clock.now(), params={"budget": budget, "used": used},
                            rationale=f"the budget of {ns!r} is now {budget} tokens and its "
                                      f"active memories use {used}: the policy archives "
                                      "memories until they fit")
                 self.enforce_budget(unit, ns, (), write=False)
-        self.e.budgets_fitted()
+        self.engine.manifest.budgets_fitted()
         return over
 
     def enforce_budget(self, unit: Unit, ns: str, exclude: Iterable[str], *,
                        write: bool = True) -> None:
         """Sweep (hygiene the policy does at every write), then restore the budget. A
         ``write`` moves an elastic budget first and counts in its trigger rate."""
-        state = self.e.ns(ns)
+        state = self.engine.ns(ns)
         policy = state.policy
         if write:
             self._elastic_decide(unit, ns)
-        view, taken = self.e.view(unit, ns), frozenset(exclude)
+        view, taken = self.engine.view(unit, ns), frozenset(exclude)
         swept = policy.sweep(view, taken)
         self.archive(unit, ns, swept.evictions, policy.name, policy.params())
         need = state.used - view.budget

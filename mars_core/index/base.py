@@ -43,8 +43,7 @@ import numpy.typing as npt
 
 from mars_core._guard import guarded
 from mars_core.errors import ConflictError, EmbeddingMismatchError, ValidationError
-from mars_core.model import MemoryStatus
-from mars_core.storage.base import IndexRow
+from mars_core.model import IndexRow, MemoryStatus
 
 __all__ = [
     "And",

@@ -36,7 +36,7 @@ from the exact vectors in the record store.
 Examples:
     >>> import numpy as np
     >>> from mars_core.model import MemoryStatus
-    >>> from mars_core.storage.base import IndexRow
+    >>> from mars_core.model import IndexRow
     >>> index = ChromaIndex()                          # ephemeral, private to this object
     >>> index.bind("store-1", 2, lambda ns: [])
     0
@@ -85,8 +85,7 @@ from mars_core.index.base import (
     Vector,
     rows_by_namespace,
 )
-from mars_core.model import MemoryStatus
-from mars_core.storage.base import IndexRow
+from mars_core.model import IndexRow, MemoryStatus
 
 __all__ = ["NUMERIC_FLAG", "RESERVED_PREFIX", "ChromaIndex", "to_chroma_where"]
 

@@ -12,7 +12,7 @@ for a writer too.
 Examples:
     >>> import numpy as np
     >>> from mars_core.model import MemoryStatus
-    >>> from mars_core.storage.base import IndexRow
+    >>> from mars_core.model import IndexRow
     >>> rows = [IndexRow("a", "u1", MemoryStatus.ACTIVE, np.array([1, 0], np.float32), {}),
     ...         IndexRow("b", "u1", MemoryStatus.ACTIVE, np.array([0, 1], np.float32), {}),
     ...         IndexRow("c", "u2", MemoryStatus.ACTIVE, np.array([1, 0], np.float32), {})]
@@ -47,8 +47,7 @@ from mars_core.index.base import (
     matches,
     unit,
 )
-from mars_core.model import MemoryStatus
-from mars_core.storage.base import IndexRow
+from mars_core.model import IndexRow, MemoryStatus
 
 __all__ = ["NumpyIndex"]
 

@@ -31,7 +31,7 @@ fine for tests and small stores; use a server beyond that.
 Examples:
     >>> import numpy as np, uuid
     >>> from mars_core.model import MemoryStatus
-    >>> from mars_core.storage.base import IndexRow
+    >>> from mars_core.model import IndexRow
     >>> a = str(uuid.UUID(int=1))
     >>> index = QdrantIndex()                          # location=":memory:"
     >>> index.bind("store-1", 2, lambda ns: [])
@@ -70,8 +70,7 @@ from mars_core.index.base import (
     IndexSource,
     Vector,
 )
-from mars_core.model import MemoryStatus
-from mars_core.storage.base import IndexRow
+from mars_core.model import IndexRow, MemoryStatus
 
 __all__ = ["COLLECTION_OPTIONS", "QdrantIndex", "to_qdrant_filter"]
 

@@ -438,7 +438,7 @@ def find_clusters(view: PolicyView, taken: frozenset[str] = frozenset(), *,
     theirs) the slice is read from its columns and cached vectors; the result is the same.
 
     Examples:
-        >>> from mars_core.engine.namespace import NamespaceState
+        >>> from mars_core.views.namespace import NamespaceState
         >>> import random
         >>> from datetime import UTC, datetime
         >>> empty = NamespaceState.of("ns").view(100, datetime(2026, 1, 1, tzinfo=UTC),

@@ -62,7 +62,7 @@ import numpy.typing as npt
 
 from mars_core.audit import GENESIS, AuditEvent
 from mars_core.errors import ValidationError
-from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType
+from mars_core.model import Edge, IndexRow, MemoryNode, MemoryStatus, MemoryType
 
 __all__ = [
     "MAX_TIMEOUT",
@@ -152,17 +152,6 @@ class NamespaceTotals:
     archived: int = 0
     tokens: int = 0
     tokens_by_type: Mapping[MemoryType, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class IndexRow:
-    """What a vector index holds of a memory: id, partition, vector, filter fields."""
-
-    id: str
-    namespace: str
-    status: MemoryStatus
-    vector: Vector
-    fields: Mapping[str, str | int | float | bool]
 
 
 @dataclass(frozen=True, slots=True)

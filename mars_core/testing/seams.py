@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mars_core.engine.indexing import IndexSync
     from mars_core.engine.keyed import KeyedIndex
-    from mars_core.engine.namespace import NamespaceState, NamespaceView
     from mars_core.graph import MemoryGraph
     from mars_core.index.base import VectorIndex
     from mars_core.model import MemoryNode
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from mars_core.scoring.dmf import CentroidTracker
     from mars_core.storage.base import RecordStore, Vector
     from mars_core.store import MemoryStore
+    from mars_core.views.namespace import NamespaceState, NamespaceView
 
 __all__ = ["cached_states", "centroid_of", "default_parts", "index_sync", "memory_graph",
            "namespace_state", "novelty_centroid", "policy_view", "record_store",
@@ -64,7 +64,7 @@ def policy_view(store: MemoryStore, namespace: str = "default", *, budget: int |
     return state.view(budget if budget is not None else store.config.budget_for(namespace),
                       store.clock.now(),
                       rng if rng is not None else random.Random(0),
-                      io=store._engine.io(state))
+                      io=store._engine.io)
 
 
 def trigger_view(store: MemoryStore, namespace: str = "default") -> NamespaceView:
@@ -103,7 +103,7 @@ def centroid_of(store: MemoryStore, vectors: Iterator[Vector] | list[Vector]
 def semantic_classifier(store: MemoryStore) -> SemanticSensitivity | None:
     """The store's embedding-level sensitivity classifier, or None when its configuration
     turns it off."""
-    return store._engine.semantic()
+    return store._engine.io.semantic()
 
 
 def record_store(store: MemoryStore) -> RecordStore:

@@ -1,6 +1,6 @@
 """Where a namespace's views read what they do not hold: its history in the records.
 
-A namespace's views (:class:`~mars_core.engine.namespace.NamespaceState`) hold its
+A namespace's views (:class:`~mars_core.views.namespace.NamespaceState`) hold its
 active memories whole and nothing of the rest. Anything else a call needs — an archived
 memory a search found, the edges of a turn's neighbours, the newest turn of a
 conversation, the archived memories of a time window — is read through a

@@ -6,16 +6,22 @@ themselves, the edges that touch them, the budget ledger, the temporal index, th
 extraction's known facts, the cards, its policy instance, its privacy preferences and its
 moving centroid. Its history stays in the record store: an archived memory, the edges of
 a memory that is not active, the newest turn of a conversation, the archive's memories in
-a time window are read through its :class:`~mars_core.engine.history.History` when a call
+a time window are read through its :class:`~mars_core.views.history.History` when a call
 asks for them, held until the next call begins (:meth:`NamespaceState.trim`), and
 counted, not listed (the archive's size). Full-text search is the record store's
 (:meth:`~mars_core.storage.base.RecordTxn.search_terms`). So what a namespace holds is
 bounded by its budget, however long its history.
 
-The views follow each change a unit of work stages (:mod:`mars_core.engine.unit`); a
-unit that fails drops them, and they are read again from the records. Nothing here
-writes. :class:`NamespaceView` is the read-only :class:`~mars_core.policies.base.PolicyView`
-a policy plans over.
+The views follow each change a unit of work stages (:mod:`mars_core.engine.unit`), so a
+later step of the same call plans on what an earlier one staged; a unit that fails drops
+them, and they are read again from the records. Nothing here writes, and nothing here
+tells a policy anything: each ``apply_*`` change returns a :class:`Notice`, and the engine
+hands it to the namespace's policy (:meth:`Notice.tell`) as it stages it — so the policy
+holds exactly what the views hold: the committed state plus what the current unit
+staged; a unit that fails drops the policy with the views, and both are read again from
+the records (``tests/test_views.py``). :class:`NamespaceView` is the read-only
+:class:`~mars_core.policies.base.PolicyView` a policy plans over; it reads vectors and
+token counts through a :class:`PolicyIO`, which the engine implements.
 
 Examples:
     >>> ns = NamespaceState.of("maya")
@@ -26,31 +32,32 @@ Examples:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from mars_core.budget import BudgetLedger
-from mars_core.engine.history import HeldHistory, History
-from mars_core.engine.timeline import Timeline
 from mars_core.errors import NotFoundError
 from mars_core.extract import KnownFacts, Topic, topic_of
 from mars_core.graph import MemoryGraph
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, TaskPayload, TaskStatus
 from mars_core.policies.base import Policy
+from mars_core.policies.temporal import LRUPolicy
 from mars_core.privacy.preferences import PrivacyPreferences
 from mars_core.scoring.dmf import CentroidTracker
-from mars_core.storage.base import NamespaceRecord
+from mars_core.storage.base import NamespaceRecord, Vector
+from mars_core.views.history import HeldHistory, History
+from mars_core.views.timeline import Timeline
 
 if TYPE_CHECKING:
-    from mars_core.engine.protected import ProtectedFacts
     from mars_core.privacy.detectors import Kind
+    from mars_core.views.protected import ProtectedFacts
 
-__all__ = ["KEEP_READ", "NamespaceState", "NamespaceView", "ViewIO"]
+__all__ = ["KEEP_READ", "NamespaceState", "NamespaceView", "Notice", "PolicyIO", "ViewIO"]
 
 _LIVE_GOALS = (TaskStatus.PENDING, TaskStatus.ACTIVE)
 _CARD_TYPES = (MemoryType.SEMANTIC, MemoryType.SOCIAL)
@@ -95,10 +102,10 @@ class NamespaceState:
         self.policy = policy
         self.saved_policy: dict[str, Any] = {}
         self.prefs: PrivacyPreferences | None = None
-        self.centroid: CentroidTracker | None = None
-        self.protected: ProtectedFacts | None = None  # read by the output check
-        self.privacy_kinds: dict[str, frozenset[Kind]] = {}  # sensitive categories, by memory
-        self.vectors: dict[str, npt.NDArray[np.float32]] = {}  # stored vectors read so far
+        self._centroid: CentroidTracker | None = None
+        self._protected: ProtectedFacts | None = None  # read by the output check
+        self._kinds: dict[str, frozenset[Kind]] = {}  # sensitive categories, by memory
+        self._vectors: dict[str, Vector] = {}  # stored vectors read so far
         self._cards: list[tuple[str, Topic]] | None = None
         self._absent: set[str] = set()  # ids this call found to be no memory here
         self._read_more = False  # something beyond the active memories is held
@@ -122,15 +129,12 @@ class NamespaceState:
             >>> NamespaceState.of("ns").count()
             0
         """
-        from mars_core.policies import make_policy
-
         given = sorted(nodes, key=lambda n: n.seq)
         links = list(edges)
         history = HeldHistory()
-        state = cls(NamespaceRecord(name), [], [], policy or make_policy("lru"),
-                    history=history)
+        state = cls(NamespaceRecord(name), [], [], policy or LRUPolicy(), history=history)
         for node in given:
-            state.apply_put(node, new=True)
+            state.apply_put(node, new=True).tell(state.policy)
         for edge in links:
             state.graph.add(edge)
         history.nodes.update((n.id, n) for n in given)  # what a trim lets go of is here
@@ -240,15 +244,63 @@ class NamespaceState:
         recent = [i for i in self._recent if i in self.nodes and i not in self.order]
         for nid in recent[:max(0, len(recent) - KEEP_READ)]:
             del self.nodes[nid]
-            self.vectors.pop(nid, None)
-            self.privacy_kinds.pop(nid, None)
+            self._vectors.pop(nid, None)
+            self._kinds.pop(nid, None)
         self._recent = dict.fromkeys(recent[-KEEP_READ:])
         for nid in [i for i in self.nodes if i not in self.order and i not in self._recent]:
             del self.nodes[nid]  # held otherwise (an edge's end read by id): not kept
-            self.vectors.pop(nid, None)
-            self.privacy_kinds.pop(nid, None)
+            self._vectors.pop(nid, None)
+            self._kinds.pop(nid, None)
         self.graph.retain(self.order.keys() | self._recent.keys())
         self._read_more = False
+
+    # --- caches of what the records hold (read once, kept with the views) ------------------
+
+    def vectors_of(self, ids: Sequence[str],
+                   read: Callable[[list[str]], Mapping[str, Vector]]) -> dict[str, Vector]:
+        """The stored vectors of ``ids`` this view holds, those it does not ``read`` in
+        one call first (unknown ids are left out; a vector never changes but by
+        re-embedding)."""
+        missing = [i for i in ids if i not in self._vectors]
+        if missing:
+            self._vectors.update(read(missing))
+        return {i: self._vectors[i] for i in ids if i in self._vectors}
+
+    def keep_vector(self, memory_id: str, vector: Vector) -> None:
+        """Hold the vector of a memory being staged (a policy planning in the same unit
+        reads it)."""
+        self._vectors[memory_id] = vector
+
+    def kinds_of(self, memory_id: str | None,
+                 find: Callable[[], frozenset[Kind]]) -> frozenset[Kind]:
+        """A memory's sensitive categories, ``find``-ed once and kept (content never
+        changes; ``None``: a text that is no memory, never kept)."""
+        if memory_id is None:
+            return find()
+        if memory_id not in self._kinds:
+            self._kinds[memory_id] = find()
+        return self._kinds[memory_id]
+
+    def protected_facts(self, read: Callable[[], ProtectedFacts]) -> ProtectedFacts:
+        """The namespace's protected facts, ``read`` the first time, then kept (the
+        engine keeps them current through :meth:`held_protected`)."""
+        if self._protected is None:
+            self._protected = read()
+        return self._protected
+
+    def held_protected(self) -> ProtectedFacts | None:
+        """The protected facts if they were read (None: nothing to keep current)."""
+        return self._protected
+
+    def novelty(self, prime: Callable[[], CentroidTracker]) -> CentroidTracker:
+        """The namespace's moving centroid, ``prime``-d the first time it is asked for."""
+        if self._centroid is None:
+            self._centroid = prime()
+        return self._centroid
+
+    def forget_novelty(self) -> None:
+        """Drop the moving centroid (primed again from what survives an erasure)."""
+        self._centroid = None
 
     def held(self) -> int:
         """How many memories this view holds (the active ones, and what this call read)."""
@@ -266,7 +318,7 @@ class NamespaceState:
                until: float | None) -> list[str]:
         """Ids of the memories of ``status`` created in ``[since, until]`` (timestamps;
         ``None``: open), oldest first — the temporal range index of the active ones
-        (:class:`~mars_core.engine.timeline.Timeline`), the history's for the archive."""
+        (:class:`~mars_core.views.timeline.Timeline`), the history's for the archive."""
         if status is MemoryStatus.ACTIVE:
             return self.timeline.window(since, until)
         return self.history.window(status, since, until)
@@ -296,10 +348,10 @@ class NamespaceState:
     # --- changes -----------------------------------------------------------------------
 
     def apply_put(self, node: MemoryNode, edges: Iterable[Edge] = (), *,
-                  new: bool = False) -> None:
+                  new: bool = False) -> Notice:
         """A staged insert (``new``) or change of a memory (status transitions
-        included). A change of a memory this view does not hold reads its last version
-        first."""
+        included); returns what the policy is to be told of it. A change of a memory this
+        view does not hold reads its last version first."""
         if not new and node.id not in self.nodes and node.id not in self._absent:
             self.read([node.id])
         old = self.nodes.get(node.id)
@@ -326,13 +378,13 @@ class NamespaceState:
             self._track_episode(node)
         for edge in edges:
             self.graph.add(edge)
-        self._notify(was, old, node)
+        return Notice.of(was, old, node)
 
-    def apply_stats(self, node: MemoryNode) -> None:
+    def apply_stats(self, node: MemoryNode) -> Notice:
         """A staged access: new statistics (count, last access, recency) of a memory
         this view holds. Nothing a statistic does not change is touched — its place in
-        the order, the temporal index, the ledger, the known facts — and the policy hears
-        of it as an access (an active memory whose recency moved).
+        the order, the temporal index, the ledger, the known facts — and the policy is
+        to hear of it as an access (an active memory whose recency moved).
 
         Raises:
             NotFoundError: the view holds no such memory.
@@ -341,8 +393,8 @@ class NamespaceState:
         if old is None:
             raise NotFoundError(f"no memory with id {node.id!r}")
         self.nodes[node.id] = node
-        if node.is_active and node.touch_seq != old.touch_seq:
-            self.policy.on_access(node)
+        moved = node.is_active and node.touch_seq != old.touch_seq
+        return Notice("access" if moved else None, node)
 
     def _place(self, node: MemoryNode) -> None:
         """Put ``node`` in the active order, keeping ``seq`` order."""
@@ -355,35 +407,26 @@ class NamespaceState:
         order.clear()
         order.update(dict.fromkeys(merged))
 
-    def _notify(self, was: MemoryStatus | None, old: MemoryNode | None,
-                node: MemoryNode) -> None:
-        """Tell the policy: it tracks the active memories only."""
-        was_active = was is MemoryStatus.ACTIVE
-        if was_active != node.is_active:
-            (self.policy.on_insert if node.is_active else self.policy.on_remove)(node)
-        elif node.is_active and old is not None and node.touch_seq != old.touch_seq:
-            self.policy.on_access(node)
-        elif node.is_active:  # metadata only (sensitivity, pin, expiry)
-            self.policy.on_update(node)
-
-    def apply_delete(self, node: MemoryNode) -> None:
-        """A staged erasure of a memory."""
+    def apply_delete(self, node: MemoryNode) -> Notice:
+        """A staged erasure of a memory; returns what the policy is to be told of it."""
         held = self.nodes.pop(node.id, None)
         status = (held or node).status
         if node.type in _CARD_TYPES:
             self._cards = None
-        self.privacy_kinds.pop(node.id, None)
-        self.vectors.pop(node.id, None)
+        self._kinds.pop(node.id, None)
+        self._vectors.pop(node.id, None)
+        change = Notice(None, node)
         if node.id in self.order:
             del self.order[node.id]
             self._unindex(held or node)
-            self.policy.on_remove(held or node)
+            change = Notice("remove", held or node)
         elif status is MemoryStatus.ARCHIVED:
             self.archived -= 1
         self._absent.add(node.id)
         self.graph.remove_node(node.id)
         for conv in [c for c, i in self.last_episode.items() if i == node.id]:
             del self.last_episode[conv]  # read again when asked (after the erasure commits)
+        return change
 
     def _track_episode(self, node: MemoryNode) -> None:
         conv = node.provenance.conversation_id or ""
@@ -405,18 +448,80 @@ class NamespaceState:
         self.known.remove(node.id)
 
     def view(self, budget: int, now: datetime, rng: random.Random, *, step: int | None = None,
-             io: ViewIO | None = None) -> NamespaceView:
+             io: PolicyIO | None = None) -> NamespaceView:
         """A read-only policy view (``step``: a staged counter value)."""
         return NamespaceView(self, budget, now, rng, step, io or ViewIO.empty())
 
 
 @dataclass(frozen=True)
-class ViewIO:
-    """What a view needs from the store: vectors, the embedder and the token counter."""
+class Notice:
+    """What a namespace's policy is to hear of one staged change (``None``: nothing —
+    the policy tracks the active memories only).
 
-    vectors: Callable[[Sequence[str]], npt.NDArray[np.float32]]
+    Examples:
+        >>> from mars_core.model import MemoryNode
+        >>> node = MemoryNode(id="m1", type="episodic", content="hi", weight=1)
+        >>> Notice.of(None, None, node).hook
+        'insert'
+    """
+
+    hook: Literal["insert", "access", "update", "remove"] | None
+    node: MemoryNode
+
+    @staticmethod
+    def of(was: MemoryStatus | None, old: MemoryNode | None, node: MemoryNode) -> Notice:
+        """The change from ``old`` (of status ``was``; None: new) to ``node``."""
+        if (was is MemoryStatus.ACTIVE) != node.is_active:
+            return Notice("insert" if node.is_active else "remove", node)
+        if node.is_active and old is not None and node.touch_seq != old.touch_seq:
+            return Notice("access", node)
+        return Notice("update" if node.is_active else None, node)  # metadata only
+
+    def tell(self, policy: Policy) -> None:
+        """Call the policy's hook for this change (none for ``None``)."""
+        if self.hook == "insert":
+            policy.on_insert(self.node)
+        elif self.hook == "access":
+            policy.on_access(self.node)
+        elif self.hook == "update":
+            policy.on_update(self.node)
+        elif self.hook == "remove":
+            policy.on_remove(self.node)
+
+
+class PolicyIO(Protocol):
+    """What a policy's view reads beyond the namespace's views: stored vectors, the
+    embedder and the token counter (the engine implements it; :class:`ViewIO` for
+    tests and examples)."""
+
+    def vectors(self, state: NamespaceState,
+                ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit-length stored vectors of memories of ``state``, one row per id (zero
+        rows for unknown ids)."""
+        ...
+
+    def embed_rows(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embeddings of texts, rows L2-normalised."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """The weight a text would have as a memory."""
+        ...
+
+
+@dataclass(frozen=True)
+class ViewIO:
+    """A :class:`PolicyIO` of plain functions, for tests and examples: ``read`` (ids →
+    vectors), ``embed`` (texts → vectors) and ``count`` (text → tokens).
+
+    Examples:
+        >>> ViewIO.empty().count_tokens("two words")
+        2
+    """
+
+    read: Callable[[Sequence[str]], npt.NDArray[np.float32]]
     embed: Callable[[Sequence[str]], npt.NDArray[np.float32]]
-    count_tokens: Callable[[str], int]
+    count: Callable[[str], int]
 
     @staticmethod
     def empty() -> ViewIO:
@@ -424,6 +529,19 @@ class ViewIO:
         return ViewIO(lambda ids: np.zeros((len(ids), 1), dtype=np.float32),
                       lambda texts: np.zeros((len(texts), 1), dtype=np.float32),
                       lambda text: max(1, len(text.split())))
+
+    def vectors(self, state: NamespaceState,
+                ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``read(ids)`` (any namespace)."""
+        return self.read(ids)
+
+    def embed_rows(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``embed(texts)``."""
+        return self.embed(texts)
+
+    def count_tokens(self, text: str) -> int:
+        """``count(text)``."""
+        return self.count(text)
 
 
 @dataclass
@@ -435,7 +553,7 @@ class NamespaceView:
     now: datetime
     rng: random.Random
     staged_step: int | None = None
-    io: ViewIO = field(default_factory=ViewIO.empty)
+    io: PolicyIO = field(default_factory=ViewIO.empty)
 
     @property
     def namespace(self) -> str:
@@ -487,11 +605,11 @@ class NamespaceView:
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """L2-normalised embeddings of memories, one row per id."""
-        return self.io.vectors(ids)
+        return self.io.vectors(self.state, ids)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed texts (rows L2-normalised)."""
-        return self.io.embed(texts)
+        return self.io.embed_rows(texts)
 
     def count_tokens(self, text: str) -> int:
         """Weight a text would have as a memory."""
