@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from oracles import Plan, exact_evictions, run_plan
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
@@ -356,13 +357,7 @@ def test_tiny_tolerance_gives_the_exact_order(mk: StoreFactory) -> None:
         rest = [m for i, m in before.items() if i not in killed]
         need = sum(m.weight for m in rest) + node.weight - 60
         order = sorted(rest, key=lambda m: (*scores[m.id], m.step, m.seq))
-        expect, freed = [], 0
-        for m in order:
-            if freed >= need:
-                break
-            expect.append(m.id)
-            freed += m.weight
-        assert pruned == expect
+        assert pruned == exact_evictions(order, need)
 
     assert random_workload(store, random.Random(8), 200, check) > 60
 
@@ -438,22 +433,8 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "retrieve", "forg
 @settings(max_examples=30, deadline=None,  # the factory mk makes new stores per example
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops)
-def test_budget_holds_after_every_operation(mk: StoreFactory,
-                                            plan: list[tuple[str, str, str, bool, int]]) -> None:
+def test_budget_holds_after_every_operation(mk: StoreFactory, plan: Plan) -> None:
     with mk(35) as store:
-        ids: list[str] = []
-        for op, text, mtype, pin, pick in plan:
-            act = [n.id for n in store.list()]
-            if op == "add":
-                ids.append(store.add(text, type=mtype, pinned=pin and pick % 4 == 0).id)
-            elif op == "supersede" and act:
-                ids.append(store.add(text, links=[("supersedes", act[pick % len(act)])]).id)
-            elif op == "retrieve":
-                store.retrieve(text, k=2)
-            elif ids and op == "forget":
-                store.forget(ids[pick % len(ids)])
-            elif ids:
-                store.restore(ids[pick % len(ids)])
-            assert sum(n.weight for n in store.list()) <= 35
+        run_plan(store, plan, 35)
         assert set(policy_of(store)._space("default").items) == {n.id for n in store.list()}
         check_invariants(store)

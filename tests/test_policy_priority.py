@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from oracles import Plan, exact_evictions, run_plan
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
@@ -124,13 +125,7 @@ def test_tiny_tolerance_gives_the_exact_order(mk: StoreFactory) -> None:
               now: int) -> None:
         need = sum(n.weight for n in before.values()) + node.weight - 60
         order = sorted(before.values(), key=lambda n: (true_key(n, now), n.seq))
-        expect, freed = [], 0
-        for n in order:
-            if freed >= need:
-                break
-            expect.append(n.id)
-            freed += n.weight
-        assert evicted == expect
+        assert evicted == exact_evictions(order, need)
 
     assert random_workload(store, random.Random(11), 150, check) > 50
 
@@ -383,21 +378,9 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "retrieve", "forg
 @settings(max_examples=30, deadline=None,  # the factory mk makes new stores per example
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops)
-def test_budget_holds_after_every_operation(mk: StoreFactory,
-                                            plan: list[tuple[str, str, str, bool, int]]) -> None:
+def test_budget_holds_after_every_operation(mk: StoreFactory, plan: Plan) -> None:
     with mk(35) as store:
-        ids: list[str] = []
-        for op, text, mtype, pin, pick in plan:
-            if op == "add":
-                ids.append(store.add(text, type=mtype, pinned=pin and pick % 4 == 0).id)
-            elif op == "retrieve":
-                store.retrieve(text, k=2)
-            elif ids and op == "forget":
-                store.forget(ids[pick % len(ids)])
-            elif ids:
-                store.restore(ids[pick % len(ids)])
-            assert store.stats()["namespaces"].get("default", {"tokens": 0})["tokens"] <= 35
-            assert sum(n.weight for n in store.list()) <= 35
+        run_plan(store, plan, 35)
         policy = store.policy_for()
         assert isinstance(policy, PriorityDecayPolicy)
         assert set(policy._spaces.get("default", policy._space("default")).items) == {

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from oracles import Plan, run_plan
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
@@ -208,21 +209,9 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "retrieve", "forg
 @settings(max_examples=30, deadline=None,  # the factory mk makes new stores per example
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops, st.integers(0, 5))
-def test_budget_holds_after_every_operation(mk: StoreFactory,
-                                            plan: list[tuple[str, str, str, bool, int]],
-                                            seed: int) -> None:
+def test_budget_holds_after_every_operation(mk: StoreFactory, plan: Plan, seed: int) -> None:
     with mk(35, seed=seed) as store:
-        ids: list[str] = []
-        for op, text, mtype, pin, pick in plan:
-            if op == "add":
-                ids.append(store.add(text, type=mtype, pinned=pin and pick % 4 == 0).id)
-            elif op == "retrieve":
-                store.retrieve(text, k=2)
-            elif ids and op == "forget":
-                store.forget(ids[pick % len(ids)])
-            elif ids:
-                store.restore(ids[pick % len(ids)])
-            assert sum(n.weight for n in store.list()) <= 35
+        run_plan(store, plan, 35)
         assert policy_of(store).activation_order("default") == [
             n.id for n in sorted(store.list(), key=lambda n: (n.activated_seq, n.seq))]
         check_invariants(store)
