@@ -208,8 +208,7 @@ def test_the_chosen_parameters_survive_reopen(tmp_path: Path) -> None:
                              budget=80, policy="meta", policy_params=params)
     again = store.policy_for()
     assert isinstance(again, MetaController)
-    again._namespace = "default"
-    assert again.params() == before and before["why"]
+    assert again.params_for("default") == before and before["why"]
     store.close()
 
 
