@@ -274,6 +274,7 @@ class StoreFactory:
         if budget is not None:
             args["budget"] = budget
         store = MemoryStore.open(path, **args) if path is not None else MemoryStore(**args)
+        self._made[:] = [made for made in self._made if not made.closed]  # many examples
         self._made.append(store)
         return store
 
