@@ -27,10 +27,14 @@ def joiner(texts: Sequence[str], *, target_tokens: int) -> str:
     return " / ".join(texts)
 
 
+STORE_DEFAULTS = {"audit_key": KEY, "nlp": "rules", "summariser": joiner, "budget": 100_000}
+"""The erasure tests' stores (test_erasure_names' too)."""
+
+
 @pytest.fixture
 def mk(make_store: StoreFactory) -> StoreFactory:
     """This module's stores: the tests' store factory with the module's defaults."""
-    return make_store.with_defaults(audit_key=KEY, nlp="rules", summariser=joiner, budget=100_000)
+    return make_store.with_defaults(**STORE_DEFAULTS)
 
 
 def bytes_on_disk(root: Path, needles: Sequence[str]) -> int:
