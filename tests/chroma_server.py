@@ -11,45 +11,24 @@ port, with its data in a session temporary directory, awaited by heartbeat and
 terminated at the end of the session. Without the CLI the tests that need it are
 skipped, saying why.
 
-:func:`server_index` connects a vector index to the session's server of a kind; tests
-import it from here, never from ``conftest`` (pytest registers every directory's
+:func:`server_index` connects a vector index to the session's server of a kind
+(:mod:`mars_core.testing.stores` has it); tests import it from here or from there,
+never from ``conftest`` (pytest registers every directory's
 ``conftest.py`` under that one module name, so ``from conftest import ...`` finds
 whichever was loaded last: ``tests/llamaindex/conftest.py`` in a full run).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import pathlib
 from collections.abc import Iterator
 
 import pytest
 
 from mars_core.bench.chroma_server import ChromaServer, chroma_cli, chroma_server
 from mars_core.errors import MarsBackendError
-from mars_core.index.base import VectorIndex
+from mars_core.testing.stores import prefix_for, server_index
 
 __all__ = ["ChromaServer", "chroma_server_fixture", "prefix_for", "server_index"]
-
-
-def prefix_for(path: pathlib.Path) -> str:
-    """A collection prefix unique to ``path``, so tests sharing the server are isolated."""
-    return "t" + hashlib.sha1(str(path).encode()).hexdigest()[:12] + "_"
-
-
-def server_index(kind: str, server: ChromaServer | None, prefix: str) -> VectorIndex:
-    """A vector index on the test session's server of ``kind`` (``chroma-http``, or
-    ``qdrant-url``: the server at ``QDRANT_URL``)."""
-    if kind == "chroma-http":
-        from mars_core.index.chroma import ChromaIndex
-
-        assert server is not None
-        return ChromaIndex(host=server.host, port=server.port, prefix=prefix)
-    from mars_core.index.qdrant import QdrantIndex
-
-    return QdrantIndex(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"),
-                       prefix=prefix)
 
 
 @pytest.fixture(scope="session", name="chroma_server")

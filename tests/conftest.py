@@ -22,7 +22,7 @@ is a record store with a vector index:
 The autouse fixture ``store_kind`` makes the stores those tests build use that kind:
 ``MemoryStore()`` without records or an index, and ``MemoryStore.open(path)`` with
 ``index="auto"`` (on the PostgreSQL kinds its records too), get the kind's parts from
-:func:`mars_core.testing.default_parts`. A store given
+:func:`mars_core.testing.kind_parts` (which users' own suites can call too). A store given
 an index explicitly keeps it. Elsewhere ``store_kind`` is ``"ram"`` and
 patches nothing.
 
@@ -64,29 +64,20 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chroma_server import chroma_server_fixture, prefix_for, server_index
+from chroma_server import chroma_server_fixture
 from hypothesis import settings
-from postgres_server import (
-    drop_schema,
-    postgres_server_fixture,
-    postgres_url_fixture,
-    with_schema,
-)
+from postgres_server import postgres_server_fixture, postgres_url_fixture
 
-from mars_core import layout
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
-from mars_core.index.base import VectorIndex
-from mars_core.index.numpy import NumpyIndex
-from mars_core.storage import PostgresRecordStore, RecordStore, SQLiteRecordStore
 from mars_core.store import MemoryStore
-from mars_core.testing import default_parts
+from mars_core.testing import StoreFactory, kind_parts
+from mars_core.testing.stores import POSTGRES_KINDS, SERVER_ONLY
 
 __all__ = ["ADAPTER_PG", "ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
            "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "POSTGRES_KINDS",
@@ -120,8 +111,6 @@ def key() -> bytes:
     return AUDIT_KEY
 
 
-POSTGRES_KINDS = ("postgres", "postgres-chroma")
-"""The kinds whose records are on the PostgreSQL server."""
 
 BACKEND_KINDS = ["ram", "sqlite", "chroma", "chroma-http", "qdrant"] + (
     ["qdrant-url"] if os.environ.get("QDRANT_URL") else []) + list(POSTGRES_KINDS)
@@ -133,8 +122,6 @@ TESTS = Path(__file__).resolve().parent
 ALL_KINDS = tuple(BACKEND_KINDS)
 """All of them: for the store's own suites."""
 
-SERVER_ONLY = ("chroma-http", "qdrant-url")
-"""The kinds whose index keeps its entries on a server, not in the store's directory."""
 
 SHARED_KINDS = (*SERVER_ONLY, *POSTGRES_KINDS)
 """The kinds that keep something on a server: no test of a store's own files runs there."""
@@ -328,7 +315,7 @@ def matrix_scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def store_kind(request: pytest.FixtureRequest) -> Iterator[str]:
     """The kind of store this test's stores are (see the module docstring).
 
-    It sets the parts with :func:`mars_core.testing.default_parts`, not a test's
+    It sets the parts with :func:`mars_core.testing.kind_parts`, not a test's
     ``monkeypatch``, so a test's ``monkeypatch.undo()`` cannot take its stores off the
     matrix halfway through.
     """
@@ -340,128 +327,41 @@ def store_kind(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def _patched(request: pytest.FixtureRequest, kind: str) -> Iterator[str]:
-    original = layout.open_index
-    if kind == "ram":  # MemoryStore() as it is; MemoryStore.open(path) with numpy
-        with default_parts(path_index=lambda directory, asked="auto", *a, **kw: original(
-                directory, "numpy" if asked == "auto" else asked, *a, **kw)):
-            yield kind
-        return
-    if kind in POSTGRES_KINDS:
-        yield from _on_postgres(request, kind)
-        return
-    if kind != "sqlite":
+    if kind not in ("ram", "sqlite", *POSTGRES_KINDS):
         pytest.importorskip("chromadb" if kind.startswith("chroma") else "qdrant_client")
-    server = request.getfixturevalue("chroma_server") if kind == "chroma-http" else None
+    chroma = request.getfixturevalue("chroma_server") \
+        if kind in ("chroma-http", "postgres-chroma") else None
+    url = request.getfixturevalue("postgres_server") if kind in POSTGRES_KINDS else None
     scratch: Path = request.getfixturevalue("matrix_scratch")
-    made: list[Path] = []
-
-    def place() -> Path:
-        where = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=scratch))
-        made.append(where)
-        return where
-
-    def records() -> RecordStore:
-        if kind in ("sqlite", "chroma"):
-            return SQLiteRecordStore(place() / layout.RECORDS_FILE)
-        return SQLiteRecordStore()
-
-    def index() -> VectorIndex:
-        from mars_core.index.chroma import ChromaIndex
-        from mars_core.index.qdrant import QdrantIndex
-
-        if kind in SERVER_ONLY:
-            return server_index(kind, server, f"t{uuid.uuid4().hex[:12]}_")
-        if kind == "chroma":
-            return ChromaIndex(path=place())
-        return NumpyIndex() if kind == "sqlite" else QdrantIndex()
-
-    def by_path(directory: Path, asked: Any = "auto", manifest: Any = None, *,
-                read_only: bool = False) -> tuple[VectorIndex, str]:
-        if read_only or not isinstance(asked, str) or asked != "auto":
-            return original(directory, asked, manifest, read_only=read_only)
-        if kind in SERVER_ONLY:
-            return server_index(kind, server, prefix_for(directory)), f"{kind} (test matrix)"
-        concrete = {"sqlite": "numpy", "chroma": "chroma", "qdrant": "qdrant"}[kind]
-        return original(directory, concrete, manifest, read_only=False)
-
-    with default_parts(records=records, index=index, path_index=by_path):
+    with kind_parts(kind, scratch=scratch, chroma=chroma, postgres_url=url):
         yield kind
-    for where in made:  # the test's stores are closed: this fixture is torn down last
-        shutil.rmtree(where, ignore_errors=True)
-
-
-def _on_postgres(request: pytest.FixtureRequest, kind: str) -> Iterator[str]:
-    """The PostgreSQL kinds: a schema per store (per path for stores opened by path), the
-    numpy index or one on the session's Chroma server; the schemas dropped at the end."""
-    base: str = request.getfixturevalue("postgres_server")
-    server = request.getfixturevalue("chroma_server") if kind == "postgres-chroma" else None
-    original = layout.open_index
-    schemas: list[str] = []
-
-    def records_in(schema: str, **kw: Any) -> RecordStore:
-        if schema not in schemas:
-            schemas.append(schema)
-        return PostgresRecordStore(with_schema(base, schema), **kw)
-
-    def index(prefix: str) -> VectorIndex:
-        return NumpyIndex() if server is None else server_index("chroma-http", server, prefix)
-
-    def by_path(directory: Path, asked: Any = "auto", manifest: Any = None, *,
-                read_only: bool = False) -> tuple[VectorIndex, str]:
-        if read_only or not isinstance(asked, str) or asked != "auto":
-            return original(directory, asked, manifest, read_only=read_only)
-        return index(prefix_for(directory)), f"{kind} (test matrix)"
-
-    with default_parts(records=lambda: records_in(f"t_{uuid.uuid4().hex[:16]}"),
-                       index=lambda: index(f"t{uuid.uuid4().hex[:12]}_"),
-                       path_records=lambda directory, **kw: records_in(
-                           "t_" + prefix_for(directory.resolve())[1:-1], **kw),
-                       path_index=by_path):
-        yield kind
-    for schema in schemas:  # the test's stores are closed: this fixture is torn down last
-        drop_schema(base, schema)
 
 
 @pytest.fixture
-def make_store(key: bytes) -> Iterator[Callable[..., MemoryStore]]:
-    """Factory of stores: ``make_store(budget=..., **config_or_ctor_kwargs)`` (in memory,
-    or on the matrix's backend).
+def make_store(key: bytes) -> Iterator[StoreFactory]:
+    """Factory of stores (:class:`mars_core.testing.StoreFactory`):
+    ``make_store(budget=None, *, path=None, **config_or_ctor_kwargs)`` (in memory, or
+    ``MemoryStore.open(path)``; on the matrix's backend), ``make_store.with_defaults(...)``
+    for a module's own defaults.
 
-    Every store gets its own ``FakeClock`` (unless ``clock=`` is given) and the fixed key;
-    all are closed at teardown.
+    Every store gets its own ``FakeClock`` (unless ``clock=`` is given) and the fixed key
+    (unless ``audit_key=`` is given); all are closed at teardown.
     """
-    made: list[MemoryStore] = []
-
-    def factory(budget: int = 8000, **kw: Any) -> MemoryStore:
-        kw.setdefault("clock", FakeClock())
-        kw.setdefault("audit_key", key)
-        store = MemoryStore(budget=budget, **kw)
-        made.append(store)
-        return store
-
-    yield factory
-    for store in made:
-        store.close()
+    with StoreFactory(audit_key=key) as factory:
+        yield factory
 
 
 @pytest.fixture
-def open_store(key: bytes, store_kind: str) -> Iterator[Callable[..., MemoryStore]]:
+def open_store(make_store: StoreFactory, store_kind: str) -> Callable[..., MemoryStore]:
     """Factory of persisted stores: ``open_store(path, **kw)`` via ``MemoryStore.open``
     (SQLite with the numpy index, unless the test runs in the store matrix)."""
-    made: list[MemoryStore] = []
 
     def factory(path: str | os.PathLike[str], **kw: Any) -> MemoryStore:
-        kw.setdefault("clock", FakeClock())
         if store_kind == "ram":
             kw.setdefault("index", "numpy")
-        kw.setdefault("audit_key", key)
-        store = MemoryStore.open(path, **kw)
-        made.append(store)
-        return store
+        return make_store(path=path, **kw)
 
-    yield factory
-    for store in made:
-        store.close()
+    return factory
 
 
 # --- fixtures of the LangChain adapter tests (tests/langchain) ------------------------------

@@ -24,24 +24,9 @@ from collections.abc import Iterator
 import pytest
 
 from mars_core.errors import MarsBackendError
+from mars_core.testing.stores import drop_schema, with_schema
 
 __all__ = ["drop_schema", "postgres_server_fixture", "postgres_url_fixture", "with_schema"]
-
-
-def with_schema(url: str, schema: str) -> str:
-    """``url`` with ``?schema=`` (or ``&schema=``) added."""
-    return f"{url}{'&' if '?' in url else '?'}schema={schema}"
-
-
-def drop_schema(url: str, schema: str) -> None:
-    """Drop ``schema`` and everything in it (a test's leftovers)."""
-    import psycopg
-
-    from mars_core.storage.postgres import _split
-
-    libpq, _ = _split(url)
-    with psycopg.connect(libpq, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.fixture(scope="session", name="postgres_server")

@@ -13,16 +13,19 @@ import inspect
 
 import pytest
 
-from mars_core import FakeClock, MarsError, MemoryStore, SyncInAsyncError
+from mars_core import MarsError, MemoryStore, SyncInAsyncError
+from mars_core.testing import StoreFactory
 
 KEY = b"k" * 32
 
 
-def mk(**kw: object) -> MemoryStore:
-    return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)  # type: ignore[arg-type]
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(audit_key=KEY)
 
 
-def test_a_sync_call_inside_a_running_loop_names_its_async_twin() -> None:
+def test_a_sync_call_inside_a_running_loop_names_its_async_twin(mk: StoreFactory) -> None:
     store = mk()
 
     async def go() -> None:
@@ -44,7 +47,7 @@ def test_the_error_is_ours_and_asyncios() -> None:
     assert issubclass(SyncInAsyncError, RuntimeError)
 
 
-def test_every_guarded_method_has_the_twin_it_names() -> None:
+def test_every_guarded_method_has_the_twin_it_names(mk: StoreFactory) -> None:
     store = mk()
     guarded = [name for name, fn in inspect.getmembers(MemoryStore, inspect.isfunction)
                if getattr(fn, "__mars_call__", False) and not inspect.iscoroutinefunction(fn)]
@@ -61,7 +64,7 @@ def test_every_guarded_method_has_the_twin_it_names() -> None:
     store.close()
 
 
-def test_allow_sync_in_loop_opts_out() -> None:
+def test_allow_sync_in_loop_opts_out(mk: StoreFactory) -> None:
     store = mk(allow_sync_in_loop=True)
 
     async def go() -> str:
@@ -71,14 +74,14 @@ def test_allow_sync_in_loop_opts_out() -> None:
     store.close()
 
 
-def test_the_opt_out_must_be_a_bool() -> None:
+def test_the_opt_out_must_be_a_bool(mk: StoreFactory) -> None:
     from mars_core import ConfigError
 
     with pytest.raises(ConfigError, match="allow_sync_in_loop"):
         mk(allow_sync_in_loop="yes")
 
 
-def test_outside_a_loop_and_in_other_threads_nothing_changes() -> None:
+def test_outside_a_loop_and_in_other_threads_nothing_changes(mk: StoreFactory) -> None:
     store = mk()
     store.add("plain synchronous code")
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from mars_core import FakeClock, MemoryStore
+from mars_core import MemoryStore
 from mars_core.budget import ElasticBudget, ElasticState
 from mars_core.errors import ConfigError, ValidationError
+from mars_core.testing import StoreFactory
 
 KEY = b"k" * 32
 ELASTIC = {"window": 4, "cooldown": 2, "max_factor": 1.5, "step": 0.1}
@@ -24,11 +25,11 @@ WORDS = ["lisbon", "piano", "garden", "invoice", "sister", "doctor", "train", "c
          "tennis", "violin", "harbour", "museum", "bakery", "bicycle", "river"]
 
 
-def mk(path: Path | None = None, **kw: Any) -> MemoryStore:
-    kw.setdefault("elastic", ELASTIC)
-    common = {"budget": 100, "policy": "fifo", "clock": FakeClock(), "audit_key": KEY,
-              "nlp": "off", "sensitivity_scoring": False, **kw}
-    return MemoryStore.open(path, **common) if path is not None else MemoryStore(**common)
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(elastic=ELASTIC, budget=100, policy="fifo", audit_key=KEY,
+                                    nlp="off", sensitivity_scoring=False)
 
 
 def fact(i: int) -> str:
@@ -58,7 +59,7 @@ def script(store: MemoryStore) -> list[tuple[str, int]]:
     return seen
 
 
-def test_the_budget_rises_under_stress_and_returns_to_the_baseline() -> None:
+def test_the_budget_rises_under_stress_and_returns_to_the_baseline(mk: StoreFactory) -> None:
     with mk() as store:
         seen = script(store)
         peak = max(b for _, b in seen)
@@ -89,7 +90,7 @@ def test_the_budget_rises_under_stress_and_returns_to_the_baseline() -> None:
             "budget", "triggers", "hits", "since"}
 
 
-def test_without_retrievals_or_elastic_the_budget_stays() -> None:
+def test_without_retrievals_or_elastic_the_budget_stays(mk: StoreFactory) -> None:
     with mk() as store:
         for i in range(60):
             store.add(fact(i))
@@ -101,9 +102,10 @@ def test_without_retrievals_or_elastic_the_budget_stays() -> None:
         assert "budget_base" not in fixed.stats()["namespaces"]["default"]
 
 
-def test_an_elastic_store_is_deterministic_and_reopens_where_it_stopped(tmp_path: Path
+def test_an_elastic_store_is_deterministic_and_reopens_where_it_stopped(mk: StoreFactory,
+                                                                        tmp_path: Path
                                                                         ) -> None:
-    with mk(tmp_path / "a") as a:
+    with mk(path=tmp_path / "a") as a:
         for i in range(30):
             a.add(fact(i))
             a.retrieve(f"the {WORDS[max(0, i - 12) % len(WORDS)]} story number "
@@ -111,17 +113,17 @@ def test_an_elastic_store_is_deterministic_and_reopens_where_it_stopped(tmp_path
         mid = budget(a)
         state = a.stats()["namespaces"]["default"]["elastic"]
     assert 100 < mid <= 150
-    with mk(tmp_path / "a") as again:
+    with mk(path=tmp_path / "a") as again:
         assert budget(again) == mid
         assert again.stats()["namespaces"]["default"]["elastic"] == state
-    with mk(tmp_path / "b") as b:
+    with mk(path=tmp_path / "b") as b:
         for i in range(30):
             b.add(fact(i))
             b.retrieve(f"the {WORDS[max(0, i - 12) % len(WORDS)]} story number "
                        f"{max(0, i - 12)}", k=2, relative_cutoff=0)
         assert b.stats()["namespaces"]["default"]["elastic"] == state
     # reopened without elasticity: the namespace is brought back under B0 on open
-    with mk(tmp_path / "a", elastic=None) as fixed:
+    with mk(path=tmp_path / "a", elastic=None) as fixed:
         assert budget(fixed) == 100
         assert fixed.stats()["namespaces"]["default"]["tokens"] <= 100
 

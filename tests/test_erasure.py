@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from invariants import check_invariants
 
-from mars_core import FakeClock, MemoryStore, NotFoundError, ValidationError
+from mars_core import MemoryStore, NotFoundError, ValidationError
 from mars_core.testing import (
+    StoreFactory,
     centroid_of,
     memory_graph,
     novelty_centroid,
@@ -26,10 +27,14 @@ def joiner(texts: Sequence[str], *, target_tokens: int) -> str:
     return " / ".join(texts)
 
 
-def mk(path: Path | None = None, **kw: object) -> MemoryStore:
-    args = {"clock": FakeClock(), "audit_key": KEY, "nlp": "rules", "summariser": joiner,
-            "budget": 100_000, **kw}
-    return MemoryStore.open(path, **args) if path else MemoryStore(**args)  # type: ignore[arg-type]
+STORE_DEFAULTS = {"audit_key": KEY, "nlp": "rules", "summariser": joiner, "budget": 100_000}
+"""The erasure tests' stores (test_erasure_names' too)."""
+
+
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(**STORE_DEFAULTS)
 
 
 def bytes_on_disk(root: Path, needles: Sequence[str]) -> int:
@@ -49,8 +54,8 @@ def summarise(store: MemoryStore, ids: Sequence[str]) -> str:
         [store.get(i).content for i in ids], target_tokens=0), 0.1, 0.0)).id
 
 
-def test_entity_erasure_cascades_and_leaves_no_bytes(tmp_path: Path) -> None:
-    s = mk(tmp_path / "db")
+def test_entity_erasure_cascades_and_leaves_no_bytes(mk: StoreFactory, tmp_path: Path) -> None:
+    s = mk(path=tmp_path / "db")
     a = s.add("Ana's phone is 555-0199, she lives on Rua Augusta")
     s.add("Bo likes jazz")
     fact = s.add("She lives on Rua Augusta", type="semantic", provenance={"derived_from": [a.id]})
@@ -62,16 +67,17 @@ def test_entity_erasure_cascades_and_leaves_no_bytes(tmp_path: Path) -> None:
     check_invariants(s)
     s.close()
     assert bytes_on_disk(tmp_path / "db", ["555-0199", "Rua Augusta", "Ana's"]) == 0
-    with mk(tmp_path / "db") as again:
+    with mk(path=tmp_path / "db") as again:
         assert [n.content for n in again.list(status=None)] == ["Bo likes jazz"]
         assert again.verify().ok
 
 
-def test_an_erasure_takes_the_erased_vectors_out_of_the_novelty_centroid(tmp_path: Path) -> None:
+def test_an_erasure_takes_the_erased_vectors_out_of_the_novelty_centroid(mk: StoreFactory,
+                                                                         tmp_path: Path) -> None:
     """A namespace's novelty centroid (DMF's divergence D) is a moving average of its
     recent vectors; after an erasure it is primed again from what survives, so no erased
     memory goes on shaping the next memories' signals."""
-    with mk(tmp_path / "db") as s:
+    with mk(path=tmp_path / "db") as s:
         s.add("Ana's phone is 555-0199")
         bo = s.add("Bo likes jazz")
         probe = s.embedder.embed(["a probe about phones"])[0]
@@ -83,7 +89,7 @@ def test_an_erasure_takes_the_erased_vectors_out_of_the_novelty_centroid(tmp_pat
         assert after == survivors.divergence(probe) != before
 
 
-def test_summaries_are_regenerated_without_the_erased_member() -> None:
+def test_summaries_are_regenerated_without_the_erased_member(mk: StoreFactory) -> None:
     s = mk()
     ids = [s.add(t).id for t in ("Ana went hiking", "the trail was steep", "we saw goats")]
     summ = summarise(s, ids)
@@ -96,7 +102,7 @@ def test_summaries_are_regenerated_without_the_erased_member() -> None:
     check_invariants(s)
 
 
-def test_a_summary_left_with_one_member_is_erased() -> None:
+def test_a_summary_left_with_one_member_is_erased(mk: StoreFactory) -> None:
     s = mk()
     ids = [s.add(t).id for t in ("Ana went hiking", "the trail was steep")]
     summ = summarise(s, ids)
@@ -105,7 +111,7 @@ def test_a_summary_left_with_one_member_is_erased() -> None:
     assert s.get(ids[1]).content == "the trail was steep"
 
 
-def test_conversation_and_namespace_erasure_are_scoped() -> None:
+def test_conversation_and_namespace_erasure_are_scoped(mk: StoreFactory) -> None:
     s = mk()
     a = s.add("first chat", provenance={"conversation_id": "c1"}, namespace="u1")
     b = s.add("second chat", provenance={"conversation_id": "c2"}, namespace="u1")
@@ -116,7 +122,7 @@ def test_conversation_and_namespace_erasure_are_scoped() -> None:
     assert [n.id for n in s.list("u2")] == [c.id]
 
 
-def test_erasure_input_errors_change_nothing() -> None:
+def test_erasure_input_errors_change_nothing(mk: StoreFactory) -> None:
     s = mk()
     s.add("something to keep")
     before = (s.export_jsonld(), len(s.audit))
@@ -131,7 +137,7 @@ def test_erasure_input_errors_change_nothing() -> None:
     assert (s.export_jsonld(), len(s.audit)) == before
 
 
-def test_audit_of_an_erasure_holds_no_text_and_receipt_explains() -> None:
+def test_audit_of_an_erasure_holds_no_text_and_receipt_explains(mk: StoreFactory) -> None:
     s = mk(budget=30, policy="fifo")
     for i in range(8):
         s.add(f"Carla's diary entry number {i}")

@@ -15,14 +15,20 @@ from pathlib import Path
 
 import pytest
 from invariants import check_invariants
-from test_erasure import mk  # one store maker for the erasure tests
+from test_erasure import STORE_DEFAULTS  # one kind of store for the erasure tests
 from typer.testing import CliRunner
 
 from mars_core import MemoryStore
 from mars_core.cli import app
 from mars_core.privacy.names import PersonName, name_words
 from mars_core.privacy.receipts import AmbiguousMention, ErasureReceipt
-from mars_core.testing import write_summary
+from mars_core.testing import StoreFactory, write_summary
+
+
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """The erasure tests' stores (test_erasure's)."""
+    return make_store.with_defaults(**STORE_DEFAULTS)
 
 
 def summarise(store: MemoryStore, ids: Sequence[str], text: str) -> str:
@@ -165,11 +171,12 @@ def _jane_doe(store: MemoryStore) -> tuple[list[str], str, str]:
 
 
 @pytest.mark.parametrize("index", ["numpy", "chroma"])
-def test_erase_by_full_name_leaves_no_part_of_it_anywhere(tmp_path: Path, index: str) -> None:
+def test_erase_by_full_name_leaves_no_part_of_it_anywhere(mk: StoreFactory,
+                                                          tmp_path: Path, index: str) -> None:
     if index == "chroma":
         pytest.importorskip("chromadb")
     path = tmp_path / "s"
-    with mk(path, index=index) as store:
+    with mk(path=path, index=index) as store:
         ids, summary, bo = _jane_doe(store)
         nothing = ErasureReceipt("entity", "default", (), (), {}, (), "")
         assert files_naming(path, ["jane", "doe"])  # the scanners see them while stored
@@ -189,14 +196,14 @@ def test_erase_by_full_name_leaves_no_part_of_it_anywhere(tmp_path: Path, index:
         assert files_naming(path, ["jane", "doe"]) == []
         check_invariants(store)
     assert files_naming(path, ["jane", "doe"]) == []
-    with mk(path, index=index) as again:
+    with mk(path=path, index=index) as again:
         assert again.verify().ok
         assert outputs_naming(again, ["Jane", "Doe"], receipt, ids) == []
 
 
-def test_a_shared_surname_is_listed_not_erased(tmp_path: Path) -> None:
+def test_a_shared_surname_is_listed_not_erased(mk: StoreFactory, tmp_path: Path) -> None:
     path = tmp_path / "s"
-    with mk(path) as store:
+    with mk(path=path) as store:
         full = store.add("Jane Doe called about the contract")
         john = store.add("John Doe runs the bakery on Elm Street")
         mr = store.add("Mr Doe phoned about the invoice")
@@ -221,7 +228,7 @@ def test_a_shared_surname_is_listed_not_erased(tmp_path: Path) -> None:
     assert files_naming(path, ["jane"]) == []
 
 
-def test_a_shared_first_name_is_listed_and_the_surname_still_erased() -> None:
+def test_a_shared_first_name_is_listed_and_the_surname_still_erased(mk: StoreFactory) -> None:
     store = mk()
     store.add("Jane Smith is the new accountant")
     call = store.add("Jane called twice")
@@ -231,7 +238,7 @@ def test_a_shared_first_name_is_listed_and_the_surname_still_erased() -> None:
     assert receipt.ambiguous == (AmbiguousMention(call.id, "Jane", "shared"),)
 
 
-def test_people_known_only_from_payloads_count() -> None:
+def test_people_known_only_from_payloads_count(mk: StoreFactory) -> None:
     store = mk()
     store.add("my client", type="social", payload={"entity": "John Doe"})
     mr = store.add("Mr Doe phoned")
@@ -240,7 +247,7 @@ def test_people_known_only_from_payloads_count() -> None:
                                                                            "shared"),)
 
 
-def test_a_name_part_that_is_an_everyday_word() -> None:
+def test_a_name_part_that_is_an_everyday_word(mk: StoreFactory) -> None:
     """Decision: lower case it is the word (kept, not listed); written as a name it is a
     mention (erased); capitalised at the start of a sentence it is listed for review."""
     store = mk()
@@ -257,7 +264,7 @@ def test_a_name_part_that_is_an_everyday_word() -> None:
     assert [n.id for n in store.list()] == [*word, *start]
 
 
-def test_exact_erasure_and_single_names_leave_parts_alone() -> None:
+def test_exact_erasure_and_single_names_leave_parts_alone(mk: StoreFactory) -> None:
     store = mk()
     mr = store.add("Mr Doe phoned")
     assert store.erase(entity="Jane Doe", partial=False).erased == ()
@@ -266,7 +273,7 @@ def test_exact_erasure_and_single_names_leave_parts_alone() -> None:
     assert store.erase(entity="Ana").erased == (ana.id,)  # a one-part name: as before
 
 
-def test_partial_erasure_and_its_ambiguity_are_per_namespace() -> None:
+def test_partial_erasure_and_its_ambiguity_are_per_namespace(mk: StoreFactory) -> None:
     store = mk()
     store.add("John Doe is my neighbour", namespace="u2")
     other = store.add("Mr Doe phoned", namespace="u2")

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from mars_core import FakeClock, HashingEmbedder, MemoryStore
+from mars_core.testing import StoreFactory
 
 KEY = bytes(range(32))
 PERSON = "Adaeze Okafor"
@@ -95,24 +96,26 @@ def _check(store: MemoryStore, physical: list[str]) -> None:
     assert "no namespace record or audit event bears its name" in physical[2]
 
 
-def _open(path: Path, index: str) -> MemoryStore:
-    return MemoryStore.open(path, index=index, embedder=HashingEmbedder(dim=32),
-                            clock=FakeClock(), audit_key=KEY)
+@pytest.fixture
+def _open(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(embedder=HashingEmbedder(dim=32), audit_key=KEY)
 
 
 @pytest.mark.parametrize("index", ["numpy", "chroma", "qdrant"])
-def test_no_erased_name_remains_in_any_file(tmp_path: Path, index: str) -> None:
+def test_no_erased_name_remains_in_any_file(_open: StoreFactory,
+                                            tmp_path: Path, index: str) -> None:
     pytest.importorskip({"numpy": "numpy", "chroma": "chromadb",
                          "qdrant": "qdrant_client"}[index])
     path = tmp_path / "s"
-    with _open(path, index) as store:
+    with _open(path=path, index=index) as store:
         _fill(store)
         assert len(scan_files(path)) >= 6  # the scanner sees them while they are stored
         physical = _erase(store)
         _check(store, physical)
         assert scan_files(path) == []  # at once, with the store still open
     assert scan_files(path) == []
-    with _open(path, index) as store:  # and after a reopen (the index caught up)
+    with _open(path=path, index=index) as store:  # and after a reopen (the index caught up)
         store.retrieve(KEPT, namespace="support")
         _check(store, physical)
     assert scan_files(path) == []

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from invariants import check_invariants
 
-from mars_core import FakeClock, MemoryStatus, MemoryStore, TaskStatus
+from mars_core import FakeClock, MemoryStatus, TaskStatus
+from mars_core.testing import StoreFactory
 
 
-def mk(clock: FakeClock, **kw: object) -> MemoryStore:
-    return MemoryStore(clock=clock, audit_key=bytes(range(32)), nlp="rules",
-                       **{"budget": 100_000, **kw})  # type: ignore[arg-type]
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(audit_key=bytes(range(32)), nlp="rules", budget=100_000)
 
 
-def test_ttl_expiry_archives_by_type_and_spares_protected() -> None:
+def test_ttl_expiry_archives_by_type_and_spares_protected(mk: StoreFactory) -> None:
     clock = FakeClock()
-    s = mk(clock)
+    s = mk(clock=clock)
     chat = s.add("we talked about the weather")             # episodic: 30 days
     fact = s.add("Ana prefers tea", type="semantic")        # semantic: 730 days
     goal = s.add("renew passport", type="task", payload={"status": TaskStatus.ACTIVE})
@@ -30,9 +33,9 @@ def test_ttl_expiry_archives_by_type_and_spares_protected() -> None:
     check_invariants(s)
 
 
-def test_user_retention_horizon_overrides_the_default() -> None:
+def test_user_retention_horizon_overrides_the_default(mk: StoreFactory) -> None:
     clock = FakeClock()
-    s = mk(clock)
+    s = mk(clock=clock)
     fact = s.add("Ana prefers tea", type="semantic")
     s.set_preferences({"retention_days": {"semantic": 7}})
     clock.advance(timedelta(days=8))
@@ -40,8 +43,8 @@ def test_user_retention_horizon_overrides_the_default() -> None:
     assert s.get(fact.id).status is MemoryStatus.ARCHIVED
 
 
-def test_dedup_merges_the_older_duplicate_into_the_newer() -> None:
-    s = mk(FakeClock())
+def test_dedup_merges_the_older_duplicate_into_the_newer(mk: StoreFactory) -> None:
+    s = mk()
     old = s.add("the meeting with Bo is on Monday at 10")
     other = s.add("buy oat milk and bread")
     new = s.add("the meeting with Bo is on Monday at 10!")
@@ -54,8 +57,8 @@ def test_dedup_merges_the_older_duplicate_into_the_newer() -> None:
     check_invariants(s)
 
 
-def test_reflection_in_maintenance_consolidates_when_near_budget() -> None:
-    s = mk(FakeClock(), budget=280)  # 24 turns use ~264 tokens: above 0.9 of the budget
+def test_reflection_in_maintenance_consolidates_when_near_budget(mk: StoreFactory) -> None:
+    s = mk(budget=280)  # 24 turns use ~264 tokens: above 0.9 of the budget
     for i in range(24):
         s.add(f"standup: the deploy pipeline is broken again, ticket {i % 3}")
     before = s.stats()["namespaces"]["default"]["tokens"]

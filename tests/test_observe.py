@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from invariants import check_invariants
 
-from mars_core import FakeClock, MemoryStatus, MemoryStore, Predicate, ValidationError
-from mars_core.testing import memory_graph
+from mars_core import MemoryStatus, MemoryStore, Predicate, ValidationError
+from mars_core.testing import StoreFactory, memory_graph
 
 TURNS = [
     ("user", "Hi, I'm Maya. I live in Lisbon and I work at Tidewave."),
@@ -36,12 +36,13 @@ def play(store: MemoryStore, ns: str = "maya") -> list[list[str]]:
     return out
 
 
-def mk(path: Path | None = None) -> MemoryStore:
-    kw = {"clock": FakeClock(), "audit_key": bytes(range(32)), "nlp": "rules", "budget": 4000}
-    return MemoryStore.open(path, **kw) if path else MemoryStore(**kw)  # type: ignore[arg-type]
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(audit_key=bytes(range(32)), nlp="rules", budget=4000)
 
 
-def test_one_episode_per_turn_and_extracted_memories() -> None:
+def test_one_episode_per_turn_and_extracted_memories(mk: StoreFactory) -> None:
     s = mk()
     ids = play(s)
     episodes = s.list("maya", type="episodic")
@@ -62,7 +63,7 @@ def test_one_episode_per_turn_and_extracted_memories() -> None:
     check_invariants(s)
 
 
-def test_a_correction_archives_the_old_fact() -> None:
+def test_a_correction_archives_the_old_fact(mk: StoreFactory) -> None:
     s = mk()
     play(s)
     lisbon = next(n for n in s.list("maya", status=None) if n.content == "Maya lives in Lisbon")
@@ -72,7 +73,7 @@ def test_a_correction_archives_the_old_fact() -> None:
     assert "corrected by the newer memory" in s.explain(lisbon.id, namespace="maya").rationale
 
 
-def test_recall_walks_around_an_entity_and_a_goal() -> None:
+def test_recall_walks_around_an_entity_and_a_goal(mk: StoreFactory) -> None:
     s = mk()
     play(s)
     about_ines = [h.text for h in s.recall("Ines", namespace="maya")]
@@ -83,7 +84,7 @@ def test_recall_walks_around_an_entity_and_a_goal() -> None:
         s.recall(namespace="maya")
 
 
-def test_render_context_layout_and_budget() -> None:
+def test_render_context_layout_and_budget(mk: StoreFactory) -> None:
     s = mk()
     play(s)
     text = s.render_context("Where does Maya live?", namespace="maya", conversation="c1",
@@ -99,11 +100,11 @@ def test_render_context_layout_and_budget() -> None:
     assert s.token_counter.count(small) <= 60
 
 
-def test_observe_survives_reopen_with_the_same_links(tmp_path: Path) -> None:
-    with mk(tmp_path / "db") as s:
+def test_observe_survives_reopen_with_the_same_links(mk: StoreFactory, tmp_path: Path) -> None:
+    with mk(path=tmp_path / "db") as s:
         play(s)
         before = s.export_jsonld()
-    with mk(tmp_path / "db") as s2:
+    with mk(path=tmp_path / "db") as s2:
         assert s2.export_jsonld() == before
         new = s2.observe("user", "I moved again, I live in Faro now.", namespace="maya",
                          conversation_id="c1", speaker="Maya")
@@ -112,16 +113,17 @@ def test_observe_survives_reopen_with_the_same_links(tmp_path: Path) -> None:
         check_invariants(s2)
 
 
-def test_reopened_turns_share_their_strings_and_keep_their_own_values(tmp_path: Path) -> None:
+def test_reopened_turns_share_their_strings_and_keep_their_own_values(mk: StoreFactory,
+                                                                      tmp_path: Path) -> None:
     """A reopened conversation's episodes hold one string per conversation, session,
     source and speaker, one payload per speaker, and their links hold the episodes' own
     ids (peak RSS); each turn keeps its own turn, session and speaker."""
     speakers = ["Maya", None, "Ines", "Maya", None, "Ines"]
-    with mk(tmp_path / "db") as s:
+    with mk(path=tmp_path / "db") as s:
         for i, (who, (_, text)) in enumerate(zip(speakers, TURNS, strict=True)):
             s.observe("user" if who else "assistant", text, namespace="maya",
                       conversation_id="c1", session_id=f"s{i // 3}", turn=i, speaker=who)
-    with mk(tmp_path / "db") as s2:
+    with mk(path=tmp_path / "db") as s2:
         eps = s2.list("maya", type="episodic")
         assert [(e.provenance.turn, e.provenance.session_id, e.speaker) for e in eps] == \
             [(i, f"s{i // 3}", who) for i, who in enumerate(speakers)]

@@ -447,22 +447,21 @@ RECORDER = textwrap.dedent("""
     import json, os, sys
     from mars_core.bench.storage import make_texts
     from mars_core.clock import FakeClock
-    from mars_core.engine import indexing
     from mars_core.store import MemoryStore
+    from mars_core.testing import index_fault
 
     path, step, index = sys.argv[1], sys.argv[2], sys.argv[3]
     store = MemoryStore.open(path, index=index, clock=FakeClock())
 
-    def die(*args, **kwargs):
+    def die():
         os._exit(9)  # as a kill -9 at exactly this step
 
-    if step == "after-index-write":  # the index holds the writes, the records not yet
-        indexing.IndexSync._record = die
-    else:  # committed, the index not yet written
-        indexing.IndexSync._flush_buffer = die
-    nodes = store.add_many(make_texts(40, seed=11))
-    print(json.dumps([n.id for n in nodes]), flush=True)
-    store.close()  # writes the index, then records its position
+    # after-index-write: the index holds the writes, the records not yet their position;
+    # before-index-write: committed, the index not yet written
+    with index_fault("index-position" if step == "after-index-write" else "index-write", die):
+        nodes = store.add_many(make_texts(40, seed=11))
+        print(json.dumps([n.id for n in nodes]), flush=True)
+        store.close()  # writes the index, then records its position
     print("CLOSED", flush=True)
 """)
 

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from oracles import Plan, exact_evictions, run_plan
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
@@ -28,7 +29,7 @@ from mars_core.scoring.dmf import (
     turns_until,
 )
 from mars_core.storage import SQLiteRecordStore
-from mars_core.testing import memory_graph, policy_view
+from mars_core.testing import StoreFactory, memory_graph, policy_view
 
 KEY = b"k" * 32
 VOCAB = ["ana", "lisbon", "tea", "coffee", "meeting", "project", "deadline", "sister", "paris",
@@ -37,9 +38,10 @@ PLAIN = ["episodic", "semantic", "social"]
 CUES = ("constraint", "preference", "current_state", "correction", "replacement")
 
 
-def mk(budget: int, **kw: Any) -> MemoryStore:
-    kw.setdefault("nlp", "rules")
-    return MemoryStore(policy="dmf", budget=budget, clock=FakeClock(), audit_key=KEY, **kw)
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(policy="dmf", audit_key=KEY, nlp="rules")
 
 
 def words(rng: random.Random, lo: int = 1, hi: int = 9) -> str:
@@ -103,7 +105,8 @@ def test_registered_with_validated_config() -> None:
 # --- hard-kill (eq 21) -----------------------------------------------------------------------
 
 
-def test_chit_chat_is_hard_killed_after_52_6_turns_and_a_constraint_is_not() -> None:
+def test_chit_chat_is_hard_killed_after_52_6_turns_and_a_constraint_is_not(
+        mk: StoreFactory) -> None:
     store = mk(100_000)
     rule = store.add("Do not use external APIs in this project")   # first turn: D = 0
     ok = store.add("ok")
@@ -138,7 +141,7 @@ def test_chit_chat_is_hard_killed_after_52_6_turns_and_a_constraint_is_not() -> 
         assert effective_score(node.signals["omega"], e.step - node.step) < 0.05
 
 
-def test_memory_without_omega_uses_the_empty_text_score() -> None:
+def test_memory_without_omega_uses_the_empty_text_score(mk: StoreFactory) -> None:
     store = mk(100_000, nlp="off")
     node = store.add("no signals here")
     assert "omega" not in node.signals
@@ -150,7 +153,7 @@ def test_memory_without_omega_uses_the_empty_text_score() -> None:
     assert DMFPolicy(dmf={"omega_kill": 0.0}).kill_step(node) is None  # no hard-kill at all
 
 
-def test_sweep_spares_pins_and_goals() -> None:
+def test_sweep_spares_pins_and_goals(mk: StoreFactory) -> None:
     store = mk(100_000)
     pinned = store.add("ok", pinned=True)
     prereq = store.add("thanks")
@@ -168,7 +171,7 @@ def test_sweep_spares_pins_and_goals() -> None:
 # --- budget pressure (eqs 22-26) -------------------------------------------------------------
 
 
-def test_budget_pressure_skips_pins_and_goals_until_forced() -> None:
+def test_budget_pressure_skips_pins_and_goals_until_forced(mk: StoreFactory) -> None:
     store = mk(40)
     pinned = store.add("ok", pinned=True)                 # the lowest S_prune of all
     prereq = store.add("thanks")
@@ -204,7 +207,7 @@ def imported(store: MemoryStore, specs: Spec, at: int,
     return [n.id for n in nodes]
 
 
-def test_paper_worked_example_order_and_tiers() -> None:
+def test_paper_worked_example_order_and_tiers(mk: StoreFactory) -> None:
     """§7: a constraint at Ω_eff 0.25 scores 0.45 and outlives a plain 0.40; a superseded
     0.60 scores 0.25 and goes first; healthy memories go last, and say why."""
     specs: Spec = [("the user set a firm rule", 0.25, {"constraint": 1.0}),
@@ -241,7 +244,8 @@ TABLE2: Spec = [("Function must run in O(n) time", 0.86, {}),             # tech
                 ("we talked about it for a while", 0.44, {})]             # average turn
 
 
-def table2_store(healthy_tier: str | None = None) -> tuple[MemoryStore, list[str]]:
+def table2_store(mk: StoreFactory,
+                 healthy_tier: str | None = None) -> tuple[MemoryStore, list[str]]:
     """Seed 004's Table 2 profiles (Ω 0.86, 0.68 + constraint, 0.68, 0.44), written at step
     10, the store exactly full; each later turn needs the room of all of them."""
     params = {} if healthy_tier is None else {"healthy_tier": healthy_tier}
@@ -251,7 +255,7 @@ def table2_store(healthy_tier: str | None = None) -> tuple[MemoryStore, list[str
     return store, imported(store, TABLE2, at=10)
 
 
-def test_paper_table2_profiles_under_budget_pressure() -> None:
+def test_paper_table2_profiles_under_budget_pressure(mk: StoreFactory) -> None:
     """§7.2 with the paper's numbers, by hand: at step 11 (Δn 1, λ_eff = 0.035·(1 − 0.5·Ω))
     Ω_eff = 0.86·e^−0.01995 = 0.843 (healthy, > 0.75), 0.68·e^−0.02310 = 0.664 (+0.20
     constraint bonus: S_prune 0.864), 0.664, 0.44·e^−0.02730 = 0.428. Candidate set C: the
@@ -259,7 +263,7 @@ def test_paper_table2_profiles_under_budget_pressure() -> None:
     bonus ranks it above an equal Ω_eff (§7.2.4 "key distinction"). The healthy fact
     (0.843 < 0.864: a lower score than the constraint) is protected (eq 22) and goes last,
     forced by the hard budget."""
-    store, (fact, rule, rich, avg) = table2_store()
+    store, (fact, rule, rich, avg) = table2_store(mk)
     assert [round(effective_score(o, 1), 3) for _, o, _ in TABLE2] == [0.843, 0.664, 0.664,
                                                                        0.428]
     since = len(store.audit)
@@ -276,7 +280,7 @@ def test_paper_table2_profiles_under_budget_pressure() -> None:
     assert policy_of(store).config.healthy_tier == "protected"
 
 
-def test_a_healthy_leaf_outlives_an_unhealthy_non_leaf() -> None:
+def test_a_healthy_leaf_outlives_an_unhealthy_non_leaf(mk: StoreFactory) -> None:
     """The case the audit found: a card (healthy leaf, Ω 0.89) derives from an unhealthy turn
     (Ω 0.44, a non-leaf). The template takes leaves before non-leaves, so before issue 33 the
     healthy card went first (healthy_tier="last"); protected, the unhealthy turn goes."""
@@ -302,7 +306,7 @@ def test_a_healthy_leaf_outlives_an_unhealthy_non_leaf() -> None:
     assert run(None)[0] == "turn"
 
 
-def test_supersession_penalty_follows_the_superseding_memory() -> None:
+def test_supersession_penalty_follows_the_superseding_memory(mk: StoreFactory) -> None:
     store = mk(1000)
     older, newer = imported(store, [("hotel choice one", 0.45, {}),
                                     ("hotel choice two", 0.45, {})], at=3)
@@ -345,7 +349,7 @@ def random_workload(store: MemoryStore, rng: random.Random, n: int, check: Any) 
     return pruned
 
 
-def test_tiny_tolerance_gives_the_exact_order() -> None:
+def test_tiny_tolerance_gives_the_exact_order(mk: StoreFactory) -> None:
     store = mk(60, policy_params={"drift_tolerance": 1e-12})
 
     def check(before: dict[str, MemoryNode], scores: dict[str, tuple[bool, float]],
@@ -353,18 +357,12 @@ def test_tiny_tolerance_gives_the_exact_order() -> None:
         rest = [m for i, m in before.items() if i not in killed]
         need = sum(m.weight for m in rest) + node.weight - 60
         order = sorted(rest, key=lambda m: (*scores[m.id], m.step, m.seq))
-        expect, freed = [], 0
-        for m in order:
-            if freed >= need:
-                break
-            expect.append(m.id)
-            freed += m.weight
-        assert pruned == expect
+        assert pruned == exact_evictions(order, need)
 
     assert random_workload(store, random.Random(8), 200, check) > 60
 
 
-def test_default_tolerance_keeps_the_stated_bound() -> None:
+def test_default_tolerance_keeps_the_stated_bound(mk: StoreFactory) -> None:
     """Every pruned memory's S_prune is below every kept memory's S_prune + 0.02 (same
     tier), and no healthy memory goes while an unhealthy one stays."""
     store = mk(60)
@@ -393,7 +391,7 @@ def test_default_tolerance_keeps_the_stated_bound() -> None:
 # --- reopen -------------------------------------------------------------------------------
 
 
-def script(path: Path | None, seed: int, reopen_every: int | None = None,
+def script(mk: StoreFactory, path: Path | None, seed: int, reopen_every: int | None = None,
            ops: int = 300) -> dict[str, Any]:
     def open_() -> MemoryStore:
         if path is None:  # the same stores, never persisted
@@ -411,15 +409,15 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
 
 
 @pytest.mark.backend_neutral
-def test_reopen_gives_the_same_decisions(tmp_path: Path) -> None:
-    a = script(tmp_path / "a", 31)
-    b = script(tmp_path / "b", 31, reopen_every=9)
+def test_reopen_gives_the_same_decisions(mk: StoreFactory, tmp_path: Path) -> None:
+    a = script(mk, tmp_path / "a", 31)
+    b = script(mk, tmp_path / "b", 31, reopen_every=9)
     kinds = [e["rationale"].split(":")[1].strip() for e in a["audit"] if e["op"] == "evict"
              and e["policy"] == "dmf"]
     assert kinds.count("DMF hard-kill") > 5 and kinds.count("DMF budget pruning") > 20
     assert b["audit"] == a["audit"]
     assert b["export"] == a["export"]
-    assert script(None, 31)["audit"] == a["audit"]
+    assert script(mk, None, 31)["audit"] == a["audit"]
 
 
 # --- property: the budget holds after every operation ---------------------------------------
@@ -432,23 +430,11 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "retrieve", "forg
                min_size=5, max_size=60)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None,  # the factory mk makes new stores per example
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops)
-def test_budget_holds_after_every_operation(plan: list[tuple[str, str, str, bool, int]]) -> None:
+def test_budget_holds_after_every_operation(mk: StoreFactory, plan: Plan) -> None:
     with mk(35) as store:
-        ids: list[str] = []
-        for op, text, mtype, pin, pick in plan:
-            act = [n.id for n in store.list()]
-            if op == "add":
-                ids.append(store.add(text, type=mtype, pinned=pin and pick % 4 == 0).id)
-            elif op == "supersede" and act:
-                ids.append(store.add(text, links=[("supersedes", act[pick % len(act)])]).id)
-            elif op == "retrieve":
-                store.retrieve(text, k=2)
-            elif ids and op == "forget":
-                store.forget(ids[pick % len(ids)])
-            elif ids:
-                store.restore(ids[pick % len(ids)])
-            assert sum(n.weight for n in store.list()) <= 35
+        run_plan(store, plan, 35)
         assert set(policy_of(store)._space("default").items) == {n.id for n in store.list()}
         check_invariants(store)

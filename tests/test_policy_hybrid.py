@@ -21,7 +21,7 @@ from mars_core.model import MemoryNode, MemoryStatus, MemoryType, SemanticPayloa
 from mars_core.policies import EvictStage, HybridPolicy, make_policy
 from mars_core.policies.hybrid import TieCandidate
 from mars_core.store import MemoryStore
-from mars_core.testing import policy_view
+from mars_core.testing import StoreFactory, policy_view
 from mars_core.views.namespace import NamespaceState
 
 KEY = b"k" * 32
@@ -32,10 +32,10 @@ COFFEE = ["The coffee machine on floor 3 is broken again today.",
           "The coffee machine on floor 3 is broken again, today."]
 
 
-def mk(**kw: Any) -> MemoryStore:
-    kw.setdefault("nlp", "rules")
-    kw.setdefault("policy", "hybrid")
-    return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(audit_key=KEY, nlp="rules", policy="hybrid")
 
 
 def evict_stage(policy: HybridPolicy, index: int) -> EvictStage:
@@ -88,7 +88,7 @@ def test_registered_with_params_and_validation() -> None:
 # --- stages -------------------------------------------------------------------------------
 
 
-def test_skim_only_removes_clearly_stale_leaves() -> None:
+def test_skim_only_removes_clearly_stale_leaves(mk: StoreFactory) -> None:
     store = mk(budget=100_000)
     ids = fill_scenario(store)
     policy = HybridPolicy()
@@ -133,7 +133,7 @@ def test_stage_order_visible_in_one_trigger(tmp_path: Path) -> None:
     store.close()
 
 
-def test_importance_keeps_a_retrieved_old_fact_over_fresh_chit_chat() -> None:
+def test_importance_keeps_a_retrieved_old_fact_over_fresh_chit_chat(mk: StoreFactory) -> None:
     runs = {}
     for policy in ("hybrid", "fifo"):
         store = mk(budget=90, policy=policy)
@@ -201,7 +201,7 @@ def test_without_a_sensitive_member_importance_decides_and_the_hook_extends() ->
     assert Reversed().apply(_synthetic_tie(), need=4).evictions[0].node_id == "a"
 
 
-def test_privacy_pass_on_a_real_store() -> None:
+def test_privacy_pass_on_a_real_store(mk: StoreFactory) -> None:
     """A sensitive memory goes before harmless ones of near-equal (even lower) density."""
     store = mk(budget=10_000)
     secret = store.add("Bruno's bank pin is in the blue drawer", type="semantic",
@@ -230,9 +230,10 @@ STEP = st.tuples(st.sampled_from(["episodic", "semantic", "social", "task"]),
                  st.sampled_from([0.0, 0.0, 0.3, 0.9]), st.booleans(), st.booleans())
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None,  # the factory mk makes new stores per example
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, min_size=1, max_size=120), budget=st.integers(12, 80))
-def test_hybrid_terminates_and_restores_the_budget(
+def test_hybrid_terminates_and_restores_the_budget(mk: StoreFactory,
         steps: list[tuple[str, list[str], float, bool, bool]], budget: int) -> None:
     store = mk(budget=budget)
     try:
@@ -263,7 +264,7 @@ TestHybridStoreMachine = HybridStoreMachine.TestCase
 TestHybridStoreMachine.settings = MACHINE_SETTINGS
 
 
-def test_incremental_skim_matches_a_full_scan() -> None:
+def test_incremental_skim_matches_a_full_scan(mk: StoreFactory) -> None:
     """The per-type never-used lists give the same order as scanning every memory."""
     import math
     import random as _random

@@ -26,15 +26,15 @@ from mars_core.policies.meta import (
     candidate_label,
 )
 from mars_core.store import MemoryStore
-from mars_core.testing import policy_view
+from mars_core.testing import StoreFactory, policy_view
 
 KEY = b"k" * 32
 
 
-def mk(**kw: Any) -> MemoryStore:
-    kw.setdefault("nlp", "rules")
-    kw.setdefault("policy", "meta")
-    return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(audit_key=KEY, nlp="rules", policy="meta")
 
 
 def recency_workload(store: MemoryStore, steps: int, seed: int) -> None:
@@ -95,7 +95,7 @@ def test_arms_default_to_the_seed_arms_and_validate() -> None:
         make_policy("meta", arm_params={"hybrid": {"stale_recency": 5}})
 
 
-def test_unregistered_arms_are_skipped_then_used_once_registered(
+def test_unregistered_arms_are_skipped_then_used_once_registered(mk: StoreFactory,
         monkeypatch: pytest.MonkeyPatch) -> None:
     assert MetaController(arms=["lru", "later"]).arm_names == ("lru",)
 
@@ -170,7 +170,7 @@ def ordered_policy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield "ordered"
 
 
-def test_learns_which_parameters_of_a_policy_pay(ordered_policy: str) -> None:
+def test_learns_which_parameters_of_a_policy_pay(mk: StoreFactory, ordered_policy: str) -> None:
     """One policy, two parameter sets, the same reward: on a stream where answers use
     recent memories, forgetting the newest first loses the credit, so the bandit settles
     on newest=False; each decision's audit names the parameters and why."""
@@ -208,15 +208,14 @@ def test_the_chosen_parameters_survive_reopen(tmp_path: Path) -> None:
                              budget=80, policy="meta", policy_params=params)
     again = store.policy_for()
     assert isinstance(again, MetaController)
-    again._namespace = "default"
-    assert again.params() == before and before["why"]
+    assert again.params_for("default") == before and before["why"]
     store.close()
 
 
 # --- decisions on real stores ---------------------------------------------------------------
 
 
-def test_same_seed_same_arm_choices() -> None:
+def test_same_seed_same_arm_choices(mk: StoreFactory) -> None:
     runs = []
     for _ in range(2):
         store = mk(budget=120, seed=3, policy_params={"decision_interval": 5})
@@ -228,7 +227,7 @@ def test_same_seed_same_arm_choices() -> None:
 
 
 @pytest.mark.parametrize("arms", [["random", "lru"], ["random", "fifo"]])
-def test_learns_to_prefer_recency_on_a_recency_stream(arms: list[str]) -> None:
+def test_learns_to_prefer_recency_on_a_recency_stream(mk: StoreFactory, arms: list[str]) -> None:
     store = mk(budget=120, policy_params={"arms": arms, "decision_interval": 5})
     recency_workload(store, 600, seed=0)
     chosen = [arm for _, arm in sorted(decisions(store).items())]
@@ -240,7 +239,7 @@ def test_learns_to_prefer_recency_on_a_recency_stream(arms: list[str]) -> None:
     check_invariants(store)
 
 
-def test_clearly_worse_arm_is_abandoned(newest_arm: str) -> None:
+def test_clearly_worse_arm_is_abandoned(mk: StoreFactory, newest_arm: str) -> None:
     store = mk(budget=120, policy_params={"arms": [newest_arm, "fifo"],
                                           "decision_interval": 5})
     recency_workload(store, 300, seed=1)
@@ -248,7 +247,7 @@ def test_clearly_worse_arm_is_abandoned(newest_arm: str) -> None:
     assert Counter(chosen[len(chosen) // 2:]) == Counter({"fifo": len(chosen[len(chosen) // 2:])})
 
 
-def test_every_decision_is_audited_with_its_arm_and_scores() -> None:
+def test_every_decision_is_audited_with_its_arm_and_scores(mk: StoreFactory) -> None:
     store = mk(budget=80, policy_params={"decision_interval": 3})
     recency_workload(store, 80, seed=2)
     meta = store.policy_for()
@@ -293,7 +292,7 @@ def test_hooks_reach_every_arm_and_survive_reopen(tmp_path: Path) -> None:
     store.close()
 
 
-def test_context_features_are_observable() -> None:
+def test_context_features_are_observable(mk: StoreFactory) -> None:
     store = mk(budget=10_000, policy_params={"arms": ["lru"]})
     meta = store.policy_for()
     assert isinstance(meta, MetaController)

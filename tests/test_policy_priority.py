@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from oracles import Plan, exact_evictions, run_plan
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
@@ -20,6 +21,7 @@ from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.policies import PriorityDecayPolicy, make_policy
 from mars_core.scoring.density import DensityConfig, importance, priority_key
 from mars_core.storage import SQLiteRecordStore
+from mars_core.testing import StoreFactory
 
 KEY = b"k" * 32
 VOCAB = ["ana", "lisbon", "tea", "coffee", "meeting", "project", "deadline", "sister", "paris",
@@ -28,9 +30,10 @@ TYPES = ["episodic", "semantic", "social", "task"]
 PLAIN = ["episodic", "semantic", "social"]  # a task memory is an active goal: protected
 
 
-def mk(budget: int, **kw: Any) -> MemoryStore:
-    kw.setdefault("nlp", "rules")
-    return MemoryStore(policy="priority", budget=budget, clock=FakeClock(), audit_key=KEY, **kw)
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(policy="priority", audit_key=KEY, nlp="rules")
 
 
 def active(store: MemoryStore, ns: str = "default") -> dict[str, MemoryNode]:
@@ -81,7 +84,7 @@ def test_registered_with_validated_config() -> None:
         MemoryStore(policy="priority", policy_params={"budget": 3})
 
 
-def test_key_is_density_importance_per_token_bit_for_bit() -> None:
+def test_key_is_density_importance_per_token_bit_for_bit(mk: StoreFactory) -> None:
     store = mk(10_000)
     rng = random.Random(3)
     ids = [store.add(words(rng), type=rng.choice(PLAIN)).id for _ in range(30)]
@@ -113,7 +116,7 @@ def random_workload(store: MemoryStore, rng: random.Random, n: int,
     return evictions
 
 
-def test_tiny_tolerance_gives_the_exact_order() -> None:
+def test_tiny_tolerance_gives_the_exact_order(mk: StoreFactory) -> None:
     """With a tolerance near 0 every key is refreshed at every trigger: the evictions of each
     add are exactly the prefix of the brute-force sort by (imp/w, creation order)."""
     store = mk(60, policy_params={"drift_tolerance": 1e-12})
@@ -122,18 +125,12 @@ def test_tiny_tolerance_gives_the_exact_order() -> None:
               now: int) -> None:
         need = sum(n.weight for n in before.values()) + node.weight - 60
         order = sorted(before.values(), key=lambda n: (true_key(n, now), n.seq))
-        expect, freed = [], 0
-        for n in order:
-            if freed >= need:
-                break
-            expect.append(n.id)
-            freed += n.weight
-        assert evicted == expect
+        assert evicted == exact_evictions(order, need)
 
     assert random_workload(store, random.Random(11), 150, check) > 50
 
 
-def test_default_tolerance_keeps_the_stated_bound() -> None:
+def test_default_tolerance_keeps_the_stated_bound(mk: StoreFactory) -> None:
     """Between refreshes a stored key may be stale, but by less than drift_tolerance/w:
     every evicted memory's true key is below every kept memory's true key + 0.02/w."""
     store = mk(60)
@@ -161,7 +158,7 @@ def test_default_tolerance_keeps_the_stated_bound() -> None:
     assert policy.rekeys("default") <= 16 * (events + accesses)
 
 
-def test_semantic_outlives_episodic_and_accesses_protect() -> None:
+def test_semantic_outlives_episodic_and_accesses_protect(mk: StoreFactory) -> None:
     store = mk(40)
     ep = store.add("ana drank tea in lisbon", type="episodic")
     sem = store.add("paris is in france", type="semantic")
@@ -177,7 +174,7 @@ def test_semantic_outlives_episodic_and_accesses_protect() -> None:
 # --- hysteresis -------------------------------------------------------------------------------
 
 
-def hysteresis_scenario(margin: float) -> tuple[str, str, str]:
+def hysteresis_scenario(mk: StoreFactory, margin: float) -> tuple[str, str, str]:
     """X is examined but spared (a non-leaf), then becomes a leaf and gets one access.
 
     Returns (id evicted at the last trigger, X's id, Y's id).
@@ -215,17 +212,17 @@ def hysteresis_scenario(margin: float) -> tuple[str, str, str]:
     return evicted[0], x.id, y.id
 
 
-def test_hysteresis_keeps_an_eligible_memory_first_in_line() -> None:
-    gone, x, _y = hysteresis_scenario(0.1)  # one access (+0.087) is within the margin
+def test_hysteresis_keeps_an_eligible_memory_first_in_line(mk: StoreFactory) -> None:
+    gone, x, _y = hysteresis_scenario(mk, 0.1)  # one access (+0.087) is within the margin
     assert gone == x
 
 
-def test_without_margin_an_improvement_spares_it() -> None:
-    gone, _x, y = hysteresis_scenario(0.0)
+def test_without_margin_an_improvement_spares_it(mk: StoreFactory) -> None:
+    gone, _x, y = hysteresis_scenario(mk, 0.0)
     assert gone == y
 
 
-def test_hysteresis_rationale() -> None:
+def test_hysteresis_rationale(mk: StoreFactory) -> None:
     store = mk(44)
     x = store.add("zebra quokka lemur", type="episodic")
     d = store.add("zebra summary", type="semantic",
@@ -243,7 +240,7 @@ def test_hysteresis_rationale() -> None:
 # --- protections ---------------------------------------------------------------------------------
 
 
-def test_pins_and_task_safety_hold_until_forced() -> None:
+def test_pins_and_task_safety_hold_until_forced(mk: StoreFactory) -> None:
     store = mk(40)
     pinned = store.add("cat", type="episodic", pinned=True)          # the lowest key of all
     prereq = store.add("dog", type="episodic")
@@ -265,7 +262,7 @@ def test_pins_and_task_safety_hold_until_forced() -> None:
 # --- rationale ---------------------------------------------------------------------------------
 
 
-def test_rationale_names_policy_and_numbers() -> None:
+def test_rationale_names_policy_and_numbers(mk: StoreFactory) -> None:
     store = mk(30)
     rng = random.Random(9)
     first = store.add("ana drank tea", type="episodic")
@@ -288,7 +285,7 @@ def test_rationale_names_policy_and_numbers() -> None:
 # --- the privacy penalty (seed 000 §5.3, §5.4) ----------------------------------------------
 
 
-def twins(key: str | None) -> tuple[MemoryNode, MemoryNode, str, MemoryNode]:
+def twins(mk: StoreFactory, key: str | None) -> tuple[MemoryNode, MemoryNode, str, MemoryNode]:
     """Two memories equal in type, words and weight: the harmless one written first (s 0),
     the sensitive one next (s 0.95); then one more memory needs the room of one of them.
     Returns (harmless, sensitive, the rationale of the eviction, the evicted memory)."""
@@ -305,12 +302,12 @@ def twins(key: str | None) -> tuple[MemoryNode, MemoryNode, str, MemoryNode]:
     return harmless, sensitive, gone[0].rationale, evicted
 
 
-def test_twin_memories_the_sensitive_one_goes_first() -> None:
+def test_twin_memories_the_sensitive_one_goes_first(mk: StoreFactory) -> None:
     """§5.3/§5.4 key (imp − λ_priv·s)/w, by hand: both episodic, 6 tokens, never accessed;
     at the trigger (step 3) the harmless one is 2 steps old, the sensitive one 1.
     imp = (0.4·0.5 + 0.3·e^(−0.035·Δn))/1.0: 0.47972 (Δn 2) and 0.48968 (Δn 1).
     Keys: harmless 0.47972/6 = 0.07995; sensitive (0.48968 − 0.25·0.95)/6 = 0.04203."""
-    harmless, sensitive, why, evicted = twins(None)
+    harmless, sensitive, why, evicted = twins(mk, None)
     assert harmless.weight == sensitive.weight == 6
     assert evicted.id == sensitive.id
     imp_h = (0.4 * 0.5 + 0.3 * math.exp(-0.035 * 2)) / 1.0
@@ -320,14 +317,14 @@ def test_twin_memories_the_sensitive_one_goes_first() -> None:
     assert "sensitivity 0.95" in why
 
 
-def test_importance_key_keeps_the_former_order() -> None:
+def test_importance_key_keeps_the_former_order(mk: StoreFactory) -> None:
     """key="importance" (imp/w, no penalty): the harmless twin is older, so it goes."""
-    harmless, _sensitive, why, evicted = twins("importance")
+    harmless, _sensitive, why, evicted = twins(mk, "importance")
     assert evicted.id == harmless.id
     assert "lowest importance per token: imp 0.480 over 6 tokens = 0.0800" in why
 
 
-def test_a_rescored_sensitivity_moves_the_key() -> None:
+def test_a_rescored_sensitivity_moves_the_key(mk: StoreFactory) -> None:
     """on_update: a memory whose sensitivity changes is re-keyed before the next trigger."""
     store = mk(10_000, sensitivity_scoring=False)
     node = store.add("ana met bo at the cafe", type="episodic", sensitivity=0.0)
@@ -344,7 +341,7 @@ def test_a_rescored_sensitivity_moves_the_key() -> None:
 # --- reopen -------------------------------------------------------------------------------------
 
 
-def script(path: Path | None, seed: int, reopen_every: int | None = None,
+def script(mk: StoreFactory, path: Path | None, seed: int, reopen_every: int | None = None,
            ops: int = 160) -> dict[str, Any]:
     """A seeded script (adds with pins, retrievals, forgets, restores, updates)."""
     def open_() -> MemoryStore:
@@ -361,13 +358,13 @@ def script(path: Path | None, seed: int, reopen_every: int | None = None,
 
 
 @pytest.mark.backend_neutral
-def test_reopen_gives_the_same_decisions(tmp_path: Path) -> None:
-    a = script(tmp_path / "a", 21)
-    b = script(tmp_path / "b", 21, reopen_every=9)
+def test_reopen_gives_the_same_decisions(mk: StoreFactory, tmp_path: Path) -> None:
+    a = script(mk, tmp_path / "a", 21)
+    b = script(mk, tmp_path / "b", 21, reopen_every=9)
     assert sum(1 for e in a["audit"] if e["op"] == "evict") > 40
     assert b["audit"] == a["audit"]
     assert b["export"] == a["export"]
-    assert script(None, 21)["audit"] == a["audit"]  # persisted = in memory
+    assert script(mk, None, 21)["audit"] == a["audit"]  # persisted = in memory
 
 
 # --- property: the budget holds after every add ------------------------------------------------
@@ -378,22 +375,12 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "retrieve", "forg
                min_size=5, max_size=50)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None,  # the factory mk makes new stores per example
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops)
-def test_budget_holds_after_every_operation(plan: list[tuple[str, str, str, bool, int]]) -> None:
+def test_budget_holds_after_every_operation(mk: StoreFactory, plan: Plan) -> None:
     with mk(35) as store:
-        ids: list[str] = []
-        for op, text, mtype, pin, pick in plan:
-            if op == "add":
-                ids.append(store.add(text, type=mtype, pinned=pin and pick % 4 == 0).id)
-            elif op == "retrieve":
-                store.retrieve(text, k=2)
-            elif ids and op == "forget":
-                store.forget(ids[pick % len(ids)])
-            elif ids:
-                store.restore(ids[pick % len(ids)])
-            assert store.stats()["namespaces"].get("default", {"tokens": 0})["tokens"] <= 35
-            assert sum(n.weight for n in store.list()) <= 35
+        run_plan(store, plan, 35)
         policy = store.policy_for()
         assert isinstance(policy, PriorityDecayPolicy)
         assert set(policy._spaces.get("default", policy._space("default")).items) == {

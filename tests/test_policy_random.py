@@ -8,16 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
+from oracles import Plan, run_plan
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
 from mars_core.io import to_jsonld
 from mars_core.model import MemoryNode
 from mars_core.policies import RandomDropPolicy, make_policy
-from mars_core.testing import policy_view
+from mars_core.testing import StoreFactory, policy_view
 
 KEY = b"k" * 32
 VOCAB = ["ana", "lisbon", "tea", "coffee", "meeting", "project", "deadline", "sister", "paris",
@@ -28,10 +29,10 @@ TYPES = ["episodic", "semantic", "social"]
 CHI2_7, CHI2_19 = 24.322, 43.820
 
 
-def mk(budget: int, seed: int = 0, **kw: Any) -> MemoryStore:
-    kw.setdefault("nlp", "rules")
-    return MemoryStore(policy="random", budget=budget, seed=seed, clock=FakeClock(),
-                       audit_key=KEY, **kw)
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(policy="random", seed=0, audit_key=KEY, nlp="rules")
 
 
 def chi2(counts: Counter[int], cells: int) -> float:
@@ -63,7 +64,7 @@ def test_registered() -> None:
     assert make_policy("random").params() == {"selection": "uniform", "generator": "store seed"}
 
 
-def test_each_memory_is_equally_likely_across_seeds() -> None:
+def test_each_memory_is_equally_likely_across_seeds(mk: StoreFactory) -> None:
     """400 stores with seeds 0..399: 8 equal memories fill the budget, a 9th evicts one."""
     counts: Counter[int] = Counter()
     for seed in range(400):
@@ -78,7 +79,7 @@ def test_each_memory_is_equally_likely_across_seeds() -> None:
     assert chi2(counts, 8) < CHI2_7
 
 
-def test_draws_are_uniform_over_the_remaining_memories() -> None:
+def test_draws_are_uniform_over_the_remaining_memories(mk: StoreFactory) -> None:
     """20 000 draws from one store after removals (holes, then a compaction)."""
     store = mk(10_000)
     ids = [store.add(f"note {i}").id for i in range(220)]
@@ -98,7 +99,7 @@ def test_draws_are_uniform_over_the_remaining_memories() -> None:
     assert chi2(counts, 20) < CHI2_19
 
 
-def test_without_replacement_within_a_trigger() -> None:
+def test_without_replacement_within_a_trigger(mk: StoreFactory) -> None:
     store = mk(10_000)
     for i in range(30):
         store.add(f"note {i}")
@@ -111,7 +112,7 @@ def test_without_replacement_within_a_trigger() -> None:
         "one of 30 memories not drawn yet, each with probability 0.0333")
 
 
-def test_explain_names_the_policy_and_the_draw() -> None:
+def test_explain_names_the_policy_and_the_draw(mk: StoreFactory) -> None:
     with mk(20, seed=4) as store:
         ids = [store.add(f"memory {i}").id for i in range(11)]
         gone = [i for i in ids if not store.get(i).is_active]
@@ -125,7 +126,7 @@ def test_explain_names_the_policy_and_the_draw() -> None:
         assert "each with probability 0.0909" in ex.rationale
 
 
-def run(seed: int, n: int = 60) -> list[str]:
+def run(mk: StoreFactory, seed: int, n: int = 60) -> list[str]:
     with mk(40, seed=seed) as store:
         rng = random.Random(5)
         for _ in range(n):
@@ -135,13 +136,13 @@ def run(seed: int, n: int = 60) -> list[str]:
         return [n.id for n in store.list(status="archived")]
 
 
-def test_same_seed_same_choices_other_seed_other_choices() -> None:
-    a, b, c = run(11), run(11), run(12)
+def test_same_seed_same_choices_other_seed_other_choices(mk: StoreFactory) -> None:
+    a, b, c = run(mk, 11), run(mk, 11), run(mk, 12)
     assert a == b and len(a) > 20
     assert a != c
 
 
-def test_pins_and_goals_are_skipped_unless_forced() -> None:
+def test_pins_and_goals_are_skipped_unless_forced(mk: StoreFactory) -> None:
     for seed in range(10):
         with mk(30, seed=seed) as store:
             pinned = store.add("cat", pinned=True)
@@ -159,7 +160,7 @@ def test_pins_and_goals_are_skipped_unless_forced() -> None:
             check_invariants(store)
 
 
-def test_an_out_of_order_import_is_reindexed() -> None:
+def test_an_out_of_order_import_is_reindexed(mk: StoreFactory) -> None:
     store = mk(10_000)
     first = [store.add(f"note {i}").id for i in range(5)]
     with mk(10_000, seed=9) as other:
@@ -205,22 +206,12 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "retrieve", "forg
                min_size=5, max_size=60)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None,  # the factory mk makes new stores per example
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops, st.integers(0, 5))
-def test_budget_holds_after_every_operation(plan: list[tuple[str, str, str, bool, int]],
-                                            seed: int) -> None:
+def test_budget_holds_after_every_operation(mk: StoreFactory, plan: Plan, seed: int) -> None:
     with mk(35, seed=seed) as store:
-        ids: list[str] = []
-        for op, text, mtype, pin, pick in plan:
-            if op == "add":
-                ids.append(store.add(text, type=mtype, pinned=pin and pick % 4 == 0).id)
-            elif op == "retrieve":
-                store.retrieve(text, k=2)
-            elif ids and op == "forget":
-                store.forget(ids[pick % len(ids)])
-            elif ids:
-                store.restore(ids[pick % len(ids)])
-            assert sum(n.weight for n in store.list()) <= 35
+        run_plan(store, plan, 35)
         assert policy_of(store).activation_order("default") == [
             n.id for n in sorted(store.list(), key=lambda n: (n.activated_seq, n.seq))]
         check_invariants(store)

@@ -8,18 +8,19 @@ from pathlib import Path
 import pytest
 from invariants import check_invariants
 
-from mars_core import FakeClock, MemoryStore, NotFoundError, ValidationError
+from mars_core import FakeClock, NotFoundError, ValidationError
 from mars_core.errors import BlockedByPreferenceError
 from mars_core.privacy.preferences import PrivacyPreferences
+from mars_core.testing import StoreFactory
 
 
-def mk(path: Path | None = None, clock: FakeClock | None = None) -> MemoryStore:
-    kw = {"clock": clock or FakeClock(), "audit_key": bytes(range(32)), "nlp": "rules",
-          "budget": 5000}
-    return MemoryStore.open(path, **kw) if path else MemoryStore(**kw)  # type: ignore[arg-type]
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(audit_key=bytes(range(32)), nlp="rules", budget=5000)
 
 
-def test_private_entities_raise_sensitivity_and_descendants_inherit() -> None:
+def test_private_entities_raise_sensitivity_and_descendants_inherit(mk: StoreFactory) -> None:
     s = mk()
     ep = s.add("My sister Ines had a rough week")
     fact = s.add("She is tired", type="semantic", provenance={"derived_from": [ep.id]})
@@ -38,7 +39,7 @@ def test_private_entities_raise_sensitivity_and_descendants_inherit() -> None:
     check_invariants(s)
 
 
-def test_blocked_entities_and_conversations_are_never_stored() -> None:
+def test_blocked_entities_and_conversations_are_never_stored(mk: StoreFactory) -> None:
     s = mk()
     s.set_preferences({"blocked_entities": ["Project Falcon"], "blocked_conversations": ["c9"]})
     before = len(s.audit)
@@ -50,7 +51,7 @@ def test_blocked_entities_and_conversations_are_never_stored() -> None:
     assert s.observe("user", "an ordinary turn")
 
 
-def test_private_mode_needs_consent_and_consent_can_be_revoked() -> None:
+def test_private_mode_needs_consent_and_consent_can_be_revoked(mk: StoreFactory) -> None:
     clock = FakeClock()
     s = mk(clock=clock)
     secret = s.add("I was diagnosed with diabetes last year")  # health -> sensitive
@@ -72,16 +73,16 @@ def test_private_mode_needs_consent_and_consent_can_be_revoked() -> None:
     assert ops.count("config") >= 3  # private mode on, consent granted, consent revoked
 
 
-def test_preferences_survive_reopen(tmp_path: Path) -> None:
-    with mk(tmp_path / "db") as s:
+def test_preferences_survive_reopen(mk: StoreFactory, tmp_path: Path) -> None:
+    with mk(path=tmp_path / "db") as s:
         s.set_preferences({"private_entities": ["Ines"], "private_mode": True})
-    with mk(tmp_path / "db") as s2:
+    with mk(path=tmp_path / "db") as s2:
         prefs = s2.preferences()
         assert prefs.private_entities == ("Ines",) and prefs.private_mode
         assert s2.add("Ines is coming over").sensitivity == pytest.approx(0.9)
 
 
-def test_bad_preferences_are_refused_and_change_nothing() -> None:
+def test_bad_preferences_are_refused_and_change_nothing(mk: StoreFactory) -> None:
     s = mk()
     s.add("hello there")
     before = (s.export_jsonld(), len(s.audit))
@@ -95,7 +96,7 @@ def test_bad_preferences_are_refused_and_change_nothing() -> None:
     assert s.preferences() == PrivacyPreferences()
 
 
-def test_recall_for_a_goal_leaves_out_unrelated_social_details() -> None:
+def test_recall_for_a_goal_leaves_out_unrelated_social_details(mk: StoreFactory) -> None:
     s = mk()
     for role, text in [("user", "My sister Ines is a nurse in Porto."),
                        ("user", "My friend Bo collects stamps."),

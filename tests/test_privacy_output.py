@@ -20,6 +20,7 @@ from mars_core.embedders import minilm_installed
 from mars_core.errors import ConfigError, ValidationError
 from mars_core.privacy import FlaggedText
 from mars_core.privacy.output import ERASED_SIGNAL
+from mars_core.testing import StoreFactory
 
 ORIGINAL = "The alarm code for the house is 7319"
 RESTATED = "The user's house alarm code is 7319"
@@ -28,13 +29,14 @@ QUERY = "the user's house alarm code"
 SECRETS = ("7319", "alarm code")
 
 
-def _store(**kw: object) -> MemoryStore:
-    return MemoryStore(clock=FakeClock(), nlp="rules", embedder=HashingEmbedder(), seed=1,
-                       **kw)  # type: ignore[arg-type]
+@pytest.fixture
+def _store(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(nlp="rules", embedder=HashingEmbedder(), seed=1, audit_key=None)
 
 
 @pytest.fixture
-def store() -> Iterator[MemoryStore]:
+def store(_store: StoreFactory) -> Iterator[MemoryStore]:
     with _store() as s:
         yield s
 
@@ -113,7 +115,7 @@ def test_redact_false_is_an_explicit_recorded_raw_read(store: MemoryStore) -> No
     assert _access(store) == {"redact": False}
 
 
-def test_the_store_setting_turns_it_off_and_a_call_turns_it_back_on() -> None:
+def test_the_store_setting_turns_it_off_and_a_call_turns_it_back_on(_store: StoreFactory) -> None:
     with _store(redact=False) as s:
         s.add("call me on 555-123-4567", type="semantic")
         assert s.retrieve("call me")[0].text == "call me on 555-123-4567"
@@ -223,7 +225,7 @@ def test_erasure_without_restatements_marks_nothing(store: MemoryStore) -> None:
 # --- the hook -------------------------------------------------------------------------------
 
 
-def test_the_hook_is_called_only_when_something_is_flagged() -> None:
+def test_the_hook_is_called_only_when_something_is_flagged(_store: StoreFactory) -> None:
     calls: list[FlaggedText] = []
 
     def hook(f: FlaggedText) -> bool:
@@ -246,14 +248,14 @@ def test_the_hook_is_called_only_when_something_is_flagged() -> None:
     assert RESTATED not in _lines(ctx) and MASKED not in _lines(ctx)  # False: withheld
 
 
-def test_a_confirmation_shows_the_memory() -> None:
+def test_a_confirmation_shows_the_memory(_store: StoreFactory) -> None:
     with _store(rephrase_or_confirm=lambda f: True) as s:
         _plant(s)
         ctx = s.render_context(QUERY, budget_tokens=300)
         assert RESTATED in _lines(ctx) and _access(s)["confirmed"] == 1
 
 
-def test_a_safe_rephrasing_replaces_the_memory() -> None:
+def test_a_safe_rephrasing_replaces_the_memory(_store: StoreFactory) -> None:
     with _store(rephrase_or_confirm=lambda f: "The user has a home security system") as s:
         _, rid = _plant(s)
         ctx = s.render_context(QUERY, budget_tokens=300)
@@ -265,7 +267,7 @@ def test_a_safe_rephrasing_replaces_the_memory() -> None:
     assert "security system" not in access.model_dump_json()
 
 
-def test_a_rephrasing_that_still_restates_is_withheld() -> None:
+def test_a_rephrasing_that_still_restates_is_withheld(_store: StoreFactory) -> None:
     with _store(rephrase_or_confirm=lambda f: "house alarm code: 7319, the user's") as s:
         _plant(s)
         ctx = s.render_context(QUERY, budget_tokens=300)
@@ -274,7 +276,7 @@ def test_a_rephrasing_that_still_restates_is_withheld() -> None:
     assert ORIGINAL in _lines(ctx)  # the cut-off is taken again without it
 
 
-def test_the_surface_pass_runs_over_a_rephrasing() -> None:
+def test_the_surface_pass_runs_over_a_rephrasing(_store: StoreFactory) -> None:
     with _store(rephrase_or_confirm=lambda f: "Mail the installer at bob@example.com") as s:
         _plant(s)
         ctx = s.render_context(QUERY, budget_tokens=300)
@@ -282,7 +284,8 @@ def test_the_surface_pass_runs_over_a_rephrasing() -> None:
 
 
 @pytest.mark.parametrize("answer", [3, None, "", "   ", b"ok", "a\x00b"])
-def test_a_bad_answer_is_a_typed_error_and_changes_nothing(answer: object) -> None:
+def test_a_bad_answer_is_a_typed_error_and_changes_nothing(_store: StoreFactory,
+                                                           answer: object) -> None:
     with _store(rephrase_or_confirm=lambda f: answer) as s:
         _plant(s)
         before = (len(s.audit), [n.access_count for n in s.list()])
@@ -294,7 +297,7 @@ def test_a_bad_answer_is_a_typed_error_and_changes_nothing(answer: object) -> No
             assert "7319" not in str(info.value)
 
 
-def test_a_failing_hook_is_a_typed_error_and_changes_nothing() -> None:
+def test_a_failing_hook_is_a_typed_error_and_changes_nothing(_store: StoreFactory) -> None:
     def hook(f: FlaggedText) -> str:
         raise RuntimeError(f"cannot rephrase {f.text}")
 
@@ -338,7 +341,7 @@ def test_the_hook_survives_a_reopen_only_when_passed_again(tmp_path: object) -> 
         assert RESTATED in _lines(s.render_context(QUERY, budget_tokens=300))
 
 
-def test_a_paraphrase_threshold_of_one_only_flags_exact_restatements() -> None:
+def test_a_paraphrase_threshold_of_one_only_flags_exact_restatements(_store: StoreFactory) -> None:
     with _store(paraphrase_threshold=1.0) as s:
         _plant(s)
         ctx = s.render_context(QUERY, budget_tokens=300)

@@ -47,6 +47,7 @@ from mars_core.summarise import (
     key_terms,
     mask_identifiers,
 )
+from mars_core.testing import StoreFactory
 from mars_core.views.namespace import NamespaceState, NamespaceView, ViewIO
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -120,13 +121,16 @@ def feed(store: MemoryStore, n_dup: int = 30) -> None:
             store.add(UNRELATED[(i // 4) % len(UNRELATED)])
 
 
-def reflection_store(budget: int = 300, **kw: Any) -> MemoryStore:
-    return MemoryStore(policy="reflection", budget=budget, clock=FakeClock(),
-                       audit_key=b"k" * 32, nlp="rules", **kw)
+@pytest.fixture
+def reflection_store(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(policy="reflection", budget=300, audit_key=b"k" * 32,
+                                    nlp="rules")
 
 
 @pytest.mark.backend_neutral(False)
-def test_reflection_consolidates_a_redundant_cluster_and_lowers_cost() -> None:
+def test_reflection_consolidates_a_redundant_cluster_and_lowers_cost(
+        reflection_store: StoreFactory) -> None:
     with reflection_store() as store:
         feed(store)
         summaries = [n for n in store.list() if n.type is MemoryType.SEMANTIC]
@@ -157,7 +161,7 @@ def test_reflection_consolidates_a_redundant_cluster_and_lowers_cost() -> None:
 
 
 @pytest.mark.backend_neutral(False)
-def test_reflection_is_deterministic() -> None:
+def test_reflection_is_deterministic(reflection_store: StoreFactory) -> None:
     def run() -> list[tuple[str, int, tuple[str, ...]]]:
         with reflection_store(seed=0) as store:  # same seed and inputs, same store
             feed(store)
@@ -169,7 +173,7 @@ def test_reflection_is_deterministic() -> None:
 
 
 @pytest.mark.backend_neutral(False)
-def test_depth_stops_at_two_and_the_rest_is_evicted() -> None:
+def test_depth_stops_at_two_and_the_rest_is_evicted(reflection_store: StoreFactory) -> None:
     rng = random.Random(3)
     with reflection_store(budget=150) as store:
         for _ in range(200):
@@ -182,7 +186,8 @@ def test_depth_stops_at_two_and_the_rest_is_evicted() -> None:
 
 
 @pytest.mark.backend_neutral(False)
-def test_density_stage_restores_the_budget_when_nothing_clusters() -> None:
+def test_density_stage_restores_the_budget_when_nothing_clusters(
+        reflection_store: StoreFactory) -> None:
     with reflection_store(budget=60) as store:
         for text in UNRELATED:
             store.add(text)

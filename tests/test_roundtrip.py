@@ -23,17 +23,18 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mars_core import HashingEmbedder, MemoryStore
-from mars_core.clock import FakeClock
 from mars_core.errors import MarsError, ValidationError
 from mars_core.io_checks import MAX_COUNTER, MAX_INT, MAX_JSON_CHARS, MAX_NESTING
+from mars_core.testing import StoreFactory
 
 KEY = bytes(range(32))
 NAMESPACES = ["alpha", "beta/gamma"]
 
 
-def _store() -> MemoryStore:
-    return MemoryStore(budget=20_000, embedder=HashingEmbedder(dim=32), clock=FakeClock(),
-                       audit_key=KEY)
+@pytest.fixture
+def _store(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(budget=20_000, embedder=HashingEmbedder(dim=32), audit_key=KEY)
 
 
 def _deep(levels: int) -> Any:
@@ -144,9 +145,11 @@ def _check_call(store: MemoryStore, kind: str, a: dict[str, Any]) -> None:
 
 
 @settings(max_examples=500, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])  # new stores each
 @given(st.lists(calls(), min_size=1, max_size=5))
-def test_every_stored_memory_comes_back_from_its_export(script: list[Any]) -> None:
+def test_every_stored_memory_comes_back_from_its_export(_store: StoreFactory,
+                                                        script: list[Any]) -> None:
     with _store() as store:
         for ns in NAMESPACES:  # something for update, set_metadata and forget to act on
             store.add("Ana moved to Lisbon", type="semantic", namespace=ns)
@@ -164,7 +167,7 @@ def test_every_stored_memory_comes_back_from_its_export(script: list[Any]) -> No
 # --- the repro of the issue, and the bounds at their edges ----------------------------------
 
 
-def test_the_issues_repro_is_refused_at_add_and_the_backup_restores() -> None:
+def test_the_issues_repro_is_refused_at_add_and_the_backup_restores(_store: StoreFactory) -> None:
     """``add(metadata={"d": "z" * 2_000_000})`` was stored, and its export refused."""
     with _store() as store:
         store.add("kept", metadata={"d": "z" * 1000})
@@ -198,7 +201,7 @@ BOUNDS: list[tuple[str, Callable[[MemoryStore], Any]]] = [
 
 
 @pytest.mark.parametrize(("what", "call"), BOUNDS, ids=[b[0] for b in BOUNDS])
-def test_what_an_import_refuses_is_refused_at_the_call(
+def test_what_an_import_refuses_is_refused_at_the_call(_store: StoreFactory,
         what: str, call: Callable[[MemoryStore], Any]) -> None:
     with _store() as store:
         store.add("kept", expires_at=datetime(2199, 12, 31, 23, tzinfo=UTC),
@@ -209,7 +212,7 @@ def test_what_an_import_refuses_is_refused_at_the_call(
         assert (_contents(store), store.audit.head) == before, what
 
 
-def test_the_largest_accepted_values_round_trip() -> None:
+def test_the_largest_accepted_values_round_trip(_store: StoreFactory) -> None:
     """The bounds are inclusive where documented (io_checks), in both directions."""
     with _store() as store:
         store.add("edge", metadata={"n": MAX_INT, "m": -MAX_INT, "d": _deep(MAX_NESTING),

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from mars_core.errors import ValidationError
 from mars_core.model import Edge, MemoryType, Predicate, TaskPayload, TaskStatus
-from mars_core.scoring import density as dens
 from mars_core.scoring.density import (
     DensityConfig,
     FeatureWeights,
@@ -179,7 +178,7 @@ def test_goal_similarity_no_goal_and_clipping() -> None:
         goal_similarity_batch([[1, 0]], [1, 0, 0])
 
 
-def test_novelty_batch_matches_scalar_and_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_novelty_batch_matches_scalar_and_chunks() -> None:
     rng = np.random.default_rng(3)
     emb = rng.normal(size=(9, 4))
     emb[5] = emb[2] * 3.0                             # a duplicate direction
@@ -188,8 +187,11 @@ def test_novelty_batch_matches_scalar_and_chunks(monkeypatch: pytest.MonkeyPatch
         others = np.delete(emb, i, axis=0)
         assert math.isclose(full[i], novelty(emb[i], others), abs_tol=1e-12)
     assert full[2] == pytest.approx(0.0, abs=1e-12) and full[5] == pytest.approx(0.0, abs=1e-12)
-    monkeypatch.setattr(dens, "_NOVELTY_CHUNK", 2)
-    assert np.allclose(novelty_batch(emb), full)
+    assert np.allclose(novelty_batch(emb, block=2), full)
+    assert np.allclose(novelty_batch(emb, block=1), full)
+    for bad in (0, -1, 2.0, True, "2"):
+        with pytest.raises(ValidationError, match="block"):
+            novelty_batch(emb, block=bad)  # type: ignore[arg-type]
     assert novelty_batch(np.zeros((1, 3))).tolist() == [1.0]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -13,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mars_core import FakeClock, MemoryStore
+from mars_core import MemoryStore
 from mars_core.errors import ValidationError
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.policies.reflection import density_candidates, find_clusters
 from mars_core.scoring.density import DensityConfig, novelty_batch
 from mars_core.scoring.working_set import WorkingSetCache, score_working_set
-from mars_core.testing import policy_view
+from mars_core.testing import StoreFactory, policy_view
 
 pytestmark = pytest.mark.backend_neutral
 """Only the tests marked ``backend_neutral(False)`` build stores: they run on each backend
@@ -228,8 +227,10 @@ def test_bad_input_is_a_typed_error() -> None:
 # --- on real stores: the cached scores equal the exact computation ------------------------
 
 
-def _store(policy: str, budget: int = 100_000, **kw: Any) -> MemoryStore:
-    return MemoryStore(budget=budget, policy=policy, clock=FakeClock(), nlp="rules", seed=3, **kw)
+@pytest.fixture
+def _store(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(budget=100_000, nlp="rules", seed=3, audit_key=None)
 
 
 def _populate(store: MemoryStore, n: int, seed: int = 0) -> None:
@@ -250,9 +251,10 @@ def _populate(store: MemoryStore, n: int, seed: int = 0) -> None:
 
 @pytest.mark.backend_neutral(False)
 @pytest.mark.parametrize("policy", ["reflection", "hybrid"])
-def test_cached_scores_equal_the_exact_density_on_a_real_store(policy: str) -> None:
+def test_cached_scores_equal_the_exact_density_on_a_real_store(_store: StoreFactory,
+                                                               policy: str) -> None:
     """n ≤ W: goal, centrality, novelty, urgency, sensitivity — the same ψ and order."""
-    with _store(policy) as store:
+    with _store(policy=policy) as store:
         _populate(store, 60)
         view = policy_view(store, budget=100_000)
         want = {c.node_id: c for c in density_candidates(view, DensityConfig())}
@@ -272,9 +274,9 @@ def test_cached_scores_equal_the_exact_density_on_a_real_store(policy: str) -> N
 
 
 @pytest.mark.backend_neutral(False)
-def test_cached_clusters_equal_the_uncached_ones() -> None:
+def test_cached_clusters_equal_the_uncached_ones(_store: StoreFactory) -> None:
     """One episode per step: the step-window links give the same clusters."""
-    with _store("reflection") as store:
+    with _store(policy="reflection") as store:
         for k in range(30):
             text = (f"we talked about the garden roses and tulips again {k % 2}" if k % 10 < 5
                     else f"unrelated chatter number {k} about trains")
@@ -287,13 +289,13 @@ def test_cached_clusters_equal_the_uncached_ones() -> None:
 
 
 @pytest.mark.backend_neutral(False)
-def test_meta_arms_share_one_working_set_and_score_the_same() -> None:
+def test_meta_arms_share_one_working_set_and_score_the_same(_store: StoreFactory) -> None:
     from mars_core.policies import MetaController
 
     meta = MetaController(arms=["reflection", "hybrid", "fifo"])
     refl, hyb = meta.arms["reflection"], meta.arms["hybrid"]
     assert refl.working_set is hyb.working_set  # type: ignore[attr-defined]
-    with _store("meta", policy_params={"arms": ["reflection", "hybrid"]}) as store:
+    with _store(policy="meta", policy_params={"arms": ["reflection", "hybrid"]}) as store:
         _populate(store, 30)
         view = policy_view(store, budget=100_000)
         cache = store.policy_for().arms["hybrid"].working_set  # type: ignore[attr-defined]

@@ -10,20 +10,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import check_invariants
 
-from mars_core.clock import FakeClock
 from mars_core.errors import ConfigError
 from mars_core.model import MemoryStatus, MemoryType
 from mars_core.shares import TypeShares, TypeSharesConfig, usage_by_type
-from mars_core.store import MemoryStore
-from mars_core.testing import policy_view
+from mars_core.testing import StoreFactory, policy_view
 
 KEY = b"k" * 32
 EPI, SEM, SOC, TASK = MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.SOCIAL, MemoryType.TASK
 
 
-def mk(**kw: Any) -> MemoryStore:
-    kw.setdefault("nlp", "rules")
-    return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(audit_key=KEY, nlp="rules")
 
 
 # --- the dual update --------------------------------------------------------------------------
@@ -97,7 +96,7 @@ def test_bad_config_is_a_config_error() -> None:
 # --- with a real store ---------------------------------------------------------------------
 
 
-def test_store_observations_move_shares_towards_the_retrieved_type() -> None:
+def test_store_observations_move_shares_towards_the_retrieved_type(mk: StoreFactory) -> None:
     """Criterion (a) end to end: retrievals of semantic facts, every write refreshes."""
     store = mk(budget=100_000, policy="lru")
     shares = TypeShares(window=5)
@@ -117,7 +116,7 @@ def test_store_observations_move_shares_towards_the_retrieved_type() -> None:
     assert final[SOC] == pytest.approx(final[TASK])
 
 
-def test_credits_count_for_their_type() -> None:
+def test_credits_count_for_their_type(mk: StoreFactory) -> None:
     store = mk(budget=100_000, policy="lru")
     shares = TypeShares(window=2)
     store.policy_for().type_shares = shares
@@ -130,7 +129,7 @@ def test_credits_count_for_their_type() -> None:
     assert shares.updates == 1 and s[SOC] > s[EPI]
 
 
-def test_over_share_type_loses_memories_first() -> None:
+def test_over_share_type_loses_memories_first(mk: StoreFactory) -> None:
     """Criterion (b): LRU alone would evict the old episodes; semantic is over its share."""
     store = mk(budget=120, policy="lru")
     store.policy_for().type_shares = TypeShares(initial={EPI: 0.9, SEM: 0.1}, window=10_000)
@@ -147,7 +146,7 @@ def test_over_share_type_loses_memories_first() -> None:
     assert "over its soft share" in ex.rationale and "least recently used" in ex.rationale
 
 
-def test_without_shares_lru_order_is_unchanged() -> None:
+def test_without_shares_lru_order_is_unchanged(mk: StoreFactory) -> None:
     store = mk(budget=120, policy="lru")
     episodes = [store.add(f"episode {i} walked the dog", type="episodic") for i in range(5)]
     while store.stats()["namespaces"]["default"]["archived"] == 0:
@@ -155,7 +154,7 @@ def test_without_shares_lru_order_is_unchanged() -> None:
     assert store.list(status="archived")[0].id == episodes[0].id
 
 
-def test_prioritise_only_reorders() -> None:
+def test_prioritise_only_reorders(mk: StoreFactory) -> None:
     """Held-back candidates still come, in the stage's order, once no type is over share."""
     store = mk(budget=100_000, policy="lru")
     ids = [store.add(f"memory {i}", type="episodic" if i % 2 else "semantic").id
@@ -175,9 +174,11 @@ OPS = st.lists(st.tuples(st.sampled_from(["episodic", "semantic", "social", "tas
 
 
 @pytest.mark.parametrize("policy", ["lru", "hybrid"])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None,  # the factory mk makes new stores per example
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
-def test_budget_invariant_holds_with_shares(policy: str, ops: list[tuple[str, int, bool]]
+def test_budget_invariant_holds_with_shares(mk: StoreFactory,
+                                            policy: str, ops: list[tuple[str, int, bool]]
                                             ) -> None:
     """Criterion (c): shares only reorder; the hard budget and every invariant still hold."""
     store = mk(budget=60, policy=policy)

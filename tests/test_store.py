@@ -21,13 +21,15 @@ from mars_core import (
     TaskStatus,
     ValidationError,
 )
-from mars_core.testing import memory_graph, vector_index
+from mars_core.testing import StoreFactory, memory_graph, vector_index
 
 KEY = b"k" * 32
 
 
-def mk(**kw: object) -> MemoryStore:
-    return MemoryStore(clock=FakeClock(), audit_key=KEY, **kw)  # type: ignore[arg-type]
+@pytest.fixture
+def mk(make_store: StoreFactory) -> StoreFactory:
+    """This module's stores: the tests' store factory with the module's defaults."""
+    return make_store.with_defaults(audit_key=KEY)
 
 
 EXPECTED = {"ram": ("sqlite", "numpy", "numpy"), "sqlite": ("sqlite", "numpy", "numpy"),
@@ -40,7 +42,8 @@ EXPECTED = {"ram": ("sqlite", "numpy", "numpy"), "sqlite": ("sqlite", "numpy", "
 of ``MemoryStore.open(path)``."""
 
 
-def test_the_matrix_builds_its_kind_of_store(store_kind: str, tmp_path: Path) -> None:
+def test_the_matrix_builds_its_kind_of_store(mk: StoreFactory,
+                                             store_kind: str, tmp_path: Path) -> None:
     records, index, opened_index = EXPECTED[store_kind]
     with mk() as made:
         assert (made.stats()["records"], made.stats()["index"]) == (records, index)
@@ -52,7 +55,7 @@ def test_the_matrix_builds_its_kind_of_store(store_kind: str, tmp_path: Path) ->
         assert [n.id for n in again.list()] == [note.id]
 
 
-def test_add_get_list_and_stats() -> None:
+def test_add_get_list_and_stats(mk: StoreFactory) -> None:
     s = mk(budget=1000)
     a = s.add("Ana moved to Lisbon", type="episodic")
     b = s.add("Ana prefers green tea", type="semantic", payload={"concept": "Ana"})
@@ -64,7 +67,7 @@ def test_add_get_list_and_stats() -> None:
     assert a.seq == 1 and b.seq == 2 and a.id != b.id
 
 
-def test_budget_is_enforced_with_lru_and_audited() -> None:
+def test_budget_is_enforced_with_lru_and_audited(mk: StoreFactory) -> None:
     s = mk(budget=30, policy="lru")
     ids = [s.add(f"fact number {i} about topic {i}").id for i in range(12)]
     st = s.stats()["namespaces"]["default"]
@@ -76,7 +79,7 @@ def test_budget_is_enforced_with_lru_and_audited() -> None:
     assert ex.events[-1].op.value == "evict" and "least recently used" in ex.rationale
 
 
-def test_access_changes_lru_order() -> None:
+def test_access_changes_lru_order(mk: StoreFactory) -> None:
     s = mk(budget=10, policy="lru")
     first = s.add("alpha beta gamma delta")
     s.add("epsilon zeta eta theta")
@@ -89,7 +92,7 @@ def test_access_changes_lru_order() -> None:
     assert s.get(second.id).status is MemoryStatus.ARCHIVED
 
 
-def test_read_only_retrieve_changes_nothing() -> None:
+def test_read_only_retrieve_changes_nothing(mk: StoreFactory) -> None:
     s = mk()
     a = s.add("the cat sat on the mat")
     n_events = len(s.audit)
@@ -100,7 +103,7 @@ def test_read_only_retrieve_changes_nothing() -> None:
     assert s.audit.events()[-1].op.value == "access"
 
 
-def test_retrieve_filters_and_budget() -> None:
+def test_retrieve_filters_and_budget(mk: StoreFactory) -> None:
     s = mk()
     s.add("Ana's card number is private", sensitivity=0.9)
     t = s.add("Ana must book the venue", type="task")
@@ -111,7 +114,7 @@ def test_retrieve_filters_and_budget() -> None:
     assert sum(h.node.weight for h in hits) <= 8
 
 
-def test_heavier_than_budget_is_refused_and_nothing_changes() -> None:
+def test_heavier_than_budget_is_refused_and_nothing_changes(mk: StoreFactory) -> None:
     s = mk(budget=5)
     s.add("tiny")
     before = s.export_jsonld()
@@ -120,7 +123,7 @@ def test_heavier_than_budget_is_refused_and_nothing_changes() -> None:
     assert s.export_jsonld() == before
 
 
-def test_forget_restore_and_archive_search() -> None:
+def test_forget_restore_and_archive_search(mk: StoreFactory) -> None:
     s = mk(budget=200)
     a = s.add("the blue whale is the largest animal")
     s.forget(a.id)
@@ -134,7 +137,7 @@ def test_forget_restore_and_archive_search() -> None:
     assert [e.op.value for e in s.explain(a.id).events][:3] == ["insert", "evict", "access"]
 
 
-def test_update_makes_a_new_version() -> None:
+def test_update_makes_a_new_version(mk: StoreFactory) -> None:
     s = mk()
     old = s.add("Ana lives in Porto", type="semantic")
     new = s.update(old.id, "Ana lives in Lisbon")
@@ -146,7 +149,7 @@ def test_update_makes_a_new_version() -> None:
     assert s.explain(new.id).provenance[0].node_id == old.id
 
 
-def test_task_prerequisites_are_protected_until_forced() -> None:
+def test_task_prerequisites_are_protected_until_forced(mk: StoreFactory) -> None:
     s = mk(budget=40, policy="fifo")
     fact = s.add("the venue needs a deposit")
     s.add("book the venue", type="task", payload={"status": TaskStatus.ACTIVE,
@@ -160,7 +163,7 @@ def test_task_prerequisites_are_protected_until_forced() -> None:
     assert ev and all("forced by budget" not in e.rationale for e in ev)
 
 
-def test_namespaces_are_isolated() -> None:
+def test_namespaces_are_isolated(mk: StoreFactory) -> None:
     s = mk(budget=50)
     a = s.add("shared words apple banana", namespace="u1")
     b = s.add("shared words apple banana", namespace="u2")
@@ -171,7 +174,7 @@ def test_namespaces_are_isolated() -> None:
     assert s.get(b.id, namespace="u2").is_active  # one tenant's traffic never evicts another's
 
 
-def test_links_and_unknown_ids() -> None:
+def test_links_and_unknown_ids(mk: StoreFactory) -> None:
     s = mk()
     a, b = s.add("a fact"), s.add("another fact")
     e = s.link(b.id, "temporalNext", a.id)
@@ -184,7 +187,7 @@ def test_links_and_unknown_ids() -> None:
         s.explain("missing")
 
 
-def test_jsonld_round_trip_is_exact(tmp_path: Path) -> None:
+def test_jsonld_round_trip_is_exact(mk: StoreFactory, tmp_path: Path) -> None:
     s = mk(budget=40)
     a = s.add("Ana moved to Lisbon", type="episodic")
     s.add("Ana lives in Lisbon", type="semantic", provenance={"derived_from": [a.id]})
@@ -214,7 +217,7 @@ def test_reopen_in_process(tmp_path: Path) -> None:
         assert b.seq == 10  # the id counter survived
 
 
-def test_closed_store_refuses_calls() -> None:
+def test_closed_store_refuses_calls(mk: StoreFactory) -> None:
     s = mk()
     s.close()
     s.close()
@@ -222,7 +225,7 @@ def test_closed_store_refuses_calls() -> None:
         s.add("x")
 
 
-def test_async_twins() -> None:
+def test_async_twins(mk: StoreFactory) -> None:
     async def go() -> list[str]:
         s = mk()
         a = await s.aadd("async memory about rivers")
@@ -240,7 +243,7 @@ def test_embedder_dimension_is_checked_on_reopen(tmp_path: Path) -> None:
         MemoryStore.open(tmp_path / "db", embedder=HashingEmbedder(dim=64))
 
 
-def test_import_recounts_weights_whatever_the_document_claims() -> None:
+def test_import_recounts_weights_whatever_the_document_claims(mk: StoreFactory) -> None:
     s = mk(budget=1000)
     a = s.add("a memory of several words in one sentence")
     doc = s.export_jsonld()
@@ -310,7 +313,7 @@ def test_a_failed_reembed_changes_nothing(tmp_path: Path) -> None:
         assert s2.retrieve("bank PIN", read_only=True)[0].id == a.id
 
 
-def test_credit_feeds_the_policy_and_validates() -> None:
+def test_credit_feeds_the_policy_and_validates(mk: StoreFactory) -> None:
     s = mk(budget=200, type_shares={"semantic": 0.4, "episodic": 0.2, "social": 0.2, "task": 0.2})
     assert s.policy_for().type_shares is not None
     a = s.add("Ana likes tea", type="semantic")
@@ -323,7 +326,7 @@ def test_credit_feeds_the_policy_and_validates() -> None:
         s.credit(["x"], [a.id])
 
 
-def test_forget_is_reported_to_the_policy_as_a_complaint() -> None:
+def test_forget_is_reported_to_the_policy_as_a_complaint(mk: StoreFactory) -> None:
     s = mk()
     a = s.add("something embarrassing")
     forgotten: list[str] = []

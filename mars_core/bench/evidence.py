@@ -5,9 +5,27 @@ and write ``results.json`` (one row per method × task × counter × budget × c
 ``report.md`` and PNG plots. ``quick`` runs a small slice (development, smoke tests).
 
 Examples:
+    A one-conversation LoCoMo file, the users' path and one policy, no peers:
+
+    >>> import json, tempfile
+    >>> from pathlib import Path
     >>> from mars_core.bench.evidence import run_locomo
-    >>> callable(run_locomo)
-    True
+    >>> said = ["I adopted a dog and we moved to Lisbon", "How is the weather?", "Sunny"]
+    >>> turns = [{"speaker": "Ana" if i % 2 == 0 else "Bo", "dia_id": f"D1:{i + 1}",
+    ...           "text": text} for i, text in enumerate(said)]
+    >>> conversation = {"sample_id": "c0", "qa": [
+    ...     {"question": "Where did Ana move?", "answer": "Lisbon", "category": 1,
+    ...      "evidence": ["D1:1"]}], "conversation": {
+    ...     "speaker_a": "Ana", "speaker_b": "Bo", "session_1": turns,
+    ...     "session_1_date_time": "1 pm on 1 May, 2023"}}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     data = Path(tmp) / "locomo.json"
+    ...     _ = data.write_text(json.dumps([conversation]), encoding="utf-8")
+    ...     result = run_locomo(data, Path(tmp) / "out", quick=True, progress=False,
+    ...                         methods=["users-path"], peers=[], policies=["fifo"])
+    ...     written = sorted(p.name for p in (Path(tmp) / "out").glob("*.[jm]*"))
+    >>> sorted({row["task"] for row in result["rows"]}), written
+    (['latency', 'render', 'retention', 'retrieval'], ['report.md', 'results.json'])
 """
 
 from __future__ import annotations

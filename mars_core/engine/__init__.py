@@ -17,9 +17,13 @@ The namespaces' views the engine keeps and the policies plan over live below it,
 :mod:`mars_core.views`. Internal: the public API is :class:`~mars_core.store.MemoryStore`.
 
 Examples:
-    >>> from mars_core.engine import Engine
-    >>> Engine.__name__
-    'Engine'
+    >>> from mars_core import FakeClock, MemoryStore
+    >>> with MemoryStore(budget=100, clock=FakeClock()) as store:  # opens the engine
+    ...     fact = store.add("Ana moved to Lisbon")          # the writer: one unit of work
+    ...     hits = store.retrieve("Where does Ana live?")    # the reader, and its access
+    ...     receipt = store.erase(fact.id)                   # the eraser
+    ...     [event.op.value for event in store.audit.events()], store.list()
+    (['insert', 'access', 'erase'], [])
 """
 
 from mars_core.engine.engine import Engine

@@ -4,9 +4,24 @@ store's lock, refused once closed, and run again when another process changed a
 namespace it read (:func:`public_call`).
 
 Examples:
-    >>> from mars_core.engine.calls import ATTEMPTS
-    >>> ATTEMPTS
-    5
+    On an event loop's thread a call names its async twin, which runs it in a worker;
+    a closed store refuses every call:
+
+    >>> import asyncio
+    >>> from mars_core import FakeClock, MemoryStore, StoreClosedError, SyncInAsyncError
+    >>> store = MemoryStore(clock=FakeClock())
+    >>> async def main() -> tuple[str, str]:
+    ...     try:
+    ...         store.add("Ana moved to Lisbon")
+    ...     except SyncInAsyncError as exc:
+    ...         refused = str(exc).split("; ")[1].split(" (")[0]
+    ...     return refused, (await store.aadd("Ana moved to Lisbon")).content
+    >>> asyncio.run(main())
+    ('use `await store.aadd(...)`', 'Ana moved to Lisbon')
+    >>> store.close()
+    >>> store.add("too late")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    mars_core.errors.StoreClosedError: this MemoryStore is closed; open it again to continue
 """
 
 from __future__ import annotations

@@ -17,9 +17,15 @@ signal, one ``metadata`` event), so ``render_context`` withholds it from then on
 receipt lists it for review (``restating``).
 
 Examples:
-    >>> from mars_core.engine.eraser import Eraser
-    >>> Eraser.__name__
-    'Eraser'
+    An entity erasure takes every memory that mentions the entity:
+
+    >>> from mars_core import FakeClock, MemoryStore
+    >>> with MemoryStore(clock=FakeClock()) as store:
+    ...     for text in ("Ana moved to Lisbon", "Bo likes green tea", "Ana's sister visits"):
+    ...         _ = store.add(text)
+    ...     receipt = store.erase(entity="Ana")
+    ...     receipt.request, len(receipt.erased), [m.content for m in store.list()]
+    ('entity', 2, ['Bo likes green tea'])
 """
 
 from __future__ import annotations

@@ -30,9 +30,13 @@ everywhere. Decisions are kept for the call, and what does not change between ca
 (restatement verdicts, the facts read) with the namespace's protected facts.
 
 Examples:
-    >>> from mars_core.engine.guard import OutputCheck
-    >>> OutputCheck.__name__
-    'OutputCheck'
+    The store keeps what it was given; what leaves it has its identifiers masked:
+
+    >>> from mars_core import FakeClock, MemoryStore
+    >>> with MemoryStore(clock=FakeClock()) as store:
+    ...     note = store.add("Call Ana at ana@example.com or +351 912 345 678")
+    ...     store.get(note.id).content, [hit.text for hit in store.retrieve("reach Ana")]
+    ('Call Ana at ana@example.com or +351 912 345 678', ['Call Ana at [EMAIL] or [PHONE]'])
 """
 
 from __future__ import annotations

@@ -7,9 +7,15 @@ record-store transaction (the store is on the old embedder or the new one, never
 between), then rebuilds the vector index from the new vectors.
 
 Examples:
-    >>> from mars_core.engine.maintainer import Maintainer
-    >>> Maintainer.__name__
-    'Maintainer'
+    Near-duplicate merging: the newer memory absorbs the older, which is archived:
+
+    >>> from mars_core import FakeClock, MemoryStore
+    >>> with MemoryStore(clock=FakeClock()) as store:
+    ...     old = store.add("Ana moved to Lisbon in May")
+    ...     new = store.add("Ana moved to Lisbon in May")
+    ...     counts = store.maintain()["default"]
+    ...     counts["merged"], store.get(old.id).status.value, store.get(new.id).status.value
+    (1, 'archived', 'active')
 """
 
 from __future__ import annotations

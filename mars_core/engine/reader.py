@@ -9,9 +9,17 @@ and the transaction does not wait for the disk unless ``StoreConfig.durable_acce
 (it is as atomic, and survives a crash of the process).
 
 Examples:
-    >>> from mars_core.engine.reader import Reader
-    >>> Reader.__name__
-    'Reader'
+    A retrieval counts as an access (one ``access`` event); a ``read_only`` one records
+    nothing:
+
+    >>> from mars_core import FakeClock, MemoryStore
+    >>> with MemoryStore(budget=100, clock=FakeClock()) as store:
+    ...     fact = store.add("Ana moved to Lisbon")
+    ...     texts = [hit.text for hit in store.retrieve("Where does Ana live?")]
+    ...     _ = store.retrieve("Where does Ana live?", read_only=True)
+    ...     (texts, [event.op.value for event in store.audit.events()],
+    ...      store.get(fact.id).access_count)
+    (['Ana moved to Lisbon'], ['insert', 'access'], 1)
 """
 
 from __future__ import annotations

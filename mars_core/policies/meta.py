@@ -455,8 +455,13 @@ class MetaController(Policy):
         the first) and ``why`` — which parameters won and against what. This is what the
         store records with each eviction and summary.
         """
-        state = self._ns_state(self._namespace)
-        arm = self.arm_for(self._namespace)
+        return self.params_for(self._namespace)
+
+    def params_for(self, namespace: str) -> dict[str, Any]:
+        """The decision in force for ``namespace``, as :meth:`params` tells it (the same
+        keys), whichever namespace the last trigger or sweep was in."""
+        state = self._ns_state(namespace)
+        arm = self.arm_for(namespace)
         out: dict[str, Any] = {"arm": arm, "policy": self.policy_of[arm],
                                "grid_params": self.grid_params[arm],
                                "arm_params": self.arms[arm].params(),

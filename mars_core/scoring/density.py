@@ -491,22 +491,25 @@ def novelty(embedding: ArrayLike, others: ArrayLike) -> float:
     return float(1.0 - np.clip(sims.max(), 0.0, 1.0))
 
 
-def novelty_batch(embeddings: ArrayLike) -> FloatArray:
+def novelty_batch(embeddings: ArrayLike, *, block: int = _NOVELTY_CHUNK) -> FloatArray:
     """Novelty of every row with respect to the other rows (the working set).
 
-    Computed in row blocks so memory stays O(block·n), not O(n²).
+    Computed in blocks of ``block`` rows (an int ≥ 1) so memory stays O(block·n), not
+    O(n²); the result does not depend on ``block``.
 
     Examples:
         >>> novelty_batch([[1, 0], [1, 0], [0, 1]]).tolist()
         [0.0, 0.0, 1.0]
     """
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValidationError(f"block must be an int >= 1, not {block!r}")
     x = _unit_rows(_matrix(embeddings, "embeddings"))
     n = x.shape[0]
     out = np.ones(n)
     if n <= 1:
         return out
-    for start in range(0, n, _NOVELTY_CHUNK):
-        stop = min(n, start + _NOVELTY_CHUNK)
+    for start in range(0, n, block):
+        stop = min(n, start + block)
         sims = x[start:stop] @ x.T
         sims[np.arange(stop - start), np.arange(start, stop)] = -np.inf
         out[start:stop] = 1.0 - np.clip(sims.max(axis=1), 0.0, 1.0)

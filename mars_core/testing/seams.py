@@ -4,7 +4,8 @@ A store's collaborators (its engine, the namespace views the policies read, the 
 store and the vector index it holds, the index's sync state) are private: their shape
 changes as the engine does. Tests that need to look at them, or to inject a fault into
 them, go through these functions, so a change inside the engine is followed here once
-rather than in every test file. Nothing here writes to the store.
+rather than in every test file. Nothing here writes to the store; :func:`index_fault`
+injects a fault where a store keeps its index in step (crash tests).
 
 Examples:
     >>> from mars_core import FakeClock, MemoryStore
@@ -39,9 +40,10 @@ if TYPE_CHECKING:
     from mars_core.store import MemoryStore
     from mars_core.views.namespace import NamespaceState, NamespaceView
 
-__all__ = ["cached_states", "centroid_of", "default_parts", "index_sync", "memory_graph",
-           "namespace_state", "novelty_centroid", "policy_view", "record_store",
-           "semantic_classifier", "trigger_view", "vector_index", "write_summary"]
+__all__ = ["INDEX_STEPS", "cached_states", "centroid_of", "default_parts", "index_fault",
+           "index_sync", "memory_graph", "namespace_state", "novelty_centroid", "policy_view",
+           "record_store", "semantic_classifier", "trigger_view", "vector_index",
+           "write_summary"]
 
 
 def namespace_state(store: MemoryStore, namespace: str = "default") -> NamespaceState:
@@ -162,3 +164,54 @@ def default_parts(*, records: Callable[[], RecordStore] | None = None,
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
+
+
+INDEX_STEPS = {"index-write": "_flush_buffer", "index-position": "_record"}
+"""The steps of keeping an index in step :func:`index_fault` can fail, and the method of
+:class:`~mars_core.engine.indexing.IndexSync` each is."""
+
+
+@contextlib.contextmanager
+def index_fault(step: str, fault: Callable[[], object]) -> Iterator[None]:
+    """Within the block, every store calls ``fault()`` instead of doing ``step`` of keeping
+    its index in step with the records; the step is back after.
+
+    Args:
+        step: ``"index-write"`` (the buffered index writes, after their records
+            committed) or ``"index-position"`` (recording the position the index holds,
+            after the index writes that got it there returned).
+        fault: what happens instead: raise, or end the process (``os._exit``) for a
+            kill -9 at exactly that point.
+
+    Raises:
+        KeyError: ``step`` is not one of :data:`INDEX_STEPS`.
+
+    Not thread-safe against other threads' stores while it is entered or left.
+
+    Example (the Chroma index on disk writes its entries when the store closes):
+        >>> import tempfile
+        >>> from mars_core import FakeClock, MemoryStore
+        >>> from mars_core.testing import index_fault
+        >>> failed = []
+        >>> with tempfile.TemporaryDirectory() as path:
+        ...     with index_fault("index-write", lambda: failed.append("index-write")):
+        ...         with MemoryStore.open(path, index="chroma", clock=FakeClock()) as store:
+        ...             _ = store.add("Ana moved to Lisbon")
+        ...     with MemoryStore.open(path, index="chroma", clock=FakeClock()) as store:
+        ...         hits = store.retrieve("Lisbon", read_only=True)  # caught up on open
+        >>> failed, [hit.text for hit in hits]
+        (['index-write'], ['Ana moved to Lisbon'])
+    """
+    from mars_core.engine.indexing import IndexSync
+
+    name = INDEX_STEPS[step]
+    saved = getattr(IndexSync, name)
+
+    def instead(self: IndexSync, *args: object, **kwargs: object) -> None:
+        fault()
+
+    setattr(IndexSync, name, instead)
+    try:
+        yield
+    finally:
+        setattr(IndexSync, name, saved)
