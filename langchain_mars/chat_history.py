@@ -51,9 +51,9 @@ from typing import Any, Literal
 from mars_core.engine.args import collection, label
 from mars_core.engine.guard import Shown
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.knowledge.speakers import TIMESTAMP_KEY, Speakers, turn_meta
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace
-from mars_core.speakers import TIMESTAMP_KEY, Speakers, turn_meta
 from mars_core.store import MemoryStore
 
 try:
@@ -91,7 +91,7 @@ def message_role(message: BaseMessage) -> str:
 def message_turn(message: BaseMessage, speakers: Speakers | None = None) -> dict[str, Any]:
     """``observe``'s ``role``, ``text``, ``speaker`` and ``at`` for a message: its own
     ``name`` or the configured name of its role, its ``additional_kwargs["timestamp"]``
-    (:mod:`mars_core.speakers`).
+    (:mod:`mars_core.knowledge.speakers`).
 
     Examples:
         >>> message_turn(HumanMessage("I like jazz", name="Caroline"))["speaker"]
@@ -161,7 +161,7 @@ class MarsChatMessageHistory(BaseChatMessageHistory):
         redact: the store's output check over the turns ``messages`` returns (None: the
             store's setting; False: the stored text).
         user_name: who the ``human`` messages are, when a message has no ``name`` of its
-            own (the store resolves "I" to the speaker; :mod:`mars_core.speakers`).
+            own (the store resolves "I" to the speaker; :mod:`mars_core.knowledge.speakers`).
         assistant_name: likewise for the ``ai`` messages.
 
     Raises:

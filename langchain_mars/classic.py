@@ -22,7 +22,7 @@ without it raises :class:`~mars_core.errors.ExtraNotInstalledError` naming the e
   when set: the store resolves "I" to the speaker), dated by the input
   ``timestamp_key`` when set (a ``datetime`` or an ISO 8601 string; else the store's
   clock), as the other adapters date a message by its ``timestamp``.
-* ``rerank``: your own reranker of the recalled memories (:mod:`mars_core.rerank`),
+* ``rerank``: your own reranker of the recalled memories (:mod:`mars_core.reading.rerank`),
   passed to ``render_context`` as the other adapters do.
 * ``clear()`` is scoped to the session (see
   :func:`~langchain_mars.chat_history.clear_session`): the session's turns leave what the
@@ -59,10 +59,10 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.knowledge.speakers import Speakers, message_time
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.namespaces import canonical_namespace
-from mars_core.rerank import Reranker, check_reranker
-from mars_core.speakers import Speakers, message_time
+from mars_core.reading.rerank import Reranker, check_reranker
 from mars_core.store import MemoryStore
 
 try:
@@ -111,7 +111,7 @@ class MarsMemory(BaseMemory):
         assistant_name: who the outputs are.
         timestamp_key: the input holding when the turn was said (a ``datetime`` or an
             ISO 8601 string); None: the store's clock dates it.
-        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`,
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.reading.rerank`,
             e.g. ``cross_encoder(CrossEncoder(...))``); None: the store's ranking.
 
     Raises:

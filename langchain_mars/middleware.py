@@ -17,7 +17,7 @@ Three hooks of :class:`langchain.agents.middleware.AgentMiddleware`, sync and as
 
 "Used" is decided deterministically, by lexical overlap (:func:`used_memories`): a memory
 was used when at least ``min_overlap`` of its distinct content words (lower-cased,
-stop words removed, light stemming — :func:`mars_core.analysis.terms`) appear in the
+stop words removed, light stemming — :func:`mars_core.reading.analysis.terms`) appear in the
 answer. "Offered" are the memories whose (whitespace-normalised) text is a rendered line
 of the context; a memory whose text the redaction pass changed is shown but not
 credited.
@@ -50,15 +50,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mars_core.analysis import terms
-from mars_core.context import HEADER_ACTIVE, HEADER_RECALLED
 from mars_core.engine.args import retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.knowledge.speakers import Speakers
 from mars_core.model import MemoryStatus
 from mars_core.privacy.masking import MASK, shows
-from mars_core.rerank import Reranker, check_reranker
+from mars_core.reading.analysis import terms
+from mars_core.reading.context import HEADER_ACTIVE, HEADER_RECALLED
+from mars_core.reading.rerank import Reranker, check_reranker
 from mars_core.scope import check_jurisdictions
-from mars_core.speakers import Speakers
 from mars_core.store import MemoryStore
 
 try:
@@ -155,9 +155,9 @@ class MarsMemoryMiddleware(AgentMiddleware):
         jurisdiction: recall only memories of these jurisdictions (a code such as
             ``"EU"``, a list of codes; ``""``: memories with none), or None.
         user_name: who the human messages are when a message has no ``name`` of its own
-            (the store resolves "I" to the speaker; :mod:`mars_core.speakers`).
+            (the store resolves "I" to the speaker; :mod:`mars_core.knowledge.speakers`).
         assistant_name: likewise for the AI messages.
-        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`, e.g.
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.reading.rerank`, e.g.
             ``cross_encoder(CrossEncoder(...))``); None: the store's ranking.
 
     Raises:

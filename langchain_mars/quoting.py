@@ -5,7 +5,7 @@ every claim comes from the memory block it was given in that call, so what it sh
 what the memory did:
 
 * the **memory lines** are the ``- [tags] text`` item lines of the call's system
-  messages (the layout of :func:`mars_core.context.render_context`, which
+  messages (the layout of :func:`mars_core.reading.context.render_context`, which
   :class:`~langchain_mars.middleware.MarsMemoryMiddleware` and the Oblivion nodes write),
   up to an ``=== ACTIVE CONVERSATION ===`` header; a line tagged ``superseded`` or
   ``corrected`` is outdated and never quoted;
@@ -44,9 +44,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mars_core.context import HEADER_ACTIVE
 from mars_core.control.text import content_words
 from mars_core.errors import ExtraNotInstalledError
+from mars_core.reading.context import HEADER_ACTIVE
 
 try:
     import pydantic

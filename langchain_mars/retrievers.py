@@ -1,9 +1,9 @@
 """``MarsRetriever``: a LangChain retriever over a :class:`~mars_core.store.MemoryStore`.
 
 A thin adapter: it calls ``store.retrieve`` (or ``aretrieve``) and turns each
-:class:`~mars_core.retrieval.Hit` into a ``Document`` whose ``id`` is the memory id and
+:class:`~mars_core.reading.retrieval.Hit` into a ``Document`` whose ``id`` is the memory id and
 whose metadata carries the memory's type, sensitivity, scores and provenance. Its
-``score`` is in [0, 1] (:func:`mars_core.retrieval.relevance`: the fused score over the
+``score`` is in [0, 1] (:func:`mars_core.reading.retrieval.relevance`: the fused score over the
 most it can be, so the order is kept); ``fused_score`` is the store's own.
 
 * ``k`` documents at most, exactly ``k`` when the namespace holds ``k`` matching memories
@@ -55,8 +55,8 @@ from mars_core.engine.args import retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import canonical_namespace
-from mars_core.rerank import check_reranker
-from mars_core.retrieval import Hit, check_max_sensitivity, relevance
+from mars_core.reading.rerank import check_reranker
+from mars_core.reading.retrieval import Hit, check_max_sensitivity, relevance
 from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
 
@@ -84,7 +84,7 @@ _UNBOUNDED = 2**31 - 1
 
 def hit_to_document(hit: Hit, config: RetrievalConfig | None = None) -> Document:
     """One retrieved memory as a LangChain ``Document`` (``id`` = the memory id); its
-    ``score`` in [0, 1] is :func:`~mars_core.retrieval.relevance` under ``config`` (the
+    ``score`` in [0, 1] is :func:`~mars_core.reading.retrieval.relevance` under ``config`` (the
     store's ``config.retrieval``; default: ``RetrievalConfig()``).
 
     Examples:
@@ -141,7 +141,7 @@ class MarsRetriever(BaseRetriever):
             of codes; ``""``: memories with none).
         template: a retrieval template of ``StoreConfig.retrieval_templates`` (what one
             department may retrieve; the narrower of it and the other filters wins).
-        rerank: your own reranker (:mod:`mars_core.rerank`): it reorders the store's best
+        rerank: your own reranker (:mod:`mars_core.reading.rerank`): it reorders the store's best
             20 candidates before ``k`` is cut (a LangChain document compressor over this
             retriever reorders the ``k`` it returns).
 

@@ -1,6 +1,6 @@
 """Any LangChain chat model as the store's summariser (Reflection, erasure regeneration).
 
-:class:`ChatModelSummariser` is a :class:`~mars_core.summarise.CallableSummariser` whose
+:class:`ChatModelSummariser` is a :class:`~mars_core.knowledge.summarise.CallableSummariser` whose
 LLM is a LangChain ``BaseChatModel``: the seed's summarisation prompt goes in as one human
 message, the reply's text comes back (stripped and, by default, with direct identifiers
 masked again). A model error becomes a :class:`~mars_core.errors.PolicyError`, on which
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from mars_core.errors import ExtraNotInstalledError, ValidationError
-from mars_core.summarise import CallableSummariser
+from mars_core.knowledge.summarise import CallableSummariser
 
 try:
     from langchain_core.language_models import BaseChatModel
@@ -34,7 +34,7 @@ __all__ = ["ChatModelSummariser"]
 
 
 class ChatModelSummariser(CallableSummariser):
-    """A LangChain chat model as a :class:`~mars_core.summarise.Summariser`.
+    """A LangChain chat model as a :class:`~mars_core.knowledge.summarise.Summariser`.
 
     Args:
         model: any LangChain chat model.

@@ -6,7 +6,7 @@ helpers only read LlamaIndex messages and cut the store's own output at item
 boundaries, in the order the store ranked them.
 
 The store renders recalled memories (``MemoryStore.render_context``) as sections of
-one-line items, best first (see :mod:`mars_core.context`)::
+one-line items, best first (see :mod:`mars_core.reading.context`)::
 
     === LONG-TERM MEMORY (RECALLED) ===
     === STRUCTURED EVIDENCE ===
@@ -38,9 +38,14 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mars_core.context import HEADER_ACTIVE, HEADER_RECALLED, HEADER_STRUCTURED, HEADER_SUPPORT
 from mars_core.errors import ExtraNotInstalledError
-from mars_core.speakers import TIMESTAMP_KEY, Speakers, turn_meta
+from mars_core.knowledge.speakers import TIMESTAMP_KEY, Speakers, turn_meta
+from mars_core.reading.context import (
+    HEADER_ACTIVE,
+    HEADER_RECALLED,
+    HEADER_STRUCTURED,
+    HEADER_SUPPORT,
+)
 
 try:
     from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
@@ -83,7 +88,7 @@ def message_text(message: ChatMessage) -> str:
 def message_turn(message: ChatMessage, text: str, speakers: Speakers) -> dict[str, Any]:
     """``observe``'s ``role``, ``text``, ``speaker`` and ``at`` for a message: its
     ``additional_kwargs["name"]`` or the configured name of its role, its
-    ``additional_kwargs["timestamp"]`` (:mod:`mars_core.speakers`).
+    ``additional_kwargs["timestamp"]`` (:mod:`mars_core.knowledge.speakers`).
 
     Examples:
         >>> m = ChatMessage(role="user", content="I like jazz",

@@ -44,9 +44,9 @@ from pydantic import Field
 from llamaindex_mars import _text
 from mars_core.engine.args import collection
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.knowledge.speakers import Speakers
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
-from mars_core.rerank import Reranker, check_reranker
-from mars_core.speakers import Speakers
+from mars_core.reading.rerank import Reranker, check_reranker
 from mars_core.store import MemoryStore
 
 try:
@@ -78,7 +78,7 @@ class MarsMemoryBlock(BaseMemoryBlock[str]):
         user_name: who the user messages are when a message has no
             ``additional_kwargs["name"]`` (the store resolves "I" to the speaker).
         assistant_name: likewise for the assistant messages.
-        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`).
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.reading.rerank`).
 
     Raises:
         ValidationError: an argument out of range or of the wrong type.

@@ -4,7 +4,7 @@
   :class:`~mars_core.embeddings.Embedder` (it is
   :class:`mars_core.embedders.LlamaIndexEmbedding`; the manifest records its name).
 * :func:`summariser_from` turns any LlamaIndex ``LLM`` into the reflection summariser
-  (:class:`mars_core.summarise.CallableSummariser`: the seed's prompt, identifiers
+  (:class:`mars_core.knowledge.summarise.CallableSummariser`: the seed's prompt, identifiers
   masked again in the reply). It is only called when a forgetting policy
   consolidates memories; the write and read paths stay LLM-free.
 * :func:`open_store` builds a :class:`~mars_core.store.MemoryStore` from both (on disk
@@ -28,8 +28,8 @@ from typing import Any
 
 from mars_core.embedders import LlamaIndexEmbedding
 from mars_core.errors import ExtraNotInstalledError, ValidationError
+from mars_core.knowledge.summarise import CallableSummariser
 from mars_core.store import MemoryStore
-from mars_core.summarise import CallableSummariser
 
 try:
     from llama_index.core.base.embeddings.base import BaseEmbedding

@@ -64,11 +64,11 @@ from llamaindex_mars import _text
 from mars_core._async import sync_in_loop_allowed
 from mars_core.engine.args import collection, phrase, retrieval_template
 from mars_core.errors import ExtraNotInstalledError, NotFoundError, ValidationError
+from mars_core.knowledge.speakers import Speakers
 from mars_core.model import RECALLABLE, MemoryNode, MemoryType
 from mars_core.namespaces import id_namespace
 from mars_core.privacy.receipts import ErasureReceipt
-from mars_core.rerank import Reranker, check_reranker
-from mars_core.speakers import Speakers
+from mars_core.reading.rerank import Reranker, check_reranker
 from mars_core.store import MemoryStore
 
 try:
@@ -129,10 +129,10 @@ class MarsMemory(BaseMemory):
             what this agent's department may recall, seed 000 §4.3), or None.
         user_name: who the user messages are when a message has no
             ``additional_kwargs["name"]`` (the store resolves "I" to the speaker;
-            :mod:`mars_core.speakers`); a message's ``additional_kwargs["timestamp"]``
+            :mod:`mars_core.knowledge.speakers`); a message's ``additional_kwargs["timestamp"]``
             dates its turn.
         assistant_name: likewise for the assistant messages.
-        rerank: your own reranker of the recalled memories (:mod:`mars_core.rerank`, e.g.
+        rerank: your own reranker of the recalled memories (:mod:`mars_core.reading.rerank`, e.g.
             ``cross_encoder(CrossEncoder(...))``); None: the store's ranking.
 
     Raises:

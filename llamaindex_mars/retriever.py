@@ -46,8 +46,8 @@ from mars_core.engine.args import phrase, retrieval_template
 from mars_core.errors import ExtraNotInstalledError, ValidationError
 from mars_core.model import MemoryType
 from mars_core.namespaces import NamespaceArg, canonical_namespace, id_namespace
-from mars_core.rerank import Reranker, check_reranker
-from mars_core.retrieval import Hit, check_max_sensitivity, relevance
+from mars_core.reading.rerank import Reranker, check_reranker
+from mars_core.reading.retrieval import Hit, check_max_sensitivity, relevance
 from mars_core.scope import check_jurisdictions
 from mars_core.store import MemoryStore
 
@@ -67,7 +67,7 @@ _HIDDEN = ["memory_id", "namespace", "sensitivity", "source", "conversation_id",
 
 def to_node(hit: Hit, config: RetrievalConfig | None = None) -> NodeWithScore:
     """A store hit as a scored ``TextNode`` (see the module docs for its metadata); its
-    score in [0, 1] is :func:`~mars_core.retrieval.relevance` under ``config`` (the
+    score in [0, 1] is :func:`~mars_core.reading.retrieval.relevance` under ``config`` (the
     store's ``config.retrieval``; default: ``RetrievalConfig()``).
 
     Examples:
@@ -127,7 +127,7 @@ class MarsRetriever(BaseRetriever):
         template: a retrieval template of ``StoreConfig.retrieval_templates`` (a
             department's scope; the narrower of it and the other filters wins).
         callback_manager: LlamaIndex callbacks.
-        rerank: your own reranker (:mod:`mars_core.rerank`): it reorders the store's best
+        rerank: your own reranker (:mod:`mars_core.reading.rerank`): it reorders the store's best
             20 candidates before ``similarity_top_k`` is cut (a ``node_postprocessors``
             entry of a query engine reorders what is returned).
 

@@ -38,7 +38,6 @@ from mars_core.errors import (
     SyncInAsyncError,
     ValidationError,
 )
-from mars_core.explain import ChainLink, Explanation
 from mars_core.index import (
     And,
     Eq,
@@ -67,7 +66,8 @@ from mars_core.model import (
     TaskStatus,
 )
 from mars_core.policies import Policy, available_policies, make_policy
-from mars_core.retrieval import Hit
+from mars_core.reading.explain import ChainLink, Explanation
+from mars_core.reading.retrieval import Hit
 from mars_core.storage import (
     PostgresRecordStore,
     RecordCapabilities,

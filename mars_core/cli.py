@@ -5,7 +5,7 @@ Every command that reads a store takes ``--path`` (default: ``$MARS_PATH`` or
 ``postgresql://`` URL as :meth:`MemoryStore.open` takes it (messages show it without
 its password). A path that holds no store is an error that says how to create one; it
 is never created by a read. ``mars copy SOURCE DESTINATION`` moves a store, SQLite to
-PostgreSQL included (:mod:`mars_core.transfer`).
+PostgreSQL included (:mod:`mars_core.io.transfer`).
 
 Long commands (``import``, ``reindex``, ``reembed``, ``copy``, ``bench ...``) draw a
 progress bar on standard error when it is a terminal and stay quiet otherwise;
@@ -212,7 +212,7 @@ def inspect(path: PathOpt = DEFAULT_PATH, namespace: NamespaceOpt = None,  # noq
     sensitivity, tokens, uses and the redacted text. Nothing is written or counted as use."""
     from dataclasses import asdict
 
-    from mars_core.inspect import inspect_rows, printable
+    from mars_core.io.inspect import inspect_rows, printable
 
     if status not in ("active", "archived"):
         raise _fail(f"--status must be active or archived, not {status!r}")
@@ -364,7 +364,7 @@ def import_(source: Annotated[Path, typer.Argument(  # noqa: PLR0917 (typer opti
     text in the same namespace) is refused, so restoring a backup never undoes an
     erasure; --skip-erased imports the rest.
     """
-    from mars_core import importers
+    from mars_core.io import importers
     from mars_core.store import MemoryStore
 
     if not source.is_file():
@@ -516,7 +516,7 @@ def copy(source: Annotated[str, typer.Argument(
     destination that holds a store is refused. Afterwards the copy is opened with
     --index (its index is built from the records) and checked: its audit trail verifies
     up to the source's head (printed), and its counts equal the source's."""
-    from mars_core.transfer import copy_store
+    from mars_core.io.transfer import copy_store
 
     try:
         with _progress(progress, "copy") as bar:
@@ -620,7 +620,7 @@ def reembed(path: PathOpt = DEFAULT_PATH,
 
 def _resolve_id(store: Any, prefix: str, namespace: str | None) -> tuple[str, str]:
     """Namespace and full id from a unique prefix (``mars inspect`` shows 8 characters)."""
-    from mars_core.inspect import resolve_id
+    from mars_core.io.inspect import resolve_id
 
     try:
         return resolve_id(store, prefix, namespace)
@@ -635,10 +635,10 @@ def learn(log: Annotated[Path, typer.Option(help="a feature log (JSON lines)")],
           ) -> None:
     """Train the OSL-MR evidence learner on a feature log; use it as policy="learned:PATH".
 
-    A feature log is a mars_core.learn.FeatureLog saved as JSON lines: labelled decisions
+    A feature log is a mars_core.knowledge.learn.FeatureLog saved as JSON lines: labelled decisions
     (from benchmark gold evidence, or store.credit via FeatureLog.log_hits).
     """
-    from mars_core.learn import FeatureLog, train
+    from mars_core.knowledge.learn import FeatureLog, train
 
     if kind not in {"retention", "retrieval"}:
         raise _fail("--kind must be retention or retrieval")

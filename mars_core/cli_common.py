@@ -102,8 +102,8 @@ def _say(text: str, *, lead: str = "", style: str = "", to: Console | None = Non
     """Print a line (or lines) of output on ``to`` (default: standard output): what a
     store holds or a user typed may be in it, so nothing in it is read as markup, and
     every character a terminal would act on is shown escaped
-    (:func:`~mars_core.inspect.printable`); ``lead``, in ``style``, is ours."""
-    from mars_core.inspect import printable
+    (:func:`~mars_core.io.inspect.printable`); ``lead``, in ``style``, is ours."""
+    from mars_core.io.inspect import printable
 
     line = Text(lead, style=style)
     line.append(printable(text))

@@ -107,7 +107,7 @@ class RetrievalConfig(_Config):
     docs/benchmarks/evidence.md) are on by default:
     a question and its reply form one unit (``reply_units``), and the archive is a second
     tier (``search_archive``); and the symbolic card channel of DMF §9.3 (``card_weight``,
-    :mod:`mars_core.frame`) finds the extracted fact that answers a question's frame.
+    :mod:`mars_core.reading.frame`) finds the extracted fact that answers a question's frame.
     BM25 uses Lucene's and Anserini's default parameters (``k1=0.9, b=0.4``), not the
     textbook 1.2 / 0.75, whose length normalisation ranks short remarks above the turns
     that tell what happened (measured on the users' path, docs/benchmarks/evidence.md).
@@ -138,13 +138,14 @@ class RetrievalConfig(_Config):
     date_weight: float = Field(
         0.3, ge=0.0, le=1.0, allow_inf_nan=False,
         description="Added to the score of a memory made in the calendar time the query names "
-        "('in July 2023', 'on 13 October, 2023', 'in June'; mars_core.frame.time_window) or up "
-        "to a week after it (what happened is often told a few days later). 0 turns the rule "
+        "('in July 2023', 'on 13 October, 2023', 'in June'; "
+        "mars_core.reading.frame.time_window) or up to a week after it (what happened is "
+        "often told a few days later). 0 turns the rule "
         "off.",
     )
     card_weight: float = Field(
         1.0, ge=0.0, le=10.0, allow_inf_nan=False,
-        description="Weight of the symbolic card channel (DMF §9.3; mars_core.frame): a "
+        description="Weight of the symbolic card channel (DMF §9.3; mars_core.reading.frame): a "
         "semantic or social memory whose subject and predicate answer the query's frame "
         "('Where do I work?' -> 'The user works at Acme') is a candidate, gains this weight "
         "times its card score S in [0, 1], and is never cut off. 0 turns the channel off.",
@@ -158,7 +159,8 @@ class RetrievalConfig(_Config):
     reply_units: bool = Field(
         True, description="A turn that asks a question and the reply after it (the next turn "
         "of its conversation, by another speaker) are one unit: the reply scores at least as "
-        "the question does (mars_core.retrieval.reply_of). False ranks every turn on its own.",
+        "the question does (mars_core.reading.retrieval.reply_of). False ranks every turn on "
+        "its own.",
     )
     search_archive: bool = Field(
         True, description="`retrieve` and `render_context` also search, as a second tier, the "

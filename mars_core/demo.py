@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mars_core.errors import ConfigError, ExtraNotInstalledError
-from mars_core.inspect import inspect_rows
+from mars_core.io.inspect import inspect_rows
 from mars_core.model import MemoryStatus
 from mars_core.store import MemoryStore
 

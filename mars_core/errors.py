@@ -97,7 +97,7 @@ class ConcurrentWriteError(ConflictError):
 
 class DestinationNotEmptyError(ConflictError):
     """A copy's destination already holds a store (or rows of one); nothing was
-    written (:func:`mars_core.transfer.copy_store`)."""
+    written (:func:`mars_core.io.transfer.copy_store`)."""
 
 
 class ErasedMemoryError(ConflictError):

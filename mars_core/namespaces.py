@@ -67,7 +67,7 @@ MAX_ENCODED = 256
 ITEM_KEY = "langgraph"
 """Metadata key under which a memory keeps the LangGraph item it holds (namespace, key,
 value): written by ``langchain_mars.MarsStore`` and by
-:func:`mars_core.importers.import_langgraph`."""
+:func:`mars_core.io.importers.import_langgraph`."""
 
 Namespace: TypeAlias = tuple[str, ...]
 """A namespace as a tuple of parts (a LangGraph namespace)."""

@@ -23,10 +23,10 @@ from mars_core.engine.engine import Engine, build_policy
 from mars_core.errors import ConfigError
 from mars_core.index.base import VectorIndex
 from mars_core.index.numpy import NumpyIndex
+from mars_core.knowledge.summarise import Summariser
 from mars_core.storage.base import NamespaceRecord, RecordStore
 from mars_core.storage.postgres import PostgresRecordStore, is_postgres_url
 from mars_core.storage.sqlite import SQLiteRecordStore
-from mars_core.summarise import Summariser
 
 __all__ = ["open_engine", "open_parts"]
 

@@ -2,7 +2,7 @@
 
 The calls that may run for minutes — :meth:`~mars_core.store.MemoryStore.add_many`,
 ``observe_many``, ``import_jsonld``, ``reindex``, ``reembed`` and the importers of
-:mod:`mars_core.importers` — take ``progress=``: ``None`` (the default: nothing is
+:mod:`mars_core.io.importers` — take ``progress=``: ``None`` (the default: nothing is
 reported) or a callable ``progress(stage, done, total)`` (:data:`ProgressFn`), called
 as the work advances:
 

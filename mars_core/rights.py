@@ -173,7 +173,7 @@ class DataRights:
             ValidationError: a bad namespace, or a ``path`` that cannot be written (a
                 directory, under a file, ...); nothing is written then.
         """
-        from mars_core.io import write_json
+        from mars_core.io.jsonld import write_json
 
         target = None if path is None else args.path(path, "the export path")
         doc = reports.export(self._engine.records,
@@ -199,7 +199,7 @@ class DataRights:
         finite and in their ranges, metadata and payloads nest at most 32 levels and
         hold at most 1 MiB of JSON, ids are UUIDs found once, and ``derived_from`` and
         edges name memories of the same namespace — in the document or already here —
-        without cycles (every bound: :mod:`mars_core.io_checks`). A refused document
+        without cycles (every bound: :mod:`mars_core.io.checks`). A refused document
         changes nothing, and every namespace stays writable.
 
         Args:
@@ -223,7 +223,7 @@ class DataRights:
             BudgetExceededError: a namespace's imported active memories exceed its
                 budget (nothing imported).
         """
-        from mars_core.io import from_jsonld
+        from mars_core.io.jsonld import from_jsonld
 
         for name, value in (("existing", existing), ("erased", erased)):
             if value not in ("error", "skip"):

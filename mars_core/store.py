@@ -45,18 +45,18 @@ from mars_core.errors import (
     NotFoundError,
     ValidationError,
 )
-from mars_core.explain import Explanation, explain
 from mars_core.index.base import VectorIndex
+from mars_core.knowledge.summarise import Summariser
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, Predicate, Provenance
 from mars_core.namespaces import NamespaceArg
 from mars_core.opening import _embedder, open_engine, open_parts
 from mars_core.policies import Policy
 from mars_core.progress import ProgressFn, checked
-from mars_core.rerank import Reranker, check_reranker
-from mars_core.retrieval import Hit
+from mars_core.reading.explain import Explanation, explain
+from mars_core.reading.rerank import Reranker, check_reranker
+from mars_core.reading.retrieval import Hit
 from mars_core.rights import DataRights
 from mars_core.storage.base import RecordStore
-from mars_core.summarise import Summariser
 from mars_core.views.namespace import NamespaceState
 
 __all__ = ["MemoryStore"]
@@ -360,7 +360,7 @@ class MemoryStore(DataRights):
         Always one episodic memory per turn (linked ``temporalNext`` from the previous
         turn of the conversation); semantic facts, preferences, constraints, social
         relations and dated plans are extracted by deterministic cue rules
-        (:mod:`mars_core.extract`), each ``derivesFrom`` the episode. A new value on a
+        (:mod:`mars_core.knowledge.extract`), each ``derivesFrom`` the episode. A new value on a
         known topic supersedes (or, after a correction cue, corrects) the old memory,
         which moves to the archive.
 
@@ -528,7 +528,7 @@ class MemoryStore(DataRights):
             template: a retrieval template of ``StoreConfig.retrieval_templates`` (a
                 department's scope, §4.3): its types, sensitivity cap and jurisdictions
                 apply on top of this call's, the narrower winning.
-            rerank: your own reranker (:mod:`mars_core.rerank`, e.g. a cross-encoder):
+            rerank: your own reranker (:mod:`mars_core.reading.rerank`, e.g. a cross-encoder):
                 it reorders the best 20 candidates before the cut-off and the budget.
 
         Raises:

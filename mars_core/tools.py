@@ -21,7 +21,7 @@ another namespace.
   (right to be forgotten; a whole namespace is not erased by a tool); the receipt as
   :meth:`~mars_core.privacy.receipts.ErasureReceipt.as_dict`.
 * ``explain(memory_id)`` → :meth:`~mars_core.store.MemoryStore.explain`, as
-  :meth:`~mars_core.explain.Explanation.as_dict` (ids and rationales, no text).
+  :meth:`~mars_core.reading.explain.Explanation.as_dict` (ids and rationales, no text).
 
 Text leaves only through ``retrieve`` hits' ``text`` and ``render_context``: the same
 output privacy check as every other exit of the store applies to it (redaction; withheld

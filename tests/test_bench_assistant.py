@@ -5,7 +5,7 @@ questions through ``render_context`` at its default size.
 Every question's answer must reach the context, and no replaced statement may be
 presented as current: all 48, with the hashing embedder the tests run on. Nine of them
 failed by retrieval ranking alone until the symbolic card channel
-(:mod:`mars_core.frame`: "What's my job?" finds "The user works as a data engineer",
+(:mod:`mars_core.reading.frame`: "What's my job?" finds "The user works as a data engineer",
 which shares no word with it) and the assistant's reply as a unit with the user turn it
 answers ("Football does that to people." brings "I'm a huge fan of Arsenal").
 """

@@ -19,7 +19,7 @@ from mars_core.bench.plots import replot
 from mars_core.bench.users_path import USERS_BUDGETS, users_path_task
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
-from mars_core.learn import asks_question
+from mars_core.knowledge.learn import asks_question
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from mars_core.budget import make_counter
 from mars_core.cli import app
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
-from mars_core.learn import FeatureLog
+from mars_core.knowledge.learn import FeatureLog
 from mars_core.scoring.reward import LOCOMO_SHIFT, RewardConfig
 
 CHAT = ["haha ok", "thanks a lot, that is really very kind of you to say so", "sounds good",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mars_core.analysis import terms
 from mars_core.budget import (
     ApproxTokenCounter,
     BudgetLedger,
@@ -16,6 +15,7 @@ from mars_core.budget import (
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryType
+from mars_core.reading.analysis import terms
 
 
 def test_counters_are_deterministic_and_named() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from mars_core import HashingEmbedder, MemoryStore
 from mars_core.cli import main
-from mars_core.inspect import printable
+from mars_core.io.inspect import printable
 
 KEY = bytes(range(32))
 HOSTILE = ("Ana \x1b]0;owned\x07 \x1b[2J\x1b[31mred \x9b31m [bold red]loud[/] [/] "

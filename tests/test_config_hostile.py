@@ -27,7 +27,7 @@ from mars_core.engine.manifest import FIT_PENDING
 from mars_core.engine.writer import Writer
 from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryStatus, MemoryType
-from mars_core.retrieval import Query, check_max_sensitivity
+from mars_core.reading.retrieval import Query, check_max_sensitivity
 from mars_core.shares import TypeShares
 from mars_core.storage import SQLiteRecordStore
 from mars_core.store import MemoryStore

@@ -10,7 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mars_core.budget import ApproxTokenCounter
-from mars_core.context import (
+from mars_core.errors import ValidationError
+from mars_core.graph import MemoryGraph
+from mars_core.model import (
+    Edge,
+    EpisodicPayload,
+    MemoryNode,
+    MemoryType,
+    Predicate,
+    Provenance,
+)
+from mars_core.reading.context import (
     HEADER_ACTIVE,
     HEADER_RECALLED,
     HEADER_STRUCTURED,
@@ -23,16 +33,6 @@ from mars_core.context import (
     recall_walk,
     render_context,
     validity_of,
-)
-from mars_core.errors import ValidationError
-from mars_core.graph import MemoryGraph
-from mars_core.model import (
-    Edge,
-    EpisodicPayload,
-    MemoryNode,
-    MemoryType,
-    Predicate,
-    Provenance,
 )
 
 P = Predicate

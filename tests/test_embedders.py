@@ -227,7 +227,7 @@ def test_minilm_loads_on_first_embed_only() -> None:
 
 @needs_minilm
 def test_reading_a_minilm_store_never_loads_the_model(minilm_store: pathlib.Path) -> None:
-    from mars_core.inspect import inspect_rows
+    from mars_core.io.inspect import inspect_rows
     from mars_core.store import MemoryStore
 
     with MemoryStore.open(minilm_store) as store:  # the embedder named by the manifest

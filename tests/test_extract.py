@@ -1,4 +1,4 @@
-"""Deterministic extraction (mars_core.extract): the rule table, speakers, lineage,
+"""Deterministic extraction (mars_core.knowledge.extract): the rule table, speakers, lineage,
 deadlines, the store round trip, and a precision sample on real LoCoMo turns."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mars_core.clock import FakeClock
-from mars_core.extract import (
+from mars_core.knowledge.extract import (
     EPISODE,
     Extracted,
     KnownFacts,

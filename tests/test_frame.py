@@ -1,13 +1,13 @@
-"""The query frame and the symbolic card channel (DMF §9.3 steps 1 and 3; mars_core.frame),
-and the assistant's reply as a unit with the turn it answers (mars_core.retrieval)."""
+"""The query frame and the symbolic card channel (DMF §9.3 steps 1 and 3; mars_core.reading.frame),
+and the assistant's reply as a unit with the turn it answers (mars_core.reading.retrieval)."""
 
 from __future__ import annotations
 
 import pytest
 
 from mars_core.config import RetrievalConfig
-from mars_core.extract import Topic
-from mars_core.frame import CARD_WEIGHTS, answers, card_classes, parse_query, symbolic_score
+from mars_core.knowledge.extract import Topic
+from mars_core.reading.frame import CARD_WEIGHTS, answers, card_classes, parse_query, symbolic_score
 
 # --- the frame ------------------------------------------------------------------------------
 

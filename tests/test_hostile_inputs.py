@@ -468,7 +468,7 @@ JSONLD_MUTATIONS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 
 def import_cases() -> list[Case]:
-    from mars_core.importers import import_langgraph, import_mem0
+    from mars_core.io.importers import import_langgraph, import_mem0
 
     cases = [Case(f"import_jsonld: {name}",
                   lambda w, m=change: w.store.import_jsonld(_doc(w, m)), ImportFormatError)

@@ -8,7 +8,7 @@ would exhaust the stack, roots that are not objects. Each must raise
 :class:`~mars_core.errors.ImportFormatError` with a message saying where, and leave the
 store as it was — every namespace's memories (active and archived), the stats, the audit
 length of each namespace, a verifiable audit chain — and writable, also after a reopen.
-The bounds themselves are :mod:`mars_core.io_checks`.
+The bounds themselves are :mod:`mars_core.io.checks`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typer.testing import CliRunner
 from mars_core.cli import app
 from mars_core.clock import FakeClock
 from mars_core.errors import BlockedByPreferenceError, ImportFormatError, ValidationError
-from mars_core.importers import import_langgraph, import_mem0
-from mars_core.io_checks import MAX_COUNTER, MAX_JSON_CHARS, MAX_NESTING, MAX_REFS
+from mars_core.io.checks import MAX_COUNTER, MAX_JSON_CHARS, MAX_NESTING, MAX_REFS
+from mars_core.io.importers import import_langgraph, import_mem0
 from mars_core.model import MAX_CONTENT_CHARS
 from mars_core.namespaces import canonical_namespace
 from mars_core.store import MemoryStore

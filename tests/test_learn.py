@@ -12,7 +12,7 @@ import pytest
 from mars_core import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ConfigError, ValidationError
-from mars_core.learn import (
+from mars_core.knowledge.learn import (
     RETENTION_FEATURES,
     RETRIEVAL_FEATURES,
     TEXT_FEATURES,

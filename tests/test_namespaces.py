@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from mars_core import FakeClock, HashingEmbedder, MemoryStore
 from mars_core.errors import ConfigError, ValidationError
-from mars_core.importers import import_mem0
+from mars_core.io.importers import import_mem0
 from mars_core.namespaces import (
     MAX_ENCODED,
     canonical_namespace,

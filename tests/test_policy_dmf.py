@@ -18,7 +18,7 @@ from scripts import reopen_script
 from mars_core import FakeClock, MemoryStore
 from mars_core.errors import ConfigError
 from mars_core.index.numpy import NumpyIndex
-from mars_core.io import to_jsonld
+from mars_core.io.jsonld import to_jsonld
 from mars_core.model import Edge, MemoryNode, Predicate
 from mars_core.policies import DMFPolicy, make_policy
 from mars_core.scoring.dmf import (

@@ -15,7 +15,7 @@ from oracles import Plan, run_plan
 from scripts import reopen_script
 
 from mars_core import FakeClock, MemoryStore
-from mars_core.io import to_jsonld
+from mars_core.io.jsonld import to_jsonld
 from mars_core.model import MemoryNode
 from mars_core.policies import RandomDropPolicy, make_policy
 from mars_core.testing import StoreFactory, policy_view

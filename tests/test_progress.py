@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from mars_core import MemoryStore
 from mars_core.cli import app
 from mars_core.errors import ConflictError, ValidationError
-from mars_core.importers import import_langgraph, import_mem0, run_import
+from mars_core.io.importers import import_langgraph, import_mem0, run_import
 from mars_core.progress import EMBED_BATCH, progress_bar
 from mars_core.testing import CountingEmbedder
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 
 from mars_core import RetrievalConfig
-from mars_core.frame import TimeWindow, time_window
-from mars_core.retrieval import answerability
+from mars_core.reading.frame import TimeWindow, time_window
+from mars_core.reading.retrieval import answerability
 from mars_core.store import MemoryStore
 
 

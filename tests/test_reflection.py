@@ -15,6 +15,14 @@ from mars_core.budget import ApproxTokenCounter
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ConfigError, PolicyError
+from mars_core.knowledge.summarise import (
+    CallableSummariser,
+    ExtractiveSummariser,
+    FakeSummariser,
+    find_identifiers,
+    key_terms,
+    mask_identifiers,
+)
 from mars_core.model import (
     Edge,
     MemoryNode,
@@ -39,14 +47,6 @@ from mars_core.policies.reflection import (
 )
 from mars_core.scoring.density import density_batch
 from mars_core.store import MemoryStore
-from mars_core.summarise import (
-    CallableSummariser,
-    ExtractiveSummariser,
-    FakeSummariser,
-    find_identifiers,
-    key_terms,
-    mask_identifiers,
-)
 from mars_core.testing import StoreFactory
 from mars_core.views.namespace import NamespaceState, NamespaceView, ViewIO
 

@@ -1,4 +1,4 @@
-"""Your own reranker over the store (``rerank=``, :mod:`mars_core.rerank`): a small local
+"""Your own reranker over the store (``rerank=``, :mod:`mars_core.reading.rerank`): a small local
 cross-encoder-like model reorders what retrieve, render_context and the adapters return;
 bad rerankers are refused; without one nothing changes."""
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from mars_core import FakeClock, HashingEmbedder, MemoryStore, ValidationError
-from mars_core.rerank import RERANK_DEPTH, cross_encoder, rerank_hits
+from mars_core.reading.rerank import RERANK_DEPTH, cross_encoder, rerank_hits
 
 FACTS = ["Ana plays the drums in a jazz band", "Bo plays jazz records at home",
          "Ana's jazz band rehearses on Fridays", "The band Ana likes most is a jazz trio"]

@@ -21,7 +21,7 @@ from mars_core.clock import FakeClock
 from mars_core.index.base import In, Range, matches
 from mars_core.index.numpy import NumpyIndex
 from mars_core.model import MemoryStatus, MemoryType
-from mars_core.retrieval import Query
+from mars_core.reading.retrieval import Query
 from mars_core.storage import index_fields
 from mars_core.store import MemoryStore
 from mars_core.testing import namespace_state, vector_index
@@ -379,7 +379,7 @@ def test_answerability_of_a_query_without_cues_is_the_phatic_penalty_alone(
     """A query naming no one and asking no temporal question skips the text's word and
     temporal cues (retrieval scores ~100 candidates per call): the result is the one
     the whole computation gives."""
-    from mars_core.retrieval import _query_cues, _text_cues, answerability
+    from mars_core.reading.retrieval import _query_cues, _text_cues, answerability
 
     names, temporal = _query_cues(query)
     said_by, words, phatic, temporal_m = _text_cues(text)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mars_core.errors import ValidationError
-from mars_core.learn import (
+from mars_core.knowledge.learn import (
     SELECTION_BASE_FEATURES,
     SELECTION_FEATURES,
     EvidenceModel,

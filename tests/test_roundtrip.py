@@ -1,7 +1,7 @@
 """Anything ``add``/``observe`` accept, an export brings back (issue 30, Build 3).
 
 One validator decides what a memory may hold in both directions
-(:func:`mars_core.io_checks.check_storable` for every write, :mod:`mars_core.io` for an
+(:func:`mars_core.io.checks.check_storable` for every write, :mod:`mars_core.io.jsonld` for an
 import), so a store's own backup always restores. A hypothesis property builds 500
 small stores from random calls — hostile values included: metadata near and past its
 size and depth bounds, integers past 64 bits, dates outside 1900–2199, lone surrogates,
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from mars_core import HashingEmbedder, MemoryStore
 from mars_core.errors import MarsError, ValidationError
-from mars_core.io_checks import MAX_COUNTER, MAX_INT, MAX_JSON_CHARS, MAX_NESTING
+from mars_core.io.checks import MAX_COUNTER, MAX_INT, MAX_JSON_CHARS, MAX_NESTING
 from mars_core.testing import StoreFactory
 
 KEY = bytes(range(32))

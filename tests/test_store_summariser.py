@@ -15,10 +15,10 @@ import pytest
 
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
+from mars_core.knowledge.summarise import ExtractiveSummariser, FakeSummariser
 from mars_core.policies import make_policy
 from mars_core.policies.reflection import ReflectionSummaryPolicy
 from mars_core.store import MemoryStore
-from mars_core.summarise import ExtractiveSummariser, FakeSummariser
 
 KEY = b"k" * 32
 COFFEE = ["The office coffee machine is broken again",

@@ -1,8 +1,9 @@
-"""Direct identifiers found and masked by the summariser's gist filter (mars_core.summarise)."""
+"""Direct identifiers found and masked by the summariser's gist filter
+(mars_core.knowledge.summarise)."""
 
 from __future__ import annotations
 
-from mars_core.summarise import Identifier, find_identifiers, mask_identifiers
+from mars_core.knowledge.summarise import Identifier, find_identifiers, mask_identifiers
 
 
 def test_a_phone_number_does_not_span_lines() -> None:

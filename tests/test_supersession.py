@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mars_core.extract import KnownFacts, extract, parse_deadline
+from mars_core.knowledge.extract import KnownFacts, extract, parse_deadline
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.store import MemoryStore
 

@@ -25,11 +25,11 @@ from mars_core import MemoryStore
 from mars_core.cli import app
 from mars_core.clock import FakeClock
 from mars_core.errors import ConflictError, CorruptStoreError, DestinationNotEmptyError
+from mars_core.io.transfer import copy_store
 from mars_core.layout import RECORDS_FILE
 from mars_core.storage import PostgresRecordStore, SQLiteRecordStore
 from mars_core.storage import postgres as pg
 from mars_core.storage.base import RecordStore
-from mars_core.transfer import copy_store
 
 TABLES = ("meta", "namespaces", "memories", "stats", "edges", "audit", "audit_refs",
           "changes")

@@ -15,7 +15,7 @@ from langchain_mars._keys import Namespace
 from mars_core.errors import (
     ValidationError,
 )
-from mars_core.io_checks import check_nesting
+from mars_core.io.checks import check_nesting
 
 __all__: list[str] = []
 

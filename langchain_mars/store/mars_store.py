@@ -150,7 +150,7 @@ from mars_core.errors import (
 )
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.privacy.receipts import ErasureReceipt
-from mars_core.retrieval import Hit
+from mars_core.reading.retrieval import Hit
 from mars_core.store import MemoryStore
 
 __all__ = ["MarsStore"]

@@ -49,11 +49,11 @@ from typing import Any, Final, Literal
 
 from mars_core.bench.assistant_script import QUESTIONS, SESSIONS, STALE, Question, Session, Stale
 from mars_core.bench.report import results_dir
-from mars_core.context import Validity
 from mars_core.embedders import default_embedder
 from mars_core.errors import ValidationError
 from mars_core.model import MemoryStatus
 from mars_core.progress import ProgressFn, report
+from mars_core.reading.context import Validity
 from mars_core.store import MemoryStore
 
 __all__ = [

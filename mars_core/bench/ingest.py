@@ -8,7 +8,7 @@ lifted so nothing is forgotten and only the ingest is timed), in an order that t
 round from one repetition to the next so that each arm sees the machine's state as often
 as the others:
 
-* **import**: :func:`mars_core.importers.run_import` of the file — what ``mars import
+* **import**: :func:`mars_core.io.importers.run_import` of the file — what ``mars import
   --from mem0`` runs: read, check, one ``add_many`` transaction (one embedding call per
   :data:`~mars_core.progress.EMBED_BATCH` texts), close;
 * **import + bar**: the same with the progress bar ``mars import`` draws on a terminal
@@ -47,7 +47,7 @@ from mars_core.bench.report import results_dir, write_results
 from mars_core.bench.storage import make_texts
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import MarsError, ValidationError
-from mars_core.importers import run_import
+from mars_core.io.importers import run_import
 from mars_core.namespaces import id_namespace
 from mars_core.progress import ProgressFn, progress_bar, report
 from mars_core.store import MemoryStore

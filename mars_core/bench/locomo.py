@@ -34,12 +34,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.analysis import terms as tokenize
 from mars_core.bench.locomo_data import Conversation, Question
 from mars_core.budget import make_counter
 from mars_core.embeddings import Embedder
 from mars_core.errors import ExtraNotInstalledError, ValidationError
-from mars_core.learn import (
+from mars_core.knowledge.learn import (
     EvidenceModel,
     FeatureLog,
     asks_question,
@@ -47,7 +46,8 @@ from mars_core.learn import (
     retrieval_features,
     train,
 )
-from mars_core.retrieval import answerability, cue_score
+from mars_core.reading.analysis import terms as tokenize
+from mars_core.reading.retrieval import answerability, cue_score
 from mars_core.scoring.density import density_batch
 from mars_core.scoring.mixed import label_durability, mixed_score_batch
 

@@ -86,7 +86,7 @@ def _quiet_store(**kw: Any) -> Any:
 def _dmf_pruning(healthy_tier: str) -> dict[str, Any]:
     """Table 2's four budget-relevant profiles written at step 10, the store exactly full;
     one more turn needs the room of all of them."""
-    from mars_core.io import to_jsonld
+    from mars_core.io.jsonld import to_jsonld
     from mars_core.model import MemoryNode
 
     specs = [("Function must run in O(n) time", 0.86, {}),
@@ -120,7 +120,7 @@ def _dmf_pruning(healthy_tier: str) -> dict[str, Any]:
 def _dmf_card(healthy_tier: str) -> list[str]:
     """A card (Ω 0.89, healthy, a leaf) derives from a turn (Ω 0.44, unhealthy, so a
     non-leaf): which one a turn needing room archives first."""
-    from mars_core.io import to_jsonld
+    from mars_core.io.jsonld import to_jsonld
     from mars_core.model import Edge, MemoryNode, Predicate
 
     turn = MemoryNode(id=str(uuid.uuid5(uuid.NAMESPACE_URL, "mech-turn")), type="episodic",

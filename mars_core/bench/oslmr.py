@@ -11,7 +11,7 @@ recall, F1 (macro over questions), occupancy and the §3.2 reward
   with the cost over B_t, freshness on, Δt in turns (:func:`~mars_core.bench.locomo.
   mixed_scores`);
 * **osl-mr** — the evidence learner (§3.4, §4.1 hyper-parameters) on φ_full = [ψ_on; MS]
-  (:data:`~mars_core.learn.SELECTION_FEATURES`), labels y = 1[m ∈ E_t];
+  (:data:`~mars_core.knowledge.learn.SELECTION_FEATURES`), labels y = 1[m ∈ E_t];
   **osl-mr-no-prior** — the same on ψ_on alone (§4.3); **bc-learner** — the same
   architecture on the teacher's labels y = 1[m ∈ A_teacher] (§3.5,
   :func:`~mars_core.scoring.reward.swap_teacher` from the Mixed-Score selection);
@@ -25,7 +25,7 @@ memories whose score clears a threshold, chosen on the training conversations fr
 grid (§4.1: "thresholds tuned on the dev split"). Noise: a bootstrap 95 % CI of each F1
 over questions (scipy) and the standard deviation of the per-conversation F1.
 
-Each decision's reward terms are logged (:meth:`mars_core.learn.FeatureLog.
+Each decision's reward terms are logged (:meth:`mars_core.knowledge.learn.FeatureLog.
 log_decision`) into ``trace.jsonl``; ``table2.json`` and ``table2.md`` hold the table.
 
 Examples:
@@ -49,14 +49,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.analysis import terms
 from mars_core.bench import locomo as L
 from mars_core.bench.locomo_data import Conversation, load_locomo
 from mars_core.bench.report import results_dir
 from mars_core.budget import make_counter
 from mars_core.embeddings import Embedder
 from mars_core.errors import ExtraNotInstalledError, ValidationError
-from mars_core.learn import (
+from mars_core.knowledge.learn import (
     RETENTION_FEATURES,
     SELECTION_BASE_FEATURES,
     SELECTION_FEATURES,
@@ -69,6 +68,7 @@ from mars_core.learn import (
     strip_speaker,
     train_matrix,
 )
+from mars_core.reading.analysis import terms
 from mars_core.scoring.mixed import FreshnessConfig, freshness_batch, mixed_score_batch
 from mars_core.scoring.reward import LOCOMO_SHIFT, RewardConfig, step_reward, swap_teacher
 
@@ -487,7 +487,7 @@ def retention_prior_ablation(convs: Sequence[Conversation], share: float = 0.25,
                              learn: LearnConfig | None = None) -> dict[str, dict[str, float]]:
     """Would the store's retention learner (``policy="learned"``) gain from a Mixed-Score
     feature? Held-out (leave-one-conversation-out) ROC AUC and average precision of
-    P(evidence) on :data:`~mars_core.learn.RETENTION_FEATURES` (ψ) and on ψ plus the
+    P(evidence) on :data:`~mars_core.knowledge.learn.RETENTION_FEATURES` (ψ) and on ψ plus the
     write-time Mixed-Score of :func:`_write_time_prior`.
 
     Raises:

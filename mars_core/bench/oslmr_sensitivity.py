@@ -34,7 +34,7 @@ from typing import Any
 from mars_core.bench import locomo as L
 from mars_core.bench.oslmr import table2
 from mars_core.bench.plots import pyplot, save
-from mars_core.learn import LearnConfig
+from mars_core.knowledge.learn import LearnConfig
 from mars_core.scoring.reward import LOCOMO_SHIFT, RewardConfig
 
 __all__ = ["COEFFICIENTS", "MULTIPLIERS", "SERIES", "VARIANTS", "plot_sensitivity",

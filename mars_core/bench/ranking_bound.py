@@ -62,8 +62,8 @@ from mars_core.bench.locomo_data import load_locomo
 from mars_core.bench.users_path import _turn_of, fill_words, ingest
 from mars_core.embeddings import Embedder
 from mars_core.errors import ExtraNotInstalledError
-from mars_core.frame import time_window
-from mars_core.retrieval import answerability
+from mars_core.reading.frame import time_window
+from mars_core.reading.retrieval import answerability
 
 __all__ = ["RULES_OFF", "RULE_GRID", "candidates", "fitted", "latency", "latency_main", "main",
            "oracle_recall", "rules"]

@@ -48,10 +48,15 @@ import numpy as np
 
 from mars_core.bench.locomo import CATEGORIES, ConvData, question_metrics
 from mars_core.bench.locomo_data import Turn
-from mars_core.context import HEADER_ACTIVE, HEADER_RECALLED, HEADER_STRUCTURED, HEADER_SUPPORT
 from mars_core.embeddings import Embedder
 from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.privacy.masking import MASK, readable_share, shows
+from mars_core.reading.context import (
+    HEADER_ACTIVE,
+    HEADER_RECALLED,
+    HEADER_STRUCTURED,
+    HEADER_SUPPORT,
+)
 
 if TYPE_CHECKING:
     from mars_core.store import MemoryStore

@@ -76,7 +76,7 @@ from mars_core.control.text import (
 from mars_core.embeddings import embed_one
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.model import MemoryNode, MemoryType
-from mars_core.retrieval import Hit
+from mars_core.reading.retrieval import Hit
 from mars_core.scoring.retention import OblivionConfig
 from mars_core.store import MemoryStore
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.analysis import terms
+from mars_core.reading.analysis import terms
 
 __all__ = [
     "FILLER_WORDS",
@@ -58,7 +58,7 @@ _FILLER = FILLER_WORDS
 
 
 def content_words(text: str) -> set[str]:
-    """The terms of ``text`` (:func:`mars_core.analysis.terms`: folded, Snowball-stemmed,
+    """The terms of ``text`` (:func:`mars_core.reading.analysis.terms`: folded, Snowball-stemmed,
     without stop words) as a set: "live"/"lives" and "hike"/"hiking" meet."""
     return set(terms(text))
 

@@ -3,7 +3,7 @@
 Each function takes what a caller passed to :class:`~mars_core.store.MemoryStore` and
 returns the value object the collaborators work on (a namespace string, a
 :class:`~mars_core.engine.writer.NewMemory`, a :class:`~mars_core.engine.writer.Turn`, a
-:class:`~mars_core.retrieval.Query`), or raises
+:class:`~mars_core.reading.retrieval.Query`), or raises
 :class:`~mars_core.errors.ValidationError`: a bad argument changes nothing.
 
 Nothing is coerced: a number is never read from a bool or a string (``sensitivity=True``,
@@ -37,10 +37,10 @@ from mars_core.budget import MAX_BUDGET
 from mars_core.config import RetrievalTemplate, StoreConfig, parse_config
 from mars_core.engine.writer import NewMemory, Turn
 from mars_core.errors import ConfigError, ImportFormatError, ValidationError
-from mars_core.io_checks import MAX_DATE, MIN_DATE, check_json_value
+from mars_core.io.checks import MAX_DATE, MIN_DATE, check_json_value
 from mars_core.model import MAX_CONTENT_CHARS, MemoryType, Provenance, default_payload, utc
 from mars_core.namespaces import canonical_namespace
-from mars_core.retrieval import Query, check_max_sensitivity
+from mars_core.reading.retrieval import Query, check_max_sensitivity
 from mars_core.scope import check_jurisdictions, narrow
 
 __all__ = ["ADD_FIELDS", "MAX_RESULT", "TURN_FIELDS", "collection", "configure",
@@ -137,8 +137,8 @@ def count(value: object, what: str, *, low: int = 0) -> int:
 
 def stored_moment(value: object, what: str) -> datetime | None:
     """A point in time a memory will keep (an expiry, a turn's time): :func:`moment`,
-    within the years every stored date keeps (:data:`~mars_core.io_checks.MIN_DATE`
-    1900 to :data:`~mars_core.io_checks.MAX_DATE` 2200, UTC).
+    within the years every stored date keeps (:data:`~mars_core.io.checks.MIN_DATE`
+    1900 to :data:`~mars_core.io.checks.MAX_DATE` 2200, UTC).
 
     Raises:
         ValidationError: anything else.
@@ -179,7 +179,7 @@ def moment(value: object, what: str) -> datetime | None:
 
 def mapping(value: object, what: str) -> dict[str, Any] | None:
     """A memory's metadata as a call gives it, or None: a mapping of JSON values within
-    the bounds every stored memory keeps (:mod:`mars_core.io_checks`: string keys,
+    the bounds every stored memory keeps (:mod:`mars_core.io.checks`: string keys,
     integers within 64 bits, finite numbers, valid Unicode, at most 32 levels deep and
     1 MiB of JSON), copied as the JSON it is stored as (a tuple becomes a list), so what
     ``add`` returns is what a reopened store, an export and its import give back.

@@ -45,7 +45,8 @@ from mars_core.errors import (
     MarsError,
 )
 from mars_core.index.base import VectorIndex
-from mars_core.io_checks import check_storable
+from mars_core.io.checks import check_storable
+from mars_core.knowledge.summarise import ExtractiveSummariser, Summariser
 from mars_core.model import Edge, MemoryNode, MemoryStatus
 from mars_core.policies import Policy, make_policy
 from mars_core.privacy.dp import PrivacyAccountant
@@ -64,7 +65,6 @@ from mars_core.storage.base import (
     TermQuery,
     Vector,
 )
-from mars_core.summarise import ExtractiveSummariser, Summariser
 from mars_core.views.history import RecordHistory
 from mars_core.views.namespace import NamespaceState, NamespaceView
 from mars_core.views.protected import ProtectedFacts
@@ -359,7 +359,7 @@ class Engine:
 
         Raises:
             ValidationError: the memory breaks a bound an import of the store's export
-                would refuse (:func:`~mars_core.io_checks.check_storable`).
+                would refuse (:func:`~mars_core.io.checks.check_storable`).
         """
         check_storable(node, "the new memory")
         self.draft(unit, node.namespace)

@@ -26,9 +26,9 @@ from mars_core.config import StoreConfig, parse_config
 from mars_core.embeddings import Embedder
 from mars_core.engine.keyed import KeyedIndex
 from mars_core.engine.trail import AUDIT_FORMAT, enlist, sealed
-from mars_core.enrich import Enricher
 from mars_core.errors import ConfigError, CorruptStoreError, EmbeddingMismatchError
 from mars_core.keys import KEY_ENV, KeyRing, check_key, env_key, key_id
+from mars_core.knowledge.enrich import Enricher
 from mars_core.storage.base import AppendAudit, NamespaceRecord, RecordStore, RecordTxn
 
 __all__ = ["FIT_PENDING", "FORMAT_VERSION", "Manifest", "Opened", "recorded_config"]

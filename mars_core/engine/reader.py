@@ -28,19 +28,25 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final, TypeVar
 
-from mars_core import assemble
-from mars_core.analysis import terms
 from mars_core.audit import AuditOp
-from mars_core.context import EvidenceItem, Validity, rank_recall, recall_walk, render_context
 from mars_core.embeddings import embed_one
 from mars_core.engine.engine import Engine
 from mars_core.engine.guard import OutputCheck, Shown
 from mars_core.errors import NotFoundError, ValidationError
 from mars_core.model import HIDDEN, RECALLABLE, MemoryNode, MemoryStatus, MemoryType, Predicate
 from mars_core.privacy.redaction import redact as redact_text
-from mars_core.rerank import Reranker, rerank_hits
-from mars_core.retrieval import Hit, Query, pack, rank
-from mars_core.retrieval import relative_cutoff as cut
+from mars_core.reading import assemble
+from mars_core.reading.analysis import terms
+from mars_core.reading.context import (
+    EvidenceItem,
+    Validity,
+    rank_recall,
+    recall_walk,
+    render_context,
+)
+from mars_core.reading.rerank import Reranker, rerank_hits
+from mars_core.reading.retrieval import Hit, Query, pack, rank
+from mars_core.reading.retrieval import relative_cutoff as cut
 from mars_core.storage.base import TermQuery, Vector
 from mars_core.views.namespace import NamespaceState
 

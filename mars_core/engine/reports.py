@@ -49,7 +49,7 @@ def report(records: RecordStore, config: StoreConfig, head: Mapping[str, Any],
 def export(records: RecordStore, namespace: str | None) -> dict[str, Any]:
     """The JSON-LD document of one namespace or of all, read in one snapshot of the
     records."""
-    from mars_core.io import to_jsonld
+    from mars_core.io.jsonld import to_jsonld
 
     nodes: list[MemoryNode] = []
     edges: list[Edge] = []

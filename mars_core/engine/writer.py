@@ -36,7 +36,7 @@ from mars_core.errors import (
     NotFoundError,
     ValidationError,
 )
-from mars_core.extract import extract
+from mars_core.knowledge.extract import extract
 from mars_core.model import (
     ArchiveReason,
     Edge,
@@ -395,14 +395,14 @@ class Writer:
         """Store exported memories as they are (ids, statuses, statistics kept), all or
         nothing.
 
-        ``nodes``, ``edges`` and ``steps`` come from :func:`mars_core.io.from_jsonld`, which
+        ``nodes``, ``edges`` and ``steps`` come from :func:`mars_core.io.jsonld.from_jsonld`, which
         checked the document on its own; here what needs the store is checked before
         anything is staged: no id exists yet, every edge target outside the document is
         a memory of the edge's namespace here, the active memories fit each budget. A
         namespace's interaction counter becomes the largest of its own, the document's
         and its imported memories' steps; the store's memory counter and the namespace's
         recency counter move past the imported ``seq`` and ``touch_seq``/``activated_seq``
-        (all bounded by :data:`mars_core.io_checks.MAX_COUNTER`, so writes go on).
+        (all bounded by :data:`mars_core.io.checks.MAX_COUNTER`, so writes go on).
 
         With ``skip_existing`` (a re-run of an import), a memory already here under its
         id, in its namespace and with its text, is left as it is (its edges of the

@@ -66,9 +66,9 @@ from mars_core.policies.plan import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover - import for annotations only
+    from mars_core.knowledge.summarise import Summariser
     from mars_core.privacy.dp import DPConfig, PrivacyAccountant
     from mars_core.shares import TypeShares
-    from mars_core.summarise import Summariser
 
 __all__ = [
     "MAX_DEPTH",

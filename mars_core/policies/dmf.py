@@ -1,7 +1,7 @@
 """DMF pruning: hard-kill sweeps and budget-pressure pruning by ``S_prune`` (seed 004 §6–§8).
 
 Every memory carries its write-time survival score ``Ω = signals["omega"]`` (the social
-floor already applied, :mod:`mars_core.enrich`); it decays with the namespace's
+floor already applied, :mod:`mars_core.knowledge.enrich`); it decays with the namespace's
 interaction count, ``Ω_eff = Ω·exp(−λ(1−ηΩ)Δn)`` with ``Δn = step − node.step`` (eq 18).
 
 * **Hard-kill** (eq 21, via :meth:`~mars_core.policies.base.Policy.sweep`): every

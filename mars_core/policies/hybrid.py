@@ -75,6 +75,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from mars_core.errors import ConfigError
+from mars_core.knowledge.summarise import ExtractiveSummariser, Summariser
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.policies.base import (
     Candidate,
@@ -89,7 +90,6 @@ from mars_core.policies.base import (
 from mars_core.policies.reflection import ReflectionConfig, propose_summaries
 from mars_core.scoring.density import FEATURE_NAMES, DensityConfig, importance
 from mars_core.scoring.working_set import WorkingSetCache, score_working_set
-from mars_core.summarise import ExtractiveSummariser, Summariser
 
 __all__ = ["HybridConfig", "HybridPolicy", "TieCandidate"]
 
@@ -178,7 +178,7 @@ class HybridPolicy(Policy):
     Args:
         config: the constants (default :class:`HybridConfig`).
         summariser: writes reflection summaries (default: the deterministic
-            :class:`~mars_core.summarise.ExtractiveSummariser` counting tokens with the
+            :class:`~mars_core.knowledge.summarise.ExtractiveSummariser` counting tokens with the
             store's counter).
         **params: overrides of ``config`` fields (what ``StoreConfig.policy_params``
             passes), e.g. ``stale_recency=0.1`` or ``density={"lambda_priv": 0.5}``.

@@ -1,16 +1,17 @@
 """A retention policy driven by a frozen OSL-MR evidence learner (seed 001 §3.4).
 
-The model (:class:`mars_core.learn.EvidenceModel` of kind ``retention``, trained offline by
-:func:`mars_core.learn.train` / ``mars learn``) scores each memory's P(evidence) once, when
-it becomes active, from online-observable features (:func:`mars_core.learn.
-retention_features`): its text, and whether the input just before it asked a question.
+The model (:class:`mars_core.knowledge.learn.EvidenceModel` of kind ``retention``, trained
+offline by :func:`mars_core.knowledge.learn.train` / ``mars learn``) scores each memory's
+P(evidence) once, when it becomes active, from online-observable features
+(:func:`mars_core.knowledge.learn.retention_features`): its text, and whether the input just
+before it asked a question.
 An *input* is a memory not derived from another (a turn, a note; not an extracted fact or
 a summary); the policy sees every insert in order, so it knows the previous input even
 after that one was forgotten. Derived memories are scored on their text alone.
 
 The budget is in tokens, so by default (``per_token=True``) the policy forgets the lowest
 **expected evidence per token** first: the calibrated P(evidence)
-(:meth:`~mars_core.learn.EvidenceModel.evidence_probability`) over the memory's weight —
+(:meth:`~mars_core.knowledge.learn.EvidenceModel.evidence_probability`) over the memory's weight —
 the greedy knapsack order, which keeps more evidence in the same tokens than the lowest
 P(evidence) first (``per_token=False``). Ties: older first. Scores are cached per memory,
 so a trigger costs one sort of the active set.
@@ -23,7 +24,7 @@ newest input's flag when that one was forgotten: ids and booleans only, never te
 
 Examples:
     >>> import tempfile, os
-    >>> from mars_core.learn import FeatureLog, retention_features, train
+    >>> from mars_core.knowledge.learn import FeatureLog, retention_features, train
     >>> log = FeatureLog()
     >>> for i in range(30):
     ...     log.add("retention", retention_features(f"Ana: got a dog in {1990 + i}"
@@ -46,8 +47,8 @@ from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryNode
 from mars_core.policies.base import Candidate, Policy, PolicyView, register
 
-if TYPE_CHECKING:  # mars_core.learn imports retrieval, which imports the policies
-    from mars_core.learn import EvidenceModel
+if TYPE_CHECKING:  # mars_core.knowledge.learn imports retrieval, which imports the policies
+    from mars_core.knowledge.learn import EvidenceModel
 
 __all__ = ["LearnedPolicy"]
 
@@ -109,7 +110,7 @@ class LearnedPolicy(Policy):
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  model: EvidenceModel | None = None, per_token: bool = True) -> None:
-        from mars_core.learn import EvidenceModel
+        from mars_core.knowledge.learn import EvidenceModel
 
         if model is None:
             if path is None:
@@ -143,7 +144,7 @@ class LearnedPolicy(Policy):
             self._replaying = False
 
     def on_insert(self, node: MemoryNode) -> None:
-        from mars_core.learn import asks_question
+        from mars_core.knowledge.learn import asks_question
 
         space = self._space(node.namespace)
         after = False
@@ -179,7 +180,7 @@ class LearnedPolicy(Policy):
 
     def _score(self, space: _Space, node: MemoryNode) -> None:
         """Score the memory without and with ``after_question`` (one model call)."""
-        from mars_core.learn import retention_features
+        from mars_core.knowledge.learn import retention_features
 
         x = self.model.matrix([retention_features(node.content, after_question=a)
                                for a in (False, True)])
@@ -205,7 +206,7 @@ class LearnedPolicy(Policy):
         active (``{}`` when there is nothing).
 
         Examples:
-            >>> from mars_core.learn import EvidenceModel, RETENTION_FEATURES
+            >>> from mars_core.knowledge.learn import EvidenceModel, RETENTION_FEATURES
             >>> import numpy as np
             >>> d = len(RETENTION_FEATURES)
             >>> m = EvidenceModel("retention", RETENTION_FEATURES, np.zeros(d), np.ones(d),

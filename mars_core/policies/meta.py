@@ -79,6 +79,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mars_core.errors import ConfigError, ValidationError
+from mars_core.knowledge.summarise import Summariser
 from mars_core.model import MemoryNode, MemoryType
 from mars_core.policies.base import (
     Candidate,
@@ -93,7 +94,6 @@ from mars_core.policies.base import (
     register,
 )
 from mars_core.scoring.working_set import WorkingSetCache
-from mars_core.summarise import Summariser
 
 __all__ = ["CONTEXT_FEATURES", "DEFAULT_ARMS", "DEFAULT_GRID", "LinUCB", "MetaConfig",
            "MetaController", "candidate_label"]

@@ -44,8 +44,8 @@ with its reason. The algorithm, per trigger:
 3. **Ranking**: redundancy (mean pairwise cosine inside the cluster) minus
    ``density_weight`` × the cluster's mean MaRS density, min–max scaled over the
    clusters: the most redundant, least valuable clusters go first.
-4. **Summarising** with the pluggable :class:`~mars_core.summarise.Summariser` (default
-   :class:`~mars_core.summarise.ExtractiveSummariser`) to about ``target_ratio`` of the
+4. **Summarising** with the pluggable :class:`~mars_core.knowledge.summarise.Summariser` (default
+   :class:`~mars_core.knowledge.summarise.ExtractiveSummariser`) to about ``target_ratio`` of the
    cluster's tokens; then the gates. At most ``max_attempts_per_trigger`` summariser
    calls and ``max_summaries_per_trigger`` accepted summaries per trigger (§5.3
    "rate-limited per trigger to cap worst-case latency"); the generator is lazy, so no
@@ -65,7 +65,7 @@ with its reason. The algorithm, per trigger:
 
 **Sensitivity of a summary** (ours; the seed gives no formula). The gate can only credit
 what it can verify, so ``s̄ = max_i r_i`` with ``r_i = identifier_discount · s_i`` when
-member ``i`` held direct identifiers (:func:`~mars_core.summarise.find_identifiers`) and
+member ``i`` held direct identifiers (:func:`~mars_core.knowledge.summarise.find_identifiers`) and
 none of them survives in the summary, else ``r_i = s_i``. A summary that keeps a
 sensitive member's phone number is as sensitive as that member and fails the gate; one
 that masks it passes when no other member is nearly as sensitive; a sensitive member with
@@ -105,6 +105,12 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mars_core.errors import ConfigError, MarsError
+from mars_core.knowledge.summarise import (
+    ExtractiveSummariser,
+    Summariser,
+    find_identifiers,
+    key_terms,
+)
 from mars_core.model import MemoryNode, MemoryType, Predicate, TaskPayload
 from mars_core.policies.base import (
     MAX_DEPTH,
@@ -126,7 +132,6 @@ from mars_core.scoring.density import (
     payload_urgency,
 )
 from mars_core.scoring.working_set import WorkingSetCache, score_working_set
-from mars_core.summarise import ExtractiveSummariser, Summariser, find_identifiers, key_terms
 
 __all__ = [
     "Cluster",
@@ -794,8 +799,8 @@ class ReflectionSummaryPolicy(Policy):
 
     Args:
         config: a :class:`ReflectionConfig` (or a mapping of its fields).
-        summariser: any :class:`~mars_core.summarise.Summariser` (default: the
-            deterministic :class:`~mars_core.summarise.ExtractiveSummariser` counting
+        summariser: any :class:`~mars_core.knowledge.summarise.Summariser` (default: the
+            deterministic :class:`~mars_core.knowledge.summarise.ExtractiveSummariser` counting
             tokens with the store's counter).
         density: the MaRS density constants of the eviction stage and of cluster ranking.
         **overrides: :class:`ReflectionConfig` fields, e.g. ``tau_util=0.5`` (this is how
@@ -805,7 +810,7 @@ class ReflectionSummaryPolicy(Policy):
         ConfigError: an unknown or invalid parameter.
 
     Examples:
-        >>> from mars_core.summarise import FakeSummariser
+        >>> from mars_core.knowledge.summarise import FakeSummariser
         >>> p = ReflectionSummaryPolicy(summariser=FakeSummariser("gist"), tau_priv=0.1)
         >>> p.params()["tau_priv"], p.params()["summariser"]
         (0.1, 'fake')

@@ -47,11 +47,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from mars_core.analysis import terms as content_terms
 from mars_core.model import JSONValue
 from mars_core.privacy.detectors import CATEGORY_KINDS, PATTERN_KINDS, Detection, Kind, detect
 from mars_core.privacy.redaction import RedactionResult, redact
 from mars_core.privacy.semantic import word_spans
+from mars_core.reading.analysis import terms as content_terms
 
 __all__ = ["MASK", "Masker", "readable_share", "shows"]
 

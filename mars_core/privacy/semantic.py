@@ -69,14 +69,14 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.analysis import terms as stems
 from mars_core.embeddings import Embedder
 from mars_core.errors import ValidationError
-from mars_core.extract import NON_NAMES
+from mars_core.knowledge.extract import NON_NAMES
 from mars_core.nlp.rules import content_word, token_spans
 from mars_core.nlp.rules import tokenize as rule_tokens
 from mars_core.privacy.detectors import Detection, Kind
 from mars_core.privacy.semantic_examples import CATEGORIES, ORDINARY, TRAIN
+from mars_core.reading.analysis import terms as stems
 
 __all__ = [
     "CATEGORY_KIND",
@@ -564,7 +564,7 @@ def prose(text: str) -> str:
 
 def _name_form(tok: str) -> bool:
     """Written as a name: capitalised, not an acronym (HIV, PIN), not a pronoun, question
-    word, greeting, weekday or month (:data:`mars_core.extract.NON_NAMES`)."""
+    word, greeting, weekday or month (:data:`mars_core.knowledge.extract.NON_NAMES`)."""
     return (tok[:1].isupper() and not (len(tok) > 1 and tok.isupper())
             and tok.casefold().removesuffix("'s") not in NON_NAMES)
 

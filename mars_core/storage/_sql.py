@@ -35,10 +35,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pydantic
 
-from mars_core.analysis import terms as analysed_terms
 from mars_core.audit import AuditEvent, canonical_json
 from mars_core.errors import ConflictError, CorruptStoreError, ValidationError
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, search_text
+from mars_core.reading.analysis import terms as analysed_terms
 from mars_core.storage.base import (
     AddEdges,
     AppendAudit,

@@ -176,7 +176,7 @@ class Change:
 @dataclass(frozen=True, slots=True)
 class TermQuery:
     """A full-text query on one namespace's memories: Okapi BM25 over the terms the
-    store indexed (:func:`mars_core.analysis.terms` of each memory's
+    store indexed (:func:`mars_core.reading.analysis.terms` of each memory's
     :attr:`~mars_core.model.MemoryNode.search_text`).
 
     The statistics — how many memories, their mean length in terms, how many hold a

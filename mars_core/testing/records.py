@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mars_core.analysis import terms as analysed_terms
 from mars_core.audit import GENESIS, AuditChain, AuditEvent
 from mars_core.errors import (
     ConflictError,
@@ -31,6 +30,7 @@ from mars_core.model import (
     Provenance,
     default_payload,
 )
+from mars_core.reading.analysis import terms as analysed_terms
 from mars_core.storage.base import (
     AddEdges,
     AppendAudit,

@@ -42,8 +42,8 @@ import numpy.typing as npt
 
 from mars_core.budget import BudgetLedger
 from mars_core.errors import NotFoundError
-from mars_core.extract import KnownFacts, Topic, topic_of
 from mars_core.graph import MemoryGraph
+from mars_core.knowledge.extract import KnownFacts, Topic, topic_of
 from mars_core.model import Edge, MemoryNode, MemoryStatus, MemoryType, TaskPayload, TaskStatus
 from mars_core.policies.base import Policy
 from mars_core.policies.temporal import LRUPolicy
@@ -308,7 +308,8 @@ class NamespaceState:
 
     def cards(self) -> list[tuple[str, Topic]]:
         """The cards of the active memories: the semantic and social ones that have a
-        topic (:func:`~mars_core.extract.topic_of`), oldest first; kept until one changes."""
+        topic (:func:`~mars_core.knowledge.extract.topic_of`), oldest first; kept until one
+        changes."""
         if self._cards is None:
             self._cards = [(i, topic) for i in self.order
                            if (topic := card_topic(self.nodes[i])) is not None]

@@ -13,7 +13,7 @@ from lc_helpers import FakeToolModel, ModelInputs
 
 from langchain_mars.middleware import MarsMemoryMiddleware, used_memories
 from mars_core import MemoryStore, ValidationError
-from mars_core.context import HEADER_RECALLED, HEADER_STRUCTURED
+from mars_core.reading.context import HEADER_RECALLED, HEADER_STRUCTURED
 
 ALLERGY = "I am allergic to peanuts and my sister is called Maria."
 

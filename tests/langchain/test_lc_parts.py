@@ -214,7 +214,7 @@ def test_mars_memory_clear_erase_leaves_the_chain_nothing(lc_store: MemoryStore,
 def test_mars_memory_clear_forget_archives_the_turns_out_of_view(
         lc_store: MemoryStore) -> None:
     from langchain_mars.classic import MarsMemory
-    from mars_core.context import HEADER_ACTIVE
+    from mars_core.reading.context import HEADER_ACTIVE
 
     memory = MarsMemory(store=lc_store, session_id="s1", namespace="ana")
     memory.save_context({"input": "I am learning the cello"}, {"response": "Lovely."})

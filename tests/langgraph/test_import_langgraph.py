@@ -6,7 +6,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langchain_mars import MarsStore
 from mars_core.clock import FakeClock
-from mars_core.importers import import_langgraph
+from mars_core.io.importers import import_langgraph
 from mars_core.store import MemoryStore
 
 

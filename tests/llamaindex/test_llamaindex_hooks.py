@@ -11,7 +11,7 @@ from llama_index.core.llms import ChatMessage, MockLLM
 import llamaindex_mars
 from llamaindex_mars import MarsMemory, embedder_from, open_store, summariser_from
 from mars_core import EmbeddingMismatchError, FakeClock, HashingEmbedder, ValidationError
-from mars_core.summarise import CallableSummariser
+from mars_core.knowledge.summarise import CallableSummariser
 
 
 @pytest.mark.backend_neutral

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Final
 
-from mars_core.extract.lexicon import _ALT, _MONTHS, _WEEKDAYS, _rx
-from mars_core.io_checks import MAX_DATE, MIN_DATE
+from mars_core.io.checks import MAX_DATE, MIN_DATE
+from mars_core.knowledge.extract.lexicon import _ALT, _MONTHS, _WEEKDAYS, _rx
 from mars_core.model import utc
 from mars_core.nlp.rules import normalise_apostrophes
 

@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Any, Final, Protocol, runtime_checkable
 
 from mars_core.errors import ValidationError
-from mars_core.retrieval import Hit
+from mars_core.reading.retrieval import Hit
 
 __all__ = ["RERANK_DEPTH", "PairScorer", "Reranker", "check_reranker", "cross_encoder",
            "rerank_hits"]

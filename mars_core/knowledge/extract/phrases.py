@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from mars_core.extract.lexicon import (
+from mars_core.knowledge.extract.lexicon import (
     _ARTICLES,
     _CLAUSE_CUT,
     _CLAUSE_OPENERS,
@@ -22,7 +22,7 @@ from mars_core.extract.lexicon import (
     _TRAILING,
     _WORD,
 )
-from mars_core.extract.topics import _norm
+from mars_core.knowledge.extract.topics import _norm
 from mars_core.nlp.lexicons import STOPWORDS
 
 __all__ = ["split_speaker"]

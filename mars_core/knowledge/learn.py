@@ -49,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mars_core.errors import ValidationError
-from mars_core.retrieval import Hit, answerability, cue_score
+from mars_core.reading.retrieval import Hit, answerability, cue_score
 from mars_core.scoring.mixed import Durability, label_durability
 from mars_core.scoring.reward import RewardTerms
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mars_core.errors import ImportFormatError, ValidationError
-from mars_core.io_checks import check_json_value, check_nesting, check_tree
+from mars_core.io.checks import check_json_value, check_nesting, check_tree
 from mars_core.model import MAX_CONTENT_CHARS
 from mars_core.namespaces import (
     ITEM_KEY,
@@ -118,7 +118,7 @@ def run_import(store: MemoryStore, path: str | Path, *, kind: ImportKind = "json
     """
     progress = checked(progress)
     if kind == "jsonld":
-        from mars_core.io import load_jsonld, memory_count
+        from mars_core.io.jsonld import load_jsonld, memory_count
 
         doc = load_jsonld(path)
         imported = store.import_jsonld(doc, existing="skip",
@@ -303,7 +303,7 @@ def _default_text(value: Mapping[str, Any]) -> str:
 
 def _jsonable(meta: Mapping[str, Any], i: int) -> dict[str, Any]:
     """Metadata as plain JSON (dates and other objects as their text) within the bounds
-    an import of the store's own export keeps (:mod:`mars_core.io_checks`: nesting,
+    an import of the store's own export keeps (:mod:`mars_core.io.checks`: nesting,
     size, finite numbers, valid Unicode), so what is imported can be exported and
     imported again."""
     check_nesting(meta, f"record {i}: metadata")

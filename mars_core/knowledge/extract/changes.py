@@ -9,7 +9,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Final
 
-from mars_core.extract.lexicon import (
+from mars_core.knowledge.extract.lexicon import (
     _ADV,
     _ALT,
     _AVOID_VERBS,
@@ -23,7 +23,7 @@ from mars_core.extract.lexicon import (
     _WE,
     _rx,
 )
-from mars_core.extract.phrases import (
+from mars_core.knowledge.extract.phrases import (
     _CLAUSE_CHARS,
     _blocked,
     _clause,
@@ -33,7 +33,7 @@ from mars_core.extract.phrases import (
     _take,
     _third_person,
 )
-from mars_core.extract.rules import (
+from mars_core.knowledge.extract.rules import (
     _BY_ORG,
     _article,
     _Cand,
@@ -44,7 +44,7 @@ from mars_core.extract.rules import (
     _ok_name,
     _social,
 )
-from mars_core.extract.topics import _norm, _plan_words
+from mars_core.knowledge.extract.topics import _norm, _plan_words
 from mars_core.model import MemoryType, TaskStatus
 
 __all__: list[str] = []

@@ -1,7 +1,7 @@
 """Assembling recall and prompt context from the store's views (internal).
 
 The store's ``recall`` and ``render_context`` call these with its state; the pure
-pieces (the walk, the reranking, the layout) are in :mod:`mars_core.context`.
+pieces (the walk, the reranking, the layout) are in :mod:`mars_core.reading.context`.
 
 Examples:
     >>> from mars_core.views.namespace import NamespaceState
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from mars_core.analysis import terms
-from mars_core.context import EvidenceItem, Validity, validity_of
 from mars_core.model import HIDDEN, MemoryNode, MemoryType, Predicate, TaskPayload
+from mars_core.reading.analysis import terms
+from mars_core.reading.context import EvidenceItem, Validity, validity_of
 from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Marked", "active_turns", "evidence_items", "lineage", "read_lineage",

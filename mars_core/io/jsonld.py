@@ -26,7 +26,7 @@ from typing import Any
 import pydantic
 
 from mars_core.errors import ImportFormatError
-from mars_core.io_checks import (
+from mars_core.io.checks import (
     check_lineage,
     check_namespace,
     check_node,
@@ -240,7 +240,7 @@ def from_jsonld(
 ) -> tuple[list[MemoryNode], list[Edge], dict[str, int]]:
     """Parse and validate an export: ``(nodes, edges, steps)``.
 
-    The document is hostile input: it must keep every bound of :mod:`mars_core.io_checks`
+    The document is hostile input: it must keep every bound of :mod:`mars_core.io.checks`
     (counters, dates, floats, sizes, nesting, ids), and the references it can check on its
     own: each memory once, each edge from a memory of the document, to one of the same
     namespace when the target is in the document, each ``derived_from`` id matched by a

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from mars_core.extract.lexicon import (
+from mars_core.knowledge.extract.lexicon import (
     _ADV,
     _ALT,
     _ATTR_RE,
@@ -30,7 +30,7 @@ from mars_core.extract.lexicon import (
     _WE,
     _rx,
 )
-from mars_core.extract.phrases import (
+from mars_core.knowledge.extract.phrases import (
     _blocked,
     _clause,
     _clean_object,
@@ -40,7 +40,7 @@ from mars_core.extract.phrases import (
     _take,
     _third_person,
 )
-from mars_core.extract.topics import _names_in
+from mars_core.knowledge.extract.topics import _names_in
 from mars_core.model import MemoryType
 
 __all__: list[str] = []

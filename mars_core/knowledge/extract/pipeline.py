@@ -1,5 +1,5 @@
 """The entry point: :func:`extract` runs the rules over a turn and resolves what the
-candidates end against :class:`~mars_core.extract.KnownFacts`."""
+candidates end against :class:`~mars_core.knowledge.extract.KnownFacts`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Final
 
-from mars_core.extract.changes import (
+from mars_core.knowledge.extract.changes import (
     _rule_cancel,
     _rule_cancel_request,
     _rule_constraint,
@@ -17,10 +17,10 @@ from mars_core.extract.changes import (
     _rule_pref_change,
     _rule_rename,
 )
-from mars_core.extract.lexicon import _CORRECTION
-from mars_core.extract.phrases import _is_question, _Subject, split_speaker
-from mars_core.extract.plans import _rule_task
-from mars_core.extract.rules import (
+from mars_core.knowledge.extract.lexicon import _CORRECTION
+from mars_core.knowledge.extract.phrases import _is_question, _Subject, split_speaker
+from mars_core.knowledge.extract.plans import _rule_task
+from mars_core.knowledge.extract.rules import (
     _article,
     _Cand,
     _Ctx,
@@ -34,7 +34,15 @@ from mars_core.extract.rules import (
     _rule_social,
     _rule_work,
 )
-from mars_core.extract.topics import EPISODE, Extracted, KnownFacts, Topic, _norm, _Plan, topic_of
+from mars_core.knowledge.extract.topics import (
+    EPISODE,
+    Extracted,
+    KnownFacts,
+    Topic,
+    _norm,
+    _Plan,
+    topic_of,
+)
 from mars_core.model import MemoryType, Predicate, TaskStatus
 from mars_core.nlp.rules import normalise_apostrophes, split_sentences
 from mars_core.nlp.signals import TextSignals

@@ -11,7 +11,7 @@ Two more terms read the question against what the store knows of each memory (is
 ``speaker_weight`` × the speaker cue again — the question names who said the memory
 ("What did Nate cook?", possessives included) — and ``date_weight`` when the memory was
 made in the calendar time the question names ("in July 2023", "on 13 October, 2023";
-:func:`mars_core.frame.time_window`) or up to a week after it. Hits scoring below
+:func:`mars_core.reading.frame.time_window`) or up to a week after it. Hits scoring below
 ``relative_cutoff`` × the best score are dropped (a relative score cut-off: a short list
 of strong hits beats filling the budget with weak ones); packing then walks the survivors
 by score and keeps each one that still fits the token budget (up to ``k`` memories). The
@@ -40,13 +40,13 @@ from typing import Final, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
-from mars_core.analysis import STOPWORDS, terms
 from mars_core.config import RetrievalConfig
 from mars_core.errors import ValidationError
-from mars_core.frame import answers, parse_query, symbolic_score, time_window
 from mars_core.index.base import And, Eq, Filter, In, IndexCapabilities, Range, exact_cosines
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
 from mars_core.nlp.rules import normalise_apostrophes
+from mars_core.reading.analysis import STOPWORDS, terms
+from mars_core.reading.frame import answers, parse_query, symbolic_score, time_window
 from mars_core.scope import check_jurisdictions, covers
 from mars_core.storage.base import TermHits, TermQuery
 from mars_core.views.namespace import NamespaceState, card_topic
@@ -181,8 +181,8 @@ class Hit:
         lexical: BM25 score normalised to [0, 1] within the candidates.
         archived: True when it came from the archive.
         card: the part of ``score`` the symbolic card channel gave (``card_weight`` × the
-            card score :func:`mars_core.frame.symbolic_score`) when the memory is a card
-            that answers the query's frame (:func:`mars_core.frame.answers`), else 0.
+            card score :func:`mars_core.reading.frame.symbolic_score`) when the memory is a card
+            that answers the query's frame (:func:`mars_core.reading.frame.answers`), else 0.
         answers: the card answers the frame on a single-valued predicate ("where do I
             work", not "what do I like"); the best such cards are never cut off
             (:func:`relative_cutoff`).
@@ -464,7 +464,7 @@ def rank(
 
 def _card_channel(state: NamespaceState, statuses: Sequence[MemoryStatus], query: str,
                   weight: float, found: Sequence[str]) -> tuple[dict[str, float], set[str]]:
-    """The cards that answer ``query``'s frame (:mod:`mars_core.frame`): their bonus
+    """The cards that answer ``query``'s frame (:mod:`mars_core.reading.frame`): their bonus
     (``weight`` × the card score) by id, and those that answer on a single-valued
     predicate. Every active card is asked; an archived one when a search ``found`` it."""
     if weight <= 0:

@@ -16,14 +16,14 @@ the weights of DMF Table 4, ``(0.9, 0.55, 1.2, 1.35, 0.2) / 4.2``:
 
 A card whose subject and predicate both match the frame *answers* it
 (:func:`answers`): retrieval ranks it with ``S`` added to its hybrid score and never cuts
-it off (:mod:`mars_core.retrieval`). The vocabulary below is the extractor's own
-(:mod:`mars_core.extract`): a frame can only ask for what a card can say.
+it off (:mod:`mars_core.reading.retrieval`). The vocabulary below is the extractor's own
+(:mod:`mars_core.knowledge.extract`): a frame can only ask for what a card can say.
 
 Examples:
     >>> f = parse_query("What's my dog's name?")
     >>> sorted(f.subjects), sorted(f.predicates), f.answer
     (['user'], ['attr:name', 'rel:dog'], 'name')
-    >>> from mars_core.extract import NON_NAMES, RELATION_WORDS, Topic
+    >>> from mars_core.knowledge.extract import NON_NAMES, RELATION_WORDS, Topic
     >>> card = Topic("pepper", "relationshipTo:user", "dog|kind=rescue greyhound")
     >>> round(symbolic_score(f, card, "Pepper is the user's dog, a rescue greyhound"), 3)
     0.786
@@ -38,9 +38,9 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Final
 
-from mars_core.analysis import STOPWORDS
-from mars_core.extract import NON_NAMES, RELATION_WORDS, Topic
+from mars_core.knowledge.extract import NON_NAMES, RELATION_WORDS, Topic
 from mars_core.nlp.rules import normalise_apostrophes
+from mars_core.reading.analysis import STOPWORDS
 
 __all__ = ["CARD_WEIGHTS", "WINDOW_SLACK", "QueryFrame", "TimeWindow", "answers",
            "card_classes", "parse_query", "symbolic_score", "time_window"]
@@ -219,7 +219,7 @@ def symbolic_score(frame: QueryFrame, topic: Topic, text: str) -> float:
 
     Args:
         frame: the parsed question.
-        topic: the card's topic (:func:`mars_core.extract.topic_of`).
+        topic: the card's topic (:func:`mars_core.knowledge.extract.topic_of`).
         text: the card's content (for the entity and field overlaps).
     """
     classes = card_classes(topic)

@@ -102,11 +102,11 @@ Examples:
 
 from __future__ import annotations
 
-from mars_core.extract.dates import parse_deadline
-from mars_core.extract.lexicon import NON_NAMES, RELATION_WORDS
-from mars_core.extract.phrases import split_speaker
-from mars_core.extract.pipeline import extract
-from mars_core.extract.topics import EPISODE, Extracted, KnownFacts, Topic, topic_of
+from mars_core.knowledge.extract.dates import parse_deadline
+from mars_core.knowledge.extract.lexicon import NON_NAMES, RELATION_WORDS
+from mars_core.knowledge.extract.phrases import split_speaker
+from mars_core.knowledge.extract.pipeline import extract
+from mars_core.knowledge.extract.topics import EPISODE, Extracted, KnownFacts, Topic, topic_of
 
 __all__ = [
     "EPISODE",

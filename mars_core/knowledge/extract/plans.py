@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from mars_core.extract.dates import _find_when, _When
-from mars_core.extract.lexicon import (
+from mars_core.knowledge.extract.dates import _find_when, _When
+from mars_core.knowledge.extract.lexicon import (
     _ADV,
     _CLAUSE_CUT,
     _CORRECTION,
@@ -16,9 +16,9 @@ from mars_core.extract.lexicon import (
     _WE,
     _rx,
 )
-from mars_core.extract.phrases import _blocked, _is_question, _third_person
-from mars_core.extract.rules import _Cand, _Ctx, _End
-from mars_core.extract.topics import _names_in, _plan_words
+from mars_core.knowledge.extract.phrases import _blocked, _is_question, _third_person
+from mars_core.knowledge.extract.rules import _Cand, _Ctx, _End
+from mars_core.knowledge.extract.topics import _names_in, _plan_words
 from mars_core.model import MemoryType, TaskStatus, utc
 
 __all__: list[str] = []

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from mars_core.extract.lexicon import _ARTICLES, _EATING_PATTERNS, _NON_NAMES
+from mars_core.knowledge.extract.lexicon import _ARTICLES, _EATING_PATTERNS, _NON_NAMES
 from mars_core.model import MemoryNode, MemoryType, Predicate, TaskStatus, utc
 from mars_core.nlp.lexicons import STOPWORDS
 from mars_core.nlp.rules import normalise_apostrophes
@@ -253,7 +253,7 @@ class KnownFacts:
     can link to them, rename them or call them off.
 
     Examples:
-        >>> from mars_core.extract import extract
+        >>> from mars_core.knowledge.extract import extract
         >>> from mars_core.model import SemanticPayload
         >>> node = MemoryNode(id="n1", type=MemoryType.SEMANTIC, content="The user lives in Rome",
         ...                   weight=5, payload=SemanticPayload(concept="user",
