@@ -15,7 +15,7 @@ from mars_core.bench import locomo as L
 from mars_core.bench.evidence import run_locomo, run_longmemeval
 from mars_core.bench.locomo_data import load_locomo
 from mars_core.bench.peers import rank_scores
-from mars_core.bench.plots import replot
+from mars_core.bench.replot import replot
 from mars_core.bench.users_path import USERS_BUDGETS, users_path_task
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError

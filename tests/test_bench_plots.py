@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pngs import assert_plots
 
-from mars_core.bench.plots import replot, results_kind
+from mars_core.bench.replot import replot, results_kind
 from mars_core.cli import main as cli_main
 from mars_core.errors import ValidationError
 

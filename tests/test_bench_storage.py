@@ -11,7 +11,7 @@ import pytest
 from pngs import assert_plots
 
 from mars_core.bench import storage
-from mars_core.bench.plots import replot
+from mars_core.bench.replot import replot
 from mars_core.cli import main as cli_main
 
 

@@ -29,7 +29,7 @@ from mars_core.bench.fifa.simulator import simulate, stored_volume
 from mars_core.bench.fifa.stats import effect_size
 from mars_core.bench.fifa.validators import judge
 from mars_core.bench.fifa.world import Phrase, WorldConfig, generate_world
-from mars_core.bench.plots import replot
+from mars_core.bench.replot import replot
 from mars_core.errors import ValidationError
 
 SMALL = WorldConfig(scale=0.4)

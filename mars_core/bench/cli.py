@@ -229,7 +229,7 @@ def bench_plot(results: Annotated[Path, typer.Argument(
     """Redraw a benchmark's plots from its results file, with the code the run uses (no
     benchmark runs): `mars bench plot docs/benchmarks/policies.json --out
     docs/benchmarks/img`."""
-    from mars_core.bench.plots import replot
+    from mars_core.bench.replot import replot
 
     try:
         paths = replot(results, out)
@@ -387,7 +387,7 @@ def bench_oslmr(  # noqa: PLR0917 (typer options are parameters)
     Mixed-Score, BC-learner, OSL-MR with and without prior): prints the table and writes
     table2.json, table2.md and the per-decision reward trace (docs/benchmarks/
     reproductions.md)."""
-    from mars_core.bench.oslmr import run_table2
+    from mars_core.bench.oslmr_run import run_table2
 
     if regenerate_docs:
         if quick or counters != "store,words":
@@ -404,14 +404,24 @@ def bench_oslmr(  # noqa: PLR0917 (typer options are parameters)
         _say(result["table"])
 
 
+def _with_summary(docs: Path, pages: list[str]) -> list[str]:
+    """Every --regenerate-docs ends by rewriting the reproductions summary from all the
+    results files (:func:`mars_core.bench.reproductions.regenerate_summary`): the pages a
+    command wrote, the summary's included."""
+    from mars_core.bench.reproductions import regenerate_summary
+
+    return list(dict.fromkeys([*pages, *regenerate_summary(docs)]))
+
+
 def _regenerate_oslmr(data: Path, out: Path, docs: Path | None, progress: bool,
                       quick_only: bool = False) -> None:
     from mars_core.bench.oslmr_docs import regenerate_docs
     from mars_core.bench.pages import docs_dir
 
-    done = regenerate_docs(docs if docs is not None else docs_dir(), data, out,
-                           progress=progress, quick_only=quick_only)
-    _say(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/oslmr.json "
+    where = docs if docs is not None else docs_dir()
+    done = regenerate_docs(where, data, out, progress=progress, quick_only=quick_only)
+    pages = ", ".join(_with_summary(where, done["pages"]))
+    _say(f"wrote {pages} from docs/benchmarks/results/oslmr.json "
          f"and oslmr_quick.json (commit {done['full']['commit']})")
 
 
@@ -485,7 +495,8 @@ def _regenerate_fifa(out: Path, from_run: Path | None, docs: Path | None,
                                quick_only=quick_only)
     except MarsError as exc:
         raise _fail(str(exc), exc) from exc
-    _say(f"wrote {', '.join(done['pages'])} from docs/benchmarks/results/fifa.json "
+    pages = ", ".join(_with_summary(where, done["pages"]))
+    _say(f"wrote {pages} from docs/benchmarks/results/fifa.json "
          f"and fifa_quick.json (commit {done['full']['commit']})")
 
 
@@ -506,11 +517,12 @@ def bench_mechanisms(regenerate_docs: Annotated[bool, typer.Option(
             raise _fail("--docs goes with --regenerate-docs")
         console.print_json(json.dumps(mechanisms.compute()))
         return
+    where = docs if docs is not None else docs_dir()
     try:
-        done = mechanisms.regenerate_docs(docs if docs is not None else docs_dir())
+        done = mechanisms.regenerate_docs(where)
     except MarsError as exc:
         raise _fail(str(exc), exc) from exc
-    _say(f"wrote {', '.join(done['pages'])} (commit {done['doc']['commit']})")
+    _say(f"wrote {', '.join(_with_summary(where, done['pages']))} (commit {done['doc']['commit']})")
 
 
 @bench_app.command("activator")

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mars_core.bench.pages import RESULTS, provenance, read_results, splice, write_results
-from mars_core.bench.reproductions import regenerate_summary
 
 __all__ = ["COMMAND", "FILE", "compute", "regenerate_docs", "repro_blocks", "summary_rows"]
 
@@ -351,7 +350,7 @@ def regenerate_docs(docs: Path, command: str = COMMAND) -> dict[str, Any]:
     path = docs / REPRO
     path.write_text(splice(path.read_text(encoding="utf-8"), repro_blocks(doc)),
                     encoding="utf-8")
-    return {"doc": doc, "pages": list(dict.fromkeys([str(REPRO), *regenerate_summary(docs)]))}
+    return {"doc": doc, "pages": [str(REPRO)]}
 
 
 def load(docs: Path) -> dict[str, Any]:

@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mars_core.bench.oslmr import format_table2, run_table2
+from mars_core.bench.oslmr import format_table2
+from mars_core.bench.oslmr_run import run_table2
 from mars_core.bench.oslmr_sensitivity import sensitivity_summary, variants_table
 from mars_core.bench.pages import RESULTS, provenance, read_results, splice, write_results
-from mars_core.bench.reproductions import regenerate_summary
 
 __all__ = ["COMMAND", "FULL_FILE", "QUICK_FILE", "compact", "quick_diff", "quick_run",
            "regenerate_docs", "repro_blocks", "summary_rows"]
@@ -209,7 +209,8 @@ def summary_rows(full: Mapping[str, Any]) -> list[dict[str, str]]:
 def regenerate_docs(docs: Path, data: Path, out: Path, *, progress: bool = True,
                     command: str = COMMAND, quick_only: bool = False) -> dict[str, Any]:
     """Run the full and the quick variant, write both results files, copy the plots and
-    rewrite the page's generated blocks (and the summary). ``quick_only``: keep the full
+    rewrite the page's generated blocks (the caller rewrites the summary:
+    :func:`mars_core.bench.reproductions.regenerate_summary`). ``quick_only``: keep the full
     variant's results file as it is (its commit says when it ran) and rerun the quick one."""
     stamp = provenance(command, docs)
     if quick_only:
@@ -224,7 +225,7 @@ def regenerate_docs(docs: Path, data: Path, out: Path, *, progress: bool = True,
     path.write_text(splice(path.read_text(encoding="utf-8"), repro_blocks(full, quick)),
                     encoding="utf-8")
     return {"full": full, "quick": quick,
-            "pages": list(dict.fromkeys([str(REPRO), *regenerate_summary(docs)]))}
+            "pages": [str(REPRO)]}
 
 
 def load(docs: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -42,7 +42,6 @@ from mars_core.bench.fifa.report import (
 )
 from mars_core.bench.fifa.runner import POLICIES, QUICK, grid_tasks, measure_volumes, run_grid
 from mars_core.bench.pages import RESULTS, provenance, read_results, splice, write_results
-from mars_core.bench.reproductions import regenerate_summary
 
 __all__ = ["COMMAND", "DIAGNOSTIC_POLICIES", "FULL_FILE", "NO_CHECK", "QUICK_FILE", "compact",
            "page_blocks", "quick_diff",
@@ -433,13 +432,13 @@ def _regenerate_quick(docs: Path, stamp: Mapping[str, Any], workers: int,
 
 
 def _render(docs: Path, full: dict[str, Any], quick: dict[str, Any]) -> dict[str, Any]:
-    """Rewrite the generated blocks of both pages (and the summary) from the results."""
+    """Rewrite the generated blocks of both pages from the results (the caller rewrites
+    the summary)."""
     pages = []
     for page, blocks in ((PAGE, page_blocks(full, quick)), (REPRO, repro_blocks(full, quick))):
         path = docs / page
         path.write_text(splice(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
         pages.append(str(page))
-    pages = list(dict.fromkeys([*pages, *regenerate_summary(docs)]))
     return {"full": full, "quick": quick, "pages": pages}
 
 
