@@ -71,7 +71,8 @@ def test_a_quick_run_with_out_writes_its_plots_and_the_json_redraws_them(
     a file written before the small store's size was recorded (the fallback: 1,000)."""
     out = tmp_path / "run"
     assert cli_main(["bench", "store", "--quick", "--n", "120", "--big", "400",
-                     "--namespaces", "4", "--indexes", "numpy", "--out", str(out)]) == 0
+                     "--namespaces", "4", "--indexes", "numpy", "--history", "off",
+                     "--out", str(out)]) == 0
     names = ("storage_cost.png", "storage_scale.png")
     assert_plots(out, names)
     md = (out / "storage.md").read_text()
