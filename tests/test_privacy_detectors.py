@@ -558,3 +558,22 @@ def test_number_first_iberian_addresses() -> None:
     for text in ("I live at 12 Rua Augusta, Lisbon", "send it to 5 Calle Mayor please"):
         assert any(d.kind is Kind.ADDRESS for d in detect(text)), text
     assert not any(d.kind is Kind.ADDRESS for d in detect("I ran 12 km along the river"))
+
+
+_NEED_A_DIGIT = frozenset({Kind.CARD, Kind.IBAN, Kind.NATIONAL_ID, Kind.PHONE, Kind.ADDRESS,
+                           Kind.BIRTHDATE, Kind.EMAIL})
+_CUE_WORDS = ["born on", "Street", "rue", "Via", "passport", "ssn", "phone", "call me",
+              "DE", "GB", "AB", "SW", "P.O. Box", "live at", "Hauptstraße", "mail", "ana",
+              ".", "-", "(", ")", "+", ":", "/", "\n", "  "]
+
+
+@given(st.lists(st.sampled_from(_CUE_WORDS) | st.text(
+    st.characters(blacklist_categories=("Nd", "Cs"), blacklist_characters="@"),
+    max_size=8), max_size=12))
+def test_a_text_without_digits_or_at_sign_skips_only_scans_that_find_nothing(
+        parts: list[str]) -> None:
+    # detect() skips the scans of kinds that need a digit (and e-mail's without an "@");
+    # a digit and an "@" far after the text make it run them: the same detections
+    text = " ".join(parts)
+    assert detect(text, kinds=_NEED_A_DIGIT) == \
+        detect(text + "\n" + " " * 40 + "@0", kinds=_NEED_A_DIGIT) == []
