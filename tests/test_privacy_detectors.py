@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from mars_core.bench.privacy_corpus import DETECTOR_NEGATIVES
@@ -577,3 +577,21 @@ def test_a_text_without_digits_or_at_sign_skips_only_scans_that_find_nothing(
     text = " ".join(parts)
     assert detect(text, kinds=_NEED_A_DIGIT) == \
         detect(text + "\n" + " " * 40 + "@0", kinds=_NEED_A_DIGIT) == []
+
+
+_SECRET_PARTS = ["sk-", "sk-proj-abc", "xoxb-", "xoxb-12345abcde", "xoxb-12345abcd", "AKIA",
+                 "AKIAIOSFODNN7EXAMPLE", "bearer", "Bearer abcdefghij123456", "eyJ", "ghp_",
+                 "SG.", "hf_", "npm_", "token", "password is", "=", "-", "_", "\n", "."]
+
+
+@given(st.lists(st.sampled_from(_SECRET_PARTS) | st.text(
+    st.characters(blacklist_categories=("Cs",)), max_size=7), max_size=12))
+def test_secret_scans_skipped_without_a_long_token_would_find_nothing(
+        parts: list[str]) -> None:
+    # without 15 characters in a row that are not spaces (nor a key block), detect()
+    # skips the token patterns; a long token far after the text makes it run them
+    text = " ".join(parts)
+    assume("-----BEGIN" not in text)
+    longer = text + "\n" + " " * 40 + "x" * 40
+    assert detect(text, kinds={Kind.SECRET}) == \
+        [d for d in detect(longer, kinds={Kind.SECRET}) if d.end <= len(text)]

@@ -685,8 +685,14 @@ def _high_entropy(token: str) -> bool:
     return shannon_entropy(token) >= 0.8 * math.log2(min(len(token), 64))
 
 
+_LONG_RUN = re.compile(r"\S{15}")
+"""What every token pattern needs (a key block aside: its ``-----BEGIN``): 15 characters
+without a space — the shortest, ``xoxb-`` and 10 more. Most turns have none."""
+
+
 def _find_secret(text: str) -> Iterator[Detection]:
-    for pattern in _SECRET_PATTERNS:
+    tokens = "-----BEGIN" in text or _LONG_RUN.search(text) is not None
+    for pattern in _SECRET_PATTERNS if tokens else ():
         for m in pattern.finditer(text):
             yield Detection(Kind.SECRET, m.start(), m.end(), 1.0)
     for m in _URL_CREDENTIALS.finditer(text):
@@ -701,6 +707,8 @@ def _find_secret(text: str) -> Iterator[Detection]:
             if end > start and (quoted or value.rstrip(".,!?;:)").lower()
                                 not in _PLACEHOLDER_VALUES):
                 yield Detection(Kind.SECRET, start, end, 0.95)
+    if not tokens:
+        return  # a bearer token, a high-entropy token: 16 and 20 characters at least
     for m in _BEARER.finditer(text):
         yield Detection(Kind.SECRET, m.start("v"), m.end("v"), 0.95)
     urls = [(u.start(), u.end()) for u in _URL.finditer(text)]
