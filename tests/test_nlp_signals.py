@@ -427,3 +427,20 @@ def test_auto_names_the_trained_pipeline_it_found(caplog: pytest.LogCaptureFixtu
     assert a.choice == (f"spacy:{TRAINED} (auto: found the trained pipeline {TRAINED}); "
                         "sentiment: lexicon as asked")
     assert a.choice in caplog.text
+
+
+def test_the_enricher_analyses_a_batch_as_it_does_one_text_at_a_time() -> None:
+    # add_many/observe_many analyse their texts in one call (spaCy's nlp.pipe when it
+    # parses); what they store must be what single adds store
+    from mars_core.knowledge.enrich import Enricher
+
+    texts = ["Actually, I moved to Porto last May!", "Thanks!", "", "What time is it?",
+             "Do not use external APIs", "Ana's sister Bo works at Acme in Lisbon.",
+             "Call me at +351 912 345 678", "Actually, I moved to Porto last May!"]
+    for backend in ("rules", "off"):
+        enricher = Enricher(backend=backend)
+        batch = enricher.analyze_many(texts)
+        assert batch == [enricher.analyze(t) for t in texts]
+        assert (batch[0] is None) is (backend == "off")
+    with pytest.raises(ValidationError):
+        Enricher(backend="rules").analyze_many(["ok", 3])  # type: ignore[list-item]

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from mars_core.bench.privacy_corpus import DETECTOR_NEGATIVES
@@ -558,3 +558,40 @@ def test_number_first_iberian_addresses() -> None:
     for text in ("I live at 12 Rua Augusta, Lisbon", "send it to 5 Calle Mayor please"):
         assert any(d.kind is Kind.ADDRESS for d in detect(text)), text
     assert not any(d.kind is Kind.ADDRESS for d in detect("I ran 12 km along the river"))
+
+
+_NEED_A_DIGIT = frozenset({Kind.CARD, Kind.IBAN, Kind.NATIONAL_ID, Kind.PHONE, Kind.ADDRESS,
+                           Kind.BIRTHDATE, Kind.EMAIL})
+_CUE_WORDS = ["born on", "Street", "rue", "Via", "passport", "ssn", "phone", "call me",
+              "DE", "GB", "AB", "SW", "P.O. Box", "live at", "Hauptstraße", "mail", "ana",
+              ".", "-", "(", ")", "+", ":", "/", "\n", "  "]
+
+
+@given(st.lists(st.sampled_from(_CUE_WORDS) | st.text(
+    st.characters(blacklist_categories=("Nd", "Cs"), blacklist_characters="@"),
+    max_size=8), max_size=12))
+def test_a_text_without_digits_or_at_sign_skips_only_scans_that_find_nothing(
+        parts: list[str]) -> None:
+    # detect() skips the scans of kinds that need a digit (and e-mail's without an "@");
+    # a digit and an "@" far after the text make it run them: the same detections
+    text = " ".join(parts)
+    assert detect(text, kinds=_NEED_A_DIGIT) == \
+        detect(text + "\n" + " " * 40 + "@0", kinds=_NEED_A_DIGIT) == []
+
+
+_SECRET_PARTS = ["sk-", "sk-proj-abc", "xoxb-", "xoxb-12345abcde", "xoxb-12345abcd", "AKIA",
+                 "AKIAIOSFODNN7EXAMPLE", "bearer", "Bearer abcdefghij123456", "eyJ", "ghp_",
+                 "SG.", "hf_", "npm_", "token", "password is", "=", "-", "_", "\n", "."]
+
+
+@given(st.lists(st.sampled_from(_SECRET_PARTS) | st.text(
+    st.characters(blacklist_categories=("Cs",)), max_size=7), max_size=12))
+def test_secret_scans_skipped_without_a_long_token_would_find_nothing(
+        parts: list[str]) -> None:
+    # without 15 characters in a row that are not spaces (nor a key block), detect()
+    # skips the token patterns; a long token far after the text makes it run them
+    text = " ".join(parts)
+    assume("-----BEGIN" not in text)
+    longer = text + "\n" + " " * 40 + "x" * 40
+    assert detect(text, kinds={Kind.SECRET}) == \
+        [d for d in detect(longer, kinds={Kind.SECRET}) if d.end <= len(text)]

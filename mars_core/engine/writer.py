@@ -36,6 +36,7 @@ from mars_core.errors import (
     NotFoundError,
     ValidationError,
 )
+from mars_core.knowledge.enrich import Enricher
 from mars_core.knowledge.extract import extract
 from mars_core.model import (
     ArchiveReason,
@@ -48,6 +49,7 @@ from mars_core.model import (
     TaskPayload,
     default_payload,
 )
+from mars_core.nlp import TextSignals
 from mars_core.policies import Eviction, Summary
 from mars_core.privacy.semantic import SemanticSensitivity, SemanticVerdict
 from mars_core.progress import EMBED_BATCH, ProgressFn, report
@@ -102,7 +104,8 @@ class Turn:
 class Embeddings:
     """Embeddings of one call: fetched up front in batches of
     :data:`~mars_core.progress.EMBED_BATCH` texts (one embedding call for a call of fewer
-    texts; ``progress`` sees each batch), missing ones on demand."""
+    texts; ``progress`` sees each batch), missing ones on demand. The write-time analysis
+    of the same texts is batched too (:meth:`signals`, :meth:`verdict`)."""
 
     def __init__(self, engine: Engine, texts: Iterable[str],
                  progress: ProgressFn | None = None) -> None:
@@ -110,6 +113,7 @@ class Embeddings:
         wanted = list(dict.fromkeys(texts))
         self._cache: dict[str, Vector] = {}
         self._verdicts: tuple[SemanticSensitivity, dict[str, SemanticVerdict]] | None = None
+        self._signals: dict[str, TextSignals | None] | None = None
         if not wanted:
             return
         report(progress, "embed", 0, len(wanted))
@@ -138,6 +142,17 @@ class Embeddings:
             self._verdicts = (model, dict(zip(texts, found, strict=True)))
         known = self._verdicts[1].get(text)
         return known if known is not None else model.verdict(self(text))
+
+    def signals(self, text: str, enricher: Enricher) -> TextSignals | None:
+        """The text signals of ``text``: every text fetched up front is analysed in one
+        batch the first time one is asked for (spaCy parses them with ``nlp.pipe``
+        instead of one call each); the same signals as ``enricher.analyze(text)``."""
+        if self._signals is None:
+            texts = list(self._cache)
+            self._signals = dict(zip(texts, enricher.analyze_many(texts), strict=True))
+        if text in self._signals:
+            return self._signals[text]
+        return enricher.analyze(text)
 
     def __call__(self, text: str) -> Vector:
         vec = self._cache.get(text)
@@ -556,7 +571,7 @@ class Writer:
                 f"{budget}; split the text or raise the budget")
         vector = vectors(text)
         state = self.engine.ns(ns)
-        sig = self.engine.enricher.analyze(text)
+        sig = vectors.signals(text, self.engine.enricher)
         signals = self.engine.enricher.compute(text, vector, self.engine.centroid(state),
                                           node.provenance.source, sig)
         detected = node.sensitivity

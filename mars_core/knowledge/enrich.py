@@ -22,7 +22,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -96,6 +96,13 @@ class Enricher:
     def analyze(self, text: str) -> TextSignals | None:
         """The text signals (None when signals are off)."""
         return self._analyzer.analyze(text) if self.enabled else None
+
+    def analyze_many(self, texts: Sequence[str]) -> list[TextSignals | None]:
+        """The text signals of several texts in one batch (spaCy's ``nlp.pipe`` when it
+        parses): what :meth:`analyze` gives for each."""
+        if not self.enabled:
+            return [None] * len(texts)
+        return list(self._analyzer.analyze_many(texts))
 
     def compute(self, text: str, vector: npt.NDArray[np.float32], tracker: CentroidTracker,
                 source: str, sig: TextSignals | None = None) -> dict[str, float]:

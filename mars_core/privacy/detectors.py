@@ -133,6 +133,9 @@ ENTITY_KINDS: frozenset[Kind] = frozenset(
 )
 """Quasi-identifier kinds found by named-entity recognition."""
 
+_UNASKED_KINDS: frozenset[Kind] = frozenset(Kind) - {Kind.PRIVATE}
+"""What :func:`detect` looks for when no kinds are given (built once: it runs per memory)."""
+
 DEFAULT_WEIGHTS: Mapping[Kind, float] = MappingProxyType({
     Kind.SECRET: 1.0,
     Kind.CARD: 0.95,
@@ -682,8 +685,14 @@ def _high_entropy(token: str) -> bool:
     return shannon_entropy(token) >= 0.8 * math.log2(min(len(token), 64))
 
 
+_LONG_RUN = re.compile(r"\S{15}")
+"""What every token pattern needs (a key block aside: its ``-----BEGIN``): 15 characters
+without a space — the shortest, ``xoxb-`` and 10 more. Most turns have none."""
+
+
 def _find_secret(text: str) -> Iterator[Detection]:
-    for pattern in _SECRET_PATTERNS:
+    tokens = "-----BEGIN" in text or _LONG_RUN.search(text) is not None
+    for pattern in _SECRET_PATTERNS if tokens else ():
         for m in pattern.finditer(text):
             yield Detection(Kind.SECRET, m.start(), m.end(), 1.0)
     for m in _URL_CREDENTIALS.finditer(text):
@@ -698,6 +707,8 @@ def _find_secret(text: str) -> Iterator[Detection]:
             if end > start and (quoted or value.rstrip(".,!?;:)").lower()
                                 not in _PLACEHOLDER_VALUES):
                 yield Detection(Kind.SECRET, start, end, 0.95)
+    if not tokens:
+        return  # a bearer token, a high-entropy token: 16 and 20 characters at least
     for m in _BEARER.finditer(text):
         yield Detection(Kind.SECRET, m.start("v"), m.end("v"), 0.95)
     urls = [(u.start(), u.end()) for u in _URL.finditer(text)]
@@ -820,11 +831,15 @@ _LEXICON_PATTERNS: tuple[tuple[Kind, re.Pattern[str], float], ...] = tuple(
 )
 
 
+_PATTERNS_OF: Mapping[Kind, tuple[tuple[re.Pattern[str], float], ...]] = MappingProxyType({
+    kind: tuple((p, s) for k, p, s in _LEXICON_PATTERNS if k is kind) for kind in CATEGORY_KINDS
+})
+
+
 def _find_category(text: str, kind: Kind) -> Iterator[Detection]:
-    for lex_kind, pattern, score in _LEXICON_PATTERNS:
-        if lex_kind is kind:
-            for m in pattern.finditer(text):
-                yield Detection(kind, m.start(), m.end(), score)
+    for pattern, score in _PATTERNS_OF[kind]:
+        for m in pattern.finditer(text):
+            yield Detection(kind, m.start(), m.end(), score)
 
 
 # -------------------------------------------------------------------------- entities
@@ -898,6 +913,20 @@ _PATTERN_FINDERS: tuple[tuple[Kind, Callable[[str], Iterator[Detection]]], ...] 
 )
 
 
+_A_DIGIT = re.compile(r"\d")
+_NEED_A_DIGIT: frozenset[Kind] = frozenset({
+    Kind.CARD, Kind.IBAN, Kind.NATIONAL_ID, Kind.PHONE, Kind.ADDRESS, Kind.BIRTHDATE,
+})
+"""Kinds whose every pattern needs a digit (``\\d`` or an ASCII digit): most turns of a
+conversation have none, so their scans are skipped (the detections are the same)."""
+
+
+def _skipped(text: str) -> frozenset[Kind]:
+    """The pattern kinds that cannot match ``text``: no digit, no ``@`` for an e-mail."""
+    skip = frozenset() if _A_DIGIT.search(text) else _NEED_A_DIGIT
+    return skip if "@" in text else skip | {Kind.EMAIL}
+
+
 def resolve_overlaps(
     detections: Iterable[Detection], weights: Mapping[Kind, float] | None = None
 ) -> list[Detection]:
@@ -958,10 +987,11 @@ def detect(
     """
     if not isinstance(text, str):
         raise ValidationError(f"text must be a str, not {type(text).__name__}")
-    wanted = frozenset(Kind) - {Kind.PRIVATE} if kinds is None else frozenset(kinds)
+    wanted = _UNASKED_KINDS if kinds is None else frozenset(kinds)
     found: list[Detection] = []
+    skip = _skipped(text)
     for kind, finder in _PATTERN_FINDERS:
-        if kind in wanted:
+        if kind in wanted and kind not in skip:
             found.extend(finder(text))
     for kind in CATEGORY_KINDS & wanted:
         found.extend(_find_category(text, kind))
