@@ -14,10 +14,15 @@ import pytest
 
 from mars_core import HashingEmbedder, MemoryStore
 from mars_core.bench.history import conversation
+from mars_core.engine.cache import NamespaceCache
 from mars_core.index.numpy import NumpyIndex
+from mars_core.model import MemoryNode, MemoryStatus, MemoryType
+from mars_core.policies import LRUPolicy
 from mars_core.storage import SQLiteRecordStore
+from mars_core.storage.base import NamespaceRecord
 from mars_core.testing import CountingEmbedder, CountingRecords
-from mars_core.views.namespace import KEEP_READ
+from mars_core.views.history import HeldHistory
+from mars_core.views.namespace import KEEP_READ, KEEP_READ_STORE, NamespaceState
 
 QUERY = "Where does Ana's sister live and what did Greta say about jazz?"
 
@@ -48,10 +53,10 @@ def test_a_long_history_is_read_only_as_far_as_a_query_needs(tmp_path: pathlib.P
             records.memories_read = 0
             store.render_context(QUERY)
             read[turns] = (records.memories_read, stats["active"], stats["archived"])
-            # the next call keeps at most KEEP_READ of what this one read beyond the active
-            # memories: what a process holds is bounded by the budget, not the history
+            # the next call keeps at most KEEP_READ_STORE of what this one read beyond the
+            # active memories: what a process holds is bounded by the budget, not the history
             assert stats["active"] < store.resident("default")["default"] <= \
-                stats["active"] + KEEP_READ
+                stats["active"] + KEEP_READ_STORE
     (small, active_s, archived_s), (large, active_l, archived_l) = read[300], read[1500]
     assert archived_l > 4 * archived_s  # the history grew ...
     assert small <= active_s + 1000 and large <= active_l + 1000  # ... what is read did not
@@ -77,6 +82,33 @@ def test_opening_holds_the_active_memories_not_the_archive(tmp_path: pathlib.Pat
         assert len(archived) > KEEP_READ
         assert store.resident("default")["default"] <= \
             store.stats("default")["namespaces"]["default"]["active"] + KEEP_READ
+
+
+def test_what_calls_read_beyond_the_active_memories_is_kept_within_one_allowance() -> None:
+    """Alone, a namespace keeps the store's allowance of what its calls read (an agent's
+    loop reads the same few thousand memories again and again); beside others, each
+    keeps at least KEEP_READ and together they keep no more than the larger bound."""
+    history = {name: [MemoryNode(id=f"{name}{i}", type=MemoryType.EPISODIC, content="x",
+                                 weight=1, seq=i + 1, status=MemoryStatus.ARCHIVED)
+                      for i in range(KEEP_READ_STORE + 100)] for name in ("a", "b")}
+    cache = NamespaceCache(lambda name: NamespaceState(
+        NamespaceRecord(name), [], [], LRUPolicy(), history=HeldHistory(history[name])))
+    a = cache.get("a")
+    a.read(n.id for n in history["a"])
+    cache.new_call()
+    assert cache.get("a") is a and a.kept() == a.held() == KEEP_READ_STORE
+    assert set(a.nodes) == {n.id for n in history["a"][-KEEP_READ_STORE:]}  # the last read
+    b = cache.get("b")
+    b.read(n.id for n in history["b"])
+    cache.new_call()
+    cache.get("b")
+    assert b.held() == KEEP_READ  # what "a" keeps leaves it the floor
+    assert a.held() == KEEP_READ_STORE  # not trimmed until a call touches it
+    cache.new_call()
+    cache.get("a")  # read nothing since, and lets go of what "b" keeps now
+    assert a.held() == KEEP_READ_STORE - KEEP_READ
+    assert set(a.nodes) == {n.id for n in history["a"][-a.held():]}
+    assert sum(cache.resident().values()) == KEEP_READ_STORE
 
 
 @pytest.mark.parametrize("query", ["Where does Ana live?", "Where is Ana living now?",

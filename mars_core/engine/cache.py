@@ -15,7 +15,7 @@ namespace in a call also lets go of what earlier calls read of its history
 
 Examples:
     >>> from mars_core.storage.base import NamespaceRecord
-    >>> from mars_core.views.namespace import NamespaceState
+    >>> from mars_core.views.namespace import KEEP_READ, KEEP_READ_STORE, NamespaceState
     >>> from mars_core.policies import make_policy
     >>> cache = NamespaceCache(lambda name: NamespaceState(
     ...     NamespaceRecord(name), [], [], make_policy("lru")), capacity=2)
@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from mars_core.errors import ConfigError
-from mars_core.views.namespace import NamespaceState
+from mars_core.views.namespace import KEEP_READ, KEEP_READ_STORE, NamespaceState
 
 __all__ = ["NamespaceCache"]
 
@@ -86,10 +86,19 @@ class NamespaceCache:
             state = self._load(name)
             self._cache[name] = state
         elif name not in self._checked:
-            state.trim()  # what earlier calls read beyond its active memories: bounded
+            self._trim(state)  # what earlier calls read beyond its active memories
         self._checked.add(name)
         self._cache.move_to_end(name)
         return state
+
+    def _trim(self, state: NamespaceState) -> None:
+        """Trim ``state`` to what the other cached namespaces leave of
+        :data:`~mars_core.views.namespace.KEEP_READ_STORE`, and at least
+        :data:`~mars_core.views.namespace.KEEP_READ`: one namespace alone keeps the
+        store's whole allowance; together, between calls, they keep at most that plus
+        ``KEEP_READ`` for each other namespace (each kept ``KEEP_READ`` before)."""
+        others = sum(s.kept() for s in self._cache.values() if s is not state)
+        state.trim(max(KEEP_READ, KEEP_READ_STORE - others))
 
     def peek(self, name: str) -> NamespaceState | None:
         """The cached views of ``name``, if any (nothing is loaded)."""
@@ -102,7 +111,7 @@ class NamespaceCache:
         for ns in [name] if name is not None else sorted(self._cache):
             state = self._cache.get(ns)
             if state is not None and ns not in self._checked:
-                state.trim()
+                self._trim(state)
             out[ns] = 0 if state is None else state.held()
         return out
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from mars_core.audit import AuditOp
 from mars_core.embeddings import embed_one
@@ -39,7 +39,6 @@ from mars_core.reading import assemble
 from mars_core.reading.analysis import terms
 from mars_core.reading.context import (
     EvidenceItem,
-    Validity,
     rank_recall,
     recall_walk,
     render_context,
@@ -53,9 +52,6 @@ from mars_core.views.namespace import NamespaceState
 __all__ = ["Reader"]
 
 _T = TypeVar("_T")
-
-_SHOWN: Final = frozenset({Validity.CURRENT, Validity.OUTDATED})
-"""Lineage marks of memories that ``render_context`` may show as evidence."""
 
 
 class Reader:
@@ -159,7 +155,7 @@ class Reader:
             return (admit is None or admit(node)) and (node.is_active or (
                 node.archive_reason in RECALLABLE
                 and (node.expires_at is None or node.expires_at > now)
-                and assemble.validity(state, node.id) in _SHOWN))
+                and not assemble.replaced(state, node.id)))
 
         return self.rank(state, statuses, qvec, q,
                          admit=allowed if admit is not None or len(statuses) > 1 else None)
@@ -214,11 +210,9 @@ class Reader:
         ranked = self.search(state, embed_one(self.engine.embedder, q.text),
                              q, admit=not_echo)  # q: the call's scope (template, jurisdiction)
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
-        # whose statement was replaced is, marked outdated
-        assemble.read_lineage(state, [h.id for h in ranked])
-        marks = {h.id: assemble.lineage(state, h.id, recallable)[0] for h in ranked}
-        hits = rerank_hits([h for h in ranked if marks[h.id] in _SHOWN and recallable(h.node)],
-                           q.text, rerank)
+        # whose statement was replaced is, marked outdated once it is chosen (below)
+        hits = rerank_hits([h for h in ranked if not assemble.replaced(state, h.id)
+                            and recallable(h.node)], q.text, rerank)
         check = OutputCheck(self.engine, state) if redact else None
         if check is not None:
             # nothing brings such a memory back: left out before the relative cut-off,
@@ -240,6 +234,7 @@ class Reader:
             hits = [h for h in hits if h.id not in gone]  # the hook withheld: cut again
         hits = kept[:evidence]
         text = self._text(check)
+        assemble.read_lineage(state, [*(h.id for h in hits), *(n.id for n in active)])
         cards = [(h.node, h.score, *assemble.lineage(state, h.id, recallable, text))
                  for h in hits]
         support = assemble.support_for(state, [h.node for h in hits],

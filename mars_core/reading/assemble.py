@@ -23,7 +23,7 @@ from mars_core.reading.context import EvidenceItem, Validity, validity_of
 from mars_core.views.namespace import NamespaceState
 
 __all__ = ["Marked", "active_turns", "evidence_items", "lineage", "read_lineage",
-           "recall_starts", "support_for", "validity"]
+           "recall_starts", "replaced", "support_for", "validity"]
 
 Marked = tuple[MemoryNode, float, Validity, str | None]
 """A memory to render: the node, its rank, its lineage mark and the mark's note."""
@@ -34,6 +34,14 @@ _REPLACING: Final = (Predicate.SUPERSEDES, Predicate.CORRECTS)
 def validity(state: NamespaceState, node_id: str) -> Validity:
     """Lineage status counting only replacements that still exist (see :func:`lineage`)."""
     return lineage(state, node_id)[0]
+
+
+def replaced(state: NamespaceState, node_id: str) -> bool:
+    """Whether a memory that still exists supersedes or corrects ``node_id``: what
+    :func:`validity` tells apart from ``current`` and ``outdated`` (both shown), without
+    looking for what replaced the facts drawn from it — which only the note of a memory
+    about to be shown needs (a search asks this of every candidate)."""
+    return validity_of(state.graph, node_id, lambda i: i in state) is not Validity.CURRENT
 
 
 def lineage(state: NamespaceState, node_id: str,

@@ -57,7 +57,8 @@ if TYPE_CHECKING:
     from mars_core.privacy.detectors import Kind
     from mars_core.views.protected import ProtectedFacts
 
-__all__ = ["KEEP_READ", "NamespaceState", "NamespaceView", "Notice", "PolicyIO", "ViewIO"]
+__all__ = ["KEEP_READ", "KEEP_READ_STORE", "NamespaceState", "NamespaceView", "Notice", "PolicyIO",
+           "ViewIO"]
 
 _LIVE_GOALS = (TaskStatus.PENDING, TaskStatus.ACTIVE)
 _CARD_TYPES = (MemoryType.SEMANTIC, MemoryType.SOCIAL)
@@ -65,9 +66,18 @@ _EPISODES: Final = 64
 """Conversations whose newest turn a namespace remembers between calls."""
 
 KEEP_READ: Final = 512
-"""Memories beyond the active ones that a namespace keeps between calls, the last read
-(an agent's next question reads mostly the candidates its last one read: kept, they are
-not read and validated again; 512 memories are about 1 MB)."""
+"""Memories beyond the active ones that a namespace keeps between calls at least, the
+last read (an agent's next question reads mostly the candidates its last one read: kept,
+they are not read and validated again; 512 memories are about 1 MB)."""
+
+KEEP_READ_STORE: Final = 4096
+"""Memories beyond the active ones that the cached namespaces of a store keep between
+calls together, when more than :data:`KEEP_READ` each (a namespace keeps what the others
+leave of it, :class:`~mars_core.engine.cache.NamespaceCache`): one agent's loop over a
+long history reads a few thousand distinct memories again and again (a round of
+``observe`` + ``render_context`` at 2,000 turns reads ~130 candidates, 1,600 distinct in
+50 rounds), while a process serving many namespaces keeps :data:`KEEP_READ` of each, as
+before."""
 
 
 class NamespaceState:
@@ -232,21 +242,21 @@ class NamespaceState:
         self._read_more = True
         return out
 
-    def trim(self) -> None:
+    def trim(self, keep: int = KEEP_READ) -> None:
         """Let go of what earlier calls read beyond the active memories (a call begins),
-        but the :data:`KEEP_READ` read last: an agent's next question reads mostly what
-        the last one did, so RAM stays bounded by the budget plus that many."""
+        but the ``keep`` read last: an agent's next question reads mostly what the last
+        one did, so RAM stays bounded by the budget plus that many."""
         if len(self.last_episode) > _EPISODES:
             self.last_episode.clear()
         self._absent.clear()
-        if not self._read_more:
+        if not self._read_more and len(self._recent) <= keep:
             return
         recent = [i for i in self._recent if i in self.nodes and i not in self.order]
-        for nid in recent[:max(0, len(recent) - KEEP_READ)]:
+        for nid in recent[:max(0, len(recent) - keep)]:
             del self.nodes[nid]
             self._vectors.pop(nid, None)
             self._kinds.pop(nid, None)
-        self._recent = dict.fromkeys(recent[-KEEP_READ:])
+        self._recent = dict.fromkeys(recent[-keep:] if keep > 0 else ())
         for nid in [i for i in self.nodes if i not in self.order and i not in self._recent]:
             del self.nodes[nid]  # held otherwise (an edge's end read by id): not kept
             self._vectors.pop(nid, None)
@@ -305,6 +315,11 @@ class NamespaceState:
     def held(self) -> int:
         """How many memories this view holds (the active ones, and what this call read)."""
         return len(self.nodes)
+
+    def kept(self) -> int:
+        """How many memories beyond the active ones this view holds (at most: some of
+        those read may have become active since)."""
+        return len(self._recent)
 
     def cards(self) -> list[tuple[str, Topic]]:
         """The cards of the active memories: the semantic and social ones that have a
