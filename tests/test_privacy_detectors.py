@@ -35,15 +35,14 @@ from mars_core.privacy import (
     SensitivityScorer,
     detect,
 )
-from mars_core.privacy.detectors import (
+from mars_core.privacy.checksums import (
     IBAN_LENGTHS,
-    entity_detections,
     iban_valid,
     luhn_valid,
-    resolve_overlaps,
     shannon_entropy,
     ssn_valid,
 )
+from mars_core.privacy.detectors import entity_detections, resolve_overlaps
 from mars_core.privacy.sensitivity import combine_risks, jurisdiction_multipliers, shift
 
 SURFACE = PATTERN_KINDS | CATEGORY_KINDS
@@ -526,16 +525,17 @@ def test_adversarial_inputs_stay_linear(unit: str) -> None:
 
 def test_public_names_are_pinned() -> None:
     from mars_core import privacy
-    from mars_core.privacy import detectors, sensitivity
+    from mars_core.privacy import checksums, detectors, sensitivity
 
     # the package's ``redact`` attribute is the function; the module is in sys.modules
     redact_module = importlib.import_module("mars_core.privacy.redaction")
 
     assert set(detectors.__all__) == {
-        "CATEGORY_KINDS", "DEFAULT_WEIGHTS", "ENTITY_KINDS", "IBAN_LENGTHS",
-        "IDENTIFIER_KINDS", "PATTERN_KINDS", "Detection", "Kind", "detect",
-        "entity_detections", "iban_valid", "luhn_valid", "resolve_overlaps",
-        "shannon_entropy", "ssn_valid"}
+        "CATEGORY_KINDS", "DEFAULT_WEIGHTS", "ENTITY_KINDS", "IDENTIFIER_KINDS",
+        "PATTERN_KINDS", "Detection", "Kind", "detect", "entity_detections",
+        "resolve_overlaps"}
+    assert set(checksums.__all__) == {
+        "IBAN_LENGTHS", "iban_valid", "luhn_valid", "shannon_entropy", "ssn_valid"}
     assert set(sensitivity.__all__) == {
         "EntityPreferences", "PreferencesLike", "SensitivityConfig", "SensitivityPreferences",
         "SensitivityReport", "SensitivityScorer", "combine_risks", "detection_risk",
