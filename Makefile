@@ -31,7 +31,7 @@ typecheck: $(VENV)/.stamp-test
 	$(VENV)/bin/mypy --strict $(PKGS)
 
 pytest: $(VENV)/.stamp-test
-	$(PY) -m pytest -q -n 2 --durations=15
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=15
 
 docs: $(VENV)/.stamp-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
