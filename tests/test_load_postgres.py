@@ -4,8 +4,8 @@ erasure while the others read and write.
 
 Each writer is ``tests/load_worker.py`` (see there what it logs). A run is bounded by a
 number of calls and by ``MARS_LOAD_SECONDS`` (10 by default, so no test of the suite runs
-past a minute and the suite stays within its time; ``MARS_LOAD_SECONDS=60`` is the issue's figure; the kill test's survivors and
-restarted writers run half of it). The assertions are on outcomes
+past a minute and the suite stays within its time; ``MARS_LOAD_SECONDS=60`` is the issue's
+figure; the kill test's survivors and restarted writers run half of it). The assertions are on outcomes
 only: every acknowledged write is found (an erased memory is gone), every namespace is
 within its budget, every audit chain verifies, no process raised anything but the
 documented refusals it retried, a killed writer's successor opens and works, and after
