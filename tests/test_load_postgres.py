@@ -3,19 +3,19 @@ shared namespaces, the same with writers killed (``kill -9``) at seeded moments,
 erasure while the others read and write.
 
 Each writer is ``tests/load_worker.py`` (see there what it logs). A run is bounded by a
-number of calls and by ``MARS_LOAD_SECONDS`` (10 by default, so no test of the suite runs
-past a minute and the suite stays within its time; ``MARS_LOAD_SECONDS=60`` is the issue's
-figure; the kill test's survivors and restarted writers run half of it). The assertions are on outcomes
-only: every acknowledged write is found (an erased memory is gone), every namespace is
-within its budget, every audit chain verifies, no process raised anything but the
-documented refusals it retried, a killed writer's successor opens and works, and after
-an erasure no process returns the erased text. A kill is chosen by the number of calls
-a writer acknowledged (a seeded choice), never by time; every writer makes a seeded
-minimum of calls whatever its clock says, so the clock only bounds a run (the module
-passes with ``MARS_LOAD_SECONDS=0``). The 8 writers use the numpy
-index; the kill test runs on a real ``chroma run`` server, shared by every writer, and
-checks that it holds exactly the records' active memories afterwards; the erasure test
-runs on both."""
+number of calls and by ``MARS_LOAD_SECONDS`` (10 by default, so no test of the suite
+runs past a minute and the suite stays within its time; ``MARS_LOAD_SECONDS=60`` is the
+issue's figure; the kill test's survivors and restarted writers run half of it). The
+assertions are on outcomes only: every acknowledged write is found (an erased memory is
+gone), every namespace is within its budget, every audit chain verifies, no process
+raised anything but the documented refusals it retried, a killed writer's successor
+opens and works, and after an erasure no process returns the erased text. A kill is
+chosen by the number of calls a writer acknowledged (a seeded choice), never by time;
+every writer makes a seeded minimum of calls whatever its clock says, so the clock only
+bounds a run (the module passes with ``MARS_LOAD_SECONDS=0``). The 8 writers use the
+numpy index; the kill test runs on a real ``chroma run`` server, shared by every writer,
+and checks that it holds exactly the records' active memories afterwards; the erasure
+test runs on both."""
 
 from __future__ import annotations
 
