@@ -228,8 +228,8 @@ CRASHER = textwrap.dedent("""
             print("MAINTAINED", flush=True)
 """)
 
-ITERATIONS = {"numpy": 40, "chroma": 14}
-"""Kill -9 iterations per index (54 in all; a Chroma child needs ~2 s of CPU to start)."""
+ITERATIONS = {"numpy": 28, "chroma": 10}
+"""Kill -9 iterations per index (38 in all; a Chroma child needs ~2 s of CPU to start)."""
 
 
 @pytest.fixture(scope="module")
