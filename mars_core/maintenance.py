@@ -1,6 +1,6 @@
 """Maintenance planners (seed 003): deduplication, TTL expiry, graduated retention.
 
-These are *pure* planners over a read-only :class:`~mars_core.policies.base.PolicyView`
+These are *pure* planners over a read-only :class:`~mars_core.policies.plan.PolicyView`
 of one namespace: they return value objects and change nothing. The store's
 ``maintain()`` applies them (archive, never delete: seed 003 "Don't delete on expiry -
 archive"; "Forgetting without archival is data destruction").
@@ -48,7 +48,7 @@ import numpy.typing as npt
 from mars_core import decay
 from mars_core.errors import ValidationError
 from mars_core.model import MemoryNode, MemoryType, utc
-from mars_core.policies.base import Eviction, PolicyView
+from mars_core.policies.plan import Eviction, PolicyView
 from mars_core.scoring.retention import (
     LifecycleConfig,
     PracticeKind,

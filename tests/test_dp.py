@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mars_core.errors import ValidationError
-from mars_core.policies.base import Candidate
+from mars_core.policies.plan import Candidate
 from mars_core.privacy.dp import (
     ANYONE,
     DPConfig,

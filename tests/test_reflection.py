@@ -34,7 +34,7 @@ from mars_core.model import (
     default_payload,
 )
 from mars_core.policies import MAX_DEPTH, Policy, SummariseStage, Summary, make_policy
-from mars_core.policies.base import PolicyView, Stage
+from mars_core.policies.plan import PolicyView, Stage
 from mars_core.policies.reflection import (
     ReflectionConfig,
     ReflectionSummaryPolicy,

@@ -6,21 +6,7 @@ Examples:
     'fifo'
 """
 
-from mars_core.policies.base import (
-    MAX_DEPTH,
-    Candidate,
-    Eviction,
-    EvictStage,
-    Plan,
-    Policy,
-    PolicyView,
-    Stage,
-    SummariseStage,
-    Summary,
-    available,
-    make_policy,
-    register,
-)
+from mars_core.policies.base import Policy, available, make_policy, register
 from mars_core.policies.base import (
     available as available_policies,
 )
@@ -28,6 +14,17 @@ from mars_core.policies.dmf import DMFPolicy, DMFPolicyConfig
 from mars_core.policies.hybrid import HybridConfig, HybridPolicy
 from mars_core.policies.learned import LearnedPolicy
 from mars_core.policies.meta import MetaConfig, MetaController
+from mars_core.policies.plan import (
+    MAX_DEPTH,
+    Candidate,
+    Eviction,
+    EvictStage,
+    Plan,
+    PolicyView,
+    Stage,
+    SummariseStage,
+    Summary,
+)
 from mars_core.policies.priority import PriorityDecayConfig, PriorityDecayPolicy
 from mars_core.policies.random_drop import RandomDropPolicy
 from mars_core.policies.reflection import ReflectionConfig, ReflectionSummaryPolicy

@@ -71,16 +71,7 @@ if TYPE_CHECKING:  # pragma: no cover - import for annotations only
     from mars_core.shares import TypeShares
 
 __all__ = [
-    "MAX_DEPTH",
-    "Candidate",
-    "EvictStage",
-    "Eviction",
-    "Plan",
     "Policy",
-    "PolicyView",
-    "Stage",
-    "SummariseStage",
-    "Summary",
     "available",
     "make_policy",
     "register",

@@ -23,7 +23,7 @@ interaction count, ``Ω_eff = Ω·exp(−λ(1−ηΩ)Δn)`` with ``Δn = step �
   its budget with nothing unhealthy left, our budget is hard (DESIGN §3 invariant 1), so
   a healthy memory is taken only then — after every unprotected memory, before pinned
   memories and task prerequisites — with a "forced by budget (DMF's healthy tier …)"
-  rationale (the template's tier 3, a :class:`~mars_core.policies.base.Candidate`
+  rationale (the template's tier 3, a :class:`~mars_core.policies.plan.Candidate`
   ``protection``). ``healthy_tier="last"`` keeps the order used before issue 33, a
   documented deviation: healthy *leaves* after unhealthy leaves but before unhealthy
   non-leaves (a turn that a card derives from), which archived healthy cards (Ω_eff 0.89)
@@ -76,7 +76,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mars_core.model import MemoryNode, Predicate
-from mars_core.policies.base import Candidate, Policy, PolicyView, register
+from mars_core.policies.base import Policy, register
+from mars_core.policies.plan import Candidate, PolicyView
 from mars_core.policies.priority import (
     _Calendar,
     _decayed,

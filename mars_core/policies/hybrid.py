@@ -77,15 +77,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from mars_core.errors import ConfigError
 from mars_core.knowledge.summarise import ExtractiveSummariser, Summariser
 from mars_core.model import MemoryNode, MemoryType
-from mars_core.policies.base import (
+from mars_core.policies.base import Policy, register
+from mars_core.policies.plan import (
     Candidate,
     EvictStage,
-    Policy,
     PolicyView,
     Stage,
     SummariseStage,
     Summary,
-    register,
 )
 from mars_core.policies.reflection import ReflectionConfig, propose_summaries
 from mars_core.scoring.density import FEATURE_NAMES, DensityConfig, importance

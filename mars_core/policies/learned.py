@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryNode
-from mars_core.policies.base import Candidate, Policy, PolicyView, register
+from mars_core.policies.base import Policy, register
+from mars_core.policies.plan import Candidate, PolicyView
 
 if TYPE_CHECKING:  # mars_core.knowledge.learn imports retrieval, which imports the policies
     from mars_core.knowledge.learn import EvidenceModel

@@ -81,18 +81,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from mars_core.errors import ConfigError, ValidationError
 from mars_core.knowledge.summarise import Summariser
 from mars_core.model import MemoryNode, MemoryType
-from mars_core.policies.base import (
-    Candidate,
-    EvictStage,
-    Plan,
-    Policy,
-    PolicyView,
-    Stage,
-    SummariseStage,
-    available,
-    make_policy,
-    register,
-)
+from mars_core.policies.base import Policy, available, make_policy, register
+from mars_core.policies.plan import Candidate, EvictStage, Plan, PolicyView, Stage, SummariseStage
 from mars_core.scoring.working_set import WorkingSetCache
 
 __all__ = ["CONTEXT_FEATURES", "DEFAULT_ARMS", "DEFAULT_GRID", "LinUCB", "MetaConfig",

@@ -74,7 +74,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mars_core.errors import ConfigError, ValidationError
 from mars_core.model import MemoryNode
-from mars_core.policies.base import Candidate, Policy, PolicyView, register
+from mars_core.policies.base import Policy, register
+from mars_core.policies.plan import Candidate, PolicyView
 from mars_core.scoring.density import DensityConfig, access_frequency
 
 __all__ = ["PriorityDecayConfig", "PriorityDecayPolicy"]

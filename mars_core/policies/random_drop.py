@@ -35,7 +35,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from mars_core.model import MemoryNode
-from mars_core.policies.base import Candidate, Policy, PolicyView, register
+from mars_core.policies.base import Policy, register
+from mars_core.policies.plan import Candidate, PolicyView
 
 __all__ = ["RandomDropPolicy"]
 

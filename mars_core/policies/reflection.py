@@ -112,16 +112,15 @@ from mars_core.knowledge.summarise import (
     key_terms,
 )
 from mars_core.model import MemoryNode, MemoryType, Predicate, TaskPayload
-from mars_core.policies.base import (
+from mars_core.policies.base import Policy, register
+from mars_core.policies.plan import (
     MAX_DEPTH,
     Candidate,
     EvictStage,
-    Policy,
     PolicyView,
     Stage,
     SummariseStage,
     Summary,
-    register,
 )
 from mars_core.scoring.density import (
     FEATURE_NAMES,

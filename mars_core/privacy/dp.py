@@ -316,7 +316,7 @@ def utility_bound(n_options: int, *, epsilon: float, sensitivity: float, delta: 
 
 
 class ScoredCandidate(Protocol):
-    """What the tie-break reads of a candidate (``policies.base.Candidate`` fits)."""
+    """What the tie-break reads of a candidate (``policies.plan.Candidate`` fits)."""
 
     @property
     def node_id(self) -> str:

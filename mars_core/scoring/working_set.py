@@ -593,7 +593,7 @@ class WorkingSetCache:
     def goal_vector(self, view: VectorSource, live: Sequence[MemoryNode]
                     ) -> npt.NDArray[np.float32] | None:
         """Unit mean of the cached vectors of the live goals ``live`` (None without any),
-        as :meth:`~mars_core.policies.base.PolicyView.goal_vector` computes it."""
+        as :meth:`~mars_core.policies.plan.PolicyView.goal_vector` computes it."""
         ws = self.space(view.namespace)
         goals = [n for n in live if isinstance(n.payload, TaskPayload)
                  and n.payload.status in _LIVE_GOALS and n.id in ws._slot]

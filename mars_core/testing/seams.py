@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mars_core.graph import MemoryGraph
     from mars_core.index.base import VectorIndex
     from mars_core.model import MemoryNode
-    from mars_core.policies.base import PolicyView, Summary
+    from mars_core.policies.plan import PolicyView, Summary
     from mars_core.privacy.semantic import SemanticSensitivity
     from mars_core.scoring.dmf import CentroidTracker
     from mars_core.storage.base import RecordStore, Vector

@@ -3,7 +3,7 @@
 * :mod:`~mars_core.views.namespace` — :class:`~mars_core.views.namespace.NamespaceState`,
   one namespace's views (its active memories, their edges, the budget ledger, the known
   facts), and :class:`~mars_core.views.namespace.NamespaceView`, the read-only
-  :class:`~mars_core.policies.base.PolicyView` a policy plans over;
+  :class:`~mars_core.policies.plan.PolicyView` a policy plans over;
 * :mod:`~mars_core.views.history` — where the views read what they do not hold;
 * :mod:`~mars_core.views.timeline` — the active memories' temporal index;
 * :mod:`~mars_core.views.protected` — the namespace's sensitive facts, for the output check.

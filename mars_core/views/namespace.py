@@ -20,7 +20,7 @@ hands it to the namespace's policy (:meth:`Notice.tell`) as it stages it — so 
 holds exactly what the views hold: the committed state plus what the current unit
 staged; a unit that fails drops the policy with the views, and both are read again from
 the records (``tests/test_views.py``). :class:`NamespaceView` is the read-only
-:class:`~mars_core.policies.base.PolicyView` a policy plans over; it reads vectors and
+:class:`~mars_core.policies.plan.PolicyView` a policy plans over; it reads vectors and
 token counts through a :class:`PolicyIO`, which the engine implements.
 
 Examples:
@@ -562,7 +562,7 @@ class ViewIO:
 
 @dataclass
 class NamespaceView:
-    """The :class:`~mars_core.policies.base.PolicyView` of one namespace."""
+    """The :class:`~mars_core.policies.plan.PolicyView` of one namespace."""
 
     state: NamespaceState
     budget: int
