@@ -908,13 +908,17 @@ class RecordStoreConformance(abc.ABC):
 
     # --- durability ---------------------------------------------------------------------
 
-    def test_data_survives_reopen(self, tmp_path: pathlib.Path) -> None:
+    def _populated_file(self, tmp_path: pathlib.Path) -> tuple[pathlib.Path, dict[str, Any]]:
+        """A durable store populated at ``tmp_path / "records"``, and its snapshot."""
         if not self.durable:
             _skip("the store is not durable (set durable = True)")
         path = tmp_path / "records"
         with self.open_records(path) as records:
             self.populate(records)
-            before = self.snapshot(records)
+            return path, self.snapshot(records)
+
+    def test_data_survives_reopen(self, tmp_path: pathlib.Path) -> None:
+        path, before = self._populated_file(tmp_path)
         with self.open_records(path, again=True) as records:
             assert self.snapshot(records) == before
             with records.write() as tx:
@@ -927,12 +931,7 @@ class RecordStoreConformance(abc.ABC):
                 assert tx.last_change() > before["last_change"]
 
     def test_read_only_reopen_reads_and_refuses_writes(self, tmp_path: pathlib.Path) -> None:
-        if not self.durable:
-            _skip("the store is not durable (set durable = True)")
-        path = tmp_path / "records"
-        with self.open_records(path) as records:
-            self.populate(records)
-            before = self.snapshot(records)
+        path, before = self._populated_file(tmp_path)
         with self.open_records(path, read_only=True) as records:
             assert self.snapshot(records) == before
             with _raises(ConflictError), records.write() as tx:
