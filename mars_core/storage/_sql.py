@@ -364,9 +364,15 @@ class SqlTxn:
                            f"{conv} AND type = 'episodic' ORDER BY seq DESC LIMIT 1", args)
         return str(found[0][0]) if found else None
 
-    def newest_ids(self, namespace: str, n: int) -> list[str]:
-        found = self._rows("SELECT id FROM memories WHERE namespace = ? ORDER BY seq DESC "
-                           "LIMIT ?", (namespace, max(0, int(n))))
+    def newest_ids(self, namespace: str, n: int, *, status: MemoryStatus | None = None,
+                   mtype: MemoryType | None = None) -> list[str]:
+        where, args = "namespace = ?", [namespace]
+        if status is not None:
+            where, args = where + " AND status = ?", [*args, MemoryStatus(status).value]
+        if mtype is not None:
+            where, args = where + " AND type = ?", [*args, MemoryType(mtype).value]
+        found = self._rows(f"SELECT id FROM memories WHERE {where} ORDER BY seq DESC LIMIT ?",
+                           [*args, max(0, int(n))])
         return [str(r[0]) for r in reversed(found)]
 
     @staticmethod
@@ -486,6 +492,13 @@ class SqlTxn:
         return [self._edge(r) for rows in self._batches(
             "SELECT source, predicate, target, weight, step FROM edges WHERE namespace = ? "
             f"ORDER BY {self.EDGE_ORDER}", (namespace,)) for r in rows]
+
+    def scan_edges(self, namespace: str) -> Iterator[list[Edge]]:
+        t = self.TEXT_ORDER
+        for rows in self._batches("SELECT source, predicate, target, weight, step FROM edges "
+                                  f"WHERE namespace = ? ORDER BY source{t}, predicate{t}, "
+                                  f"target{t}", (namespace,)):
+            yield [self._edge(r) for r in rows]
 
     def edges_of(self, namespace: str, ids: Sequence[str]) -> list[Edge]:
         rows: dict[tuple[str, str, str], Any] = {}

@@ -491,9 +491,10 @@ class RecordTxn(ChangeLog, Protocol):
         or ``None``."""
         ...
 
-    def newest_ids(self, namespace: str, n: int) -> list[str]:
-        """The ids of the ``n`` newest memories of a namespace (any status), oldest
-        first."""
+    def newest_ids(self, namespace: str, n: int, *, status: MemoryStatus | None = None,
+                   mtype: MemoryType | None = None) -> list[str]:
+        """The ids of the ``n`` newest memories of a namespace (of ``status`` and type
+        ``mtype`` when given; any otherwise), oldest first."""
         ...
 
     def search_terms(self, query: TermQuery) -> TermHits:
@@ -502,6 +503,11 @@ class RecordTxn(ChangeLog, Protocol):
 
     def edges(self, namespace: str) -> list[Edge]:
         """Every edge of a namespace."""
+        ...
+
+    def scan_edges(self, namespace: str) -> Iterator[list[Edge]]:
+        """Every edge of a namespace, by :attr:`~mars_core.model.Edge.key` (code point
+        order), a batch at a time (an export never holds them all)."""
         ...
 
     def edges_of(self, namespace: str, ids: Sequence[str]) -> list[Edge]:

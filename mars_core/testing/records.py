@@ -439,6 +439,11 @@ class RecordStoreConformance(abc.ABC):
                 assert tx.latest_episode("ns-a", None) == _uid(5)
                 assert tx.latest_episode("ns-a", "none such") is None
                 assert tx.newest_ids("ns-a", 3) == [_uid(4), _uid(5), _uid(6)]
+                assert tx.newest_ids("ns-a", 3, status=ARCHIVED) == [_uid(2)]
+                assert tx.newest_ids("ns-a", 2, status=ACTIVE, mtype=MemoryType.EPISODIC) == \
+                    [_uid(5), _uid(6)]
+                assert tx.newest_ids("ns-a", 9, mtype=nodes[1].type) == [_uid(1)]
+                assert tx.newest_ids("ns-b", 9, status=ARCHIVED) == []
                 stamps = [n.created_at.timestamp() for n in nodes]
                 assert tx.ids_in_window("ns-a", ACTIVE, stamps[1], None) == \
                     [_uid(1), _uid(4), _uid(5), _uid(6)]
@@ -724,6 +729,20 @@ class RecordStoreConformance(abc.ABC):
             with records.read() as tx:
                 assert sorted(tx.edges("ns-a"), key=lambda e: e.key) == [e1, e2]
                 assert (tx.edges("ns-b"), tx.edges("ns-c")) == ([e3], [])
+
+    def test_scan_edges_reads_them_by_key_in_batches(self, tmp_path: pathlib.Path) -> None:
+        many = [Edge(source=_uid(n % 7), predicate=(Predicate.TEMPORAL_NEXT, Predicate.FRIEND_OF)
+                     [n % 2], target=_uid(1000 - n)) for n in range(600)]
+        other = Edge(source=_uid(2000), predicate=Predicate.FRIEND_OF, target=_uid(2001))
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:  # added out of key order
+                tx.apply([AddEdges("ns-a", tuple(many)), AddEdges("ns-b", (other,))])
+            with records.read() as tx:
+                batches = list(tx.scan_edges("ns-a"))
+                assert [e for b in batches for e in b] == sorted(many, key=lambda e: e.key)
+                assert len(batches) > 1 and all(len(b) <= 500 for b in batches)
+                assert list(tx.scan_edges("ns-b")) == [[other]]
+                assert list(tx.scan_edges("ns-z")) == []
 
     def test_audit(self, tmp_path: pathlib.Path) -> None:
         a, b = self.audit_events()
