@@ -456,9 +456,12 @@ class MemoryStore(DataRights):
 
     @public_call
     def list(self, namespace: NamespaceArg | None = None, *, type: MemoryType | str | None = None,
-             status: MemoryStatus | str | None = MemoryStatus.ACTIVE) -> builtins.list[MemoryNode]:
-        """Memories of a namespace, oldest first (``status=None``: active and archived)."""
-        return self._reader.memories(self._engine.ns(self._ns(namespace)), type, status)
+             status: MemoryStatus | str | None = MemoryStatus.ACTIVE,
+             newest: int | None = None) -> builtins.list[MemoryNode]:
+        """Memories of a namespace, oldest first (``status=None``: active and archived);
+        with ``newest``, only that many of the newest (the rest are not read)."""
+        return self._reader.memories(self._engine.ns(self._ns(namespace)), type, status,
+                                     newest)
 
     @public_call
     def history(self, node_id: str, *, namespace: NamespaceArg | None = None
@@ -929,6 +932,7 @@ class MemoryStore(DataRights):
     agrant_consent = asyncify(DataRights.grant_consent)
     arevoke_consent = asyncify(DataRights.revoke_consent)
     aexport_jsonld = asyncify(DataRights.export_jsonld)
+    awrite_jsonld = asyncify(DataRights.write_jsonld)
     aimport_jsonld = asyncify(DataRights.import_jsonld)
     anamespaces = asyncify(namespaces)
     apolicy_for = asyncify(policy_for)

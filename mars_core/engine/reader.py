@@ -301,24 +301,35 @@ class Reader:
                                self.derivation(state)) if h.id not in skip]
 
     def memories(self, state: NamespaceState, mtype: MemoryType | str | None,
-                 status: MemoryStatus | str | None) -> list[MemoryNode]:
+                 status: MemoryStatus | str | None, newest: int | None = None
+                 ) -> list[MemoryNode]:
         """Memories of a namespace, oldest first (``status=None``: active and archived;
-        the archive is read from the records, not held).
+        the archive is read from the records, not held); only the ``newest`` when given
+        (read by their ids: the rest of the archive is not read).
 
         Raises:
-            ValidationError: an unknown type or status.
+            ValidationError: an unknown type or status, or ``newest`` not an int >= 1.
         """
         try:
             statuses = list(MemoryStatus) if status is None else [MemoryStatus(status)]
             mt = None if mtype is None else MemoryType(mtype)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
+        if newest is not None and (isinstance(newest, bool) or not isinstance(newest, int)
+                                   or newest < 1):
+            raise ValidationError(f"newest must be an int >= 1 (or None), not {newest!r}")
         if statuses == [MemoryStatus.ACTIVE]:
-            nodes = [state.nodes[i] for i in state.active_ids()]
-        else:
-            with self.engine.records.read() as tx:
-                nodes = tx.memories(state.name, statuses[0] if len(statuses) == 1 else None)
-        return sorted((n for n in nodes if mt is None or n.type is mt), key=lambda n: n.seq)
+            nodes = [n for n in (state.nodes[i] for i in state.active_ids())
+                     if mt is None or n.type is mt]
+            return sorted(nodes, key=lambda n: n.seq)[-newest if newest else 0:]
+        one = statuses[0] if len(statuses) == 1 else None
+        with self.engine.records.read() as tx:
+            if newest is None:
+                nodes = [n for n in tx.memories(state.name, one) if mt is None or n.type is mt]
+            else:
+                nodes = tx.memories_by_id(state.name, tx.newest_ids(state.name, newest,
+                                                                    status=one, mtype=mt))
+        return sorted(nodes, key=lambda n: n.seq)
 
     @staticmethod
     def history(state: NamespaceState, memory_id: str) -> list[MemoryNode]:

@@ -109,10 +109,10 @@ def inspect_rows(store: MemoryStore, namespace: str | None = None, *,
     if width is not None and width < 2:
         raise ValidationError("width must be at least 2 characters (or None)")
     ns = store.config.default_namespace if namespace is None else namespace
-    nodes = store.list(ns, status=status)
+    nodes = store.list(ns, status=status, newest=limit)
     step = int(store.stats(ns)["namespaces"][ns]["step"])
     rows = []
-    for node in reversed(nodes[-limit:] if limit else nodes):
+    for node in reversed(nodes):
         omega = float(node.signals.get("omega", _NEUTRAL_OMEGA))
         score = effective_score(omega, max(0, step - node.step))
         text = printable(" ".join(redact(node.content).text.split()), lines=False)
