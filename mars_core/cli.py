@@ -326,10 +326,11 @@ def export(out: Annotated[Path, typer.Argument(help="JSON-LD file to write")],
     """Export the whole store (memories, edges, archive) as JSON-LD; `mars import` reads it."""
     with _open(path, read_only=True) as store:
         try:
-            store.export_jsonld(out)
+            summary = store.write_jsonld(out)
         except MarsError as exc:
             raise _fail(str(exc), exc) from exc
-    _say(f"exported {_where(path)} to {out}")
+    _say(f"exported {summary.memories} memories and {summary.edges} edges of "
+         f"{len(summary.namespaces)} namespace(s) from {_where(path)} to {out}")
 
 
 @app.command(name="import")

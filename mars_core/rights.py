@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from mars_core.engine.eraser import Eraser
     from mars_core.engine.trail import AuditTrail
     from mars_core.engine.writer import Writer
+    from mars_core.io.jsonld import ExportSummary
 
 __all__ = ["DataRights"]
 
@@ -165,27 +166,36 @@ class DataRights:
     # --- export / import ---------------------------------------------------------------------
 
     @public_call
-    def export_jsonld(self, path: str | os.PathLike[str] | None = None,
-                      namespace: NamespaceArg | None = None) -> dict[str, Any]:
-        """Export memories and edges as JSON-LD (to ``path`` when given); returns the document.
+    def export_jsonld(self, *, namespace: NamespaceArg | None = None) -> dict[str, Any]:
+        """The JSON-LD export of one namespace or of all (memories, edges, the archive),
+        as one document held in memory; :meth:`write_jsonld` writes it to a file without
+        holding it.
+
+        Raises:
+            ValidationError: a bad namespace.
+        """
+        return reports.export(self._engine.records,
+                              None if namespace is None else self._ns(namespace))
+
+    @public_call
+    def write_jsonld(self, path: str | os.PathLike[str], *,
+                     namespace: NamespaceArg | None = None) -> ExportSummary:
+        """Write the JSON-LD export of one namespace or of all to ``path``, streamed: read
+        from the records a batch at a time, one ``@graph`` item a line, written to a
+        temporary file renamed onto ``path`` (a failure leaves ``path`` as it was).
+        ``mars export`` calls this; :meth:`import_jsonld` reads the file.
 
         Raises:
             ValidationError: a bad namespace, or a ``path`` that cannot be written (a
                 directory, under a file, ...); nothing is written then.
         """
-        from mars_core.io.jsonld import write_json
-
-        target = None if path is None else args.path(path, "the export path")
-        doc = reports.export(self._engine.records,
-                             None if namespace is None else self._ns(namespace))
-        if target is not None:
-            try:
-                write_json(target, doc)
-            except OSError as exc:
-                raise ValidationError(f"cannot write the export to {target}: "
-                                      f"{exc.strerror or exc}; pass a writable file path"
-                                      ) from exc
-        return doc
+        target = args.path(path, "the export path")
+        ns = None if namespace is None else self._ns(namespace)
+        try:
+            return reports.write_export(self._engine.records, ns, target)
+        except OSError as exc:
+            raise ValidationError(f"cannot write the export to {target}: "
+                                  f"{exc.strerror or exc}; pass a writable file path") from exc
 
     @public_call
     def import_jsonld(self, source: str | os.PathLike[str] | Mapping[str, Any], *,

@@ -43,7 +43,7 @@ def backup(_open: StoreFactory, tmp_path: Path) -> tuple[Path, Path, str]:
         secret = store.add(SECRET, namespace="maya").id
         store.add("I work at the bakery", namespace="maya")
         store.add(SECRET, namespace="ben")  # the same words in another namespace
-        store.export_jsonld(tmp_path / "backup.jsonld")
+        store.write_jsonld(tmp_path / "backup.jsonld")
         store.erase(node_id=secret, namespace="maya")
     return path, tmp_path / "backup.jsonld", secret
 

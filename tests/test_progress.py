@@ -190,7 +190,7 @@ def test_jsonld_import_skips_what_is_already_there_and_still_refuses_other_memor
     export = tmp_path / "export.jsonld"
     with MemoryStore(budget=10**6) as source:
         source.add_many([f"exported memory {i}" for i in range(10)])
-        source.export_jsonld(export)
+        source.write_jsonld(export)
     events, progress = recorder()
     with MemoryStore(budget=10**6) as target:
         done = run_import(target, export, kind="jsonld", progress=progress)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -194,7 +195,10 @@ def test_jsonld_round_trip_is_exact(mk: StoreFactory, tmp_path: Path) -> None:
     for i in range(6):
         s.add(f"note {i} of the day")
     s.retrieve("Lisbon")
-    doc = s.export_jsonld(tmp_path / "export.jsonld")
+    summary = s.write_jsonld(tmp_path / "export.jsonld")
+    doc = s.export_jsonld()
+    assert json.loads((tmp_path / "export.jsonld").read_text(encoding="utf-8")) == doc
+    assert (summary.memories, summary.namespaces) == (8, ("default",)) and summary.edges >= 1
     t = MemoryStore.from_jsonld(tmp_path / "export.jsonld", clock=FakeClock(), audit_key=KEY,
                                 budget=40)
     assert t.export_jsonld() == doc

@@ -10,15 +10,19 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mars_core.budget import ElasticState
 from mars_core.config import StoreConfig
 from mars_core.model import Edge, MemoryNode, MemoryType
-from mars_core.storage.base import NamespaceTotals, RecordStore
+from mars_core.storage.base import NamespaceTotals, RecordStore, RecordTxn
 
-__all__ = ["export", "report"]
+if TYPE_CHECKING:
+    from mars_core.io.jsonld import ExportSummary
+
+__all__ = ["export", "report", "write_export"]
 
 
 def report(records: RecordStore, config: StoreConfig, head: Mapping[str, Any],
@@ -48,20 +52,34 @@ def report(records: RecordStore, config: StoreConfig, head: Mapping[str, Any],
 
 def export(records: RecordStore, namespace: str | None) -> dict[str, Any]:
     """The JSON-LD document of one namespace or of all, read in one snapshot of the
-    records."""
+    records (held whole: :func:`write_export` streams it to a file instead)."""
     from mars_core.io.jsonld import to_jsonld
 
-    nodes: list[MemoryNode] = []
-    edges: list[Edge] = []
-    steps: dict[str, int] = {}
     with records.read() as tx:
-        for ns in [namespace] if namespace is not None else list(tx.totals()):
-            found = tx.memories(ns)
-            if not found:
-                continue
-            nodes += found
-            edges += tx.edges(ns)
-            record = tx.namespace(ns)
-            steps[ns] = record.step if record else 0
-    nodes.sort(key=lambda n: n.seq)
-    return to_jsonld(nodes, sorted(edges, key=lambda e: e.key), dict(sorted(steps.items())))
+        steps = _exported(tx, namespace)
+        return to_jsonld(*_content(tx, steps), steps)
+
+
+def write_export(records: RecordStore, namespace: str | None, path: Path) -> ExportSummary:
+    """Write the JSON-LD document of one namespace or of all to ``path``, read in one
+    snapshot of the records a batch at a time (never a namespace whole)."""
+    from mars_core.io.jsonld import write_jsonld
+
+    with records.read() as tx:
+        steps = _exported(tx, namespace)
+        return write_jsonld(path, *_content(tx, steps), steps)
+
+
+def _exported(tx: RecordTxn, namespace: str | None) -> dict[str, int]:
+    """The namespaces an export holds (those with a memory), sorted, with their step."""
+    return {ns: record.step if (record := tx.namespace(ns)) else 0
+            for ns in sorted(tx.totals(namespace))}
+
+
+def _content(tx: RecordTxn, names: Iterable[str]
+             ) -> tuple[Iterator[MemoryNode], Iterator[Edge]]:
+    """The memories (namespace by namespace, by ``seq``) and then the edges (by key) of
+    ``names``, read lazily in batches."""
+    names = list(names)
+    return ((n for ns in names for batch in tx.scan(ns) for n in batch),
+            (e for ns in names for batch in tx.scan_edges(ns) for e in batch))

@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pydantic
 
@@ -36,8 +37,8 @@ from mars_core.io.checks import (
 )
 from mars_core.model import Edge, MemoryNode, MemoryType, Predicate
 
-__all__ = ["CONTEXT", "JSONLD_VERSION", "MAX_IMPORT_BYTES", "from_jsonld", "load_jsonld",
-           "memory_count", "to_jsonld", "write_json"]
+__all__ = ["CONTEXT", "JSONLD_VERSION", "MAX_IMPORT_BYTES", "ExportSummary", "from_jsonld",
+           "load_jsonld", "memory_count", "to_jsonld", "write_json", "write_jsonld"]
 
 JSONLD_VERSION = 1
 _VOCAB = "https://mars-memory.dev/ns#"
@@ -71,25 +72,82 @@ def _edge_doc(edge: Edge) -> dict[str, Any]:
             "rdf:object": {"@id": _MEM + edge.target}, "weight": edge.weight, "step": edge.step}
 
 
-def to_jsonld(nodes: Sequence[MemoryNode], edges: Sequence[Edge],
+def _head(steps: Mapping[str, int]) -> dict[str, Any]:
+    """An export's document without its ``@graph``."""
+    return {"@context": CONTEXT, "@type": "mars:MemoryExport",
+            "mars:formatVersion": JSONLD_VERSION,
+            "mars:namespaces": {ns: {"step": s} for ns, s in steps.items()}}
+
+
+def to_jsonld(nodes: Iterable[MemoryNode], edges: Iterable[Edge],
               steps: Mapping[str, int]) -> dict[str, Any]:
     """The JSON-LD document of some nodes, their edges and namespace counters."""
-    return {
-        "@context": CONTEXT,
-        "@type": "mars:MemoryExport",
-        "mars:formatVersion": JSONLD_VERSION,
-        "mars:namespaces": {ns: {"step": s} for ns, s in steps.items()},
-        "@graph": [_node_doc(n) for n in nodes] + [_edge_doc(e) for e in edges],
-    }
+    return {**_head(steps),
+            "@graph": [_node_doc(n) for n in nodes] + [_edge_doc(e) for e in edges]}
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What :meth:`~mars_core.store.MemoryStore.write_jsonld` wrote.
+
+    Attributes:
+        path: the file.
+        memories: memories written (active and archived).
+        edges: edges written.
+        namespaces: the namespaces exported (those holding a memory), sorted.
+
+    Examples:
+        >>> ExportSummary(Path("out.jsonld"), 2, 1, ("default",)).memories
+        2
+    """
+
+    path: Path
+    memories: int
+    edges: int
+    namespaces: tuple[str, ...]
+
+
+def write_jsonld(path: Path, nodes: Iterable[MemoryNode], edges: Iterable[Edge],
+                 steps: Mapping[str, int]) -> ExportSummary:
+    """Write the document :func:`to_jsonld` would build, one ``@graph`` item at a time
+    (one item a line), so a store's export never holds more than what ``nodes`` and
+    ``edges`` hand over at once; atomically, as :func:`write_json`."""
+    count = {"memories": 0, "edges": 0}
+
+    def items() -> Iterator[dict[str, Any]]:
+        for node in nodes:
+            count["memories"] += 1
+            yield _node_doc(node)
+        for edge in edges:
+            count["edges"] += 1
+            yield _edge_doc(edge)
+
+    def write(fh: TextIO) -> None:
+        head = json.dumps(_head(steps), ensure_ascii=False, indent=1, allow_nan=False)
+        fh.write(head[:-2] + ',\n "@graph": [')
+        for i, item in enumerate(items()):
+            fh.write(("\n  " if i == 0 else ",\n  ")
+                     + json.dumps(item, ensure_ascii=False, allow_nan=False))
+        fh.write("\n ]\n}\n")
+
+    _atomic(path, write)
+    return ExportSummary(path, count["memories"], count["edges"], tuple(steps))
 
 
 def write_json(path: Path, doc: Mapping[str, Any]) -> None:
     """Write JSON atomically (temporary file, fsync, rename)."""
+    _atomic(path, lambda fh: json.dump(doc, fh, ensure_ascii=False, indent=1,
+                                       allow_nan=False))
+
+
+def _atomic(path: Path, write: Callable[[TextIO], None]) -> None:
+    """Run ``write`` on a temporary file beside ``path``, then fsync and rename it onto
+    ``path``; on any failure the temporary file is removed and ``path`` is untouched."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, ensure_ascii=False, indent=1, allow_nan=False)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
