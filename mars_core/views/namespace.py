@@ -257,7 +257,8 @@ class NamespaceState:
             self._vectors.pop(nid, None)
             self._kinds.pop(nid, None)
         self._recent = dict.fromkeys(recent[-keep:] if keep > 0 else ())
-        for nid in [i for i in self.nodes if i not in self.order and i not in self._recent]:
+        others = len(self.nodes) - len(self.order) - len(self._recent)  # all but these held
+        for nid in self.nodes.keys() - self.order.keys() - self._recent.keys() if others else ():
             del self.nodes[nid]  # held otherwise (an edge's end read by id): not kept
             self._vectors.pop(nid, None)
             self._kinds.pop(nid, None)
