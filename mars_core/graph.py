@@ -86,7 +86,7 @@ class _Side:
             self._by[node] = next(iter(held.values()))
 
     def of(self, node: str) -> Iterable[Edge]:
-        """``node``'s edges (no order)."""
+        """``node``'s edges (no order): a tuple when it has none or one."""
         held = self._by.get(node)
         if held is None:
             return ()
@@ -140,12 +140,17 @@ class MemoryGraph:
         self._in = _Side(outgoing=False)
         self._source = source
         self._complete: set[str] = set()
+        self._kept: frozenset[str] | None = None  # what the last retain kept (None: none yet)
+        self._since: set[str] = set()  # nodes given an edge or completeness since then
 
     # --- what is held ----------------------------------------------------------------------
 
     def complete(self, node_ids: Iterable[str]) -> None:
         """Mark nodes whose every edge the graph holds (or will be given)."""
-        self._complete.update(node_ids)
+        ids = list(node_ids)
+        self._complete.update(ids)
+        if self._kept is not None:
+            self._since.update(ids)
 
     def load(self, node_ids: Iterable[str]) -> None:
         """Read the edges of the nodes not complete yet from the source, in one read."""
@@ -155,18 +160,31 @@ class MemoryGraph:
         for edge in self._source(wanted):
             self._put(edge)  # read from the records: checked when it was written
         self._complete.update(wanted)
+        if self._kept is not None:
+            self._since.update(wanted)
 
     def retain(self, keep: Collection[str]) -> None:
         """Let go of every edge with no end in ``keep``, and of the completeness of the
-        nodes outside it (their edges are read again when asked for)."""
+        nodes outside it (their edges are read again when asked for).
+
+        After the first, a retain looks only at what can have changed since the last:
+        the nodes that left what it kept, and those given an edge or completeness since
+        (every other edge held has an end in both keeps)."""
         if self._source is None:
             return
-        for node in [n for n in self._out.nodes() if n not in keep] + \
-                [n for n in self._in.nodes() if n not in keep]:
+        kept = frozenset(keep)
+        if self._kept is None:
+            check = [n for n in self._out.nodes() if n not in kept] + \
+                [n for n in self._in.nodes() if n not in kept]
+            self._complete &= kept
+        else:
+            check = [n for n in (self._kept - kept) | self._since if n not in kept]
+            self._complete.difference_update(check)
+        for node in check:
             for edge in list(self._out.of(node)) + list(self._in.of(node)):
-                if edge.source not in keep and edge.target not in keep:
+                if edge.source not in kept and edge.target not in kept:
                     self.remove(edge.source, edge.predicate, edge.target)
-        self._complete &= set(keep)
+        self._kept, self._since = kept, set()
 
     def touches(self, node_id: str) -> bool:
         """Whether an edge the graph holds leaves or enters ``node_id`` (no read)."""
@@ -183,6 +201,8 @@ class MemoryGraph:
     def _put(self, edge: Edge) -> None:
         self._out.put(edge)
         self._in.put(edge)
+        if self._kept is not None:
+            self._since.update((edge.source, edge.target))
 
     # --- mutation ----------------------------------------------------------------------
 
@@ -238,16 +258,12 @@ class MemoryGraph:
     def out_edges(self, node_id: str, predicate: Predicate | None = None) -> list[Edge]:
         """Edges leaving ``node_id`` (optionally of one predicate), in a stable order."""
         self._ensure(node_id)
-        edges = self._out.of(node_id)
-        return sorted((e for e in edges if predicate is None or e.predicate is predicate),
-                      key=lambda e: e.key)
+        return _listed(self._out.of(node_id), predicate)
 
     def in_edges(self, node_id: str, predicate: Predicate | None = None) -> list[Edge]:
         """Edges entering ``node_id`` (optionally of one predicate), in a stable order."""
         self._ensure(node_id)
-        edges = self._in.of(node_id)
-        return sorted((e for e in edges if predicate is None or e.predicate is predicate),
-                      key=lambda e: e.key)
+        return _listed(self._in.of(node_id), predicate)
 
     def edges(self) -> Iterator[Edge]:
         """Every edge held, in a stable order (with a source: those of the complete
@@ -308,3 +324,12 @@ class MemoryGraph:
                 (nid, e.target) for e in self.out_edges(nid, _DEP) if e.target not in kept
             )
         return missing
+
+
+def _listed(edges: Iterable[Edge], predicate: Predicate | None) -> list[Edge]:
+    """``edges`` (of one predicate, or all) in a stable order: sorted by key, unless
+    there is at most one (most nodes' edges in one direction)."""
+    if isinstance(edges, tuple):
+        return [e for e in edges if predicate is None or e.predicate is predicate]
+    return sorted((e for e in edges if predicate is None or e.predicate is predicate),
+                  key=lambda e: e.key)

@@ -152,3 +152,41 @@ def test_a_chain_of_memories_holds_no_dict_per_edge() -> None:
             tracemalloc.stop()
     assert held / n < 200
     assert g.out_edges("m5") == [edges[5]] and g.in_edges("m5") == [edges[4]]
+
+
+def test_retain_after_retain_holds_what_a_model_of_the_edges_says() -> None:
+    """Retain looks only at what changed since the last one; what a graph with a source
+    holds through loads, new edges, erasures and retains is what a plain model of held
+    edges and complete nodes says."""
+    rng = random.Random(3)
+    nodes = [f"n{i}" for i in range(40)]
+    for _ in range(60):
+        stored = {(a, p, b): Edge(source=a, predicate=p, target=b) for a, b, p in (
+            (*rng.sample(nodes, 2), rng.choice([Predicate.TEMPORAL_NEXT, D]))
+            for _ in range(rng.randint(10, 120)))}
+        g = MemoryGraph(source=lambda ids, s=stored: [  # type: ignore[misc]
+            e for e in s.values() if e.source in ids or e.target in ids])
+        held: set[tuple[str, Predicate, str]] = set()
+        complete: set[str] = set()
+        for _ in range(12):
+            ids, op = rng.sample(nodes, rng.randint(0, 8)), rng.random()
+            if op < 0.2 and len(ids) > 1:  # a new edge (written to the records too)
+                key = (ids[0], Predicate.TEMPORAL_NEXT, ids[1])
+                stored[key] = Edge(source=ids[0], predicate=key[1], target=ids[1])
+                g.add(stored[key])
+                held.add(key)
+            elif op < 0.6:
+                g.load(ids)
+                wanted = set(ids) - complete
+                held |= {k for k in stored if k[0] in wanted or k[2] in wanted}
+                complete |= wanted
+            elif ids:
+                g.remove_node(ids[0])
+                held = {k for k in held if ids[0] not in (k[0], k[2])}
+            keep = set(rng.sample(nodes, rng.randint(0, 20)))
+            g.retain(keep)
+            held = {k for k in held if k[0] in keep or k[2] in keep}
+            complete &= keep
+            assert g.held() == len(held)
+            assert [n for n in nodes if g.touches(n)] == \
+                [n for n in nodes if any(n in (k[0], k[2]) for k in held)]

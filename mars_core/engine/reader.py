@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from mars_core.audit import AuditOp
@@ -52,6 +53,13 @@ from mars_core.views.namespace import NamespaceState
 __all__ = ["Reader"]
 
 _T = TypeVar("_T")
+
+
+@lru_cache(maxsize=16_384)
+def _folded(text: str) -> str:
+    """A text with its whitespace collapsed and its case folded (what an echo of the
+    question is compared by; cached: a memory's content never changes)."""
+    return " ".join(text.split()).casefold()
 
 
 class Reader:
@@ -202,17 +210,18 @@ class Reader:
         active = assemble.active_turns(state, conversation, active_turns)
         skip = frozenset(n.id for n in active)
         recallable = self.recallable(state)
-        echo = " ".join(q.text.split()).casefold()  # the question is not its own evidence
+        echo = _folded(q.text)  # the question is not its own evidence
 
         def not_echo(node: MemoryNode) -> bool:  # nor does it lend its score to its reply
-            return " ".join(node.content.split()).casefold() != echo
+            return _folded(node.content) != echo
 
         ranked = self.search(state, embed_one(self.engine.embedder, q.text),
                              q, admit=not_echo)  # q: the call's scope (template, jurisdiction)
         # a replaced memory is not evidence (it is shown beside what replaced it); a turn
-        # whose statement was replaced is, marked outdated once it is chosen (below)
-        hits = rerank_hits([h for h in ranked if not assemble.replaced(state, h.id)
-                            and recallable(h.node)], q.text, rerank)
+        # whose statement was replaced is, marked outdated once it is chosen (below). An
+        # archived hit was asked already (the search's admit, `allowed`)
+        hits = rerank_hits([h for h in ranked if (h.archived or not assemble.replaced(
+            state, h.id)) and recallable(h.node)], q.text, rerank)
         check = OutputCheck(self.engine, state) if redact else None
         if check is not None:
             # nothing brings such a memory back: left out before the relative cut-off,

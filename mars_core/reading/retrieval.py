@@ -415,7 +415,7 @@ def rank(
                               cfg.bm25_k1, cfg.bm25_b))
     lexical_scores = dict(found.hits)
     proposed += [i for i, _ in found.hits]
-    state.read_around(proposed)  # the candidates, their neighbours and edges: four reads
+    state.read_around(proposed)  # the candidates and their edges: three reads
 
     def eligible(nid: str) -> bool:
         node = state.get(nid)
@@ -535,7 +535,7 @@ def reply_of(state: NamespaceState, ids: Iterable[str],
             near[nid] += [e.target for e in state.graph.out_edges(nid, Predicate.TEMPORAL_NEXT)]
         if node.provenance.source in _ASSISTANT_ROLES:
             near[nid] += [e.source for e in state.graph.in_edges(nid, Predicate.TEMPORAL_NEXT)]
-    state.read(i for others in near.values() for i in others)  # the neighbours: one read
+    state.read([i for others in near.values() for i in others], edges=True)  # neighbours: 3 reads
     g = state.graph  # and the edges their lineage asks of what was drawn from them: one
     g.load(e.source for others in near.values() for i in others if i in state.nodes
            for e in g.in_edges(i, Predicate.DERIVES_FROM))

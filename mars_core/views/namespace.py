@@ -205,7 +205,8 @@ class NamespaceState:
     def read(self, ids: Iterable[str], *, edges: bool = False) -> None:
         """Read the memories among ``ids`` this view does not hold, in one read (and,
         with ``edges``, the edges of all of them in one more): what a search found."""
-        wanted = [i for i in dict.fromkeys(ids) if i not in self.nodes and i not in self._absent]
+        ids = list(dict.fromkeys(ids))  # iterated twice with ``edges``
+        wanted = [i for i in ids if i not in self.nodes and i not in self._absent]
         if wanted:
             found = self.history.memories(wanted)
             for node in found:
@@ -214,20 +215,15 @@ class NamespaceState:
             self._absent.update(set(wanted) - {n.id for n in found})
             self._read_more = True
         if edges:
-            self.graph.load(i for i in dict.fromkeys(ids) if i in self.nodes)
+            self.graph.load(i for i in ids if i in self.nodes)
             self._read_more = True
 
     def read_around(self, ids: Iterable[str]) -> None:
-        """Read ``ids`` with their edges, and the edges of their neighbours (three
-        reads): what ranking and lineage then ask about the candidates of a search — is
-        it current, was what it says replaced, which turn follows it — is held already;
-        a neighbour itself is read when asked for."""
-        wanted = list(dict.fromkeys(ids))
-        self.read(wanted, edges=True)
-        self.graph.load(e.target if e.source == nid else e.source for nid in wanted
-                        if nid in self.nodes
-                        for e in self.graph.out_edges(nid) + self.graph.in_edges(nid))
-        self._read_more = True
+        """Read ``ids`` with their edges (two reads): what ranking then asks about the
+        candidates of a search — is it current, which turn follows it — is held already;
+        a neighbour is read when asked for (those of the reply units together, with
+        their edges: :func:`~mars_core.reading.retrieval.reply_of`)."""
+        self.read(ids, edges=True)
 
     def hold(self, nodes: Iterable[MemoryNode]) -> list[MemoryNode]:
         """Hold memories a caller read from the records (until the next call), keeping
@@ -257,7 +253,8 @@ class NamespaceState:
             self._vectors.pop(nid, None)
             self._kinds.pop(nid, None)
         self._recent = dict.fromkeys(recent[-keep:] if keep > 0 else ())
-        for nid in [i for i in self.nodes if i not in self.order and i not in self._recent]:
+        others = len(self.nodes) - len(self.order) - len(self._recent)  # all but these held
+        for nid in self.nodes.keys() - self.order.keys() - self._recent.keys() if others else ():
             del self.nodes[nid]  # held otherwise (an edge's end read by id): not kept
             self._vectors.pop(nid, None)
             self._kinds.pop(nid, None)
