@@ -76,3 +76,4 @@ def test_bad_writer_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> No
     for bad in ("0", "two", ""):
         assert cli_main(["bench", "postgres", "--writers", bad]) == 2
     assert capsys.readouterr().err.count("--writers takes positive numbers") == 3
+    assert cli_main(["bench", "postgres", "--worker-turns", "0"]) == 2

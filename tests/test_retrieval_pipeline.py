@@ -7,6 +7,7 @@ derived from it stand or fall together); ``retrieve(relative_cutoff=0)`` is "the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,6 +30,14 @@ from mars_core.testing import namespace_state, vector_index
 FACTS = ["Ana moved to Lisbon in May", "Ana works as a nurse in Lisbon",
          "the weather was mild on Tuesday", "Bruno plays the cello", "Ana's cat is called Tom",
          "we talked about trains", "Lisbon has many hills"]
+
+
+WINDOW_KINDS = [k for k in ("ram", "sqlite", "chroma", "qdrant", "postgres", "postgres-chroma")
+                if not os.environ.get("MARS_TEST_BACKENDS")
+                or k in os.environ["MARS_TEST_BACKENDS"].split(",")]
+"""The module's kinds (``tests/conftest.py``'s ``EMBEDDED_KINDS``) and the PostgreSQL
+ones: a window's keyword candidates are ranked in the records' SQL (BM25 over the term
+index), which differs by database."""
 
 
 def _filled(make_store: Callable[..., MemoryStore], **kw: object) -> MemoryStore:
@@ -329,7 +338,8 @@ def test_a_window_is_sent_as_the_ids_it_holds_or_as_a_time_column_range(
         assert sent == []  # an empty window asks the index nothing
 
 
-def test_the_window_ranks_its_own_best_lexical_matches(make_store) -> None:
+@pytest.mark.parametrize("store_kind", WINDOW_KINDS, indirect=True)
+def test_the_window_ranks_its_own_best_lexical_matches(make_store, store_kind) -> None:
     """With 4 lexical candidates the namespace's best are the old "trains trains" notes;
     a window over the last three must still rank those three as a store that knew only
     them would (candidates from inside the window, scores unchanged). Before, the window

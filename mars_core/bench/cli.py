@@ -178,6 +178,9 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
                    history: Annotated[str, typer.Option(
                        help="bench store's sections 5-8 on PostgreSQL and the process-count "
                             "row: 'full', 'medium', 'quick' or 'off'")] = "full",
+                   worker_turns: Annotated[int | None, typer.Option(
+                       min=1, help="turns of each of the process-count row's 50 "
+                                   "namespaces (default 1000; 100 of 4 with --quick)")] = None,
                    out: OutOpt = None, as_json: JsonOpt = False) -> None:
     """PostgreSQL + a Chroma server against the SQLite default: latency per call
     (interleaved, medians, ratios), adds/s of 1, 2, 4, 8 writer processes on distinct
@@ -196,7 +199,8 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
     except MarsError as exc:
         raise _fail(str(exc), exc) from exc
     with _summary(as_json) as summary:
-        summary.value = postgres.main(out, quick=quick, writers=counts, plan=plan)
+        summary.value = postgres.main(out, quick=quick, writers=counts, plan=plan,
+                                      worker_turns=worker_turns)
 
 
 @bench_app.command("policies")

@@ -302,12 +302,16 @@ def table(result: dict[str, Any]) -> str:
 
 def main(out: str | os.PathLike[str] | None = None, *, quick: bool = False,
          writers: Sequence[int] = (1, 2, 4, 8),
-         plan: history.Plan | None = None) -> dict[str, Any]:
-    """Run and print (and write ``postgres.json`` and ``postgres.md`` to ``out``)."""
+         plan: history.Plan | None = None,
+         worker_turns: int | None = None) -> dict[str, Any]:
+    """Run and print (and write ``postgres.json`` and ``postgres.md`` to ``out``);
+    ``worker_turns``: the turns of each namespace of the process-count row (default
+    1,000 over 50 namespaces, 100 over 4 with ``quick``)."""
     folder = None if out is None else results_dir(out)
+    namespaces, turns = (4, 100) if quick else (50, 1000)
     result = run(200 if quick else 2000, block=5 if quick else 20, rounds=2 if quick else 5,
                  adds=10 if quick else 200, writers=writers, plan=plan,
-                 workers=(4, 100) if quick else (50, 1000))
+                 workers=(namespaces, worker_turns or turns))
     text = table(result)
     print(text)
     write_results(folder, "postgres", result, text)
