@@ -24,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -642,29 +643,30 @@ class SqlTxn:
             if not isinstance(op, RecordOp):
                 raise ValidationError(f"a record store applies record writes (InsertMemory, "
                                       f"UpdateMemory, ...), not {type(op).__name__}")
-        run: list[InsertMemory] = []  # new memories in a row: written together
-        for op in ops:
-            if isinstance(op, InsertMemory):
-                run.append(op)
-                continue
-            self._insert(run)
-            run = []
-            match op:
-                case UpdateMemory():  # a restore also moves its recency
-                    self._update_memory(op.node, reindex=op.reindex)
-                    self._update_stats(op.node)
-                    self._add_edges(op.node.namespace, op.edges)
-                case UpdateStats():
-                    self._update_stats(op.node)
-                case DeleteMemory():
-                    self._delete_memory(op.node.id)
-                case SetVector():
-                    self._set_vector(op.memory_id, op.vector)
-                case AddEdges():
-                    self._add_edges(op.namespace, op.edges)
-                case AppendAudit():
-                    self._append_audit(op.events)
-        self._insert(run)
+        for kind, group in itertools.groupby(ops, key=type):  # a run of one kind together
+            if kind is InsertMemory:
+                self._insert([op for op in group if isinstance(op, InsertMemory)])
+            elif kind is UpdateStats:  # one executemany: one round trip on a server
+                self._update_stats(*(op.node for op in group if isinstance(op, UpdateStats)))
+            else:
+                for op in group:
+                    self._apply_one(op)
+
+    def _apply_one(self, op: RecordOp) -> None:
+        """Write one op that is neither an insert nor a statistics update."""
+        match op:
+            case UpdateMemory():  # a restore also moves its recency
+                self._update_memory(op.node, reindex=op.reindex)
+                self._update_stats(op.node)
+                self._add_edges(op.node.namespace, op.edges)
+            case DeleteMemory():
+                self._delete_memory(op.node.id)
+            case SetVector():
+                self._set_vector(op.memory_id, op.vector)
+            case AddEdges():
+                self._add_edges(op.namespace, op.edges)
+            case AppendAudit():
+                self._append_audit(op.events)
 
     def _insert(self, run: Sequence[InsertMemory]) -> None:
         """New memories one after the other: one batch of rows, then their edges in the
@@ -768,10 +770,10 @@ class SqlTxn:
         if reindex:
             self._log(node.namespace, node.id)
 
-    def _update_stats(self, node: MemoryNode) -> None:
-        mid, count, last_at, last_step, touch = stats_row(node)
-        self._run("UPDATE stats SET access_count = ?, last_access_at = ?, last_access_step = ?, "
-                  "touch_seq = ? WHERE id = ?", (count, last_at, last_step, touch, mid))
+    def _update_stats(self, *nodes: MemoryNode) -> None:
+        rows = [stats_row(node) for node in nodes]
+        self._many("UPDATE stats SET access_count = ?, last_access_at = ?, last_access_step = ?, "
+                   "touch_seq = ? WHERE id = ?", [(*rest, mid) for mid, *rest in rows])
 
     def _set_vector(self, memory_id: str, vector: Vector) -> None:
         found = self._rows("SELECT namespace FROM memories WHERE id = ?", (memory_id,))
