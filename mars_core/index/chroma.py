@@ -50,12 +50,14 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import logging
 import math
 import os
 import re
 import sqlite3
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -456,6 +458,7 @@ class ChromaIndex(IndexBase):
         self._used.clear()
         self._client = self._persistent_client()
         self.reopens += 1
+        _trim_heap()
 
     def _take_lock(self, directory: Path) -> None:
         try:
@@ -795,6 +798,17 @@ class ChromaIndex(IndexBase):
         if self._lock_file is not None:
             self._lock_file.release()
             self._lock_file = None
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc ``malloc_trim``; nothing
+    elsewhere). What a reopened client freed otherwise stays resident in the heap's
+    fragments: a process serving 75 namespaces in turn peaked at 254 MB without it,
+    191 MB with it (section 6 of ``mars bench store``)."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _flip(status: MemoryStatus) -> MemoryStatus:
