@@ -96,7 +96,8 @@ def open_parts(path: str | os.PathLike[str], *,
 def open_engine(records: RecordStore | None, index: VectorIndex | None,
                 embedder: Embedder | None, *, config: StoreConfig | None, clock: Clock | None,
                 audit_key: bytes | None, summariser: Summariser | None, read_only: bool,
-                cache_namespaces: int, _note: str | None, overrides: dict[str, Any]) -> Engine:
+                cache_namespaces: int, cache_memories: int, _note: str | None,
+                overrides: dict[str, Any]) -> Engine:
     """The engine of ``MemoryStore(...)``: the parts checked, the defaults taken for those
     not given, the embedder chosen; on a failure the parts given are closed.
 
@@ -129,7 +130,7 @@ def open_engine(records: RecordStore | None, index: VectorIndex | None,
             explicit=config is not None or bool(overrides),
             clock=clock if clock is not None else SystemClock(), audit_key=audit_key,
             summariser=summariser, read_only=bool(read_only),
-            cache_namespaces=cache_namespaces, note=note,
+            cache_namespaces=cache_namespaces, cache_memories=cache_memories, note=note,
             overrides=dict(overrides) if config is None and overrides else None)
     except BaseException:
         index.close()

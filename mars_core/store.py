@@ -33,6 +33,7 @@ from mars_core.clock import Clock
 from mars_core.config import StoreConfig
 from mars_core.embeddings import Embedder
 from mars_core.engine import args, reports
+from mars_core.engine.cache import CACHE_MEMORIES
 from mars_core.engine.calls import public_call
 from mars_core.engine.eraser import Eraser
 from mars_core.engine.guard import Shown
@@ -85,6 +86,11 @@ class MemoryStore(DataRights):
             as its writer last committed it.
         cache_namespaces: how many namespaces stay loaded between calls (the least
             recently used beyond that are dropped; they load again when touched).
+        cache_memories: how many memories the loaded namespaces hold together between
+            calls (default 4,096, about 25 MB; the least recently used namespaces beyond
+            that are dropped, the one used last is always kept): what a process that
+            serves many namespaces holds stays bounded by this, not by how many it
+            touched.
         allow_sync_in_loop: allow the synchronous methods on a thread that runs an
             event loop (default False: they raise
             :class:`~mars_core.errors.SyncInAsyncError` naming the async twin to await,
@@ -115,7 +121,8 @@ class MemoryStore(DataRights):
                  embedder: Embedder | None = None, *, config: StoreConfig | None = None,
                  clock: Clock | None = None, audit_key: bytes | None = None,
                  summariser: Summariser | None = None, read_only: bool = False,
-                 cache_namespaces: int = 256, allow_sync_in_loop: bool = False,
+                 cache_namespaces: int = 256, cache_memories: int = CACHE_MEMORIES,
+                 allow_sync_in_loop: bool = False,
                  _note: str | None = None, **overrides: Any) -> None:
         self._lock = threading.RLock()
         self._closed, self._depth = False, 0
@@ -126,6 +133,7 @@ class MemoryStore(DataRights):
         self._engine = open_engine(records, index, embedder, config=config, clock=clock,
                                    audit_key=audit_key, summariser=summariser,
                                    read_only=read_only, cache_namespaces=cache_namespaces,
+                                   cache_memories=cache_memories,
                                    _note=_note, overrides=overrides)
         self._writer = Writer(self._engine)
         self._reader = Reader(self._engine)

@@ -338,3 +338,25 @@ def test_sync_threshold_is_checked_and_given_to_new_collections(
         (name,) = index._ours()
         hnsw = index._client.get_collection(name).configuration_json["hnsw"]
         assert hnsw["sync_threshold"] == 5
+
+
+def test_loaded_vectors_are_bounded_by_reopening_the_client(tmp_path: pathlib.Path) -> None:
+    """Collections of more than ``max_loaded_vectors`` vectors together are freed by a
+    reopen when another namespace is used; one namespace larger than the bound, used
+    alone, is not reopened again and again."""
+    rows = [IndexRow(uid(n), f"user-{n % 4}", ACTIVE, vec(1.0, n), {}) for n in range(16)]
+    big = [IndexRow(uid(100 + n), "big", ACTIVE, vec(1.0, n), {}) for n in range(12)]
+    with ChromaIndex(path=tmp_path, max_loaded_vectors=6) as index:
+        index.bind("s:v1", 4, lambda ns: [])
+        index.upsert(rows + big, new=True)
+    with ChromaIndex(path=tmp_path, max_loaded_vectors=6) as index:
+        index.bind("s:v1", 4, lambda ns: [])
+        for ns in range(4):  # 4 vectors each: a reopen every second namespace
+            found = {i for i, _ in index.query(f"user-{ns}", ACTIVE, vec(1.0), 10)}
+            assert found == {r.id for r in rows if r.namespace == f"user-{ns}"}
+        assert index.reopens == 1
+        for _ in range(3):  # 12 vectors alone: loaded once, kept
+            assert len(index.query("big", ACTIVE, vec(1.0), 20)) == 12
+        assert index.reopens == 2
+    with pytest.raises(ValidationError):
+        ChromaIndex(max_loaded_vectors=0)

@@ -15,6 +15,7 @@ import pytest
 from mars_core import HashingEmbedder, MemoryStore
 from mars_core.bench.history import conversation
 from mars_core.engine.cache import NamespaceCache
+from mars_core.errors import ConfigError
 from mars_core.index.numpy import NumpyIndex
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType
 from mars_core.policies import LRUPolicy
@@ -92,7 +93,8 @@ def test_what_calls_read_beyond_the_active_memories_is_kept_within_one_allowance
                                  weight=1, seq=i + 1, status=MemoryStatus.ARCHIVED)
                       for i in range(KEEP_READ_STORE + 100)] for name in ("a", "b")}
     cache = NamespaceCache(lambda name: NamespaceState(
-        NamespaceRecord(name), [], [], LRUPolicy(), history=HeldHistory(history[name])))
+        NamespaceRecord(name), [], [], LRUPolicy(), history=HeldHistory(history[name])),
+        max_held=4 * KEEP_READ_STORE)  # no namespace dropped: this is about the trim
     a = cache.get("a")
     a.read(n.id for n in history["a"])
     cache.new_call()
@@ -177,3 +179,40 @@ def test_the_embeddings_best_hit_of_a_profile_reaches_the_top_three() -> None:
         dense_best = max(hits, key=lambda h: h.dense)
         assert dense_best.text == best and dense_best.dense > 0.9
         assert best in [h.text for h in hits[:3]]
+
+
+def test_the_namespaces_a_process_keeps_hold_at_most_cache_memories(
+        tmp_path: pathlib.Path) -> None:
+    """A process that touches many namespaces keeps the least recently used ones only as
+    long as they hold at most ``cache_memories`` memories together (the one it used last
+    is always kept); what it renders is the same as with every namespace kept."""
+    path = tmp_path / "s.sqlite3"
+    names = [f"user-{i}" for i in range(6)]
+    with MemoryStore(records=SQLiteRecordStore(path), index=NumpyIndex(),
+                     embedder=HashingEmbedder(), budget=400) as store:
+        for k, name in enumerate(names):
+            store.observe_many([{"role": r, "text": t, "conversation_id": "c1"}
+                                for r, t in conversation(60 + 10 * k, seed=k)],
+                               namespace=name)
+    contexts: dict[int, list[str]] = {}
+    for bound in (10**6, 50):
+        copy = tmp_path / f"copy{bound}.sqlite3"
+        copy.write_bytes(path.read_bytes())
+        with MemoryStore(records=SQLiteRecordStore(copy), index=NumpyIndex(),
+                         embedder=HashingEmbedder(), cache_memories=bound) as store:
+            contexts[bound] = []
+            for name in names + names[::-1]:
+                contexts[bound].append(store.render_context(QUERY, namespace=name))
+                held = store.resident()
+                assert sum(held.values()) - held[name] <= bound
+            if bound == 50:  # each namespace holds more than 50: only the last is kept
+                assert [n for n, k in store.resident().items() if k] == [names[0]]
+            else:
+                assert all(store.resident().values())
+    assert contexts[50] == contexts[10**6]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "many"])
+def test_cache_memories_is_a_positive_int(bad: object) -> None:
+    with pytest.raises(ConfigError, match="cache_memories"):
+        MemoryStore(cache_memories=bad)  # type: ignore[arg-type]

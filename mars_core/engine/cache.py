@@ -2,10 +2,14 @@
 
 Opening a store reads its manifest only; a namespace's views
 (:class:`~mars_core.views.namespace.NamespaceState`) are read from the record store the
-first time a call touches it. At most ``capacity`` stay cached between calls; the least
-recently used ones beyond that are dropped when the next call starts (after their policy
-state is saved), so a process that serves a few namespaces of a large store holds only
-those.
+first time a call touches it. At most ``capacity`` stay cached between calls, holding at
+most ``max_held`` memories together (:meth:`NamespaceState.held
+<mars_core.views.namespace.NamespaceState.held>`: the active ones and what calls read
+beyond them); the least recently used ones beyond either bound are dropped when the next
+call starts (after their policy state is saved), so a process that serves a few
+namespaces of a large store holds only those, and one that serves many holds what the
+bound allows however many it has touched (the namespace a call uses is always kept, so a
+single namespace larger than the bound stays cached).
 
 A store that is not the only writer of its records (a ``read_only`` reader beside a
 writer) checks a cached namespace's version once per public call (:meth:`new_call`) and
@@ -29,11 +33,24 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Final
 
 from mars_core.errors import ConfigError
 from mars_core.views.namespace import KEEP_READ, KEEP_READ_STORE, NamespaceState
 
-__all__ = ["NamespaceCache"]
+__all__ = ["CACHE_MEMORIES", "NamespaceCache"]
+
+CACHE_MEMORIES: Final = 4096
+"""How many memories the namespaces a process keeps loaded hold together between calls,
+by default (``cache_memories`` of :class:`~mars_core.store.MemoryStore`). With the
+default 8,000-token budget a namespace that serves a question now and then holds about
+600 (its ~500 active memories and what its last calls read), so about seven stay loaded;
+at about 6 KB of resident memory a memory (the memory, its edges, its vector; measured:
+4 MB a namespace of 625 held), about 25 MB. A namespace alone is never dropped for it,
+but one agent's loop over a long history keeps up to
+:data:`~mars_core.views.namespace.KEEP_READ_STORE` (4,096) of what it reads: beside
+other namespaces it goes over the bound and is read again after their calls — a process
+that runs such a loop beside others wants ``cache_memories=8192``."""
 
 
 class NamespaceCache:
@@ -42,6 +59,8 @@ class NamespaceCache:
     Args:
         load: reads a namespace's views from the record store.
         capacity: how many namespaces stay cached (at least 1).
+        max_held: how many memories the cached namespaces hold together between calls
+            (at least 1; the most recently used namespace stays cached whatever it holds).
         on_evict: called with a namespace before it is dropped (saves what it learned).
         version: reads a namespace's committed version; when given, a cached namespace
             is checked against it once per call and read again if it changed.
@@ -51,11 +70,15 @@ class NamespaceCache:
     """
 
     def __init__(self, load: Callable[[str], NamespaceState], *, capacity: int = 256,
+                 max_held: int = CACHE_MEMORIES,
                  on_evict: Callable[[NamespaceState], None] | None = None,
                  version: Callable[[str], int] | None = None,
                  on_stale: Callable[[NamespaceState], None] | None = None) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise ConfigError(f"cache_namespaces must be an int >= 1, not {capacity!r}")
+        if isinstance(max_held, bool) or not isinstance(max_held, int) or max_held < 1:
+            raise ConfigError(f"cache_memories must be an int >= 1, not {max_held!r}")
+        self._max_held = max_held
         self._load = load
         self._capacity = capacity
         self._on_evict = on_evict
@@ -65,11 +88,16 @@ class NamespaceCache:
         self._checked: set[str] = set()
 
     def new_call(self) -> None:
-        """A public call starts: namespaces beyond ``capacity`` are dropped (never during
-        a call, which may hold their views), and cached ones are checked again before use."""
+        """A public call starts: the least recently used namespaces beyond ``capacity``,
+        or beyond ``max_held`` memories held together, are dropped (never during a call,
+        which may hold their views; the most recently used one stays), and cached ones
+        are checked again before use."""
         self._checked.clear()
-        while len(self._cache) > self._capacity:
+        held = sum(state.held() for state in self._cache.values())
+        while len(self._cache) > self._capacity or (
+                len(self._cache) > 1 and held > self._max_held):
             _, state = self._cache.popitem(last=False)
+            held -= state.held()
             if self._on_evict is not None:
                 self._on_evict(state)
 

@@ -113,6 +113,7 @@ class Engine:
             ``maintain``) and erasure summaries (None: extractive).
         read_only: a reader: nothing is ever written.
         cache_namespaces: how many namespaces stay loaded between calls.
+        cache_memories: how many memories they hold together between calls.
         note: how the index was chosen (shown by ``stats()``).
         embedder_note: how the embedder of a new store was chosen (recorded in the
             manifest and shown by ``stats()``), e.g. ``"passed"``.
@@ -123,7 +124,7 @@ class Engine:
     def __init__(self, records: RecordStore, index: VectorIndex, embedder: Embedder, *,
                  config: StoreConfig, explicit: bool, clock: Clock, audit_key: bytes | None,
                  summariser: Summariser | None, read_only: bool, cache_namespaces: int,
-                 note: str, embedder_note: str = "passed",
+                 cache_memories: int, note: str, embedder_note: str = "passed",
                  overrides: Mapping[str, Any] | None = None) -> None:
         self.records = records
         self.index = KeyedIndex(index)  # names and conversation ids reach it keyed
@@ -151,6 +152,7 @@ class Engine:
         """Other processes write these records too: new memories are numbered by the
         record store, and a commit checks the namespaces it read are unchanged."""
         self.cache = NamespaceCache(self._load, capacity=cache_namespaces,
+                                    max_held=cache_memories,
                                     on_evict=self._evicted, on_stale=self._stale,
                                     version=None if exclusive else self._version)
         self.sync = IndexSync(records, self.index, writer=not read_only)
