@@ -17,6 +17,9 @@ $(VENV)/.stamp-demo: pyproject.toml | $(PY)
 	$(PIP) install -e ".[chroma,semantic,nlp,langchain,langgraph]"
 	touch $@
 
+# pip byte-compiles the dev extras' ~28,000 modules (about 70% of the install's CPU). Kept:
+# where PYTHONDONTWRITEBYTECODE=1 (set on this project's machines) nothing writes a .pyc later,
+# so every process of the suite would compile torch, Chroma, spaCy... again on each import.
 $(VENV)/.stamp-test: pyproject.toml | $(PY)
 	$(PIP) install -e ".[dev]"
 	touch $@
@@ -36,7 +39,12 @@ pytest: $(VENV)/.stamp-test
 docs: $(VENV)/.stamp-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
 
-test: lint typecheck docs pytest
+# The install first, then the four checks side by side: pytest's two workers leave a core
+# idle for a while (their start, the last long tests), which ruff, mypy and mkdocs fill.
+# -O prints each check's output whole when it ends (pytest's last), -k runs every check
+# even when one fails, and make test fails when any does.
+test: $(VENV)/.stamp-test
+	@$(MAKE) --no-print-directory -k -j4 -O lint typecheck docs pytest
 
 # The reproduction pages (docs/benchmarks/): each target runs a benchmark and regenerates
 # its results file and the page blocks rendered from it (tests/test_reproduction_pages.py).
