@@ -300,6 +300,8 @@ class AuditChain:
         if len(key) < 16:
             raise ValueError("the audit key must have at least 16 bytes")
         self._key = key
+        self._token: tuple[str, str] = ("", "")  # the last name tokenised: a bulk call
+        # hashes thousands of events of one namespace
 
     def content_hash(self, text: str) -> str:
         """Keyed hash of a text (HMAC-SHA256, hex); cannot be matched without the key."""
@@ -327,7 +329,12 @@ class AuditChain:
             >>> len(t), chain.namespace_token(erased_name(t, 0)) == t
             (32, True)
         """
-        return erased_token(name) or self._mac(b"namespace", name)[:_TOKEN_CHARS]
+        last = self._token
+        if last[0] == name and name:
+            return last[1]
+        token = erased_token(name) or self._mac(b"namespace", name)[:_TOKEN_CHARS]
+        self._token = (name, token)
+        return token
 
     def field_token(self, field: str, value: str) -> str:
         """A filter field's value as an index keeps it (a conversation id): a keyed hash,

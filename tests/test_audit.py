@@ -29,6 +29,15 @@ def test_events_hold_keyed_hashes_not_text() -> None:
     assert AuditChain(b"j" * 32).content_hash("secret text 0") != ev.content_hashes["n0"]
 
 
+def test_a_namespace_token_is_the_same_whichever_name_came_before() -> None:
+    chain = AuditChain(b"k" * 32)  # it remembers the last name it tokenised
+    names = ["alice", "bob", "alice", "alice", "", "erased//" + "0" * 32 + "//0", "bob"]
+    tokens = [chain.namespace_token(n) for n in names]
+    assert tokens == [AuditChain(b"k" * 32).namespace_token(n) for n in names]
+    assert len({tokens[0], tokens[1], tokens[4]}) == 3 and tokens[5] == "0" * 32
+    assert AuditChain(b"j" * 32).namespace_token("alice") != tokens[0]
+
+
 def test_verify_accepts_an_intact_chain() -> None:
     chain, events = build()
     assert chain.verify(events).ok and chain.verify(events, (5, events[-1].hash)).ok

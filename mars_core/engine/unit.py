@@ -84,9 +84,9 @@ class Unit:
             :meth:`~mars_core.storage.base.RecordStore.next_counter`); ``None``: the
             unit counts on from ``counter`` (one writer).
         allocated: the largest number ``allocate`` gave this unit.
-        unused: ids of memories to come, found unused in the records in one read
-            (:meth:`~mars_core.engine.writer.Writer.reserve`): a bulk call does not ask
-            once per memory.
+        unused: ids of memories to come by their numbers, found unused in the records
+            in one read (:meth:`~mars_core.engine.writer.Writer.reserve`): a bulk call
+            neither asks nor derives an id twice.
         retire: namespaces erased whole: once written, each leaves its name in no row —
             its record and audit chain are renamed ``erased//<token>//<n>``
             (:func:`~mars_core.audit.erased_name`).
@@ -101,7 +101,7 @@ class Unit:
     learned: dict[str, dict[str, Any]] = field(default_factory=dict)
     allocate: Callable[[], int] | None = None
     allocated: int = 0
-    unused: set[str] = field(default_factory=set)
+    unused: dict[int, str] = field(default_factory=dict)
     retire: set[str] = field(default_factory=set)
     retired: dict[str, str] = field(default_factory=dict)
 

@@ -581,8 +581,9 @@ class Writer:
                 text, provenance=node.provenance, type=mt, signals=sig,
                 semantic=vectors.verdict(text, model) if model is not None else None).score
         signals["sensitivity_detected"] = detected
-        node = node.model_copy(update={"signals": signals})
-        return node.model_copy(update={"sensitivity": self.user_sensitivity(node, detected)})
+        # the preferences read the text, namespace and provenance, never the signals
+        return node.model_copy(update={"signals": signals,
+                                       "sensitivity": self.user_sensitivity(node, detected)})
 
     def reserve(self, unit: Unit, count: int) -> None:
         """Check the ids of the next ``count`` memories of ``unit`` against the records in
@@ -591,17 +592,19 @@ class Writer:
         skipped by :meth:`_new_id` as before."""
         if unit.allocate is not None or count < 2:
             return
-        ids = [mint_id(self.engine.secret, unit.counter + i) for i in range(1, count + 1)]
+        ids = {unit.counter + i: mint_id(self.engine.secret, unit.counter + i)
+               for i in range(1, count + 1)}
         with self.engine.records.read() as tx:
-            taken = tx.existing(ids)
-        unit.unused.update(i for i in ids if i not in taken)
+            taken = tx.existing(list(ids.values()))
+        unit.unused.update((seq, i) for seq, i in ids.items() if i not in taken)
 
     def _new_id(self, unit: Unit) -> str:
         while True:
-            nid = mint_id(self.engine.secret, unit.next_seq())
-            if nid in unit.unused:
-                unit.unused.discard(nid)
+            seq = unit.next_seq()
+            nid = unit.unused.pop(seq, None)
+            if nid is not None:
                 return nid
+            nid = mint_id(self.engine.secret, seq)
             with self.engine.records.read() as tx:
                 if not tx.existing([nid]):
                     return nid

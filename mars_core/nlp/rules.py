@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from mars_core.nlp.lexicons import (
@@ -74,6 +75,10 @@ _TOKEN = re.compile(
 )
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?…])\s+|\n+")
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
+
+_WORD_CACHE = 4096
+"""Tokens whose word tests (:func:`content_word`, :func:`_capitalised_candidate`) are
+remembered: pure functions of the token, asked again for every common word."""
 
 _BOOST = 0.293  # VADER's B_INCR
 _NEGATE = -0.74  # VADER's N_SCALAR
@@ -135,6 +140,7 @@ def _is_word(tok: str) -> bool:
     return len(tok) > 1 or tok.isalnum()
 
 
+@lru_cache(maxsize=_WORD_CACHE)
 def content_word(tok: str) -> bool:
     """Whether a token counts as information-bearing in the rules backend.
 
@@ -161,6 +167,7 @@ _NUMS = (_NUM, _YEAR)
 _YEAR_SHAPE = re.compile(r"(?:1[89]|20)\d\d")
 
 
+@lru_cache(maxsize=_WORD_CACHE)
 def _capitalised_candidate(tok: str) -> bool:
     low = tok.lower()
     shaped = (tok[:1].isupper() and len(tok) > 1) or (
