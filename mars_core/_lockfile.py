@@ -1,8 +1,13 @@
 """An exclusive lock on a file, held by one open descriptor, on every platform.
 
-The operating system's own lock (``flock`` on POSIX, ``LockFileEx`` on Windows), taken
-through :mod:`filelock`'s descriptor functions: the kernel drops it when the holder
-closes the file or dies, so a crash never leaves a stale lock behind. Two opens of one
+The operating system's own lock (``flock`` on POSIX, ``LockFileEx`` on Windows): the
+kernel drops it when the holder closes the file or dies, so a crash never leaves a stale
+lock behind. On POSIX it is taken with :func:`fcntl.flock` (whole file, exclusive, not
+blocking) — the very call :mod:`filelock`'s descriptor functions make there, so a
+process that locks through :mod:`filelock` excludes this one and the reverse — without
+importing :mod:`filelock` (~36 ms of CPU in a store's first open, measured on
+the shared 2-core machine); elsewhere through
+:mod:`filelock`'s ``lock_descriptor`` / ``unlock_descriptor``. Two opens of one
 file — in two processes, or twice in one process — exclude each other.
 
 The holder writes who it is (``pid N on HOST``) into the file, after byte 0 (the byte
@@ -23,10 +28,18 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import time
 from pathlib import Path
+from types import ModuleType
+
+fcntl: ModuleType | None
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 __all__ = ["LockFile", "LockHeld"]
 
@@ -57,12 +70,10 @@ class LockFile:
             OSError: the file cannot be created or opened.
             LockHeld: another descriptor still holds it after ``timeout``.
         """
-        from filelock import lock_descriptor  # imported when a store is opened to write
-
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
         deadline = time.monotonic() + timeout
         try:
-            while not lock_descriptor(fd, blocking=False):
+            while not _lock(fd):
                 if time.monotonic() >= deadline:
                     raise LockHeld(_read_holder(fd))
                 time.sleep(_POLL)
@@ -82,11 +93,42 @@ class LockFile:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        with contextlib.suppress(OSError):
+            _unlock(fd)
+        os.close(fd)
+
+
+_CONTENDED = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
+"""What ``flock`` says when another descriptor holds the lock (some file systems say
+``EACCES``), as :mod:`filelock` reads it."""
+
+
+def _lock(fd: int) -> bool:
+    """Take the lock on ``fd`` without waiting; whether it was free.
+
+    Raises:
+        OSError: the lock cannot be taken for another reason than contention.
+    """
+    if fcntl is None:
+        from filelock import lock_descriptor  # not POSIX: filelock's LockFileEx
+
+        return lock_descriptor(fd, blocking=False)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in _CONTENDED:
+            return False
+        raise
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if fcntl is None:
         from filelock import unlock_descriptor
 
-        with contextlib.suppress(OSError):
-            unlock_descriptor(fd)
-        os.close(fd)
+        unlock_descriptor(fd)
+        return
+    fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _read_holder(fd: int) -> str:

@@ -50,3 +50,25 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
         proc.kill()
         proc.wait(timeout=30)
     LockFile.take(path, timeout=5).release()  # the kernel dropped it with the process
+
+
+def test_the_lock_is_the_one_filelock_takes(tmp_path: Path) -> None:
+    """A process that locks through filelock (as earlier versions did) and this one
+    exclude each other, both ways."""
+    import os
+
+    from filelock import lock_descriptor, unlock_descriptor
+
+    path = tmp_path / "w.lock"
+    held = LockFile.take(path, timeout=0)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        assert not lock_descriptor(fd, blocking=False)
+        held.release()
+        assert lock_descriptor(fd, blocking=False)
+        with pytest.raises(LockHeld):
+            LockFile.take(path, timeout=0)
+        unlock_descriptor(fd)
+        LockFile.take(path, timeout=0).release()
+    finally:
+        os.close(fd)

@@ -179,24 +179,36 @@ class _Sentiment(Protocol):
 
 
 class _Vader:
+    """VADER's compound score; its analyzer (an import and a 7,500-word lexicon read from
+    disk) is built at the first text scored, not when a store opens: reads never score."""
+
     name = "vader"
 
-    def __init__(self, analyzer: Any) -> None:
-        self._sia = analyzer
+    def __init__(self) -> None:
+        self._sia: Any = None
 
     def compound(self, text: str) -> float:
         if not text.strip():
             return 0.0
+        if self._sia is None:
+            self._sia = _vader_analyzer()
         return float(self._sia.polarity_scores(text)["compound"])
 
 
 @lru_cache(maxsize=1)
 def _vader() -> _Vader:
+    if not _vader_installed():
+        raise ExtraNotInstalledError("nlp", "vaderSentiment")
+    return _Vader()
+
+
+@lru_cache(maxsize=1)
+def _vader_analyzer() -> Any:
     try:
         from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
     except ImportError as exc:
         raise ExtraNotInstalledError("nlp", "vaderSentiment") from exc
-    return _Vader(SentimentIntensityAnalyzer())
+    return SentimentIntensityAnalyzer()
 
 
 def _vader_installed() -> bool:

@@ -6,7 +6,7 @@ One database file holds a whole store (:mod:`mars_core.storage.base` lists the r
   A file store is in WAL mode: readers never block the writer, and each read
   (:meth:`SQLiteRecordStore.read`) sees one committed snapshot.
 * **One writing process.** A file store opened to write takes an exclusive lock on
-  ``<file>-writer.lock`` (the operating system's file lock through :mod:`filelock`:
+  ``<file>-writer.lock`` (the operating system's file lock, :mod:`mars_core._lockfile`:
   ``flock`` on POSIX, ``LockFileEx`` on Windows; the kernel drops it when the process
   dies, so a crash leaves no stale lock). A second writer waits ``lock_timeout`` seconds, then
   gets :class:`~mars_core.errors.ConflictError` naming the process that holds it;
