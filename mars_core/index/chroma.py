@@ -495,8 +495,9 @@ class ChromaIndex(IndexBase):
                     metadata={"mars_dim": self.dim or 1}, embedding_function=None)
         self._handles[name] = handle
         if self._scrub_dir is not None and name not in self._used:
-            with _client_errors(f"count collection {name!r}"):
-                self._used[name] = int(handle.count())
+            self._used[name] = 0  # a count is a bound's estimate: never what fails a call
+            with contextlib.suppress(Exception):  # (a damaged segment is found by its use,
+                self._used[name] = int(handle.count())  # which repairs or refuses it)
         return handle
 
     def _partitions(self, namespaces: Collection[str]) -> set[str]:
