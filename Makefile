@@ -17,11 +17,11 @@ $(VENV)/.stamp-demo: pyproject.toml | $(PY)
 	$(PIP) install -e ".[chroma,semantic,nlp,langchain,langgraph]"
 	touch $@
 
-# pip byte-compiles the dev extras' ~28,000 modules (about 70% of the install's CPU). Kept:
-# where PYTHONDONTWRITEBYTECODE=1 (set on this project's machines) nothing writes a .pyc later,
-# so every process of the suite would compile torch, Chroma, spaCy... again on each import.
+# --no-compile: pip would byte-compile all ~28,000 modules of the dev extras (torch, spaCy,
+# Chroma...), 70% of the install's CPU; Python compiles the few thousand a run imports as it
+# first imports them.
 $(VENV)/.stamp-test: pyproject.toml | $(PY)
-	$(PIP) install -e ".[dev]"
+	$(PIP) install --no-compile -e ".[dev]"
 	touch $@
 
 demo: $(VENV)/.stamp-demo
