@@ -17,11 +17,8 @@ $(VENV)/.stamp-demo: pyproject.toml | $(PY)
 	$(PIP) install -e ".[chroma,semantic,nlp,langchain,langgraph]"
 	touch $@
 
-# --no-compile: pip would byte-compile all ~28,000 modules of the dev extras (torch, spaCy,
-# Chroma...), 70% of the install's CPU; Python compiles the few thousand a run imports as it
-# first imports them.
 $(VENV)/.stamp-test: pyproject.toml | $(PY)
-	$(PIP) install --no-compile -e ".[dev]"
+	$(PIP) install -e ".[dev]"
 	touch $@
 
 demo: $(VENV)/.stamp-demo
@@ -43,12 +40,7 @@ pytest: $(VENV)/.stamp-test
 docs: $(VENV)/.stamp-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
 
-# The install first, then the four checks side by side: pytest's two workers leave a core
-# idle for a while (their start, the last long tests), which ruff, mypy and mkdocs fill.
-# -O prints each check's output whole when it ends (pytest's last), -k runs every check
-# even when one fails, and make test fails when any does.
-test: $(VENV)/.stamp-test
-	@$(MAKE) --no-print-directory -k -j4 -O lint typecheck docs pytest
+test: lint typecheck docs pytest
 
 # The reproduction pages (docs/benchmarks/): each target runs a benchmark and regenerates
 # its results file and the page blocks rendered from it (tests/test_reproduction_pages.py).
