@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from mars_core.audit import AuditOp
 from mars_core.embeddings import embed_one
+from mars_core.engine import args
 from mars_core.engine.engine import Engine
 from mars_core.engine.guard import OutputCheck, Shown
 from mars_core.errors import NotFoundError, ValidationError
@@ -324,9 +325,8 @@ class Reader:
             mt = None if mtype is None else MemoryType(mtype)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
-        if newest is not None and (isinstance(newest, bool) or not isinstance(newest, int)
-                                   or newest < 1):
-            raise ValidationError(f"newest must be an int >= 1 (or None), not {newest!r}")
+        if newest is not None:
+            newest = args.count(newest, "newest", low=1)
         if statuses == [MemoryStatus.ACTIVE]:
             nodes = [n for n in (state.nodes[i] for i in state.active_ids())
                      if mt is None or n.type is mt]
