@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 PKGS   := mars_core langchain_mars llamaindex_mars
 DEMO_DIR ?= ./mars_data/demo
 
-.PHONY: demo test lint typecheck pytest docs clean reproductions fifa-docs oslmr-docs mechanisms-docs
+.PHONY: demo test test-heavy lint typecheck pytest docs clean reproductions fifa-docs oslmr-docs mechanisms-docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ docs: $(VENV)/.stamp-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
 
 test: lint typecheck docs pytest
+
+# The full runs of the heavy tests (a corpus, a crash loop, a multi-process load, a
+# benchmark grid) that `make test` replaces by their smoke: docs/reference/testing.md.
+test-heavy: $(VENV)/.stamp-test
+	$(PY) -m compileall -q -j 0 $(PKGS) tests >/dev/null
+	MARS_TEST_HEAVY=1 $(PY) -m pytest -q -n 2 --dist worksteal -m heavy --durations=15
 
 # The reproduction pages (docs/benchmarks/): each target runs a benchmark and regenerates
 # its results file and the page blocks rendered from it (tests/test_reproduction_pages.py).

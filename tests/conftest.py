@@ -80,6 +80,7 @@ from mars_core.testing import StoreFactory, kind_parts
 from mars_core.testing.stores import POSTGRES_KINDS, SERVER_ONLY
 
 __all__ = ["ADAPTER_PG", "ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KINDS", "FULL_MATRIX",
+           "HEAVY", "HEAVY_SKIP",
            "LIGHT_KINDS", "MATRIX_MODULES", "MODULE_KINDS", "OPEN_KINDS", "POSTGRES_KINDS",
            "SERVER_KINDS", "SERVER_ONLY", "SHARED_KINDS", "TEST_KINDS", "chroma_server_fixture",
            "matrix_kinds", "postgres_server_fixture", "postgres_url_fixture"]
@@ -264,6 +265,26 @@ def _parametrises_kind_itself(metafunc: pytest.Metafunc) -> bool:
                             if isinstance(names, str) else list(names)):
             return True
     return False
+
+
+HEAVY = os.environ.get("MARS_TEST_HEAVY", "").strip() == "1"
+"""``MARS_TEST_HEAVY=1`` (``make test-heavy``): run the tests marked ``heavy`` — the full
+runs of the corpora, crash loops, multi-process loads and benchmark grids whose smoke
+``make test`` runs (``docs/reference/testing.md`` lists each and what covers it)."""
+
+HEAVY_SKIP = ("heavy: its full run is `make test-heavy` (MARS_TEST_HEAVY=1); "
+              "the suite runs its smoke")
+"""Why ``make test`` skips a test marked ``heavy``."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``heavy`` unless ``MARS_TEST_HEAVY=1``."""
+    if HEAVY:
+        return
+    skip = pytest.mark.skip(reason=HEAVY_SKIP)
+    for item in items:
+        if item.get_closest_marker("heavy") is not None:
+            item.add_marker(skip)
 
 
 FULL_MATRIX = os.environ.get("MARS_TEST_MATRIX", "").strip().lower() == "full"

@@ -68,7 +68,6 @@ def test_the_table_and_the_costs_on_synthetic_conversations(
     assert "evidence recall: render_context" in text and "questions passed | 1 / 2" in text
 
 
-@pytest.mark.slow
 def test_the_assistant_part_reads_the_script_off_and_on() -> None:
     out = leakage.run_assistant(embedder="hashing")
     assert out["questions"] > 20

@@ -13,7 +13,6 @@ import pytest
 from mars_core.cli import main as cli_main
 
 
-@pytest.mark.slow
 def test_the_latency_and_the_writer_sections_run_and_report(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("chromadb")

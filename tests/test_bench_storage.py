@@ -15,7 +15,6 @@ from mars_core.bench.replot import replot
 from mars_core.cli import main as cli_main
 
 
-@pytest.mark.slow
 def test_every_section_runs_and_reports_its_ratios(tmp_path: Path) -> None:
     pytest.importorskip("chromadb")
     model = storage.HashingEmbedder(dim=48)  # stands for MiniLM: another embedder
@@ -63,7 +62,6 @@ def test_the_table_embedder_hands_back_the_hashing_vectors() -> None:
     assert emb.embed(["not in the table"]).shape == (1, 32)
 
 
-@pytest.mark.slow
 def test_a_quick_run_with_out_writes_its_plots_and_the_json_redraws_them(
         tmp_path: Path) -> None:
     """``mars bench store --quick --out`` draws the cost ratios and the scale section
@@ -91,7 +89,6 @@ def test_a_quick_run_with_out_writes_its_plots_and_the_json_redraws_them(
         out / "storage_scale.png").read_bytes()
 
 
-@pytest.mark.slow
 def test_the_history_sections_run_and_report_what_they_are_judged_by(tmp_path: Path) -> None:
     """Sections 5-8 of ``mars bench store`` (mars_core.bench.history), tiny: each runs
     real stores and real raw chromadb, in fresh processes, and reports its ratios."""

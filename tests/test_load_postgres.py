@@ -52,8 +52,6 @@ WAIT = 300.0  # a guard against a hang, never a measured duration
 RESTARTED_OPS = 20  # a restarted writer makes at least these calls, on any machine
 MIN_CALLS = 30  # so does each of the eight writers (a loaded machine made 2 in the 60 s)
 
-pytestmark = pytest.mark.slow
-
 
 def _env() -> dict[str, str]:
     root = str(pathlib.Path(mars_core.__file__).resolve().parent.parent)

@@ -96,7 +96,6 @@ def _kill_during_import(dump: Path, store: Path, stage: str, at: int) -> str:
     return line
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("stage", "at", "committed"), [
     ("embed", 256, False),     # between two embedding batches
     ("store", 300, False),     # half of the records staged
@@ -140,7 +139,6 @@ def test_killed_import_leaves_all_or_nothing_and_a_rerun_holds_the_full_set_once
         assert store.verify().ok
 
 
-@pytest.mark.slow
 def test_import_of_1500_records_draws_a_bar_on_a_terminal_and_nothing_elsewhere(
         tmp_path: Path) -> None:
     dump = _dump(tmp_path / "mem0.json", 1500)
@@ -180,7 +178,6 @@ def test_import_of_1500_records_draws_a_bar_on_a_terminal_and_nothing_elsewhere(
     assert b"storing" not in piped.stderr and b"1500/1500" not in piped.stderr
 
 
-@pytest.mark.slow
 def test_ctrl_c_during_an_import_imports_nothing_and_removes_the_store_it_created(
         tmp_path: Path) -> None:
     """SIGINT while the records are staged: Python's KeyboardInterrupt unwinds the one

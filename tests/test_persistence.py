@@ -315,7 +315,6 @@ def _run_until_killed(script: Path, args: list[str], target: int, cwd: Path) -> 
 
 
 @pytest.mark.backend_neutral
-@pytest.mark.slow
 @pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
 def test_crash_loop_did_real_work(crash_runs: list[dict[str, Any]]) -> None:
     iterations = ITERATIONS[crash_runs[0]["index"]]
@@ -329,7 +328,6 @@ def test_crash_loop_did_real_work(crash_runs: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.backend_neutral
-@pytest.mark.slow
 @pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
 def test_sigkill_loses_no_acknowledged_write_and_leaves_no_erased_byte(
         crash_runs: list[dict[str, Any]]) -> None:
@@ -354,7 +352,6 @@ def _lost(run: dict[str, Any]) -> str:
 
 
 @pytest.mark.backend_neutral
-@pytest.mark.slow
 @pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
 def test_crashed_store_keeps_working(crash_runs: list[dict[str, Any]]) -> None:
     """After the last crash the store accepts writes, and they survive a clean reopen."""
