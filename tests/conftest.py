@@ -46,8 +46,9 @@ own suites, and ``postgres`` (:data:`ADAPTER_PG`) on every adapter module
 (``test_persistence`` tests SQLite's files and crashes; the multi-process tests of
 PostgreSQL are ``test_*_postgres``). ``@pytest.mark.backend_neutral`` marks a
 test of a matrix module that runs once. Store files made without a path live on tmpfs
-(``/dev/shm``) when there is one; durability is tested on disk by the crash tests of
-``test_persistence``.
+(``/dev/shm``) when there is one; ``make pytest`` puts the rest there too (``TMPDIR``):
+the crash tests of ``test_persistence`` kill processes, whose writes survive in the
+page cache, so a disk would add only time (no test simulates a power cut).
 
 The record-store and index conformance suites (``test_records``, ``test_index``) run
 per implementation themselves; ``test_open`` and ``test_embedders`` test what ``open``

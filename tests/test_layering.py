@@ -22,6 +22,7 @@ Three graphs:
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,10 +92,17 @@ def _targets(name: str, package: bool, node: ast.Import | ast.ImportFrom) -> set
     return subs | rest
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
 def _graph(every: bool) -> dict[str, set[str]]:
+    """The graph (read once per run: the tests only look at it)."""
     graph = {}
     for name, (path, package) in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)] \
             if every else list(_run_at_import(tree.body))
         graph[name] = set().union(*(_targets(name, package, n) for n in nodes)) - {name}
