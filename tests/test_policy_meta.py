@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis.stateful import run_state_machine_as_test
 from invariants import check_invariants
-from test_properties import MACHINE_SETTINGS, StoreMachine
+from test_properties import SIZES, StoreMachine, machine_settings
 
 from mars_core.audit import AuditOp
 from mars_core.clock import FakeClock
@@ -314,5 +315,9 @@ class MetaStoreMachine(StoreMachine):
     policy = "meta"
 
 
-TestMetaStoreMachine = MetaStoreMachine.TestCase
-TestMetaStoreMachine.settings = MACHINE_SETTINGS
+@pytest.mark.backend_neutral  # MemoryStore.open's own default, as a unittest case had
+@pytest.mark.parametrize("size", SIZES)
+def test_meta_store_machine(size: str) -> None:
+    """test_properties' state machine under the meta policy (25 examples in full, 2 in
+    the smoke: each step runs the bandit's arms)."""
+    run_state_machine_as_test(MetaStoreMachine, settings=machine_settings(size, smoke_examples=2))
