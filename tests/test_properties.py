@@ -3,10 +3,11 @@
 Every test runs on each backend of the matrix (``tests/conftest.py``); the state machine
 explores 25 examples on the in-memory backend and 4 on the others (``make test-heavy``;
 ``make test`` runs the first 4 in memory and elsewhere 1 of at most 15 steps:
-:func:`machine_settings`). A hypothesis state machine drives a persisted store (``MemoryStore.open`` on a temporary
-directory) through random adds, retrievals, forgets, updates, restores, links and
-reopens, and checks :func:`invariants.check_invariants` after every step. A second set
-of tests replays one seeded script in two fresh directories and demands identical
+:func:`machine_settings`). A hypothesis state machine drives a persisted store
+(``MemoryStore.open`` on a temporary directory) through random adds, retrievals,
+forgets, updates, restores, links and reopens, and checks
+:func:`invariants.check_invariants` after every step. A second set of tests replays one
+seeded script in two fresh directories and demands identical
 exports, audit events and ids.
 """
 
