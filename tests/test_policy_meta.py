@@ -227,10 +227,13 @@ def test_same_seed_same_arm_choices(mk: StoreFactory) -> None:
     assert set(runs[0].values()) == set(make_policy("meta").arm_names)  # warm-up plays all
 
 
+@pytest.mark.parametrize("steps", [pytest.param(300, id="smoke"),
+                                   pytest.param(600, marks=pytest.mark.heavy, id="full")])
 @pytest.mark.parametrize("arms", [["random", "lru"], ["random", "fifo"]])
-def test_learns_to_prefer_recency_on_a_recency_stream(mk: StoreFactory, arms: list[str]) -> None:
+def test_learns_to_prefer_recency_on_a_recency_stream(mk: StoreFactory, arms: list[str],
+                                                      steps: int) -> None:
     store = mk(budget=120, policy_params={"arms": arms, "decision_interval": 5})
-    recency_workload(store, 600, seed=0)
+    recency_workload(store, steps, seed=0)
     chosen = [arm for _, arm in sorted(decisions(store).items())]
     late = Counter(chosen[len(chosen) // 2:])
     assert late[arms[1]] >= 0.75 * sum(late.values()), late
