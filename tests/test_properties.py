@@ -364,10 +364,12 @@ def run_script(path: Path, seed: int, *, steps: int = 120, policy: str = "lru",
         store.close()
 
 
+@pytest.mark.parametrize("steps", [pytest.param(60, id="smoke"),
+                                   pytest.param(120, marks=pytest.mark.heavy, id="full")])
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
-def test_same_seed_same_store(tmp_path: Path, policy: str) -> None:
-    a = run_script(tmp_path / "a", 1234, policy=policy)
-    b = run_script(tmp_path / "b", 1234, policy=policy)
+def test_same_seed_same_store(tmp_path: Path, policy: str, steps: int) -> None:
+    a = run_script(tmp_path / "a", 1234, policy=policy, steps=steps)
+    b = run_script(tmp_path / "b", 1234, policy=policy, steps=steps)
     assert a["ids"] == b["ids"]
     assert a["returned"] == b["returned"]
     assert a["audit"] == b["audit"]
@@ -377,7 +379,7 @@ def test_same_seed_same_store(tmp_path: Path, policy: str) -> None:
     ops = {e["op"] for e in a["audit"]}
     assert {"insert", "evict", "access", "update", "restore"} <= ops
     # and a different seed gives a different store (the comparison can fail)
-    c = run_script(tmp_path / "c", 4321, policy=policy)
+    c = run_script(tmp_path / "c", 4321, policy=policy, steps=steps)
     assert c["audit"] != a["audit"]
 
 
