@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from mars_core.errors import (
 )
 from mars_core.model import MAX_CONTENT_CHARS, SemanticPayload
 from mars_core.store import MemoryStore
+from mars_core.testing import StoreFactory
 
 BUDGET = 60
 OTHER_BUDGET = 20
@@ -57,6 +58,11 @@ class World:
 
 @pytest.fixture
 def world(make_store: Callable[..., MemoryStore], tmp_path: Path) -> World:
+    return build_world(make_store, tmp_path)
+
+
+def build_world(make_store: Callable[..., MemoryStore], tmp_path: Path) -> World:
+    """The populated store of :class:`World` (on the test's kind of store)."""
     store = make_store(budget=BUDGET, namespace_budgets={"other": OTHER_BUDGET})
     a = store.add("Ana moved to Lisbon in May", type="episodic")
     b = store.add("Ana lives in Lisbon", type="semantic",
@@ -325,10 +331,63 @@ CASES: list[tuple[str, type[MarsError], Callable[[World], Any]]] = [
 ]
 
 
+REUSES = 15
+"""Refusal cases one shared world serves before it is built afresh (it gathers one
+archived memory per case, which every snapshot reads)."""
+
+
+SHAREABLE = ("ram",)
+"""The kinds whose world the refusal cases share: a store of the others lives only as long
+as the test that made it (``kind_parts`` hands the embedded Chroma's files back read-only
+when the test ends), so there each case builds its own, as before."""
+
+
+@dataclass
+class SharedWorld:
+    """The world the refusal cases of a kind of :data:`SHAREABLE` share, built once per
+    :data:`REUSES` cases: a case refuses and changes nothing (what it asserts), then its
+    still-working memory is forgotten, so the next case meets the same active memories.
+    A case that fails leaves it ``dirty``: the next one gets a new world."""
+
+    factory: StoreFactory
+    kind: str = ""
+    world: World | None = None
+    uses: int = 0
+    dirty: bool = False
+
+    def get(self, kind: str, tmp: Path) -> World:
+        if self.world is None or self.dirty or self.uses >= REUSES or kind != self.kind:
+            if self.world is not None:
+                self.factory.close()
+            self.world, self.uses, self.kind = build_world(self.factory, tmp), 0, kind
+        self.uses += 1
+        self.dirty = True  # until the case's last assertion passed
+        return replace(self.world, tmp=tmp)  # each case's files in its own directory
+
+
+@pytest.fixture(scope="module")
+def shared_world() -> Iterator[SharedWorld]:
+    with StoreFactory(audit_key=bytes(range(32))) as factory:  # conftest's `key`
+        yield SharedWorld(factory)
+
+
+@pytest.fixture
+def refusal_world(shared_world: SharedWorld, store_kind: str, tmp_path: Path,
+                  make_store: Callable[..., MemoryStore]) -> World:
+    """The :class:`World` of :func:`world`, shared by the refusal cases of one kind
+    (building one is most of a case's time): each case compares the state before and
+    after its call. Built while the test's kind is in force, as :func:`world` is."""
+    if store_kind not in SHAREABLE:
+        return build_world(make_store, tmp_path)
+    return shared_world.get(store_kind, tmp_path)
+
+
 @pytest.mark.parametrize(("expected", "action"), [(e, a) for _, e, a in CASES],
                          ids=[c[0] for c in CASES])
 def test_bad_input_is_refused_and_changes_nothing(
-        world: World, expected: type[MarsError], action: Callable[[World], Any]) -> None:
+        refusal_world: World, shared_world: SharedWorld, expected: type[MarsError],
+        action: Callable[[World], Any]) -> None:
+    world = refusal_world
     before = snapshot(world.store)
     with pytest.raises(MarsError) as excinfo:
         action(world)
@@ -339,6 +398,9 @@ def test_bad_input_is_refused_and_changes_nothing(
     # the store still works after the refusal
     node = world.store.add("still working after a refusal")
     assert world.store.get(node.id).content == "still working after a refusal"
+    # the next case shares this world: it gets the same active memories
+    assert world.store.forget(node.id).status.value == "archived"
+    shared_world.dirty = False
 
 
 def test_corpus_is_large_enough() -> None:

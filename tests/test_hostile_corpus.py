@@ -26,8 +26,8 @@ import asyncio
 import json
 import math
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -64,6 +64,7 @@ from mars_core.errors import (
 )
 from mars_core.model import MAX_CONTENT_CHARS, MemoryType, SemanticPayload
 from mars_core.store import MemoryStore
+from mars_core.testing import StoreFactory
 
 BUDGET = 200
 OTHER_BUDGET = 40
@@ -119,6 +120,11 @@ class World:
 def world(make_store: Callable[..., MemoryStore], tmp_path: Path,
           monkeypatch: pytest.MonkeyPatch) -> World:
     monkeypatch.chdir(tmp_path)  # a path that resolves to the working directory stays here
+    return build_world(make_store, tmp_path)
+
+
+def build_world(make_store: Callable[..., MemoryStore], tmp_path: Path) -> World:
+    """The populated store of :class:`World` and the adapters over it."""
     store = make_store(budget=BUDGET, namespace_budgets={"other": OTHER_BUDGET})
     a = store.add("Ana moved to Lisbon in May", type="episodic")
     b = store.add("Ana lives in Lisbon", type="semantic",
@@ -1111,10 +1117,54 @@ LLAMAINDEX: list[Case] = [
 ALL: list[Case] = [*CORE, *READ, *ADMIN, *CONSTRUCT, *ASYNC, *LANGCHAIN, *LLAMAINDEX]
 
 
+REUSES = 25
+"""Refusal cases one shared world serves before it is built afresh (it gathers one
+archived memory per case, which every ``state`` comparison reads)."""
+
+
+@dataclass
+class SharedWorld:
+    """The world the refusal cases share, built once per :data:`REUSES` cases: a case
+    refuses and changes nothing (what it asserts), then its still-working memory is
+    forgotten, so the next case meets the same active memories. A case that fails
+    leaves it ``dirty``: the next one gets a new world."""
+
+    factory: StoreFactory
+    world: World | None = None
+    uses: int = 0
+    dirty: bool = False
+
+    def get(self, tmp: Path) -> World:
+        if self.world is None or self.dirty or self.uses >= REUSES:
+            if self.world is not None:
+                self.world.store.close()
+            self.world, self.uses = build_world(self.factory, tmp), 0
+        self.uses += 1
+        self.dirty = True  # until the case's last assertion passed
+        return replace(self.world, tmp=tmp)  # each case's files in its own directory
+
+
+@pytest.fixture(scope="module")
+def shared_world() -> Iterator[SharedWorld]:
+    with StoreFactory(audit_key=bytes(range(32))) as factory:  # conftest's `key`
+        yield SharedWorld(factory)
+
+
+@pytest.fixture
+def refusal_world(shared_world: SharedWorld, tmp_path: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> World:
+    """The :class:`World` of :func:`world`, shared by the refusal cases (building one is
+    most of a case's time): each case compares the state before and after its call."""
+    monkeypatch.chdir(tmp_path)
+    return shared_world.get(tmp_path)
+
+
 @pytest.mark.parametrize(("expected", "action"), [(c.expected, c.action) for c in ALL],
                          ids=[c.id for c in ALL])
 def test_hostile_input_is_refused_and_changes_nothing(
-        world: World, expected: type[MarsError], action: Callable[[World], Any]) -> None:
+        refusal_world: World, shared_world: SharedWorld, expected: type[MarsError],
+        action: Callable[[World], Any]) -> None:
+    world = refusal_world
     before = state(world.store)
     with pytest.raises(MarsError) as excinfo:
         action(world)
@@ -1130,6 +1180,9 @@ def test_hostile_input_is_refused_and_changes_nothing(
     node = world.store.add("still working after a refusal")
     assert world.store.get(node.id).content == "still working after a refusal"
     assert world.lc.get(NS, "k1") is not None
+    # the next case shares this world: it gets the same active memories
+    assert world.store.forget(node.id).status.value == "archived"
+    shared_world.dirty = False
 
 
 # --- the CLI -------------------------------------------------------------------------------

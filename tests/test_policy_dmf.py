@@ -349,7 +349,11 @@ def random_workload(store: MemoryStore, rng: random.Random, n: int, check: Any) 
     return pruned
 
 
-def test_tiny_tolerance_gives_the_exact_order(mk: StoreFactory) -> None:
+@pytest.mark.parametrize(("adds", "floor"), [
+    pytest.param(100, 30, id="smoke"), pytest.param(200, 60, marks=pytest.mark.heavy, id="full")])
+def test_tiny_tolerance_gives_the_exact_order(mk: StoreFactory, adds: int, floor: int) -> None:
+    """Each add's prunes are exactly the brute-force order's (``floor``: the workload
+    pruned at least 0.3 memories per add, as the full 200 adds prune more than 60)."""
     store = mk(60, policy_params={"drift_tolerance": 1e-12})
 
     def check(before: dict[str, MemoryNode], scores: dict[str, tuple[bool, float]],
@@ -359,12 +363,16 @@ def test_tiny_tolerance_gives_the_exact_order(mk: StoreFactory) -> None:
         order = sorted(rest, key=lambda m: (*scores[m.id], m.step, m.seq))
         assert pruned == exact_evictions(order, need)
 
-    assert random_workload(store, random.Random(8), 200, check) > 60
+    assert random_workload(store, random.Random(8), adds, check) > floor
 
 
-def test_default_tolerance_keeps_the_stated_bound(mk: StoreFactory) -> None:
+@pytest.mark.parametrize(("adds", "floor"), [
+    pytest.param(125, 30, id="smoke"), pytest.param(250, 60, marks=pytest.mark.heavy, id="full")])
+def test_default_tolerance_keeps_the_stated_bound(mk: StoreFactory, adds: int,
+                                                  floor: int) -> None:
     """Every pruned memory's S_prune is below every kept memory's S_prune + 0.02 (same
-    tier), and no healthy memory goes while an unhealthy one stays."""
+    tier), and no healthy memory goes while an unhealthy one stays (``floor``: prunes
+    the workload made at least, 0.24 per add)."""
     store = mk(60)
     worst = 0.0
 
@@ -381,7 +389,7 @@ def test_default_tolerance_keeps_the_stated_bound(mk: StoreFactory) -> None:
                     assert sx < sy + 0.02 + 1e-12
                     worst = max(worst, sx - sy)
 
-    assert random_workload(store, random.Random(4), 250, check) > 60
+    assert random_workload(store, random.Random(4), adds, check) > floor
     assert worst > 0  # the approximation was exercised, within its bound
     policy = policy_of(store)
     inserts = sum(1 for e in store.audit.events() if e.op.value == "insert")
@@ -409,15 +417,21 @@ def script(mk: StoreFactory, path: Path | None, seed: int, reopen_every: int | N
 
 
 @pytest.mark.backend_neutral
-def test_reopen_gives_the_same_decisions(mk: StoreFactory, tmp_path: Path) -> None:
-    a = script(mk, tmp_path / "a", 31)
-    b = script(mk, tmp_path / "b", 31, reopen_every=9)
+@pytest.mark.parametrize(("ops", "kills", "prunes"), [
+    pytest.param(200, 5, 10, id="smoke"),
+    pytest.param(300, 5, 20, marks=pytest.mark.heavy, id="full")])
+def test_reopen_gives_the_same_decisions(mk: StoreFactory, tmp_path: Path, ops: int,
+                                         kills: int, prunes: int) -> None:
+    """The script with a reopen every 9 operations decides as without, and as in memory
+    (``kills``/``prunes``: both kinds of eviction happened, in proportion to ``ops``)."""
+    a = script(mk, tmp_path / "a", 31, ops=ops)
+    b = script(mk, tmp_path / "b", 31, reopen_every=9, ops=ops)
     kinds = [e["rationale"].split(":")[1].strip() for e in a["audit"] if e["op"] == "evict"
              and e["policy"] == "dmf"]
-    assert kinds.count("DMF hard-kill") > 5 and kinds.count("DMF budget pruning") > 20
+    assert kinds.count("DMF hard-kill") > kills and kinds.count("DMF budget pruning") > prunes
     assert b["audit"] == a["audit"]
     assert b["export"] == a["export"]
-    assert script(mk, None, 31)["audit"] == a["audit"]
+    assert script(mk, None, 31, ops=ops)["audit"] == a["audit"]
 
 
 # --- property: the budget holds after every operation ---------------------------------------

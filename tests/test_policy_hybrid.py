@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import run_state_machine_as_test
 from invariants import check_invariants
-from test_properties import MACHINE_SETTINGS, StoreMachine
+from test_properties import SIZES, StoreMachine, machine_settings
 
 from mars_core.audit import AuditOp
 from mars_core.clock import FakeClock
@@ -260,8 +261,11 @@ class HybridStoreMachine(StoreMachine):
     policy = "hybrid"
 
 
-TestHybridStoreMachine = HybridStoreMachine.TestCase
-TestHybridStoreMachine.settings = MACHINE_SETTINGS
+@pytest.mark.backend_neutral  # MemoryStore.open's own default, as a unittest case had
+@pytest.mark.parametrize("size", SIZES)
+def test_hybrid_store_machine(size: str) -> None:
+    """test_properties' state machine under the hybrid policy (25 examples in full)."""
+    run_state_machine_as_test(HybridStoreMachine, settings=machine_settings(size))
 
 
 def test_incremental_skim_matches_a_full_scan(mk: StoreFactory) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis.stateful import run_state_machine_as_test
 from invariants import check_invariants
-from test_properties import MACHINE_SETTINGS, StoreMachine
+from test_properties import SIZES, StoreMachine, machine_settings
 
 from mars_core.audit import AuditOp
 from mars_core.clock import FakeClock
@@ -226,10 +227,13 @@ def test_same_seed_same_arm_choices(mk: StoreFactory) -> None:
     assert set(runs[0].values()) == set(make_policy("meta").arm_names)  # warm-up plays all
 
 
+@pytest.mark.parametrize("steps", [pytest.param(300, id="smoke"),
+                                   pytest.param(600, marks=pytest.mark.heavy, id="full")])
 @pytest.mark.parametrize("arms", [["random", "lru"], ["random", "fifo"]])
-def test_learns_to_prefer_recency_on_a_recency_stream(mk: StoreFactory, arms: list[str]) -> None:
+def test_learns_to_prefer_recency_on_a_recency_stream(mk: StoreFactory, arms: list[str],
+                                                      steps: int) -> None:
     store = mk(budget=120, policy_params={"arms": arms, "decision_interval": 5})
-    recency_workload(store, 600, seed=0)
+    recency_workload(store, steps, seed=0)
     chosen = [arm for _, arm in sorted(decisions(store).items())]
     late = Counter(chosen[len(chosen) // 2:])
     assert late[arms[1]] >= 0.75 * sum(late.values()), late
@@ -314,5 +318,9 @@ class MetaStoreMachine(StoreMachine):
     policy = "meta"
 
 
-TestMetaStoreMachine = MetaStoreMachine.TestCase
-TestMetaStoreMachine.settings = MACHINE_SETTINGS
+@pytest.mark.backend_neutral  # MemoryStore.open's own default, as a unittest case had
+@pytest.mark.parametrize("size", SIZES)
+def test_meta_store_machine(size: str) -> None:
+    """test_properties' state machine under the meta policy (25 examples in full, 2 in
+    the smoke: each step runs the bandit's arms)."""
+    run_state_machine_as_test(MetaStoreMachine, settings=machine_settings(size, smoke_examples=2))

@@ -64,10 +64,13 @@ def test_registered() -> None:
     assert make_policy("random").params() == {"selection": "uniform", "generator": "store seed"}
 
 
-def test_each_memory_is_equally_likely_across_seeds(mk: StoreFactory) -> None:
-    """400 stores with seeds 0..399: 8 equal memories fill the budget, a 9th evicts one."""
+@pytest.mark.parametrize("seeds", [pytest.param(100, id="smoke"),
+                                   pytest.param(400, marks=pytest.mark.heavy, id="full")])
+def test_each_memory_is_equally_likely_across_seeds(mk: StoreFactory, seeds: int) -> None:
+    """400 stores with seeds 0..399 (the smoke: 0..99): 8 equal memories fill the budget,
+    a 9th evicts one."""
     counts: Counter[int] = Counter()
-    for seed in range(400):
+    for seed in range(seeds):
         with mk(16, seed=seed) as store:
             ids = [store.add(f"memory {i}").id for i in range(8)]
             assert all(store.get(i).weight == 2 for i in ids)

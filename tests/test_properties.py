@@ -1,11 +1,13 @@
 """Property-based tests: random operation sequences keep every invariant, and replay exactly.
 
 Every test runs on each backend of the matrix (``tests/conftest.py``); the state machine
-explores 25 examples on the in-memory backend and 4 on the others. A hypothesis state
-machine drives a persisted store (``MemoryStore.open`` on a temporary
-directory) through random adds, retrievals, forgets, updates, restores, links and
-reopens, and checks :func:`invariants.check_invariants` after every step. A second set
-of tests replays one seeded script in two fresh directories and demands identical
+explores 25 examples on the in-memory backend and 4 on the others (``make test-heavy``;
+``make test`` runs the first 4 in memory and elsewhere 1 of at most 15 steps:
+:func:`machine_settings`). A hypothesis state machine drives a persisted store
+(``MemoryStore.open`` on a temporary directory) through random adds, retrievals,
+forgets, updates, restores, links and reopens, and checks
+:func:`invariants.check_invariants` after every step. A second set of tests replays one
+seeded script in two fresh directories and demands identical
 exports, audit events and ids.
 """
 
@@ -268,14 +270,36 @@ MATRIX_EXAMPLES = 4
 """Examples per machine on the other backends of the matrix (25 on the in-memory one):
 the rules and invariants are the same, the backends are slower by 10-50x per write."""
 
+SMOKE_EXAMPLES = {"ram": 4, "other": 1}
+"""``make test``'s smoke of each state machine: the same rules and invariants on the first
+examples of the same derandomized search (the full 25 / 4 run is ``make test-heavy``)."""
 
+SMOKE_STEPS = {"ram": MACHINE_SETTINGS.stateful_step_count, "other": 15}
+"""Steps per example of the smoke (30 in full): a write on the servers' kinds costs the most."""
+
+SIZES = ["smoke", pytest.param("full", marks=pytest.mark.heavy, id="full")]
+"""The two sizes of a heavy test of this module: ``make test``'s smoke, and the full run."""
+
+
+def machine_settings(size: str, store_kind: str = "ram", *,
+                     smoke_examples: int | None = None) -> settings:
+    """The settings of a state machine run of ``size`` on ``store_kind``: the full run's
+    examples (25 in RAM, :data:`MATRIX_EXAMPLES` elsewhere), or the smoke's (a slower
+    policy's machine may ask for fewer, ``smoke_examples``)."""
+    if size == "full":
+        return settings(MACHINE_SETTINGS, max_examples=MACHINE_SETTINGS.max_examples
+                        if store_kind == "ram" else MATRIX_EXAMPLES)
+    which = "ram" if store_kind == "ram" else "other"
+    return settings(MACHINE_SETTINGS, max_examples=smoke_examples or SMOKE_EXAMPLES[which],
+                    stateful_step_count=SMOKE_STEPS[which])
+
+
+@pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("machine", [LruStoreMachine, FifoStoreMachine,
                                      ReflectionStoreMachine],
                          ids=["lru", "fifo", "reflection"])
-def test_state_machine(machine: type[StoreMachine], store_kind: str) -> None:
-    examples = MACHINE_SETTINGS.max_examples if store_kind == "ram" else MATRIX_EXAMPLES
-    run_state_machine_as_test(machine, settings=settings(MACHINE_SETTINGS,
-                                                         max_examples=examples))
+def test_state_machine(machine: type[StoreMachine], store_kind: str, size: str) -> None:
+    run_state_machine_as_test(machine, settings=machine_settings(size, store_kind))
 
 
 # --- determinism -------------------------------------------------------------------------
@@ -340,10 +364,12 @@ def run_script(path: Path, seed: int, *, steps: int = 120, policy: str = "lru",
         store.close()
 
 
+@pytest.mark.parametrize("steps", [pytest.param(60, id="smoke"),
+                                   pytest.param(120, marks=pytest.mark.heavy, id="full")])
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
-def test_same_seed_same_store(tmp_path: Path, policy: str) -> None:
-    a = run_script(tmp_path / "a", 1234, policy=policy)
-    b = run_script(tmp_path / "b", 1234, policy=policy)
+def test_same_seed_same_store(tmp_path: Path, policy: str, steps: int) -> None:
+    a = run_script(tmp_path / "a", 1234, policy=policy, steps=steps)
+    b = run_script(tmp_path / "b", 1234, policy=policy, steps=steps)
     assert a["ids"] == b["ids"]
     assert a["returned"] == b["returned"]
     assert a["audit"] == b["audit"]
@@ -353,17 +379,19 @@ def test_same_seed_same_store(tmp_path: Path, policy: str) -> None:
     ops = {e["op"] for e in a["audit"]}
     assert {"insert", "evict", "access", "update", "restore"} <= ops
     # and a different seed gives a different store (the comparison can fail)
-    c = run_script(tmp_path / "c", 4321, policy=policy)
+    c = run_script(tmp_path / "c", 4321, policy=policy, steps=steps)
     assert c["audit"] != a["audit"]
 
 
+@pytest.mark.parametrize("steps", [pytest.param(40, id="smoke"),
+                                   pytest.param(120, marks=pytest.mark.heavy, id="full")])
 @pytest.mark.parametrize("policy", ["lru", "fifo"])
 def test_reopening_does_not_change_decisions(tmp_path: Path, policy: str,
-                                             store_kind: str) -> None:
+                                             store_kind: str, steps: int) -> None:
     """The views rebuilt on open (policy order included) equal the incremental ones:
     the same script with a reopen every 7 steps ends in the same store and audit."""
-    a = run_script(tmp_path / "a", 99, policy=policy)
-    b = run_script(tmp_path / "b", 99, policy=policy, reopen_every=7)
+    a = run_script(tmp_path / "a", 99, policy=policy, steps=steps)
+    b = run_script(tmp_path / "b", 99, policy=policy, reopen_every=7, steps=steps)
     # exact on every backend, Qdrant's local mode included: its collections use a dot
     # product of the vectors as sent (Cosine renormalised them in place on every search)
     assert b["returned"] == a["returned"]
