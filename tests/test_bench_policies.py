@@ -30,11 +30,27 @@ KEYS = {"policy", "n", "nlp", "params", "fill", "fill_s", "warmup_adds", "first_
 STATS = {"median", "p99", "mean"}
 
 
-@pytest.fixture(scope="module")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+SMOKE_POLICIES = ("fifo", "dmf", "reflection")
+"""The smoke's grid: two goal policies and a slow one (the full run: every policy)."""
+
+
+@pytest.fixture(scope="module", params=[
+    "smoke", pytest.param("full", marks=pytest.mark.heavy)])
+def quick(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """``mars bench policies --quick`` (``full``), or the same on a few policies (``smoke``)."""
     out = tmp_path_factory.mktemp("bench")
-    assert cli_main(["bench", "policies", "--quick", "--out", str(out)]) == 0
+    chosen = ["--policies", ",".join(SMOKE_POLICIES)] if request.param == "smoke" else []
+    assert cli_main(["bench", "policies", "--quick", "--out", str(out), *chosen]) == 0
     return out, json.loads((out / "policies.json").read_text())
+
+
+def _asked(request: pytest.FixtureRequest) -> set[str]:
+    """The policies the run of ``quick`` was asked for: every one but ``learned`` (it needs
+    a trained model), or the smoke's."""
+    if request.node.callspec.params["quick"] == "smoke":
+        return set(SMOKE_POLICIES)
+    return {p for p in available() if p != "learned"}
 
 
 def test_files_exist(quick: tuple[Path, dict[str, Any]]) -> None:
@@ -44,11 +60,11 @@ def test_files_exist(quick: tuple[Path, dict[str, Any]]) -> None:
     assert doc["meta"]["quick"] is True
 
 
-def test_grid_covers_every_policy_at_both_sizes(quick: tuple[Path, dict[str, Any]]) -> None:
+def test_grid_covers_every_policy_at_both_sizes(quick: tuple[Path, dict[str, Any]],
+                                                request: pytest.FixtureRequest) -> None:
     rows = [r for r in quick[1]["rows"] if not r.get("reference")]
     assert {(r["policy"], r["n"]) for r in rows} == {
-        (p, n) for p in available() if p != "learned"  # needs a trained model
-        for n in (500, 2000)}
+        (p, n) for p in _asked(request) for n in (500, 2000)}
     refs = {r["reference"] for r in quick[1]["rows"] if r.get("reference")}
     assert refs == {"nlp on", "default Ω_kill"}
 

@@ -5,7 +5,7 @@ included) with byte-identical reports. The statistics themselves: ``test_fifa_st
 
 The reduced grid uses base-size worlds with absolute 1000- and 4000-token budgets (a store
 pressure like the full grid's lower levels, for a fraction of the CPU) so the suite stays
-fast.
+fast: six seeds in its full run (``heavy``), three half-size worlds in ``make test``.
 """
 
 from __future__ import annotations
@@ -175,15 +175,22 @@ def test_tight_budgets_make_policies_act_and_differ() -> None:
     assert runs["fifo"].verdicts != runs["random"].verdicts
 
 
-def _reduced_grid() -> list[dict[str, Any]]:
-    tasks = [Task(seed, "crisis_management", pol, ((1000, 1000), (4000, 4000)), 1.0)
-             for seed in range(6) for pol in ("lru", "random", "reflection")]
+REDUCED = {"smoke": (range(3), 0.5), "full": (range(6), 1.0)}
+"""The reduced grid's worlds (seeds, scale): six base-size worlds in its full run, three
+half-size ones in ``make test``'s smoke (the 1000-token budget still binds in every world,
+the 4000-token one in none, as in the full run)."""
+
+
+def _reduced_grid(seeds: range, scale: float) -> list[dict[str, Any]]:
+    tasks = [Task(seed, "crisis_management", pol, ((1000, 1000), (4000, 4000)), scale)
+             for seed in seeds for pol in ("lru", "random", "reflection")]
     return run_grid(tasks, workers=2, progress=False)
 
 
-@pytest.fixture(scope="module")
-def reduced() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    cells = _reduced_grid()
+@pytest.fixture(scope="module", params=[
+    "smoke", pytest.param("full", marks=pytest.mark.heavy)])
+def reduced(request: pytest.FixtureRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    cells = _reduced_grid(*REDUCED[request.param])
     return cells, controls(cells, aggregate(cells))
 
 
@@ -228,13 +235,16 @@ def test_control_performance_non_decreasing_in_budget(reduced: Any) -> None:
     assert loose >= tight
 
 
+@pytest.mark.parametrize("scale", [0.3, pytest.param(0.5, marks=pytest.mark.heavy, id="full")])
 def test_smoke_run_with_relative_budgets_and_statistics_is_byte_identical(
-        tmp_path: Path) -> None:
+        tmp_path: Path, scale: float) -> None:
     """The whole pipeline on a tiny grid (relative budgets, the ANOVA, McNemar, Table 4
-    beside the paper's), twice: one worker and two give the same bytes."""
+    beside the paper's), twice: one worker and two give the same bytes. `make test` runs
+    it on worlds of scale 0.3, the full run on worlds of scale 0.5."""
     kw: dict[str, Any] = {"seeds": (0, 1), "budgets": (8000, 32000),
                           "policies": ("fifo", "random", "hybrid"),
-                          "scenarios": ("crisis_management",), "scale": 0.5, "progress": False}
+                          "scenarios": ("crisis_management",), "scale": scale,
+                          "progress": False}
     a = run_fifa(tmp_path / "a", plots=True, workers=1, **kw)
     run_fifa(tmp_path / "b", plots=False, workers=2, **kw)
     for name in ("results.json", "report.md"):

@@ -77,11 +77,37 @@ def test_the_summary_is_what_every_results_file_renders() -> None:
            "any --regenerate-docs command (each rewrites the summary)")
 
 
+@pytest.mark.heavy
 def test_fifa_quick_grid_still_gives_the_pages_figures() -> None:
-    """Reruns `mars bench fifa --quick`'s grid (7 policies, 2 levels, 1 world; ~30 s on two
-    loaded cores) and compares every metric of every cell with fifa_quick.json."""
+    """Reruns `mars bench fifa --quick`'s grid (7 policies, 2 levels, 1 world; ~80 s of
+    CPU) and compares every metric of every cell with fifa_quick.json. `make test` runs
+    :func:`test_fifa_quick_grid_cell_still_gives_the_pages_figures` instead."""
     page = _results("fifa_quick.json")
     diff = fifa_docs.quick_diff(page, fifa_docs.quick_run(workers=2))
+    assert not diff, (f"the FiFA quick grid no longer gives the figures of "
+                      f"docs/benchmarks/fifa.md ({len(diff)} differ, e.g. {diff[:5]}); if "
+                      f"the change is meant, run `{fifa_docs.COMMAND}` and explain the new "
+                      "figures on the page")
+
+
+def test_fifa_quick_grid_cell_still_gives_the_pages_figures() -> None:
+    """The smoke of the quick grid: its world's stored volume, then one task of it (FIFO
+    at the 2k level, the output check on), every metric compared with fifa_quick.json."""
+    from mars_core.bench.fifa.metrics import METRICS
+    from mars_core.bench.fifa.runner import QUICK, grid_tasks, measure_volumes, run_task
+
+    page = _results("fifa_quick.json")
+    seeds, scenarios, scale = QUICK["seeds"], QUICK["scenarios"], QUICK["scale"]
+    vols = measure_volumes(seeds, scenarios, scale)
+    (task,) = grid_tasks(seeds, ["fifo"], QUICK["budgets"][:1], scale, volumes=vols,
+                         scenarios=scenarios)
+    (cell,) = run_task(task)
+    key = f"{cell['policy']}/{cell['budget']}/{cell['scenario']}"
+    code = {m: (None if cell["metrics"][m] is None else round(cell["metrics"][m], 4))
+            for m in METRICS}
+    code["withheld_per_answer"] = round(
+        cell["counts"]["withheld"] / max(1, cell["counts"]["answers"]), 4)
+    diff = fifa_docs.quick_diff({"cells": {key: page["cells"][key]}}, {"cells": {key: code}})
     assert not diff, (f"the FiFA quick grid no longer gives the figures of "
                       f"docs/benchmarks/fifa.md ({len(diff)} differ, e.g. {diff[:5]}); if "
                       f"the change is meant, run `{fifa_docs.COMMAND}` and explain the new "
