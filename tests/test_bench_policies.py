@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from pngs import assert_plots
+from run_once import once_per_run
 
 from mars_core.bench import policies as bench
 from mars_core.cli import main as cli_main
@@ -39,10 +40,13 @@ SMOKE_POLICIES = ("fifo", "dmf", "reflection")
 def quick(request: pytest.FixtureRequest,
           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """``mars bench policies --quick`` (``full``), or the same on a few policies (``smoke``)."""
-    out = tmp_path_factory.mktemp("bench")
     chosen = ["--policies", ",".join(SMOKE_POLICIES)] if request.param == "smoke" else []
-    assert cli_main(["bench", "policies", "--quick", "--out", str(out), *chosen]) == 0
-    return out, json.loads((out / "policies.json").read_text())
+
+    def run(out: Path) -> tuple[Path, dict[str, Any]]:
+        assert cli_main(["bench", "policies", "--quick", "--out", str(out), *chosen]) == 0
+        return out, json.loads((out / "policies.json").read_text())
+
+    return once_per_run(tmp_path_factory, f"bench-policies-{request.param}", run)
 
 
 def _asked(request: pytest.FixtureRequest) -> set[str]:

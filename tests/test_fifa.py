@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from pngs import assert_plots
+from run_once import once_per_run
 
 from mars_core.bench.fifa import FIFA_VERSION, run_fifa
 from mars_core.bench.fifa.analysis import pairwise
@@ -189,9 +190,13 @@ def _reduced_grid(seeds: range, scale: float) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module", params=[
     "smoke", pytest.param("full", marks=pytest.mark.heavy)])
-def reduced(request: pytest.FixtureRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    cells = _reduced_grid(*REDUCED[request.param])
-    return cells, controls(cells, aggregate(cells))
+def reduced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def run(_: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        cells = _reduced_grid(*REDUCED[request.param])
+        return cells, controls(cells, aggregate(cells))
+
+    return once_per_run(tmp_path_factory, f"fifa-reduced-{request.param}", run)
 
 
 def test_control_random_drop_below_lru_when_recency_dominates(reduced: Any) -> None:
