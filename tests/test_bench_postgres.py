@@ -6,7 +6,9 @@ is)."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,10 +48,44 @@ def test_the_latency_and_the_writer_sections_run_and_report(
     assert (tmp_path / "postgres.md").read_text().startswith("Latency per call")
 
 
+PG_PLAN = {"sizes": (120,), "namespaces": 2, "turns": 60, "lifted": 150, "history": 80,
+           "rounds": 4, "probes": 1}
+"""Section 4's sizes here: seconds."""
+
+
+def _history_on(tmp_path: Path, pg_url: str, chroma: Any, *, sections: bool,
+                workers: bool, tag: str = "") -> dict[str, Any]:
+    """Section 4 (bench store's sections 5-8 and the process-count row) on the
+    PostgreSQL database ``pg_url`` and the Chroma server ``chroma``, at sizes of
+    seconds; each store in a schema and a prefix of its own (``tag`` in their names;
+    with a tag, the schemas are dropped afterwards: a shared server)."""
+    from mars_core.bench import history
+    from mars_core.testing.stores import drop_schema, with_schema
+
+    schemas: list[str] = []
+
+    def where(name: str) -> tuple[str, str]:
+        schemas.append(f"h{tag}_{name}")
+        return (with_schema(pg_url, schemas[-1]),
+                f"chroma://{chroma.host}:{chroma.port}?prefix=h{tag}{name}_")
+
+    grown: dict[str, Any] = {}
+    try:
+        if sections:
+            grown = history.run(history.Plan(**PG_PLAN), workdir=tmp_path, where=where)
+        if workers:
+            grown["workers"] = history.workers((1, 2), 2, 40, where=where)
+    finally:
+        for schema in sorted(set(schemas)) if tag else ():
+            drop_schema(pg_url, schema)
+    return grown
+
+
+@pytest.mark.heavy
 def test_the_history_sections_run_on_postgresql(tmp_path: Path) -> None:
-    """Section 4 (bench store's sections 5-8 and the process-count row) on a PostgreSQL
-    server and a Chroma server, at sizes of seconds: each part reports what it is judged
-    by."""
+    """Section 4 on a durable PostgreSQL server and a Chroma server of its own, as
+    ``mars bench postgres`` runs it (make test: the next two tests, the same sizes on the
+    session's servers): each part reports what it is judged by."""
     pytest.importorskip("chromadb")
     pytest.importorskip("psycopg")
     from mars_core.bench import history
@@ -58,17 +94,32 @@ def test_the_history_sections_run_on_postgresql(tmp_path: Path) -> None:
 
     if chroma_cli() is None or postgres_bin() is None:
         pytest.skip("needs the chroma CLI and the PostgreSQL server binaries")
-    plan = history.Plan(sizes=(120,), namespaces=2, turns=60, lifted=150, history=80,
-                        rounds=4, probes=1)
     with postgres_server(durable=True) as pg, chroma_server(tmp_path) as chroma:
-        def where(name: str) -> tuple[str, str]:
-            return (f"{pg.url()}&schema=h_{name}",
-                    f"chroma://{chroma.host}:{chroma.port}?prefix=h{name}_")
-        grown = history.run(plan, workdir=tmp_path, where=where)
-        grown["workers"] = history.workers((1, 2), 2, 40, where=where)
+        grown = _history_on(tmp_path, pg.url(), chroma, sections=True, workers=True)
     text = history.table(grown)
     assert {"long_lived", "many", "lifted", "loop", "workers"} <= set(grown), set(grown)
     assert "turns" in text and grown["loop"]["store_ms"] > 0 and grown["loop"]["raw_ms"] > 0
+
+
+def test_the_history_sections_report_on_the_sessions_servers(
+        tmp_path: Path, postgres_server: str, chroma_server: Any) -> None:
+    """Sections 5-8 of section 4 on the session's PostgreSQL and Chroma servers."""
+    from mars_core.bench import history
+
+    grown = _history_on(tmp_path, postgres_server, chroma_server, sections=True,
+                        workers=False, tag=uuid.uuid4().hex[:8])
+    text = history.table(grown)
+    assert {"long_lived", "many", "lifted", "loop"} <= set(grown), set(grown)
+    assert "turns" in text and grown["loop"]["store_ms"] > 0 and grown["loop"]["raw_ms"] > 0
+
+
+def test_the_process_count_row_reports_on_the_sessions_servers(
+        tmp_path: Path, postgres_server: str, chroma_server: Any) -> None:
+    """The process-count row of section 4 on the session's servers."""
+    grown = _history_on(tmp_path, postgres_server, chroma_server, sections=False,
+                        workers=True, tag=uuid.uuid4().hex[:8])
+    rows = grown["workers"]["rows"]
+    assert [r["workers"] for r in rows] == [1, 2] and rows[0]["vs_one"] == 1.0
 
 
 def test_bad_writer_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,26 +1,39 @@
 """``mars bench store`` in a small smoke run: every section measures something real and
 reports the ratios the full run is judged by (docs/benchmarks/storage.md has the full
-figures; no assertion here depends on how fast the machine is)."""
+figures; no assertion here depends on how fast the machine is). Sections 1-4 in one run,
+the scale section probing each store three times, are ``heavy``; ``make test`` runs
+them as three tests at the same sizes, one probe of each store."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pngs import assert_plots
 
-from mars_core.bench import storage
+from mars_core.bench import history, storage
 from mars_core.bench.replot import replot
 from mars_core.cli import main as cli_main
 
+BIG, NAMESPACES = 400, 4
+"""The scale section's large store: 400 memories over 4 namespaces."""
 
-def test_every_section_runs_and_reports_its_ratios(tmp_path: Path) -> None:
+
+def _run(tmp_path: Path, *, big: int) -> tuple[dict[str, Any], Any]:
+    """Sections 1-4 at smoke sizes on both indexes, with another embedder standing for
+    MiniLM (``big=0``: without the scale section); the result and that embedder."""
     pytest.importorskip("chromadb")
     model = storage.HashingEmbedder(dim=48)  # stands for MiniLM: another embedder
-    result = storage.run(n=120, block=4, rounds=2, big=400, namespaces=4,
+    result = storage.run(n=120, block=4, rounds=2, big=big, namespaces=NAMESPACES,
                          indexes=("chroma", "numpy"), quick=True, workdir=tmp_path,
                          model=model)
+    return result, model
+
+
+def _check_cost_bulk_memory(result: dict[str, Any], model: Any) -> None:
     assert [c["index"] for c in result["cost"]] == ["chroma", "numpy"]
     for c in result["cost"]:
         assert c["samples"] == 8 and c["n"] == 120
@@ -41,18 +54,58 @@ def test_every_section_runs_and_reports_its_ratios(tmp_path: Path) -> None:
     assert memory["store"]["hits"] > 0 and memory["raw"]["hits"] > 0  # real retrievals
     assert memory["rss_ratio"] > 0
     assert memory["observe"]["hits"] > 0 and memory["observe_rss_ratio"] > 0  # the users' fill
-    for s in result["scale"]:
+    text = storage.table(result)
+    assert "| chroma | 120 |" in text and "ceiling" in text
+
+
+def _check_scale(scale: list[dict[str, Any]], rounds: int) -> None:
+    for s in scale:
         assert s["large"]["hits"] > 0 and s["small"]["hits"] > 0
         assert s["open_ratio"] > 0 and s["rss_ratio"] > 0
-        assert len(s["large"]["runs_s"]) == s["rounds"] == 3
-    chroma = next(s for s in result["scale"] if s["index"] == "chroma")
-    # raw chromadb on the directory the store wrote: a real query of the same collection
-    assert chroma["raw_large"]["hits"] > 0 and chroma["raw_small"]["hits"] > 0
-    assert chroma["floor_ratio"] > 0 and chroma["floor_ratio_small"] > 0
-    assert "raw_large" not in next(s for s in result["scale"] if s["index"] == "numpy")
+        assert len(s["large"]["runs_s"]) == s["rounds"] == rounds
+    for s in scale:
+        if s["index"] == "chroma":
+            # raw chromadb on the directory the store wrote: a real query of the same
+            # collection
+            assert s["raw_large"]["hits"] > 0 and s["raw_small"]["hits"] > 0
+            assert s["floor_ratio"] > 0 and s["floor_ratio_small"] > 0
+        else:
+            assert "raw_large" not in s
+    text = storage.table({"cost": [], "bulk": [], "scale": scale})
+    assert "namespaces" in text
+    assert ("raw chromadb on the same directories" in text) == any(
+        s["index"] == "chroma" for s in scale)
+
+
+@pytest.mark.heavy
+def test_every_section_runs_and_reports_its_ratios(tmp_path: Path) -> None:
+    """The whole run of sections 1-4, the scale section's stores probed 3 times each
+    (make test: the next two tests, the same sizes with one probe of each store)."""
+    result, model = _run(tmp_path, big=BIG)
+    _check_cost_bulk_memory(result, model)
+    assert [s["index"] for s in result["scale"]] == ["chroma", "numpy"]
+    _check_scale(result["scale"], rounds=3)
     text = storage.table(result)
     assert "| chroma | 120 |" in text and "namespaces" in text
     assert "raw chromadb on the same directories" in text and "ceiling" in text
+
+
+def test_the_sections_before_scale_run_and_report_their_ratios(tmp_path: Path) -> None:
+    """Sections 1, 2 and 4 as the whole run has them (``big=0`` skips section 3)."""
+    result, model = _run(tmp_path, big=0)
+    assert "scale" not in result
+    _check_cost_bulk_memory(result, model)
+
+
+@pytest.mark.parametrize("index", ["chroma", "numpy"])
+def test_the_scale_section_probes_each_store_and_reports_its_ratios(
+        tmp_path: Path, index: str) -> None:
+    """Section 3 at the whole run's sizes, each store probed once (the whole run: 3)."""
+    if index == "chroma":
+        pytest.importorskip("chromadb")
+    scale = storage.scale(BIG, NAMESPACES, index=index, workdir=tmp_path, rounds=1)
+    assert (scale["index"], scale["big"], scale["namespaces"]) == (index, BIG, NAMESPACES)
+    _check_scale([scale], rounds=1)
 
 
 def test_the_table_embedder_hands_back_the_hashing_vectors() -> None:
@@ -89,21 +142,35 @@ def test_a_quick_run_with_out_writes_its_plots_and_the_json_redraws_them(
         out / "storage_scale.png").read_bytes()
 
 
-def test_the_history_sections_run_and_report_what_they_are_judged_by(tmp_path: Path) -> None:
-    """Sections 5-8 of ``mars bench store`` (mars_core.bench.history), tiny: each runs
-    real stores and real raw chromadb, in fresh processes, and reports its ratios."""
-    pytest.importorskip("chromadb")
-    from mars_core.bench import history
+PLAN = history.Plan(sizes=(150, 450), namespaces=2, turns=120, lifted=300, history=200,
+                    rounds=4, probes=1)
+"""Sections 5-8 of ``mars bench store`` (mars_core.bench.history), tiny."""
 
-    plan = history.Plan(sizes=(150, 450), namespaces=2, turns=120, lifted=300, history=200,
-                        rounds=4, probes=1)
+
+def test_the_long_lived_section_runs_and_reports_what_it_is_judged_by(
+        tmp_path: Path) -> None:
+    """Section 5 of the tiny plan (the next test: 6-8): real stores and real raw
+    chromadb, in fresh processes, report their ratios."""
+    pytest.importorskip("chromadb")
+    plan = dataclasses.replace(PLAN, namespaces=0, lifted=0, history=0)
     result = history.run(plan, workdir=tmp_path)
+    assert set(result) == {"plan", "long_lived"}
     rows = result["long_lived"]["rows"]
     assert [r["turns"] for r in rows] == [150, 450]
     assert rows[1]["archived"] > rows[0]["archived"] > 0  # the history grew, forgotten
     for r in rows:
         assert r["time_ratio"] > 0 and r["rss_ratio"] > 0 and r["peak_rss_mb"] > 0
     assert result["long_lived"]["rss_flat"] > 0
+    assert "| 450 |" in history.table(result)
+
+
+def test_the_history_sections_run_and_report_what_they_are_judged_by(tmp_path: Path) -> None:
+    """Sections 6-8 of the tiny plan (5: the test above): each runs real stores and
+    real raw chromadb, in fresh processes, and reports its ratios."""
+    pytest.importorskip("chromadb")
+    plan = dataclasses.replace(PLAN, sizes=())
+    result = history.run(plan, workdir=tmp_path)
+    assert set(result) == {"plan", "many", "lifted", "loop"}
     many = result["many"]
     assert many["after_all_mb"] >= many["after_one_mb"] > 0 and many["namespaces"] == 2
     lifted = result["lifted"]
@@ -111,7 +178,7 @@ def test_the_history_sections_run_and_report_what_they_are_judged_by(tmp_path: P
     loop = result["loop"]
     assert loop["rounds"] == 4 and loop["store_ms"] > 0 and loop["raw_ms"] > 0
     text = history.table(result)
-    assert "| 450 |" in text and "Agent loop on 200 turns" in text and "Budget lifted" in text
+    assert "Agent loop on 200 turns" in text and "Budget lifted" in text
 
 
 @pytest.mark.parametrize("command", ["store", "postgres"])

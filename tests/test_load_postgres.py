@@ -2,6 +2,10 @@
 shared namespaces, the same with writers killed (``kill -9``) at seeded moments, and an
 erasure while the others read and write.
 
+Each test's full run (8 writers, 3 of them killed, 4 beside the erasure) is ``heavy``
+(``make test-heavy``); ``make test`` runs the same test with fewer writers (3; 4 with 2
+killed; 2) on a clock of 2 s.
+
 Each writer is ``tests/load_worker.py`` (see there what it logs). A run is bounded by a
 number of calls and by ``MARS_LOAD_SECONDS`` (10 by default, so no test of the suite
 runs past a minute and the suite stays within its time; ``MARS_LOAD_SECONDS=60`` is the
@@ -51,6 +55,7 @@ BUDGET = 120
 WAIT = 300.0  # a guard against a hang, never a measured duration
 RESTARTED_OPS = 20  # a restarted writer makes at least these calls, on any machine
 MIN_CALLS = 30  # so does each of the eight writers (a loaded machine made 2 in the 60 s)
+SMOKE_SECONDS = min(SECONDS, 2.0)  # make test's runs: fewer writers, a shorter clock
 
 
 def _env() -> dict[str, str]:
@@ -224,9 +229,14 @@ def _only_documented(procs: list[Proc]) -> None:
             {"ConflictError", "ConcurrentWriteError"}
 
 
-def test_eight_processes_on_fifty_namespaces_lose_nothing(pool: Pool) -> None:
+@pytest.mark.parametrize(("writers", "seconds"), [
+    pytest.param(3, SMOKE_SECONDS, id="smoke"),
+    pytest.param(8, SECONDS, marks=pytest.mark.heavy, id="full")])
+def test_eight_processes_on_fifty_namespaces_lose_nothing(
+        pool: Pool, writers: int, seconds: float) -> None:
     # each makes MIN_CALLS calls whatever its clock says (seeded: they add and erase)
-    procs = [pool.start(f"w{n}", seed=n, min_ops=MIN_CALLS) for n in range(8)]
+    procs = [pool.start(f"w{n}", seed=n, seconds=seconds, min_ops=MIN_CALLS)
+             for n in range(writers)]
     pool.drain()
     for proc in procs:
         pool.finish(proc)
@@ -236,12 +246,17 @@ def test_eight_processes_on_fifty_namespaces_lose_nothing(pool: Pool) -> None:
 
 
 @pytest.mark.parametrize("pool", ["chroma-server"], indirect=True)  # the shared index too
-def test_writers_killed_at_random_moments_lose_nothing_acknowledged(pool: Pool) -> None:
+@pytest.mark.parametrize(("writers", "killed", "seconds"), [
+    pytest.param(4, 2, SMOKE_SECONDS, id="smoke"),
+    pytest.param(8, 3, SECONDS, marks=pytest.mark.heavy, id="full")])
+def test_writers_killed_at_random_moments_lose_nothing_acknowledged(
+        pool: Pool, writers: int, killed: int, seconds: float) -> None:
     rng = random.Random(20)
-    victims = dict(zip(rng.sample(range(8), 3), (rng.randint(5, 40) for _ in range(3)),
+    victims = dict(zip(rng.sample(range(writers), killed),
+                       (rng.randint(5, 40) for _ in range(killed)),
                        strict=True))  # {process: acknowledged calls before its kill}
-    for n in range(8):  # a victim runs until it is killed, however slow the machine
-        pool.start(f"w{n}", seed=100 + n, seconds=WAIT if n in victims else SECONDS / 2,
+    for n in range(writers):  # a victim runs until it is killed, however slow the machine
+        pool.start(f"w{n}", seed=100 + n, seconds=WAIT if n in victims else seconds / 2,
                    min_ops=MIN_CALLS)  # and the others make their calls whatever the clock
     successors: list[Proc] = []
     ended: set[str] = set()
@@ -253,7 +268,7 @@ def test_writers_killed_at_random_moments_lose_nothing_acknowledged(pool: Pool) 
         n = int(proc.name[1:]) if proc.name[1:].isdigit() else -1
         if n in victims and event["ev"] == "ack" and proc.acks() == victims[n]:
             proc.popen.send_signal(signal.SIGKILL)  # mid-run: its next call is cut off
-            successors.append(pool.start(f"w{n}r", seed=200 + n, seconds=SECONDS / 2,
+            successors.append(pool.start(f"w{n}r", seed=200 + n, seconds=seconds / 2,
                                          min_ops=RESTARTED_OPS))
     killed = [pool.procs[f"w{n}"] for n in victims]
     for proc in pool.procs.values():
@@ -271,10 +286,12 @@ SECRET = "Dana's bank PIN is 4471 and her passport number is X9918273"
 
 
 @pytest.mark.parametrize("pool", ["numpy", "chroma-server"], indirect=True)
+@pytest.mark.parametrize("writers", [
+    pytest.param(2, id="smoke"), pytest.param(4, marks=pytest.mark.heavy, id="full")])
 def test_an_erasure_while_others_read_and_write_is_served_by_no_process(
-        pool: Pool) -> None:
+        pool: Pool, writers: int) -> None:
     procs = [pool.start(f"w{n}", seed=300 + n, seconds=WAIT, max_ops=MAX_OPS)
-             for n in range(4)]
+             for n in range(writers)]
     for proc in procs:
         pool.wait_for(proc.name, "ready")
     with MemoryStore.open(pool.url, index=pool.index, audit_key=KEY, budget=BUDGET) as store:

@@ -139,9 +139,12 @@ def test_killed_import_leaves_all_or_nothing_and_a_rerun_holds_the_full_set_once
         assert store.verify().ok
 
 
-def test_import_of_1500_records_draws_a_bar_on_a_terminal_and_nothing_elsewhere(
-        tmp_path: Path) -> None:
-    dump = _dump(tmp_path / "mem0.json", 1500)
+@pytest.mark.parametrize("records", [
+    pytest.param(300, id="smoke"), pytest.param(1500, marks=pytest.mark.heavy, id="full")])
+def test_an_import_draws_a_bar_on_a_terminal_and_nothing_elsewhere(
+        tmp_path: Path, records: int) -> None:
+    """``mars import`` of ``records`` records (make test: 300; the full run: 1,500)."""
+    dump = _dump(tmp_path / "mem0.json", records)
     argv = [sys.executable, "-m", "mars_core.cli", "import", str(dump), "--from", "mem0"]
     env = {**_env(), "TERM": "xterm-256color", "COLUMNS": "120"}
 
@@ -167,15 +170,15 @@ def test_import_of_1500_records_draws_a_bar_on_a_terminal_and_nothing_elsewhere(
     os.close(master)
     drawn = screen.decode("utf-8", "replace")
     assert done.returncode == 0, drawn[-2000:]
-    assert b"imported 1500 memories" in done.stdout
+    assert f"imported {records} memories".encode() in done.stdout
     for label in ("import: embedding", "import: storing", "import: committing"):
         assert label in drawn
-    assert "1500/1500" in drawn
+    assert f"{records}/{records}" in drawn
 
     piped = subprocess.run([*argv, "--path", str(tmp_path / "pipe")], capture_output=True,
                            env=env, cwd=tmp_path, timeout=600, check=False)
-    assert piped.returncode == 0 and b"imported 1500 memories" in piped.stdout
-    assert b"storing" not in piped.stderr and b"1500/1500" not in piped.stderr
+    assert piped.returncode == 0 and f"imported {records} memories".encode() in piped.stdout
+    assert b"storing" not in piped.stderr and f"{records}/{records}".encode() not in piped.stderr
 
 
 def test_ctrl_c_during_an_import_imports_nothing_and_removes_the_store_it_created(

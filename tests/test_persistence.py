@@ -8,8 +8,8 @@
   killed with SIGKILL once it has acknowledged a random (seeded) number of calls, so the
   kill lands inside one of the next calls, wherever the scheduler has the child: the
   store must reopen, verify, keep every invariant and every acknowledged write, and no
-  file under its directory may hold an acknowledged erasure's text. 54 trials, on the
-  numpy index and on Chroma on disk.
+  file under its directory may hold an acknowledged erasure's text. 38 trials on the
+  numpy index and on Chroma on disk (``make test``: the first 11 of them).
 * Erasure, step by step: a child dies (``os._exit``) at each step of an erasure — before
   the transaction commits, after it, before the record store's purge, before the index's
   mark, before its compaction — and the reopened store holds the erasure whole or not at
@@ -229,14 +229,24 @@ CRASHER = textwrap.dedent("""
 """)
 
 ITERATIONS = {"numpy": 28, "chroma": 10}
-"""Kill -9 iterations per index (38 in all; a Chroma child needs ~2 s of CPU to start)."""
+"""Kill -9 iterations per index in the full run (38 in all; a Chroma child needs ~2 s of
+CPU to start)."""
+
+SMOKE_ITERATIONS = {"numpy": 8, "chroma": 3}
+"""The iterations ``make test`` runs: the first ones of the full loop (same seeds)."""
+
+LOOPS = [*(pytest.param((index, n), id=index) for index, n in SMOKE_ITERATIONS.items()),
+         *(pytest.param((index, n), id=f"{index}-full", marks=pytest.mark.heavy)
+           for index, n in ITERATIONS.items())]
+"""The crash loops the tests below take (indirect ``crash_runs``): each index's smoke,
+and its full loop (``heavy``)."""
 
 
 @pytest.fixture(scope="module")
 def crash_runs(request: pytest.FixtureRequest,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[str, Any]]]:
-    """Run the crash loop once per index; yields what each iteration observed."""
-    index: str = request.param
+    """Run the crash loop once per index and length; yields what each iteration observed."""
+    index, iterations = request.param
     if index == "chroma":
         pytest.importorskip("chromadb")
     base = tmp_path_factory.mktemp(f"crash-{index}")
@@ -245,7 +255,7 @@ def crash_runs(request: pytest.FixtureRequest,
     rng = random.Random(20260101)
     runs: list[dict[str, Any]] = []
     erased_texts: dict[Path, list[str]] = {}
-    for it in range(ITERATIONS[index]):
+    for it in range(iterations):
         # every second iteration reopens the store the previous child was killed in
         path = base / f"store{it // 2}"
         target = rng.randint(0, 40)  # acknowledged lines before the kill
@@ -253,7 +263,8 @@ def crash_runs(request: pytest.FixtureRequest,
         acked = [ln.split() for ln in lines]
         erased_texts.setdefault(path, []).extend(p[1] for p in acked if p[0] == "ERASE_TEXT")
         run: dict[str, Any] = {
-            "it": it, "path": path, "target": target, "index": index, "error": None,
+            "it": it, "of": iterations, "path": path, "target": target, "index": index,
+            "error": None,
             "added": [p[1] for p in acked if p[0] == "ADD"],
             "forgotten": [p[1] for p in acked if p[0] == "FORGET"],
             "erased": {p[1] for p in acked if p[0] == "ERASED"},
@@ -315,9 +326,9 @@ def _run_until_killed(script: Path, args: list[str], target: int, cwd: Path) -> 
 
 
 @pytest.mark.backend_neutral
-@pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
+@pytest.mark.parametrize("crash_runs", LOOPS, indirect=True)
 def test_crash_loop_did_real_work(crash_runs: list[dict[str, Any]]) -> None:
-    iterations = ITERATIONS[crash_runs[0]["index"]]
+    iterations = crash_runs[0]["of"]
     assert len(crash_runs) == iterations
     total = sum(len(r["added"]) for r in crash_runs)
     assert total > 2 * iterations, f"only {total} acknowledged writes in {iterations} runs"
@@ -328,7 +339,7 @@ def test_crash_loop_did_real_work(crash_runs: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.backend_neutral
-@pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
+@pytest.mark.parametrize("crash_runs", LOOPS, indirect=True)
 def test_sigkill_loses_no_acknowledged_write_and_leaves_no_erased_byte(
         crash_runs: list[dict[str, Any]]) -> None:
     """Every iteration of the loop (one test per index: a test per iteration would run
@@ -352,7 +363,7 @@ def _lost(run: dict[str, Any]) -> str:
 
 
 @pytest.mark.backend_neutral
-@pytest.mark.parametrize("crash_runs", list(ITERATIONS), indirect=True)
+@pytest.mark.parametrize("crash_runs", LOOPS, indirect=True)
 def test_crashed_store_keeps_working(crash_runs: list[dict[str, Any]]) -> None:
     """After the last crash the store accepts writes, and they survive a clean reopen."""
     path = crash_runs[-1]["path"]

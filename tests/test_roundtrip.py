@@ -3,11 +3,12 @@
 One validator decides what a memory may hold in both directions
 (:func:`mars_core.io.checks.check_storable` for every write, :mod:`mars_core.io.jsonld` for an
 import), so a store's own backup always restores. A hypothesis property builds 500
-small stores from random calls — hostile values included: metadata near and past its
-size and depth bounds, integers past 64 bits, dates outside 1900–2199, lone surrogates,
-control characters, empty or oversized ids — and checks that every call either stores or
-raises one of the library's errors and changes nothing, and that the export, through
-its JSON text, imports into a fresh store as the same memories, edges and counters.
+small stores (``make test``: 80) from random calls — hostile values included: metadata
+near and past its size and depth bounds, integers past 64 bits, dates outside
+1900–2199, lone surrogates, control characters, empty or oversized ids — and checks
+that every call either stores or raises one of the library's errors and changes
+nothing, and that the export, through its JSON text, imports into a fresh store as the
+same memories, edges and counters.
 """
 
 from __future__ import annotations
@@ -144,24 +145,31 @@ def _check_call(store: MemoryStore, kind: str, a: dict[str, Any]) -> None:
         event(f"{kind} {'stored' if called else 'on nothing'}")
 
 
-@settings(max_examples=500, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])  # new stores each
-@given(st.lists(calls(), min_size=1, max_size=5))
+@pytest.mark.parametrize("examples", [
+    pytest.param(80, id="smoke"), pytest.param(500, marks=pytest.mark.heavy, id="full")])
 def test_every_stored_memory_comes_back_from_its_export(_store: StoreFactory,
-                                                        script: list[Any]) -> None:
-    with _store() as store:
-        for ns in NAMESPACES:  # something for update, set_metadata and forget to act on
-            store.add("Ana moved to Lisbon", type="semantic", namespace=ns)
-            store.observe("user", "My sister is a nurse", namespace=ns, conversation_id="c")
-        for kind, a in script:
-            _check_call(store, kind, a)
-        doc = json.loads(json.dumps(store.export_jsonld(), ensure_ascii=False))
-        with _store() as fresh:
-            assert fresh.import_jsonld(doc) == len([i for i in doc["@graph"]
-                                                    if i["@type"] != "rdf:Statement"])
-            assert _contents(fresh) == _contents(store)
-            assert fresh.verify().ok
+                                                        examples: int) -> None:
+    """The property on ``examples`` scripts (make test: 80; the full run: 500)."""
+
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.lists(calls(), min_size=1, max_size=5))
+    def roundtrip(script: list[Any]) -> None:
+        with _store() as store:
+            for ns in NAMESPACES:  # something for update, set_metadata and forget to act on
+                store.add("Ana moved to Lisbon", type="semantic", namespace=ns)
+                store.observe("user", "My sister is a nurse", namespace=ns,
+                              conversation_id="c")
+            for kind, a in script:
+                _check_call(store, kind, a)
+            doc = json.loads(json.dumps(store.export_jsonld(), ensure_ascii=False))
+            with _store() as fresh:
+                assert fresh.import_jsonld(doc) == len([i for i in doc["@graph"]
+                                                        if i["@type"] != "rdf:Statement"])
+                assert _contents(fresh) == _contents(store)
+                assert fresh.verify().ok
+
+    roundtrip()
 
 
 # --- the repro of the issue, and the bounds at their edges ----------------------------------
