@@ -31,12 +31,12 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from invariants import check_invariants
+from run_once import once_per_run
 
 from mars_core.bench.storage import make_texts
 from mars_core.clock import FakeClock
@@ -244,12 +244,17 @@ and its full loop (``heavy``)."""
 
 @pytest.fixture(scope="module")
 def crash_runs(request: pytest.FixtureRequest,
-               tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[dict[str, Any]]]:
-    """Run the crash loop once per index and length; yields what each iteration observed."""
+               tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Run the crash loop once per index and length (and per run of the suite, whichever
+    worker asks first); what each iteration observed."""
     index, iterations = request.param
     if index == "chroma":
         pytest.importorskip("chromadb")
-    base = tmp_path_factory.mktemp(f"crash-{index}")
+    return once_per_run(tmp_path_factory, f"crash-{index}-{iterations}",
+                        lambda base: _crash_loop(base, index, iterations))
+
+
+def _crash_loop(base: Path, index: str, iterations: int) -> list[dict[str, Any]]:
     script = base / "crasher.py"
     script.write_text(CRASHER, encoding="utf-8")
     rng = random.Random(20260101)
@@ -287,7 +292,7 @@ def crash_runs(request: pytest.FixtureRequest,
             run["leaks"] = _files_holding(path, erased_texts[path])
         except AssertionError as exc:  # reported per iteration below
             run["error"] = f"{type(exc).__name__}: {exc}"
-    yield runs
+    return runs
 
 
 def _run_until_killed(script: Path, args: list[str], target: int, cwd: Path) -> list[str]:
