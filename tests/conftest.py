@@ -71,6 +71,7 @@ from typing import Any
 
 import pytest
 from chroma_server import chroma_server_fixture
+from heavy_marker import HEAVY, HEAVY_SKIP
 from hypothesis import settings
 from postgres_server import postgres_server_fixture, postgres_url_fixture
 
@@ -266,16 +267,6 @@ def _parametrises_kind_itself(metafunc: pytest.Metafunc) -> bool:
                             if isinstance(names, str) else list(names)):
             return True
     return False
-
-
-HEAVY = os.environ.get("MARS_TEST_HEAVY", "").strip() == "1"
-"""``MARS_TEST_HEAVY=1`` (``make test-heavy``): run the tests marked ``heavy`` — the full
-runs of the corpora, crash loops, multi-process loads and benchmark grids whose smoke
-``make test`` runs (``docs/reference/testing.md`` lists each and what covers it)."""
-
-HEAVY_SKIP = ("heavy: its full run is `make test-heavy` (MARS_TEST_HEAVY=1); "
-              "the suite runs its smoke")
-"""Why ``make test`` skips a test marked ``heavy``."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
