@@ -13,13 +13,14 @@ import copy
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from invariants import check_invariants, snapshot
+from shared_world import SharedWorld
 
 from mars_core.clock import FakeClock
 from mars_core.config import StoreConfig
@@ -342,33 +343,11 @@ as the test that made it (``kind_parts`` hands the embedded Chroma's files back 
 when the test ends), so there each case builds its own, as before."""
 
 
-@dataclass
-class SharedWorld:
-    """The world the refusal cases of a kind of :data:`SHAREABLE` share, built once per
-    :data:`REUSES` cases: a case refuses and changes nothing (what it asserts), then its
-    still-working memory is forgotten, so the next case meets the same active memories.
-    A case that fails leaves it ``dirty``: the next one gets a new world."""
-
-    factory: StoreFactory
-    kind: str = ""
-    world: World | None = None
-    uses: int = 0
-    dirty: bool = False
-
-    def get(self, kind: str, tmp: Path) -> World:
-        if self.world is None or self.dirty or self.uses >= REUSES or kind != self.kind:
-            if self.world is not None:
-                self.factory.close()
-            self.world, self.uses, self.kind = build_world(self.factory, tmp), 0, kind
-        self.uses += 1
-        self.dirty = True  # until the case's last assertion passed
-        return replace(self.world, tmp=tmp)  # each case's files in its own directory
-
-
 @pytest.fixture(scope="module")
 def shared_world() -> Iterator[SharedWorld]:
     with StoreFactory(audit_key=bytes(range(32))) as factory:  # conftest's `key`
-        yield SharedWorld(factory)
+        yield SharedWorld(lambda tmp: build_world(factory, tmp), lambda _: factory.close(),
+                          REUSES)
 
 
 @pytest.fixture
@@ -379,7 +358,7 @@ def refusal_world(shared_world: SharedWorld, store_kind: str, tmp_path: Path,
     after its call. Built while the test's kind is in force, as :func:`world` is."""
     if store_kind not in SHAREABLE:
         return build_world(make_store, tmp_path)
-    return shared_world.get(store_kind, tmp_path)
+    return shared_world.get(tmp_path, store_kind)
 
 
 @pytest.mark.parametrize(("expected", "action"), [(e, a) for _, e, a in CASES],

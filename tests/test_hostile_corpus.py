@@ -27,7 +27,7 @@ import json
 import math
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -37,6 +37,7 @@ from invariants import check_invariants, snapshot
 from langchain_core.messages import AIMessage, ChatMessage, HumanMessage
 from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 from llama_index.core.base.llms.types import ChatMessage as LIMessage
+from shared_world import SharedWorld
 from typer.testing import CliRunner
 
 from langchain_mars import (
@@ -1122,32 +1123,11 @@ REUSES = 25
 archived memory per case, which every ``state`` comparison reads)."""
 
 
-@dataclass
-class SharedWorld:
-    """The world the refusal cases share, built once per :data:`REUSES` cases: a case
-    refuses and changes nothing (what it asserts), then its still-working memory is
-    forgotten, so the next case meets the same active memories. A case that fails
-    leaves it ``dirty``: the next one gets a new world."""
-
-    factory: StoreFactory
-    world: World | None = None
-    uses: int = 0
-    dirty: bool = False
-
-    def get(self, tmp: Path) -> World:
-        if self.world is None or self.dirty or self.uses >= REUSES:
-            if self.world is not None:
-                self.world.store.close()
-            self.world, self.uses = build_world(self.factory, tmp), 0
-        self.uses += 1
-        self.dirty = True  # until the case's last assertion passed
-        return replace(self.world, tmp=tmp)  # each case's files in its own directory
-
-
 @pytest.fixture(scope="module")
 def shared_world() -> Iterator[SharedWorld]:
     with StoreFactory(audit_key=bytes(range(32))) as factory:  # conftest's `key`
-        yield SharedWorld(factory)
+        yield SharedWorld(lambda tmp: build_world(factory, tmp),
+                          lambda world: world.store.close(), REUSES)
 
 
 @pytest.fixture

@@ -1,0 +1,42 @@
+"""A world of stores that the refusal cases of a corpus share, built afresh every few cases.
+
+A refusal case refuses and changes nothing (what it asserts), then forgets its
+still-working memory, so the next case meets the same active memories; building the
+world is most of a case's time. A case that fails leaves the world ``dirty``: the next
+one gets a new world. Used by ``test_hostile_corpus`` and ``test_bad_inputs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+__all__ = ["SharedWorld"]
+
+W = TypeVar("W", bound=Any)  # a dataclass with a ``tmp`` field (each module's World)
+
+
+@dataclass
+class SharedWorld(Generic[W]):
+    """One world shared by up to ``reuses`` cases of the same ``key`` (a store kind)."""
+
+    build: Callable[[Path], W]
+    close: Callable[[W], None]
+    reuses: int
+    key: str = ""
+    world: W | None = None
+    uses: int = 0
+    dirty: bool = False
+
+    def get(self, tmp: Path, key: str = "") -> W:
+        """The shared world, its ``tmp`` the case's own directory (a new world when the
+        last case failed, served ``reuses`` cases, or ran on another kind)."""
+        if self.world is None or self.dirty or self.uses >= self.reuses or key != self.key:
+            if self.world is not None:
+                self.close(self.world)
+            self.world, self.uses, self.key = self.build(tmp), 0, key
+        self.uses += 1
+        self.dirty = True  # until the case's last assertion passed
+        return replace(self.world, tmp=tmp)
