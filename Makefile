@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 PKGS   := mars_core langchain_mars llamaindex_mars
 DEMO_DIR ?= ./mars_data/demo
 
-.PHONY: demo test test-heavy lint typecheck pytest docs clean reproductions fifa-docs oslmr-docs mechanisms-docs
+.PHONY: demo test test-heavy compile lint typecheck pytest docs clean reproductions fifa-docs oslmr-docs mechanisms-docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +39,13 @@ typecheck: $(VENV)/.stamp-test
 # keeps; no test simulates a power cut). test_store + test_persistence took 11 % less.
 TEST_TMP ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-pytest: $(VENV)/.stamp-test
+SUITE := TMPDIR=$(TEST_TMP) $(PY) -m pytest -q -n 2 --dist worksteal --durations=15
+
+compile: $(VENV)/.stamp-test
 	$(PY) -m compileall -q -j 0 $(PKGS) tests >/dev/null
-	TMPDIR=$(TEST_TMP) $(PY) -m pytest -q -n 2 --dist worksteal --durations=15
+
+pytest: compile
+	$(SUITE)
 
 docs: $(VENV)/.stamp-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
@@ -50,9 +54,8 @@ test: lint typecheck docs pytest
 
 # The full runs of the heavy tests (a corpus, a crash loop, a multi-process load, a
 # benchmark grid) that `make test` replaces by their smoke: docs/reference/testing.md.
-test-heavy: $(VENV)/.stamp-test
-	$(PY) -m compileall -q -j 0 $(PKGS) tests >/dev/null
-	TMPDIR=$(TEST_TMP) MARS_TEST_HEAVY=1 $(PY) -m pytest -q -n 2 --dist worksteal -m heavy --durations=15
+test-heavy: compile
+	MARS_TEST_HEAVY=1 $(SUITE) -m heavy
 
 # The reproduction pages (docs/benchmarks/): each target runs a benchmark and regenerates
 # its results file and the page blocks rendered from it (tests/test_reproduction_pages.py).
