@@ -23,7 +23,7 @@ Examples:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Iterator, Sequence
 
 from mars_core.errors import ValidationError
 from mars_core.model import Edge, Predicate
@@ -140,7 +140,7 @@ class MemoryGraph:
         self._in = _Side(outgoing=False)
         self._source = source
         self._complete: set[str] = set()
-        self._kept: frozenset[str] | None = None  # what the last retain kept (None: none yet)
+        self._retained = False  # a retain ran: from then on only changes are looked at
         self._since: set[str] = set()  # nodes given an edge or completeness since then
 
     # --- what is held ----------------------------------------------------------------------
@@ -149,7 +149,7 @@ class MemoryGraph:
         """Mark nodes whose every edge the graph holds (or will be given)."""
         ids = list(node_ids)
         self._complete.update(ids)
-        if self._kept is not None:
+        if self._retained:
             self._since.update(ids)
 
     def load(self, node_ids: Iterable[str]) -> None:
@@ -160,31 +160,31 @@ class MemoryGraph:
         for edge in self._source(wanted):
             self._put(edge)  # read from the records: checked when it was written
         self._complete.update(wanted)
-        if self._kept is not None:
+        if self._retained:
             self._since.update(wanted)
 
-    def retain(self, keep: Collection[str]) -> None:
+    def retain(self, keep: Container[str], left: Iterable[str] | None = None) -> None:
         """Let go of every edge with no end in ``keep``, and of the completeness of the
         nodes outside it (their edges are read again when asked for).
 
-        After the first, a retain looks only at what can have changed since the last:
-        the nodes that left what it kept, and those given an edge or completeness since
-        (every other edge held has an end in both keeps)."""
+        ``left``: the nodes that left ``keep`` since the last retain. Given, a retain
+        looks only at what can have changed since the last one — those nodes, and those
+        given an edge or completeness since (every other edge held has an end in both
+        keeps) —, so its cost follows the change, not what is kept; ``None`` (and the
+        first retain): every node the graph holds is looked at."""
         if self._source is None:
             return
-        kept = frozenset(keep)
-        if self._kept is None:
-            check = [n for n in self._out.nodes() if n not in kept] + \
-                [n for n in self._in.nodes() if n not in kept]
-            self._complete &= kept
+        if left is None or not self._retained:
+            check = [n for n in [*self._out.nodes(), *self._in.nodes()] if n not in keep]
+            self._complete = {n for n in self._complete if n in keep}
         else:
-            check = [n for n in (self._kept - kept) | self._since if n not in kept]
+            check = [n for n in dict.fromkeys([*left, *self._since]) if n not in keep]
             self._complete.difference_update(check)
         for node in check:
             for edge in list(self._out.of(node)) + list(self._in.of(node)):
-                if edge.source not in kept and edge.target not in kept:
+                if edge.source not in keep and edge.target not in keep:
                     self.remove(edge.source, edge.predicate, edge.target)
-        self._kept, self._since = kept, set()
+        self._retained, self._since = True, set()
 
     def touches(self, node_id: str) -> bool:
         """Whether an edge the graph holds leaves or enters ``node_id`` (no read)."""
@@ -201,7 +201,7 @@ class MemoryGraph:
     def _put(self, edge: Edge) -> None:
         self._out.put(edge)
         self._in.put(edge)
-        if self._kept is not None:
+        if self._retained:
             self._since.update((edge.source, edge.target))
 
     # --- mutation ----------------------------------------------------------------------

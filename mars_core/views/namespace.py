@@ -31,8 +31,9 @@ Examples:
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
@@ -120,6 +121,7 @@ class NamespaceState:
         self._absent: set[str] = set()  # ids this call found to be no memory here
         self._read_more = False  # something beyond the active memories is held
         self._recent: dict[str, None] = {}  # what calls read beyond them, oldest first
+        self._others: set[str] = set()  # held, neither active nor read: archived by a call
         for node in active:
             self.nodes[node.id] = node
             self.order[node.id] = None
@@ -233,6 +235,7 @@ class NamespaceState:
             held = self.nodes.setdefault(node.id, node)
             if held.id not in self.order:
                 self._recent[held.id] = None
+                self._others.discard(held.id)
             self._absent.discard(node.id)
             out.append(held)
         self._read_more = True
@@ -241,24 +244,27 @@ class NamespaceState:
     def trim(self, keep: int = KEEP_READ) -> None:
         """Let go of what earlier calls read beyond the active memories (a call begins),
         but the ``keep`` read last: an agent's next question reads mostly what the last
-        one did, so RAM stays bounded by the budget plus that many."""
+        one did, so RAM stays bounded by the budget plus that many.
+
+        What is held beyond the active memories is kept exact as it changes (read, held,
+        activated, archived, erased), so a trim costs what it lets go of, not what it
+        keeps."""
         if len(self.last_episode) > _EPISODES:
             self.last_episode.clear()
         self._absent.clear()
         if not self._read_more and len(self._recent) <= keep:
             return
-        recent = [i for i in self._recent if i in self.nodes and i not in self.order]
-        for nid in recent[:max(0, len(recent) - keep)]:
-            del self.nodes[nid]
+        recent = self._recent
+        gone = [*itertools.islice(recent, max(0, len(recent) - keep)), *self._others]
+        for nid in gone:  # the oldest read, and what a call archived (not kept)
+            recent.pop(nid, None)
+            if nid in self.order:  # never an active memory (the bookkeeping says none is)
+                continue
+            self.nodes.pop(nid, None)
             self._vectors.pop(nid, None)
             self._kinds.pop(nid, None)
-        self._recent = dict.fromkeys(recent[-keep:] if keep > 0 else ())
-        others = len(self.nodes) - len(self.order) - len(self._recent)  # all but these held
-        for nid in self.nodes.keys() - self.order.keys() - self._recent.keys() if others else ():
-            del self.nodes[nid]  # held otherwise (an edge's end read by id): not kept
-            self._vectors.pop(nid, None)
-            self._kinds.pop(nid, None)
-        self.graph.retain(self.order.keys() | self._recent.keys())
+        self._others = set()
+        self.graph.retain(_Either(self.order, recent), left=gone)
         self._read_more = False
 
     # --- caches of what the records hold (read once, kept with the views) ------------------
@@ -378,6 +384,8 @@ class NamespaceState:
         self._absent.discard(node.id)
         self.nodes[node.id] = node
         if node.is_active:
+            self._recent.pop(node.id, None)
+            self._others.discard(node.id)
             self._place(node)
             self._index(node)
             if not new and was is not MemoryStatus.ACTIVE:
@@ -386,6 +394,8 @@ class NamespaceState:
         else:
             self.archived += 1
             self.known.remove(node.id)
+            if node.id not in self._recent:
+                self._others.add(node.id)
             self._read_more = True
         if node.type is MemoryType.EPISODIC:
             self._track_episode(node)
@@ -423,6 +433,8 @@ class NamespaceState:
     def apply_delete(self, node: MemoryNode) -> Notice:
         """A staged erasure of a memory; returns what the policy is to be told of it."""
         held = self.nodes.pop(node.id, None)
+        self._recent.pop(node.id, None)
+        self._others.discard(node.id)
         status = (held or node).status
         if node.type in _CARD_TYPES:
             self._cards = None
@@ -464,6 +476,18 @@ class NamespaceState:
              io: PolicyIO | None = None) -> NamespaceView:
         """A read-only policy view (``step``: a staged counter value)."""
         return NamespaceView(self, budget, now, rng, step, io or ViewIO.empty())
+
+
+class _Either:
+    """Two id collections as one, for membership only (nothing copied)."""
+
+    __slots__ = ("_a", "_b")
+
+    def __init__(self, a: Container[str], b: Container[str]) -> None:
+        self._a, self._b = a, b
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._a or item in self._b
 
 
 @dataclass(frozen=True)
