@@ -181,6 +181,8 @@ _FIELDS_SETS: dict[tuple[type, frozenset[str]], set[str]] = {}
 """One ``__pydantic_fields_set__`` per (class, set of fields): loaded memories all set the
 same fields, and a set of 23 names costs 2 KB per memory otherwise."""
 _MAX_FIELDS_SETS = 4096
+_LAST_FIELDS_SET: dict[type, set[str]] = {}
+"""The shared set each class used last (a run of decoded rows sets the same fields)."""
 _SHARED_FLOATS = {0.0: 0.0, 1.0: 1.0}
 
 
@@ -222,10 +224,14 @@ class _Value(BaseModel):
     @model_validator(mode="after")
     def _share_repeats(self) -> Any:
         mine = self.__pydantic_fields_set__
-        key = (type(self), frozenset(mine))
-        shared = _FIELDS_SETS.get(key)
-        if shared is None and len(_FIELDS_SETS) < _MAX_FIELDS_SETS:  # bounded: callers
-            shared = _FIELDS_SETS.setdefault(key, mine)  # may pass any subset of fields
+        shared = _LAST_FIELDS_SET.get(type(self))
+        if shared is None or shared != mine:  # most follow one like them: no key to make
+            key = (type(self), frozenset(mine))
+            shared = _FIELDS_SETS.get(key)
+            if shared is None and len(_FIELDS_SETS) < _MAX_FIELDS_SETS:  # bounded: callers
+                shared = _FIELDS_SETS.setdefault(key, mine)  # may pass any subset of fields
+            if shared is not None:
+                _LAST_FIELDS_SET[type(self)] = shared
         if shared is not None and shared is not mine:
             object.__setattr__(self, "__pydantic_fields_set__", shared)
         values = self.__dict__  # frozen: the one way in, as object.__setattr__ would
@@ -439,10 +445,14 @@ class MemoryNode(_Value):
     @field_validator("signals")
     @classmethod
     def _signals(cls, v: dict[str, float]) -> dict[str, float]:
-        for k, x in v.items():
-            _finite(x, f"signal {k!r}")
+        if not all(map(math.isfinite, v.values())):
+            for k, x in v.items():
+                _finite(x, f"signal {k!r}")
         # every memory carries the same score names, mostly 0 or 1: one object each
-        return {sys.intern(k): _shared_float(x) for k, x in v.items()}
+        # (-0.0 is not looked up: it would come back as the shared 0.0)
+        shared = _SHARED_FLOATS
+        return {sys.intern(k): x if not x and math.copysign(1.0, x) < 0 else shared.get(x, x)
+                for k, x in v.items()}
 
     @model_validator(mode="after")
     def _payload_matches_type(self) -> MemoryNode:
