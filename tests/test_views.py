@@ -151,3 +151,35 @@ def test_a_failed_unit_leaves_no_staged_change_in_the_policy(
         assert staged  # heard while the unit was staging
         assert store.policy_for() is not before
         assert _tracked(store) == kept == {n.id for n in store.list()}
+
+
+def test_a_trim_keeps_the_last_read_and_lets_go_of_the_rest_exactly() -> None:
+    """What a trim keeps beyond the active memories is the ``keep`` read last; what a
+    call archived, erased or activated is accounted for as it happens (no scan finds it
+    later), and the edges of what was let go of go with it."""
+    from mars_core.model import Edge, Predicate
+
+    active = [_node(f"a{i}", i) for i in range(3)]
+    old = [_node(f"h{i}", 10 + i, status=MemoryStatus.ARCHIVED) for i in range(6)]
+    links = [Edge(source=f"h{i}", predicate=Predicate.TEMPORAL_NEXT, target=f"h{i + 1}")
+             for i in range(5)]
+    state = NamespaceState.of("ns", [*active, *old], links)
+    state.trim(keep=0)
+    assert set(state.nodes) == {"a0", "a1", "a2"}
+    state.read(["h0", "h1", "h2", "h3"], edges=True)  # a search read four
+    restored = state.node("h1").model_copy(update={"status": MemoryStatus.ACTIVE})
+    state.apply_put(restored)  # one of them made active again
+    evicted = state.node("a0").model_copy(update={"status": MemoryStatus.ARCHIVED})
+    state.apply_put(evicted)  # an active one archived by this call
+    state.apply_delete(state.node("h2"))  # one erased
+    state.trim(keep=1)
+    # h5: read last (archiving a0 asked which turn of its conversation is the newest)
+    assert set(state.nodes) == {"a1", "a2", "h1", "h5"}
+    assert state.kept() == 1 and state.count() == 3
+    # h0 → h1 stays (h1 is kept); h3 → h4 went with h3; h2's went with the erasure
+    assert state.graph.held() == 1
+    assert [(e.source, e.target) for e in state.graph.in_edges("h1")] == [("h0", "h1")]
+    state.trim(keep=0)
+    assert set(state.nodes) == {"a1", "a2", "h1"} and state.kept() == 0
+    assert state.node("h3").status is MemoryStatus.ARCHIVED  # read again when asked
+    assert "a0" not in state.nodes  # archived by a call: let go of at the first trim
