@@ -48,7 +48,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FILES", "check_segment", "record_sums", "recorded_sums", "segment_sums"]
+__all__ = ["FILES", "check_segment", "element_count", "record_sums", "recorded_sums",
+           "segment_sums"]
 
 _log = logging.getLogger(__name__)
 FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin",
@@ -60,6 +61,22 @@ _CHUNK = 1 << 18
 """Bytes read at a time by :func:`_crc`."""
 _MAX_LEVEL = 64
 """Above any level hnswlib draws (mult 1/ln(M): level 64 has odds far below 1e-30)."""
+
+
+def element_count(segment: Path) -> int:
+    """How many vectors a segment's HNSW graph holds, from its header (0 when the header
+    is missing or not of this layout: an estimate, never what fails a call).
+
+    Examples:
+        >>> import tempfile
+        >>> element_count(Path(tempfile.mkdtemp()))
+        0
+    """
+    try:
+        raw = (segment / "header.bin").read_bytes()
+    except OSError:
+        return 0
+    return int(_HEADER.unpack(raw)[3]) if len(raw) == _HEADER.size else 0
 
 
 def segment_sums(segment: Path) -> dict[str, list[int]] | None:
