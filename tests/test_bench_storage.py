@@ -190,3 +190,33 @@ def test_an_unknown_history_plan_is_a_usage_error(
     assert cli_main(["bench", command, "--history", "huge" * 30]) == 2
     assert "a history plan is full, medium, quick or off" in capsys.readouterr().err
     assert Plan.named("medium") == Plan.medium() and Plan.named("off") is None
+
+
+def test_sections_runs_only_those_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                        ) -> None:
+    """``mars bench store --sections loop`` runs the agent loop alone (at the plan's
+    sizes: how the issue's full sizes are run one section at a time) and writes only its
+    line; an unknown section is refused, and nothing runs."""
+    pytest.importorskip("chromadb")
+    out = tmp_path / "run"
+    assert cli_main(["bench", "store", "--quick", "--indexes", "numpy", "--history", "quick",
+                     "--sections", "loop", "--out", str(out)]) == 0
+    doc = json.loads((out / "storage.json").read_text())
+    assert set(doc) == {"machine", "history", "peak_rss_mb_of_the_run"}
+    assert set(doc["history"]) == {"plan", "loop"} and doc["history"]["loop"]["rounds"] == 20
+    md = (out / "storage.md").read_text()
+    assert md.startswith("Agent loop on 600 turns") and "add_many" not in md
+    assert not list(out.glob("*.png"))  # the cost figure needs sections 1 and 2
+    capsys.readouterr()
+    assert cli_main(["bench", "store", "--sections", "loop,speed", "--out",
+                     str(tmp_path / "no")]) != 0
+    assert "--sections takes cost, bulk, memory, scale, long-lived, many, lifted, loop" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_plan_keeps_only_the_sections_named() -> None:
+    only = history.Plan().only({"long-lived", "lifted"})
+    assert (only.sizes, only.namespaces, only.lifted, only.rounds) == \
+        ((1_000, 20_000, 100_000), 0, 50_000, 0)
+    assert history.Plan().only(set(history.SECTIONS)) == history.Plan()

@@ -79,6 +79,9 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
                 history: Annotated[str, typer.Option(
                     help="sections 5-8 (a long-lived user, many namespaces, the budget "
                          "lifted, the agent loop): 'full', 'medium', 'quick' or 'off'")] = "full",
+                sections: Annotated[str, typer.Option(
+                    help="comma-separated, the sections to run (default: all): cost, bulk, "
+                         "memory, scale, long-lived, many, lifted, loop")] = "",
                 out: OutOpt = None, progress: ProgressOpt = None,
                 as_json: JsonOpt = False) -> None:
     """What the storage costs: add, retrieve, observe and bulk ingest against raw chromadb,
@@ -90,6 +93,9 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
     kinds = tuple(i.strip() for i in indexes.split(",") if i.strip())
     if not kinds or set(kinds) - {"chroma", "numpy", "qdrant"}:
         raise _fail("--indexes takes chroma, numpy and qdrant, comma-separated")
+    chosen = tuple(x.strip() for x in sections.split(",") if x.strip()) or storage.SECTIONS
+    if set(chosen) - set(storage.SECTIONS):
+        raise _fail(f"--sections takes {', '.join(storage.SECTIONS)}, comma-separated")
     try:
         plan = Plan.quick() if quick and history == "full" else Plan.named(history)
     except MarsError as exc:
@@ -97,7 +103,7 @@ def bench_store(*, n: Annotated[int, typer.Option(help="memories of the cost sec
     with _summary(as_json) as summary, _progress(progress, "bench store") as bar:
         summary.value = storage.main(out, n=n, big=big, namespaces=namespaces, quick=quick,
                                      indexes=kinds, plan=plan,  # type: ignore[arg-type]
-                                     progress=bar)
+                                     sections=chosen, progress=bar)
 
 
 @bench_app.command("window")

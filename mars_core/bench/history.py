@@ -42,8 +42,8 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ from mars_core.errors import ValidationError
 from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
-__all__ = ["Plan", "Where", "agent_loop", "budget_lifted", "conversation", "long_lived",
+__all__ = ["SECTIONS", "Plan", "Where", "agent_loop", "budget_lifted", "conversation", "long_lived",
            "many_namespaces", "on_disk", "run", "table", "workers"]
 
 _SYLLABLES = ("ka lo mi ne ru sa ti vo be da fe gi ho ju ma no pe qui ra so tu ve wi xa "
@@ -173,6 +173,10 @@ _PROBE = textwrap.dedent("""
 """)
 
 _QUERY = "Where does Ana's sister live and what did Greta say about jazz?"
+
+
+SECTIONS = ("long-lived", "many", "lifted", "loop")
+"""The names of sections 5-8, as ``mars bench store --sections`` takes them."""
 
 
 Where = Callable[[str], tuple[str, str]]
@@ -411,6 +415,19 @@ class Plan:
         return cls(sizes=(1_000, 20_000), namespaces=32, turns=1_000, lifted=10_000,
                    history=2_000, rounds=50, probes=3)
 
+    def only(self, sections: Collection[str]) -> Plan:
+        """This plan with only the sections named in ``sections`` (:data:`SECTIONS`;
+        other names are ignored): the others' sizes are 0.
+
+        Examples:
+            >>> Plan.quick().only({"loop"}).sizes, Plan.quick().only({"loop"}).rounds
+            ((), 20)
+        """
+        return replace(self, sizes=self.sizes if "long-lived" in sections else (),
+                       namespaces=self.namespaces if "many" in sections else 0,
+                       lifted=self.lifted if "lifted" in sections else 0,
+                       rounds=self.rounds if "loop" in sections else 0)
+
     @classmethod
     def named(cls, name: str) -> Plan | None:
         """The plan of a ``--history`` value: ``full``, ``medium``, ``quick`` or ``off``
@@ -481,4 +498,4 @@ def table(result: dict[str, Any]) -> str:
                       f"observe + render_context): {a['store_ms']:.1f} ms a round vs "
                       f"{a['raw_ms']:.1f} ms for a raw chromadb add + query "
                       f"({a['ratio']:.2f}x)"]
-    return "\n".join(lines)
+    return "\n".join(lines).lstrip("\n")  # the first section needs no blank line above

@@ -329,8 +329,9 @@ def _scale_figure(plt: Any, scale: Sequence[Row], out: Path) -> Path:
 def plot_storage(result: Mapping[str, Any], out: Path) -> list[Path]:
     """The store benchmark's plots: ``storage_cost.png`` (section 1's ratios per index
     with their targets, bulk ingest's throughput ratio, and section 4's peak RSS when
-    measured) and, when the scale section ran, ``storage_scale.png`` (open + first
-    retrieve and peak RSS against the store's size, per index).
+    measured), when sections 1 and 2 ran, and, when the scale section ran,
+    ``storage_scale.png`` (open + first retrieve and peak RSS against the store's size,
+    per index).
 
     Args:
         result: what ``mars_core.bench.storage.run`` returns (``storage.json``).
@@ -340,7 +341,7 @@ def plot_storage(result: Mapping[str, Any], out: Path) -> list[Path]:
         The paths written.
     """
     plt = pyplot()
-    paths = [_cost_figure(plt, result, out)]
+    paths = [_cost_figure(plt, result, out)] if "cost" in result and "bulk" in result else []
     if result.get("scale"):
         paths.append(_scale_figure(plt, list(result["scale"]), out))
     return paths

@@ -57,7 +57,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -75,7 +75,11 @@ from mars_core.layout import IndexKind
 from mars_core.progress import ProgressFn, report
 from mars_core.store import MemoryStore
 
-__all__ = ["WORDS", "TableEmbedder", "main", "make_texts", "run"]
+__all__ = ["SECTIONS", "WORDS", "TableEmbedder", "main", "make_texts", "run"]
+
+SECTIONS = ("cost", "bulk", "memory", "scale", *history.SECTIONS)
+"""The sections of ``mars bench store``, as ``--sections`` names them (1: cost, 2: bulk,
+3: memory, 4: scale; 5–8: :data:`mars_core.bench.history.SECTIONS`)."""
 
 Matrix = npt.NDArray[np.float32]
 
@@ -497,55 +501,51 @@ def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_
         namespaces: int = 10_000, indexes: Sequence[IndexKind] = ("chroma", "numpy"),
         quick: bool = False, workdir: Path | None = None,
         model: Embedder | None = None, plan: history.Plan | None = None,
+        sections: Collection[str] = SECTIONS,
         progress: ProgressFn | None = None) -> dict[str, Any]:
-    """All sections (``big=0`` skips the scale one; ``quick``: the memory section
-    runs at ``n`` too but the bulk section at n/4; ``model``: the bulk section runs
-    again at n/5 with it; ``plan``: the sizes of sections 5–8, None skips them;
-    ``progress``: stage ``sections``, one step per index and section)."""
+    """The ``sections`` named (:data:`SECTIONS`; ``big=0`` skips the scale one;
+    ``quick``: the memory section runs at ``n`` too but the bulk section at n/4;
+    ``model``: the bulk section runs again at n/5 with it; ``plan``: the sizes of
+    sections 5–8, None skips them; ``progress``: stage ``sections``, one step per index
+    and section of 1–4)."""
     os.environ.setdefault("MARS_EMBEDDER", "hashing")
-    total = len(indexes) * (2 + (model is not None) + bool(big)) + ("chroma" in indexes)
-    step = _Steps(progress, total)
+    big = big if "scale" in sections else 0
+    model = model if "bulk" in sections else None
+    per_index = ("cost" in sections) + ("bulk" in sections) + (model is not None) + bool(big)
+    step = _Steps(progress, len(indexes) * per_index + ("chroma" in indexes
+                                                         and "memory" in sections))
     with _workdir(workdir) as base:
         result: dict[str, Any] = {
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-            "cost": [step(cost(i, n, block=block, rounds=rounds, workdir=base))
-                     for i in indexes],
-            "bulk": [step(bulk(i, n // 4 if quick else n, workdir=base,
-                               rounds=1 if quick else _BULK_ROUNDS)) for i in indexes]}
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+        if "cost" in sections:
+            result["cost"] = [step(cost(i, n, block=block, rounds=rounds, workdir=base))
+                              for i in indexes]
+        if "bulk" in sections:
+            result["bulk"] = [step(bulk(i, n // 4 if quick else n, workdir=base,
+                                        rounds=1 if quick else _BULK_ROUNDS))
+                              for i in indexes]
         if model is not None:
             result["bulk"] += [step(bulk(i, n // 5, workdir=base, embedder=model))
                                for i in indexes]
-        if "chroma" in indexes:
+        if "chroma" in indexes and "memory" in sections:
             result["memory"] = step(memory(n, workdir=base))
         if big:
             result["scale"] = [step(scale(big, namespaces, index=i, workdir=base))
                                for i in indexes]
         if plan is not None:
-            result["history"] = history.run(plan, workdir=base)
+            result["history"] = history.run(plan.only(sections), workdir=base)
     result["peak_rss_mb_of_the_run"] = resource.getrusage(
         resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
 
 
 def table(result: dict[str, Any]) -> str:
-    """The result as markdown tables."""
-    lines = ["| index | n | add / raw add | read_only / raw query | access / read_only "
-             "| observe / add | add+query / raw | fill s |", "|---|---|---|---|---|---|---|---|"]
-    for c in result["cost"]:
-        lines.append(f"| {c['index']} | {c['n']} | {c['add_ratio']:.2f} ({c['add_ms']:.2f} / "
-                     f"{c['raw_add_ms']:.2f} ms) | {c['read_only_ratio']:.2f} "
-                     f"({c['read_only_ms']:.2f} / {c['raw_query_ms']:.2f} ms) | "
-                     f"{c['access_ratio']:.2f} | {c['observe_ratio']:.2f} | "
-                     f"{c['mix_ratio']:.2f} | {c['fill_s']:.1f} |")
-    lines += ["", "| index | embedder | n | add_many /s | single adds /s | ratio "
-                  "| floor /s (raw chromadb bulk, or the model's batch) | ceiling |",
-              "|---|---|---|---|---|---|---|---|"]
-    for b in result["bulk"]:
-        floor = b.get("raw_bulk_per_s", b.get("embed_batch_per_s"))
-        raw = f"{floor:.0f} | {b['ceiling']:.1f}" if floor is not None else "– | –"
-        lines.append(f"| {b['index']} | {b['embedder']} | {b['n']} | "
-                     f"{b['add_many_per_s']:.0f} | {b['singles_per_s']:.0f} | "
-                     f"{b['throughput_ratio']:.1f} | {raw} |")
+    """The result as markdown tables (of the sections that ran)."""
+    lines: list[str] = []
+    if "cost" in result:
+        lines += _cost_table(result["cost"])
+    if "bulk" in result:
+        lines += _bulk_table(result["bulk"])
     if "memory" in result:
         m = result["memory"]
         lines += ["", f"One namespace of {m['n']} memories: peak RSS "
@@ -574,10 +574,37 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _cost_table(cost: Sequence[dict[str, Any]]) -> list[str]:
+    """Section 1 as markdown."""
+    lines = ["| index | n | add / raw add | read_only / raw query | access / read_only "
+             "| observe / add | add+query / raw | fill s |", "|---|---|---|---|---|---|---|---|"]
+    for c in cost:
+        lines.append(f"| {c['index']} | {c['n']} | {c['add_ratio']:.2f} ({c['add_ms']:.2f} / "
+                     f"{c['raw_add_ms']:.2f} ms) | {c['read_only_ratio']:.2f} "
+                     f"({c['read_only_ms']:.2f} / {c['raw_query_ms']:.2f} ms) | "
+                     f"{c['access_ratio']:.2f} | {c['observe_ratio']:.2f} | "
+                     f"{c['mix_ratio']:.2f} | {c['fill_s']:.1f} |")
+    return lines
+
+
+def _bulk_table(bulk: Sequence[dict[str, Any]]) -> list[str]:
+    """Section 2 as markdown."""
+    lines = ["", "| index | embedder | n | add_many /s | single adds /s | ratio "
+                 "| floor /s (raw chromadb bulk, or the model's batch) | ceiling |",
+             "|---|---|---|---|---|---|---|---|"]
+    for b in bulk:
+        floor = b.get("raw_bulk_per_s", b.get("embed_batch_per_s"))
+        raw = f"{floor:.0f} | {b['ceiling']:.1f}" if floor is not None else "– | –"
+        lines.append(f"| {b['index']} | {b['embedder']} | {b['n']} | "
+                     f"{b['add_many_per_s']:.0f} | {b['singles_per_s']:.0f} | "
+                     f"{b['throughput_ratio']:.1f} | {raw} |")
+    return lines
+
+
 def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int = 1_000_000,
          namespaces: int = 10_000, quick: bool = False,
          indexes: Sequence[IndexKind] = ("chroma", "numpy"),
-         plan: history.Plan | None = None,
+         plan: history.Plan | None = None, sections: Collection[str] = SECTIONS,
          progress: ProgressFn | None = None) -> dict[str, Any]:
     """Run and print (and write ``storage.json``, the plots of
     :func:`mars_core.bench.plots.plot_storage` and ``storage.md`` to ``out``, made before
@@ -590,10 +617,9 @@ def main(out: str | os.PathLike[str] | None = None, *, n: int = 10_000, big: int
     result = run(n, big=big, namespaces=namespaces, indexes=indexes, quick=quick,
                  block=5 if quick else 20, rounds=2 if quick else 10,
                  model=None if quick else _model(),  # the default embedder, as users run it
-                 plan=plan, progress=progress)
-    text = table(result)
-    if "history" in result:
-        text += "\n\n" + history.table(result["history"])
+                 plan=plan, sections=sections, progress=progress)
+    text = "\n\n".join(part for part in (table(result), history.table(
+        result.get("history", {}))) if part)
     print(text)
     if folder is not None:
         (folder / "storage.json").write_text(json.dumps(result, indent=1))
