@@ -34,7 +34,7 @@ def test_the_shipped_fit_is_what_a_fit_gives_now(embedder: object) -> None:
     """Fails when the examples or the fit changed and the shipped file was not written
     again (``mars_core.privacy.semantic.ship_fit`` says how)."""
     key = semantic.fit_key(embedder)  # type: ignore[arg-type]
-    shipped = semantic.shipped_fit(key)
+    shipped = semantic.shipped_fit(key, semantic.probe(embedder))  # type: ignore[arg-type]
     assert shipped is not None, f"no shipped fit for {key[0]}: run ship_fit (see its doc)"
     fresh = semantic.SemanticSensitivity.fit(embedder)  # type: ignore[arg-type]
     vectors = np.eye(key[1])[:40]  # the two classifiers answer alike
@@ -47,6 +47,25 @@ def test_the_shipped_fit_is_what_a_fit_gives_now(embedder: object) -> None:
         if field != "center":
             assert getattr(a, field) == pytest.approx(getattr(b, field), abs=1e-5), field
     assert np.allclose(a.center, b.center, atol=1e-6)
+
+
+def test_a_shipped_fit_is_found_by_a_probe_within_the_tolerance_only() -> None:
+    """The same model on another machine, CPU or library release gives a probe vector a
+    float's noise away: it reads the shipped fit (a digest of the rounded vector missed
+    whenever a component sat on a rounding boundary). Another vector, name or dimension
+    does not."""
+    emb = HashingEmbedder()
+    key, vector = semantic.fit_key(emb), semantic.probe(emb)
+    assert semantic.shipped_fit(key, vector) is not None
+    bump = np.zeros_like(vector)
+    bump[0, :3] = 0.5 * semantic.PROBE_TOLERANCE
+    assert semantic.shipped_fit(key, vector + bump) is not None
+    assert semantic.shipped_fit(key, vector - bump) is not None
+    bump[0, 7] = 3 * semantic.PROBE_TOLERANCE
+    assert semantic.shipped_fit(key, vector + bump) is None
+    assert semantic.shipped_fit(("another-model", key[1], key[2]), vector) is None
+    short = HashingEmbedder(64)
+    assert semantic.shipped_fit(semantic.fit_key(short), semantic.probe(short)) is None
 
 
 FIRST = textwrap.dedent("""

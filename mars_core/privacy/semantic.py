@@ -84,13 +84,16 @@ __all__ = [
     "L2",
     "MAX_FALSE_POSITIVE_RATE",
     "MIN_RECALL",
+    "PROBE_TOLERANCE",
     "SUBJECT_STAND_INS",
     "Anchors",
     "Calibration",
+    "FitKey",
     "Restatement",
     "SemanticSensitivity",
     "SemanticVerdict",
     "fit_key",
+    "probe",
     "prose",
     "restates",
     "semantic_for",
@@ -408,8 +411,16 @@ FITS: Final = Path(__file__).with_name("semantic_fits")
 """Fits shipped with the package (:func:`ship_fit`), one JSON file per embedder: a new
 process reads one instead of embedding the examples and fitting (for MiniLM, the
 embedding of the 278 statements was most of a first write's cost)."""
-_FIT_FORMAT: Final = 2
-"""The version of a shipped fit's file (2: the calibration's close threshold)."""
+_FIT_FORMAT: Final = 3
+"""The version of a shipped fit's file (2: the calibration's close threshold; 3: the probe
+vector itself, matched within :data:`PROBE_TOLERANCE`)."""
+PROBE_TOLERANCE: Final = 1e-4
+"""How far (largest difference of a component of the unit vector) an embedder's probe
+vector may lie from a shipped fit's for that fit to be its own. The same model gives
+vectors that differ by ~1e-7 between machines, CPUs and library releases (their fits'
+probabilities agree within 2e-7); another model, or another dimension, is far beyond it.
+A digest of the rounded vector (the format before) missed whenever a component sat near
+a rounding boundary."""
 
 
 def semantic_for(embedder: Embedder) -> SemanticSensitivity:
@@ -424,13 +435,13 @@ def semantic_for(embedder: Embedder) -> SemanticSensitivity:
     Raises:
         ValidationError: the embedder returned vectors of the wrong shape.
     """
-    key = _key_of(embedder)
+    key, probe = _key_of(embedder)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    model = shipped_fit(key) or SemanticSensitivity.fit(embedder)
+    model = shipped_fit(key, probe) or SemanticSensitivity.fit(embedder)
     with _CACHE_LOCK:
         _CACHE[key] = model
         while len(_CACHE) > _CACHE_SIZE:
@@ -438,60 +449,86 @@ def semantic_for(embedder: Embedder) -> SemanticSensitivity:
     return model
 
 
-_KEYS: weakref.WeakKeyDictionary[Embedder, tuple[str, int, str]] = weakref.WeakKeyDictionary()
-""":func:`fit_key` of each embedder instance seen (its probe embedded once, not per call)."""
+FitKey = tuple[str, int, str]
+"""An embedder as fits tell it apart (:func:`fit_key`): name, dimension, probe digest."""
+
+_KEYS: weakref.WeakKeyDictionary[Embedder, tuple[FitKey, Vectors]] = \
+    weakref.WeakKeyDictionary()
+""":func:`fit_key` and probe of each embedder instance seen (embedded once, not per call)."""
 
 
-def _key_of(embedder: Embedder) -> tuple[str, int, str]:
-    """:func:`fit_key` of ``embedder``, computed once per instance (an instance that
-    cannot be weakly referenced is probed each time)."""
+def _key_of(embedder: Embedder) -> tuple[FitKey, Vectors]:
+    """:func:`fit_key` of ``embedder`` and its :func:`probe`, computed once per instance
+    (an instance that cannot be weakly referenced is probed each time)."""
     try:
-        key = _KEYS.get(embedder)
+        found = _KEYS.get(embedder)
     except TypeError:
-        return fit_key(embedder)
-    if key is None:
-        key = fit_key(embedder)
+        return fit_key(embedder), probe(embedder)
+    if found is None:
+        vector = probe(embedder)
+        found = (_key(embedder, vector), vector)
         with _CACHE_LOCK:
-            _KEYS[embedder] = key
-    return key
+            _KEYS[embedder] = found
+    return found
 
 
-def fit_key(embedder: Embedder) -> tuple[str, int, str]:
-    """What tells embedders apart for a fit: name, dimension, and a digest of the vector
-    it gives a probe sentence (rounded to 5 decimals).
+def probe(embedder: Embedder) -> Vectors:
+    """The unit vector ``embedder`` gives the probe sentence (one row).
+
+    Raises:
+        ValidationError: the embedder returned a vector of the wrong shape.
+    """
+    return _unit(embedder.embed([_PROBE]), embedder.dim)
+
+
+def fit_key(embedder: Embedder) -> FitKey:
+    """What tells embedders apart for a fit in a process: name, dimension, and a digest
+    of the vector it gives a probe sentence (exact: a shipped fit is matched by the
+    vector itself, within :data:`PROBE_TOLERANCE`: :func:`shipped_fit`).
 
     Examples:
         >>> from mars_core.embeddings import HashingEmbedder
         >>> fit_key(HashingEmbedder())[:2]
         ('hashing-v1-384-c3', 384)
     """
-    probe = _unit(embedder.embed([_PROBE]), embedder.dim)
+    return _key(embedder, probe(embedder))
+
+
+def _key(embedder: Embedder, vector: Vectors) -> FitKey:
     return (embedder.name, embedder.dim,
-            hashlib.blake2b(np.round(probe, 5).tobytes(), digest_size=12).hexdigest())
+            hashlib.blake2b(vector.tobytes(), digest_size=12).hexdigest())
 
 
-def _fit_path(key: tuple[str, int, str], examples: Sequence[tuple[str, str]] = TRAIN) -> Path:
-    """The file of a shipped fit: named by the embedder's key, the examples and the
-    format, so a fit of other examples (or another format) is never read."""
-    text = json.dumps([_FIT_FORMAT, list(key), [list(e) for e in examples], list(_LABELS)])
-    return FITS / f"{hashlib.blake2b(text.encode(), digest_size=16).hexdigest()}.json"
+def _fit_stem(name: str, dim: int, examples: Sequence[tuple[str, str]] = TRAIN) -> str:
+    """The start of the files of shipped fits for an embedder's name and dimension: a
+    digest of them, the examples and the format, so a fit of other examples (or another
+    format) is never read."""
+    text = json.dumps([_FIT_FORMAT, name, dim, [list(e) for e in examples], list(_LABELS)])
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def shipped_fit(key: tuple[str, int, str]) -> SemanticSensitivity | None:
-    """The fit shipped for the embedder of ``key`` (:func:`fit_key`), or None when there
-    is none for it and the current examples (or it cannot be read)."""
-    try:
-        doc = json.loads(_fit_path(key).read_text(encoding="utf-8"))
-        weights = np.asarray(doc["weights"], dtype=np.float64)
-        fields = doc["calibration"]
-        if set(fields) != set(Calibration.__dataclass_fields__):
-            return None  # a field missing would read as its default: fit instead
-        calibration = Calibration(**{**fields, "center": tuple(fields["center"])})
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if weights.shape != (key[1] + 1, len(_LABELS)):
-        return None
-    return SemanticSensitivity(weights, calibration, key[0])
+def shipped_fit(key: FitKey, vector: Vectors) -> SemanticSensitivity | None:
+    """The fit shipped for an embedder of ``key``'s name and dimension whose probe
+    vector (:func:`probe`) lies within :data:`PROBE_TOLERANCE` of ``vector``, or None when
+    there is none for it and the current examples (or it cannot be read)."""
+    name, dim, _ = key
+    for path in sorted(FITS.glob(f"{_fit_stem(name, dim)}-*.json")):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            recorded = np.asarray(doc["probe_vector"], dtype=np.float64)
+            if recorded.shape != (dim,) or vector.shape != (1, dim) or not np.all(
+                    np.abs(recorded - vector[0]) <= PROBE_TOLERANCE):
+                continue
+            weights = np.asarray(doc["weights"], dtype=np.float64)
+            fields = doc["calibration"]
+            if set(fields) != set(Calibration.__dataclass_fields__):
+                continue  # a field missing would read as its default: fit instead
+            calibration = Calibration(**{**fields, "center": tuple(fields["center"])})
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if weights.shape == (dim + 1, len(_LABELS)):
+            return SemanticSensitivity(weights, calibration, name)
+    return None
 
 
 def ship_fit(embedder: Embedder) -> Path:
@@ -506,13 +543,14 @@ def ship_fit(embedder: Embedder) -> Path:
         from mars_core.embedders import SentenceTransformerEmbedder; \\
         [print(ship_fit(e)) for e in (HashingEmbedder(), SentenceTransformerEmbedder())]"
     """
-    key = fit_key(embedder)
+    vector = probe(embedder)
+    key = _key(embedder, vector)
     model = SemanticSensitivity.fit(embedder)
-    path = _fit_path(key)
+    path = FITS / f"{_fit_stem(key[0], key[1])}-{key[2][:12]}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     cal = model.calibration
     doc = {"format": _FIT_FORMAT, "embedder": key[0], "dim": key[1], "probe": key[2],
-           "examples": len(TRAIN),
+           "probe_vector": [float(x) for x in vector[0]], "examples": len(TRAIN),
            "calibration": {f: getattr(cal, f) for f in Calibration.__dataclass_fields__},
            "weights": model._w.tolist()}
     path.write_text(json.dumps(doc) + "\n", encoding="utf-8")
