@@ -179,3 +179,41 @@ def test_a_segment_untouched_since_its_scrub_is_skipped_and_a_written_one_is_not
     assert scrub_index_files(tmp_path).segments == 0
     (tmp_path / "mars-scrubbed.json").write_text("not json")  # a damaged record: scrub all
     assert scrub_index_files(tmp_path).segments == len(segments)
+
+
+def _files_holding(directory: Path, needle: bytes) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*")
+                  if p.is_file() and needle in p.read_bytes())
+
+
+def test_a_rebuilt_namespace_leaves_no_copy_of_the_dropped_vectors_on_disk(
+        tmp_path: Path) -> None:
+    """Chroma 1.5 keeps a dropped collection's segment directory (chroma-core/chroma
+    #5520); the index removes it, so an erasure's compaction leaves no copy behind."""
+    vectors = _fill(tmp_path)
+    gone = vectors[5].astype(np.float32).tobytes()
+    assert any(name.endswith("data_level0.bin")  # the probe finds it where it is
+               for name in _files_holding(tmp_path, gone))
+    segments = len(_segments(tmp_path))
+    kept = [_row(f"r{i}", "m", vectors[i]) for i in range(N) if i != 5]
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("scrub-test", DIM, lambda ns: kept if ns == "m" else [])
+        index.compact(["m"])
+        assert [i for i, _ in index.query("m", MemoryStatus.ACTIVE, vectors[6], 1)] == ["r6"]
+    assert _files_holding(tmp_path, gone) == []
+    assert len(_segments(tmp_path)) == segments  # the new one in the place of the old
+
+
+def test_an_open_after_a_crash_removes_the_segments_no_collection_names(
+        tmp_path: Path) -> None:
+    with _index(tmp_path) as index:
+        index.upsert([_row("r0", "m", _vectors()[0])], new=True)
+    orphan = tmp_path / "0b4e5d9c-7a43-4d07-9f5e-2a8f0c1d3e21"
+    orphan.mkdir()
+    (orphan / "data_level0.bin").write_bytes(b"a dropped collection's vectors")
+    other = tmp_path / "notes"
+    other.mkdir()
+    (tmp_path / "mars-closed").unlink()  # as a crash leaves it
+    with _index(tmp_path) as index:
+        assert not orphan.exists() and other.is_dir()
+        assert [i for i, _ in index.query("m", MemoryStatus.ACTIVE, _vectors()[0], 1)] == ["r0"]

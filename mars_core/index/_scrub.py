@@ -22,6 +22,13 @@ segments, which the next open takes away (:func:`take_closed`): it then has noth
 scrub and does not look (looking costs a directory listing and two ``stat`` calls per
 segment: ~0.08 s at 1,000 namespaces, ~0.8 s at 10,000).
 
+Chroma 1.5 leaves a dropped collection's segment directory on disk (chroma-core/chroma
+#5520): its HNSW files, with every vector it held, stay beside the live ones for good.
+:func:`remove_orphans` deletes the segment directories that Chroma's catalogue no longer
+names — at close, and before a client opens the directory — so a rebuilt collection
+(an erasure's compaction, the active partition's, see
+:class:`~mars_core.index.chroma.ChromaIndex`) leaves no copy of what it dropped.
+
 ``header.bin`` (little-endian, 100 bytes): ``int32`` persist version, then ``uint64``
 ``offsetLevel0``, ``max_elements``, ``cur_element_count``, ``size_data_per_element``, ...
 """
@@ -31,11 +38,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+import sqlite3
 import struct
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ScrubReport", "mark_closed", "scrub_index_files", "take_closed"]
+__all__ = ["ScrubReport", "mark_closed", "remove_orphans", "scrub_index_files",
+           "take_closed"]
 
 _log = logging.getLogger(__name__)
 _HEADER = struct.Struct("<iQQQQ")  # version, offsetLevel0, max, count, size per element
@@ -101,6 +112,59 @@ def scrub_index_files(directory: Path) -> ScrubReport:
 
 _CLOSED = "mars-closed"
 """Left by a close that scrubbed every segment; taken away by the next open."""
+
+
+def remove_orphans(directory: Path) -> list[str]:
+    """Delete the segment directories under ``directory`` that Chroma's catalogue
+    (``chroma.sqlite3``) does not name: those of dropped collections.
+
+    Run under the directory's lock with no client open on it. Only directories named by a
+    UUID are candidates, and nothing is removed when the catalogue cannot be read (another
+    Chroma version's layout): the orphans then stay, as Chroma leaves them.
+
+    Returns:
+        The names of the directories removed.
+
+    Examples:
+        >>> import tempfile
+        >>> remove_orphans(Path(tempfile.mkdtemp()))
+        []
+    """
+    known = _catalogued(directory)
+    if known is None:
+        return []
+    removed = []
+    for entry in sorted(directory.iterdir()):
+        if entry.is_dir() and _is_uuid(entry.name) and entry.name not in known:
+            try:
+                shutil.rmtree(entry)
+            except OSError:
+                _log.warning("could not remove the dropped index files in %s", entry)
+                continue
+            removed.append(entry.name)
+    return removed
+
+
+def _catalogued(directory: Path) -> set[str] | None:
+    """The segment ids Chroma's catalogue names (``None``: no catalogue, or unreadable)."""
+    catalogue = directory / "chroma.sqlite3"
+    if not catalogue.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{catalogue}?mode=ro", uri=True)
+        try:
+            return {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
 
 
 def mark_closed(directory: Path) -> None:

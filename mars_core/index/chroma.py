@@ -23,7 +23,9 @@ the record store beside that stamp, so an open queries only the namespace it ser
   Chroma 1.5's integer comparisons, which it repairs).
 * **What stays on disk.** Chroma keeps a deleted vector in its HNSW files and its own
   write log until it rebuilds them: :meth:`ChromaIndex.compact` rebuilds a namespace's
-  collections from the record store (erasure does). An embedded Chroma also saves its
+  collections from the record store (erasure does), and an embedded index deletes the
+  segment directories Chroma leaves behind a dropped collection
+  (:func:`~mars_core.index._scrub.remove_orphans`). An embedded Chroma also saves its
   HNSW files at their whole allocated capacity, whose never-used slots hold fragments of
   this process's freed memory — which may be a memory's text, though Chroma is never
   sent any: :mod:`mars_core.index._scrub` zeroes them when the index closes and before
@@ -75,7 +77,13 @@ from mars_core.errors import (
 from mars_core.index._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
 from mars_core.index._filters import normal_form as _normal_form
 from mars_core.index._hnsw import check_segment, element_count, record_sums, recorded_sums
-from mars_core.index._scrub import ScrubReport, mark_closed, scrub_index_files, take_closed
+from mars_core.index._scrub import (
+    ScrubReport,
+    mark_closed,
+    remove_orphans,
+    scrub_index_files,
+    take_closed,
+)
 from mars_core.index.base import (
     Eq,
     Filter,
@@ -418,7 +426,8 @@ class ChromaIndex(IndexBase):
             self._scrub_dir = directory
             if take_closed(directory):  # untouched since a close: its checksums hold
                 self._sums = recorded_sums(directory)
-            else:  # a crash skipped the last close's scrub
+            else:  # a crash skipped the last close's scrub (and its removal of orphans)
+                remove_orphans(directory)
                 self.open_scrub = scrub_index_files(directory)
             return self._persistent_client()
         settings = Settings(anonymized_telemetry=False)
@@ -795,6 +804,7 @@ class ChromaIndex(IndexBase):
             with contextlib.suppress(Exception):
                 client.close()
             if self._scrub_dir is not None:  # the client is closed, the lock still held
+                remove_orphans(self._scrub_dir)
                 scrub_index_files(self._scrub_dir)
                 record_sums(self._scrub_dir)
                 mark_closed(self._scrub_dir)
