@@ -182,7 +182,11 @@ class IndexSync:
         if self.shared:
             return self.sync_shared()
         with self.records.read() as tx:
-            return self._apply(tx)
+            count = self._apply(tx)
+        if count:  # its position is written after the read (a write cannot nest in it)
+            self.index.mark(self.applied)
+            self._maybe_mark()
+        return count
 
     def _apply(self, tx: ChangeLog) -> int:
         """Apply the changes after :attr:`applied` that ``tx`` sees."""
@@ -202,9 +206,6 @@ class IndexSync:
         for ns, ids in gone.items():
             self.index.delete(ns, ids)
         self.applied, self.behind = last, False
-        if not self.shared:
-            self.index.mark(last)
-            self._maybe_mark()
         return len(latest)
 
     # --- a shared index (several writing processes) -------------------------------------------
