@@ -360,3 +360,88 @@ def test_loaded_vectors_are_bounded_by_reopening_the_client(tmp_path: pathlib.Pa
         assert index.reopens == 2
     with pytest.raises(ValidationError):
         ChromaIndex(max_loaded_vectors=0)
+
+
+# --- an active partition that churns -----------------------------------------------------
+
+
+def _unit(rng: np.random.Generator) -> np.ndarray:
+    v = rng.normal(size=8).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _active_slots(directory: pathlib.Path, namespace: str) -> int:
+    """The HNSW slots of a namespace's active partition, from its header on disk."""
+    import sqlite3
+
+    from mars_core.index._hnsw import element_count
+    from mars_core.index.chroma import partition_name
+
+    name = partition_name("mars_", namespace, ACTIVE)
+    conn = sqlite3.connect(directory / "chroma.sqlite3")
+    ids = [r[0] for r in conn.execute(
+        "SELECT s.id FROM segments s JOIN collections c ON c.id = s.collection "
+        "WHERE c.name = ? AND s.scope = 'VECTOR'", (name,))]
+    conn.close()
+    return sum(element_count(directory / i) for i in ids)
+
+
+def test_an_active_partition_that_churns_is_rebuilt_without_its_dead_slots(
+        tmp_path: pathlib.Path) -> None:
+    """A full budget archives one memory for each it gains: Chroma keeps every dropped
+    vector's slot, so without a rebuild the active graph grows with the history."""
+    rng = np.random.default_rng(3)
+    live: dict[str, np.ndarray] = {}
+    archived: dict[str, np.ndarray] = {}
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("churn", 8, lambda ns: [])
+        for n in range(20):  # 256 in, the oldest 256 out, each round: 4,608 moved
+            new = {uid(n * 256 + i): _unit(rng) for i in range(256)}
+            index.upsert([IndexRow(k, "m", ACTIVE, v, {"type": "episodic"})
+                          for k, v in new.items()], new=True)
+            live.update(new)
+            if len(live) > 512:
+                out = list(live)[:256]
+                index.upsert([IndexRow(k, "m", MemoryStatus.ARCHIVED, live[k],
+                                       {"type": "episodic", "n": 1}) for k in out], new=False)
+                archived.update((k, live.pop(k)) for k in out)
+        probe = _unit(rng)
+        found = index.query("m", ACTIVE, probe, k=1000)
+        assert sorted(i for i, _ in found) == sorted(live)
+        assert sorted(i for i, _ in index.query("m", MemoryStatus.ARCHIVED, probe, k=10_000)
+                      ) == sorted(archived)
+        best = max(live, key=lambda k: float(live[k] @ probe))
+        assert found[0][0] == best
+    assert len(archived) == 4_608
+    assert _active_slots(tmp_path, "m") <= len(live) + 2_048 + 512  # not ~4,600
+
+
+def test_an_open_after_a_rebuild_cut_short_rebuilds_the_namespace_from_the_records(
+        tmp_path: pathlib.Path) -> None:
+    """What a crash between dropping a partition and writing it again leaves (the
+    collection gone, ``mars-rebuilding`` naming it): the next use rebuilds the namespace
+    from the records, and says it repaired it."""
+    import chromadb
+    from chromadb.config import Settings
+
+    from mars_core.index.chroma import partition_name
+
+    rng = np.random.default_rng(4)
+    rows = [IndexRow(uid(i), "m", ACTIVE if i < 10 else MemoryStatus.ARCHIVED, _unit(rng),
+                     {"type": "episodic"}) for i in range(15)]
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("cut", 8, lambda ns: [])
+        index.upsert(rows, new=True)
+    name = partition_name("mars_", "m", ACTIVE)
+    client = chromadb.PersistentClient(path=str(tmp_path), settings=Settings(
+        anonymized_telemetry=False))
+    client.delete_collection(name)
+    client.close()
+    (tmp_path / "mars-rebuilding").write_text(name)
+    (tmp_path / "mars-closed").unlink()
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("cut", 8, lambda ns: rows if ns == "m" else [])
+        found = index.query("m", ACTIVE, rows[0].vector, k=50)
+        assert sorted(i for i, _ in found) == sorted(r.id for r in rows[:10])
+        assert index.repaired == ["m"]
+        assert not (tmp_path / "mars-rebuilding").exists()

@@ -31,6 +31,15 @@ the record store beside that stamp, so an open queries only the namespace it ser
   sent any: :mod:`mars_core.index._scrub` zeroes them when the index closes and before
   it opens a directory that a crash left unscrubbed.
 
+* **The active partition is rebuilt as it churns.** Chroma never reuses a deleted
+  vector's HNSW slot, and the active partition of a namespace whose budget is full loses
+  an entry to the archive for nearly every one it gains: at 100,000 observed turns its
+  graph held 50,558 slots for 511 live entries (85 MB, loaded whole by its first query,
+  searched through the dead ones). An embedded index rebuilds an active partition from
+  its own live entries once its dead slots outnumber ``max(2,048, its live entries)``
+  (checked every that many removals, and at the first removal of a process that found
+  a large graph): :meth:`ChromaIndex._rebuild_active`.
+
 One process at a time uses a directory (a lock file guards it). Queries above Chroma's
 brute-force threshold use HNSW and are approximate: the store rescores what they find
 from the exact vectors in the record store.
@@ -117,6 +126,12 @@ _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,40}$")
 _LETTER = {MemoryStatus.ACTIVE: "a", MemoryStatus.ARCHIVED: "x"}
 _log = logging.getLogger(__name__)
 _APPLIED = "mars-applied"
+_REBUILDING = "mars-rebuilding"
+"""Beside the segments while a namespace's collections are dropped and written again:
+the partitions concerned, so that an open after a crash rebuilds them from the records."""
+_CHURN = 2_048
+"""Dead HNSW slots an active partition may hold beyond its live entries (or as many as
+those, when more) before it is rebuilt."""
 
 
 # --- filter translation ----------------------------------------------------------------
@@ -392,6 +407,9 @@ class ChromaIndex(IndexBase):
         self._scrub_dir: Path | None = None
         self._sums: dict[str, dict[str, list[int]]] | None = None
         self._checked: set[str] = set()
+        self._removed: dict[str, int] = {}  # active partition: entries removed since rebuilt
+        self._check_at: dict[str, int] = {}  # ... when its dead slots are next counted
+        self._cut_short: set[str] = set()  # partitions whose rebuild a crash interrupted
         self.repaired: list[str] = []
         """Namespaces whose damaged files this index found and rebuilt from the records
         (see :mod:`mars_core.index._hnsw`)."""
@@ -424,6 +442,7 @@ class ChromaIndex(IndexBase):
             self._take_lock(directory)
             self.location = str(directory)
             self._scrub_dir = directory
+            self._cut_short = self._read_rebuilding()
             if take_closed(directory):  # untouched since a close: its checksums hold
                 self._sums = recorded_sums(directory)
             else:  # a crash skipped the last close's scrub (and its removal of orphans)
@@ -510,6 +529,9 @@ class ChromaIndex(IndexBase):
             # HNSW graph, read from its header (Chroma's count() reads every row of its
             # catalogue: 0.3 s at 100,000), without those not yet flushed to the graph
             self._used[name] = sum(element_count(s) for s in self._segments(name))
+            if name[len(self._prefix)] == _LETTER[MemoryStatus.ACTIVE] and \
+                    self._used[name] > _CHURN:
+                self._check_at[name] = 0  # count its dead slots at the first removal
         return handle
 
     def _partitions(self, namespaces: Collection[str]) -> set[str]:
@@ -603,6 +625,8 @@ class ChromaIndex(IndexBase):
                                 "move entries between partitions",
                                 lambda col, ids=ids: col.delete(ids=ids))  # type: ignore[misc]
                 self._put(partition_name(self._prefix, ns, status), part, new)
+                if not new and status is not MemoryStatus.ACTIVE:
+                    self._churned(ns, len(ids))
 
     def _put(self, name: str, rows: list[IndexRow], new: bool) -> None:
         for i in range(0, len(rows), self._max_batch):
@@ -630,6 +654,7 @@ class ChromaIndex(IndexBase):
                 self._using(partition_name(self._prefix, namespace, status),
                             "delete entries",
                             lambda col, chunk=chunk: col.delete(ids=chunk))  # type: ignore[misc]
+        self._churned(namespace, len(ids))
 
     def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
                where: Filter | None, *, within: tuple[str, ...] | None = None
@@ -737,19 +762,108 @@ class ChromaIndex(IndexBase):
         """Drop a namespace's collections (Chroma drops one without loading its files)
         and write them again from the records."""
         assert self._source is not None
-        for status in MemoryStatus:
-            name = partition_name(self._prefix, ns, status)
-            self._handles.pop(name, None)  # another process may have made it anew
-            if self._collection(name) is not None:
-                self._handles.pop(name, None)
-                with _client_errors(f"rebuild collection {name!r}"):
-                    self._client.delete_collection(name)
-        self._checked.add(ns)  # new files, written by this process
-        rows = list(self._source(ns))
-        for status in MemoryStatus:
-            part = [r for r in rows if r.status is status]
-            if part:
-                self._put(partition_name(self._prefix, ns, status), part, True)
+        with self._rebuilding(ns, self._partitions((ns,))):
+            for status in MemoryStatus:
+                self._drop(partition_name(self._prefix, ns, status))
+            self._checked.add(ns)  # new files, written by this process
+            rows = list(self._source(ns))
+            for status in MemoryStatus:
+                part = [r for r in rows if r.status is status]
+                if part:
+                    self._put(partition_name(self._prefix, ns, status), part, True)
+
+    def _drop(self, name: str) -> None:
+        """Drop a collection, if it exists."""
+        self._handles.pop(name, None)  # another process may have made it anew
+        if self._collection(name) is not None:
+            self._handles.pop(name, None)
+            with _client_errors(f"rebuild collection {name!r}"):
+                self._client.delete_collection(name)
+
+    def _churned(self, ns: str, removed: int) -> None:
+        """Count entries removed from a namespace's active partition, and rebuild it
+        when its dead HNSW slots have come to outnumber ``max(_CHURN, live entries)``
+        (on disk only, where its header says how many slots it has)."""
+        name = partition_name(self._prefix, ns, MemoryStatus.ACTIVE)
+        done = self._removed[name] = self._removed.get(name, 0) + removed
+        if self._scrub_dir is None or done < self._check_at.get(name, _CHURN):
+            return
+        slots = sum(element_count(s) for s in self._segments(name))
+        live = self._using(name, "count entries", lambda col: int(col.count())) or 0
+        if slots - live > max(_CHURN, live):
+            self._rebuild_active(ns)
+            self._removed[name], self._check_at[name] = 0, _CHURN
+        else:
+            self._check_at[name] = done + max(_CHURN, live)
+
+    def _rebuild_active(self, ns: str) -> None:
+        """Write a namespace's active partition again from its own live entries (their
+        stored vectors and metadata), without the slots of those it lost."""
+        name = partition_name(self._prefix, ns, MemoryStatus.ACTIVE)
+        entries = self._live_entries(name)
+        with self._rebuilding(ns, {name}):
+            self._drop(name)
+            for i in range(0, len(entries), self._max_batch):
+                self._add_entries(name, entries[i:i + self._max_batch])
+        self._used[name] = len(entries)
+
+    def _live_entries(self, name: str) -> list[tuple[str, Any, Any]]:
+        """A collection's entries as stored: ids, vectors, metadata."""
+        entries: list[tuple[str, Any, Any]] = []
+        while True:
+            def page(col: Any, offset: int = len(entries)) -> Any:
+                return col.get(limit=self._max_batch, offset=offset,
+                               include=["embeddings", "metadatas"])
+
+            got = self._using(name, f"read collection {name!r}", page)
+            if not got or not got["ids"]:
+                return entries
+            entries += zip(got["ids"], got["embeddings"],
+                           [m or {"_mars_empty": True} for m in got["metadatas"]], strict=True)
+
+    def _add_entries(self, name: str, entries: list[tuple[str, Any, Any]]) -> None:
+        ids, vectors, metas = (list(x) for x in zip(*entries, strict=True))
+        self._using(name, f"write collection {name!r}", lambda col: col.add(
+            ids=ids, embeddings=vectors, metadatas=metas), create=True)
+
+    @contextlib.contextmanager
+    def _rebuilding(self, ns: str, names: set[str]) -> Iterator[None]:
+        """Say beside the segments, durably, that these partitions of ``ns`` are being
+        dropped and written again, until they are (on disk only): a crash in between
+        leaves them short, and the next process to use the namespace rebuilds it from the
+        records (:meth:`_guard`); so does this process's next call after an error."""
+        if self._scrub_dir is None:
+            yield
+            return
+        self._write_rebuilding(self._cut_short | names)
+        try:
+            yield
+        except BaseException:
+            self._cut_short |= names
+            self._checked.discard(ns)
+            raise
+        self._cut_short -= names
+        self._write_rebuilding(self._cut_short)
+
+    def _read_rebuilding(self) -> set[str]:
+        assert self._scrub_dir is not None
+        try:
+            text = (self._scrub_dir / _REBUILDING).read_text(encoding="utf-8")
+        except OSError:
+            return set()
+        return set(text.split())
+
+    def _write_rebuilding(self, names: set[str]) -> None:
+        assert self._scrub_dir is not None
+        path = self._scrub_dir / _REBUILDING
+        with _client_errors("record a rebuild in progress"):  # OSError: refused, before
+            if not names:
+                path.unlink(missing_ok=True)
+                return
+            with path.open("w", encoding="utf-8") as fh:
+                fh.write("\n".join(sorted(names)))
+                fh.flush()
+                os.fsync(fh.fileno())
 
     def _guard(self, ns: str) -> None:
         """Check a namespace's HNSW files the first time this process uses them, before
@@ -765,6 +879,8 @@ class ChromaIndex(IndexBase):
                 why = check_segment(segment, recorded)
                 if why is not None:
                     found.append(f"{segment.name}: {why}")
+        if self._partitions((ns,)) & self._cut_short:
+            found.append("a rebuild of its collections was cut short")
         if found:
             _log.warning("damaged index files in %s (%s): the namespace's collections are "
                          "rebuilt from the records", self.location, "; ".join(found))
