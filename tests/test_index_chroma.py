@@ -445,3 +445,19 @@ def test_an_open_after_a_rebuild_cut_short_rebuilds_the_namespace_from_the_recor
         assert sorted(i for i, _ in found) == sorted(r.id for r in rows[:10])
         assert index.repaired == ["m"]
         assert not (tmp_path / "mars-rebuilding").exists()
+
+
+def test_a_rebuild_removes_the_dropped_files_at_once(tmp_path: pathlib.Path) -> None:
+    """A long-running process rebuilds many times between closes: each rebuild's dropped
+    segment directory goes with it, not at the close."""
+    rng = np.random.default_rng(5)
+    rows = [IndexRow(uid(i), "m", ACTIVE, _unit(rng), {"type": "episodic"}) for i in range(40)]
+    with ChromaIndex(path=tmp_path) as index:
+        index.bind("drop", 8, lambda ns: rows if ns == "m" else [])
+        index.upsert(rows, new=True)
+        before = {p.name for p in tmp_path.iterdir() if p.is_dir()}
+        index.compact(["m"])
+        after = {p.name for p in tmp_path.iterdir() if p.is_dir()}
+        assert len(after) == len(before) and after != before  # one new in place of one old
+        assert sorted(i for i, _ in index.query("m", ACTIVE, rows[0].vector, k=50)) == sorted(
+            r.id for r in rows)

@@ -25,8 +25,8 @@ segment: ~0.08 s at 1,000 namespaces, ~0.8 s at 10,000).
 Chroma 1.5 leaves a dropped collection's segment directory on disk (chroma-core/chroma
 #5520): its HNSW files, with every vector it held, stay beside the live ones for good.
 :func:`remove_orphans` deletes the segment directories that Chroma's catalogue no longer
-names — at close, and before a client opens the directory — so a rebuilt collection
-(an erasure's compaction, the active partition's, see
+names — after a rebuild, at close, and before a client opens a directory a crash left —
+so a rebuilt collection (an erasure's compaction, the active partition's, see
 :class:`~mars_core.index.chroma.ChromaIndex`) leaves no copy of what it dropped.
 
 ``header.bin`` (little-endian, 100 bytes): ``int32`` persist version, then ``uint64``

@@ -844,6 +844,7 @@ class ChromaIndex(IndexBase):
             raise
         self._cut_short -= names
         self._write_rebuilding(self._cut_short)
+        remove_orphans(self._scrub_dir)  # the dropped files, now rather than at close
 
     def _read_rebuilding(self) -> set[str]:
         assert self._scrub_dir is not None
