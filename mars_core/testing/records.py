@@ -423,6 +423,53 @@ class RecordStoreConformance(abc.ABC):
             assert windowed_best == best  # a window leaves out; it never rescales
             assert hits == [(i, s) for i, s in full if i in {n.id for n in mine[2:5]}]
 
+    @staticmethod
+    def common_texts() -> list[str]:
+        """90 texts where "Ana" is in 80 (a term held by more than an eighth of the
+        namespace and by 64 memories at least: a store may sum it only for the memories
+        the rarer terms find), "jazz" in 10 and "Porto" in 7; 20 say "harp", 10 of them
+        with "Ana" twice (longer: their rarer term scores less, and "Ana" puts them
+        first)."""
+        words = "tea river lamp stone cloud piano garden letter".split()
+        out = []
+        for i in range(70):
+            text = " ".join(words[j % len(words)] for j in range(i % 5, i % 5 + 2 + i % 4))
+            out.append(f"Ana {text}" + " jazz" * (i % 9 == 0) + " Porto" * (i % 13 == 5))
+        return out + ["harp zither"] * 10 + ["harp Ana Ana"] * 10
+
+    @staticmethod
+    def common_only_texts() -> list[str]:
+        """64 short texts of "Ana" alone and 60 long ones of "zither" without it: the
+        best for "Ana zither" hold the common term only."""
+        return ["Ana Ana Ana"] * 64 + ["zither" + " pebble" * 30] * 60
+
+    def test_search_terms_with_a_common_term_is_still_exact(
+            self, tmp_path: pathlib.Path) -> None:
+        with self.open_records(tmp_path / "records") as records:
+            mine = self.texts(texts=self.common_texts())
+            other = self.texts("ns-b", 100, self.common_only_texts())
+            self.insert(records, *mine, *other)
+            stamps = [n.created_at.timestamp() for n in mine]
+            for namespace, nodes, query in (
+                    ("ns-a", mine, "Ana jazz"), ("ns-a", mine, "Ana Porto jazz"),
+                    ("ns-a", mine, "Ana"), ("ns-a", mine, "Ana lamp"),
+                    ("ns-a", mine, "jazz Porto"), ("ns-a", mine, "harp Ana"),
+                    ("ns-b", other, "Ana zither")):
+                want = self.bm25_reference(nodes, query)
+                order = sorted(want, key=lambda i: (-want[i], i))
+                for k in (1, 5, 40):
+                    hits, best = self.search(records, query, namespace, k=k)
+                    assert hits == [(i, want[i]) for i in order[:k]], (query, k)
+                    assert best == want[order[0]]
+            for query in ("Ana jazz", "harp Ana"):
+                want = self.bm25_reference(mine, query)
+                inside = {n.id for n in mine[10:81]}
+                hits, best = self.search(records, query, k=5, since=stamps[10],
+                                         until=stamps[80])
+                assert hits == sorted(((i, s) for i, s in want.items() if i in inside),
+                                      key=lambda kv: (-kv[1], kv[0]))[:5], query
+                assert best == max(want.values())
+
     def test_history_reads_without_loading_a_namespace(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
             nodes = self.populate(records)
