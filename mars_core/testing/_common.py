@@ -58,3 +58,22 @@ def _payload(mtype: MemoryType) -> EpisodicPayload | SemanticPayload | SocialPay
                              attributes={"city": "Zürich"}, interaction_history=(_uid(90),))
     return TaskPayload(goal="ship it", status=TaskStatus.ACTIVE, dependencies=(_uid(91),),
                        priority=0.875, deadline=_T0 + timedelta(days=3))
+
+
+def _common_texts() -> list[str]:
+    """90 texts where "Ana" is in 80 (a term held by more than an eighth of a namespace
+    and by 64 memories at least: a store may sum it only for the memories the rarer terms
+    find), "jazz" in 10 and "Porto" in 7; 20 say "harp", 10 of them with "Ana" twice
+    (longer: their rarer term scores less, and "Ana" puts them first)."""
+    words = "tea river lamp stone cloud piano garden letter".split()
+    out = []
+    for i in range(70):
+        text = " ".join(words[j % len(words)] for j in range(i % 5, i % 5 + 2 + i % 4))
+        out.append(f"Ana {text}" + " jazz" * (i % 9 == 0) + " Porto" * (i % 13 == 5))
+    return out + ["harp zither"] * 10 + ["harp Ana Ana"] * 10
+
+
+def _common_only_texts() -> list[str]:
+    """64 short texts of "Ana" alone and 60 long ones of "zither" without it: the best
+    for "Ana zither" hold the common term only."""
+    return ["Ana Ana Ana"] * 64 + ["zither" + " pebble" * 30] * 60

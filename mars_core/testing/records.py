@@ -55,6 +55,8 @@ from mars_core.testing._common import (
     ACTIVE,
     ARCHIVED,
     Vector,
+    _common_only_texts,
+    _common_texts,
     _payload,
     _raises,
     _skip,
@@ -423,31 +425,11 @@ class RecordStoreConformance(abc.ABC):
             assert windowed_best == best  # a window leaves out; it never rescales
             assert hits == [(i, s) for i, s in full if i in {n.id for n in mine[2:5]}]
 
-    @staticmethod
-    def common_texts() -> list[str]:
-        """90 texts where "Ana" is in 80 (a term held by more than an eighth of the
-        namespace and by 64 memories at least: a store may sum it only for the memories
-        the rarer terms find), "jazz" in 10 and "Porto" in 7; 20 say "harp", 10 of them
-        with "Ana" twice (longer: their rarer term scores less, and "Ana" puts them
-        first)."""
-        words = "tea river lamp stone cloud piano garden letter".split()
-        out = []
-        for i in range(70):
-            text = " ".join(words[j % len(words)] for j in range(i % 5, i % 5 + 2 + i % 4))
-            out.append(f"Ana {text}" + " jazz" * (i % 9 == 0) + " Porto" * (i % 13 == 5))
-        return out + ["harp zither"] * 10 + ["harp Ana Ana"] * 10
-
-    @staticmethod
-    def common_only_texts() -> list[str]:
-        """64 short texts of "Ana" alone and 60 long ones of "zither" without it: the
-        best for "Ana zither" hold the common term only."""
-        return ["Ana Ana Ana"] * 64 + ["zither" + " pebble" * 30] * 60
-
     def test_search_terms_with_a_common_term_is_still_exact(
             self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
-            mine = self.texts(texts=self.common_texts())
-            other = self.texts("ns-b", 100, self.common_only_texts())
+            mine = self.texts(texts=_common_texts())
+            other = self.texts("ns-b", 100, _common_only_texts())
             self.insert(records, *mine, *other)
             stamps = [n.created_at.timestamp() for n in mine]
             for namespace, nodes, query in (
