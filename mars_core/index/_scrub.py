@@ -42,11 +42,13 @@ import shutil
 import sqlite3
 import struct
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ScrubReport", "mark_closed", "remove_orphans", "scrub_index_files",
-           "take_closed"]
+__all__ = ["ScrubReport", "mark_closed", "read_catalogue", "remove_orphans",
+           "scrub_index_files", "take_closed"]
 
 _log = logging.getLogger(__name__)
 _HEADER = struct.Struct("<iQQQQ")  # version, offsetLevel0, max, count, size per element
@@ -145,19 +147,34 @@ def remove_orphans(directory: Path) -> list[str]:
     return removed
 
 
-def _catalogued(directory: Path) -> set[str] | None:
-    """The segment ids Chroma's catalogue names (``None``: no catalogue, or unreadable)."""
+def read_catalogue(directory: Path, sql: str, args: Sequence[Any] = ()
+                   ) -> list[tuple[Any, ...]] | None:
+    """The rows of a query on Chroma's catalogue (``chroma.sqlite3``), read as a file:
+    no client, no collection loaded; ``None`` when there is no catalogue or the query
+    fails on it (another Chroma version's layout).
+
+    Examples:
+        >>> import tempfile
+        >>> read_catalogue(Path(tempfile.mkdtemp()), "SELECT id FROM segments") is None
+        True
+    """
     catalogue = directory / "chroma.sqlite3"
     if not catalogue.is_file():
         return None
     try:
         conn = sqlite3.connect(f"file:{catalogue}?mode=ro", uri=True)
         try:
-            return {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
+            return [tuple(r) for r in conn.execute(sql, tuple(args))]
         finally:
             conn.close()
     except sqlite3.Error:
         return None
+
+
+def _catalogued(directory: Path) -> set[str] | None:
+    """The segment ids Chroma's catalogue names (``None``: no catalogue, or unreadable)."""
+    rows = read_catalogue(directory, "SELECT id FROM segments")
+    return None if rows is None else {str(r[0]) for r in rows}
 
 
 def _is_uuid(name: str) -> bool:

@@ -37,8 +37,8 @@ the record store beside that stamp, so an open queries only the namespace it ser
   graph held 50,558 slots for 511 live entries (85 MB, loaded whole by its first query,
   searched through the dead ones). An embedded index rebuilds an active partition from
   its own live entries once its dead slots outnumber ``max(2,048, its live entries)``
-  (checked every that many removals, and at the first removal of a process that found
-  a large graph): :meth:`ChromaIndex._rebuild_active`.
+  (checked at a process's first removal from it, then every that many removals):
+  :meth:`ChromaIndex._rebuild_active`.
 
 One process at a time uses a directory (a lock file guards it). Queries above Chroma's
 brute-force threshold use HNSW and are approximate: the store rescores what they find
@@ -67,13 +67,14 @@ import logging
 import math
 import os
 import re
-import sqlite3
 import sys
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard, TypeVar
+
+import numpy as np
 
 from mars_core._lockfile import LockFile, LockHeld
 from mars_core.errors import (
@@ -89,6 +90,7 @@ from mars_core.index._hnsw import check_segment, element_count, record_sums, rec
 from mars_core.index._scrub import (
     ScrubReport,
     mark_closed,
+    read_catalogue,
     remove_orphans,
     scrub_index_files,
     take_closed,
@@ -529,9 +531,6 @@ class ChromaIndex(IndexBase):
             # HNSW graph, read from its header (Chroma's count() reads every row of its
             # catalogue: 0.3 s at 100,000), without those not yet flushed to the graph
             self._used[name] = sum(element_count(s) for s in self._segments(name))
-            if name[len(self._prefix)] == _LETTER[MemoryStatus.ACTIVE] and \
-                    self._used[name] > _CHURN:
-                self._check_at[name] = 0  # count its dead slots at the first removal
         return handle
 
     def _partitions(self, namespaces: Collection[str]) -> set[str]:
@@ -786,10 +785,11 @@ class ChromaIndex(IndexBase):
         (on disk only, where its header says how many slots it has)."""
         name = partition_name(self._prefix, ns, MemoryStatus.ACTIVE)
         done = self._removed[name] = self._removed.get(name, 0) + removed
-        if self._scrub_dir is None or done < self._check_at.get(name, _CHURN):
-            return
+        if self._scrub_dir is None or done < self._check_at.get(name, 0):
+            return  # (the first removal of a process looks: what did earlier ones leave?)
         slots = sum(element_count(s) for s in self._segments(name))
-        live = self._using(name, "count entries", lambda col: int(col.count())) or 0
+        live = slots if slots <= _CHURN else self._using(
+            name, "count entries", lambda col: int(col.count())) or 0
         if slots - live > max(_CHURN, live):
             self._rebuild_active(ns)
             self._removed[name], self._check_at[name] = 0, _CHURN
@@ -800,31 +800,28 @@ class ChromaIndex(IndexBase):
         """Write a namespace's active partition again from its own live entries (their
         stored vectors and metadata), without the slots of those it lost."""
         name = partition_name(self._prefix, ns, MemoryStatus.ACTIVE)
-        entries = self._live_entries(name)
+        rows = self._stored_rows(name, ns)
         with self._rebuilding(ns, {name}):
             self._drop(name)
-            for i in range(0, len(entries), self._max_batch):
-                self._add_entries(name, entries[i:i + self._max_batch])
-        self._used[name] = len(entries)
+            self._put(name, rows, True)
+        self._used[name] = len(rows)
 
-    def _live_entries(self, name: str) -> list[tuple[str, Any, Any]]:
-        """A collection's entries as stored: ids, vectors, metadata."""
-        entries: list[tuple[str, Any, Any]] = []
+    def _stored_rows(self, name: str, ns: str) -> list[IndexRow]:
+        """An active partition's entries as Chroma holds them (vectors, and metadata with
+        its hidden flags, which :func:`_write_meta` writes back unchanged)."""
+        rows: list[IndexRow] = []
         while True:
-            def page(col: Any, offset: int = len(entries)) -> Any:
+            def page(col: Any, offset: int = len(rows)) -> Any:
                 return col.get(limit=self._max_batch, offset=offset,
                                include=["embeddings", "metadatas"])
 
             got = self._using(name, f"read collection {name!r}", page)
             if not got or not got["ids"]:
-                return entries
-            entries += zip(got["ids"], got["embeddings"],
-                           [m or {"_mars_empty": True} for m in got["metadatas"]], strict=True)
-
-    def _add_entries(self, name: str, entries: list[tuple[str, Any, Any]]) -> None:
-        ids, vectors, metas = (list(x) for x in zip(*entries, strict=True))
-        self._using(name, f"write collection {name!r}", lambda col: col.add(
-            ids=ids, embeddings=vectors, metadatas=metas), create=True)
+                return rows
+            rows += [IndexRow(i, ns, MemoryStatus.ACTIVE, np.asarray(v, dtype=np.float32),
+                              m or {})
+                     for i, v, m in zip(got["ids"], got["embeddings"], got["metadatas"],
+                                        strict=True)]
 
     @contextlib.contextmanager
     def _rebuilding(self, ns: str, names: set[str]) -> Iterator[None]:
@@ -895,17 +892,13 @@ class ChromaIndex(IndexBase):
         read that way (another Chroma version)."""
         assert self._scrub_dir is not None
         directory = self._scrub_dir
-        try:
-            conn = sqlite3.connect(f"file:{directory / 'chroma.sqlite3'}?mode=ro", uri=True)
-            try:
-                ids = [str(r[0]) for r in conn.execute(
-                    "SELECT s.id FROM segments s JOIN collections c ON c.id = s.collection "
-                    "WHERE c.name = ? AND s.scope = 'VECTOR'", (name,))]
-            finally:
-                conn.close()
-        except sqlite3.Error:
+        rows = read_catalogue(
+            directory, "SELECT s.id FROM segments s JOIN collections c ON c.id = "
+            "s.collection WHERE c.name = ? AND s.scope = 'VECTOR'", (name,))
+        if rows is None:
             return [h.parent for h in sorted(directory.glob("*/header.bin"))]
-        return [directory / i for i in ids if (directory / i / "header.bin").is_file()]
+        return [directory / str(r[0]) for r in rows
+                if (directory / str(r[0]) / "header.bin").is_file()]
 
     def _release(self) -> None:
         """Close the client (if this index created it) and the directory's lock."""
