@@ -46,19 +46,19 @@ def _collected(heavy: bool) -> list[str]:
     return [line for line in out.stdout.splitlines() if "::" in line]
 
 
-def test_the_page_names_exactly_the_tests_marked_heavy() -> None:
-    marked = {re.sub(r"\[.*\]$", "", node) for node in _collected(heavy=True)}
+def test_the_page_names_exactly_the_tests_marked_heavy_and_they_skip_without_the_switch(
+        ) -> None:
+    """One test, so that the collection (~10 s: it imports every marking file) runs once."""
+    heavy = _collected(heavy=True)
+    marked = {re.sub(r"\[.*\]$", "", node) for node in heavy}
     assert marked, "no test is marked heavy"
     named = _page_tests()
     assert marked - named == set(), "marked heavy, not on docs/reference/testing.md"
     assert named - marked == set(), "on docs/reference/testing.md, not marked heavy"
 
-
-def test_without_the_switch_a_heavy_test_is_skipped_saying_where_it_runs() -> None:
-    node = _collected(heavy=True)[0]
     env = {**os.environ, "MARS_TEST_HEAVY": ""}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", node],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", heavy[0]],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stdout[-2000:]
     assert re.search(r"\b1 skipped\b", out.stdout), out.stdout[-2000:]
