@@ -461,3 +461,26 @@ def test_a_rebuild_removes_the_dropped_files_at_once(tmp_path: pathlib.Path) -> 
         assert len(after) == len(before) and after != before  # one new in place of one old
         assert sorted(i for i, _ in index.query("m", ACTIVE, rows[0].vector, k=50)) == sorted(
             r.id for r in rows)
+
+
+def test_an_index_on_a_server_loads_no_certificates_to_speak_plain_http(
+        chroma_server: ChromaServer, tmp_path: pathlib.Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Chroma server is reached over plain HTTP, where no certificate is checked: the
+    client builds no verifying TLS context (loading the machine's CA bundle cost ~65 ms
+    to ~130 ms a context, two a client, at every open of a store on a server)."""
+    import ssl
+
+    made: list[object] = []
+    real = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    with server_index("chroma-http", chroma_server, prefix_for(tmp_path)) as index:
+        index.bind("s", 4, lambda ns: [])
+        index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})])
+        assert [i for i, _ in index.query("u1", ACTIVE, vec(1.0), 3)] == [uid(1)]
+    assert made == []
