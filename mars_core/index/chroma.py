@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import logging
 import math
@@ -282,6 +283,21 @@ def _import_chromadb() -> Any:
     return chromadb
 
 
+@functools.cache
+def _base_settings() -> Any:
+    """Chroma's settings with its telemetry off, read from the environment once."""
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False)
+
+
+def _settings(**fields: Any) -> Any:
+    """A fresh copy of :func:`_base_settings` with ``fields`` set: Chroma's clients write
+    into the settings they are given, and building them anew (reading every ``CHROMA_*``
+    variable through pydantic-settings) cost ~7 ms at each open."""
+    return _base_settings().model_copy(update=fields, deep=True)
+
+
 @contextlib.contextmanager
 def _client_errors(action: str) -> Iterator[None]:
     """Wrap anything the Chroma client raises as :class:`MarsBackendError`."""
@@ -437,9 +453,7 @@ class ChromaIndex(IndexBase):
     def _connect(self, path: str | os.PathLike[str] | None, host: str | None,
                  port: int | None) -> Any:
         chromadb = _import_chromadb()
-        from chromadb.config import Settings
-
-        if path is not None:  # its client builds its own Settings (~8 ms of CPU each)
+        if path is not None:
             directory = Path(path)
             self._take_lock(directory)
             self.location = str(directory)
@@ -451,13 +465,12 @@ class ChromaIndex(IndexBase):
                 remove_orphans(directory)
                 self.open_scrub = scrub_index_files(directory)
             return self._persistent_client()
-        settings = Settings(anonymized_telemetry=False)
         if host is not None:
             self.location = f"http://{host}:{port or 8000}"
             # plain HTTP (ssl=False): no certificate is ever checked, so the client need
             # not load the machine's CA bundle into a TLS context it never uses (httpx
             # does for verify=True: ~65 ms a client, paid at every open of the store)
-            plain = Settings(anonymized_telemetry=False, chroma_server_ssl_verify=False)
+            plain = _settings(chroma_server_ssl_verify=False)
             with _client_errors(f"reach the server at {self.location} (start one with "
                                 "`chroma run --path DIR --port N`)"):
                 client = chromadb.HttpClient(host=host, port=port or 8000, ssl=False,
@@ -466,17 +479,14 @@ class ChromaIndex(IndexBase):
             return client
         self._database = f"mars_{uuid.uuid4().hex}"
         with _client_errors("create an ephemeral database"):
-            chromadb.AdminClient(Settings(anonymized_telemetry=False, is_persistent=False)
+            chromadb.AdminClient(_settings(is_persistent=False)
                                  ).create_database(self._database)
-            return chromadb.EphemeralClient(settings=settings, database=self._database)
+            return chromadb.EphemeralClient(settings=_settings(), database=self._database)
 
     def _persistent_client(self) -> Any:
         chromadb = _import_chromadb()
-        from chromadb.config import Settings
-
         with _client_errors(f"open the database at {self.location}"):
-            return chromadb.PersistentClient(path=self.location,
-                                             settings=Settings(anonymized_telemetry=False))
+            return chromadb.PersistentClient(path=self.location, settings=_settings())
 
     def _free_loaded(self, keep: Collection[str] = ()) -> None:
         """Reopen an on-disk client that has used more than ``max_loaded_collections``
@@ -912,10 +922,8 @@ class ChromaIndex(IndexBase):
             with contextlib.suppress(Exception):  # closing is best effort
                 if self._database is not None:
                     from chromadb import AdminClient
-                    from chromadb.config import Settings
 
-                    AdminClient(Settings(anonymized_telemetry=False, is_persistent=False)
-                                ).delete_database(self._database)
+                    AdminClient(_settings(is_persistent=False)).delete_database(self._database)
             with contextlib.suppress(Exception):
                 client.close()
             if self._scrub_dir is not None:  # the client is closed, the lock still held
