@@ -484,3 +484,27 @@ def test_an_index_on_a_server_loads_no_certificates_to_speak_plain_http(
         index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})])
         assert [i for i, _ in index.query("u1", ACTIVE, vec(1.0), 3)] == [uid(1)]
     assert made == []
+
+
+def test_an_open_reads_chromas_settings_from_the_environment_once_per_process(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma's ``Settings()`` reads every ``CHROMA_*`` variable through pydantic-settings
+    (~7 ms): the index builds them once a process and hands each client its own copy
+    (a client writes into the settings it is given)."""
+    from chromadb.config import Settings
+
+    ChromaIndex(path=tmp_path / "first").close()  # the process's first open may build them
+    built: list[dict[str, Any]] = []
+    real = Settings.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        built.append(kwargs)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Settings, "__init__", counted)
+    with ChromaIndex(path=tmp_path / "disk") as on_disk, ChromaIndex() as ephemeral:
+        for index in (on_disk, ephemeral):
+            index.bind("s", 4, lambda ns: [])
+            index.upsert([IndexRow(uid(1), "u1", ACTIVE, vec(1.0), {})])
+            assert [i for i, _ in index.query("u1", ACTIVE, vec(1.0), 3)] == [uid(1)]
+    assert built == []
