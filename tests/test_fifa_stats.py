@@ -115,6 +115,21 @@ def test_holms_full_collection_leaves_out_the_objects_alive_before_it(
     assert gc.get_freeze_count() == 0
 
 
+def test_holms_adjustment_leaves_objects_the_process_froze_itself_frozen() -> None:
+    """A process that froze its objects (a server forking after loading) keeps them
+    frozen: the adjustment unfreezes nothing it did not freeze."""
+    import gc
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        assert adjust([0.01, 0.04, 0.03], "holm") == pytest.approx([0.03, 0.06, 0.06])
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_wilcoxon_exact_and_permutation_p_values() -> None:
     six = wilcoxon([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [0.0] * 6)
     assert six.p == pytest.approx(2 / 64) and six.method == "exact" and six.w_plus == 21

@@ -168,7 +168,14 @@ def _collection_of_new_objects_only() -> Iterator[None]:
     in a long-lived process (a notebook, a test worker), and a report makes dozens of
     calls. Frozen objects are not walked (``gc.freeze``); nothing is collected less —
     they are unfrozen on exit, where the next automatic collection sees them again.
+
+    A process that froze objects itself (a server that forks after loading) keeps them
+    frozen: there, and in a second thread inside this block, nothing is frozen or
+    unfrozen (``gc.unfreeze`` cannot tell whose objects it releases).
     """
+    if gc.get_freeze_count():
+        yield
+        return
     gc.freeze()
     try:
         yield
