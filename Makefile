@@ -13,7 +13,13 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 # the CPU build of torch) are passed on — those that exist: pip skips a missing one, uv
 # stops. --native-tls: uv trusts the machine's certificate store, as pip does here,
 # instead of the roots it carries.
-FIND   = $(shell $(PY) -m pip config list 2>/dev/null | sed -n "s/^.*find-links='\(.*\)'$$/\1/p" | tr ' ' '\n' | sort -u | while read -r d; do case "$$d" in (file://*) [ -d "$${d#file://}" ] && echo "$$d";; (*://*) echo "$$d";; (*) [ -d "$$d" ] && echo "$$d";; esac; done)
+FIND   = $(shell $(PY) -m pip config list 2>/dev/null \
+	| sed -n "s/^.*find-links='\(.*\)'$$/\1/p" | tr ' ' '\n' | sort -u \
+	| while read -r d; do case "$$d" in \
+		(file://*) [ -d "$${d#file://}" ] && echo "$$d";; \
+		(*://*) echo "$$d";; \
+		(*) [ -d "$$d" ] && echo "$$d";; \
+	esac; done)
 INSTALL = $(VENV)/bin/uv pip install --quiet --compile-bytecode --native-tls --python $(PY) $(addprefix --find-links ,$(FIND))
 PKGS   := mars_core langchain_mars llamaindex_mars
 DEMO_DIR ?= ./mars_data/demo

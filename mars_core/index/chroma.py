@@ -468,8 +468,8 @@ class ChromaIndex(IndexBase):
         if host is not None:
             self.location = f"http://{host}:{port or 8000}"
             # plain HTTP (ssl=False): no certificate is ever checked, so the client need
-            # not load the machine's CA bundle into a TLS context it never uses (httpx
-            # does for verify=True: ~65 ms a client, paid at every open of the store)
+            # not load the machine's CA bundle into TLS contexts it never uses (httpx
+            # does for verify=True: two a client, 65-130 ms each here, at every open)
             plain = _settings(chroma_server_ssl_verify=False)
             with _client_errors(f"reach the server at {self.location} (start one with "
                                 "`chroma run --path DIR --port N`)"):
