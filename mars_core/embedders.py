@@ -128,12 +128,12 @@ def _quiet_loading() -> Iterator[None]:
     from transformers.utils import logging as hf_logging
 
     shown = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()
     try:
         yield
     finally:
         if shown:
-            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+            hf_logging.enable_progress_bar()
 
 
 def _load(path: Path, device: str) -> Any:
