@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import children
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -162,9 +163,9 @@ def test_another_process_holding_a_namespace_blocks_it_and_no_other(
     patient = stores(lock_timeout=WAIT)
     hasty = stores(lock_timeout=0.3)
     patient.add("the namespace exists", namespace="held")
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, postgres_url, "held"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=_child_env())
+    holder = children.popen([sys.executable, "-c", HOLDER, postgres_url, "held"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=_child_env())
     try:
         assert holder.stdout is not None and holder.stdin is not None
         assert holder.stdout.readline().strip() == "holding"

@@ -16,11 +16,11 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import children
 import pytest
 
 pytest.importorskip("chromadb")
@@ -129,8 +129,8 @@ def _run(tmp_path: Path, *argv: str) -> tuple[str, str]:
     script = tmp_path / "child.py"
     script.write_text(CHILD, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, str(script), *argv], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=50, check=False)
+    done = children.run([sys.executable, str(script), *argv], env=env, cwd=tmp_path,
+                        capture_output=True, text=True, timeout=50, check=False)
     assert done.returncode == 0, f"child died with {done.returncode}:\n{done.stderr[-3000:]}"
     return (done.stdout.strip().splitlines() or [""])[-1], done.stderr
 
@@ -204,8 +204,8 @@ def test_a_deleted_write_ahead_log_is_reported_and_the_index_rebuilt(
     script = tmp_path / "child.py"
     script.write_text(CHILD, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, str(script), str(path), "crash-after-writes"],
-                          env=env, capture_output=True, text=True, timeout=50, check=False)
+    done = children.run([sys.executable, str(script), str(path), "crash-after-writes"],
+                        env=env, capture_output=True, text=True, timeout=50, check=False)
     assert done.returncode == -9 and "acknowledged" in done.stdout, done.stderr[-2000:]
     (path / "mars.sqlite3-wal").unlink()
     out, err = _run(tmp_path, str(path), "ask")

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import children as forked
 import pytest
 
 import mars_core
@@ -57,9 +58,9 @@ class Child:
     """Another process of the store, driven line by line."""
 
     def __init__(self, url: str, index: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, url, index],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env=_env())
+        self.proc = forked.popen([sys.executable, "-c", CHILD, url, index],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True, env=_env())
 
     def ask(self, line: str) -> str:
         assert self.proc.stdin is not None and self.proc.stdout is not None

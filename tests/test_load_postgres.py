@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import children
 import pytest
 
 import mars_core
@@ -94,7 +95,7 @@ class Pool:
 
     def start(self, name: str, seed: int, seconds: float = SECONDS,
               max_ops: int = MAX_OPS, min_ops: int = 0) -> Proc:
-        popen = subprocess.Popen(
+        popen = children.popen(
             [sys.executable, str(WORKER), self.url, name, str(seed), str(seconds),
              str(max_ops), str(NAMESPACES), str(BUDGET), self.index, str(min_ops)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

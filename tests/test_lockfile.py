@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import children
 import pytest
 
 from mars_core._lockfile import LockFile, LockHeld
@@ -39,8 +40,8 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
     script = tmp_path / "hold.py"
     script.write_text(HOLD, encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(script), str(path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = children.popen([sys.executable, str(script), str(path)], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "HELD"
         with pytest.raises(LockHeld) as info:

@@ -19,6 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
+import children
 import pytest
 from typer.testing import CliRunner
 
@@ -72,7 +73,7 @@ def _imported(store: MemoryStore) -> list[str]:
 def _kill_during_import(dump: Path, store: Path, stage: str, at: int) -> str:
     """Run ``mars import`` in a child until its progress reaches ``(stage, at)``, then
     SIGKILL it; returns the line the child printed when it paused."""
-    proc = subprocess.Popen(
+    proc = children.popen(
         [sys.executable, "-c", CHILD, stage, str(at), "import", str(dump), "--from", "mem0",
          "--path", str(store)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, env=_env(), cwd=store.parent)
@@ -163,8 +164,8 @@ def test_an_import_draws_a_bar_on_a_terminal_and_nothing_elsewhere(
 
     reader = threading.Thread(target=read_screen, daemon=True)
     reader.start()
-    done = subprocess.run([*argv, "--path", str(tmp_path / "tty")], stdout=subprocess.PIPE,
-                          stderr=slave, env=env, cwd=tmp_path, timeout=600, check=False)
+    done = children.run([*argv, "--path", str(tmp_path / "tty")], stdout=subprocess.PIPE,
+                        stderr=slave, env=env, cwd=tmp_path, timeout=600, check=False)
     os.close(slave)
     reader.join(timeout=60)
     os.close(master)
@@ -175,8 +176,8 @@ def test_an_import_draws_a_bar_on_a_terminal_and_nothing_elsewhere(
         assert label in drawn
     assert f"{records}/{records}" in drawn
 
-    piped = subprocess.run([*argv, "--path", str(tmp_path / "pipe")], capture_output=True,
-                           env=env, cwd=tmp_path, timeout=600, check=False)
+    piped = children.run([*argv, "--path", str(tmp_path / "pipe")], capture_output=True,
+                         env=env, cwd=tmp_path, timeout=600, check=False)
     assert piped.returncode == 0 and f"imported {records} memories".encode() in piped.stdout
     assert b"storing" not in piped.stderr and f"{records}/{records}".encode() not in piped.stderr
 
@@ -187,7 +188,7 @@ def test_ctrl_c_during_an_import_imports_nothing_and_removes_the_store_it_create
     transaction, and the command says so and removes the store it had created."""
     dump = _dump(tmp_path / "mem0.json", N)
     path = tmp_path / "new" / "store"
-    proc = subprocess.Popen(
+    proc = children.popen(
         [sys.executable, "-c", CHILD, "store", "300", "import", str(dump), "--from", "mem0",
          "--path", str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)

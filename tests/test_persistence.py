@@ -34,6 +34,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import children
 import pytest
 from invariants import check_invariants
 from run_once import once_per_run
@@ -122,9 +123,9 @@ def test_reopen_after_another_process_wrote(tmp_path: Path, mode: str, index: st
     script = tmp_path / "writer.py"
     script.write_text(WRITER, encoding="utf-8")
     path = tmp_path / "store"
-    proc = subprocess.Popen([sys.executable, str(script), str(path), mode, KEY_HEX, index],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(), cwd=tmp_path)
+    proc = children.popen([sys.executable, str(script), str(path), mode, KEY_HEX, index],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=_env(), cwd=tmp_path)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -299,8 +300,8 @@ def _run_until_killed(script: Path, args: list[str], target: int, cwd: Path) -> 
     """Run the crasher until it has acknowledged ``target`` lines, then SIGKILL it: the
     kill lands wherever the child is by then (somewhere in the next calls, as the
     scheduler has it); returns its complete output lines (what it acknowledged)."""
-    proc = subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env(), cwd=cwd)
+    proc = children.popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=_env(), cwd=cwd)
     assert proc.stdout is not None and proc.stderr is not None
     lines: list[bytes] = []
     enough = threading.Event()
@@ -438,9 +439,9 @@ def test_a_crash_at_any_step_of_an_erasure_leaves_it_whole_or_undone(
         keep = store.add("Bo likes jazz")
     script = tmp_path / "eraser.py"
     script.write_text(ERASER, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script), str(path), step, index], env=_env(),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          check=False)
+    done = children.run([sys.executable, str(script), str(path), step, index], env=_env(),
+                        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                        check=False)
     assert done.returncode == (0 if step == "none" else 9), done.stderr
     with MemoryStore.open(path, clock=FakeClock()) as store:
         check_invariants(store)
@@ -495,9 +496,9 @@ def test_a_crash_around_recording_the_index_position_is_caught_up(
         stamp = vector_index(store).stamp
     script = tmp_path / "recorder.py"
     script.write_text(RECORDER, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script), str(path), step, "chroma"],
-                          env=_env(), cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = children.run([sys.executable, str(script), str(path), step, "chroma"],
+                        env=_env(), cwd=tmp_path, capture_output=True, text=True,
+                        timeout=300, check=False)
     assert done.returncode == 9 and "CLOSED" not in done.stdout, done.stderr
     acknowledged = set(json.loads(done.stdout.splitlines()[0]))
     with MemoryStore.open(path, clock=FakeClock()) as store:
@@ -547,7 +548,7 @@ def test_two_processes_opening_one_store_at_once_one_writes(
     script = tmp_path / "holder.py"
     script.write_text(HOLDER, encoding="utf-8")
     path = tmp_path / "s"
-    procs = {name: subprocess.Popen(
+    procs = {name: children.popen(
         [sys.executable, str(script), str(path), index, name], stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
         for name, index in (("one", first), ("two", second))}
@@ -591,9 +592,9 @@ def test_a_reader_beside_a_busy_writer_sees_only_whole_transactions(tmp_path: Pa
     MemoryStore.open(path, index="numpy", clock=FakeClock(), budget=10**6).close()
     script = tmp_path / "busy.py"
     script.write_text(BUSY, encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(script), str(path), str(stop)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(), cwd=tmp_path)
+    proc = children.popen([sys.executable, str(script), str(path), str(stop)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=_env(), cwd=tmp_path)
     seen: list[int] = []
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
+import children
 import numpy as np
 import pytest
 
@@ -100,8 +101,8 @@ def test_a_second_writer_process_gets_a_conflict_naming_the_holder(
     path = tmp_path / DB
     with SQLiteRecordStore(path) as records:
         insert(records, memory(0))
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=_child_env())
+    holder = children.popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=_child_env())
     try:
         assert holder.stdout is not None and holder.stdin is not None
         assert holder.stdout.readline().strip() == "ready"

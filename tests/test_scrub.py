@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
+import children
 import numpy as np
 import pytest
 
@@ -102,10 +102,10 @@ os._exit(9)  # killed: no close, no scrub
 
 def test_opening_scrubs_what_a_crash_left_behind(tmp_path: Path) -> None:
     vector = _vectors()[0]
-    done = subprocess.run([sys.executable, "-c", CRASHER, str(tmp_path),
+    done = children.run([sys.executable, "-c", CRASHER, str(tmp_path),
                            ",".join(map(str, vector.tolist()))],
-                          capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                        capture_output=True, text=True, timeout=300, check=False,
+                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 9, done.stderr
     assert not (tmp_path / "mars-closed").exists()
     # the partition's segment (8-d vectors), not the 1-d one of the index's own state

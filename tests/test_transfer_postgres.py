@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import children
 import pytest
 from typer.testing import CliRunner
 
@@ -214,9 +215,9 @@ def test_a_copy_killed_mid_transaction_leaves_the_destination_as_it_was(
         source: Path, postgres_url: str) -> None:
     PostgresRecordStore(postgres_url).close()
     rows = _dump(postgres_url)
-    child = subprocess.Popen([sys.executable, "-c", _COPIER, str(source), postgres_url],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             env=os.environ.copy())
+    child = children.popen([sys.executable, "-c", _COPIER, str(source), postgres_url],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                           env=os.environ.copy())
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "half"
         assert _dump(postgres_url) == rows  # half the rows written, none committed
