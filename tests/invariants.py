@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mars_core.audit import GENESIS, AuditOp, VerifyReport
+from mars_core.audit import GENESIS, AuditOp
 from mars_core.model import Edge, MemoryNode, MemoryStatus, Predicate
 from mars_core.store import MemoryStore
 from mars_core.testing import cached_states, index_sync, record_store, vector_index
@@ -35,12 +35,8 @@ def _created_ids(ev: Any) -> list[str]:
     return []
 
 
-def check_invariants(store: MemoryStore, verified: VerifyReport | None = None) -> None:
-    """Assert invariants 1, 2, 4, 5, 6 and 7 of DESIGN §3 (and view/stat consistency).
-
-    ``verified``: what ``store.verify()`` gave on this same state, if the caller has it
-    (it is not run again).
-    """
+def check_invariants(store: MemoryStore) -> None:
+    """Assert invariants 1, 2, 4, 5, 6 and 7 of DESIGN §3 (and view/stat consistency)."""
     with store._lock:
         nodes: dict[str, MemoryNode] = {}
         edges: list[Edge] = []
@@ -112,7 +108,7 @@ def check_invariants(store: MemoryStore, verified: VerifyReport | None = None) -
         for node in nodes.values():
             if len(node.content) >= 12:
                 assert node.content not in blob, f"audit events hold the text of {node.id}"
-        report = store.verify() if verified is None else verified
+        report = store.verify()
         assert report.ok, report
         assert report.checked == len(events)
         # every namespace's chain ends where its record says, seq by seq
