@@ -86,7 +86,10 @@ def test_c_and_m_run_as_main_with_their_own_path(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_the_child_alone_and_shows_in_its_returncode(sig: int) -> None:
-    wait = "import time; print('up', flush=True); time.sleep(120)"
+    # Python leaves SIGINT ignored when it starts with it ignored (as pytest-xdist's
+    # workers pass it on): the probe sets the interpreter's usual handler itself
+    wait = ("import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "print('up', flush=True); time.sleep(120)")
     ends = []
     for start in (subprocess.Popen, children.popen):
         proc = start([sys.executable, "-c", wait], stdout=subprocess.PIPE,
