@@ -15,7 +15,8 @@ for, non-daemon threads joined and ``atexit`` run at the end, and its exit statu
 the signal that ended it, negative) as ``returncode``.
 
 What differs from a fresh interpreter: the preloaded modules are imported already (under
-the fork server's environment, not the child's) and the hash seed is the fork server's.
+the fork server's environment, not the child's) and the hash seed is the fork server's
+(an environment that asks for another ``PYTHONHASHSEED`` is refused).
 Tests of what a fresh process does — a first run, lazy imports, the documentation as a
 user runs it, start-up time — start real interpreters with :mod:`subprocess`.
 """
@@ -135,7 +136,7 @@ def _child(argv: Sequence[str], env: Mapping[str, str], cwd: str,
 class Child:
     """A child started by :func:`popen`: the parts of :class:`subprocess.Popen` the tests
     use (``pid``, ``stdin``/``stdout``/``stderr``, ``returncode``, ``poll``, ``wait``,
-    ``communicate``, ``send_signal``, ``kill``, ``terminate``)."""
+    ``communicate``, ``send_signal``, ``kill``)."""
 
     def __init__(self, args: Sequence[str], process: Any, stdin: IO[Any] | None,
                  stdout: IO[Any] | None, stderr: IO[Any] | None) -> None:
@@ -165,9 +166,6 @@ class Child:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
 
     def communicate(self, input: Any = None, timeout: float | None = None
                     ) -> tuple[Any, Any]:
@@ -200,13 +198,6 @@ class Child:
         self.wait(timeout)
         return got.get("out"), got.get("err")
 
-    def __enter__(self) -> Child:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.returncode is None:
-            self.kill()
-        self.wait()
 
 
 def _ends(spec: Stream, fd: int, text: bool, out: int | None = None
@@ -236,6 +227,10 @@ def popen(args: Sequence[str], *, stdin: Stream = None, stdout: Stream = None,
     if len(args) < 2 or args[0] != sys.executable or (
             args[1].startswith("-") and args[1] not in ("-c", "-m")):
         raise ValueError(f"not a python script, -c or -m command: {args[:2]!r}")
+    seed = (env or {}).get("PYTHONHASHSEED", os.environ.get("PYTHONHASHSEED"))
+    if seed != os.environ.get("PYTHONHASHSEED"):  # what the fork server started with
+        raise ValueError("a fork server's child keeps the server's hash seed: "
+                         f"PYTHONHASHSEED={seed!r} cannot be honoured")
     fd_in, end_in = _ends(stdin, 0, text)
     fd_out, end_out = _ends(stdout, 1, text)
     fd_err, end_err = _ends(stderr, 2, text, out=fd_out)

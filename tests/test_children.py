@@ -20,16 +20,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = textwrap.dedent("""
-    import atexit, json, os, sys, threading, time
+    import atexit, json, os, sys, threading
     atexit.register(lambda: print("atexit", flush=True))
     line = sys.stdin.readline()
-    worker = threading.Thread(target=lambda: (time.sleep(0.05), print("thread", flush=True)))
+    done = threading.Event()  # set once the report is out: the thread prints after it
+    worker = threading.Thread(target=lambda: (done.wait(), print("thread", flush=True)))
     worker.start()  # not a daemon: the interpreter waits for it before atexit
     print(json.dumps({"name": __name__, "argv": sys.argv, "path": sys.path,
                       "cwd": os.getcwd(), "probe": os.environ.get("PROBE"),
                       "stdin": line, "ttys": [os.isatty(fd) for fd in (0, 1, 2)],
                       "imports_mars": "mars_core" in sys.modules or None}), flush=True)
     print("to stderr", file=sys.stderr)
+    done.set()
     code = sys.argv[-1]
     if code == "raise":
         raise ValueError("raised")
@@ -88,8 +90,8 @@ def test_c_and_m_run_as_main_with_their_own_path(tmp_path: Path) -> None:
 def test_a_signal_ends_the_child_alone_and_shows_in_its_returncode(sig: int) -> None:
     # Python leaves SIGINT ignored when it starts with it ignored (as pytest-xdist's
     # workers pass it on): the probe sets the interpreter's usual handler itself
-    wait = ("import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); "
-            "print('up', flush=True); time.sleep(120)")
+    wait = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "print('up', flush=True); signal.pause()")
     ends = []
     for start in (subprocess.Popen, children.popen):
         proc = start([sys.executable, "-c", wait], stdout=subprocess.PIPE,
@@ -119,3 +121,10 @@ def test_what_is_not_a_python_command_is_refused() -> None:
     for args in (["ls"], [sys.executable], [sys.executable, "-X", "dev", "x.py"]):
         with pytest.raises(ValueError, match="not a python"):
             children.popen(args)
+
+
+def test_a_hash_seed_the_fork_server_does_not_have_is_refused() -> None:
+    other = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+    with pytest.raises(ValueError, match="hash seed"):
+        children.popen([sys.executable, "-c", "pass"],
+                       env={**os.environ, "PYTHONHASHSEED": other})
