@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from itertools import repeat
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -241,6 +242,12 @@ class _Value(BaseModel):
         return self
 
 
+def _same(a: BaseModel, b: BaseModel) -> bool:
+    """``a == b`` for two values without extra fields or private attributes: the same
+    class and the same fields (pydantic's ``__eq__`` asks more, in Python)."""
+    return type(a) is type(b) and a.__dict__ == b.__dict__
+
+
 def _finite(value: float, name: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -434,6 +441,8 @@ class MemoryNode(_Value):
     @field_validator("metadata")
     @classmethod
     def _json_metadata(cls, v: dict[str, JSONValue]) -> dict[str, JSONValue]:
+        if not v:  # most memories carry none: nothing to encode
+            return v
         try:  # and storable: no lone surrogate, not nested past the recursion limit
             json.dumps(v, allow_nan=False, ensure_ascii=False).encode("utf-8")
         except RecursionError:
@@ -445,14 +454,17 @@ class MemoryNode(_Value):
     @field_validator("signals")
     @classmethod
     def _signals(cls, v: dict[str, float]) -> dict[str, float]:
-        if not all(map(math.isfinite, v.values())):
+        values = v.values()
+        if not all(map(math.isfinite, values)):
             for k, x in v.items():
                 _finite(x, f"signal {k!r}")
-        # every memory carries the same score names, mostly 0 or 1: one object each
-        # (-0.0 is not looked up: it would come back as the shared 0.0)
-        shared = _SHARED_FLOATS
-        return {sys.intern(k): x if not x and math.copysign(1.0, x) < 0 else shared.get(x, x)
-                for k, x in v.items()}
+        # every memory carries the same score names, mostly 0 or 1: one object each. A
+        # -0.0 is not looked up (it would come back as the shared 0.0): with no negative
+        # sign among the values, the whole mapping is built in C, no Python call per item
+        if values and min(map(math.copysign, repeat(1.0), values)) < 0:
+            return {sys.intern(k): _shared_float(x) for k, x in v.items()}
+        return dict(zip(map(sys.intern, v), map(_SHARED_FLOATS.get, values, values),
+                        strict=True))
 
     @model_validator(mode="after")
     def _payload_matches_type(self) -> MemoryNode:
@@ -466,10 +478,11 @@ class MemoryNode(_Value):
     def _share_defaults(self) -> MemoryNode:
         # memories stored without provenance or payload (``add(text)``) share one instance
         # of each default, as they share the field sets: frozen values, so sharing is safe
-        if self.provenance is not _DEFAULT_PROVENANCE and self.provenance == _DEFAULT_PROVENANCE:
+        # (compared field by field in C: the classes are exact and carry nothing else)
+        prov, empty = self.provenance, _EMPTY_PAYLOADS[self.type]
+        if prov is not _DEFAULT_PROVENANCE and _same(prov, _DEFAULT_PROVENANCE):
             object.__setattr__(self, "provenance", _DEFAULT_PROVENANCE)
-        empty = _EMPTY_PAYLOADS[self.type]
-        if self.payload is not empty and self.payload == empty:
+        if self.payload is not empty and _same(self.payload, empty):
             object.__setattr__(self, "payload", empty)
         elif isinstance(self.payload, EpisodicPayload) and self.payload.participants:
             object.__setattr__(self, "payload", _shared_episode(self.payload))

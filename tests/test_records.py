@@ -321,12 +321,14 @@ def test_an_index_rebuild_streams_the_vectors_a_batch_at_a_time(tmp_path: pathli
     assert peak - before < n * 384 * 4 / 2  # all rows at once: over the whole 3.2 MB
 
 
+@pytest.mark.parametrize("body", ["{", "[1]", '"text"', '{"step": "\\ud800"}'],
+                         ids=["cut", "list", "string", "lone-surrogate"])
 def test_a_damaged_row_past_the_first_batch_is_corrupt_and_leaves_the_store_usable(
-        tmp_path: pathlib.Path) -> None:
+        tmp_path: pathlib.Path, body: str) -> None:
     n = 2 * BATCH_ROWS + 10
     _filled(tmp_path / DB, n)
     with sqlite3.connect(tmp_path / DB) as raw:
-        raw.execute("UPDATE memories SET body = '{' WHERE id = ?", (uid(n - 3),))
+        raw.execute("UPDATE memories SET body = ? WHERE id = ?", (body, uid(n - 3)))
     raw.close()
     records = SQLiteRecordStore(tmp_path / DB)
     try:

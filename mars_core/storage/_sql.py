@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pydantic
+from pydantic_core import from_json
 
 from mars_core.audit import AuditEvent, canonical_json
 from mars_core.errors import ConflictError, CorruptStoreError, ValidationError
@@ -270,9 +271,10 @@ class SqlTxn:
             return MemoryNode.model_validate({
                 "id": mid, "namespace": ns, "seq": seq, "status": status, "type": mtype,
                 "weight": weight, "sensitivity": sens, "content": content,
-                **json.loads(body), **json.loads(meta), "access_count": count,
+                **from_json(body), **from_json(meta), "access_count": count,
                 "last_access_at": last_at, "last_access_step": last_step, "touch_seq": touch})
-        except (ValueError, pydantic.ValidationError) as exc:
+        except (ValueError, TypeError, pydantic.ValidationError) as exc:  # TypeError: a
+            # body or meta that is JSON but not an object
             raise CorruptStoreError(f"memory {mid} in {self._where} is unreadable") from exc
 
     def _event(self, body: str) -> AuditEvent:
