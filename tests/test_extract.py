@@ -321,6 +321,25 @@ def test_links_to_people_and_goals() -> None:
     assert (Predicate.ATTACHES_TO_GOAL, "t1") in sister[0].links
 
 
+def test_known_people_follow_adds_and_removes_as_a_rebuild_would() -> None:
+    """A social memory removed leaves no trace in :meth:`KnownFacts.people` or
+    :meth:`KnownFacts.related`; the index after adds and removes answers as one rebuilt
+    from the memories left (what a reopened store holds)."""
+    sister, dog, friend = (social("s", "Ana", "sister"), social("d", "Rex", "dog"),
+                           social("f", "Bo", "friend", related_to="Ana"))
+    live = KnownFacts.from_nodes([sister, dog, friend])
+    live.remove("s")
+    live.remove("d")
+    assert live.people("Ana") == () and live.related("user") == ()
+    live.add(dog)
+    live.add(sister)
+    rebuilt = KnownFacts.from_nodes([friend, dog, sister])
+    for who in ("user", "Ana"):
+        assert live.related(who) == rebuilt.related(who)
+    assert live.related("user") == (("dog", "d", "Rex"), ("sister", "s", "Ana"))
+    assert (live.people("Ana"), live.people("Rex"), live.people("Bo")) == (("s",), ("d",), ("f",))
+
+
 def test_known_facts_index() -> None:
     old = semantic("n1", "user", "livesIn", "Lisbon", seq=1)
     new = semantic("n2", "user", "livesIn", "Paris", seq=2)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel
 
@@ -242,6 +242,17 @@ def _plan_words(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_K = TypeVar("_K")
+
+
+def _drop(groups: dict[_K, dict[str, Any]], key: _K, node_id: str) -> None:
+    """Take ``node_id`` out of ``groups[key]``, and the group out when it empties."""
+    members = groups[key]
+    del members[node_id]
+    if not members:
+        del groups[key]
+
+
 class KnownFacts:
     """The per-namespace index the store keeps for extraction: topics → active memories.
 
@@ -270,8 +281,10 @@ class KnownFacts:
         self._facts: dict[tuple[str, str], tuple[str, str]] = {}
         self._topic_of: dict[str, tuple[str, str]] = {}
         self._people: dict[str, dict[str, None]] = {}
+        self._person_of: dict[str, str] = {}  # id -> its key in _people
         self._goals: dict[str, frozenset[str]] = {}
         self._relations: dict[tuple[str, str], dict[str, str]] = {}
+        self._relation_of: dict[str, tuple[str, str]] = {}  # id -> its key in _relations
         self._attributes: dict[str, dict[str, str]] = {}
         self._plans: dict[str, _Plan] = {}
 
@@ -292,7 +305,7 @@ class KnownFacts:
         An archived memory, or a task that is no longer pending or active, is dropped.
         """
         self.remove(node.id)
-        if not node.is_active:
+        if not node.is_active or node.type is MemoryType.EPISODIC:  # an episode: no topic
             return
         topic = topic_of(node.type, node.payload)
         if topic is not None:
@@ -304,11 +317,13 @@ class KnownFacts:
         payload = _payload_dict(node.payload)
         if node.type is MemoryType.SOCIAL and payload.get("entity"):
             entity = str(payload["entity"])
-            self._people.setdefault(_norm(entity), {})[node.id] = None
+            person = self._person_of[node.id] = _norm(entity)
+            self._people.setdefault(person, {})[node.id] = None
             attrs = {str(k): str(v) for k, v in dict(payload.get("attributes") or {}).items()}
             owner = _norm(attrs.pop("related_to", ""))
             rel = _norm(str(payload.get("relationship_type") or ""))
             if owner and rel:
+                self._relation_of[node.id] = (owner, rel)
                 self._relations.setdefault((owner, rel), {})[node.id] = entity
                 self._attributes[node.id] = attrs
         if node.type is MemoryType.TASK and topic is not None:
@@ -323,10 +338,12 @@ class KnownFacts:
         key = self._topic_of.pop(node_id, None)
         if key is not None and self._facts.get(key, ("",))[0] == node_id:
             del self._facts[key]
-        for ids in self._people.values():
-            ids.pop(node_id, None)
-        for members in self._relations.values():
-            members.pop(node_id, None)
+        person = self._person_of.pop(node_id, None)
+        if person is not None:
+            _drop(self._people, person, node_id)
+        relation = self._relation_of.pop(node_id, None)
+        if relation is not None:
+            _drop(self._relations, relation, node_id)
         self._attributes.pop(node_id, None)
         self._goals.pop(node_id, None)
         self._plans.pop(node_id, None)
