@@ -504,7 +504,8 @@ def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_
         sections: Collection[str] = SECTIONS,
         progress: ProgressFn | None = None) -> dict[str, Any]:
     """The ``sections`` named (:data:`SECTIONS`; ``big=0`` skips the scale one;
-    ``quick``: the memory section runs at ``n`` too but the bulk section at n/4;
+    ``quick``: the memory section runs at ``n`` too but the bulk section at n/4, and
+    the bulk and scale sections measure one round;
     ``model``: the bulk section runs again at n/5 with it; ``plan``: the sizes of
     sections 5–8, None skips them; ``progress``: stage ``sections``, one step per index
     and section of 1–4)."""
@@ -530,7 +531,8 @@ def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_
         if "chroma" in indexes and "memory" in sections:
             result["memory"] = step(memory(n, workdir=base))
         if big:
-            result["scale"] = [step(scale(big, namespaces, index=i, workdir=base))
+            result["scale"] = [step(scale(big, namespaces, index=i, workdir=base,
+                                          rounds=1 if quick else _ROUNDS))
                                for i in indexes]
         if plan is not None:
             result["history"] = history.run(plan.only(sections), workdir=base)
