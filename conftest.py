@@ -7,10 +7,31 @@ under ``tests/``, whose conftest sets the same variable, so without this they wo
 the model and rank by it when run on their own (``pytest mars_core/store.py``). The
 hashing embedder keeps them fast and their outputs exact; a shell that sets
 ``MARS_EMBEDDER`` keeps its choice.
+
+The examples make their directories with ``tempfile.mkdtemp()``, as a user would; in a
+run they go to pytest's directory of the run (:func:`_tempfiles_in_the_runs_directory`).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+
+import pytest
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tempfiles_in_the_runs_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """What a test or a documented example makes with :mod:`tempfile` and leaves (the
+    examples' ``tempfile.mkdtemp()``) goes to pytest's directory of the run, of which
+    pytest keeps the last three, instead of piling up in the machine's."""
+    before = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tempfile"))
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
+

@@ -62,6 +62,7 @@ go to a key ring of the run (``MARS_KEY_DIR``, a temporary directory).
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -89,8 +90,11 @@ __all__ = ["ADAPTER_PG", "ALL_KINDS", "AUDIT_KEY", "BACKEND_KINDS", "EMBEDDED_KI
 
 os.environ.setdefault("MARS_EMBEDDER", "hashing")
 # the audit keys of the stores the tests create go to a key ring of the run (the
-# subprocesses inherit it), never to the user's own (mars_core.keys)
-os.environ.setdefault("MARS_KEY_DIR", tempfile.mkdtemp(prefix="mars-test-keys-"))
+# subprocesses inherit it), never to the user's own (mars_core.keys); the process that
+# made it removes it as it exits
+if "MARS_KEY_DIR" not in os.environ:
+    os.environ["MARS_KEY_DIR"] = tempfile.mkdtemp(prefix="mars-test-keys-")
+    atexit.register(shutil.rmtree, os.environ["MARS_KEY_DIR"], ignore_errors=True)
 
 # CI runs must not depend on luck: every property test explores the same examples each
 # run (set HYPOTHESIS_PROFILE=explore locally to search new ones).
