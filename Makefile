@@ -67,7 +67,11 @@ pytest: compile
 docs: $(VENV)/.stamp-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
 
-test: lint typecheck docs pytest
+# The checks (ruff, mypy, mkdocs) and the bytecode run side by side, each printed whole as
+# it ends, then the suite: mypy alone takes ~23 s cold, the four one after the other ~40 s.
+test: $(VENV)/.stamp-test
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck docs compile
+	$(MAKE) --no-print-directory pytest
 
 # The full runs of the heavy tests (a corpus, a crash loop, a multi-process load, a
 # benchmark grid) that `make test` replaces by their smoke: docs/reference/testing.md.
