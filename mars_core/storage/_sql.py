@@ -265,13 +265,17 @@ class SqlTxn:
                   "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
 
     def _node(self, row: Sequence[Any]) -> MemoryNode:
+        # pydantic-core parses the JSON (a third of json.loads' time); it keeps the names
+        # it has seen, never the values: what a memory said is not held by a
+        # process-wide cache after the memory is erased
         (mid, ns, seq, status, mtype, weight, _conv, _ts, sens, content, body, meta,
          count, last_at, last_step, touch) = row
         try:
             return MemoryNode.model_validate({
                 "id": mid, "namespace": ns, "seq": seq, "status": status, "type": mtype,
                 "weight": weight, "sensitivity": sens, "content": content,
-                **from_json(body), **from_json(meta), "access_count": count,
+                **from_json(body, cache_strings="keys"),
+                **from_json(meta, cache_strings="keys"), "access_count": count,
                 "last_access_at": last_at, "last_access_step": last_step, "touch_seq": touch})
         except (ValueError, TypeError, pydantic.ValidationError) as exc:  # TypeError: a
             # body or meta that is JSON but not an object

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import gc
 import itertools
 import math
 import pathlib
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -28,6 +30,7 @@ from mars_core.model import (
     MemoryType,
     Predicate,
     Provenance,
+    SemanticPayload,
     default_payload,
 )
 from mars_core.reading.analysis import terms as analysed_terms
@@ -499,6 +502,24 @@ class RecordStoreConformance(abc.ABC):
                 assert sorted(vectors) == sorted(n.id for n in nodes)
                 for node in nodes:
                     self.assert_vector(vectors[node.id], self.vector(node.seq - 1))
+
+    def test_a_memory_read_leaves_no_copy_of_its_words_behind(
+            self, tmp_path: pathlib.Path) -> None:
+        """What a memory says, read back, is held by its object alone: once that goes
+        (an erasure, the end of a call), no process-wide cache of the reader keeps it."""
+        secret = self.node(7, type=MemoryType.SEMANTIC, payload=SemanticPayload(
+            concept="a diagnosis nobody else has said"))
+        with self.open_records(tmp_path / "records") as records:
+            with records.write() as tx:
+                tx.apply([InsertMemory(secret, self.vector(7))])
+            with records.read() as tx:
+                read = tx.memory(secret.id)
+            assert read is not None
+            concept = read.payload.concept  # type: ignore[union-attr]
+            assert concept == "a diagnosis nobody else has said"
+            del read
+            gc.collect()
+            assert sys.getrefcount(concept) == 2  # this name and the call's argument
 
     def test_scan_reads_a_namespace_in_batches(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
