@@ -2,38 +2,30 @@
 
 from __future__ import annotations
 
-import abc
-import contextlib
 import gc
 import itertools
-import math
 import pathlib
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
-
-from mars_core.audit import GENESIS, AuditChain, AuditEvent
+from mars_core.audit import AuditChain
 from mars_core.errors import (
     ConflictError,
     StoreClosedError,
     ValidationError,
 )
 from mars_core.model import (
-    Consent,
     Edge,
     MemoryNode,
-    MemoryStatus,
     MemoryType,
     Predicate,
     Provenance,
     SemanticPayload,
     default_payload,
 )
-from mars_core.reading.analysis import terms as analysed_terms
 from mars_core.storage.base import (
     AddEdges,
     AppendAudit,
@@ -46,7 +38,6 @@ from mars_core.storage.base import (
     RecordStore,
     RecordTxn,
     SetVector,
-    TermQuery,
     UpdateMemory,
     UpdateStats,
     index_fields,
@@ -54,17 +45,13 @@ from mars_core.storage.base import (
 from mars_core.testing._common import (
     _AUDIT_KEY,
     _T0,
-    _TYPES,
     ACTIVE,
     ARCHIVED,
-    Vector,
-    _common_only_texts,
-    _common_texts,
-    _payload,
     _raises,
     _skip,
     _uid,
 )
+from mars_core.testing._records_search import FullTextConformance
 
 __all__ = ["RecordStoreConformance"]
 
@@ -73,12 +60,14 @@ __all__ = ["RecordStoreConformance"]
 # =====================================================================================
 
 
-class RecordStoreConformance(abc.ABC):
+class RecordStoreConformance(FullTextConformance):
     """Protocol tests every :class:`~mars_core.storage.base.RecordStore` must pass.
 
     Subclass it in a test module, name the subclass ``Test...`` and implement
     :meth:`make_records`. Each test opens its own store under pytest's ``tmp_path`` and
-    closes it at the end.
+    closes it at the end. The helpers the tests share are
+    :class:`~mars_core.testing._records_harness.RecordStoreHarness`'s; the full-text tests
+    are :class:`~mars_core.testing._records_search.FullTextConformance`'s.
 
     Attributes:
         durable: reopening the same path keeps the data; enables the reopen tests
@@ -97,122 +86,6 @@ class RecordStoreConformance(abc.ABC):
         True
         >>> records.close()
     """
-
-    durable: ClassVar[bool] = False
-    dim: ClassVar[int] = 8
-
-    @abc.abstractmethod
-    def make_records(self, path: pathlib.Path) -> RecordStore:
-        """A new record store; a durable one keeps its data under ``path`` (a directory
-        that may not exist yet)."""
-
-    def reopen(self, path: pathlib.Path, *, read_only: bool = False) -> RecordStore:
-        """The store at ``path`` again (durable stores); ``read_only=True`` opens it only
-        to read. The default reopens with :meth:`make_records` and skips ``read_only``."""
-        if read_only:
-            _skip("override reopen(path, read_only=True) to test read-only opens")
-        return self.make_records(path)
-
-    # --- helpers ------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def open_records(self, path: pathlib.Path, *, again: bool = False,
-                     read_only: bool = False) -> Iterator[RecordStore]:
-        """:meth:`make_records` (or :meth:`reopen`) as a context manager that closes it."""
-        records = self.reopen(path, read_only=read_only) if again or read_only \
-            else self.make_records(path)
-        try:
-            yield records
-        finally:
-            records.close()
-
-    def vector(self, n: int) -> Vector:
-        """A float32 vector with awkward values (-0.0, a subnormal, the largest float32)."""
-        vec = np.random.default_rng(n).standard_normal(self.dim).astype(np.float32)
-        vec[0], vec[1], vec[2] = -0.0, np.float32(1e-40), np.finfo(np.float32).max
-        return vec
-
-    def node(self, n: int, namespace: str = "ns-a", **update: Any) -> MemoryNode:
-        """A memory with every field set (id ``_uid(n)``, ``seq`` n + 1), then ``update``."""
-        mtype = update.pop("type", _TYPES[n % 4])
-        odd = n % 2 == 1
-        node = MemoryNode(
-            id=_uid(n), type=mtype, payload=_payload(mtype), namespace=namespace,
-            content=f"memory {n}: Ana said “hi” ✓\nsecond line",
-            created_at=_T0 + timedelta(minutes=n, microseconds=n), step=n, seq=n + 1,
-            sensitivity=(n % 5) / 8, weight=n + 1,
-            provenance=Provenance(source="user", conversation_id=f"c{n % 2}" if n % 3 else None,
-                                  session_id="s1", turn=n, reliability=0.5,
-                                  consent=Consent.GRANTED, jurisdiction="EU",
-                                  derived_from=(_uid(n + 100),), external_id=f"ext-{n}"),
-            access_count=n, last_access_at=_T0 + timedelta(hours=n) if odd else None,
-            last_access_step=n if odd else None, activated_seq=n, touch_seq=n + 10,
-            depth=n % 3, pinned=not odd, expires_at=_T0 + timedelta(days=30) if odd else None,
-            signals={"omega": 0.1 * n, "third": 1 / 3},
-            metadata={"tags": ["a", "é"], "nested": {"x": 1, "y": [True, None, 2.5]}, "n": n})
-        return node.model_copy(update=update) if update else node
-
-    def insert(self, records: RecordStore, *nodes: MemoryNode) -> None:
-        """Insert memories (vector :meth:`vector` of their ``seq - 1``) in one write."""
-        with records.write() as tx:
-            tx.apply([InsertMemory(node, self.vector(node.seq - 1)) for node in nodes])
-
-    def audit_events(self) -> tuple[list[AuditEvent], list[AuditEvent]]:
-        """Three events of ``ns-a``'s chain and two of ``ns-b``'s (the second event of
-        ``ns-a`` names memory 1 twice)."""
-        chain = AuditChain(_AUDIT_KEY)
-        out: list[list[AuditEvent]] = []
-        for ns, count in (("ns-a", 3), ("ns-b", 2)):
-            txn = chain.begin(ns, 0, GENESIS)
-            for i in range(count):
-                txn.add(op="insert" if i == 0 else "access", namespace=ns,
-                        node_ids=(_uid(i), _uid(1)) if i else (_uid(i),),
-                        rationale=f"event {i} ✓", step=i, at=_T0 + timedelta(seconds=i),
-                        policy="lru", params={"k": i, "name": "x"},
-                        features={_uid(i): {"score": 0.5 + i}}, score=0.25 * i,
-                        contents={_uid(i): f"text {i}"})
-            out.append(txn.events)
-        return out[0], out[1]
-
-    def populate(self, records: RecordStore) -> list[MemoryNode]:
-        """A store holding one of everything; returns the memories."""
-        nodes = [self.node(0), self.node(1), self.node(2, status=ARCHIVED),
-                 self.node(3, "ns-b")]
-        a, b = self.audit_events()
-        with records.write() as tx:
-            tx.put_manifest({"format": 1, "embedder": {"name": "hash", "dim": self.dim}})
-            tx.set_counter(4)
-            tx.put_namespace(NamespaceRecord("ns-a", 2, 3, 4, 3, a[-1].hash, {"p": [1, 2]}))
-            tx.put_namespace(NamespaceRecord("ns-b", 1, 1, 1, 2, b[-1].hash))
-            tx.apply([*(InsertMemory(node, self.vector(node.seq - 1)) for node in nodes),
-                      AddEdges("ns-a", (Edge(source=_uid(0), predicate=Predicate.DERIVES_FROM,
-                                             target=_uid(1), weight=0.5, step=2),)),
-                      AppendAudit((*a, *b))])
-        return nodes
-
-    def snapshot(self, records: RecordStore) -> dict[str, Any]:
-        """Everything a store holds, comparable with ``==`` (vectors as bytes)."""
-        with records.read() as tx:
-            names = tx.namespace_names()
-            ids = [n.id for ns in names for n in tx.memories(ns)]
-            return {
-                "manifest": tx.manifest(), "counter": tx.counter(), "names": names,
-                "namespaces": [tx.namespace(ns) for ns in names],
-                "memories": [tx.memories(ns) for ns in names],
-                "edges": [sorted(tx.edges(ns), key=lambda e: e.key) for ns in names],
-                "vectors": {i: v.tobytes() for i, v in tx.vectors(ids).items()},
-                "rows": [(r.id, r.namespace, r.status, r.vector.tobytes(), dict(r.fields))
-                         for r in tx.index_rows()],
-                "audit": tx.audit(), "audit_size": tx.audit_size(),
-                "changes": tx.changes(0), "last_change": tx.last_change(),
-                "first_change": tx.first_change(), "totals": tx.totals(),
-            }
-
-    def assert_vector(self, got: Vector | None, expected: Vector) -> None:
-        """``got`` is ``expected``, bit for bit, as float32."""
-        assert got is not None, "vector missing"
-        assert got.dtype == np.float32 and got.shape == expected.shape
-        assert got.tobytes() == expected.astype(np.float32).tobytes()
 
     # --- the store ----------------------------------------------------------------------
 
@@ -330,130 +203,6 @@ class RecordStoreConformance(abc.ABC):
         if self.durable:
             with self.open_records(path, again=True) as records:
                 assert records.next_counter() > taken[-1]
-
-    # --- full-text search ---------------------------------------------------------------
-
-    _TEXTS = ("Ana lives in Porto with her dog", "Bo likes jazz and lives alone",
-              "Ana's sister moved to Lisbon", "the dog likes long walks",
-              "jazz jazz jazz every night", "nothing in common here")
-
-    def texts(self, namespace: str = "ns-a", first: int = 0,
-              texts: Sequence[str] = _TEXTS, **update: Any) -> list[MemoryNode]:
-        """Episodic memories of ``texts`` (no speaker), ids from ``first`` on."""
-        return [self.node(first + i, namespace, type=MemoryType.EPISODIC, content=t,
-                          payload=default_payload(MemoryType.EPISODIC), **update)
-                for i, t in enumerate(texts)]
-
-    @staticmethod
-    def bm25_reference(nodes: Sequence[MemoryNode], query: str, k1: float = 0.9,
-                       b: float = 0.4) -> dict[str, float]:
-        """Okapi BM25 of ``query`` over exactly ``nodes`` (the specification)."""
-        docs = {n.id: analysed_terms(n.search_text) for n in nodes}
-        avgdl = sum(map(len, docs.values())) / len(docs) or 1.0
-        out: dict[str, float] = {}
-        for i, words in docs.items():
-            total = []
-            for term in sorted(set(analysed_terms(query))):
-                df = sum(term in d for d in docs.values())
-                tf = words.count(term)
-                if tf:
-                    idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
-                    total.append(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(words)
-                                                                    / avgdl)))
-            if total:
-                out[i] = math.fsum(total)
-        return out
-
-    def search(self, records: RecordStore, query: str, namespace: str = "ns-a",
-               statuses: tuple[MemoryStatus, ...] = (ACTIVE,), k: int = 10,
-               **window: float) -> tuple[list[tuple[str, float]], float]:
-        with records.read() as tx:
-            found = tx.search_terms(TermQuery(namespace, tuple(analysed_terms(query)),
-                                              statuses, k, **window))
-        return found.hits, found.best
-
-    def test_search_terms_is_bm25_of_the_namespace(self, tmp_path: pathlib.Path) -> None:
-        with self.open_records(tmp_path / "records") as records:
-            mine = self.texts()
-            self.insert(records, *mine)
-            for query in ("Where does Ana live?", "jazz dogs", "likes", "Lisbon"):
-                hits, best = self.search(records, query)
-                want = self.bm25_reference(mine, query)
-                assert [i for i, _ in hits] == sorted(want, key=lambda i: (-want[i], i))
-                for i, score in hits:
-                    assert score == want[i], (query, i)  # exactly: scored in Python
-                assert best == max(want.values())
-            assert self.search(records, "Where does Ana live?", k=1)[0][0][0] == mine[0].id
-            assert self.search(records, "where is the") == ([], 0.0)  # stop words only
-            # another tenant's vocabulary moves nothing here, nor does it match
-            before = self.search(records, "jazz Ana")
-            self.insert(records, *self.texts("ns-b", 20, ["jazz"] * 9 + ["Ana"]))
-            assert self.search(records, "jazz Ana") == before
-            assert {i for i, _ in self.search(records, "jazz", "ns-b")[0]} == \
-                {_uid(20 + i) for i in range(9)}
-
-    def test_search_terms_follows_statuses_and_erasure(self, tmp_path: pathlib.Path) -> None:
-        with self.open_records(tmp_path / "records") as records:
-            mine = self.texts()
-            self.insert(records, *mine)
-            moved = mine[4].model_copy(update={"status": ARCHIVED})
-            with records.write() as tx:
-                tx.apply([UpdateMemory(moved, reindex=True)])
-            active = [n for n in mine if n.id != moved.id]
-            both = (ACTIVE, ARCHIVED)
-            assert self.search(records, "jazz")[0] == [(mine[1].id, self.bm25_reference(
-                active, "jazz")[mine[1].id])]
-            assert self.search(records, "jazz", statuses=(ARCHIVED,))[0] == [
-                (moved.id, self.bm25_reference([moved], "jazz")[moved.id])]
-            pooled = self.bm25_reference([*active, moved], "jazz")
-            assert self.search(records, "jazz", statuses=both)[0] == sorted(
-                pooled.items(), key=lambda kv: (-kv[1], kv[0]))
-            with records.write() as tx:
-                tx.apply([DeleteMemory(mine[1])])
-            rest = [n for n in active if n.id != mine[1].id]
-            assert self.search(records, "lives", statuses=both)[0] == sorted(
-                self.bm25_reference([*rest, moved], "lives").items(),
-                key=lambda kv: (-kv[1], kv[0]))
-            with records.read() as tx:
-                assert tx.totals("ns-a")["ns-a"].active == len(rest)
-
-    def test_search_terms_in_a_window(self, tmp_path: pathlib.Path) -> None:
-        with self.open_records(tmp_path / "records") as records:
-            mine = self.texts()
-            self.insert(records, *mine)
-            stamps = [n.created_at.timestamp() for n in mine]
-            full, best = self.search(records, "likes jazz")
-            hits, windowed_best = self.search(records, "likes jazz", since=stamps[2],
-                                              until=stamps[4])
-            assert windowed_best == best  # a window leaves out; it never rescales
-            assert hits == [(i, s) for i, s in full if i in {n.id for n in mine[2:5]}]
-
-    def test_search_terms_with_a_common_term_is_still_exact(
-            self, tmp_path: pathlib.Path) -> None:
-        with self.open_records(tmp_path / "records") as records:
-            mine = self.texts(texts=_common_texts())
-            other = self.texts("ns-b", 100, _common_only_texts())
-            self.insert(records, *mine, *other)
-            stamps = [n.created_at.timestamp() for n in mine]
-            for namespace, nodes, query in (
-                    ("ns-a", mine, "Ana jazz"), ("ns-a", mine, "Ana Porto jazz"),
-                    ("ns-a", mine, "Ana"), ("ns-a", mine, "Ana lamp"),
-                    ("ns-a", mine, "jazz Porto"), ("ns-a", mine, "harp Ana"),
-                    ("ns-b", other, "Ana zither")):
-                want = self.bm25_reference(nodes, query)
-                order = sorted(want, key=lambda i: (-want[i], i))
-                for k in (1, 5, 40):
-                    hits, best = self.search(records, query, namespace, k=k)
-                    assert hits == [(i, want[i]) for i in order[:k]], (query, k)
-                    assert best == want[order[0]]
-            for query in ("Ana jazz", "harp Ana"):
-                want = self.bm25_reference(mine, query)
-                inside = {n.id for n in mine[10:81]}
-                hits, best = self.search(records, query, k=5, since=stamps[10],
-                                         until=stamps[80])
-                assert hits == sorted(((i, s) for i, s in want.items() if i in inside),
-                                      key=lambda kv: (-kv[1], kv[0]))[:5], query
-                assert best == max(want.values())
 
     def test_history_reads_without_loading_a_namespace(self, tmp_path: pathlib.Path) -> None:
         with self.open_records(tmp_path / "records") as records:
