@@ -263,8 +263,8 @@ class RecordStoreConformance(FullTextConformance):
                 tx.apply([InsertMemory(secret, self.vector(7))])
             with records.read() as tx:
                 read = tx.memory(secret.id)
-            assert read is not None
-            concept = read.payload.concept  # type: ignore[union-attr]
+            assert read is not None and isinstance(read.payload, SemanticPayload)
+            concept = read.payload.concept
             assert concept == "a diagnosis nobody else has said"
             del read
             gc.collect()
