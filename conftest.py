@@ -14,6 +14,7 @@ run they go to pytest's directory of the run (:func:`_tempfiles_in_the_runs_dire
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import tempfile
 from collections.abc import Iterator
@@ -28,6 +29,9 @@ def _tempfiles_in_the_runs_directory(tmp_path_factory: pytest.TempPathFactory) -
     """What a test or a documented example makes with :mod:`tempfile` and leaves (the
     examples' ``tempfile.mkdtemp()``) goes to pytest's directory of the run, of which
     pytest keeps the last three, instead of piling up in the machine's."""
+    # multiprocessing's own directory (its fork server's socket) stays in the machine's:
+    # pytest deletes a run's directory when three later runs began, even one still going
+    multiprocessing.util.get_temp_dir()
     before = tempfile.tempdir
     tempfile.tempdir = str(tmp_path_factory.mktemp("tempfile"))
     try:

@@ -20,7 +20,7 @@ from mars_core.model import Edge, MemoryNode, MemoryStatus, Predicate
 from mars_core.store import MemoryStore
 from mars_core.testing import cached_states, index_sync, record_store, vector_index
 
-__all__ = ["check_invariants", "snapshot"]
+__all__ = ["check_caches", "check_invariants", "snapshot"]
 
 _CREATE = (AuditOp.INSERT, AuditOp.UPDATE, AuditOp.IMPORT)
 
@@ -38,14 +38,8 @@ def _created_ids(ev: Any) -> list[str]:
 def check_invariants(store: MemoryStore) -> None:
     """Assert invariants 1, 2, 4, 5, 6 and 7 of DESIGN §3 (and view/stat consistency)."""
     with store._lock:
-        nodes: dict[str, MemoryNode] = {}
-        edges: list[Edge] = []
-        with record_store(store).read() as tx:
-            for ns in tx.namespace_names():
-                nodes.update((n.id, n) for n in tx.memories(ns))
-                edges += tx.edges(ns)
+        nodes, edges = _records(store)
         events = store.audit.events()
-        active = {i for i, n in nodes.items() if n.status is MemoryStatus.ACTIVE}
         archived = {i for i, n in nodes.items() if n.status is MemoryStatus.ARCHIVED}
         namespaces = sorted({n.namespace for n in nodes.values()})
 
@@ -120,29 +114,7 @@ def check_invariants(store: MemoryStore) -> None:
                 assert record is not None and record.audit_count == len(chain)
                 assert record.audit_head == (chain[-1].hash if chain else GENESIS)
 
-        # (6) the cached views agree with the records, the system of record, and hold
-        # the active memories and their edges (what else they hold is the records'), and
-        # the index holds exactly the active and archived memories of each namespace
-        for state in cached_states(store):
-            ns = state.name
-            mine = {i for i, n in nodes.items() if n.namespace == ns}
-            assert set(state.active_ids()) == active & mine, \
-                f"the views of {ns!r} differ from the records"
-            assert state.count(MemoryStatus.ARCHIVED) == len(archived & mine)
-            for nid, held in state.nodes.items():
-                assert nid in mine and held == nodes[nid], f"view of {nid} differs"
-            assert state.used == sum(nodes[i].weight for i in active & mine)
-            mine_edges = {e.key for e in edges if nodes[e.source].namespace == ns}
-            held = {e.key for e in state.graph.edges()}
-            assert held <= mine_edges
-            assert {k for k in mine_edges if k[0] in active or k[2] in active} <= held
-        index_sync(store).ensure_current()
-        for ns in namespaces:
-            probe = np.ones(store.embedder.dim, dtype=np.float32)
-            for status, ids in ((MemoryStatus.ACTIVE, active), (MemoryStatus.ARCHIVED, archived)):
-                want = {i for i in ids if nodes[i].namespace == ns}
-                got = {i for i, _ in vector_index(store).query(ns, status, probe, len(want) + 10)}
-                assert got == want, f"the index's {status.value} entries of {ns!r} differ"
+        _check_caches(store, nodes, edges)
 
         # (7) isolation: a read of namespace A returns only memories of A, even when the
         # query is made of words from every namespace
@@ -157,6 +129,56 @@ def check_invariants(store: MemoryStore) -> None:
             assert all(h.node.id in nodes for h in hits)
             for h in hits:
                 assert h.archived == (h.node.status is MemoryStatus.ARCHIVED)
+
+
+def check_caches(store: MemoryStore) -> None:
+    """Assert invariant 6 alone: the cached views and the vector index agree with the
+    records. What a refused call can break without changing a record (the records
+    themselves a caller compares with :func:`snapshot`)."""
+    with store._lock:
+        nodes, edges = _records(store)
+        _check_caches(store, nodes, edges)
+
+
+def _records(store: MemoryStore) -> tuple[dict[str, MemoryNode], list[Edge]]:
+    """Every memory (by id) and edge of every namespace, from the records."""
+    nodes: dict[str, MemoryNode] = {}
+    edges: list[Edge] = []
+    with record_store(store).read() as tx:
+        for ns in tx.namespace_names():
+            nodes.update((n.id, n) for n in tx.memories(ns))
+            edges += tx.edges(ns)
+    return nodes, edges
+
+
+def _check_caches(store: MemoryStore, nodes: dict[str, MemoryNode],
+                  edges: list[Edge]) -> None:
+    active = {i for i, n in nodes.items() if n.status is MemoryStatus.ACTIVE}
+    archived = {i for i, n in nodes.items() if n.status is MemoryStatus.ARCHIVED}
+    namespaces = sorted({n.namespace for n in nodes.values()})
+    # (6) the cached views agree with the records, the system of record, and hold
+    # the active memories and their edges (what else they hold is the records'), and
+    # the index holds exactly the active and archived memories of each namespace
+    for state in cached_states(store):
+        ns = state.name
+        mine = {i for i, n in nodes.items() if n.namespace == ns}
+        assert set(state.active_ids()) == active & mine, \
+            f"the views of {ns!r} differ from the records"
+        assert state.count(MemoryStatus.ARCHIVED) == len(archived & mine)
+        for nid, held in state.nodes.items():
+            assert nid in mine and held == nodes[nid], f"view of {nid} differs"
+        assert state.used == sum(nodes[i].weight for i in active & mine)
+        mine_edges = {e.key for e in edges if nodes[e.source].namespace == ns}
+        held = {e.key for e in state.graph.edges()}
+        assert held <= mine_edges
+        assert {k for k in mine_edges if k[0] in active or k[2] in active} <= held
+    index_sync(store).ensure_current()
+    for ns in namespaces:
+        probe = np.ones(store.embedder.dim, dtype=np.float32)
+        for status, ids in ((MemoryStatus.ACTIVE, active), (MemoryStatus.ARCHIVED, archived)):
+            want = {i for i in ids if nodes[i].namespace == ns}
+            got = {i for i, _ in vector_index(store).query(ns, status, probe, len(want) + 10)}
+            assert got == want, f"the index's {status.value} entries of {ns!r} differ"
 
 
 def snapshot(store: MemoryStore) -> tuple[Any, int, Any]:

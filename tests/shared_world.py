@@ -4,6 +4,12 @@ A refusal case refuses and changes nothing (what it asserts), then forgets its
 still-working memory, so the next case meets the same active memories; building the
 world is most of a case's time. A case that fails leaves the world ``dirty``: the next
 one gets a new world. Used by ``test_hostile_corpus`` and ``test_bad_inputs``.
+
+A case compares the records before and after its call, so what it must check beyond that
+is what a refusal could break without changing a record: the caches (``check_caches``).
+The whole of ``check_invariants`` runs on a world's first case and on its last
+(:attr:`SharedWorld.checks_all`), and on the world still open when the module ends
+(``finish``): every world is checked whole on its way out, after the cases it served.
 """
 
 from __future__ import annotations
@@ -40,3 +46,20 @@ class SharedWorld(Generic[W]):
         self.uses += 1
         self.dirty = True  # until the case's last assertion passed
         return replace(self.world, tmp=tmp)
+
+    @property
+    def checks_all(self) -> bool:
+        """Whether the case being served checks every invariant (its world's first or
+        last), rather than the caches alone."""
+        return self.uses in (1, self.reuses)
+
+    def finish(self, check: Callable[[W], None]) -> None:
+        """At the module's end: ``check`` the open world unless its last case already
+        did (or failed), then close it."""
+        if self.world is not None:
+            try:
+                if not self.dirty and not self.checks_all:
+                    check(self.world)
+            finally:
+                self.close(self.world)
+                self.world = None
