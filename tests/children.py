@@ -17,8 +17,8 @@ the signal that ended it, negative) as ``returncode``.
 What differs from a fresh interpreter: the preloaded modules are imported already (under
 the fork server's environment, not the child's) and the hash seed is the fork server's
 (an environment that asks for another ``PYTHONHASHSEED`` is refused).
-Tests of what a fresh process does — a first run, lazy imports, the documentation as a
-user runs it, start-up time — start real interpreters with :mod:`subprocess`.
+Tests of what a fresh process does — a first run, lazy imports, the first quick start
+as a reader runs it, start-up time — start real interpreters with :mod:`subprocess`.
 """
 
 from __future__ import annotations

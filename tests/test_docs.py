@@ -5,9 +5,15 @@ Two kinds of blocks:
 * ``--8<-- "examples/....py"`` includes (pymdownx.snippets): the quick starts. Each
   included file runs as a script (``test_included_example_runs``).
 * Every other ```` ```python ```` block of every page: a page's blocks run in order, in
-  one fresh namespace, in a subprocess whose working directory is a temporary directory
+  one fresh namespace, in a child process whose working directory is a temporary directory
   (so ``./mars_data`` is fresh) with the hashing embedder (``test_page_blocks_run``). An
   include inside such a page is expanded, so later blocks see what it defined.
+
+The children are forked from a preloaded interpreter (``tests/children.py``: ``mars_core``
+and ``chromadb`` imported once, which was 40 % of the pages' CPU), but for the first
+quick start, ``examples/quickstart.py``, which runs in a fresh interpreter as a reader
+first runs it. What a fresh interpreter does on its own — lazy imports, a first run,
+start-up — is the subject of ``test_embedders``, ``test_first_run`` and ``test_demo``.
 
 A block that cannot run here (it needs a remote server with credentials) is marked in the
 markdown by an HTML comment on the line right before its fence,
@@ -29,6 +35,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+import children
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,8 +153,9 @@ def _shows_forgetting_and_erasure(out: str) -> None:
 @pytest.mark.parametrize("path", [p for p in _included() if p.endswith(".py")])
 def test_included_example_runs(path: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MARS_PATH": str(tmp_path / "store")}
-    out = subprocess.run([sys.executable, str(ROOT / path)], check=False, cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+    start = subprocess.run if path == "examples/quickstart.py" else children.run
+    out = start([sys.executable, str(ROOT / path)], check=False, cwd=tmp_path, env=env,
+                capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip(), f"{path} printed nothing"
     if path == "examples/quickstart.py":  # the quick start shows what the page says it does
@@ -171,8 +179,8 @@ def test_page_blocks_run(page: str, tmp_path: Path, request: pytest.FixtureReque
                                  "code": _expanded(b)} for b in blocks]), encoding="utf-8")
     work = tmp_path / "cwd"
     work.mkdir()
-    out = subprocess.run([sys.executable, "-c", _RUNNER, str(spec)], check=False, cwd=work,
-                         env=env, capture_output=True, text=True, timeout=600)
+    out = children.run([sys.executable, "-c", _RUNNER, str(spec)], check=False, cwd=work,
+                       env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     ran = re.findall(r"^=== block (\d+)", out.stdout, re.MULTILINE)
     assert [int(n) for n in ran] == [b.number for b in blocks]
