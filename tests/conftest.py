@@ -70,12 +70,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import children
 import pytest
 from chroma_server import chroma_server_fixture
 from heavy_marker import HEAVY, HEAVY_SKIP
 from hypothesis import settings
 from postgres_server import postgres_server_fixture, postgres_url_fixture
 
+from mars_core.bench.together import starting_with
 from mars_core.clock import FakeClock
 from mars_core.embeddings import HashingEmbedder
 from mars_core.store import MemoryStore
@@ -403,3 +405,13 @@ def lc_store() -> Iterator[MemoryStore]:
     yield store
     store.close()
 
+
+
+@pytest.fixture
+def bench_children() -> Iterator[None]:
+    """The benchmarks' probes and workers forked from the preloaded interpreter
+    (``tests/children.py``) instead of started fresh: a smoke run checks that each
+    section runs and reports, and a fresh interpreter's imports were most of each probe's
+    CPU. Used by the modules that smoke ``mars bench store`` and ``mars bench postgres``."""
+    with starting_with(children.popen):
+        yield

@@ -14,6 +14,8 @@ import pytest
 
 from mars_core.cli import main as cli_main
 
+pytestmark = pytest.mark.usefixtures("bench_children")  # probes forked, see conftest
+
 
 def test_the_latency_and_the_writer_sections_run_and_report(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,8 @@ from mars_core.bench import history, storage
 from mars_core.bench.replot import replot
 from mars_core.cli import main as cli_main
 
+pytestmark = pytest.mark.usefixtures("bench_children")  # probes forked, see conftest
+
 BIG, NAMESPACES = 400, 4
 """The scale section's large store: 400 memories over 4 namespaces."""
 

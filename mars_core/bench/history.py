@@ -38,7 +38,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import textwrap
 import time
@@ -48,7 +47,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from mars_core.bench.together import together
+from mars_core.bench.together import run_python, together
 from mars_core.embeddings import HashingEmbedder
 from mars_core.errors import ValidationError
 from mars_core.progress import ProgressFn, report
@@ -203,12 +202,8 @@ def _probe(kind: str, store: tuple[str, str], names: Sequence[str] = ("default",
            ) -> dict[str, Any]:
     env = {**os.environ, "MARS_EMBEDDER": "hashing"}
     location, index = store
-    done = subprocess.run([sys.executable, "-c", _PROBE, kind, location, _QUERY,
-                           ",".join(names), index], capture_output=True, text=True, env=env,
-                          check=False, timeout=3600)
-    if done.returncode != 0:
-        raise RuntimeError(f"the probe failed: {done.stderr[-2000:]}")
-    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    stdout = run_python(["-c", _PROBE, kind, location, _QUERY, ",".join(names), index], env)
+    out: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     return out
 
 

@@ -52,8 +52,6 @@ import platform
 import random
 import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import textwrap
 import time
@@ -69,6 +67,7 @@ import numpy.typing as npt
 from mars_core.bench import history
 from mars_core.bench.plots import plot_storage, pyplot
 from mars_core.bench.report import results_dir
+from mars_core.bench.together import run_python
 from mars_core.embeddings import Embedder, HashingEmbedder
 from mars_core.errors import MarsError
 from mars_core.layout import IndexKind
@@ -348,12 +347,9 @@ _PROBE = textwrap.dedent("""
 def _probe(kind: str, path: Path, namespace: str = "default") -> dict[str, Any]:
     """Run the probe in a fresh process; its JSON report."""
     env = {**os.environ, "MARS_EMBEDDER": "hashing"}
-    done = subprocess.run([sys.executable, "-c", _PROBE, kind, str(path), namespace,
-                           _SCALE_QUERY, str(_QUERY_K)],
-                          capture_output=True, text=True, env=env, check=False, timeout=3600)
-    if done.returncode != 0:
-        raise RuntimeError(f"the probe failed: {done.stderr[-2000:]}")
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    stdout = run_python(["-c", _PROBE, kind, str(path), namespace, _SCALE_QUERY,
+                         str(_QUERY_K)], env)
+    report: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     return report
 
 
