@@ -406,7 +406,6 @@ def lc_store() -> Iterator[MemoryStore]:
     store.close()
 
 
-
 @pytest.fixture
 def bench_children() -> Iterator[None]:
     """The benchmarks' probes and workers forked from the preloaded interpreter
