@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,10 +38,10 @@ def _created_ids(ev: Any) -> list[str]:
 def check_invariants(store: MemoryStore) -> None:
     """Assert invariants 1, 2, 4, 5, 6 and 7 of DESIGN §3 (and view/stat consistency)."""
     with store._lock:
-        nodes, edges = _records(store)
+        records = _records(store)
+        nodes, edges, archived, namespaces = (records.nodes, records.edges, records.archived,
+                                              records.namespaces)
         events = store.audit.events()
-        archived = {i for i, n in nodes.items() if n.status is MemoryStatus.ARCHIVED}
-        namespaces = sorted({n.namespace for n in nodes.values()})
 
         # (1) budget: Σ weight of active nodes of a namespace ≤ its budget
         stats = store.stats()
@@ -114,7 +114,7 @@ def check_invariants(store: MemoryStore) -> None:
                 assert record is not None and record.audit_count == len(chain)
                 assert record.audit_head == (chain[-1].hash if chain else GENESIS)
 
-        _check_caches(store, nodes, edges)
+        _check_caches(store, records)
 
         # (7) isolation: a read of namespace A returns only memories of A, even when the
         # query is made of words from every namespace
@@ -136,26 +136,35 @@ def check_caches(store: MemoryStore) -> None:
     records. What a refused call can break without changing a record (the records
     themselves a caller compares with :func:`snapshot`)."""
     with store._lock:
-        nodes, edges = _records(store)
-        _check_caches(store, nodes, edges)
+        _check_caches(store, _records(store))
 
 
-def _records(store: MemoryStore) -> tuple[dict[str, MemoryNode], list[Edge]]:
-    """Every memory (by id) and edge of every namespace, from the records."""
+class _Records(NamedTuple):
+    """What the records hold: every memory (by id) and edge of every namespace, and the
+    ids of the active and archived memories and the namespaces among them."""
+
+    nodes: dict[str, MemoryNode]
+    edges: list[Edge]
+    active: set[str]
+    archived: set[str]
+    namespaces: list[str]
+
+
+def _records(store: MemoryStore) -> _Records:
     nodes: dict[str, MemoryNode] = {}
     edges: list[Edge] = []
     with record_store(store).read() as tx:
         for ns in tx.namespace_names():
             nodes.update((n.id, n) for n in tx.memories(ns))
             edges += tx.edges(ns)
-    return nodes, edges
+    return _Records(nodes, edges,
+                    {i for i, n in nodes.items() if n.status is MemoryStatus.ACTIVE},
+                    {i for i, n in nodes.items() if n.status is MemoryStatus.ARCHIVED},
+                    sorted({n.namespace for n in nodes.values()}))
 
 
-def _check_caches(store: MemoryStore, nodes: dict[str, MemoryNode],
-                  edges: list[Edge]) -> None:
-    active = {i for i, n in nodes.items() if n.status is MemoryStatus.ACTIVE}
-    archived = {i for i, n in nodes.items() if n.status is MemoryStatus.ARCHIVED}
-    namespaces = sorted({n.namespace for n in nodes.values()})
+def _check_caches(store: MemoryStore, records: _Records) -> None:
+    nodes, edges, active, archived, namespaces = records
     # (6) the cached views agree with the records, the system of record, and hold
     # the active memories and their edges (what else they hold is the records'), and
     # the index holds exactly the active and archived memories of each namespace

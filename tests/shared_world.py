@@ -7,9 +7,9 @@ one gets a new world. Used by ``test_hostile_corpus`` and ``test_bad_inputs``.
 
 A case compares the records before and after its call, so what it must check beyond that
 is what a refusal could break without changing a record: the caches (``check_caches``).
-The whole of ``check_invariants`` runs on a world's first case and on its last
-(:attr:`SharedWorld.checks_all`), and on the world still open when the module ends
-(``finish``): every world is checked whole on its way out, after the cases it served.
+:meth:`SharedWorld.check` runs that on every case and the whole of ``check_invariants``
+on a world's first case and on its last, and :meth:`SharedWorld.finish` on the world still
+open when the module ends: every world is checked whole after the cases it served.
 """
 
 from __future__ import annotations
@@ -26,11 +26,15 @@ W = TypeVar("W", bound=Any)  # a dataclass with a ``tmp`` field (each module's W
 
 @dataclass
 class SharedWorld(Generic[W]):
-    """One world shared by up to ``reuses`` cases of the same ``key`` (a store kind)."""
+    """One world shared by up to ``reuses`` cases of the same ``key`` (a store kind),
+    checked whole by ``check_all``, and by ``check_caches`` for what a refusal can break
+    without changing a record."""
 
     build: Callable[[Path], W]
     close: Callable[[W], None]
     reuses: int
+    check_all: Callable[[W], None]
+    check_caches: Callable[[W], None]
     key: str = ""
     world: W | None = None
     uses: int = 0
@@ -47,19 +51,22 @@ class SharedWorld(Generic[W]):
         self.dirty = True  # until the case's last assertion passed
         return replace(self.world, tmp=tmp)
 
-    @property
-    def checks_all(self) -> bool:
-        """Whether the case being served checks every invariant (its world's first or
-        last), rather than the caches alone."""
+    def _whole(self) -> bool:
+        """Whether the case being served is its world's first or last."""
         return self.uses in (1, self.reuses)
 
-    def finish(self, check: Callable[[W], None]) -> None:
-        """At the module's end: ``check`` the open world unless its last case already
+    def check(self, world: W) -> None:
+        """After a refusal: the caches, or every invariant on a world's first and last
+        case."""
+        (self.check_all if self._whole() else self.check_caches)(world)
+
+    def finish(self) -> None:
+        """At the module's end: check the open world whole unless its last case already
         did (or failed), then close it."""
         if self.world is not None:
             try:
-                if not self.dirty and not self.checks_all:
-                    check(self.world)
+                if not self.dirty and not self._whole():
+                    self.check_all(self.world)
             finally:
                 self.close(self.world)
                 self.world = None

@@ -347,9 +347,11 @@ when the test ends), so there each case builds its own, as before."""
 def shared_world() -> Iterator[SharedWorld]:
     with StoreFactory(audit_key=bytes(range(32))) as factory:  # conftest's `key`
         shared = SharedWorld(lambda tmp: build_world(factory, tmp),
-                             lambda _: factory.close(), REUSES)
+                             lambda _: factory.close(), REUSES,
+                             lambda world: check_invariants(world.store),
+                             lambda world: check_caches(world.store))
         yield shared
-        shared.finish(lambda world: check_invariants(world.store))
+        shared.finish()
 
 
 @pytest.fixture
@@ -376,9 +378,11 @@ def test_bad_input_is_refused_and_changes_nothing(
     assert str(excinfo.value), "an error must say what went wrong"
     assert snapshot(world.store) == before
     # the records are as they were; the caches agree with them (and every invariant
-    # holds on a world's first and last case: each case of an unshared kind)
-    whole = store_kind not in SHAREABLE or shared_world.checks_all
-    (check_invariants if whole else check_caches)(world.store)
+    # holds on a shared world's first and last case, and after each unshared one)
+    if store_kind in SHAREABLE:
+        shared_world.check(world)
+    else:
+        check_invariants(world.store)
     # the store still works after the refusal
     node = world.store.add("still working after a refusal")
     assert world.store.get(node.id).content == "still working after a refusal"

@@ -39,6 +39,8 @@ import children
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = "examples/quickstart.py"
+"""The first thing a reader runs: in a fresh interpreter, and it must show what its page says."""
 DOCS = ROOT / "docs"
 _INCLUDE = re.compile(r'--8<--\s+"([^"]+)"')
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```python[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
@@ -125,7 +127,7 @@ def _pages_to_run() -> list[str]:
 
 
 def test_docs_include_examples() -> None:
-    assert "examples/quickstart.py" in _included()
+    assert QUICKSTART in _included()
 
 
 def test_every_python_block_is_found() -> None:
@@ -153,12 +155,12 @@ def _shows_forgetting_and_erasure(out: str) -> None:
 @pytest.mark.parametrize("path", [p for p in _included() if p.endswith(".py")])
 def test_included_example_runs(path: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MARS_PATH": str(tmp_path / "store")}
-    start = subprocess.run if path == "examples/quickstart.py" else children.run
+    start = subprocess.run if path == QUICKSTART else children.run  # as a reader first runs it
     out = start([sys.executable, str(ROOT / path)], check=False, cwd=tmp_path, env=env,
                 capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip(), f"{path} printed nothing"
-    if path == "examples/quickstart.py":  # the quick start shows what the page says it does
+    if path == QUICKSTART:  # the quick start shows what the page says it does
         _shows_forgetting_and_erasure(out.stdout)
 
 
