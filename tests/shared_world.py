@@ -30,7 +30,7 @@ class SharedWorld(Generic[W]):
     checked whole by ``check_all``, and by ``check_caches`` for what a refusal can break
     without changing a record."""
 
-    build: Callable[[Path], W]
+    build: Callable[[Path, str], W]  # (the case's directory, its key)
     close: Callable[[W], None]
     reuses: int
     check_all: Callable[[W], None]
@@ -46,7 +46,7 @@ class SharedWorld(Generic[W]):
         if self.world is None or self.dirty or self.uses >= self.reuses or key != self.key:
             if self.world is not None:
                 self.close(self.world)
-            self.world, self.uses, self.key = self.build(tmp), 0, key
+            self.world, self.uses, self.key = self.build(tmp, key), 0, key
         self.uses += 1
         self.dirty = True  # until the case's last assertion passed
         return replace(self.world, tmp=tmp)

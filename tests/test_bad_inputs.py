@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -337,16 +338,27 @@ REUSES = 15
 archived memory per case, which every snapshot reads)."""
 
 
-SHAREABLE = ("ram",)
-"""The kinds whose world the refusal cases share: a store of the others lives only as long
-as the test that made it (``kind_parts`` hands the embedded Chroma's files back read-only
-when the test ends), so there each case builds its own, as before."""
+SHAREABLE = ("ram", "chroma")
+"""The kinds whose world the refusal cases share: the two ends of the matrix. On
+``chroma`` the shared world's stores are opened by path under a directory of the module
+(SQLite and the embedded Chroma, ``MemoryStore.open``'s default): a store made without a
+path lives only as long as the test that made it (``kind_parts`` removes its files when
+the test ends). On the other kinds each case builds its own world, as before."""
+
+
+def _shared_maker(factory: StoreFactory, kind: str, root: Path) -> Callable[..., MemoryStore]:
+    """How a shared world of ``kind`` makes its stores (see :data:`SHAREABLE`)."""
+    if kind == "ram":
+        return factory
+    return lambda budget=None, **kw: factory(budget, path=tempfile.mkdtemp(dir=root), **kw)
 
 
 @pytest.fixture(scope="module")
-def shared_world() -> Iterator[SharedWorld]:
+def shared_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedWorld]:
+    root = tmp_path_factory.mktemp("shared-worlds")
     with StoreFactory(audit_key=bytes(range(32))) as factory:  # conftest's `key`
-        shared = SharedWorld(lambda tmp: build_world(factory, tmp),
+        shared = SharedWorld(lambda tmp, kind: build_world(_shared_maker(factory, kind, root),
+                                                           tmp),
                              lambda _: factory.close(), REUSES,
                              lambda world: check_invariants(world.store),
                              lambda world: check_caches(world.store))

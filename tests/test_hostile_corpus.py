@@ -1126,7 +1126,7 @@ archived memory per case, which every ``state`` comparison reads)."""
 @pytest.fixture(scope="module")
 def shared_world() -> Iterator[SharedWorld]:
     with StoreFactory(audit_key=bytes(range(32))) as factory:  # conftest's `key`
-        shared = SharedWorld(lambda tmp: build_world(factory, tmp),
+        shared = SharedWorld(lambda tmp, _: build_world(factory, tmp),
                              lambda world: world.store.close(), REUSES,
                              lambda world: check_invariants(world.store),
                              lambda world: check_caches(world.store))
