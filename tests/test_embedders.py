@@ -243,6 +243,9 @@ def test_reading_a_minilm_store_never_loads_the_model(minilm_store: pathlib.Path
 
 @needs_minilm
 def test_mars_read_commands_do_not_import_the_model(minilm_store: pathlib.Path) -> None:
+    """In a new process: the read commands never import the model; the first retrieve
+    loads it, drawing no progress bar, and leaves transformers' bars and torch's threads
+    as they were (a first run's load, issue 34: one process serves both claims)."""
     import subprocess
     import sys
 
@@ -255,16 +258,25 @@ def test_mars_read_commands_do_not_import_the_model(minilm_store: pathlib.Path) 
         "with MemoryStore.open(path) as s:\n"
         "    first = s.list()[0].id\n"
         "codes.append(main(['explain', first[:8], '--path', path]))\n"
-        "print('READ', codes, 'sentence_transformers' in sys.modules)\n"
+        "print('READ', codes, 'sentence_transformers' in sys.modules, flush=True)\n"
+        "import torch\n"
+        "from transformers.utils import logging as hf_logging\n"
+        "from mars_core.embedders import SMALL_BATCH\n"
+        "torch.set_num_threads(2)\n"
         "with MemoryStore.open(path) as s:\n"
         "    s.retrieve('peanuts', read_only=True)\n"
-        "print('RETRIEVE', 'sentence_transformers' in sys.modules)\n")
+        "    print('RETRIEVE', 'sentence_transformers' in sys.modules, flush=True)\n"
+        "    s.embedder.embed([f'sentence {i}' for i in range(SMALL_BATCH + 1)])\n"
+        "print('SETTINGS', hf_logging.is_progress_bar_enabled(), torch.get_num_threads())\n")
     env = {k: v for k, v in os.environ.items() if k != "MARS_EMBEDDER"}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=300, check=True)
     assert "READ [0, 0, 0, 0] False" in out.stdout, out.stdout + out.stderr[-2000:]
     assert "RETRIEVE True" in out.stdout
     assert "Loading weights" not in out.stdout.split("RETRIEVE")[0]
+    # no bar on either stream, and the settings a caller had are kept
+    assert "Loading weights" not in out.stderr and "\r" not in out.stderr, out.stderr
+    assert "SETTINGS True 2" in out.stdout, out.stdout
 
 
 @needs_minilm

@@ -87,26 +87,10 @@ def test_a_first_write_reads_the_shipped_fit_instead_of_fitting() -> None:
     assert done.stdout.split() == ["1", "1"]  # the probe only; the other: probe + examples
 
 
-LOAD = textwrap.dedent("""
-    import torch
-    from transformers.utils import logging as hf_logging
-    from mars_core.embedders import SMALL_BATCH, SentenceTransformerEmbedder
-    torch.set_num_threads(2)
-    e = SentenceTransformerEmbedder()
-    e.embed(["a first sentence"])
-    e.embed([f"sentence {i}" for i in range(SMALL_BATCH + 1)])
-    print(hf_logging.is_progress_bar_enabled(), torch.get_num_threads())
-""")
-
-
-@pytest.mark.skipif(not minilm_installed(), reason="needs the semantic extra")
-def test_loading_minilm_draws_no_bar_and_leaves_settings_as_they_were() -> None:
-    done = subprocess.run([sys.executable, "-c", LOAD], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "Loading weights" not in done.stderr and "\r" not in done.stderr, done.stderr
-    assert done.stdout.split() == ["True", "2"]  # transformers' bars and torch's threads
+# That loading MiniLM draws no bar and leaves transformers' bars and torch's threads as
+# they were is checked in a new process by
+# test_embedders.py::test_mars_read_commands_do_not_import_the_model (one new process
+# loads the model for both claims).
 
 
 def test_bench_first_answer_smoke() -> None:
