@@ -6,9 +6,13 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 # The packages go in with uv, which pip installs first: a fresh install of ".[dev]" took
 # 84 s with uv against 272 s with pip on a development machine (the same packages and
-# versions, no cache). Their bytecode is compiled at install, as pip does: where
-# PYTHONDONTWRITEBYTECODE=1 nothing writes it later, and every process the suite starts
-# would compile the libraries it imports again. uv reads no pip configuration, so the
+# versions, no cache). The demo's packages get their bytecode compiled at install, as pip
+# does: where PYTHONDONTWRITEBYTECODE=1 nothing writes it later. The test packages do not
+# (compiling all 27,900 modules took 42 s of the install's 55 on two cores, 91 s of CPU):
+# the suite runs with bytecode writing on, so each module the suite imports is compiled
+# once, by the first process that imports it, and read by the others (every process the
+# suite starts — CLI runs, crash-loop children, load workers, fresh benchmark probes).
+# uv reads no pip configuration, so the
 # wheel directories pip is configured to look in (find-links: where these machines keep
 # the CPU build of torch) are passed on — those that exist: pip skips a missing one, uv
 # stops. --native-tls: uv trusts the machine's certificate store, as pip does here,
@@ -20,18 +24,18 @@ FIND   = $(shell $(PY) -m pip config list 2>/dev/null \
 		(*://*) echo "$$d";; \
 		(*) [ -d "$$d" ] && echo "$$d";; \
 	esac; done)
-INSTALL = $(VENV)/bin/uv pip install --quiet --compile-bytecode --native-tls --python $(PY) $(addprefix --find-links ,$(FIND))
+INSTALL = $(VENV)/bin/uv pip install --quiet --native-tls --python $(PY) $(addprefix --find-links ,$(FIND))
 PKGS   := mars_core langchain_mars llamaindex_mars
 DEMO_DIR ?= ./mars_data/demo
 
-.PHONY: demo test test-heavy compile lint typecheck pytest docs clean reproductions fifa-docs oslmr-docs mechanisms-docs
+.PHONY: demo test test-heavy lint typecheck pytest docs clean reproductions fifa-docs oslmr-docs mechanisms-docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -U pip uv
 
 $(VENV)/.stamp-demo: pyproject.toml | $(PY)
-	$(INSTALL) -e ".[chroma,semantic,nlp,langchain,langgraph]"
+	$(INSTALL) --compile-bytecode -e ".[chroma,semantic,nlp,langchain,langgraph]"
 	touch $@
 
 $(VENV)/.stamp-test: pyproject.toml | $(PY)
@@ -47,28 +51,24 @@ lint: $(VENV)/.stamp-test
 typecheck: $(VENV)/.stamp-test
 	$(VENV)/bin/mypy --strict $(PKGS)
 
-# The project's own modules compiled first: where PYTHONDONTWRITEBYTECODE=1 nothing else
-# writes their .pyc, and every process the suite starts (CLI runs, crash-loop children,
-# load workers, fresh benchmark probes) would compile mars_core again (~0.9 s of CPU each).
+# The suite writes bytecode, whatever PYTHONDONTWRITEBYTECODE says (see INSTALL): the
+# libraries' and the project's modules, and pytest's rewritten test modules, compiled
+# once per checkout by the first process that imports them instead of in every process.
 #
 # The suite's temporary files (stores, tmp_path) live on tmpfs when the machine has one:
 # there a disk adds only time (the crash tests kill processes, whose writes the page cache
 # keeps; no test simulates a power cut). test_store + test_persistence took 11 % less.
 TEST_TMP ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-SUITE := TMPDIR=$(TEST_TMP) $(PY) -m pytest -q -n 2 --dist worksteal --durations=15
+SUITE := PYTHONDONTWRITEBYTECODE= TMPDIR=$(TEST_TMP) $(PY) -m pytest -q -n 2 --dist worksteal --durations=15
 
-compile: $(VENV)/.stamp-test
-	$(PY) -m compileall -q -j 0 $(PKGS) tests >/dev/null
-
-pytest: compile
+pytest: $(VENV)/.stamp-test
 	$(SUITE)
 
 docs: $(VENV)/.stamp-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
 
-# The checks (ruff, mypy, mkdocs) run beside the suite, which starts once the bytecode is
-# compiled: cold, the checks take ~47 s of wall time on two cores (63 s of CPU, mkdocs
+# The checks (ruff, mypy, mkdocs) run beside the suite: cold, the checks take ~47 s of wall time on two cores (63 s of CPU, mkdocs
 # and mypy one thread each), time the suite's two processes fill. Their lines come out
 # whole (--output-sync=line) between the suite's; a failed check fails `make test` once
 # the suite has run.
@@ -77,7 +77,7 @@ test: $(VENV)/.stamp-test
 
 # The full runs of the heavy tests (a corpus, a crash loop, a multi-process load, a
 # benchmark grid) that `make test` replaces by their smoke: docs/reference/testing.md.
-test-heavy: compile
+test-heavy: $(VENV)/.stamp-test
 	MARS_TEST_HEAVY=1 $(SUITE) -m heavy
 
 # The reproduction pages (docs/benchmarks/): each target runs a benchmark and regenerates
