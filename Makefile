@@ -68,12 +68,17 @@ pytest: $(VENV)/.stamp-test
 docs: $(VENV)/.stamp-test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $(VENV)/site
 
-# The checks (ruff, mypy, mkdocs) run beside the suite: cold, the checks take ~47 s of wall time on two cores (63 s of CPU, mkdocs
-# and mypy one thread each), time the suite's two processes fill. Their lines come out
-# whole (--output-sync=line) between the suite's; a failed check fails `make test` once
-# the suite has run.
+# The checks (ruff, mypy, mkdocs) run beside the suite: cold, they take ~47 s of wall time
+# on two cores (63 s of CPU, mkdocs and mypy one thread each), time the suite's two
+# processes fill. Each check's output comes out whole as it ends, between the suite's
+# lines (which come out as they are written); a failed check fails `make test` once the
+# suite has run.
 test: $(VENV)/.stamp-test
-	$(MAKE) --no-print-directory -j5 --output-sync=line lint typecheck docs pytest
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs & checks=$$!; \
+	$(MAKE) --no-print-directory pytest; suite=$$?; \
+	wait $$checks; checked=$$?; \
+	[ $$suite -eq 0 ] && [ $$checked -eq 0 ] || { echo "make test: the suite exited with" \
+		"$$suite, the checks with $$checked" >&2; exit 1; }
 
 # The full runs of the heavy tests (a corpus, a crash loop, a multi-process load, a
 # benchmark grid) that `make test` replaces by their smoke: docs/reference/testing.md.
