@@ -31,7 +31,7 @@ WORDS = ("ana bob tea coffee lisbon porto flight meeting invoice piano garden ra
          "doctor sister project").split()
 NAMESPACES = ("left", "right")
 CONFIG: dict[str, Any] = {"budget": 50, "namespace_budgets": {"right": 30}}
-DURATION = 2.0
+DURATION = 1.0
 MIN_INSERTS = 21
 """The threads run until at least this many adds and one eviction happened..."""
 PATIENCE = 120.0
