@@ -12,11 +12,10 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 # the suite runs with bytecode writing on, so each module the suite imports is compiled
 # once, by the first process that imports it, and read by the others (every process the
 # suite starts — CLI runs, crash-loop children, load workers, fresh benchmark probes).
-# uv reads no pip configuration, so the
-# wheel directories pip is configured to look in (find-links: where these machines keep
-# the CPU build of torch) are passed on — those that exist: pip skips a missing one, uv
-# stops. --native-tls: uv trusts the machine's certificate store, as pip does here,
-# instead of the roots it carries.
+# uv reads no pip configuration, so the wheel directories pip is configured to look in
+# (find-links: where these machines keep the CPU build of torch) are passed on — those
+# that exist: pip skips a missing one, uv stops. --native-tls: uv trusts the machine's
+# certificate store, as pip does here, instead of the roots it carries.
 FIND   = $(shell $(PY) -m pip config list 2>/dev/null \
 	| sed -n "s/^.*find-links='\(.*\)'$$/\1/p" | tr ' ' '\n' | sort -u \
 	| while read -r d; do case "$$d" in \
