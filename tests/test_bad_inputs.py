@@ -346,20 +346,22 @@ path lives only as long as the test that made it (``kind_parts`` removes its fil
 the test ends). On the other kinds each case builds its own world, as before."""
 
 
-def _shared_maker(factory: StoreFactory, kind: str, root: Path) -> Callable[..., MemoryStore]:
-    """How a shared world of ``kind`` makes its stores (see :data:`SHAREABLE`)."""
-    if kind == "ram":
-        return factory
-    return lambda budget=None, **kw: factory(budget, path=tempfile.mkdtemp(dir=root), **kw)
+def _shared_builder(factory: StoreFactory, root: Path) -> Callable[[Path, str], World]:
+    """Builds a shared world of a kind (see :data:`SHAREABLE`): in memory on ``ram``,
+    opened by path under ``root`` on ``chroma``."""
+    def build(tmp: Path, kind: str) -> World:
+        if kind == "ram":
+            return build_world(factory, tmp)
+        return build_world(lambda budget=None, **kw: factory(
+            budget, path=tempfile.mkdtemp(dir=root), **kw), tmp)
+    return build
 
 
 @pytest.fixture(scope="module")
 def shared_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedWorld]:
     root = tmp_path_factory.mktemp("shared-worlds")
     with StoreFactory(audit_key=bytes(range(32))) as factory:  # conftest's `key`
-        shared = SharedWorld(lambda tmp, kind: build_world(_shared_maker(factory, kind, root),
-                                                           tmp),
-                             lambda _: factory.close(), REUSES,
+        shared = SharedWorld(_shared_builder(factory, root), lambda _: factory.close(), REUSES,
                              lambda world: check_invariants(world.store),
                              lambda world: check_caches(world.store))
         yield shared

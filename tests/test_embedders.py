@@ -242,7 +242,8 @@ def test_reading_a_minilm_store_never_loads_the_model(minilm_store: pathlib.Path
 
 
 @needs_minilm
-def test_mars_read_commands_do_not_import_the_model(minilm_store: pathlib.Path) -> None:
+def test_read_commands_never_import_the_model_and_its_first_load_is_quiet(
+        minilm_store: pathlib.Path) -> None:
     """In a new process: the read commands never import the model; the first retrieve
     loads it, drawing no progress bar, and leaves transformers' bars and torch's threads
     as they were (a first run's load, issue 34: one process serves both claims)."""

@@ -1,6 +1,7 @@
-"""A new user's first run (issue 34, item 5): no progress bar from a dependency, the
-semantic sensitivity fit read from the package instead of recomputed, small embeddings
-on one torch thread, and ``mars bench first-answer`` (a smoke run of the benchmark)."""
+"""A new user's first run (issue 34, item 5): no progress bar from a dependency (the
+model's first load is checked in ``test_embedders``), the semantic sensitivity fit read
+from the package instead of recomputed, small embeddings on one torch thread, and
+``mars bench first-answer`` (a smoke run of the benchmark)."""
 
 from __future__ import annotations
 
@@ -89,8 +90,8 @@ def test_a_first_write_reads_the_shipped_fit_instead_of_fitting() -> None:
 
 # That loading MiniLM draws no bar and leaves transformers' bars and torch's threads as
 # they were is checked in a new process by
-# test_embedders.py::test_mars_read_commands_do_not_import_the_model (one new process
-# loads the model for both claims).
+# test_embedders.py::test_read_commands_never_import_the_model_and_its_first_load_is_quiet
+# (one new process loads the model for both claims).
 
 
 def test_bench_first_answer_smoke() -> None:
