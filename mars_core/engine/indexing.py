@@ -53,12 +53,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import TypeVar
 
 import numpy as np
 
 from mars_core.errors import ConflictError, MarsBackendError
-from mars_core.index.base import Filter, IndexCapabilities, VectorIndex, as_vector, matches, unit
+from mars_core.index.base import (
+    Filter,
+    IndexCapabilities,
+    VectorIndex,
+    VectorQuery,
+    as_vector,
+    matches,
+    unit,
+)
 from mars_core.model import MemoryNode, MemoryStatus
 from mars_core.progress import ProgressFn, report
 from mars_core.storage.base import ChangeLog, ChangeLogStore, IndexRow, Vector, index_fields
@@ -71,6 +82,7 @@ MARK_EVERY = 1000
 FLUSH_AT = 256
 """Buffered entries that make a persistent index flush before any query asks it to."""
 
+_T = TypeVar("_T")
 _BATCH = 500
 """Rows read from the records per index write when catching up or rebuilding (a bound
 on what is held at once, and the step of a rebuild's progress)."""
@@ -333,17 +345,57 @@ class IndexSync:
         commit left it (after :meth:`prepare`): the index, with what is written behind
         merged in without a write (see the module). It writes nothing, so it can run
         inside a read transaction of the records."""
+        with self.querying():
+            return self._merged(namespace, VectorQuery(status, vector, k, where, within))
+
+    def search(self, namespace: str, queries: Sequence[VectorQuery],
+               beside: Callable[[], _T]) -> tuple[list[list[tuple[str, float]]], _T]:
+        """The answers of :meth:`query` to ``queries`` of one namespace, and what
+        ``beside`` returns. For an index with ``concurrent_queries`` (its queries run
+        outside the interpreter: Chroma's graph walks, a server's round trips) the
+        queries run on a second thread while ``beside`` (a read of the records) runs on
+        the caller's, so the two searches overlap. The index first loads the namespace
+        on the caller's thread (:meth:`~mars_core.index.base.VectorIndex.load`: whatever
+        reads the records or repairs files), and a shared index is held for queries by
+        the caller's transaction, so the second thread touches the index alone. The
+        answers are those of :meth:`query` one after the other, whichever thread ran
+        them; an error of either side is raised once both have ended. Other indexes
+        (numpy, Qdrant's local mode: Python throughout) answer first, then ``beside``
+        runs."""
+        if not queries or not self.index.capabilities.concurrent_queries:
+            return [self.query(namespace, q.status, q.vector, q.k, q.where, within=q.within)
+                    for q in queries], beside()
+        self.index.load(namespace)
+        found: Future[list[list[tuple[str, float]]]] = Future()
+
+        def ask() -> None:
+            try:
+                found.set_result([self._merged(namespace, q) for q in queries])
+            except BaseException as exc:  # raised on the caller's thread below
+                found.set_exception(exc)
+
+        with self.querying():
+            worker = threading.Thread(target=ask, name="mars-index-query")
+            worker.start()
+            try:
+                done = beside()
+            finally:
+                worker.join()
+            return found.result(), done
+
+    def _merged(self, namespace: str, q: VectorQuery) -> list[tuple[str, float]]:
+        """One query: the index's answer with the buffer merged in (see :meth:`query`)."""
+        status, vector, k, where, within = q.status, q.vector, q.k, q.where, q.within
         mine = [r for r in self._rows.values() if r.namespace == namespace]
         gone = {i for i, ns in self._gone.items() if ns == namespace}
-        with self.querying():
-            found = self.index.query(namespace, status, vector, k + len(mine) + len(gone),
-                                     where, within=within)
+        found = self.index.query(namespace, status, vector, k + len(mine) + len(gone),
+                                 where, within=within)
         if not mine and not gone:
             return found[:k]
         stale = gone | {r.id for r in mine}
         allowed = None if within is None else set(within)
-        q = unit(as_vector(vector))  # checked by the index's query above
-        fresh = [(r.id, float(np.dot(unit(r.vector), q))) for r in mine
+        qv = unit(as_vector(vector))  # checked by the index's query above
+        fresh = [(r.id, float(np.dot(unit(r.vector), qv))) for r in mine
                  if r.status is status and matches(where, r.fields)
                  and (allowed is None or r.id in allowed)]
         merged = [h for h in found if h[0] not in stale] + fresh

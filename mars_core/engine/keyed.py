@@ -180,6 +180,9 @@ class KeyedIndex:
         return self.inner.query(self.token(namespace), status, vector, k,
                                 self._filter(where), within=within)
 
+    def load(self, namespace: str) -> None:
+        self.inner.load(self.token(namespace))
+
     def mark(self, applied: int) -> None:
         self.inner.mark(applied)
 

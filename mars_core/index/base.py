@@ -58,6 +58,7 @@ __all__ = [
     "Or",
     "Range",
     "VectorIndex",
+    "VectorQuery",
     "as_vector",
     "exact_cosines",
     "matches",
@@ -227,6 +228,11 @@ class IndexCapabilities:
         columnar_filters: it evaluates filters over in-process columns, so a time range
             costs it less than an id allow-list (the store then sends a ``since``/
             ``until`` window as a ``Range``; otherwise as ``within=`` ids).
+        concurrent_queries: its queries spend their time outside the interpreter
+            (native code that releases it, a server's round trip), so the store runs
+            them on a second thread beside its full-text search
+            (:meth:`~mars_core.engine.indexing.IndexSync.search`, after
+            :meth:`VectorIndex.load`); an index that searches in Python gains nothing.
     """
 
     persistent: bool
@@ -235,6 +241,30 @@ class IndexCapabilities:
     exact: bool
     keeps_deleted: bool
     columnar_filters: bool = False
+    concurrent_queries: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VectorQuery:
+    """One query of a namespace's partition, as :meth:`VectorIndex.query` takes it.
+
+    Attributes:
+        status: the partition.
+        vector: the query's vector.
+        k: how many entries, at most.
+        where: what the entries' fields must match.
+        within: the ids the entries must be among (``None``: any).
+
+    Examples:
+        >>> VectorQuery(MemoryStatus.ACTIVE, np.ones(2, dtype=np.float32), 8).k
+        8
+    """
+
+    status: MemoryStatus
+    vector: Vector
+    k: int
+    where: Filter | None = None
+    within: Sequence[str] | None = None
 
 
 @runtime_checkable
@@ -299,6 +329,16 @@ class VectorIndex(Protocol):
         holds, read from its temporal index)."""
         ...
 
+    def load(self, namespace: str) -> None:
+        """Make a namespace ready to query, on the caller's thread: whatever a first query
+        would read from the record store or repair happens here (numpy reads the
+        namespace's rows; an embedded Chroma checks the namespace's files, rebuilding
+        them from the records when damaged). After it, until the namespace is forgotten
+        (:meth:`forget`) or the index cleared, :meth:`query` of the namespace reads nothing
+        but the index's own entries — so the store runs its queries on a second thread
+        while the caller's reads the records."""
+        ...
+
     def mark(self, applied: int) -> None:
         """Every change up to ``applied`` is in the index (called after every write
         that got it there, before the record store records that position).
@@ -335,8 +375,9 @@ class IndexBase:
     run under the index's lock, refuse once closed, then call the ``_``-methods.
 
     An index implements ``_bind``, ``_upsert``, ``_delete``, ``_query``, ``_clear``,
-    ``_compact`` and ``_release`` (what ``close`` frees), and ``_mark`` only to keep a
-    witness of its position (:meth:`VectorIndex.mark`); it sets ``_lock`` and
+    ``_compact`` and ``_release`` (what ``close`` frees), ``_mark`` only to keep a
+    witness of its position (:meth:`VectorIndex.mark`), and ``_load`` when a query
+    would otherwise read the record store (:meth:`VectorIndex.load`); it sets ``_lock`` and
     ``_closed``; ``dim`` is known once bound.
     """
 
@@ -459,6 +500,12 @@ class IndexBase:
             want *= 2  # a tie across the boundary: fetch more, so ids, not the backend, pick
 
     @guarded
+    def load(self, namespace: str) -> None:
+        """See :meth:`VectorIndex.load`."""
+        self._bound()
+        self._load(namespace)
+
+    @guarded
     def mark(self, applied: int) -> None:
         """See :meth:`VectorIndex.mark`."""
         self._bound()
@@ -520,6 +567,10 @@ class IndexBase:
                where: Filter | None, *, within: tuple[str, ...] | None = None
                ) -> list[tuple[str, float]]:
         raise NotImplementedError  # pragma: no cover
+
+    def _load(self, namespace: str) -> None:
+        """Nothing: a query reads only the index's own entries (numpy and the embedded
+        Chroma index read or check what a namespace's first query would)."""
 
     def _mark(self, applied: int) -> None:
         """Nothing: the record store keeps the position beside :attr:`stamp` (an index

@@ -440,7 +440,7 @@ class ChromaIndex(IndexBase):
         shared = path is None and (host is not None or client is not None)
         self.capabilities = IndexCapabilities(
             persistent=path is not None or shared, loads_on_demand=False, shared=shared,
-            exact=False, keeps_deleted=True)
+            exact=False, keeps_deleted=True, concurrent_queries=True)
         self.location = "client" if client is not None else "memory"
         try:
             self._client = client if client is not None else self._connect(path, host, port)
@@ -669,6 +669,12 @@ class ChromaIndex(IndexBase):
                             "delete entries",
                             lambda col, chunk=chunk: col.delete(ids=chunk))  # type: ignore[misc]
         self._churned(namespace, len(ids))
+
+    def _load(self, namespace: str) -> None:
+        """Check the namespace's files (rebuilt from the records when damaged) and make
+        room for its collections: a query of it then touches nothing but Chroma."""
+        self._free_loaded((namespace,))
+        self._guard(namespace)
 
     def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
                where: Filter | None, *, within: tuple[str, ...] | None = None

@@ -279,6 +279,9 @@ class NumpyIndex(IndexBase):
             for memory_id in ids:
                 part.drop(memory_id)
 
+    def _load(self, namespace: str) -> None:
+        self._namespace(namespace)
+
     def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
                where: Filter | None, *, within: tuple[str, ...] | None = None
                ) -> list[tuple[str, float]]:

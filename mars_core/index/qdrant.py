@@ -259,7 +259,7 @@ class QdrantIndex(IndexBase):
                                 else ":memory:")
         self.capabilities = IndexCapabilities(
             persistent=path is not None or remote, loads_on_demand=False, shared=remote,
-            exact=not remote, keeps_deleted=True)
+            exact=not remote, keeps_deleted=True, concurrent_queries=remote)
         try:
             self._client = client if client is not None else self._connect(
                 location, path, url, api_key, prefer_grpc)

@@ -35,14 +35,23 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Final, Protocol, cast
+from typing import Final, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from mars_core.config import RetrievalConfig
 from mars_core.errors import ValidationError
-from mars_core.index.base import And, Eq, Filter, In, IndexCapabilities, Range, exact_cosines
+from mars_core.index.base import (
+    And,
+    Eq,
+    Filter,
+    In,
+    IndexCapabilities,
+    Range,
+    VectorQuery,
+    exact_cosines,
+)
 from mars_core.model import MemoryNode, MemoryStatus, MemoryType, Predicate, utc
 from mars_core.nlp.rules import normalise_apostrophes
 from mars_core.reading.analysis import STOPWORDS, terms
@@ -344,6 +353,9 @@ def relative_cutoff(hits: Sequence[Hit], ratio: float,
     return [h for h in hits if h.id in kept]
 
 
+_T = TypeVar("_T")
+
+
 class Dense(Protocol):
     """What ranking asks of a vector index (:class:`~mars_core.index.base.VectorIndex`,
     or the store's follower of one, which sees what is written behind)."""
@@ -353,10 +365,11 @@ class Dense(Protocol):
         """The index's capabilities."""
         ...
 
-    def query(self, namespace: str, status: MemoryStatus, vector: npt.NDArray[np.float32],
-              k: int, where: Filter | None = None, *,
-              within: Sequence[str] | None = None) -> list[tuple[str, float]]:
-        """The ``k`` most similar entries of one partition (see ``VectorIndex.query``)."""
+    def search(self, namespace: str, queries: Sequence[VectorQuery],
+               beside: Callable[[], _T]) -> tuple[list[list[tuple[str, float]]], _T]:
+        """The ``k`` most similar entries of one partition for each query (see
+        ``VectorIndex.query``), and what ``beside`` returns — which may run meanwhile, on
+        another thread (see :meth:`~mars_core.engine.indexing.IndexSync.search`)."""
         ...
 
 
@@ -387,6 +400,7 @@ def rank(
     namespace's views do not hold, one for their edges), and each is scored from its
     stored vector (:func:`~mars_core.index.base.exact_cosines`), so a memory's score is
     the same whichever index found it, approximate or not, and whatever else it found.
+    The index's queries and the full-text search run side by side (``index.search``).
     Candidates without that status (an index entry not yet caught up), that the query
     does not admit or ``admit`` refuses are left out; ties rank the active memory first.
     BM25 is normalised by its best score before any filter: a filter only leaves hits out.
@@ -402,19 +416,18 @@ def rank(
     # a window's ids come from the temporal index, as an allow-list — unless the index
     # filters a time range over its own columns, which is cheaper still
     by_ids = window is not None and not index.capabilities.columnar_filters
-    proposed: list[str] = []
+    asks: list[VectorQuery] = []
     for st in statuses if np.any(qvec) else ():
         within = state.window(st, *window) if by_ids and window is not None else None
         if within != []:
-            proposed += [i for i, _ in index.query(q.namespace, st, qvec, cfg.candidates,
-                                                   q.index_filter(time=within is None),
-                                                   within=within)]
+            asks.append(VectorQuery(st, qvec, cfg.candidates,
+                                    q.index_filter(time=within is None), within))
     since, until = window or (None, None)
-    found = lexical(TermQuery(q.namespace, tuple(terms(q.text)), statuses,
-                              cfg.candidates * len(statuses), since, until,
-                              cfg.bm25_k1, cfg.bm25_b))
+    asked = TermQuery(q.namespace, tuple(terms(q.text)), statuses,
+                      cfg.candidates * len(statuses), since, until, cfg.bm25_k1, cfg.bm25_b)
+    dense, found = index.search(q.namespace, asks, lambda: lexical(asked))
     lexical_scores = dict(found.hits)
-    proposed += [i for i, _ in found.hits]
+    proposed = [i for hits in dense for i, _ in hits] + [i for i, _ in found.hits]
     state.read_around(proposed)  # the candidates and their edges: three reads
 
     def eligible(nid: str) -> bool:

@@ -7,6 +7,7 @@ import contextlib
 import math
 import pathlib
 import random
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import ClassVar
@@ -274,6 +275,7 @@ class VectorIndexConformance(abc.ABC):
                 lambda: index.query("ns-a", ACTIVE, self.vector(1.0), 1),
                 lambda: index.delete("ns-a", [_uid(0)]),
                 lambda: index.mark(1),
+                lambda: index.load("ns-a"),
                 index.clear,
                 lambda: index.compact(["ns-a"]),
                 lambda: index.bind("", self.dim, _Source()),
@@ -588,6 +590,29 @@ class VectorIndexConformance(abc.ABC):
             assert self.found(index, "ns-a") == [_uid(0), _uid(3)]
             assert source.calls == ["ns-a", "ns-a"]
 
+    def test_after_a_load_queries_read_nothing_but_the_index_from_any_thread(
+            self, tmp_path: pathlib.Path) -> None:
+        """``load`` does on the caller's thread whatever reads the records; the queries
+        after it, on another thread, read nothing else and answer as on this one."""
+        with self.open_index(tmp_path / "index") as (index, source):
+            rows = [self.row(0), self.row(1), self.row(2, status=ARCHIVED), self.row(3, "ns-b")]
+            self.write(index, source, rows)
+            index.forget("ns-a")  # a first query would read the records again (numpy)
+            index.load("ns-a")
+            index.load("never-written")  # nothing to load: no error
+            read = list(source.calls)
+            asks = [(st, self.row(n).vector) for st in (ACTIVE, ARCHIVED) for n in range(3)]
+            there: list[list[tuple[str, float]]] = []
+            worker = threading.Thread(target=lambda: there.extend(
+                index.query("ns-a", st, vec, 2) for st, vec in asks))
+            worker.start()
+            worker.join()
+            assert source.calls == read  # the queries read no record
+            here = [index.query("ns-a", st, vec, 2) for st, vec in asks]
+            assert [[i for i, _ in hits] for hits in there] == \
+                [[i for i, _ in hits] for hits in here]
+            assert {i for hits in there for i, _ in hits} == {_uid(0), _uid(1), _uid(2)}
+
     def test_closed_index_refuses(self, tmp_path: pathlib.Path) -> None:
         index = self.make_index(tmp_path / "index")
         index.bind(self.identity, self.dim, _Source())
@@ -600,6 +625,7 @@ class VectorIndexConformance(abc.ABC):
             lambda: index.query("ns-a", ACTIVE, self.vector(1.0), 1),
             lambda: index.delete("ns-a", [_uid(0)]),
             lambda: index.mark(1),
+            lambda: index.load("ns-a"),
             index.clear,
             lambda: index.compact(["ns-a"]),
         ]
