@@ -22,7 +22,7 @@ from mars_core.model import MemoryStatus
 from mars_core.testing import index_sync
 
 ACTIVE = MemoryStatus.ACTIVE
-WAIT = 30.0
+WAIT = 10.0
 """Seconds an event is waited for before the test fails (never reached when it passes)."""
 
 
