@@ -362,9 +362,12 @@ class IndexSync:
         them; an error of either side is raised once both have ended. Other indexes
         (numpy, Qdrant's local mode: Python throughout) answer first, then ``beside``
         runs."""
-        if not queries or not self.index.capabilities.concurrent_queries:
-            return [self.query(namespace, q.status, q.vector, q.k, q.where, within=q.within)
-                    for q in queries], beside()
+        if not queries:
+            return [], beside()
+        if not self.index.capabilities.concurrent_queries:
+            with self.querying():
+                answers = [self._merged(namespace, q) for q in queries]
+            return answers, beside()
         self.index.load(namespace)
         found: Future[list[list[tuple[str, float]]]] = Future()
 

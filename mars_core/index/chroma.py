@@ -660,8 +660,7 @@ class ChromaIndex(IndexBase):
             self._using(name, f"write collection {name!r}", write, create=True)
 
     def _delete(self, namespace: str, ids: list[str]) -> None:
-        self._free_loaded((namespace,))
-        self._guard(namespace)
+        self._load(namespace)
         for status in MemoryStatus:
             for i in range(0, len(ids), self._max_batch):
                 chunk = ids[i:i + self._max_batch]
@@ -679,11 +678,10 @@ class ChromaIndex(IndexBase):
     def _query(self, namespace: str, status: MemoryStatus, vector: Vector, k: int,
                where: Filter | None, *, within: tuple[str, ...] | None = None
                ) -> list[tuple[str, float]]:
-        self._free_loaded((namespace,))
         node = TRUE if where is None else _normal_form(where, _storable_key)
         if node == FALSE:
             return []
-        self._guard(namespace)
+        self._load(namespace)  # nothing left to do after IndexSync.search's load
 
         def ask(col: Any) -> Any:
             from chromadb.errors import ChromaError
