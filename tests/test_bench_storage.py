@@ -198,18 +198,20 @@ def test_sections_runs_only_those_named(tmp_path: Path, capsys: pytest.CaptureFi
                                         ) -> None:
     """``mars bench store --sections loop`` runs the agent loop alone (at the plan's
     sizes: how the issue's full sizes are run one section at a time) and writes only its
-    line; an unknown section is refused, and nothing runs."""
+    line, its progress shown as it goes; an unknown section is refused, and nothing
+    runs."""
     pytest.importorskip("chromadb")
     out = tmp_path / "run"
     assert cli_main(["bench", "store", "--quick", "--indexes", "numpy", "--history", "quick",
-                     "--sections", "loop", "--out", str(out)]) == 0
+                     "--sections", "loop", "--progress", "--out", str(out)]) == 0
+    shown = capsys.readouterr().err
+    assert "loop 20/20" in shown and "sections" not in shown  # no empty count of 1-4
     doc = json.loads((out / "storage.json").read_text())
     assert set(doc) == {"machine", "history", "peak_rss_mb_of_the_run"}
     assert set(doc["history"]) == {"plan", "loop"} and doc["history"]["loop"]["rounds"] == 20
     md = (out / "storage.md").read_text()
     assert md.startswith("Agent loop on 600 turns") and "add_many" not in md
     assert not list(out.glob("*.png"))  # the cost figure needs sections 1 and 2
-    capsys.readouterr()
     assert cli_main(["bench", "store", "--sections", "loop,speed", "--out",
                      str(tmp_path / "no")]) != 0
     assert "--sections takes cost, bulk, memory, scale, long-lived, many, lifted, loop" in \

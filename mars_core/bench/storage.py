@@ -471,11 +471,12 @@ def memory(n: int, *, workdir: Path) -> dict[str, Any]:
 
 
 class _Steps:
-    """Counts finished sections for ``progress`` (stage ``sections``)."""
+    """Counts finished sections for ``progress`` (stage ``sections``; none reported when
+    no section of 1–4 runs: sections 5–8 report their own stages)."""
 
     def __init__(self, progress: ProgressFn | None, total: int) -> None:
-        self.progress, self.total, self.done = progress, total, 0
-        report(progress, "sections", 0, total)
+        self.progress, self.total, self.done = progress if total else None, total, 0
+        report(self.progress, "sections", 0, total)
 
     def __call__(self, result: dict[str, Any]) -> dict[str, Any]:
         self.done += 1
@@ -504,7 +505,8 @@ def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_
     the bulk and scale sections measure one round;
     ``model``: the bulk section runs again at n/5 with it; ``plan``: the sizes of
     sections 5–8, None skips them; ``progress``: stage ``sections``, one step per index
-    and section of 1–4)."""
+    and section of 1–4, then the stages of sections 5–8 — ``observe`` and ``add`` as
+    their stores fill, ``loop`` as the agent loop's rounds run)."""
     os.environ.setdefault("MARS_EMBEDDER", "hashing")
     big = big if "scale" in sections else 0
     model = model if "bulk" in sections else None
@@ -531,7 +533,8 @@ def run(n: int = 10_000, *, block: int = 20, rounds: int = 10, big: int = 1_000_
                                           rounds=1 if quick else _ROUNDS))
                                for i in indexes]
         if plan is not None:
-            result["history"] = history.run(plan.only(sections), workdir=base)
+            result["history"] = history.run(plan.only(sections), workdir=base,
+                                            progress=progress)
     result["peak_rss_mb_of_the_run"] = resource.getrusage(
         resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
