@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,8 @@ PG_PLAN = {"sizes": (120,), "namespaces": 2, "turns": 60, "lifted": 150, "histor
 
 
 def _history_on(tmp_path: Path, pg_url: str, chroma: Any, *, sections: bool,
-                workers: bool, tag: str = "") -> dict[str, Any]:
+                workers: bool, tag: str = "",
+                progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Section 4 (bench store's sections 5-8 and the process-count row) on the
     PostgreSQL database ``pg_url`` and the Chroma server ``chroma``, at sizes of
     seconds; each store in a schema and a prefix of its own (``tag`` in their names;
@@ -76,7 +78,7 @@ def _history_on(tmp_path: Path, pg_url: str, chroma: Any, *, sections: bool,
         if sections:
             grown = history.run(history.Plan(**PG_PLAN), workdir=tmp_path, where=where)
         if workers:
-            grown["workers"] = history.workers((1, 2), 2, 40, where=where)
+            grown["workers"] = history.workers((1, 2), 2, 40, where=where, progress=progress)
     finally:
         for schema in sorted(set(schemas)) if tag else ():
             drop_schema(pg_url, schema)
@@ -117,11 +119,15 @@ def test_the_history_sections_report_on_the_sessions_servers(
 
 def test_the_process_count_row_reports_on_the_sessions_servers(
         tmp_path: Path, postgres_server: str, chroma_server: Any) -> None:
-    """The process-count row of section 4 on the session's servers."""
+    """The process-count row of section 4 on the session's servers; its fill reports its
+    progress (``mars bench postgres --progress``)."""
+    seen: list[tuple[str, int, int]] = []
     grown = _history_on(tmp_path, postgres_server, chroma_server, sections=False,
-                        workers=True, tag=uuid.uuid4().hex[:8])
+                        workers=True, tag=uuid.uuid4().hex[:8],
+                        progress=lambda *step: seen.append(step))
     rows = grown["workers"]["rows"]
     assert [r["workers"] for r in rows] == [1, 2] and rows[0]["vs_one"] == 1.0
+    assert seen[-1] == ("observe", 80, 80)  # two namespaces of 40 turns
 
 
 def test_bad_writer_counts_are_refused(capsys: pytest.CaptureFixture[str]) -> None:

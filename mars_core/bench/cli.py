@@ -187,7 +187,8 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
                    worker_turns: Annotated[int | None, typer.Option(
                        min=1, help="turns of each of the process-count row's 50 "
                                    "namespaces (default 1000; 100 of 4 with --quick)")] = None,
-                   out: OutOpt = None, as_json: JsonOpt = False) -> None:
+                   out: OutOpt = None, progress: ProgressOpt = None,
+                   as_json: JsonOpt = False) -> None:
     """PostgreSQL + a Chroma server against the SQLite default: latency per call
     (interleaved, medians, ratios), adds/s of 1, 2, 4, 8 writer processes on distinct
     namespaces, and as the history grows (servers started for the run)."""
@@ -204,9 +205,9 @@ def bench_postgres(*, writers: Annotated[str, typer.Option(
         plan = Plan.quick() if quick and history == "full" else Plan.named(history)
     except MarsError as exc:
         raise _fail(str(exc), exc) from exc
-    with _summary(as_json) as summary:
+    with _summary(as_json) as summary, _progress(progress, "bench postgres") as bar:
         summary.value = postgres.main(out, quick=quick, writers=counts, plan=plan,
-                                      worker_turns=worker_turns)
+                                      worker_turns=worker_turns, progress=bar)
 
 
 @bench_app.command("policies")

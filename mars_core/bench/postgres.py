@@ -56,6 +56,7 @@ from mars_core.bench.postgres_server import postgres_server
 from mars_core.bench.report import results_dir, write_results
 from mars_core.bench.together import together
 from mars_core.embeddings import HashingEmbedder
+from mars_core.progress import ProgressFn
 from mars_core.store import MemoryStore
 
 __all__ = ["latency", "main", "namespace_check", "notify_costs", "run", "table",
@@ -69,6 +70,7 @@ _WRITER = """
 import sys, time
 from mars_core import MemoryStore
 from mars_core.embeddings import HashingEmbedder
+from mars_core.progress import ProgressFn
 
 url, index, name, adds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 store = MemoryStore.open(url, index=index, embedder=HashingEmbedder(),
@@ -227,9 +229,12 @@ def throughput(url: str, index: str, writers: Sequence[int], adds: int) -> list[
 
 def run(n: int = 2000, *, block: int = 20, rounds: int = 5, adds: int = 200,
         writers: Sequence[int] = (1, 2, 4, 8), plan: history.Plan | None = None,
-        workers: tuple[int, int] = (50, 1000)) -> dict[str, Any]:
+        workers: tuple[int, int] = (50, 1000),
+        progress: ProgressFn | None = None) -> dict[str, Any]:
     """Every section on servers started for the run (``plan``: the sizes of section 4,
-    None skips it; ``workers``: the process-count row's namespaces and turns each)."""
+    None skips it; ``workers``: the process-count row's namespaces and turns each;
+    ``progress``: the stages of section 4 and the row's fill, as ``mars bench store``
+    reports them)."""
     os.environ.setdefault("MARS_EMBEDDER", "hashing")
     with tempfile.TemporaryDirectory(prefix="mars-bench-pg-") as tmp, \
             postgres_server(durable=True) as pg, chroma_server(Path(tmp)) as chroma:
@@ -255,8 +260,9 @@ def run(n: int = 2000, *, block: int = 20, rounds: int = 5, adds: int = 200,
             def where(name: str) -> tuple[str, str]:
                 return (f"{url}&schema=h_{name}",
                         f"chroma://{chroma.host}:{chroma.port}?prefix=h{name}_")
-            grown = history.run(plan, workdir=Path(tmp), where=where)
-            grown["workers"] = history.workers((1, max(writers)), *workers, where=where)
+            grown = history.run(plan, workdir=Path(tmp), where=where, progress=progress)
+            grown["workers"] = history.workers((1, max(writers)), *workers, where=where,
+                                               progress=progress)
     return {"machine": {"cpus": os.cpu_count()}, "latency": lat, "check": check,
             "throughput": tput, **({"history": grown} if grown else {})}
 
@@ -303,7 +309,8 @@ def table(result: dict[str, Any]) -> str:
 def main(out: str | os.PathLike[str] | None = None, *, quick: bool = False,
          writers: Sequence[int] = (1, 2, 4, 8),
          plan: history.Plan | None = None,
-         worker_turns: int | None = None) -> dict[str, Any]:
+         worker_turns: int | None = None,
+         progress: ProgressFn | None = None) -> dict[str, Any]:
     """Run and print (and write ``postgres.json`` and ``postgres.md`` to ``out``);
     ``worker_turns``: the turns of each namespace of the process-count row (default
     1,000 over 50 namespaces, 100 over 4 with ``quick``)."""
@@ -311,7 +318,7 @@ def main(out: str | os.PathLike[str] | None = None, *, quick: bool = False,
     namespaces, turns = (4, 100) if quick else (50, 1000)
     result = run(200 if quick else 2000, block=5 if quick else 20, rounds=2 if quick else 5,
                  adds=10 if quick else 200, writers=writers, plan=plan,
-                 workers=(namespaces, worker_turns or turns))
+                 workers=(namespaces, worker_turns or turns), progress=progress)
     text = table(result)
     print(text)
     write_results(folder, "postgres", result, text)
