@@ -329,7 +329,7 @@ class _Txn(SqlTxn):
 
     TEXT_ORDER = ' COLLATE "C"'
     EDGE_ORDER = "ord"
-    IDF_BY_CASE = True
+    PLANS_BY_ESTIMATE = True
 
     def __init__(self, conn: psycopg.Connection[Any], location: str, schema: str,
                  writable: bool) -> None:
