@@ -5,7 +5,7 @@ every posting of the namespace — whatever the planner's statistics say.
 A store's tables are filled long before autovacuum's next ``ANALYZE`` after an import or
 a burst of turns; with the estimates of an empty table, PostgreSQL ran the BM25 ranking
 as a scan of all the namespace's postings joined to a ``VALUES`` list of the query's
-terms (33 ms against 4 ms at 2,000 memories, and growing with the history), and read the
+terms (several times slower at 2,000 memories, and growing with the history), and read the
 exact scores' postings through the namespace too. The statements a search sends are
 traced (psycopg's ``Connection.execute``) and their plans asked of PostgreSQL itself
 (``EXPLAIN (FORMAT JSON)``, in the search's own transaction)."""

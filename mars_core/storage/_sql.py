@@ -179,14 +179,15 @@ class SqlTxn:
     """Whether the planner picks its indexes by row estimates that may be stale
     (PostgreSQL: with an empty table's statistics it takes an equality for 0.5 % of a
     column's rows, so one store's namespace looks small, and it scanned every posting of
-    the namespace against a ``VALUES`` list of the query's terms — 33 ms against 4 ms at
-    2,000 memories). Its full-text queries are then written so that one plan is the only
-    sensible one: the ranking weighs each posting by a ``CASE`` over its term, with the
-    terms in the ``WHERE``, and the exact scores read a candidate's postings by its id
-    alone. SQLite (False) takes the index whose columns the ``WHERE`` names most: the
-    ranking joins a ``VALUES`` list (the primary key probed once per term) and the exact
-    scores search ``terms_by_memory`` by id, namespace, status and term (1.5 ms against
-    2.7 ms by id alone, 140 candidates). The same postings and sums either way."""
+    the namespace against a ``VALUES`` list of the query's terms). Its full-text queries
+    then leave it less to misjudge — the ranking weighs each posting by a ``CASE`` over
+    its term, with the terms in the ``WHERE`` (no join to order), and the exact scores
+    read a candidate's postings by its id alone — and the store refreshes its statistics
+    after large writes. SQLite (False) takes the index whose columns the ``WHERE`` names
+    most: the ranking joins a ``VALUES`` list (the primary key probed once per term), and
+    the exact scores search ``terms_by_memory`` by id, namespace, status and term (by id
+    alone it would read each candidate's every posting). The same postings and sums
+    either way."""
 
     def __init__(self, location: str, writable: bool) -> None:
         self._where = location

@@ -306,8 +306,8 @@ def _refresh_statistics(conn: psycopg.Connection[Any], inserted: int) -> None:
     """``ANALYZE`` the tables a search reads after a write that grew them by
     :data:`ANALYZE_SHARE` or more (at least 200 memories), as autovacuum would a minute
     later: without statistics the planner takes an equality on a column for 0.5 % of its
-    rows, so a namespace looks small and a full-text search scanned all its postings
-    (a retrieve 39 ms against 12 ms, 2,000 memories). Geometric steps: a store analysed
+    rows, so a namespace looks small and a full-text search scanned all its postings.
+    Geometric steps: a store analysed
     at every 10 % of growth pays a logarithmic number of them. Best effort, never
     waiting: the write is committed already; a table another session holds (its own
     ``ANALYZE``, a ``VACUUM``) is skipped, and a failure (the server gone) is left to
