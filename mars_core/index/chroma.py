@@ -61,14 +61,12 @@ Examples:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import hashlib
 import logging
 import math
 import os
 import re
-import sys
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -87,6 +85,7 @@ from mars_core.errors import (
 )
 from mars_core.index._filters import FALSE, TRUE, Conj, Leaf, Lit, Node, equal_literals
 from mars_core.index._filters import normal_form as _normal_form
+from mars_core.index._heap import ARENAS, cap_arenas, check_arenas, trim
 from mars_core.index._hnsw import check_segment, element_count, record_sums, recorded_sums
 from mars_core.index._scrub import (
     ScrubReport,
@@ -373,6 +372,13 @@ class ChromaIndex(IndexBase):
             on raw chromadb), which the write-behind buffer spreads over a batch.
             Collections made before keep the threshold they were made with (``mars
             reindex`` makes them anew).
+        malloc_arenas: on disk (``path=``) only, and on glibc: the first such index to
+            open its client caps the process's malloc arenas at this many
+            (``mallopt(M_ARENA_MAX)``, :func:`mars_core.index._heap.cap_arenas`; default 2),
+            so that the graphs Chroma's threads load and free do not stay resident in
+            one heap per thread. Process-wide and once; ``None`` leaves the arenas as
+            they are, and ``MALLOC_ARENA_MAX`` in the environment wins. Measured by
+            section 6 of ``mars bench store`` (docs/benchmarks/storage.md).
 
     Raises:
         ExtraNotInstalledError: ``chromadb`` is not installed.
@@ -389,7 +395,8 @@ class ChromaIndex(IndexBase):
     def __init__(self, client: Any = None, *, path: str | os.PathLike[str] | None = None,
                  host: str | None = None, port: int | None = None,
                  prefix: str = "mars_", max_loaded_collections: int = 32,
-                 max_loaded_vectors: int = 4096, sync_threshold: int = 2) -> None:
+                 max_loaded_vectors: int = 4096, sync_threshold: int = 2,
+                 malloc_arenas: int | None = ARENAS) -> None:
         if sum(x is not None for x in (client, path, host)) > 1:
             raise ValidationError("pass at most one of client=, path= and host=")
         if port is not None and host is None:
@@ -410,6 +417,7 @@ class ChromaIndex(IndexBase):
             raise ValidationError(f"sync_threshold must be an int >= 2 (Chroma's minimum), "
                                   f"not {sync_threshold!r}")
         self._sync_threshold = sync_threshold
+        self._arenas = check_arenas(malloc_arenas)
         self._lock = threading.RLock()
         self._closed = False
         self._prefix = prefix
@@ -484,6 +492,7 @@ class ChromaIndex(IndexBase):
             return chromadb.EphemeralClient(settings=_settings(), database=self._database)
 
     def _persistent_client(self) -> Any:
+        cap_arenas(self._arenas)  # before Chroma's threads allocate (see mars_core.index._heap)
         chromadb = _import_chromadb()
         with _client_errors(f"open the database at {self.location}"):
             return chromadb.PersistentClient(path=self.location, settings=_settings())
@@ -505,7 +514,7 @@ class ChromaIndex(IndexBase):
         self._used.clear()
         self._client = self._persistent_client()
         self.reopens += 1
-        _trim_heap()
+        trim()
 
     def _take_lock(self, directory: Path) -> None:
         try:
@@ -939,17 +948,6 @@ class ChromaIndex(IndexBase):
         if self._lock_file is not None:
             self._lock_file.release()
             self._lock_file = None
-
-
-def _trim_heap() -> None:
-    """Give the C heap's free pages back to the system (glibc ``malloc_trim``; nothing
-    elsewhere). What a reopened client freed otherwise stays resident in the heap's
-    fragments: a process serving 75 namespaces in turn peaked at 254 MB without it,
-    191 MB with it (section 6 of ``mars bench store``)."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _flip(status: MemoryStatus) -> MemoryStatus:
