@@ -296,22 +296,20 @@ def _errors(where: str, conn: Any = None, *, committing: bool = False) -> Iterat
         raise MarsBackendError(f"the record store at {where} failed: {exc}") from exc
 
 
-ANALYZE_SHARE = 0.1
-"""A write that inserts at least this share of the memories the planner's statistics
-count (or any, when the tables were never analysed) refreshes them at once."""
-_ANALYZE_MIN = 200  # below it, autovacuum's own threshold (50 rows + 10 %) serves
+_ANALYZE_SHARE = 0.1  # of the memories the planner's statistics count
+_ANALYZE_MIN = 200  # memories: below it, autovacuum's own threshold (50 rows + 10 %) serves
 
 
 def _refresh_statistics(conn: psycopg.Connection[Any], inserted: int) -> None:
-    """``ANALYZE`` the tables a search reads after a write that grew them by
-    :data:`ANALYZE_SHARE` or more (at least 200 memories), as autovacuum would a minute
-    later: without statistics the planner takes an equality on a column for 0.5 % of its
-    rows, so a namespace looks small and a full-text search scanned all its postings.
-    Geometric steps: a store analysed
-    at every 10 % of growth pays a logarithmic number of them. Best effort, never
-    waiting: the write is committed already; a table another session holds (its own
-    ``ANALYZE``, a ``VACUUM``) is skipped, and a failure (the server gone) is left to
-    autovacuum and to the next call's own errors."""
+    """``ANALYZE`` the tables a search reads after a write that inserted 200 memories or
+    more and at least a tenth of those the planner's statistics count (any, when they
+    count none), as autovacuum would a minute later: without statistics the planner
+    takes an equality on a column for 0.5 % of its rows, so a namespace looks small and
+    a full-text search scanned all its postings. Geometric steps: a store pays a
+    logarithmic number of them as it grows. Best effort, never waiting: the write is
+    committed already; a table another session holds (its own ``ANALYZE``, a
+    ``VACUUM``) is skipped, and a failure (the server gone) is left to autovacuum and to
+    the next call's own errors."""
     if inserted < _ANALYZE_MIN:
         return
     import psycopg
@@ -319,7 +317,7 @@ def _refresh_statistics(conn: psycopg.Connection[Any], inserted: int) -> None:
     with contextlib.suppress(psycopg.Error):
         known = conn.execute("SELECT reltuples FROM pg_class WHERE oid = "
                              "'memories'::regclass").fetchone()
-        if known is None or known[0] < 0 or inserted >= ANALYZE_SHARE * known[0]:
+        if known is None or known[0] <= 0 or inserted >= _ANALYZE_SHARE * known[0]:
             conn.execute("ANALYZE (SKIP_LOCKED) memories, terms, term_totals, edges, stats")
 
 
