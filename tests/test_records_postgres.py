@@ -105,6 +105,11 @@ def test_an_older_schema_is_refused_naming_mars_migrate_which_migrates_it(
             PostgresRecordStore(postgres_url, read_only=read_only)
     assert pg.schema_version(postgres_url) == 1
     assert pg.migrate(postgres_url) == (1, 2)
+    with psycopg.connect(libpq, autocommit=True) as conn:  # the postings it wrote, counted
+        counted, rows = conn.execute(
+            f"SELECT (SELECT reltuples FROM pg_class WHERE oid = '\"{schema}\".terms'::regclass),"
+            f' (SELECT count(*) FROM "{schema}".terms)').fetchone()
+    assert counted == rows > 0
     assert pg.migrate(postgres_url) == (2, 2)  # current: nothing to do
     with PostgresRecordStore(postgres_url) as records, records.read() as tx:
         assert tx.namespace("kept") == NamespaceRecord("kept", step=7)

@@ -318,7 +318,13 @@ def _refresh_statistics(conn: psycopg.Connection[Any], inserted: int) -> None:
         known = conn.execute("SELECT reltuples FROM pg_class WHERE oid = "
                              "'memories'::regclass").fetchone()
         if known is None or known[0] <= 0 or inserted >= _ANALYZE_SHARE * known[0]:
-            conn.execute("ANALYZE (SKIP_LOCKED) memories, terms, term_totals, edges, stats")
+            _analyze(conn)
+
+
+def _analyze(conn: psycopg.Connection[Any]) -> None:
+    """Refresh the planner's statistics of the tables a search reads (the connection's
+    schema; autocommit), skipping any another session holds."""
+    conn.execute("ANALYZE (SKIP_LOCKED) memories, terms, term_totals, edges, stats")
 
 
 class _Txn(SqlTxn):
@@ -881,6 +887,10 @@ def migrate(url: str, *, connect_timeout: float = 10.0) -> tuple[int, int]:
                 version += 1
             conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'",
                          (str(version),))
+        if before < SCHEMA_VERSION:  # the tables a step filled: statistics before any search
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(f'SET search_path = "{schema}"')
+                _analyze(conn)
     finally:
         conn.close()
     return before, SCHEMA_VERSION
