@@ -14,7 +14,10 @@ placeholders. A dialect gives the few things that differ, each a small method:
   :meth:`SqlTxn._append_audit`, :meth:`SqlTxn.last_change`): SQLite has one writer and
   numbers them as they come; PostgreSQL numbers them in commit order;
 * what holds a namespace (:meth:`SqlTxn.lock_namespaces`) and what orders text
-  (:attr:`SqlTxn.TEXT_ORDER`) and edges (:attr:`SqlTxn.EDGE_ORDER`).
+  (:attr:`SqlTxn.TEXT_ORDER`) and edges (:attr:`SqlTxn.EDGE_ORDER`);
+* how a full-text search is written for the planner (:meth:`SqlTxn._ranked`,
+  :meth:`SqlTxn._postings_of`): the same postings and sums, in the form each planner
+  serves best.
 
 Examples:
     >>> import numpy as np
@@ -62,12 +65,14 @@ from mars_core.storage.base import (
 
 __all__ = [
     "BATCH_ROWS",
+    "BM25_SQL",
     "BODY",
     "COLUMNS",
     "META",
     "SqlTxn",
     "blob_of",
     "bm25",
+    "idf_pairs",
     "stats_row",
     "term_rows",
     "vector_of",
@@ -153,6 +158,16 @@ def bm25(tf: int, length: int, idf: float, avgdl: float, *, k1: float, b: float)
     return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
 
 
+BM25_SQL = "t.tf * ? / (t.tf + ? * (1 - ? + ? * t.length / ?))"
+"""A posting's BM25 weight before its idf (arguments: k1 + 1, k1, b, b, the average
+length), the same in every dialect's ranking (:meth:`SqlTxn._ranked`)."""
+
+
+def idf_pairs(idf: Mapping[str, float]) -> list[Any]:
+    """``term, idf`` of each term, in the terms' order: a ranking's weights."""
+    return [x for t in sorted(idf) for x in (t, idf[t])]
+
+
 def _memory_row(node: MemoryNode, vector: Vector) -> tuple[Any, ...]:
     """A memory's ``memories`` row (:data:`COLUMNS`, then its vector)."""
     doc = node.model_dump(mode="json")
@@ -175,19 +190,6 @@ class SqlTxn:
     """Appended to ``ORDER BY`` of text: byte order, whatever the database's locale."""
     EDGE_ORDER: ClassVar[str] = "rowid"
     """The column that orders edges as they were added."""
-    PLANS_BY_ESTIMATE: ClassVar[bool] = False
-    """Whether the planner picks its indexes by row estimates that may be stale
-    (PostgreSQL: with an empty table's statistics it takes an equality for 0.5 % of a
-    column's rows, so one store's namespace looks small, and it scanned every posting of
-    the namespace against a ``VALUES`` list of the query's terms). Its full-text queries
-    then leave it less to misjudge — the ranking weighs each posting by a ``CASE`` over
-    its term, with the terms in the ``WHERE`` (no join to order), and the exact scores
-    read a candidate's postings by its id alone — and the store refreshes its statistics
-    after large writes. SQLite (False) takes the index whose columns the ``WHERE`` names
-    most: the ranking joins a ``VALUES`` list (the primary key probed once per term), and
-    the exact scores search ``terms_by_memory`` by id, namespace, status and term (by id
-    alone it would read each candidate's every posting). The same postings and sums
-    either way."""
 
     def __init__(self, location: str, writable: bool) -> None:
         self._where = location
@@ -462,41 +464,38 @@ class SqlTxn:
                avgdl: float, ids: list[str]) -> dict[str, float]:
         """The BM25 of the memories ``ids`` (``math.fsum`` of their postings' terms: the
         same whatever order the database summed them in)."""
-        terms = sorted(idf)
+        terms, k1, b = sorted(idf), float(query.k1), float(query.b)
         parts: dict[str, list[float]] = {i: [] for i in ids}
-        # the ids are unique and a memory's postings are of its one status: the namespace
-        # and the statuses only steer SQLite's index (see PLANS_BY_ESTIMATE)
-        keyed, kargs = ("", []) if self.PLANS_BY_ESTIMATE else (
-            f"namespace = ? AND status IN ({', '.join('?' * len(statuses))}) AND ",
-            [query.namespace, *statuses])
+        keyed, kargs = self._postings_of(query.namespace, statuses)
         for cond, args in self._id_chunks(ids):
             for mid, term, tf, length in self._rows(
                     f"SELECT memory_id, term, tf, length FROM terms WHERE {keyed}memory_id "
                     f"{cond} AND term IN ({', '.join('?' * len(terms))}) "
                     f"ORDER BY term{self.TEXT_ORDER}", [*kargs, *args, *terms]):
                 parts[str(mid)].append(bm25(int(tf), int(length), idf[str(term)], avgdl,
-                                            k1=float(query.k1), b=float(query.b)))
+                                            k1=k1, b=b))
         return {i: math.fsum(p) for i, p in parts.items()}
+
+    def _postings_of(self, namespace: str, statuses: list[str]) -> tuple[str, list[Any]]:
+        """What a read of some memories' postings by id says first (a condition and its
+        ``AND``, and its arguments). The ids are unique and a memory's postings are of its
+        one status, so this only steers the planner: SQLite then searches
+        ``terms_by_memory`` by id, namespace, status and term at once (by id alone it
+        would read each memory's every posting)."""
+        return (f"namespace = ? AND status IN ({', '.join('?' * len(statuses))}) AND ",
+                [namespace, *statuses])
 
     def _ranked(self, statuses: list[str], idf: dict[str, float],
                 params: tuple[float, ...], namespace: str) -> tuple[str, list[Any]]:
-        """The BM25 sum of a namespace's postings of the terms of ``idf`` (each weighed
-        by its idf, see :attr:`PLANS_BY_ESTIMATE`), up to its ``WHERE``'s last condition."""
-        terms = sorted(idf)
-        weights = [x for t in terms for x in (t, idf[t])]
-        score = "t.tf * ? / (t.tf + ? * (1 - ? + ? * t.length / ?))"
-        status = f"t.status IN ({', '.join('?' * len(statuses))})"
-        if self.PLANS_BY_ESTIMATE:
-            cases = " ".join("WHEN ? THEN ?" for _ in terms)
-            return (f"SELECT t.memory_id, sum(CASE t.term {cases} END * {score}) AS score "
-                    f"FROM terms t WHERE t.namespace = ? AND t.term IN "
-                    f"({', '.join('?' * len(terms))}) AND {status}",
-                    [*weights, *params, namespace, *terms, *statuses])
-        values = ", ".join("(?, ?)" for _ in terms)
+        """The BM25 sum of a namespace's postings of the terms of ``idf``, each weighed by
+        its idf, up to its ``WHERE``'s last condition: a ``VALUES`` list of the terms
+        joined to the postings (SQLite probes the primary key once per term)."""
+        values = ", ".join("(?, ?)" for _ in idf)
         return (f"WITH q (term, idf) AS (VALUES {values}) SELECT t.memory_id, "
-                f"sum(q.idf * {score}) AS score FROM q CROSS JOIN terms t "
-                f"WHERE t.namespace = ? AND t.term = q.term AND {status}",
-                [*weights, *params, namespace, *statuses])
+                f"sum(q.idf * {BM25_SQL}) AS score FROM q CROSS JOIN terms t "
+                f"WHERE t.namespace = ? AND t.term = q.term AND t.status IN "
+                f"({', '.join('?' * len(statuses))})",
+                [*idf_pairs(idf), *params, namespace, *statuses])
 
     def existing(self, ids: Sequence[str]) -> set[str]:
         out: set[str] = set()
